@@ -1,0 +1,43 @@
+// attnprof/allocator.h: the one tracked allocator every tensor goes through.
+//
+//   void* p = attnprof::tracked_alloc(1 << 20);     // 64-byte aligned, counted, reported to the profiler
+//   attnprof::tracked_free(p, 1 << 20);
+//   MemoryStats s = attnprof::memory_stats();       // current, peak, totals
+//   attnprof::check_memory_budget(bytes, "naive attention scores"); // throws OutOfBudget over the budget
+//
+// Because all tensor storage comes from here, the profiler can attribute allocations to the op that was
+// open when they happened, and peaks are exact rather than sampled.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace attnprof {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+struct MemoryStats {
+  int64_t current_bytes = 0;   // live right now
+  int64_t peak_bytes = 0;      // high-water mark since the last reset_peak_memory()
+  int64_t total_allocated = 0; // bytes handed out since process start
+  int64_t allocations = 0;
+  int64_t frees = 0;
+};
+
+void* tracked_alloc(size_t bytes);
+void tracked_free(void* p, size_t bytes) noexcept;
+
+MemoryStats memory_stats();
+// Resets the peak to the current live bytes (what a benchmark does before measuring a forward).
+void reset_peak_memory();
+
+// The budget that memory-hungry paths (the naive N×N scores) check before they allocate.
+// Default: the machine's physical memory. Set to 0 to restore the default.
+void set_memory_budget(int64_t bytes);
+int64_t memory_budget();
+int64_t physical_memory_bytes();
+// Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request.
+void check_memory_budget(int64_t bytes, std::string_view what);
+
+}  // namespace attnprof

@@ -1,0 +1,96 @@
+// attnprof/analysis.h: turning a profile into numbers: per-op aggregates (torch's key_averages), memory,
+// the roofline against measured machine peaks, and scaling fits.
+//
+//   prof::ProfileResult r = profiler.result();
+//   analysis::KeyAverages ka = analysis::key_averages(r, {.group_by_input_shape = false});
+//   for (const analysis::OpStats& op : ka.rows) ... op.self_ns, op.total_ns, op.cost.flops ...
+//
+//   analysis::MachinePeaks peaks = analysis::machine_peaks(/*threads=*/2);   // measured once, cached
+//   analysis::RooflinePoint pt = analysis::place(op.cost, op.total_ns, peaks, DType::BF16);
+//
+//   analysis::PowerFit fit = analysis::fit_power_law(seq_lens, times);      // exponent ≈ 2 for attention
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnprof/cost.h"
+#include "attnprof/dtype.h"
+#include "attnprof/profiler.h"
+
+namespace attnprof::analysis {
+
+// ---- per-op aggregation ------------------------------------------------------------------------------
+struct OpStats {
+  std::string name;
+  std::string category;        // cpu_op, user_annotation
+  std::string input_shapes;    // "[[8, 16, 1024, 64], [8, 16, 64, 1024]]" when grouped by shape, else ""
+  int64_t calls = 0;
+  double self_ns = 0.0;        // total minus direct children's totals minus calibrated zone overhead
+  double total_ns = 0.0;       // wall time inside the zone, summed over calls (nested calls counted once)
+  int64_t mem_bytes = 0;       // bytes allocated inside the zone including children (never negative)
+  int64_t self_mem_bytes = 0;  // bytes allocated directly in the zone, not in children
+  int64_t freed_bytes = 0;     // bytes freed inside the zone including children
+  OpCost cost;                 // inclusive cost model: the zone's own cost plus its children's
+  OpCost self_cost;            // the cost model recorded on the zone itself
+  int64_t task_clock_ns = -1;  // software counters when recorded, else -1
+  int64_t page_faults = -1;
+};
+
+struct KeyAveragesOptions {
+  bool group_by_input_shape = false;
+};
+
+struct KeyAverages {
+  std::vector<OpStats> rows;      // one per (name[, shapes]), in first-seen order
+  double self_total_ns = 0.0;     // sum of self times of every zone (torch's "Self CPU time total")
+  double zone_overhead_ns = 0.0;  // calibrated per-zone overhead that was subtracted
+  int64_t zones = 0;              // number of zone events aggregated
+  int64_t peak_bytes = 0;         // peak live bytes of the tracked allocator during the profile
+  int64_t start_bytes = 0;        // live bytes when recording began
+};
+
+KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt = {});
+
+// Wall time of each top-level zone named `name` (e.g. the per-forward annotation), in ns.
+std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name);
+
+// ---- the machine and the roofline --------------------------------------------------------------------
+struct MachinePeaks {
+  std::string cpu;             // model name from /proc/cpuinfo
+  std::string isa;             // the SIMD target the peaks were measured with
+  int threads = 1;
+  double fp32_gflops = 0.0;    // FMA throughput
+  double bf16_gflops = 0.0;    // vdpbf16ps throughput, 0 when the CPU has none
+  double bandwidth_gbs = 0.0;  // STREAM triad
+  double sgemm_gflops = 0.0;   // OpenBLAS sgemm 2048³, the practical fp32 ceiling
+};
+
+// Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
+// The cache is a JSON file keyed by CPU model, ISA and thread count ($XDG_CACHE_HOME/attnprof/peaks.json).
+MachinePeaks machine_peaks(int threads, bool force_measure = false);
+
+struct RooflinePoint {
+  double intensity = 0.0;       // FLOP per byte from the cost model
+  double achieved_gflops = 0.0;
+  double attainable_gflops = 0.0;  // min(compute peak, intensity × bandwidth)
+  double ridge_intensity = 0.0;    // compute peak / bandwidth
+  bool memory_bound = false;       // intensity below the ridge
+  double fraction_of_attainable = 0.0;
+};
+// `compute_dtype` picks the compute ceiling: bf16 ops use the bf16 peak when the CPU has one.
+RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype);
+
+// ---- scaling -----------------------------------------------------------------------------------------
+struct PowerFit {
+  double exponent = 0.0;     // b in y = a·x^b, least squares on log-log
+  double coefficient = 0.0;  // a
+  double r2 = 0.0;           // of the log-log fit
+  double rms_log_error = 0.0;
+  double exponent_stderr = 0.0;
+};
+PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace attnprof::analysis

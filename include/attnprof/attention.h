@@ -1,0 +1,136 @@
+// attnprof/attention.h: attention the ways practitioners write it, one registry of variants, and the
+// fp64 reference they are all checked against.
+//
+//   AttnOptions opt{.is_causal = true};
+//   Tensor o = scaled_dot_product_attention(q, k, v, opt, SdpaBackend::Auto);
+//
+//   for (const Variant& v : registry()) {                   // naive, inplace, sdpa-math, sdpa-flash, flash
+//     AttnProblem p = AttnProblem::from(q, k, v_, opt);
+//     if (auto why = v.unsupported(p)) continue;            // a reason string when it cannot run
+//     auto runner = v.prepare(p, opt);                       // one-time set-up (the blog's mask built once)
+//     AttnOutput out = runner->run(q, k, v_);
+//     ErrorStats e = compare_to_reference(out.out, reference_attention(q, k, v_, opt), v.tolerance(p.dtype));
+//   }
+//
+// Shapes: q [B, Hq, Nq, D], k and v [B, Hkv, Nk, D] with Hq % Hkv == 0 (grouped-query attention).
+// Masks follow PyTorch's scaled_dot_product_attention: is_causal is top-left aligned (query i sees keys
+// j <= i); a Bool attn_mask is true where attention is allowed; an fp32 attn_mask is added to the scores;
+// masks broadcast as [B|1, H|1, Nq, Nk]; is_causal and attn_mask together are an error. A query row that
+// can see no key at all gives zeros (and logsumexp -inf), as PyTorch's flash kernels do.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnprof/cost.h"
+#include "attnprof/tensor.h"
+
+namespace attnprof {
+
+enum class MaskKind { None, Causal, Bool, Additive };
+std::string_view mask_kind_name(MaskKind m);
+
+struct AttnOptions {
+  bool is_causal = false;
+  Tensor attn_mask;              // optional: Bool (true = attend) or additive fp32/bf16
+  std::optional<double> scale;   // default 1/sqrt(D)
+};
+
+struct AttnOutput {
+  Tensor out;  // [B, Hq, Nq, D], the input dtype
+  Tensor lse;  // [B, Hq, Nq, 1] fp32 natural-log logsumexp of the scaled, masked scores; empty if not produced
+};
+
+// The shape-level description of one attention call: what cost models and support checks read.
+struct AttnProblem {
+  int64_t B = 1, Hq = 1, Hkv = 1, Nq = 1, Nk = 1, D = 64;
+  DType dtype = DType::F32;
+  MaskKind mask = MaskKind::None;
+  Shape4 mask_shape{1, 1, 1, 1};  // for Bool/Additive masks
+  double scale = 0.0;             // 0 = 1/sqrt(D)
+
+  double effective_scale() const;
+  std::string str() const;  // "B=8 Hq=16 Hkv=16 Nq=1024 Nk=1024 D=64 bf16 causal"
+  // Validates q/k/v/options (shapes, dtypes, head dims, GQA, mask broadcast, empties) and describes them.
+  static AttnProblem from(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
+};
+
+// FlashAttention's FLOP convention: 4·B·Hq·Nq·Nk·D for the forward, halved when causal (Nq == Nk).
+// Every variant reports these "useful" FLOPs so that GFLOP/s compare across variants.
+double attention_flops(const AttnProblem& p);
+// Bytes of q, k, v and the output: the floor any implementation must move.
+double attention_io_bytes(const AttnProblem& p);
+
+// --- reference -------------------------------------------------------------------------------------
+struct Reference {
+  Shape4 shape{};            // of the output
+  std::vector<double> out;   // row-major [B, Hq, Nq, D]
+  std::vector<double> lse;   // [B, Hq, Nq]
+};
+// Plain fp64 attention straight from the definition (the oracle every variant is validated against).
+Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
+
+struct Tolerance {
+  double atol = 0.0;
+  double rtol = 0.0;
+};
+
+struct ErrorStats {
+  double max_abs = 0.0;       // max |x - ref|
+  double max_rel = 0.0;       // max |x - ref| / max(|ref|, 1e-6)
+  double nmse = 0.0;          // sum (x-ref)^2 / sum ref^2
+  int64_t violations = 0;     // elements with |x - ref| > atol + rtol·|ref| (or non-finite)
+  int64_t count = 0;
+  bool ok() const { return violations == 0; }
+};
+ErrorStats compare_to_reference(const Tensor& out, const Reference& ref, const Tolerance& tol);
+ErrorStats compare_lse(const Tensor& lse, const Reference& ref, const Tolerance& tol);
+
+// --- SDPA --------------------------------------------------------------------------------------------
+enum class SdpaBackend { Auto, Math, Flash };
+SdpaBackend parse_sdpa_backend(std::string_view s);  // auto|math|flash, else Error
+std::string_view sdpa_backend_name(SdpaBackend b);
+// nullopt when `b` can serve the problem, else the reason (explicit backends that cannot serve are errors).
+std::optional<std::string> sdpa_backend_unsupported(SdpaBackend b, const AttnProblem& p);
+// What Auto picks for this problem: the fastest backend that supports it.
+SdpaBackend sdpa_select_backend(const AttnProblem& p);
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o,
+                                    SdpaBackend backend = SdpaBackend::Auto);
+
+// --- the hand-written FlashAttention-2-style CPU kernel ---------------------------------------------
+AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
+// Bytes the flash kernel moves: Q and O once, K and V once per Q block they are visited by.
+double flash_bytes(const AttnProblem& p);
+
+// --- the registry ------------------------------------------------------------------------------------
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  virtual AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) = 0;
+};
+
+struct Variant {
+  std::string name;        // "naive", "inplace", "sdpa-math", "sdpa-flash", "flash"
+  std::string backend;     // "cpu"
+  std::string annotation;  // the record_function name the blog used: attn_fwd, sdpa_fwd, flash_kernel_fwd
+  std::string summary;     // one line for --help and reports
+  std::function<std::optional<std::string>(const AttnProblem&)> unsupported;  // reason, or nullopt
+  std::function<OpCost(const AttnProblem&)> cost;  // whole forward: attention FLOPs, bytes moved
+  std::function<Tolerance(DType)> tolerance;
+  // One-time set-up outside the timed region (e.g. the causal mask the blog builds once). May throw
+  // OutOfBudget when the variant would not fit in the memory budget.
+  std::function<std::unique_ptr<Runner>(const AttnProblem&, const AttnOptions&)> prepare;
+};
+
+const std::vector<Variant>& registry();
+const Variant& find_variant(std::string_view name);  // Error listing the known names when not found
+std::string variant_names();                         // "naive, inplace, sdpa-math, sdpa-flash, flash"
+
+// Bytes the naive (out-of-place) path would hold at its peak, as checked against the memory budget.
+int64_t naive_peak_bytes(const AttnProblem& p, bool inplace);
+
+}  // namespace attnprof

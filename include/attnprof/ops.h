@@ -1,0 +1,64 @@
+// attnprof/ops.h: primitive ops, named after the PyTorch operators they stand for.
+//
+//   Tensor s = ops::matmul(q, k.transpose());          // [B,H,Nq,D] x [B,H,D,Nk] -> [B,H,Nq,Nk]
+//   s = ops::mul(s, scale);                             // out of place: allocates
+//   s = ops::masked_fill(s, mask, -INFINITY);           // out of place: clone (copy_) + masked_fill_
+//   Tensor p = ops::softmax(s);                         // over the last dim
+//   Tensor o = ops::matmul(p, v);
+//   ops::mul_(s, scale); ops::masked_fill_(s, mask, -INFINITY); ops::softmax_(s);   // in place
+//
+// Every op opens a profiler zone carrying its input shapes and its cost model (FLOPs, bytes read and
+// written), so tables, traces and the roofline read the same numbers the tests check. The `*_cost`
+// functions are those models; they are exact for the bytes each op must move at least once.
+//
+// Conventions: all tensors are 4-D. bf16 ops compute in fp32 and round once on store. Masks are Bool
+// with true = "fill this element" (masked_fill semantics) and broadcast over B and H. matmul broadcasts
+// over heads when a has a multiple of b's heads (grouped-query attention) without copying b.
+// softmax of a row whose entries are all -inf gives zeros (not NaN), matching PyTorch's flash kernels.
+#pragma once
+
+#include "attnprof/cost.h"
+#include "attnprof/tensor.h"
+
+namespace attnprof::ops {
+
+// [B,Ha,M,K] x [B,Hb,K,N] -> [B,Ha,M,N]; Ha % Hb == 0. fp32: OpenBLAS sgemm; bf16: oneDNN (bf16 in, fp32
+// accumulate, bf16 out), as PyTorch's CPU matmul does.
+Tensor matmul(const Tensor& a, const Tensor& b);
+OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
+
+Tensor transpose(const Tensor& a);  // view of the last two dims, recorded as a zero-cost op
+
+Tensor mul(const Tensor& a, double s);
+Tensor& mul_(Tensor& a, double s);
+OpCost mul_cost(const Shape4& a, DType dtype);
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, float value);
+Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value);
+OpCost masked_fill_cost(const Shape4& a, DType dtype, const Shape4& mask);
+
+// a + m where m broadcasts (an additive attention mask; fp32 or a's dtype).
+Tensor add(const Tensor& a, const Tensor& m);
+Tensor& add_(Tensor& a, const Tensor& m);
+OpCost add_cost(const Shape4& a, DType dtype, const Shape4& m, DType mdtype);
+
+Tensor softmax(const Tensor& a);  // over the last dim
+Tensor& softmax_(Tensor& a);
+OpCost softmax_cost(const Shape4& a, DType dtype);
+
+Tensor clone(const Tensor& a);                 // recorded as copy_
+Tensor to(const Tensor& a, DType dtype);       // recorded as to (copy_ when the dtype is the same)
+OpCost copy_cost(const Shape4& a, DType from, DType to);
+
+// triu(ones(Nq, Nk, bool), diagonal) as a [1,1,Nq,Nk] Bool tensor: true strictly above the diagonal shifted
+// by `diagonal` (diagonal=1 is the causal mask of the blog, top-left aligned).
+Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal = 1);
+Tensor logical_not(const Tensor& mask);
+
+// Throws unless `mask` (shape [Bm,Hm,Nq,Nk], Bm in {1,B}, Hm in {1,H}) broadcasts to `target`.
+void check_broadcast(const Shape4& mask, const Shape4& target, const char* what);
+
+void set_num_threads(int n);  // OpenMP and BLAS threads; n >= 1
+int num_threads();
+
+}  // namespace attnprof::ops

@@ -1,0 +1,241 @@
+// attnprof/profiler.h: zones, memory events and the profiling session.
+//
+//   attnprof::prof::Profiler prof({.schedule = {.wait = 1, .warmup = 1, .active = 3}});
+//   prof.start();
+//   for (int i = 0; i < 5; ++i) {
+//     { ATTNPROF_ANNOTATE("attn_fwd"); run_forward(); }   // like torch.profiler.record_function
+//     prof.step();                                        // like prof.step(): closes ProfilerStep#i
+//   }
+//   prof.stop();
+//   ProfileResult r = prof.result();                      // feed to report/table, chrome trace, json
+//
+// Inside the library every op opens a zone:
+//   ATTNPROF_OP_ZONE(z, "matmul");  z.set_cost(cost); z.add_shape(a.shape()); ...
+// A zone is a static call-site record plus two timestamps (Tracy's design). The RAII object writes into a
+// per-thread buffer, so OpenMP workers appear as their own threads. Nothing is aggregated or formatted
+// while recording; that happens in analysis and the reporters. With ATTNPROF_PROFILER=OFF in CMake the
+// macros expand to no-op objects and no profiling code runs.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnprof/cost.h"
+
+#ifndef ATTNPROF_PROFILER_ENABLED
+#define ATTNPROF_PROFILER_ENABLED 1
+#endif
+
+namespace attnprof::prof {
+
+// The static record a call site owns.
+struct ZoneSite {
+  const char* name;
+  const char* category;  // "cpu_op", "user_annotation", "kernel"...
+  const char* file;
+  int line;
+};
+
+inline constexpr int kMaxShapes = 4;
+
+struct ZoneEvent {
+  const char* name = nullptr;       // site name or an interned dynamic name
+  const char* category = nullptr;
+  uint64_t t0 = 0, t1 = 0;          // ticks (see ProfileResult::ns_per_tick)
+  int32_t parent = -1;              // index of the enclosing zone in the same thread, -1 for a root
+  uint16_t depth = 0;
+  uint8_t n_shapes = 0;
+  const char* variant = nullptr;    // the attention variant that was running, if any (interned)
+  OpCost cost;                      // from the op's cost model
+  std::array<std::array<int64_t, 4>, kMaxShapes> shapes{};
+  // Software counters for annotation zones when enabled; -1 when not measured.
+  int64_t task_clock_ns = -1;
+  int64_t page_faults = -1;
+};
+
+struct MemEvent {
+  uint64_t t = 0;        // ticks
+  int64_t delta = 0;     // +bytes allocated, -bytes freed
+  int64_t total = 0;     // live bytes in the tracked allocator after this event
+  int32_t zone = -1;     // innermost open zone of the thread that allocated/freed, -1 if none
+};
+
+struct ThreadTrace {
+  uint32_t tid = 0;         // small sequential id: 0 is the first thread that recorded (usually main)
+  std::string name;         // "main", "worker 1", ...
+  std::vector<ZoneEvent> zones;  // in order of opening
+  std::vector<MemEvent> mem;
+};
+
+struct ProfileResult {
+  std::vector<ThreadTrace> threads;
+  double ns_per_tick = 1.0;
+  uint64_t origin_ticks = 0;      // tick value that maps to t = 0 in reports
+  double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self times
+  std::string clock;              // "tsc" or "steady_clock"
+  std::string counters_note;      // what software/hardware counters were available
+  std::map<std::string, std::string> metadata;  // variant, shape, dtype, ... for reporters
+
+  double ns(uint64_t ticks_delta) const { return double(ticks_delta) * ns_per_tick; }
+  double us_since_origin(uint64_t t) const {
+    return (double(int64_t(t - origin_ticks))) * ns_per_tick * 1e-3;
+  }
+};
+
+struct Schedule {
+  int wait = 0;
+  int warmup = 0;
+  int active = 1 << 30;  // default: record every step
+  int repeat = 1;        // number of wait/warmup/active cycles; 0 = repeat forever
+};
+
+struct ProfilerOptions {
+  Schedule schedule{};
+  bool profile_memory = true;
+  bool record_shapes = true;
+  bool software_counters = false;  // task-clock and page-faults per annotation (perf_event_open)
+  bool step_annotations = true;    // wrap each step in ProfilerStep#N
+};
+
+// --- clock ------------------------------------------------------------------------------------------
+// Invariant TSC calibrated against steady_clock where the CPU has one, steady_clock otherwise.
+uint64_t now_ticks() noexcept;
+double ns_per_tick();
+const char* clock_name();
+
+// --- recording state --------------------------------------------------------------------------------
+namespace detail {
+extern std::atomic<bool> g_recording;
+extern std::atomic<bool> g_memory;
+struct ThreadBuffer;
+ThreadBuffer* thread_buffer();  // this thread's buffer, registered on first use
+int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept;
+void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
+ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
+const char* intern(std::string_view s);  // stable pointer for a dynamic name
+}  // namespace detail
+
+inline bool recording() noexcept { return detail::g_recording.load(std::memory_order_relaxed); }
+
+// RAII zone. When the profiler is not recording, construction is one relaxed load and a branch.
+class Zone {
+ public:
+  explicit Zone(const ZoneSite& site) noexcept {
+    if (recording()) [[unlikely]] begin(site.name, site.category);
+  }
+  // Dynamic name (interned: meant for annotations, not hot loops).
+  Zone(std::string_view name, const char* category) {
+    if (recording()) begin(detail::intern(name), category);
+  }
+  ~Zone() {
+    if (idx_ >= 0) detail::close_zone(buf_, idx_);
+  }
+  Zone(const Zone&) = delete;
+  Zone& operator=(const Zone&) = delete;
+
+  bool active() const { return idx_ >= 0; }
+  void set_cost(const OpCost& c) noexcept {
+    if (idx_ >= 0) detail::zone_at(buf_, idx_)->cost = c;
+  }
+  void add_shape(const std::array<int64_t, 4>& s) noexcept {
+    if (idx_ < 0) return;
+    ZoneEvent* e = detail::zone_at(buf_, idx_);
+    if (e->n_shapes < kMaxShapes) e->shapes[e->n_shapes++] = s;
+  }
+
+ private:
+  void begin(const char* name, const char* category) noexcept {
+    buf_ = detail::thread_buffer();
+    idx_ = detail::open_zone(buf_, name, category);
+  }
+  detail::ThreadBuffer* buf_ = nullptr;
+  int32_t idx_ = -1;
+};
+
+// Compiled-out stand-in with the same interface.
+class NullZone {
+ public:
+  constexpr bool active() const { return false; }
+  constexpr void set_cost(const OpCost&) const noexcept {}
+  constexpr void add_shape(const std::array<int64_t, 4>&) const noexcept {}
+};
+
+// Marks the attention variant running on this thread, so each event can carry it (trace args, JSON).
+class VariantScope {
+ public:
+  explicit VariantScope(std::string_view variant);
+  ~VariantScope();
+  VariantScope(const VariantScope&) = delete;
+  VariantScope& operator=(const VariantScope&) = delete;
+
+ private:
+  const char* prev_;
+};
+
+// --- the session ------------------------------------------------------------------------------------
+class Profiler {
+ public:
+  explicit Profiler(ProfilerOptions opts = {});
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  void start();  // clears buffers, enters step 0 of the schedule
+  void step();   // ends the current step, like torch.profiler's prof.step()
+  void stop();   // ends the session; result() is valid after this
+  int current_step() const { return step_; }
+  bool step_is_active() const;  // whether the current step is recorded (schedule)
+
+  ProfileResult result() const;
+  const ProfilerOptions& options() const { return opts_; }
+  void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
+
+ private:
+  enum class Phase { None, Wait, Warmup, Active };
+  Phase phase_of(int step) const;
+  void enter_step();
+  void leave_step();
+
+  ProfilerOptions opts_;
+  int step_ = 0;
+  bool running_ = false;
+  int32_t step_zone_ = -1;
+  detail::ThreadBuffer* step_buf_ = nullptr;
+  ProfileResult collected_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Measures the cost of one enter+exit of a recording zone (ns), once per process; cached.
+double calibrated_zone_overhead_ns();
+
+namespace detail {
+// Called by the tracked allocator (src/profiler/memory_hook.h).
+void on_memory(void* p, int64_t delta, int64_t total) noexcept;
+}  // namespace detail
+
+}  // namespace attnprof::prof
+
+#define ATTNPROF_CONCAT_(a, b) a##b
+#define ATTNPROF_CONCAT(a, b) ATTNPROF_CONCAT_(a, b)
+
+#if ATTNPROF_PROFILER_ENABLED
+// A zone named `name` (a string literal) held in variable `var`, category `cat`.
+#define ATTNPROF_ZONE_AS(var, name, cat)                                                            \
+  static constexpr ::attnprof::prof::ZoneSite ATTNPROF_CONCAT(attnprof_site_, __LINE__){name, cat, \
+                                                                                        __FILE__, __LINE__}; \
+  ::attnprof::prof::Zone var(ATTNPROF_CONCAT(attnprof_site_, __LINE__))
+#define ATTNPROF_ANNOTATE_DYN(var, name_sv) ::attnprof::prof::Zone var((name_sv), "user_annotation")
+#else
+#define ATTNPROF_ZONE_AS(var, name, cat) [[maybe_unused]] constexpr ::attnprof::prof::NullZone var{}
+#define ATTNPROF_ANNOTATE_DYN(var, name_sv) [[maybe_unused]] constexpr ::attnprof::prof::NullZone var{}
+#endif
+
+// An op zone (torch's cpu_op): `ATTNPROF_OP_ZONE(z, "matmul"); z.set_cost(...);`
+#define ATTNPROF_OP_ZONE(var, name) ATTNPROF_ZONE_AS(var, name, "cpu_op")
+// A user annotation (torch's record_function): `ATTNPROF_ANNOTATE("attn_fwd");`
+#define ATTNPROF_ANNOTATE(name) ATTNPROF_ZONE_AS(ATTNPROF_CONCAT(attnprof_zone_, __LINE__), name, "user_annotation")

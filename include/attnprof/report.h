@@ -1,0 +1,50 @@
+// attnprof/report.h: reporters over one profile result (google/benchmark style: one record, many formats).
+//
+//   auto ka = analysis::key_averages(result);
+//   std::cout << report::table(ka, {.sort_by = "cpu_time_total", .row_limit = 15});
+//   report::write_chrome_trace(result, "out/naive.trace.json");     // or .json.gz: gzip by file name
+//   report::write_text_atomic("out/naive.summary.json", report::summary_json(result, ka).dump(2));
+//
+// Every file is written whole or not at all: to a temporary file in the same directory, then renamed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/analysis.h"
+#include "attnprof/profiler.h"
+
+namespace attnprof::report {
+
+struct TableOptions {
+  // cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count, flops
+  std::string sort_by = "cpu_time_total";
+  int row_limit = -1;                 // -1: all rows
+  bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
+  bool extra_columns = true;          // GFLOP/s, GB/s, FLOP/B (and Bound when peaks are given)
+  std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column
+  DType compute_dtype = DType::F32;
+};
+
+// torch.profiler's key_averages().table() layout, plus attnprof's columns. Throws Error on an unknown sort key.
+std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {});
+
+// Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,
+// sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip.
+nlohmann::json chrome_trace_json(const prof::ProfileResult& r);
+void write_chrome_trace(const prof::ProfileResult& r, const std::string& path);
+
+// Machine-readable summary: metadata, per-op rows, totals, overhead, memory.
+nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka);
+
+// Writes `contents` to `path` through a temporary file + rename; gzip when `path` ends in ".gz".
+// Throws Error naming the path when the directory cannot be written.
+void write_text_atomic(const std::string& path, const std::string& contents);
+
+// Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
+std::string format_time_ns(double ns);
+std::string format_bytes(int64_t bytes);
+
+}  // namespace attnprof::report

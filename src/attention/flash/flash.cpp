@@ -1,0 +1,78 @@
+// The flash variant's entry point: validate, describe the tensors to the kernel, dispatch per ISA.
+#include "attention/flash/flash.h"
+
+#include <cmath>
+
+#include "attention/variants.h"
+#include "attnprof/error.h"
+#include "attnprof/isa.h"
+#include "attnprof/profiler.h"
+
+namespace attnprof {
+
+double flash_bytes(const AttnProblem& p) {
+  // Q and O once; K and V once per Q block of 64 rows that visits them (half of them when causal).
+  const double es = double(dtype_size(p.dtype));
+  const double q_blocks = std::ceil(double(p.Nq) / 64.0);
+  const double kv_visits = p.mask == MaskKind::Causal ? (q_blocks + 1.0) / 2.0 : q_blocks;
+  const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
+  const double kv = 2.0 * es * double(p.B * p.Hq * p.Nk * p.D) * kv_visits;
+  return qo + kv + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
+}
+
+AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
+  ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
+  const AttnProblem p = AttnProblem::from(q, k, v, o);
+  ATTNPROF_CHECK(p.D <= 256, "the flash kernel supports head dims up to 256, got D={}", p.D);
+  z.add_shape(q.shape());
+  z.add_shape(k.shape());
+  z.add_shape(v.shape());
+  const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
+  z.set_cost(OpCost{attention_flops(p), flash_bytes(p) - written, written});
+  const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
+  const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
+  const Tensor vc = v.stride(3) == 1 ? v : v.contiguous();
+  AttnOutput out{Tensor::empty({p.B, p.Hq, p.Nq, p.D}, p.dtype), Tensor::empty({p.B, p.Hq, p.Nq, 1}, DType::F32)};
+  flash::Params fp;
+  fp.B = p.B, fp.Hq = p.Hq, fp.Hkv = p.Hkv, fp.Nq = p.Nq, fp.Nk = p.Nk, fp.D = p.D;
+  fp.dtype = p.dtype;
+  fp.scale = float(p.effective_scale());
+  fp.mask = p.mask;
+  fp.q = qc.raw(), fp.k = kc.raw(), fp.v = vc.raw(), fp.o = out.out.raw();
+  fp.lse = out.lse.data<float>();
+  fp.qs = qc.strides(), fp.ks = kc.strides(), fp.vs = vc.strides(), fp.os = out.out.strides();
+  Tensor mask;
+  if (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) {
+    mask = o.attn_mask.expand({p.B, p.Hq, p.Nq, p.Nk});
+    if (mask.stride(3) != 1 && mask.shape(3) > 1) mask = mask.contiguous();
+    fp.mask_ptr = mask.raw();
+    fp.mask_dtype = mask.dtype();
+    fp.ms = mask.strides();
+  }
+  switch (best_isa()) {
+    case Isa::AVX512: flash::forward_avx512(fp); break;
+    case Isa::AVX2: flash::forward_avx2(fp); break;
+    case Isa::Scalar: flash::forward_scalar(fp); break;
+  }
+  return out;
+}
+
+namespace variants {
+
+namespace {
+class FlashRunner final : public Runner {
+ public:
+  FlashRunner(const AttnOptions& o) : o_(o) {}
+  AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override { return flash_attention(q, k, v, o_); }
+
+ private:
+  AttnOptions o_;
+};
+}  // namespace
+
+std::unique_ptr<Runner> make_flash(const AttnProblem&, const AttnOptions& o) {
+  return std::make_unique<FlashRunner>(o);
+}
+
+}  // namespace variants
+}  // namespace attnprof

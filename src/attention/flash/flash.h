@@ -1,0 +1,31 @@
+// Internal: the flash kernel's parameter block and its per-ISA entry points.
+#pragma once
+
+#include <cstdint>
+
+#include "attnprof/attention.h"
+
+namespace attnprof::flash {
+
+struct Params {
+  int64_t B = 0, Hq = 0, Hkv = 0, Nq = 0, Nk = 0, D = 0;
+  DType dtype = DType::F32;
+  float scale = 1.0f;
+  MaskKind mask = MaskKind::None;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;                 // [B, Hq, Nq] contiguous
+  Shape4 qs{}, ks{}, vs{}, os{};        // strides in elements (last dim must be 1)
+  const void* mask_ptr = nullptr;       // Bool (1 = attend) or additive
+  DType mask_dtype = DType::Bool;
+  Shape4 ms{};                          // mask strides after broadcasting to [B, Hq, Nq, Nk] (0 = broadcast)
+};
+
+// One body per target (flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp), each runs the whole forward.
+void forward_scalar(const Params& p);
+void forward_avx2(const Params& p);
+void forward_avx512(const Params& p);
+
+}  // namespace attnprof::flash

@@ -1,0 +1,129 @@
+// Internal: the FlashAttention-2 forward, written once and compiled per target (included by
+// flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp with that target's flags; the compiler vectorises
+// the inner loops for it).
+//
+// Algorithm (Dao, "FlashAttention-2", 2023, Alg. 1): for each block of Br query rows, stream the K/V
+// blocks of Bc keys: S = Q·Kᵀ·scale (+mask), keep the running row max m and sum ℓ, rescale the
+// unnormalised output by exp(m_old − m_new), accumulate P·V, divide by ℓ once at the end and store
+// L = m + log ℓ. Causal: K/V blocks wholly above the diagonal are skipped and only diagonal blocks are
+// masked. No N×N buffer exists: the scratch per thread is Br×(D + Bc) floats.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attention/flash/flash.h"
+
+namespace attnprof::flash {
+namespace FLASH_NS {
+
+// Tile sizes: 64×64 keeps Q, K, V, S tiles of D=64..128 within L2 (1 MiB/core on Zen 4).
+inline constexpr int64_t kBr = 64;
+inline constexpr int64_t kBc = 64;
+
+inline float load1(const void* p, DType t, int64_t i) {
+  return t == DType::F32 ? static_cast<const float*>(p)[i] : bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+}
+
+inline void forward(const Params& p) {
+  const int64_t D = p.D, group = p.Hq / p.Hkv;
+  const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
+  const int64_t tasks = p.B * p.Hq * q_blocks;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const bool causal = p.mask == MaskKind::Causal;
+#pragma omp parallel
+  {
+    std::vector<float> Q(static_cast<size_t>(kBr * D)), K(static_cast<size_t>(kBc * D)), V(static_cast<size_t>(kBc * D)), S(static_cast<size_t>(kBr * kBc)),
+        acc(static_cast<size_t>(kBr * D)), m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
+    // Causal work grows with the Q block index: hand out the heaviest blocks first.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t qb = causal ? q_blocks - 1 - t / (p.B * p.Hq) : t / (p.B * p.Hq);
+      const int64_t bh = t % (p.B * p.Hq);
+      const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
+      const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
+      const float qscale = p.scale * kLog2e;  // work in base 2: exp2 is cheaper than exp
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
+        for (int64_t d = 0; d < D; ++d) Q[size_t(r * D + d)] = load1(p.q, p.dtype, off + d) * qscale;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(m.begin(), m.end(), ninf);
+      std::fill(l.begin(), l.end(), 0.0f);
+      const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
+      for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
+        const int64_t cols = std::min(kBc, kv_end - j0);
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t ko = b * p.ks[0] + hk * p.ks[1] + (j0 + c) * p.ks[2];
+          const int64_t vo = b * p.vs[0] + hk * p.vs[1] + (j0 + c) * p.vs[2];
+          for (int64_t d = 0; d < D; ++d) {
+            K[size_t(c * D + d)] = load1(p.k, p.dtype, ko + d);
+            V[size_t(c * D + d)] = load1(p.v, p.dtype, vo + d);
+          }
+        }
+        const bool diagonal = causal && j0 + cols - 1 > i0;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* s = &S[size_t(r * kBc)];
+          const float* qr = &Q[size_t(r * D)];
+          for (int64_t c = 0; c < cols; ++c) {
+            const float* kr = &K[size_t(c * D)];
+            float dot = 0.0f;
+            for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+            s[c] = dot;
+          }
+          if (diagonal)
+            for (int64_t c = 0; c < cols; ++c)
+              if (j0 + c > i0 + r) s[c] = ninf;
+          if (p.mask == MaskKind::Bool) {
+            const uint8_t* mk = static_cast<const uint8_t*>(p.mask_ptr) + b * p.ms[0] + h * p.ms[1] +
+                                (i0 + r) * p.ms[2] + j0 * p.ms[3];
+            for (int64_t c = 0; c < cols; ++c)
+              if (!mk[c * p.ms[3]]) s[c] = ninf;
+          } else if (p.mask == MaskKind::Additive) {
+            const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + j0 * p.ms[3];
+            for (int64_t c = 0; c < cols; ++c) s[c] += load1(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
+          }
+          float mx = m[size_t(r)];
+          for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, s[c]);
+          if (mx == ninf) continue;  // nothing visible yet in this row
+          const float alpha = std::exp2(m[size_t(r)] - mx);
+          float sum = 0.0f;
+          for (int64_t c = 0; c < cols; ++c) {
+            s[c] = std::exp2(s[c] - mx);
+            sum += s[c];
+          }
+          l[size_t(r)] = l[size_t(r)] * alpha + sum;
+          m[size_t(r)] = mx;
+          float* ar = &acc[size_t(r * D)];
+          for (int64_t d = 0; d < D; ++d) ar[d] *= alpha;
+          for (int64_t c = 0; c < cols; ++c) {
+            const float w = s[c];
+            const float* vr = &V[size_t(c * D)];
+            for (int64_t d = 0; d < D; ++d) ar[d] += w * vr[d];
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t oo = b * p.os[0] + h * p.os[1] + (i0 + r) * p.os[2];
+        const float lr = l[size_t(r)];
+        const float inv = lr > 0.0f ? 1.0f / lr : 0.0f;  // a row that saw no key gives zeros
+        for (int64_t d = 0; d < D; ++d) {
+          const float x = acc[size_t(r * D + d)] * inv;
+          if (p.dtype == DType::F32)
+            static_cast<float*>(p.o)[oo + d] = x;
+          else
+            static_cast<uint16_t*>(p.o)[oo + d] = float_to_bf16(x);
+        }
+        p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[size_t(r)] + std::log2(lr)) / kLog2e : ninf;
+      }
+    }
+  }
+}
+
+}  // namespace FLASH_NS
+}  // namespace attnprof::flash

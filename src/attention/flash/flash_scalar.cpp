@@ -1,0 +1,7 @@
+// The flash forward for the baseline target (see flash_body.h).
+#define FLASH_NS scalar
+#include "attention/flash/flash_body.h"
+
+namespace attnprof::flash {
+void forward_scalar(const Params& p) { scalar::forward(p); }
+}  // namespace attnprof::flash

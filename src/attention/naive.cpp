@@ -1,0 +1,96 @@
+// Variants 1 and 2 of the blog: attention as five separate ops.
+//   naive:   every step allocates its result; masked_fill copies (clone + fill).
+//   inplace: mul_, masked_fill_, softmax_ reuse the scores tensor; no copy.
+// The causal mask is an N×N bool tensor built once in prepare(), as the blog builds it outside forward().
+#include <cmath>
+#include <limits>
+
+#include "attnprof/allocator.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+#include "attention/variants.h"
+
+namespace attnprof {
+
+int64_t naive_peak_bytes(const AttnProblem& p, bool inplace) {
+  // Live at the peak: q, k, v, the out-of-place step's input and output scores (two B·Hq·Nq·Nk tensors;
+  // one for in-place), the prepared mask and the output.
+  const int64_t es = int64_t(dtype_size(p.dtype));
+  const int64_t scores = p.B * p.Hq * p.Nq * p.Nk * es;
+  const int64_t io = int64_t(attention_io_bytes(p));
+  const int64_t mask = p.mask == MaskKind::Causal ? p.Nq * p.Nk                                     // triu
+                       : p.mask == MaskKind::Bool ? p.mask_shape[0] * p.mask_shape[1] * p.Nq * p.Nk  // logical_not
+                                                  : 0;
+  return io + (inplace ? 1 : 2) * scores + mask;
+}
+
+namespace {
+
+class NaiveRunner final : public Runner {
+ public:
+  NaiveRunner(const AttnProblem& p, const AttnOptions& o, bool inplace) : p_(p), inplace_(inplace) {
+    check_memory_budget(naive_peak_bytes(p, inplace),
+                        fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()) +
+                            "; the flash variant needs no N×N buffer, try it instead");
+    if (p.mask == MaskKind::Causal) fill_mask_ = ops::triu_mask(p.Nq, p.Nk, 1);
+    if (p.mask == MaskKind::Bool) fill_mask_ = ops::logical_not(o.attn_mask);  // SDPA's keep -> masked_fill's fill
+    if (p.mask == MaskKind::Additive) add_mask_ = o.attn_mask;
+  }
+
+  AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
+    const double scale = p_.effective_scale();
+    const float ninf = -std::numeric_limits<float>::infinity();
+    Tensor s = ops::matmul(q, ops::transpose(k));
+    if (inplace_) {
+      ops::mul_(s, scale);
+      if (fill_mask_.defined()) ops::masked_fill_(s, fill_mask_, ninf);
+      if (add_mask_.defined()) ops::add_(s, add_mask_);
+      ops::softmax_(s);
+      return {ops::matmul(s, v), {}};
+    }
+    s = ops::mul(s, scale);
+    if (fill_mask_.defined()) s = ops::masked_fill(s, fill_mask_, ninf);
+    if (add_mask_.defined()) s = ops::add(s, add_mask_);
+    Tensor attn = ops::softmax(s);
+    s = Tensor();  // as in eager Python, the scores die once softmax has consumed them
+    return {ops::matmul(attn, v), {}};
+  }
+
+ private:
+  AttnProblem p_;
+  bool inplace_;
+  Tensor fill_mask_, add_mask_;
+};
+
+}  // namespace
+
+namespace variants {
+
+std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, bool inplace) {
+  return std::make_unique<NaiveRunner>(p, o, inplace);
+}
+
+OpCost naive_cost(const AttnProblem& p, bool inplace) {
+  // The sum of its ops' cost models, so the variant's bytes are what its ops report.
+  const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk},
+      v{p.B, p.Hkv, p.Nk, p.D};
+  OpCost c = ops::matmul_cost(q, kt, p.dtype);
+  c += ops::mul_cost(s, p.dtype);
+  if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
+    if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
+    c += ops::masked_fill_cost(s, p.dtype, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
+  }
+  if (p.mask == MaskKind::Additive) {
+    if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
+    c += ops::add_cost(s, p.dtype, p.mask_shape, DType::F32);
+  }
+  c += ops::softmax_cost(s, p.dtype);
+  c += ops::matmul_cost(s, v, p.dtype);
+  c.flops = attention_flops(p);  // report the convention's useful FLOPs, like every variant
+  return c;
+}
+
+}  // namespace variants
+}  // namespace attnprof

@@ -1,0 +1,86 @@
+// Input validation and the shape-level description shared by every variant.
+#include <cmath>
+
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+
+namespace attnprof {
+
+std::string_view mask_kind_name(MaskKind m) {
+  switch (m) {
+    case MaskKind::None: return "none";
+    case MaskKind::Causal: return "causal";
+    case MaskKind::Bool: return "bool-mask";
+    case MaskKind::Additive: return "additive-mask";
+  }
+  return "?";
+}
+
+double AttnProblem::effective_scale() const { return scale != 0.0 ? scale : 1.0 / std::sqrt(double(D)); }
+
+std::string AttnProblem::str() const {
+  std::string s = fmt::format("B={} Hq={} Hkv={} Nq={} Nk={} D={} {} {}", B, Hq, Hkv, Nq, Nk, D, dtype_name(dtype),
+                              mask_kind_name(mask));
+  if (scale != 0.0) s += fmt::format(" scale={}", scale);
+  return s;
+}
+
+AttnProblem AttnProblem::from(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
+  ATTNPROF_CHECK(q.defined() && k.defined() && v.defined(), "attention needs q, k and v (one is empty)");
+  for (const Tensor* t : {&q, &k, &v})
+    ATTNPROF_CHECK(t->numel() > 0, "attention input of shape {} is empty", shape_str(t->shape()));
+  ATTNPROF_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(),
+                 "q, k and v must share a dtype: got q {}, k {}, v {}", dtype_name(q.dtype()), dtype_name(k.dtype()),
+                 dtype_name(v.dtype()));
+  ATTNPROF_CHECK(q.dtype() == DType::F32 || q.dtype() == DType::BF16,
+                 "unsupported dtype {} for attention: expected fp32 or bf16", dtype_name(q.dtype()));
+  ATTNPROF_CHECK(q.shape(0) == k.shape(0) && k.shape(0) == v.shape(0),
+                 "batch sizes differ: q {}, k {}, v {}", shape_str(q.shape()), shape_str(k.shape()),
+                 shape_str(v.shape()));
+  ATTNPROF_CHECK(k.shape() == v.shape(), "k and v shapes differ: k {}, v {}", shape_str(k.shape()),
+                 shape_str(v.shape()));
+  ATTNPROF_CHECK(q.shape(3) == k.shape(3), "head dims differ: q has D={}, k and v have D={}", q.shape(3),
+                 k.shape(3));
+  ATTNPROF_CHECK(q.shape(1) % k.shape(1) == 0,
+                 "query heads ({}) must be a multiple of key/value heads ({}) for grouped-query attention",
+                 q.shape(1), k.shape(1));
+  AttnProblem p;
+  p.B = q.shape(0);
+  p.Hq = q.shape(1);
+  p.Hkv = k.shape(1);
+  p.Nq = q.shape(2);
+  p.Nk = k.shape(2);
+  p.D = q.shape(3);
+  p.dtype = q.dtype();
+  if (o.scale) {
+    ATTNPROF_CHECK(std::isfinite(*o.scale) && *o.scale != 0.0, "scale must be finite and non-zero, got {}",
+                   *o.scale);
+    p.scale = *o.scale;
+  }
+  if (o.attn_mask.defined()) {
+    ATTNPROF_CHECK(!o.is_causal, "is_causal and an explicit attn_mask cannot be used together");
+    const Tensor& m = o.attn_mask;
+    ATTNPROF_CHECK(m.numel() > 0, "attn_mask of shape {} is empty", shape_str(m.shape()));
+    ops::check_broadcast(m.shape(), {p.B, p.Hq, p.Nq, p.Nk}, "attn_mask");
+    ATTNPROF_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::F32 || m.dtype() == DType::BF16,
+                   "attn_mask must be bool or floating point, got {}", dtype_name(m.dtype()));
+    p.mask = m.dtype() == DType::Bool ? MaskKind::Bool : MaskKind::Additive;
+    p.mask_shape = m.shape();
+  } else if (o.is_causal) {
+    p.mask = MaskKind::Causal;
+  }
+  return p;
+}
+
+double attention_flops(const AttnProblem& p) {
+  double f = 4.0 * double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * double(p.D);
+  return p.mask == MaskKind::Causal ? f / 2.0 : f;
+}
+
+double attention_io_bytes(const AttnProblem& p) {
+  const double es = double(dtype_size(p.dtype));
+  return es * double(p.B) * double(p.D) * (2.0 * double(p.Hq * p.Nq) + 2.0 * double(p.Hkv * p.Nk));
+}
+
+}  // namespace attnprof

@@ -1,0 +1,124 @@
+// The oracle: attention in fp64 straight from its definition, one query row at a time.
+#include <cmath>
+#include <limits>
+
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+
+namespace attnprof {
+
+Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
+  const AttnProblem p = AttnProblem::from(q, k, v, o);
+  const double scale = p.effective_scale();
+  const int64_t group = p.Hq / p.Hkv;
+  Reference r;
+  r.shape = {p.B, p.Hq, p.Nq, p.D};
+  r.out.assign(size_t(p.B * p.Hq * p.Nq * p.D), 0.0);
+  r.lse.assign(size_t(p.B * p.Hq * p.Nq), -std::numeric_limits<double>::infinity());
+  Tensor mask;
+  if (o.attn_mask.defined()) mask = o.attn_mask.expand({p.B, p.Hq, p.Nq, p.Nk});
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const int64_t D = p.D, Nk = p.Nk;
+  // K and V of every (b, kv-head) in fp64, once.
+  std::vector<double> kd(size_t(p.B * p.Hkv * Nk * D)), vd(kd.size());
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.Hkv; ++h)
+      for (int64_t j = 0; j < Nk; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          const size_t at = size_t(((b * p.Hkv + h) * Nk + j) * D + d);
+          kd[at] = k.get(b, h, j, d);
+          vd[at] = v.get(b, h, j, d);
+        }
+#pragma omp parallel
+  {
+    std::vector<double> s(static_cast<size_t>(Nk)), qrow(static_cast<size_t>(D));
+#pragma omp for schedule(dynamic) collapse(2)
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.Hq; ++h) {
+        const double* K = &kd[size_t((b * p.Hkv + h / group) * Nk * D)];
+        const double* V = &vd[size_t((b * p.Hkv + h / group) * Nk * D)];
+        for (int64_t i = 0; i < p.Nq; ++i) {
+          for (int64_t d = 0; d < D; ++d) qrow[size_t(d)] = q.get(b, h, i, d);
+          double mx = ninf;
+          for (int64_t j = 0; j < Nk; ++j) {
+            double acc = 0.0;
+            const double* kr = K + j * D;
+            for (int64_t d = 0; d < D; ++d) acc += qrow[size_t(d)] * kr[d];
+            acc *= scale;
+            if (p.mask == MaskKind::Causal && j > i) acc = ninf;
+            if (p.mask == MaskKind::Bool && mask.get(b, h, i, j) == 0.0f) acc = ninf;
+            if (p.mask == MaskKind::Additive) acc += double(mask.get(b, h, i, j));
+            s[size_t(j)] = acc;
+            mx = std::max(mx, acc);
+          }
+          const size_t row = size_t((b * p.Hq + h) * p.Nq + i);
+          if (mx == ninf) continue;  // no visible key: zeros, lse = -inf
+          double sum = 0.0;
+          for (int64_t j = 0; j < Nk; ++j) {
+            s[size_t(j)] = std::exp(s[size_t(j)] - mx);
+            sum += s[size_t(j)];
+          }
+          r.lse[row] = mx + std::log(sum);
+          double* out = &r.out[row * size_t(D)];
+          const double inv = 1.0 / sum;
+          for (int64_t j = 0; j < Nk; ++j) {
+            const double w = s[size_t(j)] * inv;
+            if (w == 0.0) continue;
+            const double* vr = V + j * D;
+            for (int64_t d = 0; d < D; ++d) out[d] += w * vr[d];
+          }
+        }
+      }
+  }
+  return r;
+}
+
+ErrorStats compare_to_reference(const Tensor& out, const Reference& ref, const Tolerance& tol) {
+  ATTNPROF_CHECK(out.defined() && out.shape() == ref.shape, "output shape {} does not match the reference {}",
+                 out.defined() ? shape_str(out.shape()) : "(none)", shape_str(ref.shape));
+  ErrorStats e;
+  double num = 0.0, den = 0.0;
+  size_t idx = 0;
+  for (int64_t b = 0; b < ref.shape[0]; ++b)
+    for (int64_t h = 0; h < ref.shape[1]; ++h)
+      for (int64_t i = 0; i < ref.shape[2]; ++i)
+        for (int64_t d = 0; d < ref.shape[3]; ++d, ++idx) {
+          const double x = out.get(b, h, i, d), y = ref.out[idx];
+          const double diff = std::fabs(x - y);
+          if (!std::isfinite(x)) {
+            ++e.violations;
+            e.max_abs = std::numeric_limits<double>::infinity();
+            continue;
+          }
+          e.max_abs = std::max(e.max_abs, diff);
+          e.max_rel = std::max(e.max_rel, diff / std::max(std::fabs(y), 1e-6));
+          if (diff > tol.atol + tol.rtol * std::fabs(y)) ++e.violations;
+          num += diff * diff;
+          den += y * y;
+        }
+  e.count = int64_t(idx);
+  e.nmse = den > 0 ? num / den : num;
+  return e;
+}
+
+ErrorStats compare_lse(const Tensor& lse, const Reference& ref, const Tolerance& tol) {
+  ATTNPROF_CHECK(lse.defined() && lse.numel() == int64_t(ref.lse.size()), "logsumexp size does not match");
+  ErrorStats e;
+  size_t idx = 0;
+  for (int64_t b = 0; b < lse.shape(0); ++b)
+    for (int64_t h = 0; h < lse.shape(1); ++h)
+      for (int64_t i = 0; i < lse.shape(2); ++i, ++idx) {
+        const double x = lse.get(b, h, i, 0), y = ref.lse[idx];
+        if (std::isinf(y) && y < 0) {
+          if (!(std::isinf(x) && x < 0)) ++e.violations;
+          continue;
+        }
+        const double diff = std::fabs(x - y);
+        if (!std::isfinite(x) || diff > tol.atol + tol.rtol * std::fabs(y)) ++e.violations;
+        if (std::isfinite(x)) e.max_abs = std::max(e.max_abs, diff);
+      }
+  e.count = int64_t(idx);
+  return e;
+}
+
+}  // namespace attnprof

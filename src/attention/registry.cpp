@@ -1,0 +1,73 @@
+// The one registry of attention variants: the CLI, tests and benchmarks all iterate over it, so a new
+// kernel is one new entry and is automatically tested, profiled and benchmarked.
+#include "attention/variants.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+
+namespace attnprof {
+namespace {
+
+// Per-element |x - ref| <= atol + rtol·|ref| against the fp64 reference, inputs N(0,1).
+// fp32: every path accumulates in fp32; errors are ~1e-6, the bound leaves room for long rows (Nk 8192).
+// bf16: the naive paths round scores and probabilities to bf16 between ops (~2^-9 relative each);
+// the flash path only rounds the output. Tests also require bf16 error <= 2x the naive bf16 error.
+Tolerance unfused_tolerance(DType t) {
+  return t == DType::F32 ? Tolerance{2e-4, 2e-3} : Tolerance{4e-2, 4e-2};
+}
+Tolerance fused_tolerance(DType t) { return t == DType::F32 ? Tolerance{2e-4, 2e-3} : Tolerance{2e-2, 2e-2}; }
+
+std::optional<std::string> always(const AttnProblem&) { return std::nullopt; }
+
+std::optional<std::string> flash_unsupported(const AttnProblem& p) {
+  return sdpa_backend_unsupported(SdpaBackend::Flash, p);
+}
+
+std::vector<Variant> build() {
+  std::vector<Variant> r;
+  r.push_back(Variant{
+      "naive", "cpu", "attn_fwd",
+      "the blog's five ops, out of place: matmul, mul, masked_fill (clone + fill), softmax, matmul", always,
+      [](const AttnProblem& p) { return variants::naive_cost(p, false); }, unfused_tolerance,
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, false); }});
+  r.push_back(Variant{
+      "inplace", "cpu", "attn_fwd", "the same five ops in place: mul_, masked_fill_, softmax_ (no copy)", always,
+      [](const AttnProblem& p) { return variants::naive_cost(p, true); }, unfused_tolerance,
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, true); }});
+  r.push_back(Variant{
+      "sdpa-math", "cpu", "sdpa_fwd",
+      "scaled_dot_product_attention, math backend: fp32 upcast, mask rebuilt per call, composed ops", always,
+      variants::sdpa_math_cost, unfused_tolerance,
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Math); }});
+  r.push_back(Variant{
+      "sdpa-flash", "cpu", "sdpa_fwd", "scaled_dot_product_attention, flash backend (dispatches to the flash kernel)",
+      flash_unsupported,
+      [](const AttnProblem& p) { return OpCost{attention_flops(p), flash_bytes(p), 0.0}; }, fused_tolerance,
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Flash); }});
+  r.push_back(Variant{
+      "flash", "cpu", "flash_kernel_fwd",
+      "hand-written FlashAttention-2 kernel: tiled, online softmax, causal block skipping, SIMD per ISA",
+      flash_unsupported, [](const AttnProblem& p) { return OpCost{attention_flops(p), flash_bytes(p), 0.0}; },
+      fused_tolerance, variants::make_flash});
+  return r;
+}
+
+}  // namespace
+
+const std::vector<Variant>& registry() {
+  static const std::vector<Variant> r = build();
+  return r;
+}
+
+std::string variant_names() {
+  std::string s;
+  for (const Variant& v : registry()) s += (s.empty() ? "" : ", ") + v.name;
+  return s;
+}
+
+const Variant& find_variant(std::string_view name) {
+  for (const Variant& v : registry())
+    if (v.name == name) return v;
+  ATTNPROF_FAIL("unknown variant '{}': expected one of {}", name, variant_names());
+}
+
+}  // namespace attnprof

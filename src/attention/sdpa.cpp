@@ -1,0 +1,159 @@
+// Variant 3: scaled_dot_product_attention, one fused entry point with backends, PyTorch's semantics.
+//   math:  the composed reference path, as PyTorch's _scaled_dot_product_attention_math: bf16 inputs are
+//          upcast to fp32, q and k are each scaled by sqrt(scale), the causal mask is rebuilt on every
+//          call, then matmul, masked_fill/add, softmax, matmul, and a cast back. (The blog found it 3.7×
+//          slower than in-place naive for exactly these reasons.)
+//   flash: attnprof's FlashAttention-2-style kernel (flash_attention).
+//   auto:  the fastest backend that supports the call.
+#include <cmath>
+#include <limits>
+
+#include "attnprof/allocator.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+#include "attention/variants.h"
+
+namespace attnprof {
+
+SdpaBackend parse_sdpa_backend(std::string_view s) {
+  if (s == "auto") return SdpaBackend::Auto;
+  if (s == "math") return SdpaBackend::Math;
+  if (s == "flash") return SdpaBackend::Flash;
+  ATTNPROF_FAIL("unknown SDPA backend '{}': expected auto, math or flash", s);
+}
+
+std::string_view sdpa_backend_name(SdpaBackend b) {
+  switch (b) {
+    case SdpaBackend::Auto: return "auto";
+    case SdpaBackend::Math: return "math";
+    case SdpaBackend::Flash: return "flash";
+  }
+  return "?";
+}
+
+std::optional<std::string> sdpa_backend_unsupported(SdpaBackend b, const AttnProblem& p) {
+  switch (b) {
+    case SdpaBackend::Auto:
+    case SdpaBackend::Math: return std::nullopt;
+    case SdpaBackend::Flash:
+      if (p.D > 256) return fmt::format("the flash backend supports head dims up to 256, got D={}", p.D);
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+SdpaBackend sdpa_select_backend(const AttnProblem& p) {
+  return sdpa_backend_unsupported(SdpaBackend::Flash, p) ? SdpaBackend::Math : SdpaBackend::Flash;
+}
+
+namespace {
+
+Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const AttnProblem& p,
+                 const AttnOptions& o) {
+  ATTNPROF_OP_ZONE(z, "_scaled_dot_product_attention_math");
+  z.add_shape(q0.shape());
+  z.add_shape(k0.shape());
+  const bool upcast = p.dtype == DType::BF16;
+  Tensor q = upcast ? ops::to(q0, DType::F32) : q0;
+  Tensor k = upcast ? ops::to(k0, DType::F32) : k0;
+  Tensor v = upcast ? ops::to(v0, DType::F32) : v0;
+  const double sq = std::sqrt(p.effective_scale());
+  q = ops::mul(q, sq);
+  k = ops::mul(k, sq);
+  Tensor s = ops::matmul(q, ops::transpose(k));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (p.mask == MaskKind::Causal) s = ops::masked_fill(s, ops::triu_mask(p.Nq, p.Nk, 1), ninf);  // every call
+  if (p.mask == MaskKind::Bool) s = ops::masked_fill(s, ops::logical_not(o.attn_mask), ninf);
+  if (p.mask == MaskKind::Additive) s = ops::add(s, o.attn_mask);
+  Tensor attn = ops::softmax(s);
+  s = Tensor();
+  Tensor out = ops::matmul(attn, v);
+  return upcast ? ops::to(out, p.dtype) : out;
+}
+
+Tensor sdpa_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o, SdpaBackend backend,
+                     const AttnProblem& p) {
+  ATTNPROF_OP_ZONE(z, "scaled_dot_product_attention");
+  z.add_shape(q.shape());
+  z.add_shape(k.shape());
+  z.add_shape(v.shape());
+  if (backend == SdpaBackend::Auto) backend = sdpa_select_backend(p);
+  if (auto why = sdpa_backend_unsupported(backend, p))
+    ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend), *why);
+  if (backend == SdpaBackend::Math) return sdpa_math(q, k, v, p, o);
+  ATTNPROF_OP_ZONE(zf, "_scaled_dot_product_flash_attention");
+  return flash_attention(q, k, v, o).out;
+}
+
+class SdpaRunner final : public Runner {
+ public:
+  SdpaRunner(const AttnProblem& p, const AttnOptions& o, SdpaBackend b) : p_(p), o_(o), backend_(b) {
+    if (b == SdpaBackend::Auto) backend_ = sdpa_select_backend(p);
+    if (auto why = sdpa_backend_unsupported(backend_, p))
+      ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
+    if (backend_ == SdpaBackend::Math) {
+      const int64_t es = 4;  // the math path computes in fp32
+      check_memory_budget(int64_t(attention_io_bytes(p)) * (p.dtype == DType::BF16 ? 3 : 1) +
+                              2 * p.B * p.Hq * p.Nq * p.Nk * es + p.Nq * p.Nk,
+                          fmt::format("SDPA math backend at {} (its N×N scores); the flash backend needs no N×N "
+                                      "buffer, try --backend flash",
+                                      p.str()));
+    }
+  }
+  AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
+    return {sdpa_dispatch(q, k, v, o_, backend_, p_), {}};
+  }
+
+ private:
+  AttnProblem p_;
+  AttnOptions o_;
+  SdpaBackend backend_;
+};
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o,
+                                    SdpaBackend backend) {
+  const AttnProblem p = AttnProblem::from(q, k, v, o);
+  return sdpa_dispatch(q, k, v, o, backend, p);
+}
+
+namespace variants {
+
+std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, SdpaBackend backend) {
+  return std::make_unique<SdpaRunner>(p, o, backend);
+}
+
+OpCost sdpa_math_cost(const AttnProblem& p) {
+  const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kv{p.B, p.Hkv, p.Nk, p.D}, kt{p.B, p.Hkv, p.D, p.Nk},
+      s{p.B, p.Hq, p.Nq, p.Nk};
+  const DType f = DType::F32;
+  OpCost c;
+  if (p.dtype == DType::BF16) {
+    c += ops::copy_cost(q, p.dtype, f);
+    c += ops::copy_cost(kv, p.dtype, f);
+    c += ops::copy_cost(kv, p.dtype, f);
+  }
+  c += ops::mul_cost(q, f);
+  c += ops::mul_cost(kv, f);
+  c += ops::matmul_cost(q, kt, f);
+  if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
+    c += OpCost{0, 0, double(p.Nq * p.Nk)};
+    c += ops::copy_cost(s, f, f);
+    c += ops::masked_fill_cost(s, f, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
+  }
+  if (p.mask == MaskKind::Additive) {
+    c += ops::copy_cost(s, f, f);
+    c += ops::add_cost(s, f, p.mask_shape, DType::F32);
+  }
+  c += ops::softmax_cost(s, f);
+  c += ops::matmul_cost(s, kv, f);
+  if (p.dtype == DType::BF16) c += ops::copy_cost(q, f, p.dtype);
+  c.flops = attention_flops(p);
+  return c;
+}
+
+}  // namespace variants
+}  // namespace attnprof

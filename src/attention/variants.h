@@ -1,0 +1,18 @@
+// Internal: constructors the registry (registry.cpp) wires into Variant entries.
+#pragma once
+
+#include <memory>
+
+#include "attnprof/attention.h"
+
+namespace attnprof::variants {
+
+std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, bool inplace);
+OpCost naive_cost(const AttnProblem& p, bool inplace);
+
+std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, SdpaBackend backend);
+OpCost sdpa_math_cost(const AttnProblem& p);
+
+std::unique_ptr<Runner> make_flash(const AttnProblem& p, const AttnOptions& o);
+
+}  // namespace attnprof::variants

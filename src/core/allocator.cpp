@@ -1,0 +1,100 @@
+// The tracked allocator: aligned allocation with exact live/peak accounting and a profiler hook.
+#include "attnprof/allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "attnprof/error.h"
+#include "profiler/memory_hook.h"
+
+namespace attnprof {
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+std::atomic<int64_t> g_current{0};
+std::atomic<int64_t> g_peak{0};
+std::atomic<int64_t> g_total{0};
+std::atomic<int64_t> g_allocs{0};
+std::atomic<int64_t> g_frees{0};
+std::atomic<int64_t> g_budget{0};
+
+void raise_peak(int64_t now) {
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+void* tracked_alloc(size_t bytes) {
+  // Large blocks are 2 MiB aligned and marked for transparent huge pages: first touch of a fresh
+  // N×N scores tensor then costs hundreds of page faults instead of hundreds of thousands.
+  const size_t align = bytes >= kHugePage ? kHugePage : kTensorAlignment;
+  size_t rounded = (bytes + align - 1) / align * align;
+  if (rounded == 0) rounded = align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p && align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
+  if (!p) {
+    throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes", bytes), __FILE__, __LINE__);
+  }
+  int64_t now = g_current.fetch_add(int64_t(bytes), std::memory_order_relaxed) + int64_t(bytes);
+  raise_peak(now);
+  g_total.fetch_add(int64_t(bytes), std::memory_order_relaxed);
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  prof::detail::on_memory(p, int64_t(bytes), now);
+  return p;
+}
+
+void tracked_free(void* p, size_t bytes) noexcept {
+  if (!p) return;
+  int64_t now = g_current.fetch_sub(int64_t(bytes), std::memory_order_relaxed) - int64_t(bytes);
+  g_frees.fetch_add(1, std::memory_order_relaxed);
+  prof::detail::on_memory(p, -int64_t(bytes), now);
+  std::free(p);
+}
+
+MemoryStats memory_stats() {
+  MemoryStats s;
+  s.current_bytes = g_current.load();
+  s.peak_bytes = g_peak.load();
+  s.total_allocated = g_total.load();
+  s.allocations = g_allocs.load();
+  s.frees = g_frees.load();
+  return s;
+}
+
+void reset_peak_memory() { g_peak.store(g_current.load()); }
+
+int64_t physical_memory_bytes() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : int64_t(1) << 34;
+}
+
+void set_memory_budget(int64_t bytes) {
+  ATTNPROF_CHECK(bytes >= 0, "memory budget must be >= 0 bytes, got {}", bytes);
+  g_budget.store(bytes);
+}
+
+int64_t memory_budget() {
+  int64_t b = g_budget.load();
+  return b > 0 ? b : physical_memory_bytes();
+}
+
+void check_memory_budget(int64_t bytes, std::string_view what) {
+  int64_t budget = memory_budget();
+  int64_t live = g_current.load();
+  if (bytes < 0 || live + bytes > budget) {
+    throw OutOfBudget(fmt::format("{} needs {} bytes ({:.2f} GiB) with {:.2f} GiB already live, over the memory "
+                                  "budget of {} bytes ({:.2f} GiB)",
+                                  what, bytes, double(bytes) / (1 << 30), double(live) / (1 << 30), budget,
+                                  double(budget) / (1 << 30)),
+                      __FILE__, __LINE__);
+  }
+}
+
+}  // namespace attnprof

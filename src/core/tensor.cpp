@@ -1,0 +1,163 @@
+#include "attnprof/tensor.h"
+
+#include <cmath>
+#include <random>
+
+#include "attnprof/allocator.h"
+#include "attnprof/error.h"
+
+namespace attnprof {
+
+std::string shape_str(const Shape4& s) { return fmt::format("[{}, {}, {}, {}]", s[0], s[1], s[2], s[3]); }
+
+Storage::Storage(size_t bytes) : data_(tracked_alloc(bytes)), bytes_(bytes) {}
+Storage::~Storage() { tracked_free(data_, bytes_); }
+
+namespace {
+
+Shape4 contiguous_strides(const Shape4& s) { return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}; }
+
+float load_as_float(const char* base, DType t, int64_t off) {
+  switch (t) {
+    case DType::F32: return reinterpret_cast<const float*>(base)[off];
+    case DType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
+    case DType::Bool: return reinterpret_cast<const uint8_t*>(base)[off] ? 1.0f : 0.0f;
+  }
+  return 0.0f;
+}
+
+void store_from_float(char* base, DType t, int64_t off, float v) {
+  switch (t) {
+    case DType::F32: reinterpret_cast<float*>(base)[off] = v; break;
+    case DType::BF16: reinterpret_cast<uint16_t*>(base)[off] = float_to_bf16(v); break;
+    case DType::Bool: reinterpret_cast<uint8_t*>(base)[off] = v != 0.0f; break;
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::empty(const Shape4& shape, DType dtype) {
+  for (int64_t d : shape) ATTNPROF_CHECK(d > 0, "tensor dimensions must be positive, got shape {}", shape_str(shape));
+  const int64_t limit = int64_t(1) << 48;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    ATTNPROF_CHECK(n <= limit / d, "tensor of shape {} is too large to allocate", shape_str(shape));
+    n *= d;
+  }
+  Tensor t;
+  t.storage_ = std::make_shared<Storage>(size_t(n) * dtype_size(dtype));
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape4& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::full(const Shape4& shape, DType dtype, float value) {
+  Tensor t = empty(shape, dtype);
+  const int64_t n = t.numel();
+  char* base = static_cast<char*>(t.raw());
+  for (int64_t i = 0; i < n; ++i) store_from_float(base, dtype, i, value);
+  return t;
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+Tensor Tensor::transpose() const {
+  Tensor t = *this;
+  std::swap(t.shape_[2], t.shape_[3]);
+  std::swap(t.strides_[2], t.strides_[3]);
+  return t;
+}
+
+Tensor Tensor::expand(const Shape4& shape) const {
+  Tensor t = *this;
+  for (size_t i = 0; i < 4; ++i) {
+    if (shape_[i] == shape[i]) continue;
+    ATTNPROF_CHECK(shape_[i] == 1, "cannot expand shape {} to {}: dim {} is {}, not 1", shape_str(shape_),
+                   shape_str(shape), i, shape_[i]);
+    t.shape_[i] = shape[i];
+    t.strides_[i] = 0;
+  }
+  return t;
+}
+
+Tensor Tensor::view(const Shape4& shape) const {
+  ATTNPROF_CHECK(is_contiguous(), "view() needs a contiguous tensor");
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  ATTNPROF_CHECK(n == numel(), "cannot view shape {} as {}: element counts differ", shape_str(shape_),
+                 shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  Tensor out = empty(shape_, dtype);
+  const char* src = static_cast<const char*>(raw());
+  char* dst = static_cast<char*>(out.raw());
+  int64_t o = 0;
+  if (dtype == dtype_ && is_contiguous()) {
+    std::memcpy(dst, src, nbytes());
+    return out;
+  }
+  for (int64_t b = 0; b < shape_[0]; ++b)
+    for (int64_t h = 0; h < shape_[1]; ++h)
+      for (int64_t i = 0; i < shape_[2]; ++i) {
+        const int64_t row = b * strides_[0] + h * strides_[1] + i * strides_[2];
+        if (dtype_ == DType::BF16 && dtype == DType::F32 && strides_[3] == 1) {
+          const uint16_t* s = reinterpret_cast<const uint16_t*>(src) + row;
+          float* d = reinterpret_cast<float*>(dst) + o;
+          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = bf16_to_float(s[j]);
+          o += shape_[3];
+          continue;
+        }
+        if (dtype_ == DType::F32 && dtype == DType::BF16 && strides_[3] == 1) {
+          const float* s = reinterpret_cast<const float*>(src) + row;
+          uint16_t* d = reinterpret_cast<uint16_t*>(dst) + o;
+          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = float_to_bf16(s[j]);
+          o += shape_[3];
+          continue;
+        }
+        for (int64_t j = 0; j < shape_[3]; ++j)
+          store_from_float(dst, dtype, o++, load_as_float(src, dtype_, row + j * strides_[3]));
+      }
+  return out;
+}
+
+Tensor Tensor::clone() const { return to(dtype_); }
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+float Tensor::get(int64_t b, int64_t h, int64_t i, int64_t j) const {
+  return load_as_float(static_cast<const char*>(raw()), dtype_, offset_of(b, h, i, j));
+}
+
+void Tensor::set(int64_t b, int64_t h, int64_t i, int64_t j, float v) {
+  store_from_float(static_cast<char*>(raw()), dtype_, offset_of(b, h, i, j), v);
+}
+
+void fill_randn(Tensor& t, uint64_t seed) {
+  ATTNPROF_CHECK(t.defined(), "fill_randn on an undefined tensor");
+  ATTNPROF_CHECK(t.is_contiguous(), "fill_randn needs a contiguous tensor");
+  std::mt19937_64 gen(seed);
+  const double two_pi = 6.283185307179586;
+  auto uniform = [&] { return (double(gen() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0,1)
+  const int64_t n = t.numel();
+  char* base = static_cast<char*>(t.raw());
+  for (int64_t i = 0; i < n; i += 2) {
+    double r = std::sqrt(-2.0 * std::log(uniform()));
+    double a = two_pi * uniform();
+    store_from_float(base, t.dtype(), i, float(r * std::cos(a)));
+    if (i + 1 < n) store_from_float(base, t.dtype(), i + 1, float(r * std::sin(a)));
+  }
+}
+
+}  // namespace attnprof

@@ -1,0 +1,158 @@
+// Elementwise ops: mul, masked_fill, add (out of place and in place), and their cost models.
+#include <cmath>
+
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+#include "ops/rows.h"
+
+namespace attnprof::ops {
+namespace {
+
+void check_float(const Tensor& a, const char* op) {
+  ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
+  ATTNPROF_CHECK(a.dtype() == DType::F32 || a.dtype() == DType::BF16, "{} needs fp32 or bf16, got {}", op,
+                 dtype_name(a.dtype()));
+}
+
+double mask_elems(const Shape4& m) { return double(m[0] * m[1] * m[2] * m[3]); }
+double elems(const Shape4& a) { return double(a[0] * a[1] * a[2] * a[3]); }
+
+}  // namespace
+
+void check_broadcast(const Shape4& mask, const Shape4& target, const char* what) {
+  for (int i = 0; i < 4; ++i)
+    ATTNPROF_CHECK(mask[size_t(i)] == target[size_t(i)] || mask[size_t(i)] == 1,
+                   "{} of shape {} does not broadcast to {} (dim {} is {}, needs 1 or {})", what, shape_str(mask),
+                   shape_str(target), i, mask[size_t(i)], target[size_t(i)]);
+}
+
+OpCost mul_cost(const Shape4& a, DType dtype) {
+  const double n = elems(a), es = double(dtype_size(dtype));
+  return OpCost{n, n * es, n * es};
+}
+
+Tensor& mul_(Tensor& a, double s) {
+  ATTNPROF_OP_ZONE(z, "mul_");
+  check_float(a, "mul_");
+  z.add_shape(a.shape());
+  z.set_cost(mul_cost(a.shape(), a.dtype()));
+  const float f = float(s);
+  const DType t = a.dtype();
+  const int64_t n = a.shape(3), st = a.stride(3);
+  void* base = a.raw();
+  detail::for_each_row(a, nullptr, [&](int64_t ro, int64_t) {
+    if (t == DType::F32 && st == 1) {
+      float* p = static_cast<float*>(base) + ro;
+      for (int64_t j = 0; j < n; ++j) p[j] *= f;
+    } else {
+      for (int64_t j = 0; j < n; ++j) detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) * f);
+    }
+  });
+  return a;
+}
+
+Tensor mul(const Tensor& a, double s) {
+  ATTNPROF_OP_ZONE(z, "mul");
+  check_float(a, "mul");
+  z.add_shape(a.shape());
+  z.set_cost(mul_cost(a.shape(), a.dtype()));
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  const float f = float(s);
+  const DType t = a.dtype();
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const void* src = a.raw();
+  void* dst = out.raw();
+  // The output is contiguous: row r of the output is r * n.
+  const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t bi = r / (H * N), hi = (r / N) % H, i = r % N;
+    const int64_t ro = bi * a.stride(0) + hi * a.stride(1) + i * a.stride(2);
+    if (t == DType::F32 && st == 1) {
+      const float* p = static_cast<const float*>(src) + ro;
+      float* q = static_cast<float*>(dst) + r * n;
+      for (int64_t j = 0; j < n; ++j) q[j] = p[j] * f;
+    } else {
+      for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
+    }
+  }
+  return out;
+}
+
+OpCost masked_fill_cost(const Shape4& a, DType dtype, const Shape4& mask) {
+  // One compare/select per element; reads the tensor and the (un-broadcast) mask once, writes the tensor.
+  const double n = elems(a), es = double(dtype_size(dtype));
+  return OpCost{n, n * es + mask_elems(mask), n * es};
+}
+
+Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
+  ATTNPROF_OP_ZONE(z, "masked_fill_");
+  check_float(a, "masked_fill_");
+  ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "masked_fill_ needs a bool mask, got {}",
+                 mask.defined() ? dtype_name(mask.dtype()) : "undefined");
+  check_broadcast(mask.shape(), a.shape(), "mask");
+  z.add_shape(a.shape());
+  z.add_shape(mask.shape());
+  z.set_cost(masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
+  const DType t = a.dtype();
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const Tensor me = mask.expand(a.shape());
+  const int64_t mst = me.stride(3);
+  void* base = a.raw();
+  const uint8_t* mb = mask.data<uint8_t>();
+  detail::for_each_row(a, &mask, [&](int64_t ro, int64_t mo) {
+    for (int64_t j = 0; j < n; ++j)
+      if (mb[mo + j * mst]) detail::store(base, t, ro + j * st, value);
+  });
+  return a;
+}
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
+  // As in ATen: clone (the copy the blog sees as a Memcpy on the GPU), then fill in place.
+  ATTNPROF_OP_ZONE(z, "masked_fill");
+  z.add_shape(a.shape());
+  if (mask.defined()) z.add_shape(mask.shape());
+  // No cost of its own: its children (copy_, masked_fill_) carry it; analysis sums children into totals.
+  Tensor out = clone(a);
+  masked_fill_(out, mask, value);
+  return out;
+}
+
+OpCost add_cost(const Shape4& a, DType dtype, const Shape4& m, DType mdtype) {
+  const double n = elems(a), es = double(dtype_size(dtype));
+  return OpCost{n, n * es + mask_elems(m) * double(dtype_size(mdtype)), n * es};
+}
+
+Tensor& add_(Tensor& a, const Tensor& m) {
+  ATTNPROF_OP_ZONE(z, "add_");
+  check_float(a, "add_");
+  check_float(m, "add_ (mask)");
+  check_broadcast(m.shape(), a.shape(), "additive mask");
+  z.add_shape(a.shape());
+  z.add_shape(m.shape());
+  z.set_cost(add_cost(a.shape(), a.dtype(), m.shape(), m.dtype()));
+  const DType t = a.dtype(), mt = m.dtype();
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const Tensor me = m.expand(a.shape());
+  const int64_t mst = me.stride(3);
+  void* base = a.raw();
+  const void* mb = m.raw();
+  detail::for_each_row(a, &m, [&](int64_t ro, int64_t mo) {
+    for (int64_t j = 0; j < n; ++j)
+      detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) + detail::load(mb, mt, mo + j * mst));
+  });
+  return a;
+}
+
+Tensor add(const Tensor& a, const Tensor& m) {
+  ATTNPROF_OP_ZONE(z, "add");
+  z.add_shape(a.shape());
+  z.add_shape(m.shape());
+  // Cost recorded by the children (copy_, add_).
+  Tensor out = clone(a);
+  add_(out, m);
+  return out;
+}
+
+}  // namespace attnprof::ops

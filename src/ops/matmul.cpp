@@ -1,0 +1,153 @@
+// matmul: batched GEMM over [B, H] through real GEMM libraries (never hand-written for the naive path).
+//   fp32 -> OpenBLAS cblas_sgemm, one call per (b, h); batches spread over OpenMP threads.
+//   bf16 -> oneDNN matmul with bf16 inputs, fp32 accumulation and a bf16 result, like PyTorch's CPU path.
+#include <cblas.h>
+#include <omp.h>
+
+#include <dnnl.hpp>
+
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+
+namespace attnprof::ops {
+namespace {
+
+void check_matmul(const Tensor& a, const Tensor& b) {
+  ATTNPROF_CHECK(a.defined() && b.defined(), "matmul on an undefined tensor");
+  ATTNPROF_CHECK(a.dtype() == b.dtype(), "matmul dtypes differ: {} vs {}", dtype_name(a.dtype()),
+                 dtype_name(b.dtype()));
+  ATTNPROF_CHECK(a.dtype() != DType::Bool, "matmul does not take bool tensors");
+  ATTNPROF_CHECK(a.shape(0) == b.shape(0), "matmul batch sizes differ: {} vs {}", shape_str(a.shape()),
+                 shape_str(b.shape()));
+  ATTNPROF_CHECK(a.shape(1) % b.shape(1) == 0, "matmul heads: {} is not a multiple of {} ({} x {})", a.shape(1),
+                 b.shape(1), shape_str(a.shape()), shape_str(b.shape()));
+  ATTNPROF_CHECK(a.shape(3) == b.shape(2), "matmul inner dims differ: {} x {}", shape_str(a.shape()),
+                 shape_str(b.shape()));
+}
+
+// Row-major leading dimension and transpose flag of a 2-D slice, or false when neither dim is unit-stride.
+bool blas_layout(const Tensor& t, CBLAS_TRANSPOSE& trans, int& ld) {
+  if (t.stride(3) == 1 && t.stride(2) >= t.shape(3)) {
+    trans = CblasNoTrans;
+    ld = int(std::max<int64_t>(t.stride(2), 1));
+    return true;
+  }
+  if (t.stride(2) == 1 && t.stride(3) >= t.shape(2)) {
+    trans = CblasTrans;
+    ld = int(std::max<int64_t>(t.stride(3), 1));
+    return true;
+  }
+  return false;
+}
+
+void sgemm_batched(const Tensor& a0, const Tensor& b0, Tensor& c) {
+  Tensor a = a0, b = b0;
+  CBLAS_TRANSPOSE ta, tb;
+  int lda, ldb;
+  if (!blas_layout(a, ta, lda)) {
+    a = a.contiguous();
+    blas_layout(a, ta, lda);
+  }
+  if (!blas_layout(b, tb, ldb)) {
+    b = b.contiguous();
+    blas_layout(b, tb, ldb);
+  }
+  const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
+  const int M = int(a.shape(2)), K = int(a.shape(3)), N = int(b.shape(3));
+  const int64_t batches = B * Ha;
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = c.data<float>();
+  auto one = [&](int64_t bh) {
+    const int64_t bi = bh / Ha, hi = bh % Ha;
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, pa + bi * a.stride(0) + hi * a.stride(1), lda,
+                pb + bi * b.stride(0) + (hi / group) * b.stride(1), ldb, 0.0f,
+                pc + bi * c.stride(0) + hi * c.stride(1), N);
+  };
+  if (batches >= omp_get_max_threads() && batches > 1) {
+    // One single-threaded sgemm per batch (OpenBLAS's OpenMP build runs serially inside a parallel region).
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < batches; ++bh) one(bh);
+  } else {
+    for (int64_t bh = 0; bh < batches; ++bh) one(bh);  // BLAS threads inside each call
+  }
+}
+
+dnnl::engine& dnnl_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::memory::desc desc4(const Shape4& dims, const Shape4& strides) {
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::bf16,
+                            dnnl::memory::dims(strides.begin(), strides.end()));
+}
+
+void bf16_matmul(const Tensor& a, const Tensor& b, Tensor& c) {
+  // One oneDNN batched matmul per position in the head group: heads h = hk*group + j share b's head hk.
+  const int64_t B = a.shape(0), Hb = b.shape(1), group = a.shape(1) / Hb;
+  const int64_t M = a.shape(2), K = a.shape(3), N = b.shape(3);
+  Shape4 ad{B, Hb, M, K}, as{a.stride(0), a.stride(1) * group, a.stride(2), a.stride(3)};
+  Shape4 bd{B, Hb, K, N}, bs{b.stride(0), b.stride(1), b.stride(2), b.stride(3)};
+  Shape4 cd{B, Hb, M, N}, cs{c.stride(0), c.stride(1) * group, c.stride(2), c.stride(3)};
+  auto amd = desc4(ad, as), bmd = desc4(bd, bs), cmd = desc4(cd, cs);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(amd, bmd, cmd), dnnl_engine());
+  dnnl::matmul prim(pd);
+  dnnl::stream stream(dnnl_engine());
+  for (int64_t j = 0; j < group; ++j) {
+    dnnl::memory am(amd, dnnl_engine(), a.data<uint16_t>() + j * a.stride(1));
+    dnnl::memory bm(bmd, dnnl_engine(), b.data<uint16_t>());
+    dnnl::memory cm(cmd, dnnl_engine(), c.data<uint16_t>() + j * c.stride(1));
+    prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  }
+  stream.wait();
+}
+
+}  // namespace
+
+OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
+  const double es = double(dtype_size(dtype));
+  const double batches = double(a[0] * a[1]);
+  OpCost c;
+  c.flops = 2.0 * batches * double(a[2]) * double(b[3]) * double(a[3]);
+  c.bytes_read = es * (double(a[0] * a[1] * a[2] * a[3]) + double(b[0] * b[1] * b[2] * b[3]));
+  c.bytes_written = es * batches * double(a[2] * b[3]);
+  return c;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  ATTNPROF_OP_ZONE(z, "matmul");
+  check_matmul(a, b);
+  z.add_shape(a.shape());
+  z.add_shape(b.shape());
+  z.set_cost(matmul_cost(a.shape(), b.shape(), a.dtype()));
+  Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
+  if (a.dtype() == DType::F32) {
+    sgemm_batched(a, b, c);
+  } else {
+    try {
+      bf16_matmul(a, b, c);
+    } catch (const dnnl::error& e) {
+      ATTNPROF_FAIL("oneDNN bf16 matmul failed for {} x {}: {}", shape_str(a.shape()), shape_str(b.shape()),
+                    e.what());
+    }
+  }
+  return c;
+}
+
+Tensor transpose(const Tensor& a) {
+  ATTNPROF_OP_ZONE(z, "transpose");
+  z.add_shape(a.shape());
+  return a.transpose();
+}
+
+void set_num_threads(int n) {
+  ATTNPROF_CHECK(n >= 1, "thread count must be >= 1, got {}", n);
+  omp_set_num_threads(n);
+  openblas_set_num_threads(n);
+}
+
+int num_threads() { return omp_get_max_threads(); }
+
+}  // namespace attnprof::ops

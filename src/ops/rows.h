@@ -1,0 +1,36 @@
+// Internal: iterate a 4-D tensor as rows of its last dim, with an optional broadcast companion tensor.
+#pragma once
+
+#include <omp.h>
+
+#include "attnprof/tensor.h"
+
+namespace attnprof::ops::detail {
+
+// Calls f(row_offset_in_a, row_offset_in_m) for every (b, h, i), in parallel over rows.
+template <class F>
+void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
+  const int64_t B = a.shape(0), H = a.shape(1), N = a.shape(2);
+  const int64_t rows = B * H * N;
+  Tensor me;
+  if (m) me = m->expand(a.shape());
+#pragma omp parallel for schedule(static) if (rows * a.shape(3) > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / (H * N), h = (r / N) % H, i = r % N;
+    const int64_t ao = b * a.stride(0) + h * a.stride(1) + i * a.stride(2);
+    const int64_t mo = m ? b * me.stride(0) + h * me.stride(1) + i * me.stride(2) : 0;
+    f(ao, mo);
+  }
+}
+
+inline float load(const void* p, DType t, int64_t i) {
+  return t == DType::F32 ? static_cast<const float*>(p)[i] : bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+}
+inline void store(void* p, DType t, int64_t i, float v) {
+  if (t == DType::F32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+}
+
+}  // namespace attnprof::ops::detail

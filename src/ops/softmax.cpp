@@ -1,0 +1,95 @@
+// softmax over the last dim, out of place and in place. Computed in fp32 for bf16 inputs.
+// A row whose entries are all -inf yields zeros (PyTorch's eager softmax would give NaN; its flash
+// kernels give 0, and attnprof uses one convention for every variant).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+#include "ops/rows.h"
+
+namespace attnprof::ops {
+namespace {
+
+// src and dst may alias. n elements, strides in elements.
+void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t dof, int64_t dst_st, int64_t n,
+                 DType t, float* tmp) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    tmp[j] = detail::load(src, t, so + j * sst);
+    mx = std::max(mx, tmp[j]);
+  }
+  if (mx == -std::numeric_limits<float>::infinity()) {
+    for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, 0.0f);
+    return;
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    tmp[j] = std::exp(tmp[j] - mx);
+    sum += tmp[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, tmp[j] * inv);
+}
+
+void check_float(const Tensor& a, const char* op) {
+  ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
+  ATTNPROF_CHECK(a.dtype() == DType::F32 || a.dtype() == DType::BF16, "{} needs fp32 or bf16, got {}", op,
+                 dtype_name(a.dtype()));
+}
+
+}  // namespace
+
+OpCost softmax_cost(const Shape4& a, DType dtype) {
+  // Per element: max-compare, subtract, exp, add to the sum, multiply by 1/sum = 5 FLOPs (exp counted as 1).
+  const double n = double(a[0] * a[1] * a[2] * a[3]), es = double(dtype_size(dtype));
+  return OpCost{5.0 * n, n * es, n * es};
+}
+
+Tensor& softmax_(Tensor& a) {
+  ATTNPROF_OP_ZONE(z, "softmax_");
+  check_float(a, "softmax_");
+  z.add_shape(a.shape());
+  z.set_cost(softmax_cost(a.shape(), a.dtype()));
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const DType t = a.dtype();
+  void* base = a.raw();
+#pragma omp parallel
+  {
+    std::vector<float> tmp(static_cast<size_t>(n));
+    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
+      softmax_row(base, ro, st, base, ro, st, n, t, tmp.data());
+    }
+  }
+  return a;
+}
+
+Tensor softmax(const Tensor& a) {
+  ATTNPROF_OP_ZONE(z, "softmax");
+  check_float(a, "softmax");
+  z.add_shape(a.shape());
+  z.set_cost(softmax_cost(a.shape(), a.dtype()));
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const DType t = a.dtype();
+  const void* src = a.raw();
+  void* dst = out.raw();
+#pragma omp parallel
+  {
+    std::vector<float> tmp(static_cast<size_t>(n));
+    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
+      softmax_row(src, ro, st, dst, r * n, 1, n, t, tmp.data());
+    }
+  }
+  return out;
+}
+
+}  // namespace attnprof::ops

@@ -1,0 +1,98 @@
+// Per-thread event buffers: where zones and memory events land while the profiler records.
+#include "profiler/recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <set>
+
+namespace attnprof::prof {
+namespace detail {
+
+std::atomic<bool> g_recording{false};
+std::atomic<bool> g_memory{true};
+
+namespace {
+std::mutex g_registry_mutex;
+std::vector<std::unique_ptr<ThreadBuffer>>& registry_storage() {
+  static std::vector<std::unique_ptr<ThreadBuffer>> r;
+  return r;
+}
+thread_local ThreadBuffer* tl_buffer = nullptr;
+}  // namespace
+
+ThreadBuffer* thread_buffer() {
+  if (tl_buffer) [[likely]] return tl_buffer;
+  auto b = std::make_unique<ThreadBuffer>();
+  b->zones.reserve(4096);
+  b->mem.reserve(1024);
+  b->stack.reserve(64);
+  const bool is_main = long(syscall(SYS_gettid)) == long(getpid());
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto& reg = registry_storage();
+  b->tid = uint32_t(reg.size());
+  b->name = is_main ? "main" : "worker " + std::to_string(b->tid);
+  reg.push_back(std::move(b));
+  tl_buffer = reg.back().get();
+  return tl_buffer;
+}
+
+std::vector<ThreadBuffer*> all_buffers() {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  std::vector<ThreadBuffer*> out;
+  for (auto& b : registry_storage()) out.push_back(b.get());
+  return out;
+}
+
+int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept {
+  const int32_t idx = int32_t(b->zones.size());
+  ZoneEvent& e = b->zones.emplace_back();
+  e.name = name;
+  e.category = category;
+  e.parent = b->stack.empty() ? -1 : b->stack.back();
+  e.depth = uint16_t(b->stack.size());
+  e.variant = b->variant;
+  b->stack.push_back(idx);
+  e.t0 = now_ticks();
+  return idx;
+}
+
+void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
+  const uint64_t t = now_ticks();
+  // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
+  if (size_t(idx) >= b->zones.size() || b->stack.empty() || b->stack.back() != idx) return;
+  b->zones[size_t(idx)].t1 = t;
+  b->stack.pop_back();
+}
+
+ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {
+  return size_t(idx) < b->zones.size() ? &b->zones[size_t(idx)] : &b->scratch;
+}
+
+const char* intern(std::string_view s) {
+  static std::mutex m;
+  static std::set<std::string, std::less<>> pool;
+  std::lock_guard<std::mutex> lock(m);
+  auto it = pool.find(s);
+  if (it == pool.end()) it = pool.emplace(s).first;
+  return it->c_str();
+}
+
+void on_memory(void*, int64_t delta, int64_t total) noexcept {
+  if (!g_recording.load(std::memory_order_relaxed) || !g_memory.load(std::memory_order_relaxed)) return;
+  ThreadBuffer* b = thread_buffer();
+  b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back()});
+}
+
+}  // namespace detail
+
+VariantScope::VariantScope(std::string_view variant) {
+  detail::ThreadBuffer* b = detail::thread_buffer();
+  prev_ = b->variant;
+  b->variant = detail::intern(variant);
+}
+
+VariantScope::~VariantScope() { detail::thread_buffer()->variant = prev_; }
+
+}  // namespace attnprof::prof

@@ -1,0 +1,26 @@
+// Internal: the per-thread buffer behind attnprof/profiler.h's zones.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnprof/profiler.h"
+
+namespace attnprof::prof::detail {
+
+struct ThreadBuffer {
+  uint32_t tid = 0;
+  std::string name;
+  std::vector<ZoneEvent> zones;
+  std::vector<MemEvent> mem;
+  std::vector<int32_t> stack;     // indices of open zones
+  const char* variant = nullptr;  // set by VariantScope
+  ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
+  // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
+  size_t mark_zones = 0, mark_mem = 0;
+};
+
+std::vector<ThreadBuffer*> all_buffers();
+
+}  // namespace attnprof::prof::detail

@@ -1,0 +1,183 @@
+// The profiling session: schedule (wait/warmup/active/repeat), ProfilerStep#N annotations, collection.
+#include <algorithm>
+#include <mutex>
+
+#include "attnprof/error.h"
+#include "profiler/counters.h"
+#include "profiler/recorder.h"
+
+namespace attnprof::prof {
+namespace {
+
+std::atomic<bool> g_session_open{false};
+
+void truncate_all_to_marks() {
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
+    if (b->mem.size() > b->mark_mem) b->mem.resize(b->mark_mem);
+    b->stack.clear();
+  }
+}
+
+void set_marks() {
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    b->mark_zones = b->zones.size();
+    b->mark_mem = b->mem.size();
+  }
+}
+
+}  // namespace
+
+double calibrated_zone_overhead_ns() {
+  // What one empty child zone adds to its parent's time beyond its own measured duration: exactly
+  // what must be subtracted from a parent's self time per direct child. Measured once, median of 5.
+  static const double value = [] {
+    const bool was = detail::g_recording.exchange(true);
+    detail::ThreadBuffer* b = detail::thread_buffer();
+    const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
+    static constexpr ZoneSite parent_site{"calibration", "cpu_op", __FILE__, __LINE__};
+    static constexpr ZoneSite child_site{"calibration_child", "cpu_op", __FILE__, __LINE__};
+    constexpr int kChildren = 2000;
+    std::vector<double> samples;
+    for (int round = 0; round < 6; ++round) {
+      b->zones.reserve(zones0 + kChildren + 8);
+      uint64_t parent_t0 = 0, parent_t1 = 0, child_sum = 0;
+      {
+        Zone parent(parent_site);
+        for (int i = 0; i < kChildren; ++i) {
+          Zone child(child_site);
+        }
+      }
+      const ZoneEvent& p = b->zones[zones0];
+      parent_t0 = p.t0;
+      parent_t1 = p.t1;
+      for (size_t i = zones0 + 1; i < b->zones.size(); ++i) child_sum += b->zones[i].t1 - b->zones[i].t0;
+      b->zones.resize(zones0);
+      if (round > 0) samples.push_back(double(parent_t1 - parent_t0 - child_sum) * ns_per_tick() / kChildren);
+    }
+    b->mem.resize(mem0);
+    detail::g_recording.store(was);
+    std::sort(samples.begin(), samples.end());
+    return samples[samples.size() / 2];
+  }();
+  return value;
+}
+
+Profiler::Profiler(ProfilerOptions opts) : opts_(opts) {
+  const Schedule& s = opts_.schedule;
+  ATTNPROF_CHECK(s.wait >= 0 && s.warmup >= 0 && s.active >= 1 && s.repeat >= 0,
+                 "invalid profiler schedule: wait={} warmup={} active={} repeat={} (need wait, warmup >= 0, "
+                 "active >= 1, repeat >= 0)",
+                 s.wait, s.warmup, s.active, s.repeat);
+}
+
+Profiler::~Profiler() {
+  if (running_) {
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
+}
+
+Profiler::Phase Profiler::phase_of(int step) const {
+  const Schedule& s = opts_.schedule;
+  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
+  if (s.repeat > 0 && int64_t(step) >= cycle * s.repeat) return Phase::None;
+  const int64_t k = int64_t(step) % cycle;
+  if (k < s.wait) return Phase::Wait;
+  if (k < s.wait + s.warmup) return Phase::Warmup;
+  return Phase::Active;
+}
+
+bool Profiler::step_is_active() const { return running_ && phase_of(step_) == Phase::Active; }
+
+void Profiler::start() {
+  ATTNPROF_CHECK(!running_, "profiler already started");
+  ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
+  calibrated_zone_overhead_ns();  // before any events, so calibration never lands in a trace
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    b->zones.clear();
+    b->mem.clear();
+    b->stack.clear();
+    b->mark_zones = b->mark_mem = 0;
+  }
+  detail::g_memory.store(opts_.profile_memory);
+  collected_ = ProfileResult{};
+  collected_.origin_ticks = now_ticks();
+  counters::session_begin(opts_.software_counters);
+  running_ = true;
+  step_ = 0;
+  enter_step();
+}
+
+void Profiler::enter_step() {
+  const Phase ph = phase_of(step_);
+  const Schedule& s = opts_.schedule;
+  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
+  const int64_t k = int64_t(step_) % cycle;
+  if (ph == Phase::Warmup && k == s.wait) set_marks();                      // warm-up begins
+  if (ph == Phase::Active && k == s.wait + s.warmup && s.warmup > 0) truncate_all_to_marks();  // drop it
+  detail::g_recording.store(ph == Phase::Warmup || ph == Phase::Active);
+  if (ph == Phase::Active && opts_.step_annotations) {
+    step_buf_ = detail::thread_buffer();
+    step_zone_ = detail::open_zone(step_buf_, detail::intern("ProfilerStep#" + std::to_string(step_)), "cpu_op");
+  }
+}
+
+void Profiler::leave_step() {
+  if (step_zone_ >= 0) detail::close_zone(step_buf_, step_zone_);
+  step_zone_ = -1;
+  const Phase ph = phase_of(step_);
+  const Schedule& s = opts_.schedule;
+  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
+  // End of a cycle's active window: keep its events by moving the marks past them.
+  if (ph == Phase::Active && int64_t(step_) % cycle == cycle - 1) set_marks();
+}
+
+void Profiler::step() {
+  ATTNPROF_CHECK(running_, "profiler step() called before start()");
+  leave_step();
+  ++step_;
+  enter_step();
+}
+
+void Profiler::stop() {
+  ATTNPROF_CHECK(running_, "profiler stop() called before start()");
+  leave_step();
+  // A warm-up that never reached its active steps records nothing.
+  if (phase_of(step_) == Phase::Warmup) truncate_all_to_marks();
+  detail::g_recording.store(false);
+  running_ = false;
+  collected_.ns_per_tick = ns_per_tick();
+  collected_.clock = clock_name();
+  collected_.zone_overhead_ns = calibrated_zone_overhead_ns();
+  collected_.counters_note = counters::session_end();
+  collected_.metadata = metadata_;
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    if (b->zones.empty() && b->mem.empty()) continue;
+    ThreadTrace t;
+    t.tid = b->tid;
+    t.name = b->name;
+    t.zones = b->zones;
+    t.mem = b->mem;
+    // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
+    const uint64_t now = now_ticks();
+    for (ZoneEvent& e : t.zones)
+      if (e.t1 == 0) e.t1 = now;
+    collected_.threads.push_back(std::move(t));
+    b->zones.clear();
+    b->mem.clear();
+    b->stack.clear();
+  }
+  g_session_open.store(false);
+}
+
+ProfileResult Profiler::result() const {
+  ATTNPROF_CHECK(!running_, "profiler result() needs stop() first");
+  ProfileResult r = collected_;
+  for (auto& [k, v] : metadata_) r.metadata[k] = v;  // metadata set after stop() counts too
+  return r;
+}
+
+}  // namespace attnprof::prof

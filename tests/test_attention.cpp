@@ -1,0 +1,104 @@
+// Every registry entry x dtype x ISA target x mask kind against the fp64 reference (issue: the engine).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attnprof/attention.h"
+#include "attnprof/isa.h"
+#include "attnprof/ops.h"
+
+using namespace attnprof;
+
+namespace {
+
+struct Case {
+  int64_t B, Hq, Hkv, Nq, Nk, D;
+  MaskKind mask;
+};
+
+std::string case_name(const Case& c, DType t) {
+  return fmt::format("B{}Hq{}Hkv{}Nq{}Nk{}D{}-{}-{}", c.B, c.Hq, c.Hkv, c.Nq, c.Nk, c.D, mask_kind_name(c.mask),
+                     dtype_name(t));
+}
+
+struct Inputs {
+  Tensor q, k, v;
+  AttnOptions opt;
+};
+
+Inputs make_inputs(const Case& c, DType t, uint64_t seed) {
+  Inputs in;
+  in.q = Tensor::empty({c.B, c.Hq, c.Nq, c.D}, t);
+  in.k = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
+  in.v = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
+  fill_randn(in.q, seed);
+  fill_randn(in.k, seed + 1);
+  fill_randn(in.v, seed + 2);
+  if (c.mask == MaskKind::Causal) in.opt.is_causal = true;
+  if (c.mask == MaskKind::Bool) {
+    // Broadcast over batch, per head; row 0 of head 0 fully masked to exercise the zero-row rule.
+    in.opt.attn_mask = Tensor::empty({1, c.Hq, c.Nq, c.Nk}, DType::Bool);
+    for (int64_t h = 0; h < c.Hq; ++h)
+      for (int64_t i = 0; i < c.Nq; ++i)
+        for (int64_t j = 0; j < c.Nk; ++j)
+          in.opt.attn_mask.set(0, h, i, j, (h == 0 && i == 0) ? 0.0f : float(((i * 7 + j * 3 + h) % 5) != 0));
+  }
+  if (c.mask == MaskKind::Additive) {
+    in.opt.attn_mask = Tensor::empty({c.B, 1, c.Nq, c.Nk}, DType::F32);
+    fill_randn(in.opt.attn_mask, seed + 3);
+  }
+  return in;
+}
+
+const std::vector<Case> kCases = {
+    {1, 2, 2, 1, 1, 16, MaskKind::None},      {1, 2, 2, 17, 17, 40, MaskKind::Causal},
+    {2, 4, 2, 33, 70, 64, MaskKind::None},    {1, 4, 1, 65, 65, 64, MaskKind::Causal},
+    {1, 2, 2, 100, 37, 96, MaskKind::Causal}, {1, 2, 2, 37, 100, 128, MaskKind::Causal},
+    {2, 2, 1, 50, 90, 48, MaskKind::Bool},    {1, 3, 3, 64, 129, 72, MaskKind::Additive},
+    {1, 1, 1, 1000, 1000, 64, MaskKind::Causal}, {1, 2, 2, 80, 80, 256, MaskKind::Causal},
+};
+
+}  // namespace
+
+TEST(Attention, EveryVariantMatchesReference) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const Case& c : kCases) {
+      Inputs in = make_inputs(c, t, 42);
+      const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+      const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+      double naive_err = -1.0;
+      for (const Variant& var : registry()) {
+        if (var.unsupported(p)) continue;
+        for (Isa isa : available_isas()) {
+          IsaOverride use(isa);
+          auto runner = var.prepare(p, in.opt);
+          AttnOutput out = runner->run(in.q, in.k, in.v);
+          const Tolerance tol = var.tolerance(t);
+          ErrorStats e = compare_to_reference(out.out, ref, tol);
+          SCOPED_TRACE(fmt::format("{} {} isa={}", var.name, case_name(c, t), isa_name(isa)));
+          EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol
+                              << " rtol=" << tol.rtol << ", max_abs=" << e.max_abs;
+          if (var.name == "naive") naive_err = e.max_abs;
+          if (t == DType::BF16 && naive_err >= 0)
+            EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << "bf16 error above 2x the naive bf16 kernel's";
+          if (out.lse.defined()) EXPECT_TRUE(compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3}).ok());
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, FullyMaskedRowGivesZeros) {
+  Case c{1, 1, 1, 4, 4, 16, MaskKind::Bool};
+  Inputs in = make_inputs(c, DType::F32, 1);
+  in.opt.attn_mask = Tensor::zeros({1, 1, 4, 4}, DType::Bool);  // nothing may attend
+  in.opt.attn_mask.set(0, 0, 2, 1, 1.0f);                        // except row 2 -> key 1
+  for (const Variant& var : registry()) {
+    auto out = var.prepare(AttnProblem::from(in.q, in.k, in.v, in.opt), in.opt)->run(in.q, in.k, in.v);
+    for (int64_t i : {0, 1, 3})
+      for (int64_t d = 0; d < 16; ++d) EXPECT_EQ(out.out.get(0, 0, i, d), 0.0f) << var.name;
+    for (int64_t d = 0; d < 16; ++d) EXPECT_NEAR(out.out.get(0, 0, 2, d), in.v.get(0, 0, 1, d), 1e-6) << var.name;
+  }
+}
