@@ -1,0 +1,139 @@
+// Bad input gets a clear error naming the problem, never a crash (issue: the engine).
+#include <gtest/gtest.h>
+
+#include "attnprof/allocator.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+
+using namespace attnprof;
+
+namespace {
+
+Tensor rnd(const Shape4& s, DType t = DType::F32) {
+  Tensor x = Tensor::empty(s, t);
+  fill_randn(x, 7);
+  return x;
+}
+
+// Runs f, expects attnprof::Error whose message contains every fragment.
+template <class F>
+void expect_error(F&& f, std::initializer_list<const char*> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    for (const char* frag : fragments) EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
+  }
+}
+
+void run_all_variants(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
+  AttnProblem p = AttnProblem::from(q, k, v, o);
+  for (const Variant& var : registry()) var.prepare(p, o)->run(q, k, v);
+}
+
+}  // namespace
+
+TEST(Errors, MismatchedHeadDims) {
+  expect_error([] { run_all_variants(rnd({1, 2, 8, 64}), rnd({1, 2, 8, 32}), rnd({1, 2, 8, 32}), {}); },
+               {"head dims differ", "D=64", "D=32"});
+}
+
+TEST(Errors, KvShapesDiffer) {
+  expect_error([] { AttnProblem::from(rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), rnd({1, 2, 9, 16}), {}); },
+               {"k and v shapes differ"});
+}
+
+TEST(Errors, BatchDiffers) {
+  expect_error([] { AttnProblem::from(rnd({2, 2, 8, 16}), rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), {}); },
+               {"batch sizes differ"});
+}
+
+TEST(Errors, HeadsNotMultiple) {
+  expect_error([] { AttnProblem::from(rnd({1, 6, 8, 16}), rnd({1, 4, 8, 16}), rnd({1, 4, 8, 16}), {}); },
+               {"multiple of key/value heads", "6", "4"});
+}
+
+TEST(Errors, MaskDoesNotBroadcast) {
+  AttnOptions o;
+  o.attn_mask = Tensor::zeros({1, 1, 8, 7}, DType::Bool);
+  expect_error([&] { AttnProblem::from(rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), o); },
+               {"attn_mask", "does not broadcast", "[1, 1, 8, 7]"});
+  o.attn_mask = Tensor::zeros({3, 1, 8, 8}, DType::Bool);
+  expect_error([&] { AttnProblem::from(rnd({2, 2, 8, 16}), rnd({2, 2, 8, 16}), rnd({2, 2, 8, 16}), o); },
+               {"does not broadcast"});
+}
+
+TEST(Errors, CausalPlusMask) {
+  AttnOptions o{.is_causal = true};
+  o.attn_mask = Tensor::zeros({1, 1, 8, 8}, DType::Bool);
+  expect_error([&] { AttnProblem::from(rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), o); },
+               {"is_causal and an explicit attn_mask"});
+}
+
+TEST(Errors, EmptyTensor) {
+  expect_error([] { AttnProblem::from(Tensor(), rnd({1, 2, 8, 16}), rnd({1, 2, 8, 16}), {}); }, {"empty"});
+  expect_error([] { Tensor::empty({1, 0, 8, 16}, DType::F32); }, {"positive", "[1, 0, 8, 16]"});
+  expect_error([] { Tensor::empty({1, -3, 8, 16}, DType::F32); }, {"positive"});
+}
+
+TEST(Errors, UnsupportedDtype) {
+  Tensor b = Tensor::zeros({1, 1, 4, 16}, DType::Bool);
+  expect_error([&] { AttnProblem::from(b, b, b, {}); }, {"unsupported dtype bool"});
+  expect_error([] { AttnProblem::from(rnd({1, 1, 4, 16}, DType::BF16), rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), {}); },
+               {"share a dtype", "bf16", "fp32"});
+  expect_error([] { parse_dtype("fp8"); }, {"unsupported dtype 'fp8'"});
+}
+
+TEST(Errors, BadScale) {
+  AttnOptions o;
+  o.scale = 0.0;
+  expect_error([&] { AttnProblem::from(rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), o); },
+               {"scale must be finite and non-zero"});
+}
+
+TEST(Errors, HugeTensorRefused) {
+  expect_error([] { Tensor::empty({1 << 20, 1 << 20, 1 << 20, 1 << 20}, DType::F32); }, {"too large"});
+}
+
+TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
+  Tensor q = rnd({1, 4, 512, 64}), k = rnd({1, 4, 512, 64}), v = rnd({1, 4, 512, 64});
+  AttnOptions o{.is_causal = true};
+  AttnProblem p = AttnProblem::from(q, k, v, o);
+  const int64_t need = naive_peak_bytes(p, false);
+  set_memory_budget(memory_stats().current_bytes + need / 2);
+  try {
+    find_variant("naive").prepare(p, o);
+    ADD_FAILURE() << "no OutOfBudget";
+  } catch (const OutOfBudget& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::to_string(need) + " bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("flash"), std::string::npos) << msg;
+  }
+  // flash needs no N×N buffer and still runs under the same budget.
+  EXPECT_NO_THROW(find_variant("flash").prepare(p, o)->run(q, k, v));
+  set_memory_budget(0);
+  EXPECT_EQ(memory_budget(), physical_memory_bytes());
+  EXPECT_NO_THROW(find_variant("naive").prepare(p, o));
+}
+
+TEST(Errors, UnknownVariantAndBackend) {
+  expect_error([] { find_variant("fast"); }, {"unknown variant 'fast'", "naive", "flash"});
+  expect_error([] { parse_sdpa_backend("cudnn"); }, {"unknown SDPA backend 'cudnn'"});
+}
+
+TEST(Errors, ExplicitBackendThatCannotServe) {
+  Tensor q = rnd({1, 1, 4, 288}), k = rnd({1, 1, 4, 288}), v = rnd({1, 1, 4, 288});
+  expect_error([&] { scaled_dot_product_attention(q, k, v, {}, SdpaBackend::Flash); },
+               {"SDPA backend 'flash' cannot serve", "D=288"});
+  // auto falls back to math, which serves any head dim.
+  Tensor o = scaled_dot_product_attention(q, k, v, {}, SdpaBackend::Auto);
+  EXPECT_EQ(o.shape(3), 288);
+}
+
+TEST(Errors, OpsCheckTheirInputs) {
+  Tensor a = rnd({1, 1, 4, 8}), b = rnd({1, 1, 5, 8});
+  expect_error([&] { ops::matmul(a, b); }, {"inner dims differ"});
+  expect_error([&] { ops::masked_fill(a, a, 0.0f); }, {"bool mask"});
+  expect_error([&] { ops::set_num_threads(0); }, {"thread count"});
+}

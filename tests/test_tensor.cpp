@@ -1,0 +1,96 @@
+// Tensors, dtypes and the tracked allocator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "attnprof/allocator.h"
+#include "attnprof/error.h"
+#include "attnprof/ops.h"
+#include "attnprof/tensor.h"
+
+using namespace attnprof;
+
+TEST(Tensor, ContiguousStridesAndViews) {
+  Tensor t = Tensor::empty({2, 3, 4, 5}, DType::F32);
+  EXPECT_EQ(t.strides(), (Shape4{60, 20, 5, 1}));
+  EXPECT_TRUE(t.is_contiguous());
+  Tensor tt = t.transpose();
+  EXPECT_EQ(tt.shape(), (Shape4{2, 3, 5, 4}));
+  EXPECT_EQ(tt.strides(), (Shape4{60, 20, 1, 5}));
+  EXPECT_FALSE(tt.is_contiguous());
+  t.set(1, 2, 3, 4, 42.0f);
+  EXPECT_EQ(tt.get(1, 2, 4, 3), 42.0f);
+  Tensor c = tt.contiguous();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(c.get(1, 2, 4, 3), 42.0f);
+}
+
+TEST(Tensor, ExpandBroadcastsWithZeroStride) {
+  Tensor m = Tensor::zeros({1, 1, 3, 3}, DType::Bool);
+  m.set(0, 0, 1, 2, 1.0f);
+  Tensor e = m.expand({4, 5, 3, 3});
+  EXPECT_EQ(e.stride(0), 0);
+  EXPECT_EQ(e.stride(1), 0);
+  EXPECT_EQ(e.get(3, 4, 1, 2), 1.0f);
+  EXPECT_THROW(m.expand({1, 1, 4, 3}), Error);
+}
+
+TEST(Tensor, Bf16RoundTripAndRounding) {
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.5f)), 1.5f);
+  // 1 + 2^-8 is halfway between two bf16 values: ties to even (1.0).
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+  EXPECT_TRUE(std::isinf(bf16_to_float(float_to_bf16(-INFINITY))));
+  Tensor f = Tensor::empty({1, 1, 2, 3}, DType::F32);
+  fill_randn(f, 3);
+  Tensor b = f.to(DType::BF16);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(b.get(0, 0, 1, j), f.get(0, 0, 1, j), std::fabs(f.get(0, 0, 1, j)) / 128);
+}
+
+TEST(Tensor, RandnIsReproducibleAndStandard) {
+  Tensor a = Tensor::empty({1, 1, 100, 100}, DType::F32), b = Tensor::empty({1, 1, 100, 100}, DType::F32);
+  fill_randn(a, 5);
+  fill_randn(b, 5);
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  double sum = 0, sq = 0;
+  for (int i = 0; i < 10000; ++i) {
+    double x = a.data<float>()[i];
+    sum += x;
+    sq += x * x;
+  }
+  EXPECT_NEAR(sum / 10000, 0.0, 0.05);
+  EXPECT_NEAR(sq / 10000, 1.0, 0.05);
+}
+
+TEST(Allocator, TracksLiveAndPeakAndAligns) {
+  const MemoryStats s0 = memory_stats();
+  reset_peak_memory();
+  {
+    Tensor a = Tensor::empty({1, 1, 1000, 1000}, DType::F32);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.raw()) % kTensorAlignment, 0u);
+    EXPECT_EQ(memory_stats().current_bytes, s0.current_bytes + 4000000);
+    Tensor b = Tensor::empty({1, 1, 10, 10}, DType::BF16);
+    EXPECT_EQ(memory_stats().current_bytes, s0.current_bytes + 4000200);
+  }
+  const MemoryStats s1 = memory_stats();
+  EXPECT_EQ(s1.current_bytes, s0.current_bytes);
+  EXPECT_EQ(s1.peak_bytes, s0.current_bytes + 4000200);
+  EXPECT_EQ(s1.allocations - s0.allocations, 2);
+  EXPECT_EQ(s1.frees - s0.frees, 2);
+}
+
+TEST(Allocator, BudgetCheck) {
+  set_memory_budget(memory_stats().current_bytes + 1000);
+  EXPECT_NO_THROW(check_memory_budget(1000, "small"));
+  EXPECT_THROW(check_memory_budget(1001, "big"), OutOfBudget);
+  set_memory_budget(0);
+  EXPECT_THROW(set_memory_budget(-1), Error);
+}
+
+TEST(Ops, TriuMaskIsTheBlogsCausalMask) {
+  Tensor m = ops::triu_mask(3, 5, 1);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(m.get(0, 0, i, j), j > i ? 1.0f : 0.0f);
+}
