@@ -1,19 +1,27 @@
-// The flash forward compiled for the avx2 target (see flash_body.h and core/isa_target.h).
+// The flash forward compiled for the avx2 target (see flash_simd.h and core/isa_target.h).
+// Std and intrinsic headers come before the target pragma so that their inline code keeps baseline codegen.
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <vector>
+#include <type_traits>
 
 #include "attention/flash/flash.h"
+#include "attnprof/allocator.h"
+#include "attnprof/isa.h"
 #include "core/isa_target.h"
 
 ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
+#include "ops/vec_avx2.h"
 #define FLASH_NS avx2
-#include "attention/flash/flash_body.h"
+#define FLASH_VEC ::attnprof::simd::Avx2
+#define FLASH_BF16_DOT 0
+#include "attention/flash/flash_simd.h"
 
 namespace attnprof::flash {
-void forward_avx2(const Params& p) { avx2::forward(p); }
+void forward_avx2(const Params& p) { avx2::forward(p, false); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

@@ -1,19 +1,30 @@
-// The flash forward compiled for the avx512 target (see flash_body.h and core/isa_target.h).
+// The flash forward compiled for the avx512 target (see flash_simd.h and core/isa_target.h).
+// gcc 12 reports its own _mm512_undefined_* placeholders as uninitialised; they are not.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Std and intrinsic headers come before the target pragma so that their inline code keeps baseline codegen.
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <vector>
+#include <type_traits>
 
 #include "attention/flash/flash.h"
+#include "attnprof/allocator.h"
+#include "attnprof/isa.h"
 #include "core/isa_target.h"
 
 ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
+#include "ops/vec_avx512.h"
 #define FLASH_NS avx512
-#include "attention/flash/flash_body.h"
+#define FLASH_VEC ::attnprof::simd::Avx512
+#define FLASH_BF16_DOT 1
+#include "attention/flash/flash_simd.h"
 
 namespace attnprof::flash {
-void forward_avx512(const Params& p) { avx512::forward(p); }
+void forward_avx512(const Params& p) { avx512::forward(p, p.dtype == DType::BF16 && cpu_has_avx512_bf16()); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END
