@@ -1,9 +1,39 @@
 // Copies and masks: clone (copy_), dtype conversion (to), triu_mask, logical_not.
+#include <algorithm>
+#include <cstring>
+
 #include "attnprof/error.h"
 #include "attnprof/ops.h"
 #include "attnprof/profiler.h"
+#include "ops/kernels.h"
 
 namespace attnprof::ops {
+namespace {
+
+// Contiguous copy or fp32 <-> bf16 conversion, split over threads in cache-friendly chunks; nullopt-like
+// empty Tensor when the layout needs the general strided path (Tensor::to).
+Tensor fast_copy(const Tensor& a, DType to) {
+  if (!a.is_contiguous() || a.dtype() == DType::Bool || to == DType::Bool) return {};
+  Tensor out = Tensor::empty(a.shape(), to);
+  const int64_t n = a.numel(), chunk = 1 << 16;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const detail::RowKernels& k = detail::row_kernels();
+  const DType from = a.dtype();
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i = c * chunk, len = std::min(chunk, n - i);
+    if (from == to)
+      std::memcpy(static_cast<char*>(out.raw()) + i * int64_t(dtype_size(to)),
+                  static_cast<const char*>(a.raw()) + i * int64_t(dtype_size(to)), size_t(len) * dtype_size(to));
+    else if (from == DType::F32)
+      k.cvt_f32_bf16(a.data<float>() + i, out.data<uint16_t>() + i, len);
+    else
+      k.cvt_bf16_f32(a.data<uint16_t>() + i, out.data<float>() + i, len);
+  }
+  return out;
+}
+
+}  // namespace
 
 OpCost copy_cost(const Shape4& a, DType from, DType to) {
   const double n = double(a[0] * a[1] * a[2] * a[3]);
@@ -15,6 +45,7 @@ Tensor clone(const Tensor& a) {
   ATTNPROF_CHECK(a.defined(), "clone of an undefined tensor");
   z.add_shape(a.shape());
   z.set_cost(copy_cost(a.shape(), a.dtype(), a.dtype()));
+  if (Tensor out = fast_copy(a, a.dtype()); out.defined()) return out;
   return a.clone();
 }
 
@@ -23,6 +54,7 @@ Tensor to(const Tensor& a, DType dtype) {
   ATTNPROF_CHECK(a.defined(), "to() of an undefined tensor");
   z.add_shape(a.shape());
   z.set_cost(copy_cost(a.shape(), a.dtype(), dtype));
+  if (Tensor out = fast_copy(a, dtype); out.defined()) return out;
   return a.to(dtype);
 }
 

@@ -4,6 +4,7 @@
 #include "attnprof/error.h"
 #include "attnprof/ops.h"
 #include "attnprof/profiler.h"
+#include "ops/kernels.h"
 #include "ops/rows.h"
 
 namespace attnprof::ops {
@@ -41,10 +42,12 @@ Tensor& mul_(Tensor& a, double s) {
   const DType t = a.dtype();
   const int64_t n = a.shape(3), st = a.stride(3);
   void* base = a.raw();
+  const detail::RowKernels& k = detail::row_kernels();
   detail::for_each_row(a, nullptr, [&](int64_t ro, int64_t) {
-    if (t == DType::F32 && st == 1) {
-      float* p = static_cast<float*>(base) + ro;
-      for (int64_t j = 0; j < n; ++j) p[j] *= f;
+    if (st == 1 && t == DType::F32) {
+      k.scale_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n, f);
+    } else if (st == 1) {
+      k.scale_bf16(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, f);
     } else {
       for (int64_t j = 0; j < n; ++j) detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) * f);
     }
@@ -65,14 +68,15 @@ Tensor mul(const Tensor& a, double s) {
   void* dst = out.raw();
   // The output is contiguous: row r of the output is r * n.
   const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
+  const detail::RowKernels& k = detail::row_kernels();
 #pragma omp parallel for schedule(static) if (rows * n > 32768)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t bi = r / (H * N), hi = (r / N) % H, i = r % N;
     const int64_t ro = bi * a.stride(0) + hi * a.stride(1) + i * a.stride(2);
     if (t == DType::F32 && st == 1) {
-      const float* p = static_cast<const float*>(src) + ro;
-      float* q = static_cast<float*>(dst) + r * n;
-      for (int64_t j = 0; j < n; ++j) q[j] = p[j] * f;
+      k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
+    } else if (st == 1) {
+      k.scale_bf16(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
     } else {
       for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
     }
@@ -101,7 +105,15 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
   const int64_t mst = me.stride(3);
   void* base = a.raw();
   const uint8_t* mb = mask.data<uint8_t>();
+  const detail::RowKernels& k = detail::row_kernels();
   detail::for_each_row(a, &mask, [&](int64_t ro, int64_t mo) {
+    if (st == 1 && (mst == 1 || n == 1)) {
+      if (t == DType::F32)
+        k.fill_f32(static_cast<float*>(base) + ro, mb + mo, n, value);
+      else
+        k.fill_bf16(static_cast<uint16_t*>(base) + ro, mb + mo, n, value);
+      return;
+    }
     for (int64_t j = 0; j < n; ++j)
       if (mb[mo + j * mst]) detail::store(base, t, ro + j * st, value);
   });
@@ -138,7 +150,19 @@ Tensor& add_(Tensor& a, const Tensor& m) {
   const int64_t mst = me.stride(3);
   void* base = a.raw();
   const void* mb = m.raw();
+  const detail::RowKernels& k = detail::row_kernels();
   detail::for_each_row(a, &m, [&](int64_t ro, int64_t mo) {
+    if (st == 1 && (mst == 1 || n == 1)) {
+      float* af = static_cast<float*>(base) + ro;
+      uint16_t* ah = static_cast<uint16_t*>(base) + ro;
+      const float* mf = static_cast<const float*>(mb) + mo;
+      const uint16_t* mh = static_cast<const uint16_t*>(mb) + mo;
+      if (t == DType::F32)
+        mt == DType::F32 ? k.add_f32_f32(af, mf, n) : k.add_f32_bf16(af, mh, n);
+      else
+        mt == DType::F32 ? k.add_bf16_f32(ah, mf, n) : k.add_bf16_bf16(ah, mh, n);
+      return;
+    }
     for (int64_t j = 0; j < n; ++j)
       detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) + detail::load(mb, mt, mo + j * mst));
   });

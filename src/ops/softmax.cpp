@@ -8,6 +8,7 @@
 #include "attnprof/error.h"
 #include "attnprof/ops.h"
 #include "attnprof/profiler.h"
+#include "ops/kernels.h"
 #include "ops/rows.h"
 
 namespace attnprof::ops {
@@ -56,6 +57,7 @@ Tensor& softmax_(Tensor& a) {
   const int64_t n = a.shape(3), st = a.stride(3);
   const DType t = a.dtype();
   void* base = a.raw();
+  const detail::RowKernels& k = detail::row_kernels();
 #pragma omp parallel
   {
     std::vector<float> tmp(static_cast<size_t>(n));
@@ -63,7 +65,12 @@ Tensor& softmax_(Tensor& a) {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
-      softmax_row(base, ro, st, base, ro, st, n, t, tmp.data());
+      if (st != 1)
+        softmax_row(base, ro, st, base, ro, st, n, t, tmp.data());
+      else if (t == DType::F32)
+        k.softmax_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n);
+      else
+        k.softmax_bf16(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, tmp.data());
     }
   }
   return a;
@@ -79,6 +86,7 @@ Tensor softmax(const Tensor& a) {
   const DType t = a.dtype();
   const void* src = a.raw();
   void* dst = out.raw();
+  const detail::RowKernels& k = detail::row_kernels();
 #pragma omp parallel
   {
     std::vector<float> tmp(static_cast<size_t>(n));
@@ -86,7 +94,12 @@ Tensor softmax(const Tensor& a) {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
-      softmax_row(src, ro, st, dst, r * n, 1, n, t, tmp.data());
+      if (st != 1)
+        softmax_row(src, ro, st, dst, r * n, 1, n, t, tmp.data());
+      else if (t == DType::F32)
+        k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n);
+      else
+        k.softmax_bf16(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, tmp.data());
     }
   }
   return out;

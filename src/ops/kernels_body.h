@@ -1,0 +1,131 @@
+// Internal: the row kernels of kernels.h, written once over vector traits F (simd::Scalar, Avx2, Avx512)
+// and compiled per target. Every loop is a full-vector main part plus one masked tail; bf16 rounds once on
+// store, bit-identical to float_to_bf16. Included inside the target region with KERNELS_NS / KERNELS_VEC.
+#pragma once
+
+namespace attnprof::ops::detail::KERNELS_NS {
+
+using F = KERNELS_VEC;
+using V = typename F::V;
+inline constexpr int W = F::W;
+
+inline void scale_f32(const float* a, float* out, int64_t n, float s) {
+  const V vs = F::set1(s);
+  int64_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    const V x0 = F::load(a + j), x1 = F::load(a + j + W);
+    F::store(out + j, F::mul(x0, vs));
+    F::store(out + j + W, F::mul(x1, vs));
+  }
+  for (; j < n; j += W) F::store_n(out + j, F::mul(F::load_n(a + j, n - j), vs), n - j);
+}
+
+inline void scale_bf16(const uint16_t* a, uint16_t* out, int64_t n, float s) {
+  const V vs = F::set1(s);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) F::store_bf16(out + j, F::mul(F::load_bf16(a + j), vs));
+  for (; j < n; j += W) F::store_bf16_n(out + j, F::mul(F::load_bf16_n(a + j, n - j), vs), n - j);
+}
+
+inline void fill_f32(float* a, const uint8_t* mask, int64_t n, float value) {
+  const V vv = F::set1(value);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) F::store(a + j, F::select(F::nonzero_bytes(mask + j), vv, F::load(a + j)));
+  for (; j < n; ++j)
+    if (mask[j]) a[j] = value;
+}
+
+inline void fill_bf16(uint16_t* a, const uint8_t* mask, int64_t n, float value) {
+  const V vv = F::set1(value);
+  int64_t j = 0;
+  for (; j + W <= n; j += W)
+    F::store_bf16(a + j, F::select(F::nonzero_bytes(mask + j), vv, F::load_bf16(a + j)));
+  const uint16_t hv = float_to_bf16(value);
+  for (; j < n; ++j)
+    if (mask[j]) a[j] = hv;
+}
+
+template <class LoadA, class StoreA, class LoadM>
+inline void add_any(int64_t n, LoadA la, StoreA sa, LoadM lm) {
+  int64_t j = 0;
+  for (; j + W <= n; j += W) sa(j, F::add(la(j, W), lm(j, W)), W);
+  if (j < n) sa(j, F::add(la(j, n - j), lm(j, n - j)), n - j);
+}
+inline auto ld_f32(const float* p) {
+  return [p](int64_t j, int64_t k) { return k >= W ? F::load(p + j) : F::load_n(p + j, k); };
+}
+inline auto ld_bf16(const uint16_t* p) {
+  return [p](int64_t j, int64_t k) { return k >= W ? F::load_bf16(p + j) : F::load_bf16_n(p + j, k); };
+}
+inline auto st_f32(float* p) {
+  return [p](int64_t j, V v, int64_t k) { k >= W ? F::store(p + j, v) : F::store_n(p + j, v, k); };
+}
+inline auto st_bf16(uint16_t* p) {
+  return [p](int64_t j, V v, int64_t k) { k >= W ? F::store_bf16(p + j, v) : F::store_bf16_n(p + j, v, k); };
+}
+inline void add_f32_f32(float* a, const float* m, int64_t n) { add_any(n, ld_f32(a), st_f32(a), ld_f32(m)); }
+inline void add_f32_bf16(float* a, const uint16_t* m, int64_t n) { add_any(n, ld_f32(a), st_f32(a), ld_bf16(m)); }
+inline void add_bf16_f32(uint16_t* a, const float* m, int64_t n) { add_any(n, ld_bf16(a), st_bf16(a), ld_f32(m)); }
+inline void add_bf16_bf16(uint16_t* a, const uint16_t* m, int64_t n) {
+  add_any(n, ld_bf16(a), st_bf16(a), ld_bf16(m));
+}
+
+inline void cvt_f32_bf16(const float* a, uint16_t* out, int64_t n) {
+  int64_t j = 0;
+  for (; j + W <= n; j += W) F::store_bf16(out + j, F::load(a + j));
+  if (j < n) F::store_bf16_n(out + j, F::load_n(a + j, n - j), n - j);
+}
+inline void cvt_bf16_f32(const uint16_t* a, float* out, int64_t n) {
+  int64_t j = 0;
+  for (; j + W <= n; j += W) F::store(out + j, F::load_bf16(a + j));
+  if (j < n) F::store_n(out + j, F::load_bf16_n(a + j, n - j), n - j);
+}
+
+// softmax over fp32 values already in `x` (n of them), written to `out` through `st`.
+// exp(x - max) = exp2(x·log2e - max·log2e): one FMA, then the vectorised exp2.
+template <class Load, class Store>
+inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  V vmax = F::set1(ninf);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) vmax = F::max(vmax, ld(j, W));
+  if (j < n) vmax = F::max(vmax, F::keep_first(ld(j, n - j), n - j, ninf));
+  const float mx = F::hmax(vmax);
+  if (mx == ninf) {
+    for (j = 0; j < n; j += W) st(j, F::zero(), std::min<int64_t>(W, n - j));
+    return;
+  }
+  (void)xs;
+  const V l2e = F::set1(kLog2e), off = F::set1(-mx * kLog2e);
+  V vsum = F::zero();
+  for (j = 0; j < n; j += W) {
+    const int64_t k = std::min<int64_t>(W, n - j);
+    V e = F::exp2(F::fma(ld(j, k), l2e, off));
+    if (k < W) e = F::keep_first(e, k, 0.0f);
+    vsum = F::add(vsum, e);
+    if (k >= W) F::store(ex + j, e); else F::store_n(ex + j, e, k);
+  }
+  const V inv = F::set1(1.0f / F::hsum(vsum));
+  for (j = 0; j < n; j += W) {
+    const int64_t k = std::min<int64_t>(W, n - j);
+    st(j, F::mul(k >= W ? F::load(ex + j) : F::load_n(ex + j, k), inv), k);
+  }
+}
+
+inline void softmax_f32(const float* in, float* out, int64_t n) {
+  // exponentials go straight to `out` (in place: over the inputs already consumed by the max pass)
+  softmax_any(n, ld_f32(in), in, out, st_f32(out));
+}
+inline void softmax_bf16(const uint16_t* in, uint16_t* out, int64_t n, float* tmp) {
+  softmax_any(n, ld_bf16(in), nullptr, tmp, st_bf16(out));
+}
+
+inline const RowKernels& table() {
+  static const RowKernels k{scale_f32,    scale_bf16,    fill_f32,     fill_bf16,   add_f32_f32,
+                            add_f32_bf16, add_bf16_f32,  add_bf16_bf16, cvt_f32_bf16, cvt_bf16_f32,
+                            softmax_f32,  softmax_bf16};
+  return k;
+}
+
+}  // namespace attnprof::ops::detail::KERNELS_NS

@@ -1,0 +1,149 @@
+// The flash kernel beyond the generic registry test (test_attention.cpp): every head-dim remainder of the
+// micro-kernels, one query row against a long key sequence, logsumexp accuracy, masks that empty whole rows,
+// non-contiguous inputs, and the memory contract (no N×N buffer: peak growth bounded by output + scratch).
+// Every case runs on every ISA target of this CPU (AVX-512 runs bf16 through vdpbf16ps where the CPU has
+// AVX512_BF16; AVX2 converts bf16 to fp32 while packing; scalar is the portable fallback).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attnprof/allocator.h"
+#include "attnprof/attention.h"
+#include "attnprof/isa.h"
+#include "attnprof/ops.h"
+
+using namespace attnprof;
+
+namespace {
+
+struct Inputs {
+  Tensor q, k, v;
+  AttnOptions opt;
+};
+
+Inputs make(int64_t B, int64_t Hq, int64_t Hkv, int64_t Nq, int64_t Nk, int64_t D, DType t, bool causal,
+            uint64_t seed = 7) {
+  Inputs in;
+  in.q = Tensor::empty({B, Hq, Nq, D}, t);
+  in.k = Tensor::empty({B, Hkv, Nk, D}, t);
+  in.v = Tensor::empty({B, Hkv, Nk, D}, t);
+  fill_randn(in.q, seed);
+  fill_randn(in.k, seed + 1);
+  fill_randn(in.v, seed + 2);
+  in.opt.is_causal = causal;
+  return in;
+}
+
+const Tolerance kLseTol{1e-4, 1e-5};
+
+// Runs flash on every ISA and checks output and logsumexp against the fp64 reference.
+void check_all_isas(const Inputs& in, const std::string& what) {
+  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+  const Tolerance tol = find_variant("flash").tolerance(in.q.dtype());
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    const AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
+    const ErrorStats e = compare_to_reference(out.out, ref, tol);
+    EXPECT_TRUE(e.ok()) << what << " isa=" << isa_name(isa) << ": " << e.violations << " of " << e.count
+                        << " out of tolerance, max_abs=" << e.max_abs;
+    const ErrorStats el = compare_lse(out.lse, ref, kLseTol);
+    EXPECT_TRUE(el.ok()) << what << " isa=" << isa_name(isa) << ": lse max_abs=" << el.max_abs;
+  }
+}
+
+}  // namespace
+
+// D from 16 to 256 in steps that hit every remainder of the vector width (16 and 8 lanes), of the 4-vector
+// P·V micro-tile, and odd D (bf16 pairs padded with a zero).
+TEST(Flash, EveryHeadDimTail) {
+  for (int64_t D : {16, 17, 23, 24, 31, 33, 40, 48, 63, 65, 72, 80, 96, 100, 112, 127, 136, 160, 176, 200, 255, 256})
+    for (DType t : {DType::F32, DType::BF16})
+      for (bool causal : {false, true}) {
+        // Nq = 131 covers a full 128-row block, a ragged block and 6-row micro-tile remainders.
+        Inputs in = make(1, 2, 1, 131, 75, D, t, causal, uint64_t(D));
+        check_all_isas(in, fmt::format("D={} {} {}", D, dtype_name(t), causal ? "causal" : "none"));
+      }
+}
+
+TEST(Flash, OneQueryRowLongKeys) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    Inputs in = make(1, 2, 2, 1, 4096, 64, t, false);
+    check_all_isas(in, fmt::format("Nq=1 Nk=4096 {}", dtype_name(t)));
+    // Causal is top-left aligned: the single query sees key 0 only, so the output is v[0].
+    in.opt.is_causal = true;
+    check_all_isas(in, fmt::format("Nq=1 Nk=4096 causal {}", dtype_name(t)));
+    const AttnOutput o = flash_attention(in.q, in.k, in.v, in.opt);
+    for (int64_t d = 0; d < 64; ++d) EXPECT_NEAR(o.out.get(0, 1, 0, d), in.v.get(0, 1, 0, d), 1e-2);
+  }
+}
+
+TEST(Flash, LongSequenceAndRaggedCausal) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    check_all_isas(make(1, 1, 1, 1500, 1500, 64, t, true), fmt::format("N=1500 causal {}", dtype_name(t)));
+    check_all_isas(make(1, 2, 1, 300, 1100, 128, t, true), fmt::format("Nq<Nk causal GQA {}", dtype_name(t)));
+    check_all_isas(make(1, 2, 2, 700, 129, 40, t, true), fmt::format("Nq>Nk causal {}", dtype_name(t)));
+  }
+}
+
+TEST(Flash, LogsumexpMatchesReference) {
+  // Scores of magnitude ~30 (scale 4): the running max and exp2 range reduction must keep lse exact.
+  Inputs in = make(2, 2, 2, 200, 333, 32, DType::F32, false);
+  in.opt.scale = 4.0;
+  check_all_isas(in, "large scale");
+}
+
+TEST(Flash, MasksThatEmptyRows) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    // Additive mask with -inf over every key of rows 3 and 70 (row 70 in the second Q block); others random.
+    Inputs in = make(1, 2, 2, 140, 90, 48, t, false);
+    in.opt.attn_mask = Tensor::empty({1, 1, 140, 90}, DType::F32);
+    fill_randn(in.opt.attn_mask, 99);
+    for (int64_t j = 0; j < 90; ++j) {
+      in.opt.attn_mask.set(0, 0, 3, j, -std::numeric_limits<float>::infinity());
+      in.opt.attn_mask.set(0, 0, 70, j, -std::numeric_limits<float>::infinity());
+    }
+    check_all_isas(in, fmt::format("additive -inf rows {}", dtype_name(t)));
+    for (Isa isa : available_isas()) {
+      IsaOverride use(isa);
+      const AttnOutput o = flash_attention(in.q, in.k, in.v, in.opt);
+      for (int64_t d = 0; d < 48; ++d) EXPECT_EQ(o.out.get(0, 1, 70, d), 0.0f) << isa_name(isa);
+      EXPECT_TRUE(std::isinf(o.lse.get(0, 1, 3, 0)) && o.lse.get(0, 1, 3, 0) < 0) << isa_name(isa);
+    }
+    // Bool mask whose only visible key of row 5 is the last one of the second K block.
+    Inputs b = make(1, 1, 1, 10, 130, 24, t, false);
+    b.opt.attn_mask = Tensor::full({1, 1, 10, 130}, DType::Bool, 1.0f);
+    for (int64_t j = 0; j < 130; ++j) b.opt.attn_mask.set(0, 0, 5, j, j == 127 ? 1.0f : 0.0f);
+    check_all_isas(b, fmt::format("bool single key {}", dtype_name(t)));
+  }
+}
+
+TEST(Flash, NonContiguousInputs) {
+  // k given as the transpose of a [B, H, D, N] tensor: last-dim stride != 1.
+  for (DType t : {DType::F32, DType::BF16}) {
+    Inputs in = make(1, 2, 2, 65, 65, 40, t, true);
+    Tensor kt = Tensor::empty({1, 2, 40, 65}, t);
+    fill_randn(kt, 5);
+    in.k = kt.transpose();
+    check_all_isas(in, fmt::format("transposed k {}", dtype_name(t)));
+  }
+}
+
+// Flash allocates no N×N buffer: during a forward the tracked peak grows by at most the output, the
+// logsumexp and 1 MiB of scratch per thread, far below one head's N×N scores (16 MiB at N = 2048).
+TEST(Flash, PeakMemoryIsOutputPlusScratch) {
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t D : {64, 256}) {
+      Inputs in = make(1, 4, 4, 2048, 2048, D, t, true);
+      const int64_t live = memory_stats().current_bytes;
+      reset_peak_memory();
+      AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
+      const int64_t growth = memory_stats().peak_bytes - live;
+      const int64_t bound = int64_t(out.out.nbytes() + out.lse.nbytes()) + int64_t(ops::num_threads()) * (1 << 20);
+      EXPECT_GT(growth, int64_t(out.out.nbytes()));
+      EXPECT_LE(growth, bound) << dtype_name(t) << " D=" << D;
+      EXPECT_LT(growth, 2048 * 2048 * 4);
+    }
+}

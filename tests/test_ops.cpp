@@ -1,0 +1,197 @@
+// The elementwise ops (mul, mul_, masked_fill(_), add(_), softmax(_), clone, to) against plain loops over
+// Tensor::get/set, for fp32 and bf16, contiguous, strided (transposed views) and broadcast operands, on every
+// ISA target. mul/masked_fill/add/copies are exact (one fp32 operation, one rounding); softmax is compared
+// to an fp64 loop with a tolerance of a few ulps of the stored type.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "attnprof/isa.h"
+#include "attnprof/ops.h"
+
+using namespace attnprof;
+
+namespace {
+
+float round_to(DType t, float x) { return t == DType::BF16 ? bf16_to_float(float_to_bf16(x)) : x; }
+
+// Operands: a contiguous [2,3,5,37] tensor (37: every vector tail) and the transpose of a [2,3,37,5] one.
+std::vector<std::pair<std::string, Tensor>> operands(DType t) {
+  Tensor c = Tensor::empty({2, 3, 5, 37}, t);
+  fill_randn(c, 11);
+  Tensor s = Tensor::empty({2, 3, 37, 5}, t);
+  fill_randn(s, 12);
+  Tensor big = Tensor::empty({1, 2, 3, 1000}, t);  // long rows: the vector main loops
+  fill_randn(big, 13);
+  return {{"contiguous", c}, {"strided", s.transpose()}, {"long", big}};
+}
+
+template <class Fn>
+void for_each_element(const Shape4& s, Fn&& fn) {
+  for (int64_t b = 0; b < s[0]; ++b)
+    for (int64_t h = 0; h < s[1]; ++h)
+      for (int64_t i = 0; i < s[2]; ++i)
+        for (int64_t j = 0; j < s[3]; ++j) fn(b, h, i, j);
+}
+
+// Broadcast index helper: dims of size 1 read index 0.
+float get_b(const Tensor& m, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return m.get(m.shape(0) == 1 ? 0 : b, m.shape(1) == 1 ? 0 : h, m.shape(2) == 1 ? 0 : i, m.shape(3) == 1 ? 0 : j);
+}
+
+void expect_exact(const Tensor& got, const std::function<float(int64_t, int64_t, int64_t, int64_t)>& want,
+                  const std::string& what) {
+  int64_t bad = 0;
+  for_each_element(got.shape(), [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    const float g = got.get(b, h, i, j), w = want(b, h, i, j);
+    if (!(g == w || (std::isnan(g) && std::isnan(w)))) {
+      if (bad++ < 3) ADD_FAILURE() << what << " at " << b << "," << h << "," << i << "," << j << ": " << g << " vs " << w;
+    }
+  });
+  EXPECT_EQ(bad, 0) << what;
+}
+
+std::vector<Tensor> bool_masks(const Shape4& s) {
+  // [1,1,N,M] broadcast over B and H, [B,1,N,M], and [1,H,N,1] (broadcast along the row).
+  std::vector<Tensor> out;
+  for (Shape4 ms : {Shape4{1, 1, s[2], s[3]}, Shape4{s[0], 1, s[2], s[3]}, Shape4{1, s[1], s[2], 1}}) {
+    Tensor m = Tensor::empty(ms, DType::Bool);
+    for_each_element(ms, [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+      m.set(b, h, i, j, float(((b * 5 + h * 3 + i * 7 + j) % 3) == 0));
+    });
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Ops, MulMatchesLoop) {
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16})
+      for (auto& [name, a] : operands(t)) {
+        const std::string what = fmt::format("mul {} {} {}", isa_name(isa), dtype_name(t), name);
+        const float f = 0.125f * 3.0f + 1e-3f;
+        Tensor ref = a.clone();
+        Tensor o = ops::mul(a, f);
+        expect_exact(o, [&](auto b, auto h, auto i, auto j) { return round_to(t, ref.get(b, h, i, j) * f); }, what);
+        Tensor inplace = a.clone();
+        ops::mul_(inplace, f);
+        expect_exact(inplace, [&](auto b, auto h, auto i, auto j) { return round_to(t, ref.get(b, h, i, j) * f); },
+                     what + " (in place)");
+        Tensor view = a;  // in place through a strided view
+        ops::mul_(view, 2.0);
+        expect_exact(a, [&](auto b, auto h, auto i, auto j) { return round_to(t, ref.get(b, h, i, j) * 2.0f); },
+                     what + " (view)");
+      }
+  }
+}
+
+TEST(Ops, MaskedFillMatchesLoop) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16})
+      for (auto& [name, a] : operands(t))
+        for (const Tensor& m : bool_masks(a.shape())) {
+          const std::string what =
+              fmt::format("masked_fill {} {} {} mask {}", isa_name(isa), dtype_name(t), name, shape_str(m.shape()));
+          auto want = [&](auto b, auto h, auto i, auto j) { return get_b(m, b, h, i, j) != 0 ? ninf : a.get(b, h, i, j); };
+          expect_exact(ops::masked_fill(a, m, ninf), want, what);
+          Tensor c = a.clone();
+          ops::masked_fill_(c, m, ninf);
+          expect_exact(c, want, what + " (in place)");
+        }
+  }
+}
+
+TEST(Ops, AddMatchesLoop) {
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16})
+      for (auto& [name, a] : operands(t))
+        for (DType mt : {DType::F32, DType::BF16})
+          for (Shape4 ms : {Shape4{1, 1, a.shape(2), a.shape(3)}, Shape4{a.shape(0), a.shape(1), a.shape(2), a.shape(3)},
+                            Shape4{1, a.shape(1), a.shape(2), 1}}) {
+            Tensor m = Tensor::empty(ms, mt);
+            fill_randn(m, 21);
+            const std::string what = fmt::format("add {} {}+{} {} mask {}", isa_name(isa), dtype_name(t),
+                                                 dtype_name(mt), name, shape_str(ms));
+            auto want = [&](auto b, auto h, auto i, auto j) {
+              return round_to(t, a.get(b, h, i, j) + get_b(m, b, h, i, j));
+            };
+            expect_exact(ops::add(a, m), want, what);
+            Tensor c = a.clone();
+            ops::add_(c, m);
+            expect_exact(c, want, what + " (in place)");
+          }
+  }
+}
+
+TEST(Ops, CopiesMatchLoop) {
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16})
+      for (auto& [name, a] : operands(t)) {
+        const std::string what = fmt::format("copy {} {} {}", isa_name(isa), dtype_name(t), name);
+        expect_exact(ops::clone(a), [&](auto b, auto h, auto i, auto j) { return a.get(b, h, i, j); }, what);
+        for (DType to : {DType::F32, DType::BF16})
+          expect_exact(ops::to(a, to), [&](auto b, auto h, auto i, auto j) { return round_to(to, a.get(b, h, i, j)); },
+                       what + " to " + std::string(dtype_name(to)));
+      }
+    // fp32 -> bf16 rounding ties, NaN and infinities, bit for bit with float_to_bf16.
+    Tensor s = Tensor::empty({1, 1, 1, 40}, DType::F32);
+    const float specials[] = {1.00390625f, 1.01171875f, -3.0e38f, std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(), 1e-40f, -0.0f, 65504.5f};
+    for (int64_t j = 0; j < 40; ++j) s.set(0, 0, 0, j, specials[j % 8] * (j < 8 ? 1.0f : 1.0f + float(j) / 64.0f));
+    Tensor h = ops::to(s, DType::BF16);
+    for (int64_t j = 0; j < 40; ++j)
+      EXPECT_EQ(h.data<uint16_t>()[j], float_to_bf16(s.get(0, 0, 0, j))) << isa_name(isa) << " j=" << j;
+  }
+}
+
+TEST(Ops, SoftmaxMatchesLoop) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16})
+      for (auto& [name, a0] : operands(t)) {
+        Tensor a = a0.clone();
+        ops::mul_(a, 4.0);  // scores with a wide range
+        // Row (0,0,1) fully masked, row (0,1,2) partially.
+        for (int64_t j = 0; j < a.shape(3); ++j) {
+          a.set(0, 0, 1, j, ninf);
+          if (j % 2) a.set(0, 1, 2, j, ninf);
+        }
+        const std::string what = fmt::format("softmax {} {} {}", isa_name(isa), dtype_name(t), name);
+        // relative: fp32 sums of up to 1000 terms (scalar target: one serial accumulator) / one bf16 ulp
+        const double tol = t == DType::F32 ? 1e-5 : 8e-3;
+        for (bool inplace : {false, true}) {
+          Tensor o = a.clone();
+          if (inplace)
+            ops::softmax_(o);
+          else
+            o = ops::softmax(a);
+          int64_t bad = 0;
+          for (int64_t b = 0; b < a.shape(0); ++b)
+            for (int64_t h = 0; h < a.shape(1); ++h)
+              for (int64_t i = 0; i < a.shape(2); ++i) {
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j < a.shape(3); ++j) mx = std::max(mx, double(a.get(b, h, i, j)));
+                for (int64_t j = 0; j < a.shape(3); ++j) sum += std::exp(double(a.get(b, h, i, j)) - mx);
+                for (int64_t j = 0; j < a.shape(3); ++j) {
+                  const double want = std::isinf(mx) ? 0.0 : std::exp(double(a.get(b, h, i, j)) - mx) / sum;
+                  const double got = o.get(b, h, i, j);
+                  if (!(std::fabs(got - want) <= 1e-30 + tol * want)) ++bad;
+                }
+              }
+          EXPECT_EQ(bad, 0) << what << (inplace ? " (in place)" : "");
+        }
+      }
+  }
+}
