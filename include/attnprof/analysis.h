@@ -50,6 +50,8 @@ struct KeyAverages {
   int64_t zones = 0;              // number of zone events aggregated
   int64_t peak_bytes = 0;         // peak live bytes of the tracked allocator during the profile
   int64_t start_bytes = 0;        // live bytes when recording began
+  double overhead_subtracted_ns = 0.0;  // zone overhead actually taken off self times (after clamping at 0)
+  std::string counters_note;      // what software/hardware counters were available (from the profile)
 };
 
 KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt = {});

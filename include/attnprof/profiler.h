@@ -72,14 +72,52 @@ struct ThreadTrace {
   std::vector<MemEvent> mem;
 };
 
+// One device-side activity (a CUDA kernel, copy or fill) collected through CUPTI, with its timestamps mapped
+// onto the host tick timeline (see attnprof/cuda.h). Filled by cuda::attach_device_capture(); empty on the CPU.
+struct DeviceActivity {
+  enum class Kind : uint8_t { Kernel, Memcpy, Memset };
+  Kind kind = Kind::Kernel;
+  const char* name = nullptr;       // demangled kernel name, "Memcpy DtoD (Device -> Device)", "Memset (Device)"
+  uint64_t t0 = 0, t1 = 0;          // host ticks, mapped from device timestamps
+  uint32_t device = 0, stream = 0, correlation = 0;
+  int32_t thread = -1;              // index into ProfileResult::threads of the launching thread, -1 unknown
+  int32_t zone = -1;                // innermost zone open at launch on that thread (its zones index)
+  uint64_t launch_t0 = 0, launch_t1 = 0;  // host ticks of the launching API call (cudaLaunchKernel...)
+  const char* launch_api = nullptr;       // "cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync", ...
+  std::array<int32_t, 3> grid{}, block{};
+  int32_t registers = 0;            // per thread
+  int32_t static_smem = 0, dynamic_smem = 0;  // bytes per block
+  int64_t bytes = 0;                // memcpy/memset size
+  const char* variant = nullptr;    // the launching zone's variant
+  OpCost cost;                      // the launching op's cost model when it launched this activity alone
+  double ns(double ns_per_tick) const { return double(t1 - t0) * ns_per_tick; }
+};
+
+// A device (cudaMalloc-backed) allocation or free by the tracked device allocator, attributed like MemEvent.
+struct DeviceMemEvent {
+  uint64_t t = 0;        // ticks
+  int64_t delta = 0;     // +bytes allocated, -bytes freed
+  int64_t total = 0;     // live device bytes after this event
+  int32_t thread = -1;   // index into ProfileResult::threads, -1 if none
+  int32_t zone = -1;     // innermost open zone of that thread, -1 if none
+};
+
 struct ProfileResult {
   std::vector<ThreadTrace> threads;
   double ns_per_tick = 1.0;
   uint64_t origin_ticks = 0;      // tick value that maps to t = 0 in reports
   double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self times
+  int64_t start_bytes = 0;        // live tracked-allocator bytes when the kept recording window began
+  bool counters_recorded = false; // software counters were read on annotation zones
   std::string clock;              // "tsc" or "steady_clock"
   std::string counters_note;      // what software/hardware counters were available
   std::map<std::string, std::string> metadata;  // variant, shape, dtype, ... for reporters
+
+  // Device side (CUDA backend): empty and false on the CPU.
+  bool has_device = false;
+  std::string device_name;                  // "NVIDIA A100-SXM4-80GB"
+  std::vector<DeviceActivity> device;       // sorted by t0
+  std::vector<DeviceMemEvent> device_mem;   // in time order
 
   double ns(uint64_t ticks_delta) const { return double(ticks_delta) * ns_per_tick; }
   double us_since_origin(uint64_t t) const {
@@ -99,7 +137,10 @@ struct ProfilerOptions {
   bool profile_memory = true;
   bool record_shapes = true;
   bool software_counters = false;  // task-clock and page-faults per annotation (perf_event_open)
-  bool step_annotations = true;    // wrap each step in ProfilerStep#N
+  // Wrap each recorded step in a ProfilerStep#N zone. As in torch.profiler (record_steps), this happens only
+  // when a schedule is given (any Schedule field differs from its default); a plain start()/stop() run, or one
+  // that calls step() without a schedule, records no ProfilerStep zones. false: never.
+  bool step_annotations = true;
 };
 
 // --- clock ------------------------------------------------------------------------------------------
@@ -198,6 +239,7 @@ class Profiler {
  private:
   enum class Phase { None, Wait, Warmup, Active };
   Phase phase_of(int step) const;
+  bool schedule_given() const;  // any Schedule field differs from its default (torch's record_steps)
   void enter_step();
   void leave_step();
 

@@ -36,6 +36,15 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {})
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r);
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path);
 
+struct TraceOptions {
+  bool memory_counters = true;  // "C" events named "Memory", args {"Allocated bytes": live total}
+  bool memory_instants = true;  // Kineto-style instant events "[memory]", args Bytes / Total Allocated
+};
+// The same trace as text, written straight from the profile (no JSON DOM): what write_chrome_trace writes.
+std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& opt = {});
+nlohmann::json chrome_trace_json(const prof::ProfileResult& r, const TraceOptions& opt);
+void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, const TraceOptions& opt);
+
 // Machine-readable summary: metadata, per-op rows, totals, overhead, memory.
 nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka);
 

@@ -9,8 +9,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "profiler/recorder.h"
 
 namespace attnprof::prof::counters {
 namespace {
@@ -26,35 +30,84 @@ int open_counter(uint32_t type, uint64_t config) {
   return int(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
 }
 
+int64_t read_counter(int fd) noexcept {
+  uint64_t v = 0;
+  if (fd < 0 || ::read(fd, &v, sizeof v) != ssize_t(sizeof v)) return -1;
+  return int64_t(v);
+}
+
 std::string g_note;
+bool g_enabled = false;
 
 }  // namespace
 
-void session_begin(bool enable) {
+bool session_begin(bool enable) {
   g_note.clear();
+  g_enabled = false;
   if (!enable) {
-    g_note = "counters off";
-    return;
+    g_note = "counters off (ProfilerOptions::software_counters = false)";
+    return false;
   }
   int hw = open_counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
   std::string hw_note;
   if (hw >= 0) {
-    hw_note = "hardware counters available";
+    hw_note = "hardware counters available but not recorded";
     close(hw);
   } else {
-    hw_note = fmt::format("hardware counters unavailable ({}: no PMU visible, e.g. a VM)", std::strerror(errno));
+    const int err = errno;
+    hw_note = err == ENOENT || err == EOPNOTSUPP
+                  ? fmt::format("hardware counters unavailable ({}: no PMU visible, e.g. a VM)", std::strerror(err))
+                  : fmt::format("hardware counters unavailable ({})", std::strerror(err));
   }
   int sw = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  int pf = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
   std::string sw_note;
-  if (sw >= 0) {
-    sw_note = "software counters available";
-    close(sw);
+  if (sw >= 0 && pf >= 0) {
+    sw_note = "software counters task-clock and page-faults recorded on user_annotation zones";
+    g_enabled = true;
   } else {
     sw_note = fmt::format("software counters unavailable ({})", std::strerror(errno));
   }
+  if (sw >= 0) close(sw);
+  if (pf >= 0) close(pf);
   g_note = hw_note + "; " + sw_note;
+  return g_enabled;
 }
 
-std::string session_end() { return g_note; }
+std::string session_end() {
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    ThreadCounters& c = b->counters;
+    if (c.task_clock_fd >= 0) close(c.task_clock_fd);
+    if (c.page_faults_fd >= 0) close(c.page_faults_fd);
+    c = ThreadCounters{};
+  }
+  g_enabled = false;
+  return g_note;
+}
+
+void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
+  if (!e.category || std::strcmp(e.category, "user_annotation") != 0) return;
+  ThreadCounters& c = b->counters;
+  if (!c.tried) {
+    c.tried = true;
+    c.task_clock_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+    c.page_faults_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  }
+  // Start values; close_zone turns them into deltas. -1 stays "not measured".
+  e.task_clock_ns = read_counter(c.task_clock_fd);
+  e.page_faults = read_counter(c.page_faults_fd);
+}
+
+void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
+  const ThreadCounters& c = b->counters;
+  if (e.task_clock_ns >= 0) {
+    const int64_t v = read_counter(c.task_clock_fd);
+    e.task_clock_ns = v >= 0 ? v - e.task_clock_ns : -1;
+  }
+  if (e.page_faults >= 0) {
+    const int64_t v = read_counter(c.page_faults_fd);
+    e.page_faults = v >= 0 ? v - e.page_faults : -1;
+  }
+}
 
 }  // namespace attnprof::prof::counters

@@ -12,6 +12,7 @@ namespace detail {
 
 std::atomic<bool> g_recording{false};
 std::atomic<bool> g_memory{true};
+std::atomic<bool> g_counters{false};
 
 namespace {
 std::mutex g_registry_mutex;
@@ -54,6 +55,7 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
   e.depth = uint16_t(b->stack.size());
   e.variant = b->variant;
   b->stack.push_back(idx);
+  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_open(b, e);
   e.t0 = now_ticks();
   return idx;
 }
@@ -62,8 +64,10 @@ void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
   const uint64_t t = now_ticks();
   // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
   if (size_t(idx) >= b->zones.size() || b->stack.empty() || b->stack.back() != idx) return;
-  b->zones[size_t(idx)].t1 = t;
+  ZoneEvent& e = b->zones[size_t(idx)];
+  e.t1 = t;
   b->stack.pop_back();
+  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_close(b, e);
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attnprof/profiler.h"
+#include "profiler/counters.h"
 
 namespace attnprof::prof::detail {
 
@@ -19,7 +20,11 @@ struct ThreadBuffer {
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
   size_t mark_zones = 0, mark_mem = 0;
+  counters::ThreadCounters counters;  // this thread's perf_event fds while a session records counters
 };
+
+// Whether annotation zones read software counters (set by the session; one relaxed load per zone).
+extern std::atomic<bool> g_counters;
 
 std::vector<ThreadBuffer*> all_buffers();
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "profiler/counters.h"
 #include "profiler/recorder.h"
@@ -15,7 +16,8 @@ void truncate_all_to_marks() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
     if (b->mem.size() > b->mark_mem) b->mem.resize(b->mark_mem);
-    b->stack.clear();
+    // Zones opened before the mark and still open (an annotation around the whole loop) stay open.
+    while (!b->stack.empty() && size_t(b->stack.back()) >= b->mark_zones) b->stack.pop_back();
   }
 }
 
@@ -90,6 +92,12 @@ Profiler::Phase Profiler::phase_of(int step) const {
   return Phase::Active;
 }
 
+bool Profiler::schedule_given() const {
+  const Schedule& s = opts_.schedule;
+  const Schedule d{};
+  return s.wait != d.wait || s.warmup != d.warmup || s.active != d.active || s.repeat != d.repeat;
+}
+
 bool Profiler::step_is_active() const { return running_ && phase_of(step_) == Phase::Active; }
 
 void Profiler::start() {
@@ -105,7 +113,8 @@ void Profiler::start() {
   detail::g_memory.store(opts_.profile_memory);
   collected_ = ProfileResult{};
   collected_.origin_ticks = now_ticks();
-  counters::session_begin(opts_.software_counters);
+  collected_.counters_recorded = counters::session_begin(opts_.software_counters);
+  detail::g_counters.store(collected_.counters_recorded);
   running_ = true;
   step_ = 0;
   enter_step();
@@ -118,8 +127,11 @@ void Profiler::enter_step() {
   const int64_t k = int64_t(step_) % cycle;
   if (ph == Phase::Warmup && k == s.wait) set_marks();                      // warm-up begins
   if (ph == Phase::Active && k == s.wait + s.warmup && s.warmup > 0) truncate_all_to_marks();  // drop it
+  // The kept window of the first cycle begins here: live bytes now are the memory timeline's baseline.
+  if (ph == Phase::Active && k == s.wait + s.warmup && int64_t(step_) < cycle)
+    collected_.start_bytes = memory_stats().current_bytes;
   detail::g_recording.store(ph == Phase::Warmup || ph == Phase::Active);
-  if (ph == Phase::Active && opts_.step_annotations) {
+  if (ph == Phase::Active && opts_.step_annotations && schedule_given()) {
     step_buf_ = detail::thread_buffer();
     step_zone_ = detail::open_zone(step_buf_, detail::intern("ProfilerStep#" + std::to_string(step_)), "cpu_op");
   }
@@ -148,6 +160,7 @@ void Profiler::stop() {
   // A warm-up that never reached its active steps records nothing.
   if (phase_of(step_) == Phase::Warmup) truncate_all_to_marks();
   detail::g_recording.store(false);
+  detail::g_counters.store(false);
   running_ = false;
   collected_.ns_per_tick = ns_per_tick();
   collected_.clock = clock_name();
@@ -164,7 +177,10 @@ void Profiler::stop() {
     // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
     const uint64_t now = now_ticks();
     for (ZoneEvent& e : t.zones)
-      if (e.t1 == 0) e.t1 = now;
+      if (e.t1 == 0) {
+        e.t1 = now;
+        e.task_clock_ns = e.page_faults = -1;  // start values only: not a measurement
+      }
     collected_.threads.push_back(std::move(t));
     b->zones.clear();
     b->mem.clear();

@@ -1,0 +1,157 @@
+// key_averages: per-op aggregates over one profile (torch.profiler's key_averages), done honestly.
+//
+// Per zone, on its own thread's tree (zones from different threads are independent trees):
+//   total = t1 - t0
+//   self  = max(0, total - Σ direct children's totals - n_direct_children × calibrated zone overhead)
+// The overhead term is what one child zone adds to its parent beyond its own measured duration (its two
+// timestamps, buffer writes): torch.profiler leaves it in the parent's self time (pytorch#82793).
+// Memory: allocations are attributed to the innermost zone open on the allocating thread. self_mem counts
+// bytes allocated directly in a zone, mem counts them including children; frees are reported separately, so
+// neither can go negative (torch nets frees into Self CPU Mem and prints negatives, pytorch#70028).
+// Costs: a zone's inclusive cost is its own cost model plus its children's, so composite ops (masked_fill =
+// copy_ + masked_fill_) and annotations carry FLOPs and bytes instead of torch's `--`.
+// A group's totals count a zone nested inside another zone of the same group once (recursion is not
+// double counted); calls count every zone.
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "attnprof/analysis.h"
+
+namespace attnprof::analysis {
+namespace {
+
+std::string shapes_string(const prof::ZoneEvent& e) {
+  // torch's Input Shapes text: "[[8, 16, 1024, 64], [8, 16, 64, 1024]]"; "[]" for a zone without shapes.
+  std::string s = "[";
+  for (int i = 0; i < e.n_shapes; ++i) {
+    if (i) s += ", ";
+    const auto& d = e.shapes[size_t(i)];
+    s += fmt::format("[{}, {}, {}, {}]", d[0], d[1], d[2], d[3]);
+  }
+  return s + "]";
+}
+
+// Per-zone derived numbers for one thread.
+struct ZoneDerived {
+  double total_ns = 0.0;
+  double self_ns = 0.0;
+  OpCost inclusive;
+  int64_t self_alloc = 0, alloc = 0, freed = 0;
+};
+
+std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::ThreadTrace& t, double overhead_ns,
+                                double& subtracted_ns) {
+  const size_t n = t.zones.size();
+  std::vector<ZoneDerived> d(n);
+  std::vector<double> child_ns(n, 0.0);
+  std::vector<int32_t> children(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const prof::ZoneEvent& e = t.zones[i];
+    d[i].total_ns = e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0;
+    d[i].inclusive = e.cost;
+  }
+  for (const prof::MemEvent& m : t.mem) {
+    if (m.zone < 0 || size_t(m.zone) >= n) continue;
+    if (m.delta > 0) d[size_t(m.zone)].self_alloc += m.delta;
+    else d[size_t(m.zone)].freed -= m.delta;
+  }
+  for (size_t i = 0; i < n; ++i) d[i].alloc = d[i].self_alloc;
+  // Children always come after their parent (zones are stored in order of opening): one backward pass.
+  for (size_t i = n; i-- > 0;) {
+    const int32_t p = t.zones[i].parent;
+    if (p < 0 || size_t(p) >= i) continue;
+    child_ns[size_t(p)] += d[i].total_ns;
+    children[size_t(p)] += 1;
+    d[size_t(p)].inclusive += d[i].inclusive;
+    d[size_t(p)].alloc += d[i].alloc;
+    d[size_t(p)].freed += d[i].freed;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double raw = d[i].total_ns - child_ns[i];
+    d[i].self_ns = std::max(0.0, raw - double(children[i]) * overhead_ns);
+    subtracted_ns += std::max(0.0, raw) - d[i].self_ns;
+  }
+  return d;
+}
+
+}  // namespace
+
+KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt) {
+  KeyAverages ka;
+  ka.zone_overhead_ns = r.zone_overhead_ns;
+  ka.start_bytes = r.start_bytes;
+  ka.peak_bytes = r.start_bytes;
+  ka.counters_note = r.counters_note;
+  std::unordered_map<std::string, size_t> row_of;
+  for (const prof::ThreadTrace& t : r.threads) {
+    const std::vector<ZoneDerived> d = derive(r, t, r.zone_overhead_ns, ka.overhead_subtracted_ns);
+    std::vector<size_t> group(t.zones.size());
+    for (size_t i = 0; i < t.zones.size(); ++i) {
+      const prof::ZoneEvent& e = t.zones[i];
+      std::string shapes = opt.group_by_input_shape ? shapes_string(e) : std::string();
+      std::string key = std::string(e.name ? e.name : "?");
+      if (opt.group_by_input_shape) key += '\0' + shapes;
+      auto [it, fresh] = row_of.try_emplace(key, ka.rows.size());
+      if (fresh) {
+        OpStats s;
+        s.name = e.name ? e.name : "?";
+        s.category = e.category ? e.category : "";
+        s.input_shapes = std::move(shapes);
+        ka.rows.push_back(std::move(s));
+      }
+      group[i] = it->second;
+      OpStats& s = ka.rows[it->second];
+      s.calls += 1;
+      s.self_ns += d[i].self_ns;
+      s.self_mem_bytes += d[i].self_alloc;
+      s.self_cost += e.cost;
+      ka.self_total_ns += d[i].self_ns;
+      ka.zones += 1;
+      if (e.task_clock_ns >= 0) s.task_clock_ns = std::max<int64_t>(s.task_clock_ns, 0) + e.task_clock_ns;
+      if (e.page_faults >= 0) s.page_faults = std::max<int64_t>(s.page_faults, 0) + e.page_faults;
+      // Inclusive quantities once per outermost zone of the group (recursion counted once).
+      bool nested_in_same = false;
+      for (int32_t p = e.parent; p >= 0 && size_t(p) < i; p = t.zones[size_t(p)].parent)
+        if (group[size_t(p)] == group[i]) {
+          nested_in_same = true;
+          break;
+        }
+      if (!nested_in_same) {
+        s.total_ns += d[i].total_ns;
+        s.mem_bytes += d[i].alloc;
+        s.freed_bytes += d[i].freed;
+        s.cost += d[i].inclusive;
+      }
+    }
+    for (const prof::MemEvent& m : t.mem) ka.peak_bytes = std::max(ka.peak_bytes, m.total);
+  }
+  return ka;
+}
+
+std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name) {
+  // Outermost zones named `name` (not nested in another zone of that name), in time order across threads.
+  std::vector<std::pair<uint64_t, double>> found;
+  for (const prof::ThreadTrace& t : r.threads) {
+    for (size_t i = 0; i < t.zones.size(); ++i) {
+      const prof::ZoneEvent& e = t.zones[i];
+      if (!e.name || name != e.name) continue;
+      bool nested = false;
+      for (int32_t p = e.parent; p >= 0 && size_t(p) < i; p = t.zones[size_t(p)].parent)
+        if (t.zones[size_t(p)].name && name == t.zones[size_t(p)].name) {
+          nested = true;
+          break;
+        }
+      if (!nested) found.emplace_back(e.t0, e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0);
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<double> out;
+  out.reserve(found.size());
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+}  // namespace attnprof::analysis

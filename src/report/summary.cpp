@@ -1,0 +1,88 @@
+// The machine-readable summary: one JSON document per profile (schema in docs/profiler.md).
+#include <algorithm>
+
+#include "attnprof/report.h"
+
+namespace attnprof::report {
+namespace {
+
+nlohmann::json cost_json(const OpCost& c) {
+  return {{"flops", c.flops}, {"bytes_read", c.bytes_read}, {"bytes_written", c.bytes_written},
+          {"bytes", c.bytes()}};
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = "attnprof.summary/1";
+  json meta = json::object();
+  for (const auto& [k, v] : r.metadata) meta[k] = v;
+  j["metadata"] = meta;
+  j["clock"] = {{"source", r.clock}, {"ns_per_tick", r.ns_per_tick}};
+
+  // Wall span of the recorded zones (first open to last close, all threads).
+  uint64_t lo = UINT64_MAX, hi = 0;
+  size_t mem_events = 0;
+  for (const auto& t : r.threads) {
+    for (const auto& e : t.zones) {
+      lo = std::min(lo, e.t0);
+      hi = std::max(hi, e.t1);
+    }
+    mem_events += t.mem.size();
+  }
+  const double wall_ns = hi > lo ? r.ns(hi - lo) : 0.0;
+  j["totals"] = {{"self_cpu_time_total_ns", ka.self_total_ns},
+                 {"wall_ns", wall_ns},
+                 {"zones", ka.zones},
+                 {"threads", r.threads.size()},
+                 {"memory_events", mem_events}};
+  j["overhead"] = {{"zone_overhead_ns", ka.zone_overhead_ns},
+                   {"zones", ka.zones},
+                   {"subtracted_ns", ka.overhead_subtracted_ns}};
+
+  json rows = json::array();
+  for (const analysis::OpStats& s : ka.rows) {
+    const double pct_base = ka.self_total_ns > 0 ? 100.0 / ka.self_total_ns : 0.0;
+    json row = {{"name", s.name},
+                {"category", s.category},
+                {"input_shapes", s.input_shapes},
+                {"calls", s.calls},
+                {"self_ns", s.self_ns},
+                {"total_ns", s.total_ns},
+                {"avg_ns", s.calls ? s.total_ns / double(s.calls) : 0.0},
+                {"self_pct", s.self_ns * pct_base},
+                {"total_pct", s.total_ns * pct_base},
+                {"mem_bytes", s.mem_bytes},
+                {"self_mem_bytes", s.self_mem_bytes},
+                {"freed_bytes", s.freed_bytes},
+                {"cost", cost_json(s.cost)},
+                {"self_cost", cost_json(s.self_cost)},
+                {"gflops_per_s", s.total_ns > 0 ? s.cost.flops / s.total_ns : 0.0},
+                {"gb_per_s", s.total_ns > 0 ? s.cost.bytes() / s.total_ns : 0.0},
+                {"flop_per_byte", s.cost.intensity()}};
+    row["task_clock_ns"] = s.task_clock_ns >= 0 ? json(s.task_clock_ns) : json(nullptr);
+    row["page_faults"] = s.page_faults >= 0 ? json(s.page_faults) : json(nullptr);
+    rows.push_back(std::move(row));
+  }
+  j["rows"] = std::move(rows);
+
+  // Memory timeline: every tracked allocation/free, all threads, in time order.
+  std::vector<std::pair<double, int64_t>> timeline;
+  timeline.reserve(mem_events);
+  for (const auto& t : r.threads)
+    for (const auto& m : t.mem) timeline.emplace_back(r.us_since_origin(m.t), m.total);
+  std::stable_sort(timeline.begin(), timeline.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  json tl = json::array();
+  for (const auto& [t_us, bytes] : timeline) tl.push_back({{"t_us", t_us}, {"bytes", bytes}});
+  j["memory"] = {{"start_bytes", ka.start_bytes},
+                 {"peak_bytes", ka.peak_bytes},
+                 {"end_bytes", timeline.empty() ? ka.start_bytes : timeline.back().second},
+                 {"timeline", std::move(tl)}};
+  j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
+  return j;
+}
+
+}  // namespace attnprof::report

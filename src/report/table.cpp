@@ -1,0 +1,198 @@
+// The torch.profiler key_averages().table() layout, plus attnprof's columns.
+//
+// Layout rules taken from torch/autograd/profiler_util.py (_build_table) and checked against a real table
+// (shared/reference/torch-1.13-naive-attention-table.txt): every column right-aligned and followed by two
+// spaces; numeric columns 12 wide; the name column min(longest name + 4, 55) wide, names of 52+ characters
+// cut to 52 + "..."; dashed rules above and below the header and at the end; times with 3 decimals and
+// us/ms/s; percentages of the Self CPU time total with 2 decimals; FLOPs scaled by the smallest non-zero
+// value (Total KFLOPs/MFLOPs/GFLOPs...). Where torch prints `--` for FLOPs, we print the cost model's value:
+// `--` appears only for zones with no cost model anywhere in their subtree (e.g. transpose, a view).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+
+namespace attnprof::analysis {
+// Weak until src/analysis/roofline.cpp (the CLI engineer's) is in the library: the Bound column then appears
+// whenever peaks are given; without it the column is left off.
+RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype)
+    __attribute__((weak));
+}  // namespace attnprof::analysis
+
+namespace attnprof::report {
+
+std::string format_time_ns(double ns) {
+  const double us = ns * 1e-3;
+  if (us >= 1e6) return fmt::format("{:.3f}s", us * 1e-6);
+  if (us >= 1e3) return fmt::format("{:.3f}ms", us * 1e-3);
+  return fmt::format("{:.3f}us", us);
+}
+
+std::string format_bytes(int64_t bytes) {
+  constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
+  const double b = double(bytes), a = std::fabs(b);
+  if (a >= GB) return fmt::format("{:.2f} Gb", b / GB);
+  if (a >= MB) return fmt::format("{:.2f} Mb", b / MB);
+  if (a >= KB) return fmt::format("{:.2f} Kb", b / KB);
+  return fmt::format("{} b", bytes);
+}
+
+namespace {
+
+constexpr int kNumWidth = 12;
+constexpr int kSpacing = 2;
+constexpr size_t kMaxNameWidth = 55;
+constexpr size_t kMaxShapesWidth = 80;
+
+using SortKey = std::function<double(const analysis::OpStats&)>;
+
+SortKey sort_key(const std::string& key) {
+  using analysis::OpStats;
+  if (key == "cpu_time") return [](const OpStats& s) { return s.calls ? s.total_ns / double(s.calls) : 0.0; };
+  if (key == "cpu_time_total") return [](const OpStats& s) { return s.total_ns; };
+  if (key == "self_cpu_time_total") return [](const OpStats& s) { return s.self_ns; };
+  if (key == "cpu_memory_usage") return [](const OpStats& s) { return double(s.mem_bytes); };
+  if (key == "self_cpu_memory_usage") return [](const OpStats& s) { return double(s.self_mem_bytes); };
+  if (key == "count") return [](const OpStats& s) { return double(s.calls); };
+  if (key == "flops") return [](const OpStats& s) { return s.cost.flops; };
+  ATTNPROF_FAIL(
+      "unknown sort key '{}': expected one of cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, "
+      "self_cpu_memory_usage, count, flops{}",
+      key, key.rfind("cuda", 0) == 0 ? " (this profile has no CUDA times)" : "");
+}
+
+std::string pct(double part, double whole) { return fmt::format("{:.2f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
+
+// torch's auto_scale_flops: the unit of the smallest non-zero value.
+std::pair<double, std::string> flops_scale(double min_flops) {
+  static const char* kHeaders[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
+  const double lg = std::max(0.0, std::min(std::log10(min_flops) / 3.0, 5.0));
+  const int i = int(std::floor(lg));
+  return {std::pow(10.0, -3.0 * i), kHeaders[i]};
+}
+
+bool has_cost(const OpCost& c) { return c.flops > 0 || c.bytes() > 0; }
+
+std::string rate(double amount, double ns) {
+  // amount per ns = giga-amount per second.
+  return ns > 0 ? fmt::format("{:.3f}", amount / ns) : std::string("--");
+}
+
+class Layout {
+ public:
+  void add(size_t width) { widths_.push_back(width); }
+  std::string rule() const {
+    std::string s;
+    for (size_t w : widths_) s += std::string(w, '-') + std::string(kSpacing, ' ');
+    return s + "\n";
+  }
+  std::string row(const std::vector<std::string>& cells) const {
+    std::string s;
+    for (size_t i = 0; i < widths_.size(); ++i) s += fmt::format("{:>{}}", cells[i], widths_[i]) + std::string(kSpacing, ' ');
+    return s + "\n";
+  }
+
+ private:
+  std::vector<size_t> widths_;
+};
+
+}  // namespace
+
+std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
+  const SortKey key = sort_key(opt.sort_by);
+  std::vector<const analysis::OpStats*> rows;
+  rows.reserve(ka.rows.size());
+  for (const analysis::OpStats& s : ka.rows) rows.push_back(&s);
+  std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) { return key(*a) > key(*b); });
+
+  // Column widths come from every row, before the row limit, as torch computes them.
+  size_t name_width = 4;
+  size_t shapes_width = 12;
+  double min_flops = 0.0;
+  bool any_cost = false;
+  for (auto* s : rows) {
+    name_width = std::max(name_width, s->name.size() + 4);
+    shapes_width = std::max(shapes_width, s->input_shapes.size() + 4);
+    if (s->cost.flops > 0) min_flops = min_flops > 0 ? std::min(min_flops, s->cost.flops) : s->cost.flops;
+    any_cost = any_cost || has_cost(s->cost);
+  }
+  name_width = std::min(name_width, kMaxNameWidth);
+  shapes_width = std::min(shapes_width, kMaxShapesWidth);
+  const auto [fscale, fheader] = min_flops > 0 ? flops_scale(min_flops) : std::pair<double, std::string>{1.0, "FLOPs"};
+  const bool bound = opt.extra_columns && opt.peaks.has_value() && &analysis::place != nullptr;
+
+  Layout layout;
+  std::vector<std::string> header = {"Name",      "Self CPU %", "Self CPU",     "CPU total %", "CPU total",
+                                     "CPU time avg", "CPU Mem", "Self CPU Mem", "# of Calls"};
+  layout.add(name_width);
+  for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
+  if (opt.show_input_shapes) {
+    header.push_back("Input Shapes");
+    layout.add(shapes_width);
+  }
+  if (any_cost) {
+    header.push_back("Total " + fheader);
+    layout.add(kNumWidth);
+  }
+  if (opt.extra_columns) {
+    for (const char* h : {"GFLOP/s", "GB/s", "FLOP/B"}) {
+      header.push_back(h);
+      layout.add(kNumWidth);
+    }
+    if (bound) {
+      header.push_back("Bound");
+      layout.add(kNumWidth);
+    }
+  }
+
+  std::string out = layout.rule();
+  out += layout.row(header);
+  out += layout.rule();
+  const double total = ka.self_total_ns;
+  int shown = 0;
+  for (auto* s : rows) {
+    if (opt.row_limit > 0 && shown >= opt.row_limit) break;
+    ++shown;
+    std::string name = s->name;
+    if (name.size() >= kMaxNameWidth - 3) name = name.substr(0, kMaxNameWidth - 3) + "...";
+    std::vector<std::string> cells = {name,
+                                      pct(s->self_ns, total),
+                                      format_time_ns(s->self_ns),
+                                      pct(s->total_ns, total),
+                                      format_time_ns(s->total_ns),
+                                      format_time_ns(s->calls ? s->total_ns / double(s->calls) : 0.0),
+                                      format_bytes(s->mem_bytes),
+                                      format_bytes(s->self_mem_bytes),
+                                      fmt::format("{}", s->calls)};
+    if (opt.show_input_shapes) cells.push_back(s->input_shapes.substr(0, shapes_width));
+    const bool costed = has_cost(s->cost);
+    if (any_cost) cells.push_back(costed ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
+    if (opt.extra_columns) {
+      cells.push_back(costed ? rate(s->cost.flops, s->total_ns) : "--");
+      cells.push_back(costed ? rate(s->cost.bytes(), s->total_ns) : "--");
+      cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
+      if (bound) {
+        if (costed && s->total_ns > 0) {
+          const analysis::RooflinePoint pt = analysis::place(s->cost, s->total_ns, *opt.peaks, opt.compute_dtype);
+          cells.push_back(pt.memory_bound ? "memory" : "compute");
+        } else {
+          cells.push_back("--");
+        }
+      }
+    }
+    out += layout.row(cells);
+  }
+  out += layout.rule();
+  out += fmt::format("Self CPU time total: {}\n", format_time_ns(total));
+  out += fmt::format(
+      "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self times\n",
+      ka.zone_overhead_ns, ka.zones, format_time_ns(ka.overhead_subtracted_ns));
+  if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
+  return out;
+}
+
+}  // namespace attnprof::report

@@ -1,0 +1,326 @@
+// The profiler core and key_averages: nesting and self-time arithmetic, cost models, memory attribution
+// and peaks, the schedule, OpenMP worker threads, software counters.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "attnprof/allocator.h"
+#include "attnprof/analysis.h"
+#include "attnprof/attention.h"
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+
+using namespace attnprof;
+
+namespace {
+
+// Busy work the compiler cannot remove; roughly `us` microseconds.
+void spin_us(double us) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(int64_t(us * 1000));
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+const analysis::OpStats* row(const analysis::KeyAverages& ka, std::string_view name) {
+  for (const auto& r : ka.rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+// A hand-built profile (1 ns per tick) for exact arithmetic.
+prof::ZoneEvent zone(const char* name, uint64_t t0, uint64_t t1, int32_t parent, uint16_t depth, double flops = 0) {
+  prof::ZoneEvent e;
+  e.name = name;
+  e.category = "cpu_op";
+  e.t0 = t0;
+  e.t1 = t1;
+  e.parent = parent;
+  e.depth = depth;
+  e.cost.flops = flops;
+  return e;
+}
+
+}  // namespace
+
+TEST(KeyAverages, SelfTimeIsTotalMinusChildrenMinusOverheadExactly) {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  r.zone_overhead_ns = 10.0;
+  prof::ThreadTrace t;
+  t.zones = {zone("outer", 0, 1000, -1, 0),  // children 200 + 300 + 2×10 overhead -> self 480
+             zone("a", 100, 300, 0, 1, 5),   // child 50 + 10 -> self 140
+             zone("leaf", 120, 170, 1, 2, 7),
+             zone("b", 400, 700, 0, 1, 11),
+             zone("tiny", 800, 805, -1, 0)};  // a second root
+  t.zones[4].parent = -1;
+  // A zone whose children plus overhead exceed it is clamped at 0, never negative.
+  t.zones.push_back(zone("crowded", 2000, 2015, -1, 0));
+  t.zones.push_back(zone("leaf", 2001, 2011, 5, 1));
+  r.threads.push_back(t);
+  const analysis::KeyAverages ka = analysis::key_averages(r);
+  const auto* outer = row(ka, "outer");
+  const auto* a = row(ka, "a");
+  const auto* b = row(ka, "b");
+  const auto* leaf = row(ka, "leaf");
+  const auto* crowded = row(ka, "crowded");
+  ASSERT_TRUE(outer && a && b && leaf && crowded);
+  EXPECT_DOUBLE_EQ(outer->total_ns, 1000.0);
+  EXPECT_DOUBLE_EQ(outer->self_ns, 1000.0 - 200.0 - 300.0 - 2 * 10.0);
+  EXPECT_DOUBLE_EQ(a->self_ns, 200.0 - 50.0 - 10.0);
+  EXPECT_DOUBLE_EQ(b->self_ns, 300.0);
+  EXPECT_DOUBLE_EQ(leaf->total_ns, 50.0 + 10.0);
+  EXPECT_EQ(leaf->calls, 2);
+  EXPECT_DOUBLE_EQ(crowded->self_ns, 0.0);  // 15 - 10 - 10 < 0
+  // Inclusive costs: own plus children's.
+  EXPECT_DOUBLE_EQ(outer->cost.flops, 5 + 7 + 11);
+  EXPECT_DOUBLE_EQ(outer->self_cost.flops, 0.0);
+  EXPECT_DOUBLE_EQ(a->cost.flops, 12.0);
+  // Self CPU time total is the sum of self times; the overhead subtracted is reported.
+  double sum = 0;
+  for (const auto& s : ka.rows) sum += s.self_ns;
+  EXPECT_DOUBLE_EQ(ka.self_total_ns, sum);
+  EXPECT_EQ(ka.zones, 7);
+  EXPECT_DOUBLE_EQ(ka.overhead_subtracted_ns, 20.0 + 10.0 + 5.0);  // outer, a, crowded (clamped: 15-10 = 5)
+}
+
+TEST(KeyAverages, RecursionCountsTotalOnceAndThreadsAreIndependentTrees) {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  prof::ThreadTrace t0, t1;
+  t0.zones = {zone("f", 0, 100, -1, 0, 1), zone("f", 10, 50, 0, 1, 1)};
+  t1.tid = 1;
+  t1.zones = {zone("f", 20, 60, -1, 0, 1)};  // overlaps in time, but on its own thread: no parent
+  r.threads = {t0, t1};
+  const auto ka = analysis::key_averages(r);
+  const auto* f = row(ka, "f");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 3);
+  EXPECT_DOUBLE_EQ(f->total_ns, 100.0 + 40.0);   // the nested call is inside the outer one
+  EXPECT_DOUBLE_EQ(f->self_ns, 60.0 + 40.0 + 40.0);
+  EXPECT_DOUBLE_EQ(f->cost.flops, 2.0 + 1.0);
+  EXPECT_EQ(analysis::zone_durations_ns(r, "f"), (std::vector<double>{100.0, 40.0}));
+}
+
+TEST(Profiler, RecordedNestingAddsUp) {
+  prof::Profiler p;
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("outer");
+    spin_us(50);
+    for (int i = 0; i < 3; ++i) {
+      ATTNPROF_OP_ZONE(z, "child");
+      spin_us(30);
+    }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  EXPECT_GT(r.zone_overhead_ns, 0.0);
+  const auto ka = analysis::key_averages(r);
+  const auto* outer = row(ka, "outer");
+  const auto* child = row(ka, "child");
+  ASSERT_TRUE(outer && child);
+  EXPECT_EQ(outer->calls, 1);
+  EXPECT_EQ(child->calls, 3);
+  EXPECT_EQ(outer->category, "user_annotation");
+  EXPECT_EQ(child->category, "cpu_op");
+  // children's totals + self + overhead correction = parent total (no clamping at these durations)
+  EXPECT_NEAR(child->total_ns + outer->self_ns + 3 * r.zone_overhead_ns, outer->total_ns, 1e-6 * outer->total_ns);
+  EXPECT_GE(outer->self_ns, 40'000.0);
+  // A plain start()/stop() run records no ProfilerStep zone (torch records steps only with a schedule).
+  for (const auto& s : ka.rows) EXPECT_EQ(s.name.rfind("ProfilerStep", 0), std::string::npos) << s.name;
+}
+
+namespace {
+
+struct NaiveRun {
+  prof::ProfileResult result;
+  AttnProblem problem;
+  int64_t allocator_peak = 0;
+};
+
+NaiveRun profile_variant(const char* name, DType dt, int64_t B, int64_t H, int64_t N, int64_t D) {
+  Tensor q = Tensor::empty({B, H, N, D}, dt), k = Tensor::empty({B, H, N, D}, dt), v = Tensor::empty({B, H, N, D}, dt);
+  fill_randn(q, 1);
+  fill_randn(k, 2);
+  fill_randn(v, 3);
+  AttnOptions opt{.is_causal = true};
+  const Variant& var = find_variant(name);
+  NaiveRun run;
+  run.problem = AttnProblem::from(q, k, v, opt);
+  auto runner = var.prepare(run.problem, opt);
+  reset_peak_memory();
+  prof::Profiler p;
+  p.start();
+  {
+    prof::VariantScope vs(var.name);
+    ATTNPROF_ANNOTATE_DYN(z, var.annotation);
+    AttnOutput out = runner->run(q, k, v);
+  }
+  p.stop();
+  run.allocator_peak = memory_stats().peak_bytes;
+  run.result = p.result();
+  return run;
+}
+
+}  // namespace
+
+TEST(Profiler, NaiveFlopsAndBytesEqualTheCostModels) {
+  const int64_t B = 1, H = 2, N = 48, D = 32;
+  const NaiveRun run = profile_variant("naive", DType::F32, B, H, N, D);
+  const auto ka = analysis::key_averages(run.result);
+  const Shape4 q{B, H, N, D}, kt{B, H, D, N}, s{B, H, N, N}, v{B, H, N, D};
+  const auto* mm = row(ka, "matmul");
+  ASSERT_TRUE(mm);
+  EXPECT_EQ(mm->calls, 2);
+  // 2·M·N·K per batch, for Q·Kᵀ and P·V
+  EXPECT_DOUBLE_EQ(mm->cost.flops, 2.0 * B * H * (N * N * D) + 2.0 * B * H * (N * D * N));
+  const OpCost mm_model = [&] {
+    OpCost c = ops::matmul_cost(q, kt, DType::F32);
+    c += ops::matmul_cost(s, v, DType::F32);
+    return c;
+  }();
+  EXPECT_DOUBLE_EQ(mm->cost.bytes(), mm_model.bytes());
+  EXPECT_DOUBLE_EQ(row(ka, "mul")->cost.flops, ops::mul_cost(s, DType::F32).flops);
+  EXPECT_DOUBLE_EQ(row(ka, "softmax")->cost.flops, ops::softmax_cost(s, DType::F32).flops);
+  EXPECT_DOUBLE_EQ(row(ka, "masked_fill_")->cost.flops, ops::masked_fill_cost(s, DType::F32, {1, 1, N, N}).flops);
+  // The composite masked_fill carries its children's costs (torch prints `--` here).
+  const auto* mf = row(ka, "masked_fill");
+  ASSERT_TRUE(mf);
+  OpCost composite = ops::copy_cost(s, DType::F32, DType::F32);
+  composite += ops::masked_fill_cost(s, DType::F32, {1, 1, N, N});
+  EXPECT_DOUBLE_EQ(mf->cost.flops, composite.flops);
+  EXPECT_DOUBLE_EQ(mf->cost.bytes(), composite.bytes());
+  EXPECT_DOUBLE_EQ(mf->self_cost.bytes(), 0.0);
+  // The annotation's inclusive bytes are exactly what the variant's cost model says the forward moves.
+  const auto* fwd = row(ka, "attn_fwd");
+  ASSERT_TRUE(fwd);
+  EXPECT_DOUBLE_EQ(fwd->cost.bytes(), find_variant("naive").cost(run.problem).bytes());
+}
+
+TEST(Profiler, MemoryAttributionAndPeak) {
+  const int64_t B = 1, H = 2, N = 40, D = 16;
+  const NaiveRun run = profile_variant("naive", DType::F32, B, H, N, D);
+  const auto ka = analysis::key_averages(run.result);
+  EXPECT_EQ(ka.peak_bytes, run.allocator_peak);
+  const int64_t scores = B * H * N * N * 4;
+  for (const auto& s : ka.rows) {
+    EXPECT_GE(s.self_mem_bytes, 0) << s.name;
+    EXPECT_GE(s.mem_bytes, s.self_mem_bytes) << s.name;
+  }
+  // masked_fill allocates nothing itself: its clone (copy_) does.
+  const auto* mf = row(ka, "masked_fill");
+  const auto* cp = row(ka, "copy_");
+  ASSERT_TRUE(mf && cp);
+  EXPECT_EQ(mf->self_mem_bytes, 0);
+  EXPECT_EQ(mf->mem_bytes, scores);
+  EXPECT_EQ(cp->self_mem_bytes, scores);
+  // The forward allocates scores (matmul), mul's result, the clone, softmax's result and the output,
+  // and frees the three intermediates it drops; nothing it allocates is netted against frees.
+  const auto* fwd = row(ka, "attn_fwd");
+  ASSERT_TRUE(fwd);
+  EXPECT_EQ(fwd->mem_bytes, 4 * scores + B * H * N * D * 4);
+  EXPECT_EQ(fwd->self_mem_bytes, 0);
+  EXPECT_GE(fwd->freed_bytes, 2 * scores);
+}
+
+TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
+  prof::Profiler p({.schedule = {.wait = 1, .warmup = 1, .active = 3, .repeat = 1}});
+  p.start();
+  for (int i = 0; i < 5; ++i) {
+    {
+      ATTNPROF_ANNOTATE("work");
+      spin_us(5);
+    }
+    p.step();
+  }
+  p.stop();
+  const auto ka = analysis::key_averages(p.result());
+  std::vector<std::string> steps;
+  for (const auto& s : ka.rows)
+    if (s.name.rfind("ProfilerStep#", 0) == 0) steps.push_back(s.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
+  ASSERT_TRUE(row(ka, "work"));
+  EXPECT_EQ(row(ka, "work")->calls, 3);
+  // Each step zone contains its step's work.
+  const prof::ProfileResult res = p.result();
+  const auto& zones = res.threads.at(0).zones;
+  for (const auto& z : zones)
+    if (std::string_view(z.name) == "work") {
+      ASSERT_GE(z.parent, 0);
+      EXPECT_EQ(std::string_view(zones[size_t(z.parent)].name).substr(0, 13), "ProfilerStep#");
+    }
+}
+
+TEST(Profiler, StepAnnotationsOffRecordsNoStepZones) {
+  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 2}, .step_annotations = false});
+  p.start();
+  for (int i = 0; i < 2; ++i) {
+    ATTNPROF_OP_ZONE(z, "op");
+    p.step();
+  }
+  p.stop();
+  const auto ka = analysis::key_averages(p.result());
+  ASSERT_EQ(ka.rows.size(), 1u);
+  EXPECT_EQ(ka.rows[0].name, "op");
+}
+
+TEST(Profiler, OpenMPWorkersAreSeparateThreads) {
+  prof::Profiler p;
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("parallel_region");
+#pragma omp parallel num_threads(2)
+    {
+      ATTNPROF_OP_ZONE(z, "worker_op");
+      spin_us(20);
+    }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  std::map<uint32_t, int> worker_zones;
+  for (const auto& t : r.threads)
+    for (const auto& z : t.zones)
+      if (std::string_view(z.name) == "worker_op") {
+        worker_zones[t.tid]++;
+        // On the master thread the zone nests in the annotation; on a worker it is a root of its own tree.
+        if (t.name != "main") EXPECT_EQ(z.parent, -1);
+      }
+  EXPECT_EQ(worker_zones.size(), 2u);  // two threads, each with its own buffer and tid
+  for (const auto& t : r.threads) EXPECT_FALSE(t.name.empty());
+  EXPECT_EQ(row(analysis::key_averages(r), "worker_op")->calls, 2);
+}
+
+TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("annotated");
+    ATTNPROF_OP_ZONE(z, "plain_op");
+    Tensor t = Tensor::zeros({1, 1, 256, 1024}, DType::F32);  // touches fresh pages
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  EXPECT_NE(r.counters_note.find("hardware counters"), std::string::npos) << r.counters_note;
+  const auto ka = analysis::key_averages(r);
+  EXPECT_EQ(row(ka, "plain_op")->task_clock_ns, -1);
+  EXPECT_EQ(row(ka, "plain_op")->page_faults, -1);
+  if (r.counters_recorded) {
+    EXPECT_GE(row(ka, "annotated")->task_clock_ns, 0);
+    EXPECT_GE(row(ka, "annotated")->page_faults, 0);
+  } else {
+    EXPECT_EQ(row(ka, "annotated")->task_clock_ns, -1);
+    EXPECT_NE(r.counters_note.find("software counters unavailable"), std::string::npos) << r.counters_note;
+  }
+}
+
+TEST(Profiler, CountersOffByDefault) {
+  prof::Profiler p;
+  p.start();
+  { ATTNPROF_ANNOTATE("a"); }
+  p.stop();
+  EXPECT_FALSE(p.result().counters_recorded);
+  EXPECT_EQ(p.result().threads.at(0).zones.at(0).task_clock_ns, -1);
+}

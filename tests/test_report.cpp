@@ -1,0 +1,408 @@
+// Reporters over one profile: the torch-layout table (golden against a real torch 1.13 table), the Chrome
+// trace (parsed and checked against the Trace Event rules), gzip, atomic writes, the JSON summary.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "attnprof/allocator.h"
+#include "attnprof/analysis.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/profiler.h"
+#include "attnprof/report.h"
+#include "trace_checker.h"
+
+using namespace attnprof;
+namespace fs = std::filesystem;
+
+namespace {
+
+analysis::OpStats op(const char* name, double self_us, double total_us, int64_t calls, int64_t mem, int64_t self_mem,
+                     double flops = 0) {
+  analysis::OpStats s;
+  s.name = name;
+  s.category = "cpu_op";
+  s.self_ns = self_us * 1e3;
+  s.total_ns = total_us * 1e3;
+  s.calls = calls;
+  s.mem_bytes = mem;
+  s.self_mem_bytes = self_mem;
+  s.cost.flops = flops;
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// A small real profile: the naive variant at [1,2,32,16] fp32 causal, inside an annotation.
+prof::ProfileResult naive_profile() {
+  const Variant& var = find_variant("naive");
+  Tensor q = Tensor::empty({1, 2, 32, 16}, DType::F32), k = q.clone(), v = q.clone();
+  fill_randn(q, 1);
+  fill_randn(k, 2);
+  fill_randn(v, 3);
+  AttnOptions opt{.is_causal = true};
+  auto runner = var.prepare(AttnProblem::from(q, k, v, opt), opt);
+  prof::Profiler p;
+  p.set_metadata("variant", var.name);
+  p.start();
+  {
+    prof::VariantScope vs(var.name);
+    ATTNPROF_ANNOTATE_DYN(z, var.annotation);
+    runner->run(q, k, v);
+  }
+  p.stop();
+  return p.result();
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "attnprof-report-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, ec);
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
+    return out;
+  }
+};
+
+std::string gunzip_file(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  EXPECT_TRUE(f);
+  if (!f) return {};
+  std::string out;
+  char buf[1 << 14];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  gzclose(f);
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(Format, TimesAndBytesAsTorchPrintsThem) {
+  EXPECT_EQ(report::format_time_ns(521'000), "521.000us");
+  EXPECT_EQ(report::format_time_ns(4'280'000), "4.280ms");
+  EXPECT_EQ(report::format_time_ns(1.5e9), "1.500s");
+  EXPECT_EQ(report::format_time_ns(0), "0.000us");
+  EXPECT_EQ(report::format_bytes(1310720), "1.25 Mb");
+  EXPECT_EQ(report::format_bytes(1048575), "1024.00 Kb");
+  EXPECT_EQ(report::format_bytes(0), "0 b");
+  EXPECT_EQ(report::format_bytes(1023), "1023 b");
+  EXPECT_EQ(report::format_bytes(-2097152), "-2.00 Mb");
+  EXPECT_EQ(report::format_bytes(int64_t(3) << 30), "3.00 Gb");
+}
+
+// The real torch 1.13 table from shared/reference, reproduced from the same numbers: every torch column,
+// width, alignment, rule and the footer line. (Our own columns are switched off for this comparison.)
+TEST(Table, MatchesTorchGoldenLayout) {
+  const std::string golden =
+      "------------------------  ------------  ------------  ------------  ------------  ------------  ------------  "
+      "------------  ------------  ------------  \n"
+      "                    Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg       CPU Mem  "
+      "Self CPU Mem    # of Calls  Total KFLOPs  \n"
+      "------------------------  ------------  ------------  ------------  ------------  ------------  ------------  "
+      "------------  ------------  ------------  \n"
+      "                attn_fwd        12.04%     521.000us        98.87%       4.280ms       4.280ms       2.25 Mb  "
+      "    -2.00 Mb             1            --  \n"
+      "            aten::matmul         3.16%     137.000us        40.84%       1.768ms     884.000us       1.25 Mb  "
+      "         0 b             2            --  \n"
+      "               aten::bmm        34.74%       1.504ms        35.67%       1.544ms     772.000us       1.25 Mb  "
+      "     1.25 Mb             2     67108.864  \n"
+      "       aten::masked_fill         0.69%      30.000us        15.41%     667.000us     667.000us       1.00 Mb  "
+      "         0 b             1            --  \n"
+      "           aten::softmax         0.21%       9.000us        15.02%     650.000us     650.000us       1.00 Mb  "
+      "         0 b             1            --  \n"
+      "          aten::_softmax        14.81%     641.000us        14.81%     641.000us     641.000us       1.00 Mb  "
+      "     1.00 Mb             1            --  \n"
+      "               aten::mul        12.36%     535.000us        14.07%     609.000us     609.000us       1.00 Mb  "
+      "  1024.00 Kb             1       262.144  \n"
+      "             aten::copy_         8.45%     366.000us         8.45%     366.000us     183.000us           0 b  "
+      "         0 b             2            --  \n"
+      "------------------------  ------------  ------------  ------------  ------------  ------------  ------------  "
+      "------------  ------------  ------------  \n"
+      "Self CPU time total: 4.329ms\n";
+  analysis::KeyAverages ka;
+  ka.rows = {op("aten::_reshape_alias", 10, 10, 1, 0, 0),  // below the row limit, but it sets the name width
+             op("aten::copy_", 366, 366, 2, 0, 0),
+             op("aten::mul", 535, 609, 1, 1048576, 1048575, 262144),
+             op("aten::bmm", 1504, 1544, 2, 1310720, 1310720, 67108864),
+             op("attn_fwd", 521, 4280, 1, 2359296, -2097152),  // torch's negative: we never produce one
+             op("aten::matmul", 137, 1768, 2, 1310720, 0),
+             op("aten::masked_fill", 30, 667, 1, 1048576, 0),
+             op("aten::softmax", 9, 650, 1, 1048576, 0),
+             op("aten::_softmax", 641, 641, 1, 1048576, 1048576)};
+  ka.self_total_ns = 4'329'000;
+  const std::string t = report::table(ka, {.sort_by = "cpu_time_total", .row_limit = 8, .extra_columns = false});
+  ASSERT_GE(t.size(), golden.size());
+  EXPECT_EQ(t.substr(0, golden.size()), golden);
+  // Then attnprof's footer: the overhead that was subtracted.
+  EXPECT_TRUE(std::regex_search(t.substr(golden.size()),
+                                std::regex(R"(^Profiler overhead: [0-9.]+ ns per zone \(calibrated\), [0-9]+ zones, )"
+                                           R"([0-9.]+(us|ms|s) subtracted from self times\n)")));
+}
+
+TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
+  analysis::KeyAverages ka;
+  auto a = op("matmul", 100, 100, 2, 4096, 4096, 2e9);
+  a.cost.bytes_read = 1e9;
+  a.cost.bytes_written = 1e9;
+  a.input_shapes = "[[8, 16, 1024, 64], [8, 16, 64, 1024]]";
+  auto b = op(std::string(70, 'x').c_str(), 300, 300, 1, 0, 0);
+  auto c = op("transpose", 1, 1, 5, 0, 0);  // no cost model: `--`
+  ka.rows = {a, b, c};
+  ka.self_total_ns = 401'000;
+  ka.zones = 8;
+  ka.zone_overhead_ns = 20.0;
+  ka.overhead_subtracted_ns = 120.0;
+  ka.counters_note = "hardware counters unavailable (No such file or directory: no PMU visible, e.g. a VM)";
+  const std::string t = report::table(ka, {.sort_by = "self_cpu_time_total", .show_input_shapes = true});
+  const auto ls = lines(t);
+  ASSERT_GE(ls.size(), 9u);
+  // Header order: torch's columns, Input Shapes, Total FLOPs (unit from the smallest non-zero: 2e9 -> GFLOPs),
+  // then ours.
+  EXPECT_TRUE(std::regex_search(
+      ls[1], std::regex(R"(^ +Name +Self CPU % +Self CPU +CPU total % +CPU total +CPU time avg +CPU Mem +)"
+                        R"(Self CPU Mem +# of Calls +Input Shapes +Total GFLOPs +GFLOP/s +GB/s +FLOP/B  $)")))
+      << ls[1];
+  // Name column: capped at 55, a 70-char name cut to 52 + "...".
+  EXPECT_EQ(ls[0].substr(0, 57), std::string(55, '-') + "  ");
+  EXPECT_EQ(ls[3].substr(0, 55), std::string(52, 'x') + "...");  // sorted first by self time
+  EXPECT_EQ(ls[3].size(), ls[0].size());
+  // matmul: 2 GFLOP in 100 us = 20000 GFLOP/s; 2 GB / 100 us = 20000 GB/s; 1 FLOP/B.
+  EXPECT_NE(ls[4].find("[[8, 16, 1024, 64], [8, 16, 64, 1024]]"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"( 2\.000 +20000\.000 +20000\.000 +1\.000  $)"))) << ls[4];
+  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +transpose .* -- +-- +-- +--  $)"))) << ls[5];
+  EXPECT_EQ(ls[6], ls[0]);
+  EXPECT_EQ(ls[7], "Self CPU time total: 401.000us");
+  EXPECT_EQ(ls[8], "Profiler overhead: 20.0 ns per zone (calibrated), 8 zones, 0.120us subtracted from self times");
+  EXPECT_EQ(ls[9], "Counters: " + ka.counters_note);
+  // Every numeric column is 12 wide with two-space gaps: all rows have the rule's length.
+  for (size_t i = 1; i <= 5; ++i) EXPECT_EQ(ls[i].size(), ls[0].size()) << i;
+
+  // row_limit and sort keys
+  const auto limited = lines(report::table(ka, {.sort_by = "count", .row_limit = 1}));
+  EXPECT_NE(limited[3].find("transpose"), std::string::npos);
+  EXPECT_EQ(limited[4], limited[0]);
+  for (const char* key : {"cpu_time", "cpu_time_total", "self_cpu_time_total", "cpu_memory_usage",
+                          "self_cpu_memory_usage", "count", "flops"})
+    EXPECT_NO_THROW(report::table(ka, {.sort_by = key})) << key;
+  EXPECT_THROW(report::table(ka, {.sort_by = "cuda_time_total"}), Error);
+  EXPECT_THROW(report::table(ka, {.sort_by = "bogus"}), Error);
+}
+
+TEST(Table, RealProfileHasEveryOpWithFlops) {
+  const auto r = naive_profile();
+  const auto ka = analysis::key_averages(r);
+  const std::string t = report::table(ka);
+  for (const char* name : {"attn_fwd", "matmul", "mul", "masked_fill", "copy_", "masked_fill_", "softmax"}) {
+    const std::regex row_re(std::string("\n +") + name + R"(  .*\n)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(t, m, row_re)) << name << "\n" << t;
+    // Every op with a cost model shows a number in Total FLOPs, never `--`.
+    EXPECT_EQ(m.str().find("--"), std::string::npos) << m.str();
+  }
+  EXPECT_NE(t.find("Self CPU time total: "), std::string::npos);
+}
+
+TEST(Trace, RealProfilePassesTheChecker) {
+  const auto r = naive_profile();
+  const nlohmann::json j = report::chrome_trace_json(r);
+  const TraceCheck c = check_trace(j);
+  EXPECT_TRUE(c.ok()) << c.report();
+  EXPECT_GE(c.x_events, 8u);
+  EXPECT_GE(c.c_events, 1u);
+  EXPECT_GE(c.i_events, 1u);
+  bool saw_matmul = false, saw_annotation = false, saw_process = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") saw_process = e["args"]["name"] == "attnprof";
+    if (e["ph"] == "X" && e["name"] == "matmul") {
+      saw_matmul = true;
+      EXPECT_EQ(e["cat"], "cpu_op");
+      EXPECT_EQ(e["args"]["Input Dims"].size(), 2u);
+      EXPECT_GT(e["args"]["FLOPs"].get<double>(), 0.0);
+      EXPECT_GT(e["args"]["bytes"].get<double>(), 0.0);
+      EXPECT_EQ(e["args"]["variant"], "naive");
+    }
+    if (e["ph"] == "X" && e["name"] == "attn_fwd") {
+      saw_annotation = true;
+      EXPECT_EQ(e["cat"], "user_annotation");
+    }
+    if (e["ph"] == "C") {
+      EXPECT_EQ(e["name"], "Memory");
+      EXPECT_TRUE(e["args"].contains("Allocated bytes"));
+    }
+    if (e["ph"] == "i") {
+      EXPECT_EQ(e["name"], "[memory]");
+      EXPECT_TRUE(e["args"].contains("Bytes") && e["args"].contains("Total Allocated"));
+    }
+    EXPECT_FALSE(e.contains("displayTimeUnit"));
+  }
+  EXPECT_TRUE(saw_matmul && saw_annotation && saw_process);
+  EXPECT_EQ(j["otherData"]["metadata"]["variant"], "naive");
+}
+
+TEST(Trace, RoundingNeverBreaksNesting) {
+  // Tick lengths that do not divide a nanosecond, children ending on the parent's last tick, zero-length
+  // zones and a child whose recorded end spills past its parent's (clamped): the trace must still nest.
+  prof::ProfileResult r;
+  r.ns_per_tick = 0.3337;
+  r.origin_ticks = 1000;
+  prof::ThreadTrace t;
+  t.name = "main";
+  uint64_t base = 1000;
+  for (int rep = 0; rep < 200; ++rep) {
+    const uint64_t p0 = base + 7, p1 = p0 + 10 + uint64_t(rep % 7);
+    prof::ZoneEvent parent;
+    parent.name = "parent";
+    parent.category = "cpu_op";
+    parent.t0 = p0;
+    parent.t1 = p1;
+    const int32_t pi = int32_t(t.zones.size());
+    t.zones.push_back(parent);
+    prof::ZoneEvent child = parent;
+    child.name = "child";
+    child.parent = pi;
+    child.depth = 1;
+    child.t0 = p0 + uint64_t(rep % 3);
+    child.t1 = p1 + uint64_t(rep % 2);  // spills by one tick on odd reps
+    t.zones.push_back(child);
+    prof::ZoneEvent leaf = child;
+    leaf.name = "leaf";
+    leaf.parent = pi + 1;
+    leaf.depth = 2;
+    leaf.t0 = leaf.t1 = p1;
+    t.zones.push_back(leaf);
+    base = p1 + uint64_t(rep % 2);
+  }
+  r.threads.push_back(t);
+  const TraceCheck c = check_trace(report::chrome_trace_json(r));
+  EXPECT_TRUE(c.ok()) << c.report();
+  EXPECT_EQ(c.x_events, 600u);
+}
+
+TEST(Trace, CheckerCatchesBrokenTraces) {
+  using nlohmann::json;
+  const json meta = {{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "main"}}}};
+  const json proc = {{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "p"}}}};
+  auto x = [](double ts, double dur) {
+    return json{{"ph", "X"}, {"name", "z"}, {"pid", 1}, {"tid", 1}, {"ts", ts}, {"dur", dur}};
+  };
+  EXPECT_TRUE(check_trace(json{{"traceEvents", {proc, meta, x(0, 10), x(2, 3), x(5, 5)}}}).ok());
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, meta, x(0, 10), x(5, 10)}}}).ok());  // overlap
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, meta, x(5, 1), x(0, 10)}}}).ok());   // unsorted
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, meta, x(0, 1), x(0, 10)}}}).ok());   // dur ascending
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, x(0, 1)}}}).ok());                   // unnamed thread
+  EXPECT_FALSE(check_trace(json::array()).ok());                                            // array form
+  json counter = {{"ph", "C"}, {"name", "Memory"}, {"pid", 1}, {"tid", 1}, {"ts", 1.0}, {"args", {{"a", "x"}}}};
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, meta, counter}}}).ok());  // non-numeric series
+  json no_dur = x(0, 1);
+  no_dur.erase("dur");
+  EXPECT_FALSE(check_trace(json{{"traceEvents", {proc, meta, no_dur}}}).ok());
+}
+
+TEST(Write, GzipRoundTripAndPlainFile) {
+  TempDir dir;
+  const auto r = naive_profile();
+  const std::string text = report::chrome_trace_text(r);
+  const std::string gz = (dir.path / "t.json.gz").string();
+  report::write_chrome_trace(r, gz);
+  const std::string raw = read_file(gz);
+  ASSERT_GE(raw.size(), 2u);
+  EXPECT_EQ(uint8_t(raw[0]), 0x1f);  // gzip magic
+  EXPECT_EQ(uint8_t(raw[1]), 0x8b);
+  const std::string back = gunzip_file(gz);
+  EXPECT_EQ(nlohmann::json::parse(back), nlohmann::json::parse(text));
+  const std::string plain = (dir.path / "t.json").string();
+  report::write_text_atomic(plain, text);
+  EXPECT_EQ(read_file(plain), text);
+  EXPECT_EQ(dir.entries().size(), 2u);  // no temporary files left behind
+}
+
+TEST(Write, FailureNamesThePathAndLeavesNoFile) {
+  TempDir dir;
+  // A directory that does not exist.
+  const std::string missing = (dir.path / "no-such-dir" / "x.json").string();
+  try {
+    report::write_text_atomic(missing, "{}");
+    ADD_FAILURE() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  // The target is a directory: the temporary file is written, the rename fails, and it is removed again.
+  fs::create_directory(dir.path / "taken");
+  const std::string taken = (dir.path / "taken").string();
+  EXPECT_THROW(report::write_text_atomic(taken, "{}"), Error);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"taken"});
+  // A read-only directory (permissions do not stop root, so only checked when not root).
+  if (::geteuid() != 0) {
+    fs::create_directory(dir.path / "ro");
+    fs::permissions(dir.path / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    const std::string ro = (dir.path / "ro" / "x.json").string();
+    try {
+      report::write_text_atomic(ro, "{}");
+      ADD_FAILURE() << "expected an Error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(ro), std::string::npos) << e.what();
+    }
+    fs::permissions(dir.path / "ro", fs::perms::owner_all);
+    EXPECT_TRUE(fs::is_empty(dir.path / "ro"));
+  }
+}
+
+TEST(Summary, EveryRowTotalsMemoryAndSchema) {
+  const auto r = naive_profile();
+  const auto ka = analysis::key_averages(r);
+  const nlohmann::json j = nlohmann::json::parse(report::summary_json(r, ka).dump());
+  EXPECT_EQ(j["schema"], "attnprof.summary/1");
+  EXPECT_EQ(j["metadata"]["variant"], "naive");
+  ASSERT_EQ(j["rows"].size(), ka.rows.size());
+  for (size_t i = 0; i < ka.rows.size(); ++i) {
+    const auto& row = j["rows"][i];
+    EXPECT_EQ(row["name"], ka.rows[i].name);
+    EXPECT_EQ(row["calls"], ka.rows[i].calls);
+    EXPECT_DOUBLE_EQ(row["self_ns"].get<double>(), ka.rows[i].self_ns);
+    EXPECT_DOUBLE_EQ(row["total_ns"].get<double>(), ka.rows[i].total_ns);
+    EXPECT_EQ(row["mem_bytes"], ka.rows[i].mem_bytes);
+    EXPECT_EQ(row["self_mem_bytes"], ka.rows[i].self_mem_bytes);
+    EXPECT_EQ(row["freed_bytes"], ka.rows[i].freed_bytes);
+    EXPECT_DOUBLE_EQ(row["cost"]["flops"].get<double>(), ka.rows[i].cost.flops);
+    for (const char* k : {"avg_ns", "self_pct", "total_pct", "gflops_per_s", "gb_per_s", "flop_per_byte"})
+      EXPECT_TRUE(row[k].is_number()) << k;
+  }
+  EXPECT_DOUBLE_EQ(j["totals"]["self_cpu_time_total_ns"].get<double>(), ka.self_total_ns);
+  EXPECT_EQ(j["totals"]["zones"], ka.zones);
+  EXPECT_DOUBLE_EQ(j["overhead"]["zone_overhead_ns"].get<double>(), r.zone_overhead_ns);
+  EXPECT_EQ(j["memory"]["peak_bytes"], ka.peak_bytes);
+  const auto& tl = j["memory"]["timeline"];
+  ASSERT_GE(tl.size(), 5u);
+  int64_t max_bytes = ka.start_bytes;
+  for (size_t i = 0; i < tl.size(); ++i) {
+    if (i) EXPECT_GE(tl[i]["t_us"].get<double>(), tl[i - 1]["t_us"].get<double>());
+    max_bytes = std::max<int64_t>(max_bytes, tl[i]["bytes"].get<int64_t>());
+  }
+  EXPECT_EQ(max_bytes, ka.peak_bytes);
+  EXPECT_TRUE(j["counters"]["note"].is_string());
+}
