@@ -37,6 +37,10 @@ struct Avx2 {
     m = _mm_add_ss(m, _mm_movehdup_ps(m));
     return _mm_cvtss_f32(m);
   }
+  // Lanes at index < n become x (causal masking of a column of transposed scores).
+  static V mask_first(V v, int64_t n, float x) {
+    return _mm256_blendv_ps(v, _mm256_set1_ps(x), _mm256_castsi256_ps(lane_mask(n)));
+  }
   static V keep_first(V v, int64_t valid, float x) {
     return _mm256_blendv_ps(_mm256_set1_ps(x), v, _mm256_castsi256_ps(lane_mask(valid)));
   }

@@ -25,6 +25,8 @@ struct Avx512 {
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   // Lanes at index >= valid become x (the causal / ragged tail of a score row).
+  // Lanes at index < n become x (causal masking of a column of transposed scores).
+  static V mask_first(V v, int64_t n, float x) { return _mm512_mask_blend_ps(lanes(n), v, _mm512_set1_ps(x)); }
   static V keep_first(V v, int64_t valid, float x) { return _mm512_mask_blend_ps(lanes(valid), _mm512_set1_ps(x), v); }
 
   // 2^x for x <= 0 (softmax arguments), -inf -> 0. Range reduction x = n + f, |f| <= 1/2; degree-6

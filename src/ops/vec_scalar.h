@@ -26,6 +26,8 @@ struct Scalar {
   static V max(V a, V b) { return std::max(a, b); }
   static float hmax(V v) { return v; }
   static float hsum(V v) { return v; }
+  // Lanes at index < n become x (causal masking of a column of transposed scores).
+  static V mask_first(V v, int64_t n, float x) { return n > 0 ? x : v; }
   static V keep_first(V v, int64_t valid, float x) { return valid > 0 ? v : x; }
   static V exp2(V x) { return std::exp2(x); }
   static V load_bf16(const uint16_t* p) { return bf16_to_float(*p); }

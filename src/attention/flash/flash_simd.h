@@ -2,19 +2,22 @@
 // simd::Avx2 in src/ops/vec_*.h) and compiled per target by flash_avx512.cpp / flash_avx2.cpp inside
 // their ATTNPROF_TARGET region (flash_body.h stays the portable scalar fallback and the readable spec).
 //
+// The scores are kept transposed, Sᵀ[key][row], so that vectors run over query rows:
+//   * Q·Kᵀ broadcasts K straight from the input (no K packing) against Qᵀ, which is packed once per task;
+//   * the online softmax keeps m, ℓ, α as vectors over 16 (8) rows: no horizontal reductions, no scalar exp;
+//   * P·V broadcasts Pᵀ[key][row] (consecutive rows are consecutive in memory) against rows of V, which
+//     are read in place for fp32 (D a multiple of the vector width) or packed per K/V block otherwise.
 // Per task (one block of kBr query rows of one (b, h)):
-//   1. Q block -> scratch (fp32 rows, or bf16 pairs for vdpbf16ps).
+//   1. Qᵀ block -> scratch (fp32 [D][kBr], or bf16 pairs [D/2][kBr] for vdpbf16ps).
 //   2. For each K/V block of kBc keys (causal: only blocks left of the diagonal):
-//      pack K transposed into panels [kBc/PW][D][PW] (PW = NR·W columns) that the Q·Kᵀ micro-kernel
-//      streams with unit stride, and V into rows padded to Dp = D rounded up to W (bf16: key pairs
-//      interleaved, [kBc/2][Dp][2]);
-//      S = Q·Kᵀ with an MR×NR register-blocked micro-kernel (MR rows × NR vectors of keys);
-//      online softmax per row in base 2 (scale·log2e folded into one multiply, vectorised exp2),
-//      masks applied here, causal masking only in diagonal blocks;
-//      O = diag(α)·O + P·V with an MR×NV micro-kernel that rescales O while loading it.
+//      Sᵀ = K·Qᵀ with an MR×NR register-blocked micro-kernel (MR keys × NR vectors of rows);
+//      online softmax in base 2 (scale·log2e folded into one multiply, vectorised exp2), masks applied
+//      here, causal masking only in diagonal blocks;
+//      O = diag(α)·O + P·V with an MR×NV micro-kernel (MR rows × NV vectors of D) that rescales O as it
+//      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
 //   3. O / ℓ stored once (deferred normalisation), L = m + log ℓ; a row that saw no key gives 0, -inf.
-// Scratch per thread comes from the tracked allocator (so memory_stats() counts it): with kBr = 128,
-// kBc = 64 it is 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBr·kBc) bytes, 0.48 MiB at D = 256.
+// Scratch per thread comes from the tracked allocator, so memory_stats() counts it:
+// 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBc·kBr + 3·kBr) bytes, 0.55 MiB at D = 256 (kBr = 128, kBc = 64).
 #pragma once
 
 namespace attnprof::flash::FLASH_NS {
@@ -23,52 +26,60 @@ using F = FLASH_VEC;
 using V = typename F::V;
 inline constexpr int W = F::W;
 
-// Tile sizes, measured on the Zen 4 VM (2 cores) with bench_attention, fp32 [1,16,4096,128] non-causal,
-// 1 thread: see docs/performance.md ("Tile sizes") for the table. kBc = 64 = one 4-vector AVX-512 panel
-// (the whole S row block of a micro-tile lives in 24 zmm accumulators); larger kBr amortises the K/V
-// packing over more query rows until Q + O tiles (2·kBr·D·4 bytes) leave L2.
-inline constexpr int64_t kBr = 128;
-inline constexpr int64_t kBc = 64;
-// Micro-kernel shapes. AVX-512 (32 zmm): 6 rows × 4 vectors = 24 accumulators + 4 loads + 1 broadcast.
-// AVX2 (16 ymm): 6 × 2 = 12 accumulators + 2 + 1. FMA latency 4 × 2 pipes needs >= 8 in flight.
+// Tile sizes: see docs/performance.md ("Tile sizes") for the measurements behind them.
+#ifndef ATTNPROF_FLASH_BR  // overridable only for the tile-size experiments
+#define ATTNPROF_FLASH_BR 128
+#endif
+#ifndef ATTNPROF_FLASH_BC
+#define ATTNPROF_FLASH_BC 64
+#endif
+inline constexpr int64_t kBr = ATTNPROF_FLASH_BR;
+inline constexpr int64_t kBc = ATTNPROF_FLASH_BC;
+// Micro-kernel shapes. AVX-512 (32 zmm): 6 × 4 = 24 accumulators + 4 loads + 1 broadcast. AVX2 (16 ymm):
+// 6 × 2 = 12 accumulators + 2 + 1. FMA latency 4 × 2 pipes needs >= 8 independent accumulators.
 inline constexpr int kMr = 6;
-inline constexpr int kNr = W == 16 ? 4 : 2;   // key vectors per Q·Kᵀ micro-tile
-inline constexpr int kPw = kNr * W;           // K panel width in keys
+inline constexpr int kNr = W == 16 ? 4 : 2;   // row vectors per Q·Kᵀ micro-tile
+inline constexpr int64_t kRp = kNr * W;       // rows per Q·Kᵀ micro-tile (a "row panel")
 inline constexpr int kNv = W == 16 ? 4 : 2;   // output vectors per P·V micro-tile
-static_assert(kBc % kPw == 0 && kBc % W == 0, "kBc must hold whole panels");
+static_assert(kBr % kRp == 0 && kBr % W == 0 && kBc % 2 == 0, "tiles must hold whole panels");
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+inline uint32_t load_pair(const uint16_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
 // --- fp32 micro-kernels ------------------------------------------------------------------------------
-// s[i][0:PW) = Σ_d q[i][d] · kp[d][0:PW)   for i < MR
+// st[i][0:kRp) = Σ_d k[i][d] · qt[d][0:kRp)   for keys i < MR
 template <int MR>
-inline void qk_f32(const float* q, int64_t ldq, const float* kp, int64_t D, float* s, int64_t lds) {
+inline void qk_f32(const float* k, int64_t ldk, const float* qt, int64_t D, float* st) {
   V acc[MR][kNr];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < kNr; ++j) acc[i][j] = F::zero();
   for (int64_t d = 0; d < D; ++d) {
-    const float* kr = kp + d * kPw;
-    V kv[kNr];
+    V qv[kNr];
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) kv[j] = F::load(kr + j * W);
+    for (int j = 0; j < kNr; ++j) qv[j] = F::load(qt + d * kBr + j * W);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const V qb = F::set1(q[i * ldq + d]);
+      const V kb = F::set1(k[i * ldk + d]);
 #pragma GCC unroll 4
-      for (int j = 0; j < kNr; ++j) acc[i][j] = F::fma(qb, kv[j], acc[i][j]);
+      for (int j = 0; j < kNr; ++j) acc[i][j] = F::fma(kb, qv[j], acc[i][j]);
     }
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) F::store(s + i * lds + j * W, acc[i][j]);
+    for (int j = 0; j < kNr; ++j) F::store(st + i * kBr + j * W, acc[i][j]);
 }
 
-// o[i][0:NV·W) = α_i · o[i][0:NV·W) + Σ_c p[i][c] · v[c][0:NV·W)   for i < MR, c < kc
+// o[i][0:NV·W) = α_i · o[i][0:NV·W) + Σ_c pt[c][i] · v[c][0:NV·W)   for rows i < MR, keys c < kc
 template <int MR, int NV>
-inline void pv_f32(const float* p, int64_t ldp, const float* v, int64_t ldv, int64_t kc, float* o, int64_t ldo,
+inline void pv_f32(const float* pt, const float* v, int64_t ldv, int64_t kc, float* o, int64_t ldo,
                    const float* alpha) {
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -84,7 +95,7 @@ inline void pv_f32(const float* p, int64_t ldp, const float* v, int64_t ldv, int
     for (int j = 0; j < NV; ++j) vv[j] = F::load(vr + j * W);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const V pb = F::set1(p[i * ldp + c]);
+      const V pb = F::set1(pt[c * kBr + i]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = F::fma(pb, vv[j], acc[i][j]);
     }
@@ -97,34 +108,38 @@ inline void pv_f32(const float* p, int64_t ldp, const float* v, int64_t ldv, int
 
 #if FLASH_BF16_DOT
 // --- bf16 micro-kernels (vdpbf16ps: each 32-bit lane holds a pair, acc += a.lo·b.lo + a.hi·b.hi) ---------
+// Sᵀ from K pairs read in place and Qᵀ pairs [D/2][kBr]; an odd D ends with the pair (k[D-1], 0).
 template <int MR>
-inline void qk_bf16(const uint32_t* q, int64_t ldq, const uint32_t* kp, int64_t D2, float* s, int64_t lds) {
+inline void qk_bf16(const uint16_t* k, int64_t ldk, const uint32_t* qt, int64_t D, float* st) {
   __m512 acc[MR][kNr];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < kNr; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < D2; ++d) {
-    const uint32_t* kr = kp + d * kPw;
-    __m512i kv[kNr];
+  auto step = [&](int64_t d2, bool last_odd) {
+    __m512i qv[kNr];
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) kv[j] = _mm512_loadu_si512(kr + j * 16);
+    for (int j = 0; j < kNr; ++j) qv[j] = _mm512_loadu_si512(qt + d2 * kBr + j * 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512i qb = _mm512_set1_epi32(int(q[i * ldq + d]));
+      const uint16_t* kr = k + i * ldk + 2 * d2;
+      const __m512i kb = _mm512_set1_epi32(int(last_odd ? uint32_t(kr[0]) : load_pair(kr)));
 #pragma GCC unroll 4
-      for (int j = 0; j < kNr; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)qb, (__m512bh)kv[j]);
+      for (int j = 0; j < kNr; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)kb, (__m512bh)qv[j]);
     }
-  }
+  };
+  for (int64_t d2 = 0; d2 < D / 2; ++d2) step(d2, false);
+  if (D % 2) step(D / 2, true);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) _mm512_storeu_ps(s + i * lds + j * 16, acc[i][j]);
+    for (int j = 0; j < kNr; ++j) _mm512_storeu_ps(st + i * kBr + j * 16, acc[i][j]);
 }
 
+// P pairs [kBc/2][kBr] (keys 2c, 2c+1 of row r in one lane) against V pairs [kBc/2][Dp].
 template <int MR, int NV>
-inline void pv_bf16(const uint32_t* p, int64_t ldp, const uint32_t* v, int64_t ldv, int64_t kc2, float* o,
-                    int64_t ldo, const float* alpha) {
+inline void pv_bf16(const uint32_t* p2, const uint32_t* v, int64_t ldv, int64_t kc2, float* o, int64_t ldo,
+                    const float* alpha) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -139,7 +154,7 @@ inline void pv_bf16(const uint32_t* p, int64_t ldp, const uint32_t* v, int64_t l
     for (int j = 0; j < NV; ++j) vv[j] = _mm512_loadu_si512(vr + j * 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512i pb = _mm512_set1_epi32(int(p[i * ldp + c]));
+      const __m512i pb = _mm512_set1_epi32(int(p2[c * kBr + i]));
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)pb, (__m512bh)vv[j]);
     }
@@ -148,6 +163,13 @@ inline void pv_bf16(const uint32_t* p, int64_t ldp, const uint32_t* v, int64_t l
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) _mm512_storeu_ps(o + i * ldo + j * 16, acc[i][j]);
+}
+
+// Two vectors of 16 probabilities (keys c and c+1 for rows r..r+15) -> 16 bf16 pairs, low half = key c.
+inline void store_p_pairs(uint32_t* dst, __m512 p0, __m512 p1) {
+  const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(p0));
+  const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(p1));
+  _mm512_storeu_si512(dst, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
 }
 #endif
 
@@ -198,33 +220,38 @@ inline void forward(const Params& p, bool bf16_dot) {
   const int64_t D = p.D, Dp = round_up(D, W), D2 = (D + 1) / 2, group = p.Hq / p.Hkv;
   const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
   const int64_t bh_count = p.B * p.Hq, tasks = bh_count * q_blocks;
+  const int64_t es = int64_t(dtype_size(p.dtype));
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
   const bool causal = p.mask == MaskKind::Causal;
+  const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
   const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
   const int64_t nvec = Dp / W;
+  // fp32 K and V are read in place; bf16 without vdpbf16ps is widened per K/V block; V in place needs whole
+  // vectors per row.
+  const bool k_in_place = bf16_dot || p.dtype == DType::F32;
+  const bool v_in_place = !bf16_dot && p.dtype == DType::F32 && D % W == 0;
 
-  // Scratch layout (floats): Q [kBr][Dp] | K panels [kBc][Dp] | V [kBc][Dp] | S [kBr][kBc] |
-  // P16 [kBr][kBc/2] | O [kBr][Dp] | m, l, alpha [kBr] each. bf16 mode keeps pairs in the same slots.
-  const int64_t q_sz = kBr * Dp, k_sz = kBc * Dp, v_sz = kBc * Dp, s_sz = kBr * kBc, p_sz = kBr * kBc / 2,
+  // Scratch layout (floats): Qᵀ [Dp][kBr] | Sᵀ [kBc][kBr] | P pairs [kBc/2][kBr] | K [kBc][Dp] | V [kBc][Dp] |
+  // O [kBr][Dp] | m, l, α [kBr] each.
+  const int64_t q_sz = Dp * kBr, s_sz = kBc * kBr, p_sz = kBc / 2 * kBr, k_sz = kBc * Dp, v_sz = kBc * Dp,
                 o_sz = kBr * Dp;
-  const size_t scratch_bytes = size_t(q_sz + k_sz + v_sz + s_sz + p_sz + o_sz + 3 * kBr) * sizeof(float);
+  const size_t scratch_bytes = size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * kBr) * sizeof(float);
 
 #pragma omp parallel if (tasks > 1)
   {
     float* const base = static_cast<float*>(tracked_alloc(scratch_bytes));
-    float* const Qf = base;
-    float* const Kf = Qf + q_sz;
+    float* const Qt = base;
+    float* const St = Qt + q_sz;
+    [[maybe_unused]] uint32_t* const P2 = reinterpret_cast<uint32_t*>(St + s_sz);
+    float* const Kf = St + s_sz + p_sz;
     float* const Vf = Kf + k_sz;
-    float* const S = Vf + v_sz;
-    uint16_t* const P16 = reinterpret_cast<uint16_t*>(S + s_sz);
-    float* const O = S + s_sz + p_sz;
+    float* const O = Vf + v_sz;
     float* const m = O + o_sz;
     float* const l = m + kBr;
     float* const alpha = l + kBr;
-    uint32_t* const Q32 = reinterpret_cast<uint32_t*>(Qf);
-    uint32_t* const K32 = reinterpret_cast<uint32_t*>(Kf);
-    uint32_t* const V32 = reinterpret_cast<uint32_t*>(Vf);
+    uint32_t* const Qt2 = reinterpret_cast<uint32_t*>(Qt);
+    uint32_t* const V2 = reinterpret_cast<uint32_t*>(Vf);
 
     // Causal work grows with the Q block index: hand out the heaviest blocks first.
 #pragma omp for schedule(dynamic, 1)
@@ -233,52 +260,59 @@ inline void forward(const Params& p, bool bf16_dot) {
       const int64_t bh = t % bh_count;
       const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
       const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
+      const int64_t rows_p = round_up(rows, kRp);  // rows the Q·Kᵀ micro-tiles cover (zeros past `rows`)
 
-      // 1. Q block.
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
-        if (bf16_dot) {
-          uint16_t* dst = reinterpret_cast<uint16_t*>(Q32 + r * D2);
-          std::memcpy(dst, static_cast<const uint16_t*>(p.q) + off, size_t(D) * 2);
-          if (D % 2) dst[D] = 0;
-        } else {
-          row_to_f32(static_cast<const char*>(p.q) + off * int64_t(dtype_size(p.dtype)), p.dtype, D, D, Qf + r * Dp);
+      // 1. Qᵀ (unscaled; the scale is folded into the softmax).
+      const int64_t qo = b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
+      if (bf16_dot) {
+        const uint16_t* q = static_cast<const uint16_t*>(p.q) + qo;
+        for (int64_t r = 0; r < rows_p; ++r) {
+          const uint16_t* qr = q + r * p.qs[2];
+          for (int64_t d2 = 0; d2 < D2; ++d2)
+            Qt2[d2 * kBr + r] = r >= rows ? 0u
+                                : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
+                                                 : uint32_t(qr[2 * d2]);
+        }
+      } else {
+        for (int64_t r = 0; r < rows_p; ++r) {
+          if (r >= rows) {
+            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = 0.0f;
+          } else if (p.dtype == DType::F32) {
+            const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
+            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = qr[d];
+          } else {
+            const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
+            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = bf16_to_float(qr[d]);
+          }
         }
       }
       std::fill(O, O + rows * Dp, 0.0f);
-      std::fill(m, m + rows, ninf);
-      std::fill(l, l + rows, 0.0f);
+      std::fill(m, m + kBr, ninf);
+      std::fill(l, l + kBr, 0.0f);
 
       const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
       for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
         const int64_t cols = std::min(kBc, kv_end - j0);
-        const int64_t npan = (cols + kPw - 1) / kPw, cw = round_up(cols, W);
-
-        // 2a. Pack K (transposed panels) and V.
         const int64_t ko = b * p.ks[0] + hk * p.ks[1] + j0 * p.ks[2];
         const int64_t vo = b * p.vs[0] + hk * p.vs[1] + j0 * p.vs[2];
+
+        // 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
+        const void* kbase = static_cast<const char*>(p.k) + ko * es;
+        int64_t ldk = p.ks[2];
+        if (!k_in_place) {
+          for (int64_t c = 0; c < cols; ++c)
+            row_to_f32(static_cast<const char*>(kbase) + c * p.ks[2] * es, p.dtype, D, D, Kf + c * Dp);
+          kbase = Kf;
+          ldk = Dp;
+        }
+        const float* vrows = Vf;
+        int64_t ldv = Dp;
         if (bf16_dot) {
-          const uint16_t* kb = static_cast<const uint16_t*>(p.k) + ko;
           const uint16_t* vb = static_cast<const uint16_t*>(p.v) + vo;
-          for (int64_t c = 0; c < npan * kPw; ++c) {
-            uint32_t* dst = K32 + (c / kPw) * D2 * kPw + c % kPw;
-            if (c < cols) {
-              const uint16_t* kr = kb + c * p.ks[2];
-              for (int64_t d = 0; d + 1 < D; d += 2) {
-                uint32_t pair;
-                std::memcpy(&pair, kr + d, 4);
-                dst[(d / 2) * kPw] = pair;
-              }
-              if (D % 2) dst[(D2 - 1) * kPw] = kr[D - 1];
-            } else {
-              for (int64_t d = 0; d < D2; ++d) dst[d * kPw] = 0;
-            }
-          }
-          const int64_t kc2 = (cols + 1) / 2;
-          for (int64_t c2 = 0; c2 < kc2; ++c2) {
+          for (int64_t c2 = 0; c2 < (cols + 1) / 2; ++c2) {
             const uint16_t* v0 = vb + (2 * c2) * p.vs[2];
             const uint16_t* v1 = 2 * c2 + 1 < cols ? vb + (2 * c2 + 1) * p.vs[2] : nullptr;
-            uint32_t* dst = V32 + c2 * Dp;
+            uint32_t* dst = V2 + c2 * Dp;
             int64_t d = 0;
             if (v1) {
               for (; d + 16 <= D; d += 16) {
@@ -292,90 +326,78 @@ inline void forward(const Params& p, bool bf16_dot) {
             for (; d < D; ++d) dst[d] = uint32_t(v0[d]) | (v1 ? uint32_t(v1[d]) << 16 : 0u);
             for (; d < Dp; ++d) dst[d] = 0;
           }
+        } else if (v_in_place) {
+          vrows = static_cast<const float*>(p.v) + vo;
+          ldv = p.vs[2];
         } else {
-          const char* kb = static_cast<const char*>(p.k) + ko * int64_t(dtype_size(p.dtype));
-          const int64_t kstride = p.ks[2] * int64_t(dtype_size(p.dtype));
-          for (int64_t c = 0; c < npan * kPw; ++c) {
-            float* dst = Kf + (c / kPw) * D * kPw + c % kPw;
-            if (c < cols) {
-              if (p.dtype == DType::F32) {
-                const float* kr = reinterpret_cast<const float*>(kb + c * kstride);
-                for (int64_t d = 0; d < D; ++d) dst[d * kPw] = kr[d];
-              } else {
-                const uint16_t* kr = reinterpret_cast<const uint16_t*>(kb + c * kstride);
-                for (int64_t d = 0; d < D; ++d) dst[d * kPw] = bf16_to_float(kr[d]);
-              }
-            } else {
-              for (int64_t d = 0; d < D; ++d) dst[d * kPw] = 0.0f;
-            }
-          }
-          const char* vb = static_cast<const char*>(p.v) + vo * int64_t(dtype_size(p.dtype));
-          const int64_t vstride = p.vs[2] * int64_t(dtype_size(p.dtype));
-          for (int64_t c = 0; c < cols; ++c) row_to_f32(vb + c * vstride, p.dtype, D, Dp, Vf + c * Dp);
+          for (int64_t c = 0; c < cols; ++c)
+            row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, Vf + c * Dp);
         }
 
-        // 2b. S = Q·Kᵀ (unscaled).
-        for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-          by_rows(std::min<int64_t>(kMr, rows - r0), [&](auto mr) {
-            for (int64_t pan = 0; pan < npan; ++pan) {
+        // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys.
+        for (int64_t r0 = 0; r0 < rows_p; r0 += kRp) {
+          for (int64_t c0 = 0; c0 < cols; c0 += kMr) {
+            by_rows(std::min<int64_t>(kMr, cols - c0), [&](auto mr) {
 #if FLASH_BF16_DOT
               if (bf16_dot) {
-                qk_bf16<mr>(Q32 + r0 * D2, D2, K32 + pan * D2 * kPw, D2, S + r0 * kBc + pan * kPw, kBc);
-                continue;
+                qk_bf16<mr>(static_cast<const uint16_t*>(kbase) + c0 * ldk, ldk, Qt2 + r0, D, St + c0 * kBr + r0);
+                return;
               }
 #endif
-              qk_f32<mr>(Qf + r0 * Dp, Dp, Kf + pan * D * kPw, D, S + r0 * kBc + pan * kPw, kBc);
-            }
-          });
+              qk_f32<mr>(static_cast<const float*>(kbase) + c0 * ldk, ldk, Qt + r0, D, St + c0 * kBr + r0);
+            });
+          }
         }
 
-        // 2c. Online softmax, row by row.
+        // 2c. Online softmax, 16 (8) rows at a time, along keys.
+        if (explicit_mask) {  // rare path: apply the mask element by element on the scaled scores
+          for (int64_t c = 0; c < cols; ++c) {
+            float* s = St + c * kBr;
+            for (int64_t r = 0; r < rows; ++r) {
+              const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + (j0 + c) * p.ms[3];
+              if (p.mask == MaskKind::Bool)
+                s[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? s[r] * qscale : ninf;
+              else
+                s[r] = s[r] * qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
+            }
+          }
+        }
         const bool diagonal = causal && j0 + cols - 1 > i0;
-        for (int64_t r = 0; r < rows; ++r) {
-          float* s = S + r * kBc;
-          const int64_t vis = diagonal ? std::clamp<int64_t>(i0 + r - j0 + 1, 0, cols) : cols;
-          const V vq = F::set1(qscale);
-          V vmax = F::set1(ninf);
-          for (int64_t c = 0; c < cw; c += W) {
-            const V x = F::keep_first(F::mul(F::load(s + c), vq), vis - c, ninf);
-            F::store(s + c, x);
+        const V vq = F::set1(explicit_mask ? 1.0f : qscale);
+        for (int64_t r0 = 0; r0 < rows; r0 += W) {
+          const V m_old = F::load(m + r0);
+          V vmax = m_old;
+          for (int64_t c = 0; c < cols; ++c) {
+            V x = F::mul(F::load(St + c * kBr + r0), vq);
+            // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
+            if (diagonal) x = F::mask_first(x, j0 + c - i0 - r0, ninf);
+            F::store(St + c * kBr + r0, x);
             vmax = F::max(vmax, x);
           }
-          float mx = F::hmax(vmax);
-          if (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) {
-            const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + j0 * p.ms[3];
-            if (p.mask == MaskKind::Bool) {
-              const uint8_t* mk = static_cast<const uint8_t*>(p.mask_ptr) + mo;
-              for (int64_t c = 0; c < vis; ++c)
-                if (!mk[c * p.ms[3]]) s[c] = ninf;
-            } else {
-              for (int64_t c = 0; c < vis; ++c) s[c] += load1(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
-            }
-            mx = ninf;
-            for (int64_t c = 0; c < vis; ++c) mx = std::max(mx, s[c]);
-          }
-          const float m_new = std::max(m[r], mx);
-          if (m_new == ninf) {  // nothing visible yet in this row: P = 0, O untouched
-            alpha[r] = 1.0f;
-            if (bf16_dot)
-              std::fill(P16 + r * kBc, P16 + r * kBc + cw, uint16_t(0));
-            else
-              std::fill(s, s + cw, 0.0f);
-            continue;
-          }
-          alpha[r] = std::exp2(m[r] - m_new);
-          const V vm = F::set1(m_new);
+          // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
+          // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
+          const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
+          const V a = F::exp2(F::sub(m_old, m_safe));
           V vsum = F::zero();
-          for (int64_t c = 0; c < cw; c += W) {
-            const V e = F::exp2(F::sub(F::load(s + c), vm));
-            vsum = F::add(vsum, e);
-            if (bf16_dot)
-              F::store_bf16(P16 + r * kBc + c, e);
-            else
-              F::store(s + c, e);
+          int64_t c = 0;
+#if FLASH_BF16_DOT
+          if (bf16_dot) {
+            for (; c < cols; c += 2) {
+              const V e0 = F::exp2(F::sub(F::load(St + c * kBr + r0), m_safe));
+              const V e1 = c + 1 < cols ? F::exp2(F::sub(F::load(St + (c + 1) * kBr + r0), m_safe)) : F::zero();
+              vsum = F::add(vsum, F::add(e0, e1));
+              store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
+            }
           }
-          l[r] = l[r] * alpha[r] + F::hsum(vsum);
-          m[r] = m_new;
+#endif
+          for (; c < cols; ++c) {
+            const V e = F::exp2(F::sub(F::load(St + c * kBr + r0), m_safe));
+            vsum = F::add(vsum, e);
+            F::store(St + c * kBr + r0, e);
+          }
+          F::store(l + r0, F::fma(F::load(l + r0), a, vsum));
+          F::store(m + r0, vmax);
+          F::store(alpha + r0, a);
         }
 
         // 2d. O = diag(α)·O + P·V.
@@ -385,12 +407,11 @@ inline void forward(const Params& p, bool bf16_dot) {
               by_vecs(std::min<int64_t>(kNv, nvec - v0), [&](auto nv) {
 #if FLASH_BF16_DOT
                 if (bf16_dot) {
-                  pv_bf16<mr, nv>(reinterpret_cast<const uint32_t*>(P16 + r0 * kBc), kBc / 2, V32 + v0 * W, Dp,
-                                  (cols + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+                  pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (cols + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
                   return;
                 }
 #endif
-                pv_f32<mr, nv>(S + r0 * kBc, kBc, Vf + v0 * W, Dp, cols, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+                pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, cols, O + r0 * Dp + v0 * W, Dp, alpha + r0);
               });
             }
           });
