@@ -1,0 +1,287 @@
+// The machine's measured ceilings for the roofline: FMA and bf16-dot throughput per ISA, STREAM triad
+// bandwidth, and OpenBLAS sgemm as the practical fp32 ceiling. Measured once per (CPU, ISA, threads) and
+// cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
+//
+// Why the loops look the way they do (Zen 4 numbers from docs/FIELD-NOTES): FMA latency is 4 cycles and
+// there are two FMA pipes, so at least 8 independent accumulator chains are needed to keep both pipes busy;
+// we use 12. 512-bit FMAs are double-pumped on Zen 4, so the AVX-512 loop reaches the same FLOP/cycle as
+// AVX2; vdpbf16ps does 16 lanes × 2 products per instruction (64 FLOP/cycle/core).
+#include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <immintrin.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+#include <nlohmann/json.hpp>
+
+#include "attnprof/analysis.h"
+#include "attnprof/error.h"
+#include "attnprof/isa.h"
+#include "attnprof/ops.h"
+#include "core/isa_target.h"
+#include "io/file.h"
+
+namespace attnprof::analysis {
+namespace {
+
+constexpr int kAcc = 12;       // independent accumulator chains per thread
+constexpr int64_t kIters = 1 << 22;
+
+// ---- per-ISA throughput loops (compiled with the target pragmas, baseline code outside) ----
+// Each returns a value derived from the accumulators so the compiler cannot drop the loop.
+
+float fma_loop_scalar(int64_t iters) {
+  float acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = float(j) * 1e-3f;
+  const float a = 0.999999f, b = 1e-7f;
+  for (int64_t i = 0; i < iters; ++i)
+    for (int j = 0; j < kAcc; ++j) acc[j] = acc[j] * a + b;
+  float s = 0;
+  for (int j = 0; j < kAcc; ++j) s += acc[j];
+  return s;
+}
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
+float fma_loop_avx2(int64_t iters) {
+  __m256 acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_set1_ps(float(j) * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
+  }
+  __m256 s = acc[0];
+  for (int j = 1; j < kAcc; ++j) s = _mm256_add_ps(s, acc[j]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+ATTNPROF_TARGET_END
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
+float fma_loop_avx512(int64_t iters) {
+  __m512 acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kAcc; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0] + out[15];
+}
+
+float bf16_loop_avx512(int64_t iters) {
+  __m512 acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(-1e-4f));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kAcc; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0] + out[15];
+}
+ATTNPROF_TARGET_END
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+volatile float g_sink = 0.0f;
+
+// Runs `loop` on `threads` threads at once; returns the best aggregate GFLOP/s of a few repetitions.
+template <class Loop>
+double throughput_gflops(int threads, Loop loop, double flops_per_iter) {
+  loop(kIters / 16);  // wake the cores up, settle the clocks
+  double best = 0.0;
+  for (int rep = 0; rep < 3; ++rep) {
+    float sink = 0.0f;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += loop(kIters);
+    const double s = seconds_since(t0);
+    g_sink = g_sink + sink;
+    best = std::max(best, flops_per_iter * double(kIters) * threads / s * 1e-9);
+  }
+  return best;
+}
+
+double measure_fp32(int threads, Isa isa) {
+  switch (isa) {
+    case Isa::AVX512: return throughput_gflops(threads, fma_loop_avx512, kAcc * 16 * 2.0);
+    case Isa::AVX2: return throughput_gflops(threads, fma_loop_avx2, kAcc * 8 * 2.0);
+    case Isa::Scalar: return throughput_gflops(threads, fma_loop_scalar, kAcc * 2.0);
+  }
+  return 0.0;
+}
+
+double measure_bf16(int threads, Isa isa) {
+  if (isa != Isa::AVX512 || !cpu_has_avx512_bf16()) return 0.0;
+  return throughput_gflops(threads, bf16_loop_avx512, kAcc * 16 * 2 * 2.0);
+}
+
+// STREAM triad a = b + s·c over arrays far larger than L3 (3 × 128 MB); bytes counted as STREAM does
+// (24 per element, no write-allocate). Pages are first-touched in parallel and the first pass discarded:
+// fresh memory in this VM is slow to fault in.
+double measure_bandwidth(int threads) {
+  const size_t n = size_t(128) << 20 >> 3;  // 128 MB of doubles per array
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  double* A = a.get();
+  double* B = b.get();
+  double* C = c.get();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    A[i] = 0.0;
+    B[i] = 1.0;
+    C[i] = 2.0;
+  }
+  double best = 0.0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const double s = 0.5 + rep;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
+    const double sec = seconds_since(t0);
+    if (rep > 0) best = std::max(best, 24.0 * double(n) / sec * 1e-9);
+  }
+  g_sink = g_sink + float(A[n / 2]);
+  return best;
+}
+
+double measure_sgemm(int threads) {
+  const int n = 2048;
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
+  const int prev = ops::num_threads();
+  ops::set_num_threads(threads);
+  double best = 0.0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    const double s = seconds_since(t0);
+    if (rep > 0) best = std::max(best, 2.0 * n * double(n) * n / s * 1e-9);
+  }
+  ops::set_num_threads(prev);
+  g_sink = g_sink + c[12345];
+  return best;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string m = line.substr(colon + 1);
+        m.erase(0, m.find_first_not_of(" \t"));
+        return m;
+      }
+    }
+  return "unknown CPU";
+}
+
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/attnprof";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
+  return {};
+}
+
+nlohmann::json to_json(const MachinePeaks& m) {
+  return {{"cpu", m.cpu},
+          {"isa", m.isa},
+          {"threads", m.threads},
+          {"fp32_gflops", m.fp32_gflops},
+          {"bf16_gflops", m.bf16_gflops},
+          {"bandwidth_gbs", m.bandwidth_gbs},
+          {"sgemm_gflops", m.sgemm_gflops}};
+}
+
+MachinePeaks from_json(const nlohmann::json& j) {
+  MachinePeaks m;
+  m.cpu = j.at("cpu").get<std::string>();
+  m.isa = j.at("isa").get<std::string>();
+  m.threads = j.at("threads").get<int>();
+  m.fp32_gflops = j.at("fp32_gflops").get<double>();
+  m.bf16_gflops = j.at("bf16_gflops").get<double>();
+  m.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
+  m.sgemm_gflops = j.at("sgemm_gflops").get<double>();
+  if (!(m.fp32_gflops > 0 && m.bandwidth_gbs > 0 && m.bf16_gflops >= 0 && m.sgemm_gflops >= 0))
+    throw std::runtime_error("non-positive peak");
+  return m;
+}
+
+}  // namespace
+
+MachinePeaks machine_peaks(int threads, bool force_measure) {
+  ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
+  const std::string cpu = cpu_model();
+  const Isa isa = best_isa();
+  const std::string isa_s(isa_name(isa));
+  const std::string dir = cache_dir();
+  const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
+
+  // The cache: {"version": 1, "entries": [MachinePeaks...]}. Anything unreadable is ignored with a note.
+  nlohmann::json cache = {{"version", 1}, {"entries", nlohmann::json::array()}};
+  if (!path.empty() && ::access(path.c_str(), F_OK) == 0) {
+    try {
+      nlohmann::json j = nlohmann::json::parse(io::read_file(path));
+      if (!j.is_object() || j.value("version", 0) != 1 || !j.at("entries").is_array())
+        throw std::runtime_error("unexpected layout");
+      for (const auto& e : j.at("entries")) (void)from_json(e);  // validate every entry
+      cache = std::move(j);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "attnprof: note: ignoring corrupt machine-peaks cache %s (%s); re-measuring\n",
+                   path.c_str(), e.what());
+    }
+  }
+  if (!force_measure)
+    for (const auto& e : cache["entries"]) {
+      MachinePeaks m = from_json(e);
+      if (m.cpu == cpu && m.isa == isa_s && m.threads == threads) return m;
+    }
+
+  MachinePeaks m;
+  m.cpu = cpu;
+  m.isa = isa_s;
+  m.threads = threads;
+  m.fp32_gflops = measure_fp32(threads, isa);
+  m.bf16_gflops = measure_bf16(threads, isa);
+  m.bandwidth_gbs = measure_bandwidth(threads);
+  m.sgemm_gflops = measure_sgemm(threads);
+
+  if (!path.empty()) {
+    auto& entries = cache["entries"];
+    for (auto it = entries.begin(); it != entries.end();) {
+      const MachinePeaks old = from_json(*it);
+      it = (old.cpu == cpu && old.isa == isa_s && old.threads == threads) ? entries.erase(it) : it + 1;
+    }
+    entries.push_back(to_json(m));
+    try {
+      ::mkdir(cache_dir().substr(0, dir.rfind('/')).c_str(), 0755);  // ~/.cache may not exist yet
+      ::mkdir(dir.c_str(), 0755);
+      io::write_file_atomic(path, cache.dump(2) + "\n");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "attnprof: note: could not cache machine peaks: %s\n", e.what());
+    }
+  }
+  return m;
+}
+
+}  // namespace attnprof::analysis

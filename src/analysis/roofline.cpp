@@ -1,0 +1,22 @@
+// Placing an op on the roofline: attainable = min(compute ceiling, intensity × bandwidth). The ceilings are
+// the measured ones from machine.cpp, so "memory-bound" means "below this machine's measured ridge".
+#include <algorithm>
+
+#include "attnprof/analysis.h"
+
+namespace attnprof::analysis {
+
+RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype) {
+  RooflinePoint pt;
+  const double compute = (compute_dtype == DType::BF16 && peaks.bf16_gflops > 0) ? peaks.bf16_gflops : peaks.fp32_gflops;
+  pt.intensity = cost.intensity();
+  pt.achieved_gflops = ns > 0 ? cost.flops / ns : 0.0;  // FLOP per ns = GFLOP/s
+  pt.ridge_intensity = peaks.bandwidth_gbs > 0 ? compute / peaks.bandwidth_gbs : 0.0;
+  pt.attainable_gflops = std::min(compute, pt.intensity * peaks.bandwidth_gbs);
+  // An op that moves bytes but does no arithmetic (a copy) sits at intensity 0: memory-bound by definition.
+  pt.memory_bound = pt.intensity < pt.ridge_intensity;
+  pt.fraction_of_attainable = pt.attainable_gflops > 0 ? pt.achieved_gflops / pt.attainable_gflops : 0.0;
+  return pt;
+}
+
+}  // namespace attnprof::analysis

@@ -1,0 +1,114 @@
+// Analysis: power-law fits on exact and noisy power laws, roofline verdicts, and the machine-peaks cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "attnprof/analysis.h"
+#include "attnprof/error.h"
+
+using namespace attnprof;
+using namespace attnprof::analysis;
+
+TEST(FitPowerLaw, RecoversExactPowerLaws) {
+  for (double b : {1.0, 2.0, 0.5, -1.0}) {
+    std::vector<double> x, y;
+    for (double n = 256; n <= 8192; n *= 2) {
+      x.push_back(n);
+      y.push_back(3.5e-6 * std::pow(n, b));
+    }
+    const PowerFit f = fit_power_law(x, y);
+    EXPECT_NEAR(f.exponent, b, 1e-9);
+    EXPECT_NEAR(f.coefficient, 3.5e-6, 3.5e-6 * 1e-6);
+    EXPECT_NEAR(f.r2, 1.0, 1e-12);
+    EXPECT_NEAR(f.exponent_stderr, 0.0, 1e-9);
+    EXPECT_NEAR(f.rms_log_error, 0.0, 1e-9);
+  }
+}
+
+TEST(FitPowerLaw, NoiseLowersR2AndRaisesStderr) {
+  // y = n^2 with a deterministic ±10 % wiggle: exponent stays near 2, the fit reports its error.
+  std::vector<double> x, y;
+  int i = 0;
+  for (double n = 128; n <= 16384; n *= 2, ++i) {
+    x.push_back(n);
+    y.push_back(n * n * (i % 2 ? 1.1 : 0.9));
+  }
+  const PowerFit f = fit_power_law(x, y);
+  EXPECT_NEAR(f.exponent, 2.0, 0.05);
+  EXPECT_LT(f.r2, 1.0);
+  EXPECT_GT(f.r2, 0.99);
+  EXPECT_GT(f.exponent_stderr, 0.0);
+  EXPECT_LT(f.exponent_stderr, 0.05);
+}
+
+TEST(FitPowerLaw, RejectsBadInput) {
+  EXPECT_THROW(fit_power_law({1.0}, {1.0}), Error);
+  EXPECT_THROW(fit_power_law({1.0, 2.0}, {1.0}), Error);
+  EXPECT_THROW(fit_power_law({1.0, 2.0}, {1.0, 0.0}), Error);
+  EXPECT_THROW(fit_power_law({2.0, 2.0}, {1.0, 3.0}), Error);
+}
+
+TEST(Roofline, VerdictsFollowTheRidge) {
+  MachinePeaks m;
+  m.fp32_gflops = 200.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 40.0;  // ridge: 5 FLOP/B fp32, 10 FLOP/B bf16
+  // Elementwise scale: 1 FLOP per 8 bytes -> memory-bound; attainable = 0.125 × 40 = 5 GFLOP/s.
+  const OpCost mul{1e9, 4e9, 4e9};
+  RooflinePoint p = place(mul, 0.4e9, m, DType::F32);  // 1e9 FLOP in 0.4 s = 2.5 GFLOP/s
+  EXPECT_TRUE(p.memory_bound);
+  EXPECT_DOUBLE_EQ(p.intensity, 0.125);
+  EXPECT_DOUBLE_EQ(p.attainable_gflops, 5.0);
+  EXPECT_DOUBLE_EQ(p.achieved_gflops, 2.5);
+  EXPECT_DOUBLE_EQ(p.ridge_intensity, 5.0);
+  EXPECT_DOUBLE_EQ(p.fraction_of_attainable, 0.5);
+  // A big matmul: 2·1024³ FLOP over 3·4·1024² bytes ≈ 170 FLOP/B -> compute-bound at the FMA peak.
+  const double n = 1024;
+  const OpCost mm{2 * n * n * n, 2 * 4 * n * n, 4 * n * n};
+  p = place(mm, 2 * n * n * n / 100.0, m, DType::F32);
+  EXPECT_FALSE(p.memory_bound);
+  EXPECT_DOUBLE_EQ(p.attainable_gflops, 200.0);
+  EXPECT_NEAR(p.achieved_gflops, 100.0, 1e-9);
+  // bf16 uses the bf16 ceiling, which moves the ridge: 7 FLOP/B is compute-bound in fp32, memory-bound in bf16.
+  const OpCost mid{7e9, 1e9, 0};
+  EXPECT_FALSE(place(mid, 1e9, m, DType::F32).memory_bound);
+  EXPECT_TRUE(place(mid, 1e9, m, DType::BF16).memory_bound);
+  EXPECT_DOUBLE_EQ(place(mid, 1e9, m, DType::BF16).attainable_gflops, 280.0);
+  // Without a bf16 unit the fp32 ceiling applies.
+  m.bf16_gflops = 0;
+  EXPECT_FALSE(place(mid, 1e9, m, DType::BF16).memory_bound);
+  // A copy does no arithmetic: intensity 0, memory-bound, nothing attainable in FLOP terms.
+  p = place(OpCost{0, 1e6, 1e6}, 1e5, m, DType::F32);
+  EXPECT_TRUE(p.memory_bound);
+  EXPECT_EQ(p.achieved_gflops, 0.0);
+}
+
+TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
+  const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_cache";
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const MachinePeaks a = machine_peaks(1);
+  EXPECT_FALSE(a.cpu.empty());
+  EXPECT_EQ(a.threads, 1);
+  EXPECT_GT(a.fp32_gflops, 1.0);
+  EXPECT_GT(a.bandwidth_gbs, 0.5);
+  EXPECT_GT(a.sgemm_gflops, 1.0);
+  EXPECT_GE(a.bf16_gflops, 0.0);
+  const auto file = dir / "attnprof" / "peaks.json";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  // The second call reads the cache: identical figures, bit for bit.
+  const MachinePeaks b = machine_peaks(1);
+  EXPECT_EQ(a.fp32_gflops, b.fp32_gflops);
+  EXPECT_EQ(a.bandwidth_gbs, b.bandwidth_gbs);
+  // A corrupt cache is ignored and rewritten.
+  { std::ofstream(file) << "{\"version\": 1, \"entries\": [ {\"cpu\": "; }
+  const MachinePeaks c = machine_peaks(1);
+  EXPECT_GT(c.fp32_gflops, 1.0);
+  const MachinePeaks d = machine_peaks(1);  // from the rewritten cache
+  EXPECT_EQ(c.fp32_gflops, d.fp32_gflops);
+  ::unsetenv("XDG_CACHE_HOME");
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,354 @@
+// End-to-end tests of the attnprof command line: each subcommand on small shapes (outputs exist, parse and
+// say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/attention.h"
+#include "attnprof/npy.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace attnprof;
+
+namespace {
+
+const std::string kBinary = std::string(ATTNPROF_BINARY_DIR) + "/tools/attnprof";
+// Small shapes and one thread keep each run well under a second (machine peaks are measured once and cached).
+const std::string kSmall = " --shape 1,2,64,32 --threads 1 ";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(ATTNPROF_BINARY_DIR) / "test_cli_work" / info->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // One peaks cache for the whole suite: measured by the first test that needs it.
+    ::setenv("XDG_CACHE_HOME", (fs::path(ATTNPROF_BINARY_DIR) / "test_cli_cache").c_str(), 1);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  Result run(const std::string& args) {
+    const std::string cmd = kBinary + " " + args + " >" + (dir_ / "stdout.txt").string() + " 2>" +
+                            (dir_ / "stderr.txt").string();
+    const int rc = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    r.out = slurp(dir_ / "stdout.txt");
+    r.err = slurp(dir_ / "stderr.txt");
+    return r;
+  }
+  fs::path out() const { return dir_ / "out"; }
+  std::string out_flag() const { return " --out " + out().string() + " "; }
+  json read_json(const std::string& name) {
+    const fs::path p = out() / name;
+    EXPECT_TRUE(fs::exists(p)) << p;
+    return json::parse(slurp(p));
+  }
+  // Bad input: exit 2, exactly one line "attnprof: error: ..." containing `expect`, nothing written.
+  void expect_bad(const std::string& args, const std::string& expect) {
+    SCOPED_TRACE(args);
+    const Result r = run(args + out_flag());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("attnprof: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << "expected '" << expect << "' in: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(fs::exists(out())) << "bad input must leave no output directory";
+  }
+  fs::path dir_;
+};
+
+std::string write_npy(const fs::path& p, const Tensor& t) {
+  npy::save(p.string(), t);
+  return p.string();
+}
+
+Tensor randn(const Shape4& s, DType t, uint64_t seed) {
+  Tensor x = Tensor::empty(s, t);
+  fill_randn(x, seed);
+  return x;
+}
+
+}  // namespace
+
+TEST_F(Cli, VersionAndHelpPerSubcommand) {
+  Result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find(std::string("attnprof ") + ATTNPROF_VERSION), std::string::npos) << r.out;
+  for (const char* sub : {"profile", "compare", "sweep", "roofline"}) {
+    r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("--shape"), std::string::npos) << sub << ": " << r.out;
+    EXPECT_NE(r.out.find("--threads"), std::string::npos) << sub;
+  }
+  EXPECT_NE(run("profile --help").out.find("--backend"), std::string::npos);
+  EXPECT_NE(run("sweep --help").out.find("--seq"), std::string::npos);
+}
+
+TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
+  const Result r = run("profile naive" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // torch's table columns, in torch's order, plus the footer.
+  const std::regex header(R"(Name\s+Self CPU %\s+Self CPU\s+CPU total %\s+CPU total\s+CPU time avg)");
+  EXPECT_TRUE(std::regex_search(r.out, header)) << r.out;
+  EXPECT_NE(r.out.find("# of Calls"), std::string::npos);
+  EXPECT_NE(r.out.find("Self CPU time total:"), std::string::npos);
+  for (const char* op : {"attn_fwd", "matmul", "mul", "masked_fill", "softmax"})
+    EXPECT_NE(r.out.find(op), std::string::npos) << op;
+  EXPECT_NE(r.out.find("time per forward:"), std::string::npos);
+  EXPECT_NE(r.out.find("validation: max abs error"), std::string::npos);
+  // The files: a trace with the blog's ProfilerStep#2..#4 (wait=1, warmup=1, active=3), a summary, the table.
+  const json trace = read_json("naive.trace.json");
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  int steps = 0, annotations = 0;
+  for (const json& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (name.rfind("ProfilerStep#", 0) == 0) {
+      ++steps;
+      EXPECT_TRUE(name == "ProfilerStep#2" || name == "ProfilerStep#3" || name == "ProfilerStep#4") << name;
+    }
+    annotations += name == "attn_fwd";
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(annotations, 3);
+  const json summary = read_json("naive.summary.json");
+  EXPECT_EQ(summary["run"]["status"], "ok");
+  EXPECT_EQ(summary["run"]["forward_ms"].size(), 3u);
+  EXPECT_GT(summary["run"]["ms_per_forward"].get<double>(), 0.0);
+  EXPECT_LE(summary["run"]["max_abs_err"].get<double>(), summary["run"]["tolerance"]["atol"].get<double>() + 1e-12 +
+                                                             summary["run"]["tolerance"]["rtol"].get<double>() * 10);
+  EXPECT_EQ(slurp(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
+  // Nothing but the three files (no temporaries left behind).
+  int files = 0;
+  for (const auto& f : fs::directory_iterator(out())) files += f.is_regular_file();
+  EXPECT_EQ(files, 3);
+}
+
+TEST_F(Cli, ProfileJsonAndSdpaBackends) {
+  Result r = run("profile sdpa --backend math --json --dtype fp32" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);  // stdout is JSON only
+  EXPECT_EQ(j["kind"], "profile");
+  EXPECT_EQ(j["run"]["variant"], "sdpa-math");
+  EXPECT_EQ(j["run"]["annotation"], "sdpa_fwd");
+  EXPECT_LT(j["run"]["max_abs_err"].get<double>(), 1e-4);
+  EXPECT_TRUE(fs::exists(out() / "sdpa-math.trace.json"));
+  r = run("profile sdpa --json" + kSmall + out_flag());  // auto picks flash at D=32
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["run"]["variant"], "sdpa-flash");
+  r = run("profile flash --no-causal --json" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["run"]["annotation"], "flash_kernel_fwd");
+  EXPECT_NE(j["run"]["problem"].get<std::string>().find("none"), std::string::npos) << j["run"]["problem"];
+}
+
+TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
+  for (const char* dtype : {"fp32", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    const Result r = run(std::string("compare --iters 2 --warmup 0 --dtype ") + dtype + kSmall + out_flag());
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* col : {"Variant", "ms/fwd", "GFLOP/s", "% peak", "Peak mem", "Ops", "Bytes moved", "Bound ms",
+                            "Max err", "Check", "causal FLOPs halved"})
+      EXPECT_NE(r.out.find(col), std::string::npos) << col;
+    const json j = read_json("compare.json");
+    EXPECT_EQ(j["kind"], "compare");
+    EXPECT_EQ(j["shape"]["Nq"], 64);
+    EXPECT_EQ(j["dtype"], dtype);
+    ASSERT_EQ(j["variants"].size(), registry().size());
+    for (const json& v : j["variants"]) {
+      SCOPED_TRACE(v["name"].get<std::string>());
+      EXPECT_EQ(v["status"], "ok") << v["note"];
+      EXPECT_TRUE(v["ok"].get<bool>());
+      EXPECT_GT(v["ms"].get<double>(), 0.0);
+      EXPECT_GT(v["gflops"].get<double>(), 0.0);
+      EXPECT_GT(v["ops"].get<double>(), 0.0);
+      EXPECT_GT(v["bytes"].get<double>(), 0.0);
+      EXPECT_GT(v["bound_ms"].get<double>(), 0.0);
+      EXPECT_GT(v["peak_bytes"].get<int64_t>(), 0);
+      // Within the variant's tolerance: max abs error below atol + rtol·max|ref| (|ref| < 4 for N(0,1) inputs).
+      EXPECT_LE(v["max_abs_err"].get<double>(),
+                v["tolerance"]["atol"].get<double>() + 4 * v["tolerance"]["rtol"].get<double>());
+      EXPECT_TRUE(fs::exists(out() / v["trace"].get<std::string>()));
+      EXPECT_TRUE(json::parse(slurp(out() / v["summary"].get<std::string>())).contains("run"));
+    }
+    // What the blog saw: in-place naive records fewer ops than naive (no clone/copy_ for masked_fill).
+    EXPECT_LT(j["variants"][1]["ops"].get<double>(), j["variants"][0]["ops"].get<double>());
+    EXPECT_TRUE(fs::exists(out() / "compare.txt"));
+  }
+}
+
+TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
+  // 64 KiB is enough for the inputs (3 × 16 KiB at fp32) but not for the naive N×N scores.
+  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --memory-budget 64K --variants naive,flash --json" +
+                    kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["variants"].size(), 2u);
+  EXPECT_EQ(j["variants"][0]["status"], "skipped");
+  EXPECT_TRUE(j["variants"][0]["ms"].is_null());
+  EXPECT_NE(j["variants"][0]["note"].get<std::string>().find("budget"), std::string::npos);
+  EXPECT_EQ(j["variants"][1]["status"], "ok");
+}
+
+TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
+  const Result r = run("sweep --seq 256..1024 --variants naive,flash --shape 1,4,1024,64 --dtype fp32 --threads 1 "
+                    "--warmup 2 --iters 3" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exponent"), std::string::npos);
+  const json j = read_json("sweep.json");
+  EXPECT_EQ(j["kind"], "sweep");
+  ASSERT_EQ(j["points"].size(), 6u);  // 256, 512, 1024 for each variant
+  std::map<std::string, double> e;
+  for (const json& f : j["fits"]) {
+    e[f["variant"].get<std::string>() + "/" + f["metric"].get<std::string>()] = f["exponent"].get<double>();
+    EXPECT_GE(f["r2"].get<double>(), 0.0);
+    EXPECT_GE(f["stderr"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(e.size(), 4u);
+  // Time ≈ N^2. Loose bands: three small sizes on a shared 2-core VM where first-touching fresh pages is slow.
+  EXPECT_GT(e["naive/time"], 1.2);
+  EXPECT_LT(e["naive/time"], 3.2);
+  EXPECT_GT(e["flash/time"], 1.2);
+  EXPECT_LT(e["flash/time"], 3.2);
+  // Memory is exact (tracked allocator): N×N scores for naive; output + logsumexp for flash, plus per-thread
+  // tiles that do not grow with N (which pull the small-N exponent a little below 1).
+  EXPECT_NEAR(e["naive/memory"], 2.0, 0.1);
+  EXPECT_GT(e["flash/memory"], 0.6);
+  EXPECT_LT(e["flash/memory"], 1.2);
+  const std::string csv = slurp(out() / "sweep.csv");
+  EXPECT_EQ(csv.rfind("variant,seq,ms,peak_bytes,status,note\n", 0), 0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+}
+
+TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
+  // Naive at N=512 needs several N×N fp32 buffers (> 1 MiB); flash fits.
+  const Result r = run("sweep --seq 64,128,512 --variants naive,flash --shape 1,1,64,32 --dtype fp32 --threads 1 "
+                    "--iters 1 --memory-budget 1M --json" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  int skipped = 0;
+  for (const json& p : j["points"])
+    if (p["status"] == "skipped") {
+      ++skipped;
+      EXPECT_EQ(p["variant"], "naive");
+      EXPECT_EQ(p["seq"], 512);
+      EXPECT_NE(p["note"].get<std::string>().find("budget"), std::string::npos);
+    }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
+}
+
+TEST_F(Cli, RooflinePlacesEveryOp) {
+  const Result r = run("roofline naive flash --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("STREAM triad"), std::string::npos);
+  const json j = read_json("roofline.json");
+  EXPECT_EQ(j["kind"], "roofline");
+  EXPECT_GT(j["machine"]["fp32_gflops"].get<double>(), 0.0);
+  EXPECT_GT(j["machine"]["bandwidth_gbs"].get<double>(), 0.0);
+  std::map<std::string, std::string> bound;
+  for (const json& op : j["ops"]) {
+    EXPECT_TRUE(op["bound"] == "memory" || op["bound"] == "compute");
+    EXPECT_LE(op["attainable_gflops"].get<double>(),
+              std::max(j["machine"]["fp32_gflops"].get<double>(), j["machine"]["bf16_gflops"].get<double>()) + 1e-9);
+    bound[op["variant"].get<std::string>() + "/" + op["name"].get<std::string>()] = op["bound"];
+  }
+  // Elementwise passes over the scores do ~1 FLOP per element moved: memory-bound on any machine.
+  EXPECT_EQ(bound["naive/softmax"], "memory");
+  EXPECT_EQ(bound["naive/mul"], "memory");
+  EXPECT_TRUE(bound.count("flash/flash_attention_fwd"));
+}
+
+TEST_F(Cli, NpyInputsAndSaveOutputMatchTheReference) {
+  fs::create_directories(dir_);
+  const Tensor q = randn({1, 4, 48, 32}, DType::F32, 1), k = randn({1, 2, 80, 32}, DType::F32, 2),
+               v = randn({1, 2, 80, 32}, DType::F32, 3);  // GQA (2 KV heads) and Nk != Nq, from the files
+  const std::string args = " --q " + write_npy(dir_ / "q.npy", q) + " --k " + write_npy(dir_ / "k.npy", k) + " --v " +
+                           write_npy(dir_ / "v.npy", v) + " --save-output " + (dir_ / "o.npy").string();
+  const Result r = run("profile flash --no-causal --threads 1 --json" + args + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(json::parse(r.out)["run"]["problem"].get<std::string>().find("Hkv=2"), std::string::npos);
+  const Tensor o = npy::load((dir_ / "o.npy").string());
+  EXPECT_EQ(o.shape(), (Shape4{1, 4, 48, 32}));
+  AttnOptions opt;
+  EXPECT_TRUE(compare_to_reference(o, reference_attention(q, k, v, opt), {2e-4, 2e-3}).ok());
+}
+
+TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
+  expect_bad("profile bogus" + kSmall, "unknown variant 'bogus'");
+  expect_bad("profile naive --shape 8,16,abc,64", "malformed --shape");
+  expect_bad("profile naive --shape 8,16,1024", "malformed --shape");
+  expect_bad("profile naive --shape 0,16,64,64", "B must be positive");
+  expect_bad("profile naive --shape 1,-2,64,64", "H must be positive");
+  expect_bad("profile naive --threads 100000 --shape 1,1,16,16", "--threads 100000 is out of range");
+  expect_bad("profile naive --threads 0 --shape 1,1,16,16 --kv-heads 3", "--kv-heads 3 must divide");
+  expect_bad("profile sdpa --backend flash --shape 1,1,16,320", "SDPA backend 'flash' cannot serve");
+  expect_bad("profile sdpa --backend fast" + kSmall, "fast");
+  expect_bad("profile naive --backend math" + kSmall, "--backend applies only to the sdpa variant");
+  expect_bad("profile naive --dtype fp16" + kSmall, "fp16");
+  expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
+  expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
+  expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
+  expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
+  expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
+  expect_bad("profile", "variant is required");
+}
+
+TEST_F(Cli, UnwritableOutputDirectoryIsAnError) {
+  { std::ofstream(dir_ / "a-file") << "x"; }
+  const std::string bad = (dir_ / "a-file" / "sub").string();
+  const Result r = run("profile naive" + kSmall + "--out " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("attnprof: error: cannot create output directory", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) entries += e.path().filename().string().rfind("std", 0) != 0;
+  EXPECT_EQ(entries, 1);  // only a-file: nothing else was created
+}
+
+TEST_F(Cli, CorruptNpyInputsAreRejected) {
+  const Tensor t = randn({1, 1, 4, 8}, DType::F32, 0);
+  const std::string good = write_npy(dir_ / "good.npy", t);
+  const std::string bytes = npy::to_bytes(t);
+  auto write = [&](const std::string& name, const std::string& data) {
+    std::ofstream(dir_ / name, std::ios::binary) << data;
+    return (dir_ / name).string();
+  };
+  std::string magic = bytes;
+  magic[0] = 'X';
+  std::string huge = bytes;
+  const size_t shape_at = huge.find("(1, 1, 4, 8)");
+  huge.replace(shape_at, 12, "(1000, 1000, 1000, 8)");  // 32 GB declared, 128 bytes present
+  const std::string kv = " --k " + good + " --v " + good;
+  expect_bad("profile flash --threads 1 --q " + write("trunc.npy", bytes.substr(0, 30)) + kv, "truncated .npy header");
+  expect_bad("profile flash --threads 1 --q " + write("magic.npy", magic) + kv, "wrong magic");
+  expect_bad("profile flash --threads 1 --q " + write("short.npy", bytes.substr(0, bytes.size() - 4)) + kv,
+             "size mismatch");
+  expect_bad("profile flash --threads 1 --q " + write("huge.npy", huge) + kv, "size mismatch");
+  expect_bad("profile flash --threads 1 --q " + (dir_ / "missing.npy").string() + kv, "cannot open");
+  expect_bad("profile flash --threads 1 --q " + good, "--q, --k and --v must be given together");
+}

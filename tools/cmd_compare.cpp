@@ -1,0 +1,214 @@
+// attnprof compare: every registry variant (both SDPA backends included) on one shape, one row each:
+// what the blog showed trace by trace, plus what it left to the reader: GFLOP/s against the measured
+// peak, peak memory, bytes moved and the bandwidth bound on time, error against fp64.
+#include <cstdio>
+
+#include "attnprof/ops.h"
+#include "attnprof/report.h"
+#include "common.h"
+
+namespace attnprof::cli {
+namespace {
+
+struct CompareArgs {
+  CommonOptions common;
+  std::string variants;  // comma-separated subset; empty: all
+};
+
+struct Row {
+  std::string name;
+  RunOutcome r;
+  double ms = 0, gflops = 0, pct_peak = 0, bytes = 0, bound_ms = 0;
+  std::string trace, summary;
+};
+
+std::vector<const Variant*> selected(const std::string& list, const AttnProblem& p) {
+  std::vector<const Variant*> out;
+  if (list.empty()) {
+    for (const Variant& v : registry()) out.push_back(&v);
+    return out;
+  }
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find(',', start);
+    const std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (name == "sdpa") {
+      out.push_back(&find_variant("sdpa-math"));
+      out.push_back(&find_variant("sdpa-flash"));
+    } else {
+      bool known = false;
+      for (const Variant& v : registry()) known |= v.name == name;
+      if (!known) ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}", name, variant_names());
+      out.push_back(&find_variant(name));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  (void)p;
+  return out;
+}
+
+std::string fmt_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b * 1e-9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b * 1e-6);
+  if (b >= 1e3) return fmt::format("{:.1f} KB", b * 1e-3);
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string render(const std::vector<Row>& rows, const Inputs& in, const analysis::MachinePeaks& m, double peak,
+                   const char* peak_kind, int threads) {
+  std::string s;
+  s += fmt::format("attnprof compare — {}, {} threads, inputs {}\n", in.p.str(), threads, in.source);
+  const std::string rule(118, '-');
+  s += rule + "\n";
+  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>7}{:>13}{:>11}{:>11}  {:<6}\n", "Variant", "ms/fwd", "GFLOP/s",
+                   "% peak", "Peak mem", "Ops", "Bytes moved", "Bound ms", "Max err", "Check");
+  s += rule + "\n";
+  for (const Row& r : rows) {
+    if (r.r.status == RunOutcome::Status::Skipped) {
+      s += fmt::format("{:<12}skipped: {}\n", r.name, r.r.note);
+      continue;
+    }
+    if (r.r.status == RunOutcome::Status::Failed) {
+      s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>7}{:>13}{:>11}{:>11.2e}  FAIL ({})\n", r.name, "--", "--", "--",
+                       fmt_bytes(double(r.r.peak_extra_bytes)), "--", fmt_bytes(r.bytes),
+                       fmt::format("{:.3f}", r.bound_ms), r.r.err.max_abs, "not timed");
+      continue;
+    }
+    s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>7.0f}{:>13}{:>11.3f}{:>11.2e}  {:<6}\n", r.name, r.ms,
+                     r.gflops, r.pct_peak, fmt_bytes(double(r.r.peak_extra_bytes)), r.r.ops_per_forward,
+                     fmt_bytes(r.bytes), r.bound_ms, r.r.err.max_abs, "OK");
+  }
+  s += rule + "\n";
+  s += fmt::format(
+      "GFLOP/s: attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward, causal FLOPs halved (FlashAttention's convention).\n",
+      attention_flops(in.p));
+  s += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} threads ({}; sgemm {:.1f} GFLOP/s).\n",
+                   peak_kind, peak, m.threads, m.isa, m.sgemm_gflops);
+  s += fmt::format("Bound ms: bytes moved (cost model) / measured STREAM triad bandwidth {:.1f} GB/s.\n",
+                   m.bandwidth_gbs);
+  s += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator).\n";
+  s += "Ops: profiler zones per forward (ops and their children, without the annotation).\n";
+  s += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
+                   "tolerance. sdpa (auto) selects {}.\n",
+                   sdpa_backend_name(sdpa_select_backend(in.p)));
+  return s;
+}
+
+void run_compare(const CompareArgs& a) {
+  const CommonOptions& o = a.common;
+  apply_runtime_options(o);
+  const Inputs in = make_inputs(o);
+  const std::vector<const Variant*> variants = selected(a.variants, in.p);
+  prepare_out_dir(o.out);
+  const int threads = ops::num_threads();
+  const double t_start = now_s();
+  progress(fmt::format("attnprof compare: {} variants at {}, {} threads", variants.size(), in.p.str(), threads));
+  progress("measuring (or loading cached) machine peaks");
+  const analysis::MachinePeaks m = analysis::machine_peaks(threads);
+  const bool bf16 = in.p.dtype == DType::BF16 && m.bf16_gflops > 0;
+  const double peak = bf16 ? m.bf16_gflops : m.fp32_gflops;
+  const char* peak_kind = bf16 ? "bf16 dot-product" : "fp32 FMA";
+  progress("computing the fp64 reference");
+  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+
+  RunPlan plan;
+  plan.warmup = o.warmup;
+  plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
+  std::vector<Row> rows;
+  const double flops = attention_flops(in.p);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = *variants[i];
+    Row row;
+    row.name = v.name;
+    row.r = run_variant(v, in, ref, plan, fmt::format("[{}/{}] {}", i + 1, variants.size(), v.name));
+    row.bytes = v.cost(in.p).bytes();
+    row.bound_ms = m.bandwidth_gbs > 0 ? row.bytes / m.bandwidth_gbs * 1e-6 : 0.0;
+    if (row.r.status == RunOutcome::Status::Ok) {
+      row.ms = row.r.median_ns * 1e-6;
+      row.gflops = row.r.median_ns > 0 ? flops / row.r.median_ns : 0.0;
+      row.pct_peak = peak > 0 ? 100.0 * row.gflops / peak : 0.0;
+      row.trace = out_path(o.out, v.name + ".trace.json");
+      row.summary = out_path(o.out, v.name + ".summary.json");
+      report::write_chrome_trace(row.r.result, row.trace);
+      nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
+      sj["run"] = {{"variant", v.name}, {"ms_per_forward", row.ms}, {"max_abs_err", row.r.err.max_abs}};
+      write_json(row.summary, sj);
+      progress(fmt::format("[{}/{}] {}: {:.3f} ms/forward, max abs error {:.2e}", i + 1, variants.size(), v.name,
+                           row.ms, row.r.err.max_abs));
+    } else {
+      progress(fmt::format("[{}/{}] {}: {}: {}", i + 1, variants.size(), v.name, status_name(row.r.status), row.r.note));
+    }
+    row.r.result = prof::ProfileResult{};  // written; free the events
+    rows.push_back(std::move(row));
+  }
+
+  nlohmann::json j = {
+      {"kind", "compare"},
+      {"attnprof_version", ATTNPROF_VERSION},
+      {"shape",
+       {{"B", in.p.B}, {"Hq", in.p.Hq}, {"Hkv", in.p.Hkv}, {"Nq", in.p.Nq}, {"Nk", in.p.Nk}, {"D", in.p.D}}},
+      {"dtype", std::string(dtype_name(in.p.dtype))},
+      {"causal", in.p.mask == MaskKind::Causal},
+      {"threads", threads},
+      {"inputs", in.source},
+      {"warmup", o.warmup},
+      {"iters", o.iters},
+      {"attention_flops", flops},
+      {"flops_convention", "4*B*Hq*Nq*Nk*D per forward, causal FLOPs halved"},
+      {"peak_kind", peak_kind},
+      {"peak_gflops", peak},
+      {"sdpa_auto_backend", std::string(sdpa_backend_name(sdpa_select_backend(in.p)))},
+      {"machine",
+       {{"cpu", m.cpu},
+        {"isa", m.isa},
+        {"threads", m.threads},
+        {"fp32_gflops", m.fp32_gflops},
+        {"bf16_gflops", m.bf16_gflops},
+        {"bandwidth_gbs", m.bandwidth_gbs},
+        {"sgemm_gflops", m.sgemm_gflops}}},
+      {"variants", nlohmann::json::array()}};
+  for (const Row& r : rows) {
+    const bool ran = r.r.status == RunOutcome::Status::Ok;
+    const bool validated = r.r.status != RunOutcome::Status::Skipped;
+    nlohmann::json e = {{"name", r.name},
+                        {"status", status_name(r.r.status)},
+                        {"ok", ran},
+                        {"skipped", r.r.status == RunOutcome::Status::Skipped ? nlohmann::json(r.r.note) : nlohmann::json()},
+                        {"note", r.r.note},
+                        {"ms", ran ? nlohmann::json(r.ms) : nlohmann::json()},
+                        {"forward_ms", nlohmann::json::array()},
+                        {"gflops", ran ? nlohmann::json(r.gflops) : nlohmann::json()},
+                        {"pct_peak", ran ? nlohmann::json(r.pct_peak) : nlohmann::json()},
+                        {"peak_bytes", validated ? nlohmann::json(r.r.peak_extra_bytes) : nlohmann::json()},
+                        {"peak_total_bytes", validated ? nlohmann::json(r.r.peak_bytes) : nlohmann::json()},
+                        {"ops", ran ? nlohmann::json(r.r.ops_per_forward) : nlohmann::json()},
+                        {"bytes", r.bytes},
+                        {"bound_ms", r.bound_ms},
+                        {"max_abs_err", validated ? nlohmann::json(r.r.err.max_abs) : nlohmann::json()},
+                        {"nmse", validated ? nlohmann::json(r.r.err.nmse) : nlohmann::json()},
+                        {"tolerance", {{"atol", r.r.tol.atol}, {"rtol", r.r.tol.rtol}}},
+                        {"trace", ran ? nlohmann::json(r.name + ".trace.json") : nlohmann::json()},
+                        {"summary", ran ? nlohmann::json(r.name + ".summary.json") : nlohmann::json()}};
+    for (double ns : r.r.forward_ns) e["forward_ms"].push_back(ns * 1e-6);
+    j["variants"].push_back(std::move(e));
+  }
+  const std::string text = render(rows, in, m, peak, peak_kind, threads);
+  write_json(out_path(o.out, "compare.json"), j);
+  report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* sub = app.add_subcommand("compare", "every variant and SDPA backend on one shape, one table");
+  sub->add_option("--variants", args->variants, "comma-separated subset (default: all of " + variant_names() + ")");
+  add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true});
+  sub->callback([args] { run_compare(*args); });
+}
+
+}  // namespace attnprof::cli

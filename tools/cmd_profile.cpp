@@ -1,0 +1,124 @@
+// attnprof profile VARIANT: one of the blog's four scripts, re-created. The blog's set-up by default:
+// [8,16,1024,64] bf16 causal, 3 warm-up forwards, then schedule(wait=1, warmup=1, active=3), each forward
+// inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
+#include <cstdio>
+#include <cstdlib>
+
+#include "attnprof/npy.h"
+#include "attnprof/ops.h"
+#include "attnprof/report.h"
+#include "common.h"
+
+namespace attnprof::cli {
+namespace {
+
+struct ProfileArgs {
+  CommonOptions common;
+  std::string variant;
+  std::string backend;
+  std::string sort_by = "cpu_time_total";
+  int row_limit = 15;
+};
+
+void run_profile(const ProfileArgs& a) {
+  const CommonOptions& o = a.common;
+  apply_runtime_options(o);
+  const Inputs in = make_inputs(o);
+  const Variant& v = resolve_variant(a.variant, a.backend, in.p);
+  {  // checks the sort key before running anything
+    report::TableOptions check;
+    check.sort_by = a.sort_by;
+    (void)report::table(analysis::KeyAverages{}, check);
+  }
+  prepare_out_dir(o.out);
+
+  const int threads = ops::num_threads();
+  progress(fmt::format("attnprof profile {}: {}, {} threads, inputs {}", v.name, in.p.str(), threads, in.source));
+  const analysis::MachinePeaks peaks = analysis::machine_peaks(threads);
+  progress("computing the fp64 reference");
+  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+
+  RunPlan plan;
+  plan.warmup = o.warmup;
+  plan.schedule = {.wait = 1, .warmup = 1, .active = o.iters};
+  plan.keep_output = !o.save_output.empty();
+  RunOutcome r = run_variant(v, in, ref, plan, v.name);
+  if (r.status == RunOutcome::Status::Skipped) ATTNPROF_FAIL("{} cannot run: {}", v.name, r.note);
+
+  nlohmann::json run = {{"variant", v.name},
+                        {"annotation", v.annotation},
+                        {"problem", in.p.str()},
+                        {"threads", threads},
+                        {"status", status_name(r.status)},
+                        {"max_abs_err", r.err.max_abs},
+                        {"max_rel_err", r.err.max_rel},
+                        {"nmse", r.err.nmse},
+                        {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}},
+                        {"peak_extra_bytes", r.peak_extra_bytes}};
+  if (r.status == RunOutcome::Status::Failed) {
+    // Reported, not timed (the benchmark refuses to time a kernel that fails validation).
+    if (o.json) std::printf("%s\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2).c_str());
+    else std::printf("%s: %s (not timed)\n", v.name.c_str(), r.note.c_str());
+    std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference\n", v.name.c_str());
+    std::fflush(stdout);
+    std::exit(1);
+  }
+  const double flops = attention_flops(in.p);
+  run["ms_per_forward"] = r.median_ns * 1e-6;
+  run["forward_ms"] = nlohmann::json::array();
+  for (double ns : r.forward_ns) run["forward_ms"].push_back(ns * 1e-6);
+  run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
+  run["attention_flops"] = flops;
+  run["ops_per_forward"] = r.ops_per_forward;
+
+  report::TableOptions topt;
+  topt.sort_by = a.sort_by;
+  topt.row_limit = a.row_limit;
+  topt.peaks = peaks;
+  topt.compute_dtype = in.p.dtype;
+  const std::string table = report::table(r.ka, topt);
+
+  const std::string trace_path = out_path(o.out, v.name + ".trace.json");
+  const std::string summary_path = out_path(o.out, v.name + ".summary.json");
+  const std::string table_path = out_path(o.out, v.name + ".table.txt");
+  nlohmann::json summary = report::summary_json(r.result, r.ka);
+  summary["run"] = run;
+  report::write_chrome_trace(r.result, trace_path);
+  write_json(summary_path, summary);
+  report::write_text_atomic(table_path, table);
+  if (!o.save_output.empty()) npy::save(o.save_output, r.output);
+
+  if (o.json) {
+    nlohmann::json j = {{"kind", "profile"},
+                        {"run", run},
+                        {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
+    if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("%s — %s, %d threads\n", v.name.c_str(), in.p.str().c_str(), threads);
+  std::printf("validation: max abs error %.3g vs the fp64 reference (tolerance atol %g, rtol %g): OK\n",
+              r.err.max_abs, r.tol.atol, r.tol.rtol);
+  std::printf("%s", table.c_str());
+  std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (causal FLOPs halved)\n",
+              report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
+              r.median_ns > 0 ? flops / r.median_ns : 0.0);
+  std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
+              o.save_output.empty() ? "" : ", ", o.save_output.c_str());
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* sub = app.add_subcommand("profile", "re-run one of the blog's experiments under the profiler");
+  sub->add_option("variant", args->variant, "naive | inplace | sdpa | flash (or sdpa-math, sdpa-flash)")->required();
+  sub->add_option("--backend", args->backend, "SDPA backend: math | flash | auto (default auto; sdpa only)");
+  sub->add_option("--sort-by", args->sort_by, "table sort key (torch's: cpu_time_total, self_cpu_time_total, count...)")
+      ->capture_default_str();
+  sub->add_option("--row-limit", args->row_limit, "table rows (-1: all)")->capture_default_str();
+  add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true});
+  sub->callback([args] { run_profile(*args); });
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,128 @@
+// attnprof roofline [VARIANT...]: the machine's measured ceilings (FMA and bf16-dot GFLOP/s, STREAM triad
+// bandwidth; cached per CPU, ISA and thread count) and every op of each variant's profile placed under them:
+// arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
+#include <cstdio>
+
+#include "attnprof/ops.h"
+#include "attnprof/report.h"
+#include "common.h"
+
+namespace attnprof::cli {
+namespace {
+
+struct RooflineArgs {
+  CommonOptions common;
+  std::vector<std::string> variants;
+  std::string backend;
+  bool remeasure = false;
+  bool peaks_only = false;
+};
+
+nlohmann::json machine_json(const analysis::MachinePeaks& m) {
+  return {{"cpu", m.cpu},
+          {"isa", m.isa},
+          {"threads", m.threads},
+          {"fp32_gflops", m.fp32_gflops},
+          {"bf16_gflops", m.bf16_gflops},
+          {"bandwidth_gbs", m.bandwidth_gbs},
+          {"sgemm_gflops", m.sgemm_gflops},
+          {"ridge_fp32", m.bandwidth_gbs > 0 ? m.fp32_gflops / m.bandwidth_gbs : 0.0},
+          {"ridge_bf16", m.bandwidth_gbs > 0 ? m.bf16_gflops / m.bandwidth_gbs : 0.0}};
+}
+
+void run_roofline(const RooflineArgs& a) {
+  const CommonOptions& o = a.common;
+  apply_runtime_options(o);
+  const Inputs in = make_inputs(o);
+  std::vector<const Variant*> variants;
+  if (!a.peaks_only)
+    for (const std::string& n : a.variants) variants.push_back(&resolve_variant(n, n == "sdpa" ? a.backend : "", in.p));
+  prepare_out_dir(o.out);
+  const int threads = ops::num_threads();
+
+  progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
+  const analysis::MachinePeaks m = analysis::machine_peaks(threads, a.remeasure);
+  std::string text = fmt::format("Machine: {} ({}, {} threads)\n", m.cpu, m.isa, m.threads);
+  text += fmt::format("  fp32 FMA peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.fp32_gflops,
+                      m.fp32_gflops / m.bandwidth_gbs);
+  if (m.bf16_gflops > 0)
+    text += fmt::format("  bf16 dot peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
+                        m.bf16_gflops / m.bandwidth_gbs);
+  else
+    text += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
+  text += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
+  text += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+
+  nlohmann::json j = {{"kind", "roofline"},
+                      {"attnprof_version", ATTNPROF_VERSION},
+                      {"problem", in.p.str()},
+                      {"dtype", std::string(dtype_name(in.p.dtype))},
+                      {"threads", threads},
+                      {"machine", machine_json(m)},
+                      {"ops", nlohmann::json::array()},
+                      {"skipped", nlohmann::json::array()}};
+  if (!variants.empty()) {
+    progress("computing the fp64 reference");
+    const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+    RunPlan plan;
+    plan.warmup = o.warmup;
+    plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
+    text += fmt::format("\nOps of {} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
+                        in.p.str(), o.iters);
+    text += fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10}{:>8}  {}\n", "Variant", "Op", "FLOP/B", "Attainable",
+                        "Achieved", "GB/s", "% att.", "Bound");
+    for (const Variant* v : variants) {
+      RunOutcome r = run_variant(*v, in, ref, plan, v->name);
+      if (r.status != RunOutcome::Status::Ok) {
+        text += fmt::format("{:<12}{}: {}\n", v->name, status_name(r.status), r.note);
+        j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
+        continue;
+      }
+      for (const analysis::OpStats& op : r.ka.rows) {
+        if (op.category == "user_annotation" || op.name.rfind("ProfilerStep#", 0) == 0) continue;
+        if (op.cost.flops <= 0 && op.cost.bytes() <= 0) continue;  // views: nothing to place
+        const analysis::RooflinePoint pt = analysis::place(op.cost, op.total_ns, m, in.p.dtype);
+        const double gbs = op.total_ns > 0 ? op.cost.bytes() / op.total_ns : 0.0;
+        const char* bound = pt.memory_bound ? "memory" : "compute";
+        j["ops"].push_back({{"variant", v->name},
+                            {"name", op.name},
+                            {"calls", op.calls},
+                            {"total_ns", op.total_ns},
+                            {"flops", op.cost.flops},
+                            {"bytes", op.cost.bytes()},
+                            {"intensity", pt.intensity},
+                            {"achieved_gflops", pt.achieved_gflops},
+                            {"achieved_gbs", gbs},
+                            {"attainable_gflops", pt.attainable_gflops},
+                            {"ridge_intensity", pt.ridge_intensity},
+                            {"fraction_of_attainable", pt.fraction_of_attainable},
+                            {"bound", bound}});
+        text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>7.0f}%  {}\n", v->name,
+                            op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
+                            pt.attainable_gflops, pt.achieved_gflops, gbs, 100 * pt.fraction_of_attainable, bound);
+      }
+    }
+    text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak is the bf16 one for bf16 when present.\n";
+    text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
+  }
+  write_json(out_path(o.out, "roofline.json"), j);
+  report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
+}  // namespace
+
+void add_roofline_command(CLI::App& app) {
+  auto args = std::make_shared<RooflineArgs>();
+  args->variants = {"naive", "inplace", "sdpa-math", "flash"};
+  CLI::App* sub = app.add_subcommand("roofline", "machine peaks and every op of a profile on the roofline");
+  sub->add_option("variants", args->variants, "variants to place (default: naive inplace sdpa-math flash)");
+  sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
+  sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
+  sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
+  add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
+  sub->callback([args] { run_roofline(*args); });
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,237 @@
+// attnprof sweep: time and peak memory over sequence lengths, and the scaling exponents fitted on log-log
+// (expect time ≈ N^2 for every variant; memory ≈ N^2 for the naive paths that hold N×N scores, ≈ N for
+// flash). Points over the memory budget are skipped with a note.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "attnprof/allocator.h"
+#include "attnprof/ops.h"
+#include "attnprof/report.h"
+#include "common.h"
+
+namespace attnprof::cli {
+namespace {
+
+struct SweepArgs {
+  CommonOptions common;
+  std::string seq = "256..8192";
+  std::string variants = "naive,flash";
+  std::string backend;
+};
+
+std::vector<int64_t> parse_seq(const std::string& s) {
+  auto num = [&](const std::string& t) -> int64_t {
+    size_t pos = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(t, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != t.size())
+      ATTNPROF_FAIL("malformed --seq '{}': expected FIRST..LAST (doubling) or a list like 256,768,1024", s);
+    if (v <= 0) ATTNPROF_FAIL("--seq: sequence lengths must be positive, got {}", v);
+    return v;
+  };
+  std::vector<int64_t> out;
+  if (const size_t dots = s.find(".."); dots != std::string::npos) {
+    const int64_t first = num(s.substr(0, dots)), last = num(s.substr(dots + 2));
+    if (last < first) ATTNPROF_FAIL("--seq '{}': the last length is smaller than the first", s);
+    for (int64_t n = first; n <= last; n *= 2) out.push_back(n);
+    return out;
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    out.push_back(num(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+struct Point {
+  std::string variant;
+  int64_t seq = 0;
+  double ms = 0;
+  int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
+  std::string status = "ok", note;
+};
+
+// A progress bar with an ETA on a terminal; plain lines otherwise (logs, CI, tests).
+class Progress {
+ public:
+  explicit Progress(double total_work) : total_(total_work), tty_(::isatty(2) != 0), t0_(now_s()) {}
+  void update(double done, const std::string& what) {
+    const double el = elapsed_s(t0_);
+    const double frac = total_ > 0 ? std::min(1.0, done / total_) : 1.0;
+    const double eta = frac > 0 ? el / frac - el : 0.0;
+    if (tty_) {
+      const int width = 30, fill = int(frac * width + 0.5);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%% %-28s elapsed %5.1fs ETA %5.1fs", std::string(size_t(fill), '#').c_str(),
+                   std::string(size_t(width - fill), '.').c_str(), frac * 100, what.c_str(), el, eta);
+      std::fflush(stderr);
+    } else {
+      progress(fmt::format("sweep: {} ({:.0f}% of the work, elapsed {:.1f}s, ETA {:.1f}s)", what, frac * 100, el, eta));
+    }
+  }
+  void done() {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  double total_;
+  bool tty_;
+  double t0_;
+};
+
+void run_sweep(const SweepArgs& a) {
+  const CommonOptions& o = a.common;
+  apply_runtime_options(o);
+  const std::vector<int64_t> seqs = parse_seq(a.seq);
+  const std::vector<std::string> names = split(a.variants);
+  std::vector<const Variant*> variants;
+  for (const std::string& n : names) variants.push_back(&resolve_variant(n, n == "sdpa" ? a.backend : "", problem_of(o, seqs.front())));
+  prepare_out_dir(o.out);
+  const int threads = ops::num_threads();
+
+  // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
+  double total = 0;
+  for (size_t vi = 0; vi < variants.size(); ++vi)
+    for (int64_t n : seqs) total += attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
+  Progress bar(total);
+  double done = 0;
+  std::vector<Point> points;
+  for (const Variant* v : variants) {
+    for (int64_t n : seqs) {
+      const AttnProblem p0 = problem_of(o, n);
+      const double work = attention_flops(p0) * (o.warmup + o.iters);
+      Point pt;
+      pt.variant = v->name;
+      pt.seq = n;
+      bar.update(done, fmt::format("{} N={}", v->name, n));
+      try {
+        const Inputs in = make_inputs(o, n);
+        if (auto why = v->unsupported(in.p)) throw OutOfBudget(*why);
+        std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
+        for (int i = 0; i < o.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
+        std::vector<double> ms;
+        for (int i = 0; i < o.iters; ++i) {
+          reset_peak_memory();
+          const int64_t before = memory_stats().current_bytes;
+          const double t = now_s();
+          {
+            AttnOutput out = runner->run(in.q, in.k, in.v);
+            ms.push_back(elapsed_s(t) * 1e3);
+          }
+          pt.peak_bytes = std::max(pt.peak_bytes, memory_stats().peak_bytes - before);
+        }
+        pt.ms = median(ms);
+      } catch (const OutOfBudget& e) {
+        pt.status = "skipped";
+        pt.note = e.what();
+        if (::isatty(2)) std::fprintf(stderr, "\n");
+        progress(fmt::format("sweep: {} N={} skipped: {}", v->name, n, e.what()));
+      }
+      done += work;
+      points.push_back(std::move(pt));
+    }
+  }
+  bar.update(total, "done");
+  bar.done();
+
+  nlohmann::json j = {{"kind", "sweep"},
+                      {"attnprof_version", ATTNPROF_VERSION},
+                      {"shape", o.shape},
+                      {"dtype", o.dtype},
+                      {"causal", o.causal},
+                      {"threads", threads},
+                      {"warmup", o.warmup},
+                      {"iters", o.iters},
+                      {"memory_budget", memory_budget()},
+                      {"points", nlohmann::json::array()},
+                      {"fits", nlohmann::json::array()}};
+  std::string csv = "variant,seq,ms,peak_bytes,status,note\n";
+  for (const Point& p : points) {
+    const bool ok = p.status == "ok";
+    j["points"].push_back({{"variant", p.variant},
+                           {"seq", p.seq},
+                           {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
+                           {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
+                           {"status", p.status},
+                           {"note", p.note}});
+    std::string note = p.note;
+    for (char& c : note)
+      if (c == '"') c = '\'';
+    csv += fmt::format("{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
+                       ok ? std::to_string(p.peak_bytes) : "", p.status, note);
+  }
+  std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {} threads\n", o.shape, a.seq,
+                                 o.dtype, o.causal ? "causal" : "no mask", threads);
+  text += fmt::format("{:<12}{:>8}{:>12}{:>14}  {}\n", "Variant", "N", "ms/fwd", "Peak mem", "");
+  for (const Point& p : points)
+    text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}\n", p.variant, p.seq, p.ms,
+                                           report::format_bytes(p.peak_bytes))
+                             : fmt::format("{:<12}{:>8}  skipped: {}\n", p.variant, p.seq, p.note);
+  text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
+  for (const Variant* v : variants) {
+    std::vector<double> x, t, mem;
+    for (const Point& p : points)
+      if (p.variant == v->name && p.status == "ok") {
+        x.push_back(double(p.seq));
+        t.push_back(p.ms);
+        mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
+      }
+    if (x.size() < 2) {
+      text += fmt::format("  {}: fewer than 2 points ran, no fit\n", v->name);
+      continue;
+    }
+    for (const auto& [metric, y] : {std::pair<const char*, const std::vector<double>&>{"time", t}, {"memory", mem}}) {
+      const analysis::PowerFit f = analysis::fit_power_law(x, y);
+      j["fits"].push_back({{"variant", v->name},
+                           {"metric", metric},
+                           {"exponent", f.exponent},
+                           {"coefficient", f.coefficient},
+                           {"r2", f.r2},
+                           {"stderr", f.exponent_stderr},
+                           {"rms_log_error", f.rms_log_error},
+                           {"points", x.size()}});
+      text += fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points)\n", v->name, metric,
+                          f.exponent, f.exponent_stderr, f.r2, x.size());
+    }
+  }
+  text += "Memory: bytes one forward allocates at its peak above its inputs (expect exponent ≈ 2 naive, ≈ 1 flash).\n";
+  report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
+  write_json(out_path(o.out, "sweep.json"), j);
+  report::write_text_atomic(out_path(o.out, "sweep.txt"), text);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* sub = app.add_subcommand("sweep", "time and peak memory over sequence lengths, with scaling fits");
+  sub->add_option("--seq", args->seq, "FIRST..LAST doubles from FIRST; or a list 256,768,1024")->capture_default_str();
+  sub->add_option("--variants", args->variants, "comma-separated: naive, inplace, sdpa, sdpa-math, sdpa-flash, flash")
+      ->capture_default_str();
+  sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa' in --variants: math | flash | auto");
+  add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
+  sub->callback([args] { run_sweep(*args); });
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,324 @@
+#include "common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "attnprof/allocator.h"
+#include "attnprof/error.h"
+#include "attnprof/npy.h"
+#include "attnprof/ops.h"
+#include "attnprof/report.h"
+
+namespace attnprof::cli {
+namespace {
+
+int64_t parse_positive(const std::string& s, const char* flag, const char* what) {
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (const std::exception&) {
+    ATTNPROF_FAIL("malformed {} '{}': {} is not an integer", flag, s, what);
+  }
+  if (pos != s.size()) ATTNPROF_FAIL("malformed {} '{}': {} is not an integer", flag, s, what);
+  if (v <= 0) ATTNPROF_FAIL("{}: {} must be positive, got {}", flag, what, v);
+  return v;
+}
+
+Shape4 parse_shape(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    parts.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (parts.size() != 4) ATTNPROF_FAIL("malformed --shape '{}': expected B,H,N,D (four positive integers)", s);
+  static const char* names[4] = {"B", "H", "N", "D"};
+  Shape4 out{};
+  for (int i = 0; i < 4; ++i) out[size_t(i)] = parse_positive(parts[size_t(i)], "--shape", names[i]);
+  return out;
+}
+
+int64_t parse_bytes(const std::string& s) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    ATTNPROF_FAIL("malformed --memory-budget '{}': expected bytes, e.g. 8G, 512M or 1073741824", s);
+  }
+  std::string unit = s.substr(pos);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
+  double mult = 1;
+  if (unit == "K" || unit == "k") mult = 1024.0;
+  else if (unit == "M" || unit == "m") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    ATTNPROF_FAIL("malformed --memory-budget '{}': unknown unit '{}' (use K, M, G or T)", s, unit);
+  const double bytes = v * mult;
+  if (!(bytes >= 1) || bytes > 9e18) ATTNPROF_FAIL("--memory-budget must be a positive size, got '{}'", s);
+  return int64_t(bytes);
+}
+
+bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty(); }
+
+}  // namespace
+
+int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrency())); }
+
+void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
+  o.shape_opt = sub->add_option("--shape", o.shape, "B,H,N,D of the queries (default: the blog's 8,16,1024,64)");
+  sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)");
+  sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)");
+  o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 (default: bf16, as the blog)");
+  sub->add_flag("--causal,!--no-causal", o.causal, "causal mask (default on, as the blog)");
+  sub->add_option("--threads", o.threads,
+                  fmt::format("threads for OpenMP and BLAS, 1..{} (default: {})", hardware_threads() * 4,
+                              hardware_threads()));
+  if (o.warmup < 0) o.warmup = d.warmup;
+  if (o.iters < 0) o.iters = d.iters;
+  sub->add_option("--warmup", o.warmup, "warm-up forwards before timing")->capture_default_str();
+  sub->add_option("--iters", o.iters, "timed forwards")->capture_default_str();
+  sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")->capture_default_str();
+  sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
+  sub->add_option("--out", o.out, "output directory")->capture_default_str();
+  sub->add_option("--memory-budget", o.memory_budget,
+                  "bytes the N×N paths may use, e.g. 8G (default: physical memory)");
+  if (d.file_inputs) {
+    sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4, <f2 -> fp32, bf16 as <u2)");
+    sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");
+    sub->add_option("--v", o.v_path, "values from a .npy file [B,Hkv,Nk,D]");
+  }
+  if (d.save_output)
+    sub->add_option("--save-output", o.save_output, "write the attention output to this .npy file");
+}
+
+void apply_runtime_options(const CommonOptions& o) {
+  const int limit = hardware_threads() * 4;
+  if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
+    ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × {} hardware threads)", o.threads, limit,
+                  hardware_threads());
+  ops::set_num_threads(o.threads == 0 ? hardware_threads() : o.threads);
+  if (o.warmup < 0) ATTNPROF_FAIL("--warmup must be >= 0, got {}", o.warmup);
+  if (o.iters < 1) ATTNPROF_FAIL("--iters must be >= 1, got {}", o.iters);
+  set_memory_budget(o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget));
+}
+
+AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
+  const Shape4 s = parse_shape(o.shape);
+  if (o.kv_len < 0) ATTNPROF_FAIL("--kv-len must be positive, got {}", o.kv_len);
+  if (o.kv_heads < 0) ATTNPROF_FAIL("--kv-heads must be positive, got {}", o.kv_heads);
+  AttnProblem p;
+  p.B = s[0];
+  p.Hq = s[1];
+  p.Nq = seq > 0 ? seq : s[2];
+  p.D = s[3];
+  p.Hkv = o.kv_heads > 0 ? o.kv_heads : p.Hq;
+  p.Nk = seq > 0 ? seq : (o.kv_len > 0 ? o.kv_len : p.Nq);
+  p.dtype = parse_dtype(o.dtype);
+  p.mask = o.causal ? MaskKind::Causal : MaskKind::None;
+  if (p.Hq % p.Hkv != 0)
+    ATTNPROF_FAIL("--kv-heads {} must divide the query heads H={} (grouped-query attention)", p.Hkv, p.Hq);
+  return p;
+}
+
+Inputs make_inputs(const CommonOptions& o, int64_t seq) {
+  Inputs in;
+  in.opt.is_causal = o.causal;
+  if (use_files(o)) {
+    if (o.q_path.empty() || o.k_path.empty() || o.v_path.empty())
+      ATTNPROF_FAIL("--q, --k and --v must be given together");
+    if (o.shape_opt && o.shape_opt->count() > 0)
+      ATTNPROF_FAIL("--shape conflicts with --q/--k/--v: the shapes come from the files");
+    if (o.kv_len > 0 || o.kv_heads > 0)
+      ATTNPROF_FAIL("--kv-len/--kv-heads conflict with --q/--k/--v: the shapes come from the files");
+    in.q = npy::load(o.q_path);
+    in.k = npy::load(o.k_path);
+    in.v = npy::load(o.v_path);
+    if (o.dtype_opt && o.dtype_opt->count() > 0) {  // an explicit --dtype converts the files' data
+      const DType t = parse_dtype(o.dtype);
+      if (in.q.dtype() != t) in.q = in.q.to(t);
+      if (in.k.dtype() != t) in.k = in.k.to(t);
+      if (in.v.dtype() != t) in.v = in.v.to(t);
+    }
+    if (in.q.dtype() != in.k.dtype() || in.q.dtype() != in.v.dtype())
+      ATTNPROF_FAIL("q, k and v files have different dtypes ({}, {}, {}): pass --dtype to convert them",
+                    dtype_name(in.q.dtype()), dtype_name(in.k.dtype()), dtype_name(in.v.dtype()));
+    in.source = fmt::format("files {}, {}, {}", o.q_path, o.k_path, o.v_path);
+  } else {
+    const AttnProblem p = problem_of(o, seq);
+    const double es = double(dtype_size(p.dtype));
+    check_memory_budget(int64_t(es * double(p.B) * double(p.D) * (double(p.Hq * p.Nq) + 2.0 * double(p.Hkv * p.Nk))),
+                        fmt::format("the random inputs of {}", p.str()));
+    in.q = Tensor::empty({p.B, p.Hq, p.Nq, p.D}, p.dtype);
+    in.k = Tensor::empty({p.B, p.Hkv, p.Nk, p.D}, p.dtype);
+    in.v = Tensor::empty({p.B, p.Hkv, p.Nk, p.D}, p.dtype);
+    fill_randn(in.q, o.seed);
+    fill_randn(in.k, o.seed + 1);
+    fill_randn(in.v, o.seed + 2);
+    in.source = fmt::format("random N(0,1), seed {}", o.seed);
+  }
+  in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  return in;
+}
+
+const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
+  const Variant* v = nullptr;
+  if (name == "sdpa") {
+    const SdpaBackend b = parse_sdpa_backend(backend.empty() ? "auto" : backend);
+    if (auto why = sdpa_backend_unsupported(b, p))
+      ATTNPROF_FAIL("SDPA backend '{}' cannot serve {}: {}", sdpa_backend_name(b), p.str(), *why);
+    const SdpaBackend chosen = b == SdpaBackend::Auto ? sdpa_select_backend(p) : b;
+    v = &find_variant(chosen == SdpaBackend::Flash ? "sdpa-flash" : "sdpa-math");
+  } else {
+    if (!backend.empty())
+      ATTNPROF_FAIL("--backend applies only to the sdpa variant, not to '{}'", name);
+    bool known = false;
+    for (const Variant& r : registry()) known |= r.name == name;
+    if (!known) ATTNPROF_FAIL("unknown variant '{}': expected naive, inplace, sdpa, flash (or {})", name, variant_names());
+    v = &find_variant(name);
+  }
+  if (auto why = v->unsupported(p)) ATTNPROF_FAIL("variant '{}' cannot run {}: {}", v->name, p.str(), *why);
+  return *v;
+}
+
+void prepare_out_dir(const std::string& dir) {
+  ATTNPROF_CHECK(!dir.empty(), "--out must not be empty");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
+  if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
+  std::string probe = out_path(dir, ".attnprof-write-probe.XXXXXX");
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) ATTNPROF_FAIL("output directory '{}' is not writable: {}", dir, std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::string out_path(const std::string& dir, const std::string& file) {
+  return (std::filesystem::path(dir) / file).string();
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double elapsed_s(double since_s) { return now_s() - since_s; }
+
+void progress(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+const char* status_name(RunOutcome::Status s) {
+  switch (s) {
+    case RunOutcome::Status::Ok: return "ok";
+    case RunOutcome::Status::Skipped: return "skipped";
+    case RunOutcome::Status::Failed: return "failed";
+  }
+  return "?";
+}
+
+RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+                       const std::string& label) {
+  RunOutcome r;
+  r.tol = v.tolerance(in.p.dtype);
+  if (auto why = v.unsupported(in.p)) {
+    r.status = RunOutcome::Status::Skipped;
+    r.note = *why;
+    return r;
+  }
+  std::unique_ptr<Runner> runner;
+  try {
+    runner = v.prepare(in.p, in.opt);
+  } catch (const OutOfBudget& e) {
+    r.status = RunOutcome::Status::Skipped;
+    r.note = e.what();
+    return r;
+  }
+  // Reference first: one forward, checked against fp64, before anything is timed.
+  if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
+  {
+    reset_peak_memory();
+    const int64_t before = memory_stats().current_bytes;
+    AttnOutput o;
+    try {
+      o = runner->run(in.q, in.k, in.v);
+    } catch (const OutOfBudget& e) {
+      r.status = RunOutcome::Status::Skipped;
+      r.note = e.what();
+      return r;
+    }
+    const MemoryStats ms = memory_stats();
+    r.peak_bytes = ms.peak_bytes;
+    r.peak_extra_bytes = ms.peak_bytes - before;
+    r.err = compare_to_reference(o.out, ref, r.tol);
+    if (plan.keep_output) r.output = o.out;
+  }
+  if (!r.err.ok()) {
+    r.status = RunOutcome::Status::Failed;
+    r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                         r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
+    return r;
+  }
+  if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
+  for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
+
+  const prof::Schedule& s = plan.schedule;
+  const int steps = s.wait + s.warmup + s.active;
+  if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active));
+  prof::Profiler profiler({.schedule = s, .step_annotations = true});
+  profiler.set_metadata("variant", v.name);
+  profiler.set_metadata("annotation", v.annotation);
+  profiler.set_metadata("problem", in.p.str());
+  profiler.set_metadata("dtype", std::string(dtype_name(in.p.dtype)));
+  profiler.set_metadata("threads", std::to_string(ops::num_threads()));
+  profiler.set_metadata("inputs", in.source);
+  profiler.set_metadata("attnprof_version", ATTNPROF_VERSION);
+  profiler.start();
+  {
+    prof::VariantScope scope(v.name);
+    for (int i = 0; i < steps; ++i) {
+      {
+        ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
+        (void)runner->run(in.q, in.k, in.v);
+      }
+      profiler.step();
+    }
+  }
+  profiler.stop();
+  r.result = profiler.result();
+  r.ka = analysis::key_averages(r.result);
+  r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
+  r.median_ns = median(r.forward_ns);
+  int64_t ops = 0;
+  for (const prof::ThreadTrace& t : r.result.threads)
+    for (const prof::ZoneEvent& e : t.zones) {
+      const std::string_view name = e.name ? e.name : "";
+      const std::string_view cat = e.category ? e.category : "";
+      if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
+      ++ops;
+    }
+  r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
+  return r;
+}
+
+}  // namespace attnprof::cli

@@ -1,0 +1,112 @@
+// tools/common.h: what every attnprof subcommand shares: the common flags, building the inputs (random and
+// seeded, or from .npy files), resolving a variant name, the output directory, and one "run a variant"
+// routine (prepare -> validate against fp64 -> warm up -> profile) that profile, compare and roofline use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attnprof/analysis.h"
+#include "attnprof/attention.h"
+#include "attnprof/error.h"
+#include "attnprof/profiler.h"
+
+namespace attnprof::cli {
+
+struct CommonOptions {
+  std::string shape = "8,16,1024,64";  // the blog's [B, H, N, D]
+  int64_t kv_len = 0;                  // 0: same as N
+  int64_t kv_heads = 0;                // 0: same as H
+  std::string dtype = "bf16";
+  bool causal = true;
+  int threads = 0;                     // 0: all hardware threads
+  int warmup = -1;                     // -1: the subcommand's default
+  int iters = -1;
+  uint64_t seed = 0;
+  bool json = false;
+  std::string out = "attnprof-out";
+  std::string memory_budget;
+  std::string q_path, k_path, v_path, save_output;
+  // Filled by add_common_options so that "was this flag given?" can be asked.
+  CLI::Option* shape_opt = nullptr;
+  CLI::Option* dtype_opt = nullptr;
+};
+
+struct Defaults {
+  int warmup = 3;
+  int iters = 3;
+  bool file_inputs = true;  // --q/--k/--v
+  bool save_output = false; // --save-output
+};
+
+void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d);
+
+// Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
+void apply_runtime_options(const CommonOptions& o);
+int hardware_threads();
+
+struct Inputs {
+  Tensor q, k, v;
+  AttnOptions opt;
+  AttnProblem p;
+  std::string source;  // "random (seed 0)" or the file names
+};
+
+// Random N(0,1) inputs of the --shape (with `seq` overriding N and the KV length when > 0), or the .npy
+// files. Validates everything through AttnProblem::from.
+Inputs make_inputs(const CommonOptions& o, int64_t seq = 0);
+// Just the problem the flags describe (cheap: no tensors), for budget checks and cost models.
+AttnProblem problem_of(const CommonOptions& o, int64_t seq = 0);
+
+// naive | inplace | sdpa (with --backend) | sdpa-math | sdpa-flash | flash. Errors when the variant or the
+// explicit backend cannot serve `p`.
+const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
+
+// Creates --out (and checks it is writable) only after every input has been validated, so bad input
+// leaves nothing behind.
+void prepare_out_dir(const std::string& dir);
+std::string out_path(const std::string& dir, const std::string& file);
+void write_json(const std::string& path, const nlohmann::json& j);
+
+double median(std::vector<double> v);
+double elapsed_s(double since_s);
+double now_s();
+
+struct RunPlan {
+  int warmup = 3;                // unprofiled forwards after validation
+  prof::Schedule schedule{.wait = 1, .warmup = 1, .active = 3};
+  bool keep_output = false;      // keep the validated output (for --save-output)
+};
+
+struct RunOutcome {
+  enum class Status { Ok, Skipped, Failed };
+  Status status = Status::Ok;
+  std::string note;              // why skipped / failed
+  ErrorStats err;
+  Tolerance tol;
+  Tensor output;
+  prof::ProfileResult result;
+  analysis::KeyAverages ka;
+  std::vector<double> forward_ns;  // per recorded forward (the variant's annotation zone)
+  double median_ns = 0.0;
+  int64_t peak_extra_bytes = 0;  // bytes one forward allocates at its peak above what was live before it
+  int64_t peak_bytes = 0;        // absolute high-water mark of the tracked allocator during that forward
+  double ops_per_forward = 0.0;  // zones per recorded forward, excluding annotations and ProfilerStep
+};
+const char* status_name(RunOutcome::Status s);
+
+// prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
+// warm-up, then the profiled forwards, each inside the variant's annotation.
+RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+                       const std::string& progress_label);
+
+// Progress lines on stderr (the --json stdout stays machine-readable).
+void progress(const std::string& line);
+
+}  // namespace attnprof::cli

@@ -1,0 +1,60 @@
+// attnprof: the command line. Each subcommand lives in its own tools/cmd_<name>.cpp and defines
+// `void add_<name>_command(CLI::App&)`; adding one is one line in ATTNPROF_COMMANDS below.
+//
+// Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
+// parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "attnprof/error.h"
+
+#define ATTNPROF_COMMANDS(X) X(profile) X(compare) X(sweep) X(roofline) X(report)
+
+namespace attnprof::cli {
+#define ATTNPROF_DECLARE_COMMAND(name) void add_##name##_command(CLI::App& app);
+ATTNPROF_COMMANDS(ATTNPROF_DECLARE_COMMAND)
+#undef ATTNPROF_DECLARE_COMMAND
+}  // namespace attnprof::cli
+
+namespace {
+
+int fail(std::string msg) {
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!msg.empty() && msg.back() == ' ') msg.pop_back();
+  std::fprintf(stderr, "attnprof: error: %s\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attnprof: profile causal attention the ways practitioners write it (naive, in-place, SDPA, "
+               "FlashAttention) and see why each is fast or slow",
+               "attnprof"};
+  app.set_version_flag("--version", std::string("attnprof ") + ATTNPROF_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+#define ATTNPROF_ADD_COMMAND(name) attnprof::cli::add_##name##_command(app);
+  ATTNPROF_COMMANDS(ATTNPROF_ADD_COMMAND)
+#undef ATTNPROF_ADD_COMMAND
+  try {
+    app.parse(argc, argv);  // the chosen subcommand runs in its callback
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see attnprof --help)");
+  } catch (const attnprof::Error& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnprof: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
