@@ -1,0 +1,1109 @@
+// report/html.cpp: the self-contained HTML report (see include/attnprof/html.h).
+//
+// The page is built in three parts: HTML written here (tables, notes, links: every string escaped), the
+// Vega-Lite specs built here as JSON with their data inline (so a test can read exactly what is drawn), and
+// a few lines of JavaScript that hand each spec to vega-embed. Field names in the specs are fixed; names from
+// the run (variants, ops, files) only ever appear as data values, never inside Vega expressions.
+#include "attnprof/html.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include "attnprof/analysis.h"
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+
+#ifndef ATTNPROF_VERSION
+#define ATTNPROF_VERSION "0.0.0"
+#endif
+
+namespace attnprof::report {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// ---- escaping ----------------------------------------------------------------------------------------------
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string script_json(const json& j) {
+  // dump() escapes control characters; replace-mode keeps invalid UTF-8 from throwing (U+FFFD instead).
+  const std::string raw = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size() + raw.size() / 16);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(raw[i]);
+    // Outside strings JSON has no <, > or &; inside strings the \u form reads back as the same character.
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else if (c == 0xE2 && i + 2 < raw.size() && static_cast<unsigned char>(raw[i + 1]) == 0x80 &&
+             (static_cast<unsigned char>(raw[i + 2]) == 0xA8 || static_cast<unsigned char>(raw[i + 2]) == 0xA9)) {
+      out += static_cast<unsigned char>(raw[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string href_for_file(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  // A name such as "javascript:..." has its ':' encoded above, so it always stays a relative path.
+  return out;
+}
+
+namespace {
+
+// ---- reading inputs ----------------------------------------------------------------------------------------
+std::optional<std::string> read_file(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  if (p.extension() == ".gz") {
+    gzFile f = gzopen(p.c_str(), "rb");
+    if (!f) return std::nullopt;
+    std::string out;
+    std::array<char, 1 << 16> buf;
+    int n;
+    while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) out.append(buf.data(), n);
+    const bool ok = n == 0;
+    gzclose(f);
+    if (!ok) return std::nullopt;
+    return out;
+  }
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A JSON input: parsed, or absent, or unreadable (a note says which; the report still renders).
+struct Input {
+  std::optional<json> doc;
+  std::string note;  // why it is missing, "" when present
+};
+
+Input read_json(const fs::path& p) {
+  Input in;
+  auto text = read_file(p);
+  if (!text) {
+    in.note = fmt::format("{} not found", p.filename().string());
+    return in;
+  }
+  try {
+    in.doc = json::parse(*text);
+  } catch (const std::exception& e) {
+    in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), e.what());
+  }
+  return in;
+}
+
+double num(const json& j, std::string_view key, double def = 0.0) {
+  if (!j.is_object()) return def;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return def;
+  return it->get<double>();
+}
+
+std::string str(const json& j, std::string_view key, std::string def = "") {
+  if (!j.is_object()) return def;
+  auto it = j.find(key);
+  if (it == j.end()) return def;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number() || it->is_boolean()) return it->dump();
+  return def;
+}
+
+const json* member(const json& j, std::initializer_list<std::string_view> keys) {
+  if (!j.is_object()) return nullptr;
+  for (auto k : keys) {
+    auto it = j.find(k);
+    if (it != j.end() && !it->is_null()) return &*it;
+  }
+  return nullptr;
+}
+
+// ---- number formatting for the HTML tables -----------------------------------------------------------------
+std::string fmt_bytes(double b) {
+  const double a = std::fabs(b);
+  if (a >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (a >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+  if (a >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string fmt_num(double v, int decimals = 2) {
+  if (!std::isfinite(v)) return "–";
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string fmt_sci(double v) {
+  if (v == 0.0) return "0";
+  if (!std::isfinite(v)) return "–";
+  return fmt::format("{:.2e}", v);
+}
+
+// ---- per-variant data from <variant>.summary.json ----------------------------------------------------------
+struct OpRow {
+  std::string name, category;
+  double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bytes = 0;
+};
+
+struct VariantData {
+  std::string name;
+  std::string summary_file, trace_file;
+  std::optional<json> summary;
+  std::vector<OpRow> ops;
+  double forwards = 1;          // calls of the per-forward annotation, when one is found
+  bool per_forward = false;
+  std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
+  std::string memory_source;
+  std::string table;            // torch-style table text, when available
+};
+
+bool is_annotation(const OpRow& r) {
+  return r.category == "user_annotation" || r.name.rfind("ProfilerStep", 0) == 0;
+}
+
+std::vector<OpRow> parse_rows(const json& s) {
+  std::vector<OpRow> rows;
+  const json* arr = member(s, {"ops", "rows", "key_averages", "events"});
+  if (!arr || !arr->is_array()) return rows;
+  for (const json& r : *arr) {
+    if (!r.is_object()) continue;
+    OpRow o;
+    o.name = str(r, "name", "?");
+    o.category = str(r, "category", str(r, "cat", ""));
+    o.calls = num(r, "calls", num(r, "count", 0));
+    o.self_ns = num(r, "self_ns", num(r, "self_cpu_time_ns", 0));
+    o.total_ns = num(r, "total_ns", num(r, "cpu_time_total_ns", 0));
+    // Bytes and FLOPs that the op itself moves: the zone's own cost model when the summary has it.
+    if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
+      o.flops = num(*sc, "flops");
+      o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
+    } else {
+      o.flops = num(r, "self_flops", num(r, "flops"));
+      o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
+    }
+    rows.push_back(std::move(o));
+  }
+  return rows;
+}
+
+// Memory timeline: a list of points, each {t_us|t_ms|t_ns|ts, bytes|total|live_bytes} or [t_us, bytes].
+std::vector<std::pair<double, double>> parse_timeline(const json& tl) {
+  std::vector<std::pair<double, double>> pts;
+  if (!tl.is_array()) return pts;
+  for (const json& p : tl) {
+    double t = NAN, b = NAN;
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
+      t = p[0].get<double>() * 1e-3;
+      b = p[1].get<double>();
+    } else if (p.is_object()) {
+      if (p.contains("t_ms")) t = num(p, "t_ms");
+      else if (p.contains("t_us")) t = num(p, "t_us") * 1e-3;
+      else if (p.contains("t_ns")) t = num(p, "t_ns") * 1e-6;
+      else if (p.contains("ts")) t = num(p, "ts") * 1e-3;
+      else if (p.contains("t")) t = num(p, "t") * 1e-3;
+      b = num(p, "bytes", num(p, "total", num(p, "live_bytes", num(p, "total_bytes", NAN))));
+    }
+    if (std::isfinite(t) && std::isfinite(b)) pts.emplace_back(t, b);
+  }
+  return pts;
+}
+
+std::vector<std::pair<double, double>> timeline_from_summary(const json& s) {
+  if (const json* mem = member(s, {"memory"}); mem && mem->is_object()) {
+    if (const json* tl = member(*mem, {"timeline", "events", "samples"})) return parse_timeline(*tl);
+  }
+  if (const json* tl = member(s, {"memory_timeline", "timeline"})) return parse_timeline(*tl);
+  return {};
+}
+
+// Counter events of a Chrome trace: "C" events (one series per args key) or Kineto's "[memory]" instants.
+std::vector<std::pair<double, double>> timeline_from_trace(const json& t) {
+  std::vector<std::pair<double, double>> pts, instants;
+  const json* ev = t.is_array() ? &t : member(t, {"traceEvents"});
+  if (!ev || !ev->is_array()) return pts;
+  for (const json& e : *ev) {
+    if (!e.is_object()) continue;
+    const std::string ph = str(e, "ph");
+    const std::string name = str(e, "name");
+    if (ph != "C" && name != "[memory]") continue;
+    const json* args = member(e, {"args"});
+    if (!args || !args->is_object()) continue;
+    double b = NAN;
+    for (const char* k : {"Allocated bytes", "Total Allocated", "allocated", "live_bytes", "bytes"}) {
+      if (args->contains(k) && (*args)[k].is_number()) { b = (*args)[k].get<double>(); break; }
+    }
+    if (!std::isfinite(b) && ph == "C") {
+      for (auto it = args->begin(); it != args->end(); ++it)
+        if (it->is_number()) { b = it->get<double>(); break; }
+    }
+    const double ts = num(e, "ts", NAN);
+    if (std::isfinite(b) && std::isfinite(ts)) (ph == "C" ? pts : instants).emplace_back(ts * 1e-3, b);
+  }
+  if (pts.empty()) pts = std::move(instants);
+  std::sort(pts.begin(), pts.end());
+  if (!pts.empty()) {
+    const double t0 = pts.front().first;
+    for (auto& p : pts) p.first -= t0;
+  }
+  return pts;
+}
+
+// Keeps at most `cap` points, keeping each bucket's peak so the chart shows the true high-water marks.
+std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, double>> pts, size_t cap) {
+  if (pts.size() <= cap) return pts;
+  std::vector<std::pair<double, double>> out;
+  const size_t per = (pts.size() + cap - 1) / cap;
+  for (size_t i = 0; i < pts.size(); i += per) {
+    auto best = pts[i];
+    for (size_t k = i; k < std::min(pts.size(), i + per); ++k)
+      if (pts[k].second > best.second) best = pts[k];
+    out.push_back(best);
+  }
+  out.push_back(pts.back());
+  return out;
+}
+
+// The summary's rows back into key averages, so report::table prints them exactly as the CLI does.
+analysis::KeyAverages key_averages_from_summary(const json& s) {
+  analysis::KeyAverages ka;
+  const json* rows = member(s, {"rows"});
+  if (!rows || !rows->is_array()) return ka;
+  auto cost = [](const json& r, const char* key) {
+    OpCost c;
+    if (const json* j = member(r, {key}); j && j->is_object()) {
+      c.flops = num(*j, "flops");
+      c.bytes_read = num(*j, "bytes_read");
+      c.bytes_written = num(*j, "bytes_written");
+    }
+    return c;
+  };
+  for (const json& r : *rows) {
+    if (!r.is_object()) continue;
+    analysis::OpStats o;
+    o.name = str(r, "name", "?");
+    o.category = str(r, "category");
+    o.input_shapes = str(r, "input_shapes");
+    o.calls = int64_t(num(r, "calls"));
+    o.self_ns = num(r, "self_ns");
+    o.total_ns = num(r, "total_ns");
+    o.mem_bytes = int64_t(num(r, "mem_bytes"));
+    o.self_mem_bytes = int64_t(num(r, "self_mem_bytes"));
+    o.freed_bytes = int64_t(num(r, "freed_bytes"));
+    o.cost = cost(r, "cost");
+    o.self_cost = cost(r, "self_cost");
+    o.task_clock_ns = int64_t(num(r, "task_clock_ns", -1));
+    o.page_faults = int64_t(num(r, "page_faults", -1));
+    ka.rows.push_back(std::move(o));
+  }
+  const json empty = json::object();
+  const json* totals = member(s, {"totals"});
+  const json* overhead = member(s, {"overhead"});
+  const json* memory = member(s, {"memory"});
+  ka.self_total_ns = num(totals ? *totals : empty, "self_cpu_time_total_ns");
+  ka.zones = int64_t(num(totals ? *totals : empty, "zones"));
+  ka.zone_overhead_ns = num(overhead ? *overhead : empty, "zone_overhead_ns");
+  ka.overhead_subtracted_ns = num(overhead ? *overhead : empty, "subtracted_ns");
+  ka.peak_bytes = int64_t(num(memory ? *memory : empty, "peak_bytes"));
+  ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
+  if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
+  return ka;
+}
+
+std::string read_table_text(const fs::path& dir, const VariantData& v) {
+  if (v.summary) {
+    if (const json* t = member(*v.summary, {"table", "torch_table"}); t && t->is_string()) return t->get<std::string>();
+  }
+  if (auto text = read_file(dir / (v.name + ".table.txt"))) return *text;
+  if (!v.summary) return "";
+  analysis::KeyAverages ka = key_averages_from_summary(*v.summary);
+  if (ka.rows.empty()) return "";
+  TableOptions opt;  // the blog's key_averages().table(sort_by="cpu_time_total", row_limit=15)
+  opt.sort_by = "cpu_time_total";
+  opt.row_limit = 15;
+  if (const json* m = member(*v.summary, {"metadata"}); m && str(*m, "dtype") == "bf16") opt.compute_dtype = DType::BF16;
+  try {
+    return table(ka, opt);
+  } catch (const std::exception& e) {
+    return fmt::format("(the table could not be rebuilt from {}: {})", v.summary_file, e.what());
+  }
+}
+
+// ---- page assembly -----------------------------------------------------------------------------------------
+constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";  // an identifier; never fetched
+constexpr int kWidth = 720;
+
+class Page {
+ public:
+  // One colour per variant across every chart: the colour domain lists all variants of the run in one order.
+  std::vector<std::string> variants;
+  json variant_color() const {
+    json c = {{"field", "variant"}, {"type", "nominal"}, {"title", "variant"}, {"scale", {{"scheme", "tableau10"}}}};
+    if (!variants.empty()) c["scale"]["domain"] = variants;
+    return c;
+  }
+  void h2(const std::string& id, const std::string& title) {
+    html_ += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(title));
+    toc_.emplace_back(id, title);
+  }
+  void end_section() { html_ += "</section>\n"; }
+  void p(const std::string& text) { html_ += "<p>" + html_escape(text) + "</p>\n"; }
+  void note(const std::string& text) { html_ += "<p class=\"note\">" + html_escape(text) + "</p>\n"; }
+  void raw(const std::string& s) { html_ += s; }
+  void chart(const std::string& kind, json spec, const std::string& caption) {
+    const std::string id = fmt::format("chart-{}", charts_.size());
+    spec["$schema"] = kSchema;
+    if (!spec.contains("config")) spec["config"] = json::object();
+    spec["config"]["font"] = "system-ui, sans-serif";
+    charts_.push_back({{"id", id}, {"kind", kind}, {"spec", std::move(spec)}});
+    html_ += fmt::format("<figure><div class=\"chart\" id=\"{}\" data-kind=\"{}\"></div>", id, html_escape(kind));
+    if (!caption.empty()) html_ += "<figcaption>" + html_escape(caption) + "</figcaption>";
+    html_ += "</figure>\n";
+  }
+  const std::string& html() const { return html_; }
+  const json& charts() const { return charts_; }
+  const std::vector<std::pair<std::string, std::string>>& toc() const { return toc_; }
+
+ private:
+  std::string html_;
+  json charts_ = json::array();
+  std::vector<std::pair<std::string, std::string>> toc_;
+};
+
+std::string td(const std::string& s, bool numeric = false) {
+  return std::string(numeric ? "<td class=\"num\">" : "<td>") + html_escape(s) + "</td>";
+}
+
+// --- the comparison table and a bar of ms per forward against the bytes-bound lower bound ---
+void section_compare(Page& pg, const Input& in) {
+  pg.h2("compare", "Comparison");
+  if (!in.doc) {
+    pg.note(in.note + ": run `attnprof compare --out DIR` to fill this section.");
+    pg.end_section();
+    return;
+  }
+  const json& c = *in.doc;
+  const json* variants = member(c, {"variants"});
+  std::string t = "<table class=\"data\"><thead><tr>"
+                  "<th>variant</th><th>ms / forward</th><th>GFLOP/s</th><th>% of peak</th><th>peak memory</th>"
+                  "<th>ops</th><th>bytes moved</th><th>bytes-bound ms</th><th>max |err|</th><th>NMSE</th>"
+                  "</tr></thead><tbody>\n";
+  json bars = json::array();
+  if (variants && variants->is_array()) {
+    for (const json& v : *variants) {
+      const std::string name = str(v, "name", "?");
+      // Not run: "status" is skipped/failed with a "note"; older files give "skipped" as a string or flag.
+      std::string status = str(v, "status", "ok");
+      std::string why = str(v, "note");
+      if (const json* sk = member(v, {"skipped"}); sk && ((sk->is_string() && !sk->get<std::string>().empty()) ||
+                                                         (sk->is_boolean() && sk->get<bool>()))) {
+        status = "skipped";
+        if (sk->is_string()) why = sk->get<std::string>();
+      }
+      t += "<tr>" + td(name);
+      if (status != "ok" || !std::isfinite(num(v, "ms", NAN))) {
+        if (status == "ok") status = "not run";
+        t += "<td colspan=\"9\" class=\"skipped\">" + html_escape(status) + (why.empty() ? "" : ": " + html_escape(why)) +
+             "</td></tr>\n";
+        continue;
+      }
+      t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_num(num(v, "gflops", NAN), 1), true) +
+           td(fmt_num(num(v, "pct_peak", NAN), 1), true) + td(fmt_bytes(num(v, "peak_bytes")), true) +
+           td(fmt_num(num(v, "ops", NAN), 0), true) + td(fmt_bytes(num(v, "bytes")), true) +
+           td(fmt_num(num(v, "bound_ms", NAN), 3), true) + td(fmt_sci(num(v, "max_abs_err", NAN)), true) +
+           td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
+      if (std::isfinite(num(v, "ms", NAN)))
+        bars.push_back({{"variant", name}, {"ms", num(v, "ms")}, {"bound_ms", num(v, "bound_ms", 0.0)},
+                        {"gflops", num(v, "gflops", 0.0)}});
+    }
+  }
+  t += "</tbody></table>\n";
+  std::string meta;
+  if (const json* sh = member(c, {"shape"})) {
+    if (sh->is_object()) {
+      for (auto it = sh->begin(); it != sh->end(); ++it)
+        meta += fmt::format("{}={} ", it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+    } else {
+      meta += "shape " + (sh->is_string() ? sh->get<std::string>() : sh->dump()) + " ";
+    }
+  }
+  for (const char* k : {"dtype", "causal", "threads"})
+    if (c.contains(k)) meta += fmt::format("{}={} ", k, str(c, k));
+  if (!meta.empty()) pg.p(meta);
+  pg.raw(t);
+  pg.note("ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
+          "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every variant "
+          "with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
+  if (!bars.empty()) {
+    json spec = {
+        {"data", {{"values", bars}}},
+        {"width", kWidth},
+        {"layer",
+         {{{"mark", {{"type", "bar"}, {"color", "#4c78a8"}}},
+           {"encoding",
+            {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+             {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward (bar) and bytes-bound lower bound (tick)"}}},
+             {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}}, {{"field", "gflops"}, {"format", ".1f"}}}}}}},
+          {{"mark", {{"type", "tick"}, {"color", "#e45756"}, {"thickness", 3}}},
+           {"encoding",
+            {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
+             {"x", {{"field", "bound_ms"}, {"type", "quantitative"}}},
+             {"tooltip", {{{"field", "bound_ms"}, {"format", ".3f"}}}}}}}}}};
+    pg.chart("compare", spec, "Time per forward for each variant; the red tick is the bytes-bound lower bound.");
+  }
+  pg.end_section();
+}
+
+// --- per variant: self time by op and bytes moved by op, stacked ---
+void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector<std::string>& notes) {
+  pg.h2("ops", "Where the time and the bytes go");
+  json time_rows = json::array(), byte_rows = json::array();
+  bool all_per_forward = !vs.empty();
+  for (const VariantData& v : vs) {
+    if (!v.summary) continue;
+    all_per_forward = all_per_forward && v.per_forward;
+    for (const OpRow& r : v.ops) {
+      if (is_annotation(r)) continue;
+      if (r.self_ns > 0)
+        time_rows.push_back({{"variant", v.name}, {"op", r.name}, {"ms", r.self_ns * 1e-6 / v.forwards},
+                             {"calls", r.calls / v.forwards}});
+      if (r.bytes > 0)
+        byte_rows.push_back({{"variant", v.name}, {"op", r.name}, {"mb", r.bytes / 1e6 / v.forwards},
+                             {"gflop", r.flops / 1e9 / v.forwards}});
+    }
+  }
+  for (const auto& n : notes) pg.note(n);
+  if (time_rows.empty() && byte_rows.empty()) {
+    pg.note("No <variant>.summary.json with per-op rows in this directory: run `attnprof profile VARIANT` or "
+            "`attnprof compare` with --out pointing here.");
+    pg.end_section();
+    return;
+  }
+  const std::string unit = all_per_forward ? "per forward" : "over all profiled steps";
+  auto stacked = [&](const json& rows, const std::string& field, const std::string& title, const json& tooltip) {
+    return json{{"data", {{"values", rows}}},
+                {"width", kWidth},
+                {"mark", {{"type", "bar"}}},
+                {"encoding",
+                 {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+                  {"x", {{"field", field}, {"type", "quantitative"}, {"stack", "zero"}, {"title", title}}},
+                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}}}}},
+                  {"order", {{"field", field}, {"type", "quantitative"}, {"sort", "descending"}}},
+                  {"tooltip", tooltip}}}};
+  };
+  if (!time_rows.empty())
+    pg.chart("time-by-op",
+             stacked(time_rows, "ms", "self time " + unit + " (ms)",
+                     {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "ms"}, {"format", ".3f"}},
+                      {{"field", "calls"}, {"format", ".0f"}}}),
+             "Self time by op (annotations left out): what dominates each variant.");
+  if (!byte_rows.empty())
+    pg.chart("bytes-by-op",
+             stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
+                     {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "mb"}, {"format", ".1f"}},
+                      {{"field", "gflop"}, {"format", ".3f"}}}),
+             "Bytes each op reads and writes by the cost model: the unfused variants move the N×N score "
+             "matrix through memory once per op, the fused ones keep it in cache.");
+  pg.end_section();
+}
+
+// --- the scaling sweep, log-log, with the fitted power laws ---
+void section_sweep(Page& pg, const Input& in) {
+  pg.h2("sweep", "Scaling with sequence length");
+  if (!in.doc) {
+    pg.note(in.note + ": run `attnprof sweep --out DIR` to fill this section.");
+    pg.end_section();
+    return;
+  }
+  const json& s = *in.doc;
+  std::map<std::string, std::pair<double, double>> range;  // variant -> (min seq, max seq) of measured points
+  json time_pts = json::array(), mem_pts = json::array();
+  std::vector<std::string> skipped;
+  if (const json* pts = member(s, {"points"}); pts && pts->is_array()) {
+    for (const json& p : *pts) {
+      const std::string v = str(p, "variant", "?");
+      const double seq = num(p, "seq", num(p, "n", NAN));
+      const std::string status = str(p, "status", "ok");
+      if (status != "ok") {
+        skipped.push_back(fmt::format("{} at N={}: {}{}", v, fmt_num(seq, 0), status,
+                                      str(p, "note").empty() ? "" : " (" + str(p, "note") + ")"));
+        continue;
+      }
+      if (!std::isfinite(seq) || seq <= 0) continue;
+      auto [it, fresh] = range.try_emplace(v, seq, seq);
+      it->second.first = std::min(it->second.first, seq);
+      it->second.second = std::max(it->second.second, seq);
+      if (double ms = num(p, "ms", NAN); std::isfinite(ms) && ms > 0)
+        time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms}, {"kind", "measured"}});
+      if (double b = num(p, "peak_bytes", NAN); std::isfinite(b) && b > 0)
+        mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b / (1024.0 * 1024.0)}, {"kind", "measured"}});
+    }
+  }
+  json time_fit = json::array(), mem_fit = json::array();
+  std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
+                          "<th>± std. error</th><th>coefficient</th><th>R²</th><th>points</th></tr></thead><tbody>\n";
+  bool any_fit = false;
+  if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
+    for (const json& f : *fits) {
+      const std::string v = str(f, "variant", "?");
+      const std::string metric = str(f, "metric", "time");
+      const double b = num(f, "exponent", NAN), a = num(f, "coefficient", NAN);
+      fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) + td(fmt_num(num(f, "stderr", NAN), 3), true) +
+                   td(fmt_sci(a), true) + td(fmt_num(num(f, "r2", NAN), 4), true) +
+                   td(fmt_num(num(f, "points", NAN), 0), true) + "</tr>\n";
+      any_fit = true;
+      auto r = range.find(v);
+      if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
+      const bool mem = metric == "memory";
+      // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
+      const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
+      const std::string label = fmt::format("N^{:.2f}", b);
+      json& dst = mem ? mem_fit : time_fit;
+      for (double x : {r->second.first, r->second.second})
+        dst.push_back({{"variant", v}, {"seq", x}, {"y", a * std::pow(x, b) * scale}, {"label", label},
+                       {"exponent", b}});
+    }
+  }
+  fit_table += "</tbody></table>\n";
+  auto loglog = [&](const json& pts, const json& fit, const std::string& ytitle) {
+    json layers = json::array();
+    const json xa = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
+                     {"title", "sequence length N (log scale)"}};
+    const json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
+    json color = pg.variant_color();
+    color["legend"] = {{"orient", "bottom"}, {"direction", "horizontal"}};
+    layers.push_back({{"data", {{"values", pts}}},
+                      {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
+                      {"encoding", {{"x", xa}, {"y", y}, {"color", color},
+                                    {"tooltip", {{{"field", "variant"}}, {{"field", "seq"}}, {{"field", "y"}, {"format", ".3f"}}}}}}});
+    if (!fit.empty()) {
+      layers.push_back({{"data", {{"values", fit}}},
+                        {"mark", {{"type", "line"}, {"strokeDash", {4, 3}}}},
+                        {"encoding", {{"x", xa}, {"y", y}, {"color", color}, {"detail", {{"field", "variant"}}}}}});
+      // The exponent, written at the end of each fitted line.
+      layers.push_back({{"data", {{"values", fit}}},
+                        {"transform", {{{"window", {{{"op", "row_number"}, {"as", "i"}}}}, {"groupby", {"variant"}}},
+                                       {{"filter", "datum.i == 2"}}}},
+                        {"mark", {{"type", "text"}, {"align", "left"}, {"dx", 6}, {"fontSize", 12}, {"fontWeight", "bold"}}},
+                        {"encoding", {{"x", xa}, {"y", y}, {"color", color}, {"text", {{"field", "label"}}}}}});
+    }
+    return json{{"width", kWidth - 80}, {"height", 300}, {"layer", layers}};
+  };
+  if (!time_pts.empty())
+    pg.chart("sweep-time", loglog(time_pts, time_fit, "ms per forward (log scale)"),
+             "Time per forward against N, log–log: dots are measurements, dashed lines the least-squares power "
+             "law; the label is its exponent (2 means quadratic).");
+  if (!mem_pts.empty())
+    pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory, MiB (log scale)"),
+             "Peak tracked memory against N, log–log: the naive variants hold the N×N scores (exponent ≈ 2), "
+             "FlashAttention only O(N) buffers (exponent ≈ 1).");
+  if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
+  if (any_fit) pg.raw(fit_table);
+  if (!skipped.empty()) {
+    std::string list = "<ul class=\"note\">";
+    for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";
+    pg.raw(list + "</ul>\n");
+  }
+  pg.end_section();
+}
+
+// --- the roofline ---
+struct Machine {
+  double fp32 = 0, bf16 = 0, bw = 0;
+  std::string cpu;
+};
+
+Machine machine_of(const json* m) {
+  Machine out;
+  if (!m || !m->is_object()) return out;
+  out.fp32 = num(*m, "fp32_gflops");
+  out.bf16 = num(*m, "bf16_gflops");
+  out.bw = num(*m, "bandwidth_gbs");
+  out.cpu = str(*m, "cpu");
+  return out;
+}
+
+void section_roofline(Page& pg, const Input& in, const std::optional<json>& compare,
+                      const std::vector<VariantData>& vs) {
+  pg.h2("roofline", "Roofline");
+  json points = json::array();
+  Machine m;
+  std::string source;
+  if (in.doc) {
+    m = machine_of(member(*in.doc, {"machine", "peaks"}));
+    if (const json* ops = member(*in.doc, {"ops", "points"}); ops && ops->is_array()) {
+      for (const json& o : *ops) {
+        const double ai = num(o, "intensity"), g = num(o, "achieved_gflops");
+        if (ai <= 0 || g <= 0) continue;
+        points.push_back({{"variant", str(o, "variant", "?")}, {"op", str(o, "name", "?")}, {"intensity", ai},
+                          {"gflops", g}, {"attainable", num(o, "attainable_gflops")},
+                          {"bound", str(o, "bound", "?")}});
+      }
+    }
+    source = "roofline.json";
+  } else if (compare) {
+    // No roofline.json: place each op of each summary with compare.json's measured machine peaks.
+    m = machine_of(member(*compare, {"machine"}));
+    for (const VariantData& v : vs) {
+      for (const OpRow& r : v.ops) {
+        if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.total_ns <= 0) continue;
+        const double ai = r.flops / r.bytes, g = r.flops / r.total_ns;  // FLOP/ns = GFLOP/s
+        const double peak = m.bf16 > 0 ? std::max(m.fp32, m.bf16) : m.fp32;
+        const double att = std::min(peak, ai * m.bw);
+        points.push_back({{"variant", v.name}, {"op", r.name}, {"intensity", ai}, {"gflops", g}, {"attainable", att},
+                          {"bound", ai * m.bw < peak ? "memory" : "compute"}});
+      }
+    }
+    source = "compare.json's machine peaks and the per-op cost model in the summaries";
+  }
+  if (m.bw <= 0 || (m.fp32 <= 0 && m.bf16 <= 0)) {
+    pg.note((in.doc ? std::string("roofline.json has no machine peaks") : in.note) +
+            ": run `attnprof roofline --out DIR` (or `attnprof compare`) to fill this section.");
+    pg.end_section();
+    return;
+  }
+  double lo = 1e30, hi = 0;
+  for (const json& p : points) {
+    lo = std::min(lo, p["intensity"].get<double>());
+    hi = std::max(hi, p["intensity"].get<double>());
+  }
+  std::vector<std::pair<std::string, double>> ceilings;
+  if (m.fp32 > 0) ceilings.emplace_back(fmt::format("FP32 FMA peak {:.0f} GFLOP/s", m.fp32), m.fp32);
+  if (m.bf16 > 0) ceilings.emplace_back(fmt::format("BF16 dot-product peak {:.0f} GFLOP/s", m.bf16), m.bf16);
+  for (const auto& [_, peak] : ceilings) {
+    lo = std::min(lo, peak / m.bw);
+    hi = std::max(hi, peak / m.bw);
+  }
+  lo /= 4;
+  hi *= 4;
+  json roof = json::array();
+  for (const auto& [label, peak] : ceilings) {
+    const double ridge = peak / m.bw;
+    const std::string name = fmt::format("{} / bandwidth {:.1f} GB/s", label, m.bw);
+    for (double x : {lo, ridge, hi})
+      roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(peak, x * m.bw)}});
+  }
+  const json x = {{"field", "intensity"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
+                  {"title", "arithmetic intensity, FLOP per byte (log scale)"}};
+  const json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
+                  {"title", "GFLOP/s (log scale)"}};
+  json layers = json::array();
+  layers.push_back({{"data", {{"values", roof}}},
+                    {"mark", {{"type", "line"}, {"color", "#555"}, {"strokeWidth", 2}}},
+                    {"encoding", {{"x", x}, {"y", y},
+                                  {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
+                                                  {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
+  if (!points.empty())
+    layers.push_back({{"data", {{"values", points}}},
+                      {"mark", {{"type", "point"}, {"filled", true}, {"size", 90}, {"opacity", 0.85}}},
+                      {"encoding", {{"x", x}, {"y", y},
+                                    {"color", pg.variant_color()},
+                                    {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"}}},
+                                    {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
+                                                 {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
+                                                 {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved GFLOP/s"}},
+                                                 {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable GFLOP/s"}},
+                                                 {{"field", "bound"}}}}}}});
+  json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
+               {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
+  pg.chart("roofline", spec,
+           "Every op of every variant against the machine's measured ceilings (from " + source +
+               "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
+               "the gap to the line is what the implementation leaves on the table.");
+  if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
+  if (!m.cpu.empty()) pg.note("Machine: " + m.cpu);
+  pg.end_section();
+}
+
+// --- memory timeline ---
+void section_memory(Page& pg, const std::vector<VariantData>& vs) {
+  pg.h2("memory", "Memory over time");
+  json rows = json::array();
+  std::vector<std::string> sources;
+  for (const VariantData& v : vs) {
+    if (v.memory.empty()) continue;
+    for (const auto& [t, b] : downsample(v.memory, 1500))
+      rows.push_back({{"variant", v.name}, {"ms", t}, {"mib", b / (1024.0 * 1024.0)}});
+    sources.push_back(v.name + ": " + v.memory_source);
+  }
+  if (rows.empty()) {
+    pg.note("No memory timeline: neither the summaries nor the traces in this directory hold memory samples "
+            "(profile with memory tracking on).");
+    pg.end_section();
+    return;
+  }
+  std::vector<std::string> order;
+  for (const VariantData& v : vs)
+    if (!v.memory.empty()) order.push_back(v.name);
+  json color = pg.variant_color();
+  color["legend"] = nullptr;
+  json spec = {{"data", {{"values", rows}}},
+               {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", order}, {"title", nullptr},
+                                   {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+               {"spec", {{"width", kWidth - 120}, {"height", 90},
+                         {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
+                         {"encoding", {{"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms since the profile began"}}},
+                                       {"y", {{"field", "mib"}, {"type", "quantitative"}, {"title", "live MiB"}, {"stack", nullptr}}},
+                                       {"color", color},
+                                       {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
+                                                    {{"field", "mib"}, {"format", ".2f"}}}}}}}},
+               {"resolve", {{"scale", {{"x", "independent"}}}}}};
+  pg.chart("memory", spec,
+           "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant (shared memory "
+           "axis, own time axis): the naive variants allocate the N×N scores every forward, the fused ones only "
+           "small per-thread tiles.");
+  std::string src;
+  for (const auto& s : sources) src += (src.empty() ? "" : "; ") + s;
+  pg.note("Sources: " + src);
+  pg.end_section();
+}
+
+// --- torch-style tables ---
+void section_tables(Page& pg, const std::vector<VariantData>& vs) {
+  pg.h2("tables", "Profiler tables");
+  bool any = false;
+  for (const VariantData& v : vs) {
+    if (v.table.empty()) continue;
+    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n<pre class=\"table\">" + html_escape(v.table) + "</pre>\n");
+    any = true;
+  }
+  if (!any) pg.note("No profiler tables: the summaries in this directory carry no table text.");
+  pg.end_section();
+}
+
+// --- traces ---
+void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData>& vs) {
+  pg.h2("traces", "Traces");
+  std::set<std::string> files;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    auto ends = [&](std::string_view suf) { return n.size() >= suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
+    if (ends(".trace.json") || ends(".trace.json.gz")) files.insert(n);
+  }
+  for (const VariantData& v : vs)
+    if (!v.trace_file.empty() && fs::is_regular_file(dir / v.trace_file, ec)) files.insert(v.trace_file);
+  if (files.empty()) {
+    pg.note("No trace files in this directory.");
+    pg.end_section();
+    return;
+  }
+  pg.raw("<p>Open a trace in <a href=\"https://ui.perfetto.dev\" rel=\"noopener noreferrer\">ui.perfetto.dev</a> "
+         "(<i>Open trace file</i>; the trace stays on your machine) or in <code>chrome://tracing</code> "
+         "(<i>Load</i>). The links below point at the files next to this page.</p>\n<ul>\n");
+  for (const auto& f : files) {
+    const auto size = fs::file_size(dir / f, ec);
+    pg.raw("<li><a href=\"" + html_escape(href_for_file(f)) + "\">" + html_escape(f) + "</a> <span class=\"note\">(" +
+           html_escape(ec ? std::string("?") : fmt_bytes(double(size))) + ")</span></li>\n");
+  }
+  pg.raw("</ul>\n");
+  pg.end_section();
+}
+
+constexpr const char* kStyle = R"CSS(
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1d1d1f; background: #fafafa; }
+header { background: #1f2d3d; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header p { margin: 0; opacity: .85; font-size: 13px; }
+nav { padding: 8px 32px; background: #eef1f5; border-bottom: 1px solid #d9dee5; font-size: 14px; }
+nav a { margin-right: 16px; color: #1f4e79; text-decoration: none; }
+main { max-width: 1000px; padding: 8px 32px 48px; }
+section { margin-top: 28px; }
+h2 { font-size: 19px; border-bottom: 2px solid #d9dee5; padding-bottom: 4px; }
+h3 { font-size: 15px; margin-bottom: 4px; }
+table.data { border-collapse: collapse; font-size: 13px; margin: 8px 0; background: #fff; }
+table.data th, table.data td { border: 1px solid #d9dee5; padding: 4px 8px; }
+table.data th { background: #eef1f5; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.skipped { color: #8a5a00; }
+figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; padding: 10px; }
+figcaption { font-size: 13px; color: #555; margin-top: 6px; }
+.note { font-size: 13px; color: #666; }
+pre.table { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow-x: auto; }
+code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+)CSS";
+
+// Hands each spec to vega-embed and marks the chart's element when it has rendered (the browser test waits
+// for data-charts-done, then counts the SVG marks of each chart).
+constexpr const char* kBootstrap = R"JS(
+(function () {
+  var data = JSON.parse(document.getElementById('attnprof-data').textContent);
+  var pending = data.charts.map(function (c) {
+    var el = document.getElementById(c.id);
+    return vegaEmbed(el, c.spec, { renderer: 'svg', actions: false, mode: 'vega-lite' })
+      .then(function () { el.setAttribute('data-rendered', 'ok'); })
+      .catch(function (e) {
+        el.setAttribute('data-rendered', 'error');
+        el.textContent = 'This chart could not be drawn: ' + e.message;
+        console.error('attnprof report: chart ' + c.id + ' (' + c.kind + '): ' + e.message);
+      });
+  });
+  Promise.all(pending).then(function () {
+    document.body.setAttribute('data-charts-done', String(pending.length));
+  });
+})();
+)JS";
+
+// A library script, inlined. The pinned builds contain neither "</script" nor "<!--"; should a future
+// version do so, it goes in as a base64 data: URL instead, which no content can break out of.
+std::string script_tag(const std::string& js, const std::string& what) {
+  std::string lower(js.size(), '\0');
+  std::transform(js.begin(), js.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (lower.find("</script") == std::string::npos && lower.find("<!--") == std::string::npos)
+    return "<script data-lib=\"" + html_escape(what) + "\">\n" + js + "\n</script>\n";
+  static const char* b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string enc;
+  enc.reserve((js.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < js.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(js[i])) << 16;
+    if (i + 1 < js.size()) v |= uint32_t(uint8_t(js[i + 1])) << 8;
+    if (i + 2 < js.size()) v |= uint32_t(uint8_t(js[i + 2]));
+    enc += b64[(v >> 18) & 63];
+    enc += b64[(v >> 12) & 63];
+    enc += i + 1 < js.size() ? b64[(v >> 6) & 63] : '=';
+    enc += i + 2 < js.size() ? b64[v & 63] : '=';
+  }
+  return "<script data-lib=\"" + html_escape(what) + "\" src=\"data:text/javascript;base64," + enc + "\"></script>\n";
+}
+
+std::string executable_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+std::string package_version(const fs::path& pkg_dir) {
+  Input in = read_json(pkg_dir / "package.json");
+  return in.doc ? str(*in.doc, "version", "?") : "?";
+}
+
+std::string atomic_write(const fs::path& path, const std::string& contents) {
+  const fs::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) ATTNPROF_FAIL("report: cannot write {} (is the directory writable?)", path.string());
+    out.write(contents.data(), std::streamsize(contents.size()));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      ATTNPROF_FAIL("report: writing {} failed", path.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    ATTNPROF_FAIL("report: cannot rename the temporary file onto {}", path.string());
+  }
+  return path.string();
+}
+
+}  // namespace
+
+// ---- the chart library -------------------------------------------------------------------------------------
+std::vector<std::string> chart_library_candidates(const std::string& web_dir) {
+  std::vector<std::string> c;
+  if (!web_dir.empty()) c.push_back(web_dir);
+  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) c.push_back(env);
+  if (std::string exe = executable_dir(); !exe.empty()) {
+    const fs::path e(exe);
+    for (const fs::path& p : {e / "web", e / ".." / "web", e / ".." / ".." / "web", e / ".." / "share" / "attnprof" / "web"})
+      c.push_back(p.lexically_normal().string());
+  }
+#ifdef ATTNPROF_WEB_DIR
+  c.push_back(ATTNPROF_WEB_DIR);
+#endif
+  std::vector<std::string> unique;
+  for (auto& s : c)
+    if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
+  return unique;
+}
+
+ChartLibrary load_chart_library(const std::string& web_dir) {
+  const auto candidates = chart_library_candidates(web_dir);
+  for (const std::string& dir : candidates) {
+    const fs::path nm = fs::path(dir) / "node_modules";
+    auto vega = read_file(nm / "vega/build/vega.min.js");
+    if (!vega) continue;
+    auto vl = read_file(nm / "vega-lite/build/vega-lite.min.js");
+    auto ve = read_file(nm / "vega-embed/build/vega-embed.min.js");
+    if (!vl || !ve)
+      ATTNPROF_FAIL("report: {} has vega but not vega-lite and vega-embed; run `npm ci --prefix {}`", nm.string(), dir);
+    ChartLibrary lib;
+    lib.web_dir = dir;
+    lib.vega = std::move(*vega);
+    lib.vega_lite = std::move(*vl);
+    lib.vega_embed = std::move(*ve);
+    lib.vega_version = package_version(nm / "vega");
+    lib.vega_lite_version = package_version(nm / "vega-lite");
+    lib.vega_embed_version = package_version(nm / "vega-embed");
+    return lib;
+  }
+  std::string tried;
+  for (const auto& d : candidates) tried += "\n  " + d + "/node_modules/vega/build/vega.min.js";
+  ATTNPROF_FAIL(
+      "report: the chart library (vega, vega-lite, vega-embed from npm) is not installed; looked for:{}\n"
+      "install it with `npm ci --prefix web` in the attnprof source tree (scripts/setup.sh does this), "
+      "or point ATTNPROF_WEB_DIR at a directory whose node_modules holds them",
+      tried);
+}
+
+// ---- the page ----------------------------------------------------------------------------------------------
+std::string render_html_report(const std::string& out_dir, const ChartLibrary& lib, const HtmlOptions& opt) {
+  const fs::path dir(out_dir);
+  Input compare = read_json(dir / "compare.json");
+  Input sweep = read_json(dir / "sweep.json");
+  Input roofline = read_json(dir / "roofline.json");
+
+  // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory.
+  std::vector<VariantData> vs;
+  std::set<std::string> seen;
+  auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
+    if (!seen.insert(name).second) return;
+    VariantData v;
+    v.name = name;
+    v.summary_file = summary_file.empty() ? name + ".summary.json" : std::move(summary_file);
+    v.trace_file = std::move(trace_file);
+    vs.push_back(std::move(v));
+  };
+  if (compare.doc) {
+    if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
+      for (const json& v : *arr)
+        if (v.is_object() && v.contains("name")) {
+          const bool ran = std::isfinite(num(v, "ms", NAN));
+          if (ran)
+            add_variant(str(v, "name"), fs::path(str(v, "summary")).filename().string(),
+                        fs::path(str(v, "trace")).filename().string());
+        }
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    const std::string suf = ".summary.json";
+    if (n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0) found.push_back(n);
+  }
+  std::sort(found.begin(), found.end());
+  for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "");
+
+  std::vector<std::string> op_notes;
+  for (VariantData& v : vs) {
+    Input s = read_json(dir / v.summary_file);
+    if (!s.doc) {
+      op_notes.push_back(v.name + ": " + s.note);
+    } else {
+      v.summary = std::move(s.doc);
+      v.ops = parse_rows(*v.summary);
+      for (const OpRow& r : v.ops)
+        if (r.category == "user_annotation" && r.name.rfind("ProfilerStep", 0) != 0 && r.calls > 0) {
+          v.forwards = r.calls;  // the per-forward annotation (attn_fwd, sdpa_fwd, ...)
+          v.per_forward = true;
+          break;
+        }
+      v.memory = timeline_from_summary(*v.summary);
+      if (!v.memory.empty()) v.memory_source = v.summary_file;
+      if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
+    }
+    if (v.trace_file.empty()) {
+      for (const char* suf : {".trace.json", ".trace.json.gz"})
+        if (fs::is_regular_file(dir / (v.name + suf), ec)) { v.trace_file = v.name + suf; break; }
+    }
+    if (v.memory.empty() && !v.trace_file.empty()) {
+      Input t = read_json(dir / v.trace_file);
+      if (t.doc) {
+        v.memory = timeline_from_trace(*t.doc);
+        if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
+      }
+    }
+    v.table = read_table_text(dir, v);
+  }
+
+  Page pg;
+  auto add_name = [&](const std::string& n) {
+    if (!n.empty() && std::find(pg.variants.begin(), pg.variants.end(), n) == pg.variants.end()) pg.variants.push_back(n);
+  };
+  for (const VariantData& v : vs) add_name(v.name);
+  for (const Input* in : {&sweep, &roofline})
+    if (in->doc)
+      if (const json* arr = member(*in->doc, {"points", "ops"}); arr && arr->is_array())
+        for (const json& p : *arr) add_name(str(p, "variant"));
+  section_compare(pg, compare);
+  section_ops(pg, vs, op_notes);
+  section_sweep(pg, sweep);
+  section_roofline(pg, roofline, compare.doc, vs);
+  section_memory(pg, vs);
+  section_tables(pg, vs);
+  section_traces(pg, dir, vs);
+
+  std::string subtitle = "attnprof " ATTNPROF_VERSION;
+  if (compare.doc) {
+    if (const json* m = member(*compare.doc, {"machine"}); m && !str(*m, "cpu").empty()) subtitle += " · " + str(*m, "cpu");
+  }
+  subtitle += fmt::format(" · charts: Vega {}, Vega-Lite {}, vega-embed {} (inlined; this page loads nothing from the network)",
+                          lib.vega_version, lib.vega_lite_version, lib.vega_embed_version);
+  std::string nav;
+  for (const auto& [id, title] : pg.toc()) nav += "<a href=\"#" + id + "\">" + html_escape(title) + "</a>";
+
+  json data = {{"generator", "attnprof " ATTNPROF_VERSION}, {"charts", pg.charts()}};
+  std::string page;
+  page.reserve(lib.vega.size() + lib.vega_lite.size() + lib.vega_embed.size() + pg.html().size() + 65536);
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+          // Everything is inline: forbid the page from fetching anything at all.
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline' "
+          "'unsafe-eval' data:; style-src 'unsafe-inline'; img-src data:; font-src data:\">\n"
+          "<title>" + html_escape(opt.title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  page += "<header><h1>" + html_escape(opt.title) + "</h1><p>" + html_escape(subtitle) + "</p></header>\n";
+  page += "<nav>" + nav + "</nav>\n<main>\n" + pg.html() + "</main>\n";
+  page += "<script type=\"application/json\" id=\"attnprof-data\">" + script_json(data) + "</script>\n";
+  page += script_tag(lib.vega, "vega " + lib.vega_version);
+  page += script_tag(lib.vega_lite, "vega-lite " + lib.vega_lite_version);
+  page += script_tag(lib.vega_embed, "vega-embed " + lib.vega_embed_version);
+  page += std::string("<script>") + kBootstrap + "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt) {
+  std::error_code ec;
+  if (!fs::is_directory(out_dir, ec)) ATTNPROF_FAIL("report: {} is not a directory", out_dir);
+  const ChartLibrary lib = load_chart_library(opt.web_dir);
+  return atomic_write(fs::path(out_dir) / opt.file_name, render_html_report(out_dir, lib, opt));
+}
+
+}  // namespace attnprof::report

@@ -1,0 +1,109 @@
+// Browser test of attnprof's report.html: Debian's Chromium, driven by playwright-core, loads the page from
+// file:// with the network closed and checks that it is whole.
+//
+//   node tests/browser/report.spec.mjs path/to/report.html [screenshot.png]
+//
+// Checks: no console errors or uncaught page errors; no request leaves the page (anything but file:// or
+// data: is blocked and counted as a failure, as is any failed request); every chart container rendered an
+// SVG with data marks of the kind its chart draws; the sections and tables are there. Saves a full-page
+// screenshot. Exits 0 when every check passed, 1 otherwise, with one line per check.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const reportPath = path.resolve(process.argv[2] ?? 'report.html');
+const shotPath = path.resolve(process.argv[3] ?? path.join(path.dirname(reportPath), 'report.png'));
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+// The data marks each kind of chart must draw. Vega's SVG renderer puts each mark in a <g class="mark-<type>
+// role-mark">; axes and legends use other roles (role-axis-label, role-legend-symbol), so they do not count.
+const m = (type, el = 'path') => `g.mark-${type}.role-mark ${el}`;
+const expectedMarks = {
+  'compare': [m('rect')],                                  // bars and the bytes-bound ticks
+  'time-by-op': [m('rect')],
+  'bytes-by-op': [m('rect')],
+  'sweep-time': [m('symbol'), m('line'), m('text', 'text')],  // measurements, fitted lines, exponent labels
+  'sweep-memory': [m('symbol'), m('line'), m('text', 'text')],
+  'roofline': [m('line'), m('symbol')],                    // ceilings, one point per op
+  'memory': [m('area'), m('line')],
+};
+
+const results = [];
+function check(name, ok, detail = '') {
+  results.push({ name, ok, detail });
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
+}
+
+if (!fs.existsSync(reportPath)) {
+  console.error(`report.spec: ${reportPath} does not exist`);
+  process.exit(1);
+}
+
+const browser = await chromium.launch({
+  executablePath,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});  // playwright gives the browser a fresh, empty profile directory of its own
+let failed = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const consoleErrors = [], pageErrors = [], failedRequests = [], externalRequests = [];
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('requestfailed', (r) => failedRequests.push(`${r.url().slice(0, 120)} (${r.failure()?.errorText})`));
+  // The page must not reach out: block and record anything that is not the file itself or inline data.
+  await page.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith('file:') || url.startsWith('data:')) return route.continue();
+    externalRequests.push(url);
+    return route.abort();
+  });
+
+  const url = pathToFileURL(reportPath).href;
+  await page.goto(url, { waitUntil: 'load' });
+  // The bootstrap sets data-charts-done once every vegaEmbed promise settled.
+  await page.waitForSelector('body[data-charts-done]', { timeout: 30000 }).catch(() => {});
+  const done = await page.getAttribute('body', 'data-charts-done');
+  check('charts finished rendering', done !== null, done === null ? 'data-charts-done never set' : `${done} charts`);
+
+  const charts = await page.$$eval('div.chart', (els) => els.map((el) => ({
+    id: el.id, kind: el.dataset.kind, rendered: el.dataset.rendered ?? null,
+    svg: el.querySelectorAll('svg').length,
+  })));
+  check('page has charts', charts.length > 0, `${charts.length} chart containers`);
+  for (const c of charts) {
+    const want = expectedMarks[c.kind] ?? [`${m('rect')}, ${m('symbol')}, ${m('line')}`];
+    const counts = [];
+    for (const sel of want) counts.push(await page.$$eval(`#${c.id} svg`, (svgs, s) =>
+      svgs.reduce((n, svg) => n + svg.querySelectorAll(s).length, 0), sel));
+    const ok = c.rendered === 'ok' && c.svg > 0 && counts.every((n) => n > 0);
+    check(`chart ${c.kind} rendered with data marks`, ok,
+          `rendered=${c.rendered} svg=${c.svg} ` + want.map((s, i) => `${s}: ${counts[i]}`).join(', '));
+  }
+
+  const sections = await page.$$eval('main section', (els) => els.map((e) => e.id));
+  check('sections present', sections.length > 0, sections.join(', '));
+  const tables = await page.$$eval('table.data tbody tr', (rows) => rows.length);
+  if (sections.includes('compare')) check('comparison table has rows', tables > 0, `${tables} rows`);
+  const data = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts.length);
+  check('every chart in the data block has a container', data === charts.length, `${data} specs, ${charts.length} containers`);
+
+  check('no console errors', consoleErrors.length === 0, consoleErrors.join(' | ').slice(0, 500));
+  check('no uncaught page errors', pageErrors.length === 0, pageErrors.join(' | ').slice(0, 500));
+  check('no failed requests', failedRequests.length === 0, failedRequests.join(' | ').slice(0, 500));
+  check('no network requests', externalRequests.length === 0, externalRequests.join(' | ').slice(0, 500));
+
+  await page.screenshot({ path: shotPath, fullPage: true });
+  check('screenshot saved', fs.existsSync(shotPath) && fs.statSync(shotPath).size > 10000, shotPath);
+} catch (e) {
+  check('browser session', false, String(e));
+} finally {
+  await browser.close();
+}
+const nfail = results.filter((r) => !r.ok).length;
+console.log(`${results.length - nfail} passed, ${nfail} failed`);
+failed = nfail > 0;
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Browser test of the HTML report (docs/report.md): builds report.html twice with `attnprof report`, once from
+# the hand-made fixtures (tests/fixtures/report, every section present) and once from a small real
+# compare + sweep + roofline run, then loads each page from file:// in Debian's headless Chromium through
+# playwright-core (tests/browser/report.spec.mjs) and checks it. Screenshots land in tests/browser/out/.
+#
+#   tests/browser/run.sh [BUILD_DIR]        # default: build
+#
+# Environment: CHROMIUM (default /usr/bin/chromium); ATTNPROF_BROWSER_REAL=0 skips the real run;
+# ATTNPROF_REQUIRE_BROWSER=1 turns a missing Chromium/Node into a failure instead of a skip (for CI).
+# Exit status: 0 when every check passed (or the test was skipped), 1 otherwise.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+[[ $build = /* ]] || build=$root/$build
+bin=$build/tools/attnprof
+chromium=${CHROMIUM:-/usr/bin/chromium}
+
+skip() {
+  if [[ ${ATTNPROF_REQUIRE_BROWSER:-0} == 1 ]]; then echo "browser test: FAILED: $*"; exit 1; fi
+  echo "browser test: SKIPPED: $*"
+  exit 0
+}
+[[ -x $chromium ]] || skip "no Chromium at $chromium (apt-get install chromium, or scripts/setup.sh)"
+command -v node >/dev/null || skip "no node (apt-get install nodejs npm)"
+[[ -x $bin ]] || { echo "browser test: FAILED: $bin is not built (cmake --build $build)"; exit 1; }
+
+# The chart library the page inlines, and playwright-core: exact versions from the lock files.
+for dir in web tests/browser; do
+  if [[ ! -d $root/$dir/node_modules ]]; then
+    echo "browser test: npm ci in $dir"
+    (cd "$root/$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
+
+out=$root/tests/browser/out
+rm -rf "$out"
+mkdir -p "$out/fixtures"
+fail=0
+
+echo "== report from the fixtures"
+cp "$root"/tests/fixtures/report/*.json "$out/fixtures/"
+"$bin" report --out "$out/fixtures" >/dev/null
+node "$root/tests/browser/report.spec.mjs" "$out/fixtures/report.html" "$out/fixtures.png" || fail=1
+
+if [[ ${ATTNPROF_BROWSER_REAL:-1} == 1 ]]; then
+  echo "== report from a small real run"
+  real=$out/real
+  common=(--threads 2 --warmup 1)
+  "$bin" compare --shape 1,4,256,64 "${common[@]}" --out "$real" >/dev/null 2>"$out/compare.log" \
+    || { echo "browser test: attnprof compare failed:"; cat "$out/compare.log"; exit 1; }
+  "$bin" sweep --seq 128..512 --variants naive,flash --shape 1,4,256,64 "${common[@]}" --out "$real" \
+    >/dev/null 2>"$out/sweep.log" || { echo "browser test: attnprof sweep failed:"; cat "$out/sweep.log"; exit 1; }
+  "$bin" roofline --shape 1,4,256,64 "${common[@]}" --out "$real" >/dev/null 2>"$out/roofline.log" \
+    || { echo "browser test: attnprof roofline failed:"; cat "$out/roofline.log"; exit 1; }
+  "$bin" report --out "$real" >/dev/null
+  node "$root/tests/browser/report.spec.mjs" "$real/report.html" "$out/real.png" || fail=1
+fi
+
+if ((fail)); then echo "browser test: FAILED (screenshots in $out)"; exit 1; fi
+echo "browser test: passed (screenshots in $out)"

@@ -1,0 +1,287 @@
+// The HTML report: escaping, self-containment, and sections that come and go with their input files.
+// The real chart library is not needed here (a stub library stands in for it); tests/browser renders the
+// page with the real one in Chromium.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "attnprof/error.h"
+#include "attnprof/html.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace attnprof::report;
+
+namespace {
+
+const fs::path kFixtures = fs::path(ATTNPROF_SOURCE_DIR) / "tests/fixtures/report";
+
+ChartLibrary stub_library() {
+  ChartLibrary lib;
+  lib.web_dir = "(stub)";
+  lib.vega = "window.vega = {};";
+  lib.vega_lite = "window.vegaLite = {};";
+  lib.vega_embed = "window.vegaEmbed = function () { return Promise.resolve(); };";
+  lib.vega_version = lib.vega_lite_version = lib.vega_embed_version = "stub";
+  return lib;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+// A fresh directory under the build tree, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::path(ATTNPROF_BINARY_DIR) / "test-html" / name;
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// The JSON data block, parsed back as the page's script would (JSON.parse reads \u escapes the same way).
+json data_block(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"attnprof-data\">";
+  const auto a = page.find(open);
+  EXPECT_NE(a, std::string::npos);
+  const auto b = page.find("</script>", a);
+  return json::parse(page.substr(a + open.size(), b - a - open.size()));
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(HtmlEscape, EntitiesForEveryMarkupCharacter) {
+  EXPECT_EQ(html_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+  EXPECT_EQ(html_escape("plain text 1.5 ms"), "plain text 1.5 ms");
+  EXPECT_EQ(html_escape(""), "");
+}
+
+TEST(ScriptJson, NoMarkupSurvivesAndJsonReadsBack) {
+  const std::string evil = "</script><script>alert(1)</script><!-- & \xE2\x80\xA8 \xE2\x80\xA9 >";
+  const json j = {{"name", evil}, {"list", {evil, 1.5, true}}};
+  const std::string s = script_json(j);
+  for (const char* bad : {"<", ">", "&", "\xE2\x80\xA8", "\xE2\x80\xA9"})
+    EXPECT_EQ(s.find(bad), std::string::npos) << "found " << bad << " in " << s;
+  EXPECT_NE(s.find("\\u003c/script\\u003e"), std::string::npos);
+  EXPECT_NE(s.find("\\u2028"), std::string::npos);
+  EXPECT_EQ(json::parse(s), j);
+}
+
+TEST(ScriptJson, InvalidUtf8DoesNotThrow) {
+  const json j = {{"name", std::string("bad \xFF byte")}};
+  EXPECT_NO_THROW((void)script_json(j));
+}
+
+TEST(HrefForFile, RelativeAndPercentEncoded) {
+  EXPECT_EQ(href_for_file("naive.trace.json"), "naive.trace.json");
+  EXPECT_EQ(href_for_file("a b\"<&>.json"), "a%20b%22%3C%26%3E.json");
+  EXPECT_EQ(href_for_file("javascript:alert(1)"), "javascript%3Aalert%281%29");
+}
+
+TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
+  const std::string page = render_html_report(kFixtures.string(), stub_library());
+  for (const char* id : {"compare", "ops", "sweep", "roofline", "memory", "tables", "traces"})
+    EXPECT_NE(page.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
+  const json data = data_block(page);
+  std::set<std::string> kinds;
+  for (const json& c : data["charts"]) {
+    kinds.insert(c["kind"].get<std::string>());
+    EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
+  }
+  const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "sweep-time", "sweep-memory", "roofline",
+                                      "memory"};
+  EXPECT_EQ(kinds, want);
+  // The comparison table has a row per variant, and the skipped backend says why.
+  for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
+  EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);
+  // Sweep: the fitted exponents label the lines; the point over budget is listed, not drawn.
+  EXPECT_NE(page.find("N^2.00"), std::string::npos);
+  EXPECT_NE(page.find("N^1.00"), std::string::npos);
+  EXPECT_NE(page.find("over the 16 GiB budget"), std::string::npos);
+  // Trace links, with the note on how to open them.
+  EXPECT_NE(page.find("href=\"naive.trace.json\""), std::string::npos);
+  EXPECT_NE(page.find("ui.perfetto.dev"), std::string::npos);
+  // The torch-style tables come through as preformatted text.
+  EXPECT_NE(page.find("Self CPU time total"), std::string::npos);
+}
+
+TEST(HtmlReport, StackedBarsArePerForwardAndLeaveAnnotationsOut) {
+  const json data = data_block(render_html_report(kFixtures.string(), stub_library()));
+  for (const json& c : data["charts"]) {
+    if (c["kind"] != "time-by-op") continue;
+    double naive_ms = 0;
+    for (const json& row : c["spec"]["data"]["values"]) {
+      EXPECT_NE(row["op"], "attn_fwd");
+      EXPECT_EQ(row["op"].get<std::string>().rfind("ProfilerStep", 0), std::string::npos);
+      if (row["variant"] == "naive") naive_ms += row["ms"].get<double>();
+    }
+    EXPECT_NEAR(naive_ms, 190.0, 1e-6);  // the fixture's ops add up to 190 ms per forward over 3 forwards
+    EXPECT_NE(c["spec"]["encoding"]["x"]["title"].get<std::string>().find("per forward"), std::string::npos);
+  }
+}
+
+TEST(HtmlReport, SelfContained) {
+  const std::string page = render_html_report(kFixtures.string(), stub_library());
+  // Nothing is loaded from anywhere: no src/href to another host, no stylesheets, frames or imports.
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(\bsrc\s*=\s*["']?(https?:|//))", std::regex::icase)));
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(<link\b)", std::regex::icase)));
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(<iframe\b)", std::regex::icase)));
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(@import|url\()", std::regex::icase)));
+  // The only external address is the Perfetto link a person may click.
+  std::smatch m;
+  std::string rest = page;
+  while (std::regex_search(rest, m, std::regex(R"(href="(https?:[^"]*))"))) {
+    EXPECT_EQ(m[1].str(), "https://ui.perfetto.dev");
+    rest = m.suffix();
+  }
+  // A content security policy forbids fetching even if a library tried.
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+  // The library is inlined, each piece once.
+  EXPECT_EQ(count(page, "window.vegaEmbed = function"), 1u);
+  EXPECT_EQ(count(page, "data-lib=\"vega stub\""), 1u);
+}
+
+TEST(HtmlReport, HostileNamesCannotBreakThePage) {
+  TempDir d("hostile");
+  const std::string evil = "x</script><script>alert(1)</script><img src=x onerror=alert(2)>&amp;\"'";
+  json compare = json::parse(slurp(kFixtures / "compare.json"));
+  compare["variants"][0]["name"] = evil;
+  compare["variants"][0]["summary"] = "evil.summary.json";
+  compare["variants"][0]["trace"] = "e<v>i&l\".trace.json";
+  spit(d.path / "compare.json", compare.dump());
+  json summary = json::parse(slurp(kFixtures / "naive.summary.json"));
+  summary["ops"][2]["name"] = evil;
+  summary["table"] = std::string("Name  ") + evil + "\n";
+  spit(d.path / "evil.summary.json", summary.dump());
+  spit(d.path / "e<v>i&l\".trace.json", R"({"traceEvents":[]})");
+  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  sweep["points"][0]["variant"] = evil;
+  sweep["fits"][0]["variant"] = evil;
+  spit(d.path / "sweep.json", sweep.dump());
+
+  HtmlOptions opt;
+  opt.title = "run <b>\"1\"</b>";
+  const std::string page = render_html_report(d.path.string(), stub_library(), opt);
+  // Exactly the page's own script elements: the data block, three libraries, the bootstrap.
+  EXPECT_EQ(count(page, "<script"), 5u);
+  EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(page.find("<img"), std::string::npos);
+  EXPECT_EQ(page.find("<b>\"1\""), std::string::npos);
+  EXPECT_NE(page.find("run &lt;b&gt;&quot;1&quot;&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(page.find("<td>x&lt;/script&gt;&lt;script&gt;alert(1)"), std::string::npos);
+  EXPECT_NE(page.find("href=\"e%3Cv%3Ei%26l%22.trace.json\""), std::string::npos);
+  // The data block still parses and carries the name unchanged, for Vega to draw as text.
+  const json data = data_block(page);
+  bool found = false;
+  for (const json& c : data["charts"])
+    if (c["spec"].dump().find(evil.substr(0, 10)) != std::string::npos) found = true;
+  EXPECT_TRUE(found);
+}
+
+TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
+  TempDir d("empty");
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("compare.json not found"), std::string::npos);
+  EXPECT_NE(page.find("sweep.json not found"), std::string::npos);
+  EXPECT_NE(page.find("No trace files"), std::string::npos);
+  EXPECT_TRUE(data_block(page)["charts"].empty());
+
+  // Only a sweep: that section has its charts, the rest say what to run.
+  fs::copy_file(kFixtures / "sweep.json", d.path / "sweep.json");
+  const json data = data_block(render_html_report(d.path.string(), stub_library()));
+  ASSERT_EQ(data["charts"].size(), 2u);
+  EXPECT_EQ(data["charts"][0]["kind"], "sweep-time");
+
+  // A corrupt input is a note too.
+  spit(d.path / "compare.json", "{not json");
+  EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("compare.json could not be parsed"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
+  TempDir d("no-roofline");
+  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const json data = data_block(render_html_report(d.path.string(), stub_library()));
+  bool roof = false;
+  for (const json& c : data["charts"])
+    if (c["kind"] == "roofline") {
+      roof = true;
+      EXPECT_EQ(c["spec"]["layer"].size(), 2u);  // ceilings + op points
+      EXPECT_FALSE(c["spec"]["layer"][1]["data"]["values"].empty());
+    }
+  EXPECT_TRUE(roof);
+}
+
+TEST(HtmlReport, MemoryTimelineFromTraceCounters) {
+  TempDir d("trace-memory");
+  json s = json::parse(slurp(kFixtures / "naive.summary.json"));
+  s.erase("memory");
+  spit(d.path / "naive.summary.json", s.dump());
+  fs::copy_file(kFixtures / "naive.trace.json", d.path / "naive.trace.json");
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive.trace.json (counter events)"), std::string::npos);
+}
+
+TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
+  TempDir d("write");
+  fs::copy_file(kFixtures / "sweep.json", d.path / "sweep.json");
+  // A web dir with the three builds (stubs) is accepted; the page lands as report.html.
+  const fs::path web = d.path / "web";
+  for (const char* pkg : {"vega", "vega-lite", "vega-embed"}) {
+    fs::create_directories(web / "node_modules" / pkg / "build");
+    spit(web / "node_modules" / pkg / "package.json", R"({"version":"9.9.9"})");
+    spit(web / "node_modules" / pkg / "build" / (std::string(pkg) + ".min.js"), "/* stub */");
+  }
+  HtmlOptions opt;
+  opt.web_dir = web.string();
+  const std::string path = write_html_report(d.path.string(), opt);
+  EXPECT_EQ(fs::path(path).filename(), "report.html");
+  const std::string page = slurp(path);
+  EXPECT_NE(page.find("Vega 9.9.9"), std::string::npos);
+  EXPECT_NE(page.rfind("</html>\n"), std::string::npos);
+
+  // A library that would break out of its <script> goes in as a data: URL instead.
+  spit(web / "node_modules/vega/build/vega.min.js", "var s = '</script><!--';");
+  const std::string page2 = render_html_report(d.path.string(), load_chart_library(web.string()));
+  EXPECT_EQ(page2.find("'</script>"), std::string::npos);
+  EXPECT_NE(page2.find("src=\"data:text/javascript;base64,"), std::string::npos);
+
+  // With no library anywhere the error says what to install.
+  ::setenv("ATTNPROF_WEB_DIR", (d.path / "nowhere").c_str(), 1);
+  try {
+    (void)load_chart_library((d.path / "nothing-here").string());
+    // The build tree's own web/ may hold a real install; then the search legitimately succeeds.
+    SUCCEED();
+  } catch (const attnprof::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("npm ci --prefix web"), std::string::npos) << e.what();
+  }
+  ::unsetenv("ATTNPROF_WEB_DIR");
+}
+
+TEST(HtmlReport, NotADirectoryIsAnError) {
+  EXPECT_THROW(write_html_report((kFixtures / "compare.json").string()), attnprof::Error);
+}

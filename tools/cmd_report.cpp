@@ -1,0 +1,58 @@
+// attnprof report [--out DIR]: one self-contained report.html drawn from the JSON files that compare, sweep,
+// roofline and profile wrote into DIR (see docs/report.md). It runs nothing itself; a missing input file
+// leaves its section out with a note. The same page is what `--html` on profile, compare and sweep writes,
+// through attnprof::report::write_html_report.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "attnprof/error.h"
+#include "attnprof/html.h"
+
+namespace attnprof::cli {
+namespace {
+
+struct ReportArgs {
+  std::string out = "attnprof-out";
+  std::string web_dir;
+  std::string title = "attnprof report";
+};
+
+void run_report(const ReportArgs& a) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  ATTNPROF_CHECK(fs::is_directory(a.out, ec), "report: --out {} is not a directory (run `attnprof compare --out {}` first)",
+                 a.out, a.out);
+  bool any = false;
+  for (const char* f : {"compare.json", "sweep.json", "roofline.json"}) any = any || fs::is_regular_file(fs::path(a.out) / f, ec);
+  for (auto it = fs::directory_iterator(a.out, ec); !any && !ec && it != fs::directory_iterator(); it.increment(ec))
+    any = it->path().filename().string().find(".summary.json") != std::string::npos;
+  if (!any)
+    std::fprintf(stderr, "attnprof: warning: %s holds no compare.json, sweep.json, roofline.json or *.summary.json; "
+                         "the report will only say what to run\n", a.out.c_str());
+  report::HtmlOptions opt;
+  opt.web_dir = a.web_dir;
+  opt.title = a.title;
+  const std::string path = report::write_html_report(a.out, opt);
+  std::printf("%s\n", path.c_str());
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "report", "write DIR/report.html: one self-contained page with the tables and plots of the run in DIR");
+  sub->add_option("--out,-o", args->out,
+                  "directory with compare.json, sweep.json, roofline.json, <variant>.summary.json and traces "
+                  "(default: attnprof-out)");
+  sub->add_option("--web-dir", args->web_dir,
+                  "directory whose node_modules holds vega, vega-lite and vega-embed (default: $ATTNPROF_WEB_DIR, "
+                  "then web/ beside or above the executable, then the source tree's web/)");
+  sub->add_option("--title", args->title, "page title");
+  sub->callback([args] { run_report(*args); });
+}
+
+}  // namespace attnprof::cli
