@@ -185,3 +185,31 @@ TEST(Npy, MissingFileAndUnwritableDestinationAreClearErrors) {
   EXPECT_THROW(npy::load("/nonexistent/dir/q.npy"), Error);
   EXPECT_THROW(npy::save("/nonexistent/dir/o.npy", ramp({1, 1, 1, 1}, DType::F32)), Error);
 }
+
+// The fuzz corpus, replayed through the fuzz target's body in every build (no clang needed): valid seeds
+// load, corrupt ones are refused with an Error, none crashes.
+#include "../fuzz/fuzz_npy_body.h"
+
+TEST(NpyFuzzCorpus, ReplaysEverySeedWithoutCrashing) {
+  const std::filesystem::path dir = std::filesystem::path(ATTNPROF_SOURCE_DIR) / "fuzz" / "corpus" / "npy";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
+  int files = 0, valid = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    SCOPED_TRACE(entry.path().filename().string());
+    EXPECT_EQ(attnprof::fuzz::npy_one_input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0);
+    ++files;
+    bool loads = true;
+    try {
+      npy::load_from_memory(bytes.data(), bytes.size());
+    } catch (const Error&) {
+      loads = false;
+    }
+    const bool named_valid = entry.path().filename().string().rfind("valid_", 0) == 0;
+    EXPECT_EQ(loads, named_valid) << "seeds named valid_* must load, all others must be refused";
+    valid += loads;
+  }
+  EXPECT_GE(files, 20);
+  EXPECT_GE(valid, 6);
+}

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <immintrin.h>
 #include <memory>
@@ -197,6 +198,13 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double l = 0.0;
+  in >> l;
+  return in ? l : 0.0;
+}
+
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/attnprof";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
@@ -257,6 +265,15 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
       if (m.cpu == cpu && m.isa == isa_s && m.threads == threads) return m;
     }
 
+  // Peaks measured on a busy machine are low and would be cached; say so (the figures stay honest: they are
+  // what was measured) and record the load next to them.
+  const double load = load_average();
+  const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  if (load > double(hw) - double(threads) + 0.5)
+    std::fprintf(stderr,
+                 "attnprof: note: the machine is busy (load average %.1f on %d CPUs): measured peaks may be low; "
+                 "re-measure on an idle machine with `attnprof roofline --peaks-only --remeasure`\n",
+                 load, hw);
   MachinePeaks m;
   m.cpu = cpu;
   m.isa = isa_s;
@@ -272,10 +289,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
       const MachinePeaks old = from_json(*it);
       it = (old.cpu == cpu && old.isa == isa_s && old.threads == threads) ? entries.erase(it) : it + 1;
     }
-    entries.push_back(to_json(m));
+    nlohmann::json entry = to_json(m);
+    entry["load_average"] = load;
+    entries.push_back(std::move(entry));
     try {
-      ::mkdir(cache_dir().substr(0, dir.rfind('/')).c_str(), 0755);  // ~/.cache may not exist yet
-      ::mkdir(dir.c_str(), 0755);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);  // ~/.cache may not exist yet; a failure shows below
       io::write_file_atomic(path, cache.dump(2) + "\n");
     } catch (const Error& e) {
       std::fprintf(stderr, "attnprof: note: could not cache machine peaks: %s\n", e.what());
