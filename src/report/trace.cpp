@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "attnprof/report.h"
+#include "report/atomic_file.h"
 
 namespace attnprof::report {
 namespace {
@@ -29,6 +31,11 @@ void put(Buf& b, std::string_view s) { b.append(s.data(), s.data() + s.size()); 
 
 void put_escaped(Buf& b, std::string_view s) {
   b.push_back('"');
+  if (std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; })) {
+    put(b, s);
+    b.push_back('"');
+    return;
+  }
   for (char c : s) {
     switch (c) {
       case '"': put(b, "\\\""); break;
@@ -44,18 +51,26 @@ void put_escaped(Buf& b, std::string_view s) {
   b.push_back('"');
 }
 
+void put_int(Buf& b, int64_t v) {
+  const fmt::format_int f(v);
+  b.append(f.data(), f.data() + f.size());
+}
+
 // Integer ns as µs with exactly 3 decimals.
 void put_us(Buf& b, int64_t ns) {
   if (ns < 0) {
     b.push_back('-');
     ns = -ns;
   }
-  fmt::format_to(std::back_inserter(b), "{}.{:03}", ns / 1000, ns % 1000);
+  put_int(b, ns / 1000);
+  const int frac = int(ns % 1000);
+  const char d[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
+  b.append(d, d + 4);
 }
 
 void put_number(Buf& b, double v) {
   if (!std::isfinite(v)) v = 0.0;
-  if (std::fabs(v) < 9e15 && v == std::floor(v)) fmt::format_to(std::back_inserter(b), "{}", int64_t(v));
+  if (std::fabs(v) < 9e15 && v == std::floor(v)) put_int(b, int64_t(v));
   else fmt::format_to(std::back_inserter(b), "{}", v);
 }
 
@@ -75,9 +90,10 @@ int64_t to_ns(const prof::ProfileResult& r, uint64_t t) {
   return std::max<int64_t>(0, std::llround(ns));
 }
 
-}  // namespace
+using Sink = std::function<void(std::string_view)>;
 
-std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& opt) {
+// Writes the trace through `sink` in chunks of about 1 MiB, so a file export never holds the whole text.
+void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const Sink& sink) {
   const long pid = long(::getpid());
   // Per-thread clamped intervals and inclusive costs.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());
@@ -119,7 +135,14 @@ std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& 
   });
 
   Buf b;
-  b.reserve(256 + items.size() * 200);
+  constexpr size_t kChunk = size_t(1) << 20;
+  b.reserve(kChunk + 4096);
+  auto maybe_flush = [&] {
+    if (b.size() >= kChunk) {
+      sink(std::string_view(b.data(), b.size()));
+      b.clear();
+    }
+  };
   put(b, "{\"traceEvents\":[\n");
   fmt::format_to(std::back_inserter(b),
                  "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"attnprof\"}}}}",
@@ -132,7 +155,19 @@ std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& 
                    "}}}},\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
                    pid, t.tid, t.tid);
   }
+  // The hot loop: no format strings, only appends (export runs at millions of events per second).
+  std::string pid_s = fmt::format_int(pid).str();
+  std::vector<std::string> tid_s;
+  for (const prof::ThreadTrace& t : r.threads) tid_s.push_back(fmt::format_int(int64_t(t.tid)).str());
+  auto put_where = [&](uint32_t thread) {
+    put(b, ",\"pid\":");
+    put(b, pid_s);
+    put(b, ",\"tid\":");
+    put(b, tid_s[thread]);
+    put(b, ",\"ts\":");
+  };
   for (const Item& it : items) {
+    maybe_flush();
     const prof::ThreadTrace& t = r.threads[it.thread];
     if (it.kind == Kind::Zone) {
       const prof::ZoneEvent& e = t.zones[it.index];
@@ -140,29 +175,33 @@ std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& 
       put_escaped(b, e.category ? e.category : "cpu_op");
       put(b, ",\"name\":");
       put_escaped(b, e.name ? e.name : "?");
-      fmt::format_to(std::back_inserter(b), ",\"pid\":{},\"tid\":{},\"ts\":", pid, t.tid);
+      put_where(it.thread);
       put_us(b, it.ts);
       put(b, ",\"dur\":");
       put_us(b, it.dur);
       put(b, ",\"args\":{");
       bool first = true;
-      auto sep = [&] {
+      auto key = [&](std::string_view k) {
         if (!first) b.push_back(',');
         first = false;
+        put(b, k);
       };
       if (e.n_shapes > 0) {
-        sep();
-        put(b, "\"Input Dims\":[");
+        key("\"Input Dims\":[");
         for (int k = 0; k < e.n_shapes; ++k) {
           const auto& d = e.shapes[size_t(k)];
-          fmt::format_to(std::back_inserter(b), "{}[{},{},{},{}]", k ? "," : "", d[0], d[1], d[2], d[3]);
+          put(b, k ? ",[" : "[");
+          for (int x = 0; x < 4; ++x) {
+            if (x) b.push_back(',');
+            put_int(b, d[size_t(x)]);
+          }
+          b.push_back(']');
         }
         b.push_back(']');
       }
       const OpCost& c = incl[it.thread][it.index];
       if (c.flops > 0 || c.bytes() > 0) {
-        sep();
-        put(b, "\"FLOPs\":");
+        key("\"FLOPs\":");
         put_number(b, c.flops);
         put(b, ",\"bytes\":");
         put_number(b, c.bytes());
@@ -172,36 +211,37 @@ std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& 
         put_number(b, c.bytes_written);
       }
       if (e.variant) {
-        sep();
-        put(b, "\"variant\":");
+        key("\"variant\":");
         put_escaped(b, e.variant);
       }
       if (e.task_clock_ns >= 0) {
-        sep();
-        fmt::format_to(std::back_inserter(b), "\"task_clock_ns\":{}", e.task_clock_ns);
+        key("\"task_clock_ns\":");
+        put_int(b, e.task_clock_ns);
       }
       if (e.page_faults >= 0) {
-        sep();
-        fmt::format_to(std::back_inserter(b), "\"page_faults\":{}", e.page_faults);
+        key("\"page_faults\":");
+        put_int(b, e.page_faults);
       }
       put(b, "}}");
     } else {
       const prof::MemEvent& m = t.mem[it.index];
       if (opt.memory_counters) {
-        fmt::format_to(std::back_inserter(b),
-                       ",\n{{\"ph\":\"C\",\"name\":\"Memory\",\"pid\":{},\"tid\":{},\"ts\":", pid, t.tid);
+        put(b, ",\n{\"ph\":\"C\",\"name\":\"Memory\"");
+        put_where(it.thread);
         put_us(b, it.ts);
-        fmt::format_to(std::back_inserter(b), ",\"args\":{{\"Allocated bytes\":{}}}}}", m.total);
+        put(b, ",\"args\":{\"Allocated bytes\":");
+        put_int(b, m.total);
+        put(b, "}}");
       }
       if (opt.memory_instants) {
-        fmt::format_to(std::back_inserter(b),
-                       ",\n{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\",\"pid\":{},"
-                       "\"tid\":{},\"ts\":",
-                       pid, t.tid);
+        put(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\"");
+        put_where(it.thread);
         put_us(b, it.ts);
-        fmt::format_to(std::back_inserter(b),
-                       ",\"args\":{{\"Device Type\":0,\"Device Id\":-1,\"Bytes\":{},\"Total Allocated\":{}}}}}",
-                       m.delta, m.total);
+        put(b, ",\"args\":{\"Device Type\":0,\"Device Id\":-1,\"Bytes\":");
+        put_int(b, m.delta);
+        put(b, ",\"Total Allocated\":");
+        put_int(b, m.total);
+        put(b, "}}");
       }
     }
   }
@@ -220,7 +260,18 @@ std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& 
     put_escaped(b, v);
   }
   put(b, "}}}\n");
-  return fmt::to_string(b);
+  sink(std::string_view(b.data(), b.size()));
+}
+
+}  // namespace
+
+std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& opt) {
+  std::string out;
+  size_t n = 0;
+  for (const auto& t : r.threads) n += t.zones.size() + 2 * t.mem.size();
+  out.reserve(4096 + n * 180);
+  stream_trace(r, opt, [&](std::string_view chunk) { out.append(chunk); });
+  return out;
 }
 
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r, const TraceOptions& opt) {
@@ -230,7 +281,9 @@ nlohmann::json chrome_trace_json(const prof::ProfileResult& r, const TraceOption
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r) { return chrome_trace_json(r, TraceOptions{}); }
 
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, const TraceOptions& opt) {
-  write_text_atomic(path, chrome_trace_text(r, opt));
+  detail::AtomicFile f(path);
+  stream_trace(r, opt, [&](std::string_view chunk) { f.write(chunk); });
+  f.commit();
 }
 
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path) {
