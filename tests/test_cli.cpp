@@ -25,6 +25,12 @@ const std::string kBinary = std::string(ATTNPROF_BINARY_DIR) + "/tools/attnprof"
 // Small shapes and one thread keep each run well under a second (machine peaks are measured once and cached).
 const std::string kSmall = " --shape 1,2,64,32 --threads 1 ";
 
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+constexpr bool kTimingMeaningful = true;
+#else
+constexpr bool kTimingMeaningful = false;
+#endif
+
 struct Result {
   int code = -1;
   std::string out, err;
@@ -215,13 +221,15 @@ TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
 }
 
 TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
-  const Result r = run("sweep --seq 256..1024 --variants naive,flash --shape 1,4,1024,64 --dtype fp32 --threads 1 "
-                    "--warmup 2 --iters 3" + out_flag());
+  // Timing is meaningless in Debug/sanitizer builds: there the sweep is small and only memory is checked.
+  const std::string seq = kTimingMeaningful ? "512..2048 --shape 1,2,1024,64" : "128..512 --shape 1,8,1024,64";
+  const Result r = run("sweep --seq " + seq + " --variants naive,flash --dtype fp32 --threads 1 "
+                       "--warmup 2 --iters 5" + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("exponent"), std::string::npos);
   const json j = read_json("sweep.json");
   EXPECT_EQ(j["kind"], "sweep");
-  ASSERT_EQ(j["points"].size(), 6u);  // 256, 512, 1024 for each variant
+  ASSERT_EQ(j["points"].size(), 6u);  // three lengths for each variant
   std::map<std::string, double> e;
   for (const json& f : j["fits"]) {
     e[f["variant"].get<std::string>() + "/" + f["metric"].get<std::string>()] = f["exponent"].get<double>();
@@ -229,11 +237,14 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
     EXPECT_GE(f["stderr"].get<double>(), 0.0);
   }
   ASSERT_EQ(e.size(), 4u);
-  // Time ≈ N^2. Loose bands: three small sizes on a shared 2-core VM where first-touching fresh pages is slow.
-  EXPECT_GT(e["naive/time"], 1.2);
-  EXPECT_LT(e["naive/time"], 3.2);
-  EXPECT_GT(e["flash/time"], 1.2);
-  EXPECT_LT(e["flash/time"], 3.2);
+  // Time ≈ N^2. Loose bands: three small sizes on a shared 2-core VM (other jobs, slow first touch of fresh
+  // pages) move single points by 2-5x; the bands still tell quadratic from linear.
+  if (kTimingMeaningful) {
+    EXPECT_GT(e["naive/time"], 1.2);
+    EXPECT_LT(e["naive/time"], 3.3);
+    EXPECT_GT(e["flash/time"], 1.2);
+    EXPECT_LT(e["flash/time"], 3.3);
+  }
   // Memory is exact (tracked allocator): N×N scores for naive; output + logsumexp for flash, plus per-thread
   // tiles that do not grow with N (which pull the small-N exponent a little below 1).
   EXPECT_NEAR(e["naive/memory"], 2.0, 0.1);
@@ -316,6 +327,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("profile", "variant is required");
+  expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
+  expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
 }
 
 TEST_F(Cli, UnwritableOutputDirectoryIsAnError) {

@@ -3,6 +3,7 @@
 // inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
@@ -29,6 +30,11 @@ void run_profile(const ProfileArgs& a) {
     report::TableOptions check;
     check.sort_by = a.sort_by;
     (void)report::table(analysis::KeyAverages{}, check);
+  }
+  if (!o.save_output.empty()) {  // checked before anything runs or is written
+    const std::filesystem::path parent = std::filesystem::path(o.save_output).parent_path();
+    if (!std::filesystem::is_directory(parent.empty() ? std::filesystem::path(".") : parent))
+      ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
   }
   prepare_out_dir(o.out);
 
@@ -83,10 +89,10 @@ void run_profile(const ProfileArgs& a) {
   const std::string table_path = out_path(o.out, v.name + ".table.txt");
   nlohmann::json summary = report::summary_json(r.result, r.ka);
   summary["run"] = run;
+  if (!o.save_output.empty()) npy::save(o.save_output, r.output);
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
-  if (!o.save_output.empty()) npy::save(o.save_output, r.output);
 
   if (o.json) {
     nlohmann::json j = {{"kind", "profile"},
