@@ -3,6 +3,7 @@
 //   ./build/bench/bench_attention --benchmark_filter='^flash/fp32/none/B1H16N4096D128/t2$'
 //   ./build/bench/bench_attention --benchmark_filter='/B1H16N4096D64/'       # every variant at one shape
 //   ./build/bench/bench_attention --benchmark_filter='smoke' --benchmark_min_time=0   # CI: one tiny run
+//   ./build/bench/bench_attention --benchmark_filter='^ops/'                 # elementwise ops, GB/s
 //
 // Names: VARIANT/DTYPE/MASK/BxHxNxD/tTHREADS with MASK in {none, causal}. Counters:
 //   GFLOPs     attention FLOPs per second (4·B·H·Nq·Nk·D, halved when causal: attention_flops())
@@ -11,6 +12,9 @@
 //   extra_MiB  peak minus the live inputs before the call (what the variant allocates, output included)
 // Each (variant, dtype, mask, D) is validated against the fp64 reference on a small problem of the same
 // configuration before anything is timed; a variant that fails validation is not timed (SkipWithError).
+// When CMake found libtorch, `torch-sdpa/...` runs at::_scaled_dot_product_attention (libtorch 1.13) on the
+// same buffers, validated the same way. `ops/...` times the elementwise ops the naive variants are made of
+// (GBs = bytes of the op's cost model per second; STREAM on this VM is ~25 GB/s on 1 core, ~35 on 2).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <fmt/format.h>
@@ -24,6 +28,9 @@
 #include "attnprof/allocator.h"
 #include "attnprof/attention.h"
 #include "attnprof/ops.h"
+#if ATTNPROF_HAVE_TORCH
+#include "torch_peer.h"
+#endif
 
 using namespace attnprof;
 
@@ -98,6 +105,90 @@ std::string validate(const Variant& var, DType t, bool causal, int64_t D) {
   return cache[key] = why;
 }
 
+void report(benchmark::State& state, const AttnProblem& p, double sgemm, int64_t peak, int64_t live) {
+  const double flops = attention_flops(p);
+  using C = benchmark::Counter;
+  state.counters["GFLOPs"] = C(flops * 1e-9, C::kIsIterationInvariantRate);
+  state.counters["pct_sgemm"] = C(flops / sgemm * 100.0, C::kIsIterationInvariantRate);
+  state.counters["sgemm_GFLOPs"] = sgemm * 1e-9;
+  state.counters["peak_MiB"] = double(peak) / (1 << 20);
+  state.counters["extra_MiB"] = double(peak - live) / (1 << 20);
+  state.counters["io_MiB"] = attention_io_bytes(p) / (1 << 20);
+}
+
+#if ATTNPROF_HAVE_TORCH
+std::string validate_torch(DType t, bool causal, int64_t D) {
+  static std::map<std::string, std::string> cache;
+  const std::string key = fmt::format("{}/{}/{}", dtype_name(t), causal, D);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Inputs in = make_inputs(1, 2, 301, D, t, causal);
+  const Tensor o = bench::torch_sdpa(in.q, in.k, in.v, causal);
+  // libtorch's math path rounds scores and probabilities like our unfused variants: their tolerance.
+  const ErrorStats e = compare_to_reference(o, reference_attention(in.q, in.k, in.v, in.opt),
+                                            find_variant("naive").tolerance(t));
+  std::string why;
+  if (!e.ok()) why = fmt::format("torch SDPA failed validation: {} of {} out of tolerance", e.violations, e.count);
+  return cache[key] = why;
+}
+
+void run_torch(benchmark::State& state, ShapeCfg s, DType t, bool causal, int threads) {
+  if (const std::string why = validate_torch(t, causal, s.D); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const double sgemm = sgemm_rate(threads);
+  bench::torch_set_num_threads(threads);
+  Inputs in = make_inputs(s.B, s.H, s.N, s.D, t, causal);
+  const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  bench::torch_sdpa_run(in.q, in.k, in.v, causal);  // warm-up
+  for (auto _ : state) bench::torch_sdpa_run(in.q, in.k, in.v, causal);
+  report(state, p, sgemm, 0, 0);  // torch's allocations are not tracked: no memory counters
+  state.counters.erase("peak_MiB");
+  state.counters.erase("extra_MiB");
+  state.SetLabel(fmt::format("libtorch {}", bench::torch_version()));
+}
+#endif
+
+// Elementwise ops at [B,H,N,N] (the naive variants' score tensors).
+enum class OpKind { Softmax, SoftmaxInplace, MulInplace, MaskedFillInplace, AddInplace, Clone };
+const char* op_name(OpKind k) {
+  switch (k) {
+    case OpKind::Softmax: return "softmax";
+    case OpKind::SoftmaxInplace: return "softmax_";
+    case OpKind::MulInplace: return "mul_";
+    case OpKind::MaskedFillInplace: return "masked_fill_";
+    case OpKind::AddInplace: return "add_";
+    case OpKind::Clone: return "copy_";
+  }
+  return "?";
+}
+
+void run_op(benchmark::State& state, OpKind kind, Shape4 shape, DType t, int threads) {
+  ops::set_num_threads(threads);
+  Tensor a = Tensor::empty(shape, t);
+  fill_randn(a, 4);
+  const Tensor mask = ops::triu_mask(shape[2], shape[3], 1);
+  Tensor add_mask = Tensor::empty({1, 1, shape[2], shape[3]}, DType::F32);
+  fill_randn(add_mask, 5);
+  OpCost cost;
+  auto once = [&] {
+    switch (kind) {
+      case OpKind::Softmax: benchmark::DoNotOptimize(ops::softmax(a).raw()); cost = ops::softmax_cost(shape, t); break;
+      case OpKind::SoftmaxInplace: ops::softmax_(a); cost = ops::softmax_cost(shape, t); break;
+      case OpKind::MulInplace: ops::mul_(a, 1.0); cost = ops::mul_cost(shape, t); break;
+      case OpKind::MaskedFillInplace:
+        ops::masked_fill_(a, mask, 0.0f);
+        cost = ops::masked_fill_cost(shape, t, mask.shape());
+        break;
+      case OpKind::AddInplace: ops::add_(a, add_mask); cost = ops::add_cost(shape, t, add_mask.shape(), DType::F32); break;
+      case OpKind::Clone: benchmark::DoNotOptimize(ops::clone(a).raw()); cost = ops::copy_cost(shape, t, t); break;
+    }
+  };
+  once();  // warm-up (first touch of the output pages)
+  for (auto _ : state) once();
+  state.counters["GBs"] = benchmark::Counter(cost.bytes() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void run_case(benchmark::State& state, const Variant* var, ShapeCfg s, DType t, bool causal, int threads) {
   if (const std::string why = validate(*var, t, causal, s.D); !why.empty()) {
     state.SkipWithError(why.c_str());
@@ -127,17 +218,37 @@ void run_case(benchmark::State& state, const Variant* var, ShapeCfg s, DType t, 
     AttnOutput o = runner->run(in.q, in.k, in.v);
     benchmark::DoNotOptimize(o.out.raw());
   }
-  const double flops = attention_flops(p);
-  using C = benchmark::Counter;
-  state.counters["GFLOPs"] = C(flops * 1e-9, C::kIsIterationInvariantRate);
-  state.counters["pct_sgemm"] = C(flops / sgemm * 100.0, C::kIsIterationInvariantRate);
-  state.counters["sgemm_GFLOPs"] = sgemm * 1e-9;
-  state.counters["peak_MiB"] = double(peak) / (1 << 20);
-  state.counters["extra_MiB"] = double(peak - live) / (1 << 20);
-  state.counters["io_MiB"] = attention_io_bytes(p) / (1 << 20);
+  report(state, p, sgemm, peak, live);
+}
+
+std::string shape_name(const ShapeCfg& s) {
+  return fmt::format("B{}H{}N{}D{}", s.B, s.H, s.N, s.D);
 }
 
 void register_all() {
+#if ATTNPROF_HAVE_TORCH
+  for (const ShapeCfg& s : kShapes) {
+    if (s.flash_only) continue;
+    for (DType t : {DType::F32, DType::BF16})
+      for (bool causal : {false, true})
+        for (int threads : {1, 2}) {
+          const std::string name = fmt::format("torch-sdpa/{}/{}/{}/t{}{}", dtype_name(t), causal ? "causal" : "none",
+                                               shape_name(s), threads, *s.tag ? fmt::format("/{}", s.tag) : "");
+          benchmark::RegisterBenchmark(name.c_str(), run_torch, s, t, causal, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+  }
+#endif
+  for (OpKind k : {OpKind::Softmax, OpKind::SoftmaxInplace, OpKind::MulInplace, OpKind::MaskedFillInplace,
+                   OpKind::AddInplace, OpKind::Clone})
+    for (DType t : {DType::F32, DType::BF16})
+      for (int threads : {1, 2}) {
+        const std::string name = fmt::format("ops/{}/{}/B8H16N1024N1024/t{}", op_name(k), dtype_name(t), threads);
+        benchmark::RegisterBenchmark(name.c_str(), run_op, k, Shape4{8, 16, 1024, 1024}, t, threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
   for (const Variant& var : registry()) {
     for (const ShapeCfg& s : kShapes) {
       if (s.flash_only && var.name != "flash") continue;
