@@ -1,5 +1,8 @@
-# CUDA backend switch: AUTO builds it when nvcc is found.
+# CUDA backend switch: AUTO builds it when nvcc is found, ON requires it, OFF skips it.
+# Sets ATTNPROF_HAVE_CUDA (used by src/cuda/CMakeLists.txt) and enables the CUDA language when on.
 set(ATTNPROF_HAVE_CUDA OFF)
+# sm_80 (A100) and sm_90a (H100 with its arch-specific features) only: nvcc is slow on CI's 2 cores.
+set(ATTNPROF_CUDA_ARCHITECTURES "80;90a" CACHE STRING "CUDA architectures of the CUDA backend's kernels")
 if(NOT ATTNPROF_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -8,6 +11,10 @@ if(NOT ATTNPROF_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(ATTNPROF_HAVE_CUDA ON)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES ${ATTNPROF_CUDA_ARCHITECTURES})
+    endif()
+    enable_language(CUDA)
   elseif(ATTNPROF_CUDA STREQUAL "ON")
     message(FATAL_ERROR "ATTNPROF_CUDA=ON but no CUDA compiler was found")
   endif()

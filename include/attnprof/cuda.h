@@ -1,0 +1,293 @@
+// attnprof/cuda.h: the CUDA backend: device tensors, the four variants on the GPU, and CUPTI profiling.
+//
+//   if (!cuda::available()) { puts(cuda::unavailable_reason().c_str()); return; }
+//   cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(q), dk = ..., dv = ...;   // upload once
+//   const Variant& var = cuda::find_cuda_variant("flash");                         // backend "cuda"
+//   auto runner = var.prepare(p, opt);
+//   auto* dev = dynamic_cast<cuda::DeviceRunner*>(runner.get());                  // every cuda runner is one
+//
+//   cuda::ActivityCollector cupti;                       // CUPTI: kernels, copies, fills, launches
+//   cupti.start(); prof.start();
+//   for (int i = 0; i < 5; ++i) {
+//     { ATTNPROF_ANNOTATE("flash_kernel_fwd"); dev->run_device(dq, dk, dv); cuda::synchronize(); }
+//     prof.step();
+//   }
+//   prof.stop();
+//   prof::ProfileResult r = prof.result();
+//   cuda::attach_device_capture(r, cupti.stop());        // device events on the host timeline
+//
+//   AttnOutput host = runner->run(q, k, v);              // uploads, runs, copies back: for validation
+//
+// This header needs no CUDA headers. Built without CUDA (ATTNPROF_CUDA=OFF or no nvcc), available() is false,
+// cuda_registry() is empty and the device functions throw Error; the pure host-side functions below
+// (clock mapping, record conversion, device aggregates, trace events) work in every build.
+//
+// Device memory comes from a tracked cudaMalloc allocator (never managed memory) with a per-size cache like
+// PyTorch's: live and peak bytes count tensor bytes handed out (torch's "allocated"), not cached blocks.
+// All device work runs on one stream owned by the backend; host copies synchronise that stream.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/allocator.h"
+#include "attnprof/attention.h"
+#include "attnprof/profiler.h"
+#include "attnprof/tensor.h"
+
+namespace attnprof::cuda {
+
+using prof::DeviceActivity;
+
+// ---- the device ---------------------------------------------------------------------------------------
+bool built_with_cuda();          // compiled with the CUDA backend
+bool available();                // built with CUDA and at least one usable device
+std::string unavailable_reason();  // why available() is false ("" when it is true)
+int device_count();              // 0 without CUDA or without a device
+
+struct DeviceInfo {
+  int id = 0;
+  std::string name;              // "NVIDIA A100-SXM4-80GB"
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  double sm_clock_ghz = 0.0;     // boost clock
+  int64_t memory_bytes = 0;
+  double bandwidth_gbs = 0.0;    // theoretical DRAM bandwidth from the memory clock and bus width
+  double bf16_tflops = 0.0;      // dense tensor-core bf16 peak (per-SM rate by architecture × SMs × clock)
+};
+DeviceInfo device_info(int id = 0);
+// Dense bf16 tensor-core FLOP per clock per SM for compute capability major.minor (0 when unknown):
+// sm_80 2048, sm_86/87/89 1024, sm_90 4096, sm_100 8192 (A100: 108 SMs × 1.41 GHz × 2048 = 312 TFLOP/s;
+// H100 SXM: 132 × 1.83 GHz × 4096 = 989 TFLOP/s).
+double bf16_flop_per_clock_per_sm(int cc_major, int cc_minor);
+
+void synchronize();  // waits for the backend's stream; recorded as a "cudaDeviceSynchronize" zone
+
+// ---- tracked device memory ----------------------------------------------------------------------------
+void* device_alloc(size_t bytes);            // throws OutOfBudget when cudaMalloc fails even after emptying the cache
+void device_free(void* p, size_t bytes) noexcept;  // back to the cache
+MemoryStats device_memory_stats();           // live/peak/total of bytes handed out
+void reset_device_peak();
+void empty_cache();                          // cudaFree every cached block (synchronises)
+int64_t device_reserved_bytes();             // bytes held from cudaMalloc (live + cached)
+
+class DeviceStorage {
+ public:
+  explicit DeviceStorage(size_t bytes);
+  ~DeviceStorage();
+  DeviceStorage(const DeviceStorage&) = delete;
+  DeviceStorage& operator=(const DeviceStorage&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
+// A contiguous 4-D tensor in device memory. Copies share storage, like Tensor.
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  static DeviceTensor empty(const Shape4& shape, DType dtype);
+  static DeviceTensor from_host(const Tensor& t);  // contiguous copy; recorded as "to" (Memcpy HtoD)
+  Tensor to_host() const;                          // synchronous copy back (Memcpy DtoH)
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape4& shape() const { return shape_; }
+  int64_t shape(int i) const { return shape_[size_t(i < 0 ? i + 4 : i)]; }
+  int64_t numel() const { return shape_[0] * shape_[1] * shape_[2] * shape_[3]; }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  void* raw() const { return storage_ ? storage_->data() : nullptr; }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
+
+ private:
+  std::shared_ptr<DeviceStorage> storage_;
+  Shape4 shape_{0, 0, 0, 0};
+  DType dtype_ = DType::F32;
+};
+
+// ---- the variants -------------------------------------------------------------------------------------
+struct DeviceOutput {
+  DeviceTensor out;  // [B, Hq, Nq, D]
+  DeviceTensor lse;  // [B, Hq, Nq, 1] fp32, when the variant produces it
+};
+
+// Every runner cuda_registry() prepares is a DeviceRunner. run() (the Runner interface) uploads q, k, v,
+// runs, synchronises and copies the output back: for validation. run_device() is the forward alone, on
+// device tensors and asynchronous: what profiling and benchmarks time (then call synchronize()).
+class DeviceRunner : public Runner {
+ public:
+  virtual DeviceOutput run_device(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v) = 0;
+  AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override;
+};
+
+// Variants with backend "cuda": naive, inplace, sdpa-math, sdpa-cudnn, flash. Empty without CUDA.
+const std::vector<Variant>& cuda_registry();
+const Variant& find_cuda_variant(std::string_view name);  // Error listing the names when not found
+
+// Times run_device() with CUDA events on the backend's stream: `warmup` untimed forwards, then `iters`
+// forwards each between two events. Device time per forward, launch gaps included; no profiler needed.
+struct DeviceTiming {
+  std::vector<double> ms;  // per forward
+  double median_ms = 0.0, min_ms = 0.0;
+};
+DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
+                                 const DeviceTensor& v, int warmup = 3, int iters = 20);
+
+// The hand-written FlashAttention-2 forward on device tensors (bf16, D 64 or 128, no mask or causal).
+DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
+                             const AttnOptions& o, bool with_lse = false);
+
+// ---- pure host side: clock mapping and CUPTI record conversion (every build, no GPU needed) -----------
+// One reading of both clocks: host ticks before and after reading the device (CUPTI) clock in ns.
+struct ClockSample {
+  uint64_t host_before = 0, host_after = 0;
+  uint64_t device_ns = 0;
+};
+
+// host_ticks = host0 + (device_ns - device0) * ticks_per_ns.
+struct ClockMap {
+  double device0_ns = 0.0;
+  double host0_ticks = 0.0;
+  double ticks_per_ns = 1.0;
+  uint64_t to_ticks(uint64_t device_ns) const;
+};
+// Uses the tightest-bracketed sample (midpoint of before/after) as the anchor; with two or more samples at
+// least 1 ms apart, fits the rate (drift) between the first and last anchors, else uses 1/ns_per_tick.
+// A fitted rate more than 1% off 1/ns_per_tick is rejected for the nominal one. Throws on no samples.
+ClockMap fit_clock(const std::vector<ClockSample>& samples, double ns_per_tick);
+
+// A CUPTI activity record reduced to the fields attnprof keeps (filled from CUpti_ActivityKernel*,
+// CUpti_ActivityMemcpy*, CUpti_ActivityMemset*).
+struct RawActivity {
+  DeviceActivity::Kind kind = DeviceActivity::Kind::Kernel;
+  std::string name;             // kernel name as CUPTI gives it (mangled is fine: it is demangled)
+  uint64_t start_ns = 0, end_ns = 0;  // device (CUPTI) clock
+  uint32_t device = 0, stream = 0, correlation = 0;
+  std::array<int32_t, 3> grid{}, block{};
+  int32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+  int64_t bytes = 0;
+};
+
+// A launching API call seen by the CUPTI callback on the launching thread.
+struct LaunchRecord {
+  uint32_t correlation = 0;
+  uint32_t tid = 0;             // ThreadTrace::tid of the launching thread
+  int32_t zone = -1;            // innermost open zone index on that thread, -1 if none
+  uint64_t t0 = 0, t1 = 0;      // host ticks at API enter and exit
+  std::string api;              // "cudaLaunchKernel", "cuLaunchKernelEx", ...
+};
+
+struct DeviceMemRecord {
+  uint64_t t = 0;
+  int64_t delta = 0, total = 0;
+  uint32_t tid = 0;
+  int32_t zone = -1;
+};
+
+// Everything one collection captured.
+struct DeviceCapture {
+  std::vector<RawActivity> activities;
+  std::vector<LaunchRecord> launches;
+  std::vector<DeviceMemRecord> mem;
+  std::vector<ClockSample> clock_samples;
+  std::string device_name;
+  uint64_t dropped_records = 0;  // CUPTI buffers dropped (reported, never silently)
+};
+
+struct AttachOptions {
+  // Keep activities whose launch was in no recorded zone. Off: a profiler schedule drops the events of
+  // wait/warm-up steps, and activity launched there must go with them.
+  bool keep_unattributed = false;
+};
+
+// Converts a capture into ProfileResult::device / device_mem: maps device timestamps onto host ticks,
+// ties each activity to its launch (thread, innermost zone) through the correlation id, keeps only those
+// whose launch lies inside that zone's recorded span (so events of discarded warm-up steps go), gives a
+// lone activity its zone's cost model, demangles names and sorts by start. Sets has_device.
+void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, const AttachOptions& opt = {});
+
+// "_Z15masked_fill_kerPfPKhf" -> "masked_fill_ker(float*, unsigned char const*, float)"; other names unchanged.
+std::string demangle(const std::string& name);
+
+// ---- pure host side: device aggregates for the table and trace --------------------------------------
+// Device time per zone. Self CUDA belongs to device activities only (torch's rule): a CPU zone's
+// `total_ns` is the time of the activities launched inside it or its children; its self CUDA is 0. So the
+// Self CUDA column sums to the device time exactly once, however deeply annotations nest.
+struct ZoneDeviceStats {
+  double total_ns = 0.0;         // inclusive: activities launched in this zone or any descendant
+  double launched_ns = 0.0;      // activities launched with this zone innermost
+  int64_t activities = 0;        // inclusive count
+  int64_t mem_bytes = 0;         // device bytes allocated in this zone or descendants
+  int64_t self_mem_bytes = 0;    // device bytes allocated with this zone innermost
+};
+// [thread index][zone index], same shape as r.threads[t].zones.
+std::vector<std::vector<ZoneDeviceStats>> zone_device_stats(const prof::ProfileResult& r);
+
+// One table row per device activity name (kernel, "Memcpy DtoD ...", "Memset ..."): torch shows kernels as
+// their own rows with Self CUDA = CUDA total = their time.
+struct DeviceOpStats {
+  std::string name;
+  std::string category;          // "kernel", "gpu_memcpy", "gpu_memset"
+  int64_t calls = 0;
+  double total_ns = 0.0, min_ns = 0.0, max_ns = 0.0;
+  OpCost cost;                   // summed over calls (zero when the launching op's model did not apply)
+  std::array<int32_t, 3> grid{}, block{};  // of the last call
+  int32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+};
+std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
+double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")
+int64_t device_peak_bytes(const prof::ProfileResult& r);    // highest live device bytes seen in device_mem
+
+// Chrome-trace events for the device: a "GPU <device>" process with one thread per stream ("stream 7"),
+// X events (cat kernel / gpu_memcpy / gpu_memset, args: grid, block, registers per thread, shared memory,
+// correlation, External id), "cuda_runtime" X events for each launch API call on the launching CPU thread,
+// flow events (ph s/f, cat "ac2g", id = correlation) from launch to activity, and a "CUDA Mem" counter.
+// `host_pid` is the pid the trace uses for the host process and `host_tid(i)` the tid of r.threads[i]
+// (default: ThreadTrace::tid). ts/dur in µs since r.origin_ticks, 3 decimals.
+struct DeviceTraceIds {
+  int host_pid = 0;
+  int device_pid_base = 1000;  // device d gets pid device_pid_base + d
+};
+nlohmann::json device_trace_events(const prof::ProfileResult& r, const DeviceTraceIds& ids = {});
+
+// ---- CUPTI + NVTX (CUDA builds; throw Error otherwise) ------------------------------------------------
+// Collects kernel, memcpy and memset activity plus launch callbacks from start() to stop(). One at a time.
+class ActivityCollector {
+ public:
+  ActivityCollector();
+  ~ActivityCollector();
+  ActivityCollector(const ActivityCollector&) = delete;
+  ActivityCollector& operator=(const ActivityCollector&) = delete;
+  void start();
+  DeviceCapture stop();  // flushes CUPTI, returns everything captured, including device memory events
+  bool running() const { return running_; }
+
+ private:
+  bool running_ = false;
+};
+
+// An NVTX range (nvtxRangePush/Pop) so Nsight Systems shows attnprof's annotations; no-op without CUDA.
+// The CUDA variants open one per op zone and per forward.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) noexcept;
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
+}  // namespace attnprof::cuda

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The GPU check of issue 7, as one script for a machine with an NVIDIA GPU (a few minutes):
+#   1. build the CUDA backend (sm_80 + sm_90a) with its tests and the timing tool,
+#   2. run tests/test_cuda: every CUDA variant against the fp64 reference, the allocator, the blog's
+#      kernel counts through CUPTI (6 naive / 5 in-place / 1 flash),
+#   3. attnprof-gpu-timing at the blog's shape [8,16,1024,64] bf16 causal: ms, TFLOP/s, % of bf16 peak,
+#      activities per forward, validation,
+#   4. `attnprof compare --device cuda` at that shape (once the CLI has the flag; recorded either way),
+#   5. PyTorch's F.scaled_dot_product_attention (flash, cuDNN, efficient, math backends) on the same shape
+#      as the peer, when python3 with a CUDA build of torch is there,
+#   6. a summary: our flash against PyTorch's flash (target: within 1.5x).
+# Everything lands in $OUT (default attnprof-out/gpu-check; a device runner sets $OUT) for docs/gpu.md. Exit status: 0 when the tests pass.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-attnprof-out/gpu-check}
+JOBS=${JOBS:-$(nproc)}
+BUILD=${BUILD:-build-cuda}
+SHAPE=8,16,1024,64
+mkdir -p "$OUT"
+log() { echo "== $*" | tee -a "$OUT/steps.log"; }
+status=0
+
+log "machine"
+{ date -u; uname -a; nvidia-smi 2>&1 || echo "nvidia-smi: not found"; /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2; } \
+  > "$OUT/machine.txt"
+head -20 "$OUT/machine.txt"
+
+log "build ($BUILD, CUDA on, sm_80;sm_90a)"
+t0=$(date +%s)
+if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DATTNPROF_CUDA=ON -DATTNPROF_BUILD_BENCH=OFF &&
+       cmake --build "$BUILD" -j"$JOBS" --target test_cuda attnprof_gpu_timing; } > "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; echo "build failed (log: $OUT/build.log)"; exit 1
+fi
+# The CLI is built when it is there; its absence must not stop the GPU numbers.
+cmake --build "$BUILD" -j"$JOBS" --target attnprof_cli >> "$OUT/build.log" 2>&1 || echo "(attnprof CLI not built)" | tee -a "$OUT/steps.log"
+echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.log"
+
+log "tests/test_cuda"
+if ! timeout 600 "$BUILD/tests/test_cuda" --gtest_color=no > "$OUT/test_cuda.txt" 2>&1; then status=1; fi
+tail -25 "$OUT/test_cuda.txt"
+
+log "attnprof-gpu-timing --shape $SHAPE (bf16, causal)"
+timeout 600 "$BUILD/src/cuda/attnprof-gpu-timing" --shape "$SHAPE" --iters 50 --json "$OUT/timing.json" \
+  2>&1 | tee "$OUT/timing.txt" || status=1
+
+log "attnprof compare --device cuda"
+CLI="$BUILD/tools/attnprof"
+if [[ -x "$CLI" ]]; then
+  timeout 300 "$CLI" compare --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$OUT/compare" \
+    > "$OUT/compare.txt" 2>&1 || echo "(compare --device cuda failed or is not integrated yet: see compare.txt)" | tee -a "$OUT/steps.log"
+  cat "$OUT/compare.txt" | head -60
+else
+  echo "(no attnprof CLI binary)" | tee "$OUT/compare.txt"
+fi
+
+log "PyTorch peer: F.scaled_dot_product_attention at $SHAPE bf16 causal"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  timeout 300 python3 - "$SHAPE" "$OUT/torch.json" <<'PY' 2>&1 | tee "$OUT/torch.txt"
+import json, sys, torch
+import torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+B, H, N, D = map(int, sys.argv[1].split(","))
+torch.manual_seed(0)
+q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+flops = 4 * B * H * N * N * D / 2  # causal: halved (FlashAttention's convention, as attnprof reports)
+res = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
+       "shape": [B, H, N, D], "flops": flops, "backends": {}}
+for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                 ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)]:
+    try:
+        with sdpa_kernel(be):
+            for _ in range(5):
+                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            torch.cuda.synchronize()
+            ts = []
+            for _ in range(50):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record(); F.scaled_dot_product_attention(q, k, v, is_causal=True); b.record()
+                b.synchronize(); ts.append(a.elapsed_time(b))
+        ts.sort()
+        med = ts[len(ts) // 2]
+        res["backends"][name] = {"median_ms": med, "min_ms": ts[0], "tflops": flops / (med * 1e-3) / 1e12}
+        print(f"torch {name:9s} {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
+    except Exception as e:  # a backend this GPU/build lacks
+        res["backends"][name] = {"error": str(e).splitlines()[0]}
+        print(f"torch {name:9s} unavailable: {str(e).splitlines()[0]}")
+json.dump(res, open(sys.argv[2], "w"), indent=2)
+PY
+else
+  echo "(no python3 with a CUDA build of torch: the peer is not measured)" | tee "$OUT/torch.txt"
+fi
+
+log "summary"
+python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/summary.txt"
+import json, os, sys
+out = sys.argv[1]
+t = json.load(open(os.path.join(out, "timing.json"))) if os.path.exists(os.path.join(out, "timing.json")) else None
+p = json.load(open(os.path.join(out, "torch.json"))) if os.path.exists(os.path.join(out, "torch.json")) else None
+if t:
+    print(f"{t['device']}: {t['problem']}, bf16 peak {t['bf16_peak_tflops']:.0f} TFLOP/s")
+    for v in t["variants"]:
+        if "median_ms" in v:
+            print(f"  attnprof {v['name']:10s} {v['median_ms']:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
+                  f"{v['pct_bf16_peak']:5.1f}% of peak, valid={v.get('valid')}, {v['activities_per_forward']} activities")
+        else:
+            print(f"  attnprof {v['name']:10s} {v.get('unsupported') or v.get('error')}")
+ours = next((v for v in (t or {}).get("variants", []) if v["name"] == "flash" and "median_ms" in v), None)
+theirs = ((p or {}).get("backends", {}).get("flash") or {}).get("median_ms")
+if ours and theirs:
+    r = ours["median_ms"] / theirs
+    print(f"flash vs PyTorch flash: {ours['median_ms']:.3f} ms vs {theirs:.3f} ms = {r:.2f}x "
+          f"({'within' if r <= 1.5 else 'NOT within'} the 1.5x target)")
+else:
+    print("flash vs PyTorch flash: not measured (see timing.txt / torch.txt)")
+PY
+log "done: outputs in $OUT (status $status)"
+exit $status

@@ -1,0 +1,38 @@
+// Internal: state shared by the CUDA backend's host code: the stream, the cuBLAS handle, error checks and
+// the device-memory event log the collector drains.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "attnprof/cuda.h"
+#include "attnprof/error.h"
+
+#define ATTNPROF_CUDA_CHECK(expr)                                                                      \
+  do {                                                                                                 \
+    const cudaError_t attnprof_e_ = (expr);                                                            \
+    if (attnprof_e_ != cudaSuccess)                                                                    \
+      ATTNPROF_FAIL("{} failed: {} ({})", #expr, cudaGetErrorString(attnprof_e_), int(attnprof_e_));   \
+  } while (0)
+
+#define ATTNPROF_CUBLAS_CHECK(expr)                                                                    \
+  do {                                                                                                 \
+    const cublasStatus_t attnprof_s_ = (expr);                                                         \
+    if (attnprof_s_ != CUBLAS_STATUS_SUCCESS)                                                          \
+      ATTNPROF_FAIL("{} failed: {} ({})", #expr, cublasGetStatusString(attnprof_s_), int(attnprof_s_)); \
+  } while (0)
+
+namespace attnprof::cuda::detail {
+
+void ensure_available();      // throws Error with unavailable_reason() when there is no usable device
+cudaStream_t stream();        // the backend's one stream (non-blocking), created on first use
+cublasHandle_t cublas();      // bound to stream()
+void check_launch(const char* what);  // cudaGetLastError after a kernel launch
+
+// Device memory events, logged while a collector runs and the profiler records memory.
+void set_mem_capture(bool on);
+std::vector<DeviceMemRecord> take_mem_records();
+
+}  // namespace attnprof::cuda::detail

@@ -1,0 +1,245 @@
+// CUPTI collection: activity buffers (kernels, memcpy, memset) plus runtime/driver API callbacks that tie
+// each launch to the thread and innermost zone it came from; clock samples for the host mapping. NVTX ranges.
+// Everything here only gathers raw records; activity.cpp turns them into profile events (and is unit-tested).
+#include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "attnprof/profiler.h"
+#include "cuda/backend.h"
+#include "profiler/recorder.h"
+
+#define ATTNPROF_CUPTI_CHECK(expr)                                                               \
+  do {                                                                                           \
+    const CUptiResult attnprof_r_ = (expr);                                                      \
+    if (attnprof_r_ != CUPTI_SUCCESS) {                                                          \
+      const char* attnprof_msg_ = nullptr;                                                       \
+      cuptiGetResultString(attnprof_r_, &attnprof_msg_);                                         \
+      ATTNPROF_FAIL("{} failed: {} ({})", #expr, attnprof_msg_ ? attnprof_msg_ : "?", int(attnprof_r_)); \
+    }                                                                                            \
+  } while (0)
+
+namespace attnprof::cuda {
+namespace {
+
+constexpr size_t kBufferBytes = size_t(8) << 20;
+
+struct State {
+  std::mutex m;
+  std::vector<RawActivity> activities;
+  std::vector<LaunchRecord> launches;
+  uint64_t dropped = 0;
+  CUpti_SubscriberHandle subscriber = nullptr;
+};
+State& state() {
+  static State* s = new State;  // callbacks may arrive late; never destroyed
+  return *s;
+}
+std::atomic<bool> g_active{false};
+
+// Pending launches on this thread, by correlation id, between API enter and exit.
+thread_local std::unordered_map<uint32_t, LaunchRecord> t_pending;
+
+bool is_launch_api(const char* f) {
+  return f && (std::strstr(f, "Launch") || std::strstr(f, "Memcpy") || std::strstr(f, "Memset"));
+}
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (!g_active.load(std::memory_order_relaxed) || !is_launch_api(cb->functionName)) return;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (!prof::recording()) return;
+    prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
+    LaunchRecord r;
+    r.correlation = cb->correlationId;
+    r.tid = b->tid;
+    r.zone = b->stack.empty() ? -1 : b->stack.back();
+    r.t0 = prof::now_ticks();
+    r.api = cb->functionName;
+    t_pending[cb->correlationId] = std::move(r);
+  } else {
+    auto it = t_pending.find(cb->correlationId);
+    if (it == t_pending.end()) return;
+    it->second.t1 = prof::now_ticks();
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.m);
+    s.launches.push_back(std::move(it->second));
+    t_pending.erase(it);
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+const char* memcpy_name(uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD (Host -> Device)";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH (Device -> Host)";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD (Device -> Device)";
+    default: return "Memcpy";
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
+  std::vector<RawActivity> got;
+  CUpti_Activity* rec = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    RawActivity a;
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        a.kind = DeviceActivity::Kind::Kernel;
+        a.name = k->name ? k->name : "?";
+        a.start_ns = k->start;
+        a.end_ns = k->end;
+        a.device = k->deviceId;
+        a.stream = k->streamId;
+        a.correlation = k->correlationId;
+        a.grid = {k->gridX, k->gridY, k->gridZ};
+        a.block = {k->blockX, k->blockY, k->blockZ};
+        a.registers = k->registersPerThread;
+        a.static_smem = k->staticSharedMemory;
+        a.dynamic_smem = k->dynamicSharedMemory;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        a.kind = DeviceActivity::Kind::Memcpy;
+        a.name = memcpy_name(m->copyKind);
+        a.start_ns = m->start;
+        a.end_ns = m->end;
+        a.device = m->deviceId;
+        a.stream = m->streamId;
+        a.correlation = m->correlationId;
+        a.bytes = int64_t(m->bytes);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        a.kind = DeviceActivity::Kind::Memset;
+        a.name = "Memset (Device)";
+        a.start_ns = m->start;
+        a.end_ns = m->end;
+        a.device = m->deviceId;
+        a.stream = m->streamId;
+        a.correlation = m->correlationId;
+        a.bytes = int64_t(m->bytes);
+        break;
+      }
+      default: continue;
+    }
+    got.push_back(std::move(a));
+  }
+  size_t dropped = 0;
+  cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
+  std::free(buffer);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.m);
+  s.dropped += dropped;
+  for (RawActivity& a : got) s.activities.push_back(std::move(a));
+}
+
+ClockSample sample_clock() {
+  ClockSample c;
+  c.host_before = prof::now_ticks();
+  cuptiGetTimestamp(&c.device_ns);
+  c.host_after = prof::now_ticks();
+  return c;
+}
+
+// Several readings; fit_clock keeps the tightest as its anchor.
+void sample_clock_into(std::vector<ClockSample>& out) {
+  for (int i = 0; i < 5; ++i) out.push_back(sample_clock());
+}
+
+std::vector<ClockSample> g_samples;
+std::string g_device_name;
+
+}  // namespace
+
+ActivityCollector::ActivityCollector() = default;
+ActivityCollector::~ActivityCollector() {
+  if (running_) {
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
+}
+
+void ActivityCollector::start() {
+  ATTNPROF_CHECK(!running_, "ActivityCollector already started");
+  ATTNPROF_CHECK(!g_active.load(), "another ActivityCollector is running");
+  detail::ensure_available();
+  (void)detail::stream();  // create the context before CUPTI starts
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.m);
+    s.activities.clear();
+    s.launches.clear();
+    s.dropped = 0;
+  }
+  ATTNPROF_CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  ATTNPROF_CUPTI_CHECK(cuptiSubscribe(&s.subscriber, on_api, nullptr));
+  ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API));
+  ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API));
+  g_samples.clear();
+  sample_clock_into(g_samples);
+  g_device_name = device_info(0).name;
+  (void)detail::take_mem_records();
+  detail::set_mem_capture(true);
+  g_active.store(true);
+  running_ = true;
+}
+
+DeviceCapture ActivityCollector::stop() {
+  ATTNPROF_CHECK(running_, "ActivityCollector::stop() before start()");
+  running_ = false;
+  (void)cudaDeviceSynchronize();
+  g_active.store(false);
+  detail::set_mem_capture(false);
+  sample_clock_into(g_samples);
+  State& s = state();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (s.subscriber) {
+    cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+  DeviceCapture cap;
+  {
+    std::lock_guard<std::mutex> lock(s.m);
+    cap.activities.swap(s.activities);
+    cap.launches.swap(s.launches);
+    cap.dropped_records = s.dropped;
+  }
+  cap.mem = detail::take_mem_records();
+  cap.clock_samples = g_samples;
+  cap.device_name = g_device_name;
+  return cap;
+}
+
+NvtxRange::NvtxRange(const char* name) noexcept {
+  nvtxRangePushA(name);
+  pushed_ = true;
+}
+NvtxRange::~NvtxRange() {
+  if (pushed_) nvtxRangePop();
+}
+
+}  // namespace attnprof::cuda

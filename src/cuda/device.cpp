@@ -1,0 +1,275 @@
+// The device: availability, properties and peaks, the stream and cuBLAS handle, the tracked caching
+// cudaMalloc allocator, device tensors and host <-> device copies.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "attnprof/profiler.h"
+#include "cuda/backend.h"
+#include "profiler/recorder.h"
+
+namespace attnprof::cuda {
+
+// ---- the device -----------------------------------------------------------------------------------------
+bool built_with_cuda() { return true; }
+
+namespace {
+struct Probe {
+  int count = 0;
+  std::string reason;
+  Probe() {
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      reason = fmt::format("no usable CUDA device: cudaGetDeviceCount says {} ({})", cudaGetErrorString(e), int(e));
+      count = 0;
+      (void)cudaGetLastError();
+    } else if (count == 0) {
+      reason = "no CUDA device present (cudaGetDeviceCount = 0)";
+    }
+  }
+};
+const Probe& probe() {
+  static const Probe p;
+  return p;
+}
+}  // namespace
+
+int device_count() { return probe().count; }
+bool available() { return probe().count > 0; }
+std::string unavailable_reason() { return probe().reason; }
+
+double bf16_flop_per_clock_per_sm(int major, int minor) {
+  if (major == 8) return minor == 0 ? 2048.0 : 1024.0;  // A100; A10/A40/RTX 30 (86), Orin (87), L4/L40 (89)
+  if (major == 9) return 4096.0;                        // H100/H200
+  if (major == 10) return 8192.0;                       // B200
+  return 0.0;
+}
+
+DeviceInfo device_info(int id) {
+  detail::ensure_available();
+  cudaDeviceProp prop{};
+  ATTNPROF_CUDA_CHECK(cudaGetDeviceProperties(&prop, id));
+  int clock_khz = 0, mem_khz = 0, bus_bits = 0;
+  ATTNPROF_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, id));
+  ATTNPROF_CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, id));
+  ATTNPROF_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, id));
+  DeviceInfo d;
+  d.id = id;
+  d.name = prop.name;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sms = prop.multiProcessorCount;
+  d.sm_clock_ghz = clock_khz * 1e-6;
+  d.memory_bytes = int64_t(prop.totalGlobalMem);
+  d.bandwidth_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) * 1e-9;  // double data rate
+  d.bf16_tflops = bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz * 1e-3;
+  return d;
+}
+
+namespace detail {
+
+void ensure_available() {
+  if (!available()) ATTNPROF_FAIL("CUDA backend unavailable: {}", unavailable_reason());
+}
+
+cudaStream_t stream() {
+  static cudaStream_t s = [] {
+    ensure_available();
+    cudaStream_t st = nullptr;
+    ATTNPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    return st;
+  }();
+  return s;
+}
+
+cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t hh = nullptr;
+    ATTNPROF_CUBLAS_CHECK(cublasCreate(&hh));
+    ATTNPROF_CUBLAS_CHECK(cublasSetStream(hh, stream()));
+    return hh;
+  }();
+  return h;
+}
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) ATTNPROF_FAIL("launching {} failed: {} ({})", what, cudaGetErrorString(e), int(e));
+}
+
+}  // namespace detail
+
+void synchronize() {
+  ATTNPROF_ZONE_AS(z, "cudaDeviceSynchronize", "cuda_runtime");
+  ATTNPROF_CUDA_CHECK(cudaStreamSynchronize(detail::stream()));
+}
+
+// ---- tracked caching allocator --------------------------------------------------------------------------
+namespace {
+
+constexpr size_t kRound = 512;
+
+struct Pool {
+  std::mutex m;
+  std::multimap<size_t, void*> cached;  // rounded size -> block
+  int64_t reserved = 0;
+};
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: tensors may be freed during static destruction
+  return *p;
+}
+
+std::atomic<int64_t> g_current{0}, g_peak{0}, g_total{0}, g_allocs{0}, g_frees{0};
+std::atomic<bool> g_capture{false};
+std::mutex g_rec_mutex;
+std::vector<DeviceMemRecord> g_records;
+
+void record(int64_t delta, int64_t total) {
+  if (!g_capture.load(std::memory_order_relaxed) || !prof::recording() ||
+      !prof::detail::g_memory.load(std::memory_order_relaxed))
+    return;
+  prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
+  DeviceMemRecord r;
+  r.t = prof::now_ticks();
+  r.delta = delta;
+  r.total = total;
+  r.tid = b->tid;
+  r.zone = b->stack.empty() ? -1 : b->stack.back();
+  std::lock_guard<std::mutex> lock(g_rec_mutex);
+  g_records.push_back(r);
+}
+
+size_t rounded(size_t bytes) { return bytes == 0 ? kRound : (bytes + kRound - 1) / kRound * kRound; }
+
+}  // namespace
+
+namespace detail {
+void set_mem_capture(bool on) { g_capture.store(on); }
+std::vector<DeviceMemRecord> take_mem_records() {
+  std::lock_guard<std::mutex> lock(g_rec_mutex);
+  std::vector<DeviceMemRecord> out;
+  out.swap(g_records);
+  return out;
+}
+}  // namespace detail
+
+void* device_alloc(size_t bytes) {
+  detail::ensure_available();
+  const size_t size = rounded(bytes);
+  void* p = nullptr;
+  {
+    Pool& pl = pool();
+    std::lock_guard<std::mutex> lock(pl.m);
+    auto it = pl.cached.find(size);
+    if (it != pl.cached.end()) {
+      p = it->second;
+      pl.cached.erase(it);
+    }
+  }
+  if (!p) {
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      empty_cache();
+      e = cudaMalloc(&p, size);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw OutOfBudget(fmt::format("CUDA out of memory: cudaMalloc of {} bytes ({:.2f} GiB) failed: {}; {} bytes "
+                                    "live in attnprof tensors",
+                                    size, double(size) / (1 << 30), cudaGetErrorString(e), g_current.load()),
+                        __FILE__, __LINE__);
+    }
+    std::lock_guard<std::mutex> lock(pool().m);
+    pool().reserved += int64_t(size);
+  }
+  const int64_t now = g_current.fetch_add(int64_t(bytes)) + int64_t(bytes);
+  int64_t peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+  g_total.fetch_add(int64_t(bytes));
+  g_allocs.fetch_add(1);
+  record(int64_t(bytes), now);
+  return p;
+}
+
+void device_free(void* p, size_t bytes) noexcept {
+  if (!p) return;
+  const int64_t now = g_current.fetch_sub(int64_t(bytes)) - int64_t(bytes);
+  g_frees.fetch_add(1);
+  try {
+    record(-int64_t(bytes), now);
+    std::lock_guard<std::mutex> lock(pool().m);
+    pool().cached.emplace(rounded(bytes), p);  // stream-ordered reuse: all work is on one stream
+  } catch (...) {
+  }
+}
+
+MemoryStats device_memory_stats() {
+  MemoryStats s;
+  s.current_bytes = g_current.load();
+  s.peak_bytes = g_peak.load();
+  s.total_allocated = g_total.load();
+  s.allocations = g_allocs.load();
+  s.frees = g_frees.load();
+  return s;
+}
+
+void reset_device_peak() { g_peak.store(g_current.load()); }
+
+void empty_cache() {
+  if (!available()) return;
+  (void)cudaStreamSynchronize(detail::stream());
+  Pool& pl = pool();
+  std::lock_guard<std::mutex> lock(pl.m);
+  for (auto& [size, p] : pl.cached) {
+    (void)cudaFree(p);
+    pl.reserved -= int64_t(size);
+  }
+  pl.cached.clear();
+}
+
+int64_t device_reserved_bytes() {
+  std::lock_guard<std::mutex> lock(pool().m);
+  return pool().reserved;
+}
+
+// ---- tensors --------------------------------------------------------------------------------------------
+DeviceStorage::DeviceStorage(size_t bytes) : data_(device_alloc(bytes)), bytes_(bytes) {}
+DeviceStorage::~DeviceStorage() { device_free(data_, bytes_); }
+
+DeviceTensor DeviceTensor::empty(const Shape4& shape, DType dtype) {
+  for (int64_t d : shape) ATTNPROF_CHECK(d > 0, "device tensor dims must be positive, got {}", shape_str(shape));
+  DeviceTensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<DeviceStorage>(t.nbytes());
+  return t;
+}
+
+DeviceTensor DeviceTensor::from_host(const Tensor& host) {
+  ATTNPROF_CHECK(host.defined(), "from_host needs a defined tensor");
+  ATTNPROF_ZONE_AS(z, "to", "cpu_op");
+  z.add_shape(host.shape());
+  const Tensor c = host.contiguous();
+  DeviceTensor t = empty(c.shape(), c.dtype());
+  z.set_cost(OpCost{0.0, double(t.nbytes()), double(t.nbytes())});
+  ATTNPROF_CUDA_CHECK(cudaMemcpyAsync(t.raw(), c.raw(), t.nbytes(), cudaMemcpyHostToDevice, detail::stream()));
+  ATTNPROF_CUDA_CHECK(cudaStreamSynchronize(detail::stream()));  // `c` may be a temporary
+  return t;
+}
+
+Tensor DeviceTensor::to_host() const {
+  ATTNPROF_CHECK(defined(), "to_host on an empty device tensor");
+  ATTNPROF_ZONE_AS(z, "to", "cpu_op");
+  z.add_shape(shape_);
+  z.set_cost(OpCost{0.0, double(nbytes()), double(nbytes())});
+  Tensor h = Tensor::empty(shape_, dtype_);
+  ATTNPROF_CUDA_CHECK(cudaMemcpyAsync(h.raw(), raw(), nbytes(), cudaMemcpyDeviceToHost, detail::stream()));
+  ATTNPROF_CUDA_CHECK(cudaStreamSynchronize(detail::stream()));
+  return h;
+}
+
+}  // namespace attnprof::cuda

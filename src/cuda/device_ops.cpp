@@ -1,0 +1,167 @@
+// Primitive device ops: cuBLAS strided-batched GEMMs (bf16 in, fp32 accumulate on tensor cores) and the
+// small kernels of kernels.cu, each inside a zone that carries its CPU twin's cost model.
+#include "cuda/device_ops.h"
+
+#include <cmath>
+
+#include "attnprof/ops.h"
+#include "attnprof/profiler.h"
+#include "cuda/backend.h"
+#include "cuda/kernels.h"
+
+namespace attnprof::cuda::dops {
+namespace {
+
+bool is_bf16(const DeviceTensor& t) { return t.dtype() == DType::BF16; }
+
+cudaDataType_t cuda_type(DType t) {
+  ATTNPROF_CHECK(t == DType::BF16 || t == DType::F32, "device matmul needs fp32 or bf16, got {}", dtype_name(t));
+  return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+// Row-major C[n×m] = op(A) · op(B) per batch is column-major Cᵀ: cuBLAS sees (m, n) and the operands swapped.
+void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A, int lda, int64_t sa,
+          const void* B, int ldb, int64_t sb, void* C, int ldc, int64_t sc, int batch, DType dt) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t t = cuda_type(dt);
+  // fp32 stays true fp32 (torch's default, allow_tf32=False for matmul); bf16 accumulates in fp32.
+  ATTNPROF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(detail::cublas(), ta, tb, m, n, k, &alpha, A, t, lda, sa, B, t,
+                                                   ldb, sb, &beta, C, t, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
+  ATTNPROF_ZONE_AS(z, "matmul", "cpu_op");
+  NvtxRange nv("matmul");
+  const int64_t B = q.shape(0), Hq = q.shape(1), Nq = q.shape(2), D = q.shape(3);
+  const int64_t Hkv = k.shape(1), Nk = k.shape(2), G = Hq / Hkv;
+  const Shape4 kt{B, Hkv, D, Nk};
+  z.add_shape(q.shape());
+  z.add_shape(kt);
+  z.set_cost(ops::matmul_cost(q.shape(), kt, q.dtype()));
+  DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
+  // Per (b, kv head): Sᵀ (Nk × G·Nq, col-major) = Kᵀ-op(K) · Q: the G query heads of a group are contiguous.
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, int(Nk), int(G * Nq), int(D), k.raw(), int(D), Nk * D, q.raw(), int(D),
+       G * Nq * D, s.raw(), int(Nk), G * Nq * Nk, int(B * Hkv), q.dtype());
+  return s;
+}
+
+DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
+  ATTNPROF_ZONE_AS(z, "matmul", "cpu_op");
+  NvtxRange nv("matmul");
+  const int64_t B = p.shape(0), Hq = p.shape(1), Nq = p.shape(2), Nk = p.shape(3);
+  const int64_t Hkv = v.shape(1), D = v.shape(3), G = Hq / Hkv;
+  z.add_shape(p.shape());
+  z.add_shape(v.shape());
+  z.set_cost(ops::matmul_cost(p.shape(), v.shape(), p.dtype()));
+  DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
+  // Oᵀ (D × G·Nq, col-major) = Vᵀ (D × Nk) · Pᵀ (Nk × G·Nq).
+  gemm(CUBLAS_OP_N, CUBLAS_OP_N, int(D), int(G * Nq), int(Nk), v.raw(), int(D), Nk * D, p.raw(), int(Nk),
+       G * Nq * Nk, o.raw(), int(D), G * Nq * D, int(B * Hkv), p.dtype());
+  return o;
+}
+
+DeviceTensor mul(const DeviceTensor& a, double s) {
+  ATTNPROF_ZONE_AS(z, "mul", "cpu_op");
+  NvtxRange nv("mul");
+  z.add_shape(a.shape());
+  z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
+  DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
+  kernels::scale(a.raw(), out.raw(), a.numel(), float(s), is_bf16(a), detail::stream());
+  detail::check_launch("scale");
+  return out;
+}
+
+void mul_(DeviceTensor& a, double s) {
+  ATTNPROF_ZONE_AS(z, "mul_", "cpu_op");
+  NvtxRange nv("mul_");
+  z.add_shape(a.shape());
+  z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
+  kernels::scale(a.raw(), a.raw(), a.numel(), float(s), is_bf16(a), detail::stream());
+  detail::check_launch("scale");
+}
+
+void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
+  ATTNPROF_ZONE_AS(z, "masked_fill_", "cpu_op");
+  NvtxRange nv("masked_fill_");
+  ATTNPROF_CHECK(mask.dtype() == DType::Bool, "masked_fill needs a Bool mask, got {}", dtype_name(mask.dtype()));
+  ops::check_broadcast(mask.shape(), a.shape(), "masked_fill mask");
+  z.add_shape(a.shape());
+  z.add_shape(mask.shape());
+  z.set_cost(ops::masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
+  kernels::masked_fill(a.raw(), mask.data<uint8_t>(), a.shape(0), a.shape(1), a.shape(2), a.shape(3), mask.shape(0),
+                       mask.shape(1), value, is_bf16(a), detail::stream());
+  detail::check_launch("masked_fill");
+}
+
+DeviceTensor clone(const DeviceTensor& a) {
+  ATTNPROF_ZONE_AS(z, "copy_", "cpu_op");
+  NvtxRange nv("copy_");
+  z.add_shape(a.shape());
+  z.set_cost(ops::copy_cost(a.shape(), a.dtype(), a.dtype()));
+  DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
+  ATTNPROF_CUDA_CHECK(cudaMemcpyAsync(out.raw(), a.raw(), a.nbytes(), cudaMemcpyDeviceToDevice, detail::stream()));
+  return out;
+}
+
+DeviceTensor masked_fill(const DeviceTensor& a, const DeviceTensor& mask, float value) {
+  // As in ATen: clone (the Memcpy DtoD the blog saw) then fill in place; the children carry the cost.
+  ATTNPROF_ZONE_AS(z, "masked_fill", "cpu_op");
+  NvtxRange nv("masked_fill");
+  z.add_shape(a.shape());
+  z.add_shape(mask.shape());
+  DeviceTensor out = clone(a);
+  masked_fill_(out, mask, value);
+  return out;
+}
+
+DeviceTensor softmax(const DeviceTensor& a) {
+  ATTNPROF_ZONE_AS(z, "softmax", "cpu_op");
+  NvtxRange nv("softmax");
+  z.add_shape(a.shape());
+  z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
+  DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
+  kernels::softmax_rows(a.raw(), out.raw(), a.numel() / a.shape(3), a.shape(3), is_bf16(a), detail::stream());
+  detail::check_launch("softmax");
+  return out;
+}
+
+void softmax_(DeviceTensor& a) {
+  ATTNPROF_ZONE_AS(z, "softmax_", "cpu_op");
+  NvtxRange nv("softmax_");
+  z.add_shape(a.shape());
+  z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
+  kernels::softmax_rows(a.raw(), a.raw(), a.numel() / a.shape(3), a.shape(3), is_bf16(a), detail::stream());
+  detail::check_launch("softmax");
+}
+
+DeviceTensor to(const DeviceTensor& a, DType dtype) {
+  ATTNPROF_ZONE_AS(z, "to", "cpu_op");
+  NvtxRange nv("to");
+  z.add_shape(a.shape());
+  z.set_cost(ops::copy_cost(a.shape(), a.dtype(), dtype));
+  DeviceTensor out = DeviceTensor::empty(a.shape(), dtype);
+  kernels::convert(a.raw(), out.raw(), a.numel(), is_bf16(a), dtype == DType::BF16, detail::stream());
+  detail::check_launch("convert");
+  return out;
+}
+
+DeviceTensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
+  ATTNPROF_ZONE_AS(z, "triu", "cpu_op");
+  NvtxRange nv("triu");
+  z.add_shape({1, 1, nq, nk});
+  z.set_cost(OpCost{0.0, 0.0, double(nq * nk)});
+  DeviceTensor m = DeviceTensor::empty({1, 1, nq, nk}, DType::Bool);
+  kernels::triu_mask(m.data<uint8_t>(), nq, nk, diagonal, detail::stream());
+  detail::check_launch("triu_mask");
+  return m;
+}
+
+DeviceTensor mask_from_host(const Tensor& host_bool) {
+  ATTNPROF_CHECK(host_bool.dtype() == DType::Bool, "expected a Bool mask, got {}", dtype_name(host_bool.dtype()));
+  return DeviceTensor::from_host(host_bool);
+}
+
+}  // namespace attnprof::cuda::dops

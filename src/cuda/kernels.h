@@ -1,0 +1,37 @@
+// Internal: the CUDA backend's kernel launchers (kernels.cu, flash.cu), callable from host C++.
+// Pointers are device pointers; `bf16` selects __nv_bfloat16 storage (else fp32). Every launcher enqueues
+// exactly one kernel on `stream`, so op zones and CUPTI records pair one to one.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace attnprof::cuda::kernels {
+
+// y[i] = x[i] * s  (y may equal x: mul_)
+void scale(const void* x, void* y, int64_t n, float s, bool bf16, cudaStream_t stream);
+// x[b,h,i,j] = value where mask[(b%Bm),(h%Hm),i,j] != 0 (mask bytes, [Bm,Hm,Nq,Nk]); x is [B,H,Nq,Nk].
+void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm,
+                 int64_t Hm, float value, bool bf16, cudaStream_t stream);
+// Row softmax over the last dim (rows of length n); all -inf rows give zeros. y may equal x.
+void softmax_rows(const void* x, void* y, int64_t rows, int64_t n, bool bf16, cudaStream_t stream);
+// Dtype conversion: bf16 <-> fp32.
+void convert(const void* x, void* y, int64_t n, bool x_bf16, bool y_bf16, cudaStream_t stream);
+// mask[i,j] = (j - i >= diagonal): torch.triu(ones(Nq, Nk, bool), diagonal).
+void triu_mask(uint8_t* mask, int64_t nq, int64_t nk, int64_t diagonal, cudaStream_t stream);
+
+struct FlashParams {
+  const void* q;      // [B, Hq, Nq, D] bf16, contiguous
+  const void* k;      // [B, Hkv, Nk, D]
+  const void* v;
+  void* o;            // [B, Hq, Nq, D] bf16
+  float* lse;         // [B, Hq, Nq] fp32 natural-log logsumexp, or nullptr
+  int B, Hq, Hkv, Nq, Nk, D;
+  float scale;        // softmax scale (1/sqrt(D) by default)
+  bool causal;        // top-left aligned: query i sees keys j <= i
+};
+// FlashAttention-2 forward, bf16 tensor-core MMA (sm_80+). D must be 64 or 128.
+void flash_forward(const FlashParams& p, cudaStream_t stream);
+
+}  // namespace attnprof::cuda::kernels

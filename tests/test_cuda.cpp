@@ -1,0 +1,596 @@
+// The CUDA backend (issue 7). Host-side tests run everywhere, GPU or not, CUDA build or not: clock mapping,
+// CUPTI record -> profile event conversion, device aggregates without double counting, trace events, the
+// registry's entries. Device tests call cuda::available() and GTEST_SKIP() with the reason when there is
+// no GPU; on a GPU they validate every CUDA variant against the fp64 reference like the CPU ones.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "attnprof/attention.h"
+#include "attnprof/cuda.h"
+#include "attnprof/error.h"
+#include "attnprof/profiler.h"
+
+using namespace attnprof;
+using prof::DeviceActivity;
+
+namespace {
+
+// ---- a synthetic profile: what a naive forward looks like from the host --------------------------------
+prof::ZoneEvent zone(const char* name, const char* cat, uint64_t t0, uint64_t t1, int32_t parent, uint16_t depth) {
+  prof::ZoneEvent z;
+  z.name = name;
+  z.category = cat;
+  z.t0 = t0;
+  z.t1 = t1;
+  z.parent = parent;
+  z.depth = depth;
+  return z;
+}
+
+prof::ProfileResult synthetic_profile() {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  r.origin_ticks = 0;
+  prof::ThreadTrace t;
+  t.tid = 0;
+  t.name = "main";
+  t.zones.push_back(zone("ProfilerStep#2", "cpu_op", 100, 10000, -1, 0));       // 0
+  t.zones.push_back(zone("attn_fwd", "user_annotation", 200, 9000, 0, 1));       // 1
+  t.zones.push_back(zone("matmul", "cpu_op", 300, 400, 1, 2));                   // 2
+  t.zones[2].cost = OpCost{1000.0, 64.0, 32.0};
+  t.zones[2].variant = "naive";
+  t.zones.push_back(zone("masked_fill", "cpu_op", 500, 700, 1, 2));              // 3
+  t.zones.push_back(zone("copy_", "cpu_op", 510, 550, 3, 3));                    // 4
+  t.zones[4].cost = OpCost{0.0, 8.0, 8.0};
+  t.zones.push_back(zone("masked_fill_", "cpu_op", 560, 600, 3, 3));             // 5
+  t.zones[5].cost = OpCost{4.0, 8.0, 8.0};
+  r.threads.push_back(t);
+  prof::ThreadTrace w;
+  w.tid = 3;
+  w.name = "worker 3";
+  w.zones.push_back(zone("other", "cpu_op", 0, 50, -1, 0));
+  r.threads.push_back(w);
+  return r;
+}
+
+cuda::RawActivity raw(DeviceActivity::Kind kind, const char* name, uint64_t s, uint64_t e, uint32_t corr) {
+  cuda::RawActivity a;
+  a.kind = kind;
+  a.name = name;
+  a.start_ns = s;
+  a.end_ns = e;
+  a.correlation = corr;
+  a.stream = 7;
+  a.grid = {128, 1, 1};
+  a.block = {256, 1, 1};
+  a.registers = 32;
+  a.static_smem = 1024;
+  return a;
+}
+
+cuda::LaunchRecord launch(uint32_t corr, int32_t zone_idx, uint64_t t0, const char* api, uint32_t tid = 0) {
+  cuda::LaunchRecord l;
+  l.correlation = corr;
+  l.tid = tid;
+  l.zone = zone_idx;
+  l.t0 = t0;
+  l.t1 = t0 + 5;
+  l.api = api;
+  return l;
+}
+
+// Device clock = host ticks + 1,000,000 (ns_per_tick = 1).
+constexpr uint64_t kOffset = 1'000'000;
+
+cuda::DeviceCapture synthetic_capture() {
+  cuda::DeviceCapture cap;
+  cap.device_name = "Test GPU";
+  for (uint64_t h : {uint64_t(50), uint64_t(20000)}) cap.clock_samples.push_back({h, h, h + kOffset});
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "_Z15masked_fill_kerPfPKhf", kOffset + 600,
+                               kOffset + 650, 3));  // fill kernel, launched under masked_fill_ (mangled name)
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "ampere_bf16_gemm", kOffset + 320, kOffset + 420, 1));
+  cap.activities.push_back(
+      raw(DeviceActivity::Kind::Memcpy, "Memcpy DtoD (Device -> Device)", kOffset + 530, kOffset + 560, 2));
+  cap.activities.back().bytes = 4096;
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "warmup_kernel", kOffset + 60, kOffset + 90, 4));
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "orphan_kernel", kOffset + 9500, kOffset + 9600, 5));
+  cap.launches.push_back(launch(1, 2, 310, "cudaLaunchKernel"));
+  cap.launches.push_back(launch(1, 2, 311, "cuLaunchKernel"));  // the driver call under it: same id, ignored
+  cap.launches.push_back(launch(2, 4, 520, "cudaMemcpyAsync"));
+  cap.launches.push_back(launch(3, 5, 570, "cudaLaunchKernel"));
+  cap.launches.push_back(launch(4, 2, 50, "cudaLaunchKernel"));  // zone 2's index, but from a dropped warm-up
+  cap.mem.push_back({320, 4096, 4096, 0, 2});
+  cap.mem.push_back({525, 4096, 8192, 0, 4});
+  cap.mem.push_back({580, -4096, 4096, 0, 5});
+  cap.mem.push_back({40, 1 << 20, 1 << 20, 0, 2});  // outside zone 2's span: dropped
+  return cap;
+}
+
+}  // namespace
+
+// ---- clock ---------------------------------------------------------------------------------------------
+TEST(CudaClock, MapsDeviceNanosecondsOntoHostTicks) {
+  // Host ticks run at 2 per ns (ns_per_tick = 0.5); device ns = (host - 1000) / 2 + 5e9.
+  std::vector<cuda::ClockSample> s;
+  for (uint64_t h : {uint64_t(1000), uint64_t(4'001'000)}) s.push_back({h - 20, h + 20, (h - 1000) / 2 + 5'000'000'000});
+  s.push_back({2'000'000 - 4, 2'000'000 + 4, (2'000'000 - 1000) / 2 + 5'000'000'000});  // tightest: the anchor
+  const cuda::ClockMap m = cuda::fit_clock(s, 0.5);
+  EXPECT_NEAR(m.ticks_per_ns, 2.0, 1e-9);
+  EXPECT_EQ(m.to_ticks(5'000'000'000 + 500), 2000u);
+  EXPECT_NEAR(double(m.to_ticks(5'000'000'000 + 1'500'000)), 3'001'000.0, 1.0);
+}
+
+TEST(CudaClock, FitsSmallDriftAndRejectsNonsense) {
+  // 0.5% drift is fitted; a rate 5% off the nominal one is rejected.
+  std::vector<cuda::ClockSample> drift = {{0, 0, 0}, {1'005'000'000, 1'005'000'000, 1'000'000'000}};
+  EXPECT_NEAR(cuda::fit_clock(drift, 1.0).ticks_per_ns, 1.005, 1e-9);
+  std::vector<cuda::ClockSample> bad = {{0, 0, 0}, {1'050'000'000, 1'050'000'000, 1'000'000'000}};
+  EXPECT_DOUBLE_EQ(cuda::fit_clock(bad, 1.0).ticks_per_ns, 1.0);
+  // One sample, or samples too close together: the nominal rate.
+  EXPECT_DOUBLE_EQ(cuda::fit_clock({{10, 12, 100}}, 0.25).ticks_per_ns, 4.0);
+  EXPECT_DOUBLE_EQ(cuda::fit_clock({{10, 12, 100}, {20, 22, 200}}, 0.25).ticks_per_ns, 4.0);
+  EXPECT_THROW(cuda::fit_clock({}, 1.0), Error);
+}
+
+// ---- conversion ----------------------------------------------------------------------------------------
+TEST(CudaActivity, AttachesRecordsToTheirLaunchingZones) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture());
+  ASSERT_TRUE(r.has_device);
+  EXPECT_EQ(r.device_name, "Test GPU");
+  ASSERT_EQ(r.device.size(), 3u) << "the warm-up and the orphan activity are dropped";
+  // Sorted by start, on the host timeline.
+  EXPECT_STREQ(r.device[0].name, "ampere_bf16_gemm");
+  EXPECT_EQ(r.device[0].t0, 320u);
+  EXPECT_EQ(r.device[0].t1, 420u);
+  EXPECT_EQ(r.device[0].zone, 2);
+  EXPECT_EQ(r.device[0].thread, 0);
+  EXPECT_STREQ(r.device[0].launch_api, "cudaLaunchKernel") << "the outermost API call of a correlation id";
+  EXPECT_EQ(r.device[0].launch_t0, 310u);
+  EXPECT_STREQ(r.device[0].variant, "naive");
+  EXPECT_DOUBLE_EQ(r.device[0].cost.flops, 1000.0) << "a zone's lone activity inherits its cost model";
+  EXPECT_EQ(r.device[1].kind, DeviceActivity::Kind::Memcpy);
+  EXPECT_EQ(r.device[1].bytes, 4096);
+  EXPECT_EQ(r.device[1].zone, 4);
+  EXPECT_STREQ(r.device[2].name, "masked_fill_ker(float*, unsigned char const*, float)") << "demangled";
+  EXPECT_EQ(r.device[2].zone, 5);
+  EXPECT_EQ(r.device[2].grid, (std::array<int32_t, 3>{128, 1, 1}));
+  // Device memory: the event outside its zone's span goes too.
+  ASSERT_EQ(r.device_mem.size(), 3u);
+  EXPECT_EQ(cuda::device_peak_bytes(r), 8192);
+}
+
+TEST(CudaActivity, KeepUnattributedKeepsOrphans) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture(), {.keep_unattributed = true});
+  EXPECT_EQ(r.device.size(), 5u);
+  int orphans = 0;
+  for (const auto& d : r.device) orphans += d.zone < 0;
+  EXPECT_EQ(orphans, 2);
+}
+
+TEST(CudaActivity, DeviceTimeIsCountedOnceUnderNestedAnnotations) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture());
+  const auto zs = cuda::zone_device_stats(r);
+  ASSERT_EQ(zs.size(), 2u);
+  ASSERT_EQ(zs[0].size(), 6u);
+  const double total = cuda::device_time_total_ns(r);
+  EXPECT_DOUBLE_EQ(total, 100.0 + 30.0 + 50.0);
+  // Inclusive CUDA totals: each ancestor sees each activity once.
+  EXPECT_DOUBLE_EQ(zs[0][0].total_ns, total);  // ProfilerStep#2
+  EXPECT_DOUBLE_EQ(zs[0][1].total_ns, total);  // attn_fwd
+  EXPECT_DOUBLE_EQ(zs[0][2].total_ns, 100.0);  // matmul
+  EXPECT_DOUBLE_EQ(zs[0][3].total_ns, 80.0);   // masked_fill = copy_ + masked_fill_
+  EXPECT_DOUBLE_EQ(zs[0][3].launched_ns, 0.0);
+  EXPECT_DOUBLE_EQ(zs[0][4].launched_ns, 30.0);
+  EXPECT_EQ(zs[0][1].activities, 3);
+  // Self CUDA lives on the activity rows only: their sum is the device total, not a multiple of it.
+  double self_sum = 0.0;
+  int64_t calls = 0;
+  for (const auto& row : cuda::device_key_averages(r)) {
+    self_sum += row.total_ns;
+    calls += row.calls;
+  }
+  EXPECT_DOUBLE_EQ(self_sum, total);
+  EXPECT_EQ(calls, 3);
+  // Device memory per zone: allocations only, inclusive and self.
+  EXPECT_EQ(zs[0][1].mem_bytes, 8192);
+  EXPECT_EQ(zs[0][2].self_mem_bytes, 4096);
+  EXPECT_EQ(zs[0][3].mem_bytes, 4096);
+  EXPECT_EQ(zs[0][3].self_mem_bytes, 0);
+}
+
+TEST(CudaActivity, KeyAveragesGroupByNameWithCategories) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::DeviceCapture cap = synthetic_capture();
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "ampere_bf16_gemm", kOffset + 700, kOffset + 900, 9));
+  cap.launches.push_back(launch(9, 1, 650, "cudaLaunchKernel"));
+  cuda::attach_device_capture(r, cap);
+  const auto rows = cuda::device_key_averages(r);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "ampere_bf16_gemm");
+  EXPECT_EQ(rows[0].category, "kernel");
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[0].total_ns, 300.0);
+  EXPECT_DOUBLE_EQ(rows[0].min_ns, 100.0);
+  EXPECT_DOUBLE_EQ(rows[0].max_ns, 200.0);
+  EXPECT_EQ(rows[1].category, "gpu_memcpy");
+}
+
+TEST(CudaActivity, TraceEventsHaveStreamTracksAndFlows) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture());
+  const nlohmann::json ev = cuda::device_trace_events(r, {.host_pid = 42, .device_pid_base = 1000});
+  int kernels = 0, runtime = 0, counters = 0;
+  std::set<uint64_t> starts, finishes;
+  bool named_process = false, named_stream = false;
+  for (const auto& e : ev) {
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "process_name") named_process = e["args"]["name"] == "GPU 0 (Test GPU)";
+    if (ph == "M" && e["name"] == "thread_name") named_stream = e["args"]["name"] == "stream 7";
+    if (ph == "X" && e["cat"] == "kernel") {
+      ++kernels;
+      EXPECT_EQ(e["pid"], 1000);
+      EXPECT_EQ(e["tid"], 7);
+      EXPECT_EQ(e["args"]["registers per thread"], 32);
+      EXPECT_EQ(e["args"]["grid"], nlohmann::json::array({128, 1, 1}));
+      if (e["name"] == "ampere_bf16_gemm") {
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.32);
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.1);
+      }
+    }
+    if (ph == "X" && e["cat"] == "cuda_runtime") {
+      ++runtime;
+      EXPECT_EQ(e["pid"], 42);
+    }
+    if (ph == "s") starts.insert(e["id"].get<uint64_t>());
+    if (ph == "f") {
+      finishes.insert(e["id"].get<uint64_t>());
+      EXPECT_EQ(e["bp"], "e");
+    }
+    if (ph == "C") ++counters;
+  }
+  EXPECT_TRUE(named_process);
+  EXPECT_TRUE(named_stream);
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(runtime, 3);
+  EXPECT_EQ(starts, (std::set<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(starts, finishes);
+  EXPECT_EQ(counters, 3);
+}
+
+TEST(CudaActivity, DemangleLeavesPlainNamesAlone) {
+  EXPECT_EQ(cuda::demangle("ampere_bf16_s16816gemm_bf16_128x64"), "ampere_bf16_s16816gemm_bf16_128x64");
+  EXPECT_EQ(cuda::demangle("_Z3fooi"), "foo(int)");
+  EXPECT_EQ(cuda::demangle("_Znot a name"), "_Znot a name");
+}
+
+TEST(CudaDevice, Bf16PeaksByArchitecture) {
+  // A100: 108 SMs × 1.41 GHz × 2048 = 312 TFLOP/s; H100 SXM: 132 × 1.83 GHz × 4096 ≈ 989 TFLOP/s.
+  EXPECT_NEAR(cuda::bf16_flop_per_clock_per_sm(8, 0) * 108 * 1.41e9 / 1e12, 312.0, 0.5);
+  EXPECT_NEAR(cuda::bf16_flop_per_clock_per_sm(9, 0) * 132 * 1.83e9 / 1e12, 989.0, 1.0);
+  EXPECT_EQ(cuda::bf16_flop_per_clock_per_sm(7, 0), 0.0);
+}
+
+// ---- the registry --------------------------------------------------------------------------------------
+TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
+  const auto& reg = cuda::cuda_registry();
+  if (!cuda::built_with_cuda()) {
+    EXPECT_TRUE(reg.empty());
+    EXPECT_FALSE(cuda::available());
+    EXPECT_THROW(cuda::DeviceTensor::empty({1, 1, 1, 1}, DType::F32), Error);
+    EXPECT_THROW(cuda::find_cuda_variant("flash"), Error);
+    return;
+  }
+  std::vector<std::string> names;
+  for (const Variant& v : reg) {
+    names.push_back(v.name);
+    EXPECT_EQ(v.backend, "cuda");
+    EXPECT_FALSE(v.annotation.empty());
+    EXPECT_TRUE(v.unsupported && v.cost && v.tolerance && v.prepare) << v.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"naive", "inplace", "sdpa-math", "sdpa-cudnn", "flash"}));
+  EXPECT_EQ(cuda::find_cuda_variant("flash").annotation, "flash_kernel_fwd");
+  EXPECT_THROW(cuda::find_cuda_variant("nope"), Error);
+  // The blog's problem: cost models are there with or without a device.
+  AttnProblem p{.B = 8, .Hq = 16, .Hkv = 16, .Nq = 1024, .Nk = 1024, .D = 64, .dtype = DType::BF16,
+                .mask = MaskKind::Causal};
+  EXPECT_DOUBLE_EQ(cuda::find_cuda_variant("flash").cost(p).flops, attention_flops(p));
+  if (!cuda::available()) {
+    for (const Variant& v : reg) {
+      auto why = v.unsupported(p);
+      ASSERT_TRUE(why.has_value()) << v.name;
+      EXPECT_NE(why->find("CUDA device unavailable"), std::string::npos) << *why;
+    }
+  }
+}
+
+// ---- on a GPU ------------------------------------------------------------------------------------------
+#define REQUIRE_GPU()                                                                                    \
+  do {                                                                                                   \
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()             \
+                                         << " (run scripts/gpu-check.sh on a machine with an NVIDIA GPU)"; \
+  } while (0)
+
+namespace {
+
+struct Case {
+  int64_t B, Hq, Hkv, Nq, Nk, D;
+  MaskKind mask;
+};
+
+struct Inputs {
+  Tensor q, k, v;
+  AttnOptions opt;
+};
+
+Inputs make_inputs(const Case& c, DType t, uint64_t seed) {
+  Inputs in;
+  in.q = Tensor::empty({c.B, c.Hq, c.Nq, c.D}, t);
+  in.k = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
+  in.v = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
+  fill_randn(in.q, seed);
+  fill_randn(in.k, seed + 1);
+  fill_randn(in.v, seed + 2);
+  if (c.mask == MaskKind::Causal) in.opt.is_causal = true;
+  if (c.mask == MaskKind::Bool) {
+    in.opt.attn_mask = Tensor::empty({1, c.Hq, c.Nq, c.Nk}, DType::Bool);
+    for (int64_t h = 0; h < c.Hq; ++h)
+      for (int64_t i = 0; i < c.Nq; ++i)
+        for (int64_t j = 0; j < c.Nk; ++j)
+          in.opt.attn_mask.set(0, h, i, j, (h == 0 && i == 0) ? 0.0f : float(((i * 7 + j * 3 + h) % 5) != 0));
+  }
+  return in;
+}
+
+const std::vector<Case> kGpuCases = {
+    {1, 2, 2, 1, 1, 64, MaskKind::None},        {1, 2, 2, 17, 17, 64, MaskKind::Causal},
+    {2, 4, 2, 33, 70, 64, MaskKind::None},      {1, 4, 1, 65, 65, 64, MaskKind::Causal},
+    {1, 2, 2, 100, 37, 128, MaskKind::Causal},  {1, 2, 2, 37, 100, 128, MaskKind::Causal},
+    {2, 2, 1, 50, 90, 48, MaskKind::Bool},      {1, 1, 1, 1000, 1000, 64, MaskKind::Causal},
+    {1, 2, 2, 1024, 1024, 64, MaskKind::Causal}, {1, 2, 2, 300, 300, 128, MaskKind::None},
+};
+
+}  // namespace
+
+TEST(CudaGpu, EveryVariantMatchesReference) {
+  REQUIRE_GPU();
+  int ran = 0;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const Case& c : kGpuCases) {
+      Inputs in = make_inputs(c, t, 42);
+      const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+      const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+      double naive_err = -1.0;
+      for (const Variant& var : cuda::cuda_registry()) {
+        if (var.unsupported(p)) continue;
+        SCOPED_TRACE(fmt::format("cuda {} {} {}", var.name, p.str(), dtype_name(t)));
+        AttnOutput out = var.prepare(p, in.opt)->run(in.q, in.k, in.v);
+        const Tolerance tol = var.tolerance(t);
+        const ErrorStats e = compare_to_reference(out.out, ref, tol);
+        EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol
+                            << " rtol=" << tol.rtol << ", max_abs=" << e.max_abs << " nmse=" << e.nmse;
+        if (var.name == "naive") naive_err = e.max_abs;
+        if (t == DType::BF16 && naive_err >= 0)
+          EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << "bf16 error above 2x the naive bf16 kernel's";
+        if (out.lse.defined()) EXPECT_TRUE(compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3}).ok());
+        ++ran;
+      }
+    }
+  }
+  EXPECT_GT(ran, 40);
+}
+
+TEST(CudaGpu, DeviceAllocatorTracksLiveAndPeak) {
+  REQUIRE_GPU();
+  const MemoryStats before = cuda::device_memory_stats();
+  {
+    auto a = cuda::DeviceTensor::empty({1, 1, 1024, 1024}, DType::F32);
+    auto b = cuda::DeviceTensor::empty({1, 1, 1024, 1024}, DType::BF16);
+    EXPECT_EQ(cuda::device_memory_stats().current_bytes - before.current_bytes, (4 + 2) << 20);
+  }
+  const MemoryStats after = cuda::device_memory_stats();
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_GE(after.peak_bytes, before.current_bytes + (6 << 20));
+  // Round trip through the device.
+  Tensor h = Tensor::empty({2, 3, 5, 7}, DType::BF16);
+  fill_randn(h, 3);
+  Tensor back = cuda::DeviceTensor::from_host(h).to_host();
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(back.get(1, 2, i, 6), h.get(1, 2, i, 6));
+}
+
+TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
+  REQUIRE_GPU();
+  // The blog on an A100: naive = 6 device activities per forward (incl. the Memcpy of masked_fill),
+  // in-place = 5, flash = 1. Profiled with CUPTI, one recorded step.
+  Inputs in = make_inputs({2, 4, 4, 256, 256, 64, MaskKind::Causal}, DType::BF16, 7);
+  const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  const auto dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
+             dv = cuda::DeviceTensor::from_host(in.v);
+  for (auto [name, expected] : {std::pair{"naive", 6}, std::pair{"inplace", 5}, std::pair{"flash", 1}}) {
+    SCOPED_TRACE(name);
+    const Variant& var = cuda::find_cuda_variant(name);
+    auto runner = var.prepare(p, in.opt);
+    auto* dev = dynamic_cast<cuda::DeviceRunner*>(runner.get());
+    ASSERT_NE(dev, nullptr);
+    dev->run_device(dq, dk, dv);  // warm-up outside the profile
+    cuda::synchronize();
+    cuda::ActivityCollector cupti;
+    cupti.start();
+    prof::Profiler prof;
+    prof.start();
+    {
+      prof::Zone ann(var.annotation, "user_annotation");
+      dev->run_device(dq, dk, dv);
+      cuda::synchronize();
+    }
+    prof.stop();
+    prof::ProfileResult r = prof.result();
+    cuda::attach_device_capture(r, cupti.stop());
+    EXPECT_EQ(int(r.device.size()), expected);
+    bool memcpy_seen = false;
+    for (const auto& d : r.device) {
+      EXPECT_GE(d.zone, 0) << d.name;
+      EXPECT_GT(d.t1, d.t0) << d.name;
+      memcpy_seen |= d.kind == DeviceActivity::Kind::Memcpy;
+    }
+    EXPECT_EQ(memcpy_seen, std::string(name) == "naive");
+    const auto zs = cuda::zone_device_stats(r);
+    double ann_total = 0.0;
+    for (size_t t = 0; t < r.threads.size(); ++t)
+      for (size_t z = 0; z < r.threads[t].zones.size(); ++z)
+        if (r.threads[t].zones[z].parent < 0) ann_total += zs[t][z].total_ns;
+    EXPECT_NEAR(ann_total, cuda::device_time_total_ns(r), 1.0) << "each activity counted once at the root";
+  }
+}
+
+// ---- the flash kernel's fragment index math, emulated on the host -------------------------------------
+// No GPU here, so check what can be checked: the PTX-documented layouts of mma.m16n8k16 (A, B, C fragments)
+// and ldmatrix (.trans or not), driven by the same address and packing formulas as src/cuda/flash.cu, must
+// give S = Q·Kᵀ and O = P·V for one warp's 16 rows × 64 keys.
+namespace {
+
+struct Lane {
+  int g, tig;
+};
+Lane lane_of(int t) { return {t >> 2, t & 3}; }
+
+// C (16×8) += A (16×16) · B (16×8), operands given per lane as the PTX layouts define them.
+void emulate_mma(std::array<std::array<float, 4>, 32>& c, const std::array<std::array<std::array<float, 2>, 4>, 32>& a,
+                 const std::array<std::array<std::array<float, 2>, 2>, 32>& b) {
+  float A[16][16], B[16][8];
+  for (int t = 0; t < 32; ++t) {
+    const auto [g, tig] = lane_of(t);
+    for (int e = 0; e < 2; ++e) {
+      A[g][2 * tig + e] = a[t][0][e];
+      A[g + 8][2 * tig + e] = a[t][1][e];
+      A[g][2 * tig + 8 + e] = a[t][2][e];
+      A[g + 8][2 * tig + 8 + e] = a[t][3][e];
+      B[2 * tig + e][g] = b[t][0][e];
+      B[2 * tig + 8 + e][g] = b[t][1][e];
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const auto [g, tig] = lane_of(t);
+    for (int e = 0; e < 4; ++e) {
+      const int row = g + (e >= 2 ? 8 : 0), col = 2 * tig + (e & 1);
+      for (int kk = 0; kk < 16; ++kk) c[t][size_t(e)] += A[row][kk] * B[kk][col];
+    }
+  }
+}
+
+// ldmatrix.x4 from a row-major smem array with row stride `stride`: lane l supplies (row, col) of row l%8
+// of matrix l/8; lane t receives per matrix m the pair at row t/4, cols 2(t%4), +1 (or transposed).
+template <class Addr>
+std::array<std::array<std::array<float, 2>, 4>, 32> emulate_ldmatrix_x4(const std::vector<float>& smem, int stride,
+                                                                       Addr addr_of_lane, bool trans) {
+  std::array<std::array<std::array<float, 2>, 4>, 32> out{};
+  for (int m = 0; m < 4; ++m)
+    for (int t = 0; t < 32; ++t)
+      for (int e = 0; e < 2; ++e) {
+        int r = t / 4, c = 2 * (t % 4) + e;
+        if (trans) std::swap(r, c);
+        const auto [row, col] = addr_of_lane(8 * m + r);  // the lane that supplied matrix m's row r
+        out[size_t(t)][size_t(m)][size_t(e)] = smem[size_t(row * stride + col + c)];
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST(CudaFlashLayout, FragmentIndexMathGivesQKtAndPV) {
+  constexpr int D = 64, kStride = D + 8, kKeys = 64;
+  std::vector<float> Q(16 * D), K(size_t(kKeys * kStride)), V(size_t(kKeys * kStride)), P(16 * kKeys);
+  uint64_t seed = 1;
+  auto rnd = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int((seed >> 33) % 17) - 8);
+  };
+  for (float& x : Q) x = rnd();
+  for (float& x : K) x = rnd();
+  for (float& x : V) x = rnd();
+  for (float& x : P) x = rnd();
+  // Q fragments as flash.cu loads them: qf[kc] = {Q[row0][c..c+1], Q[row1][c..], Q[row0][c+8..], Q[row1][c+8..]}.
+  std::vector<std::array<std::array<std::array<float, 2>, 4>, 32>> qf(D / 16);
+  for (int kc = 0; kc < D / 16; ++kc)
+    for (int t = 0; t < 32; ++t) {
+      const auto [g, tig] = lane_of(t);
+      const int c = kc * 16 + tig * 2;
+      for (int e = 0; e < 2; ++e) {
+        qf[size_t(kc)][size_t(t)][0][size_t(e)] = Q[size_t(g * D + c + e)];
+        qf[size_t(kc)][size_t(t)][1][size_t(e)] = Q[size_t((g + 8) * D + c + e)];
+        qf[size_t(kc)][size_t(t)][2][size_t(e)] = Q[size_t(g * D + c + 8 + e)];
+        qf[size_t(kc)][size_t(t)][3][size_t(e)] = Q[size_t((g + 8) * D + c + 8 + e)];
+      }
+    }
+  // S = Q·Kᵀ with ldmatrix.x4 of K: lane l -> key ntp*16 + (mi>>1)*8 + l%8, d kc*16 + (mi&1)*8.
+  std::array<std::array<std::array<float, 4>, 32>, 8> s{};
+  for (int ntp = 0; ntp < 4; ++ntp)
+    for (int kc = 0; kc < D / 16; ++kc) {
+      auto regs = emulate_ldmatrix_x4(K, kStride, [&](int l) {
+        const int mi = l >> 3;
+        return std::pair{ntp * 16 + (mi >> 1) * 8 + (l & 7), kc * 16 + (mi & 1) * 8};
+      }, false);
+      std::array<std::array<std::array<float, 2>, 2>, 32> b0{}, b1{};
+      for (int t = 0; t < 32; ++t) {
+        b0[size_t(t)] = {regs[size_t(t)][0], regs[size_t(t)][1]};
+        b1[size_t(t)] = {regs[size_t(t)][2], regs[size_t(t)][3]};
+      }
+      emulate_mma(s[size_t(2 * ntp)], qf[size_t(kc)], b0);
+      emulate_mma(s[size_t(2 * ntp + 1)], qf[size_t(kc)], b1);
+    }
+  for (int t = 0; t < 32; ++t) {
+    const auto [g, tig] = lane_of(t);
+    for (int nt = 0; nt < 8; ++nt)
+      for (int e = 0; e < 4; ++e) {
+        const int row = g + (e >= 2 ? 8 : 0), key = nt * 8 + tig * 2 + (e & 1);
+        float want = 0;
+        for (int d = 0; d < D; ++d) want += Q[size_t(row * D + d)] * K[size_t(key * kStride + d)];
+        ASSERT_EQ(s[size_t(nt)][size_t(t)][size_t(e)], want) << "S fragment lane " << t << " nt " << nt << " e " << e;
+      }
+  }
+  // O = P·V: P enters as the accumulator layout of S (n-tiles 2kc, 2kc+1 -> A of keys 16kc..), V through
+  // ldmatrix.x4.trans: lane l -> key kc*16 + (mi&1)*8 + l%8, d dt2*16 + (mi>>1)*8.
+  std::array<std::array<std::array<float, 4>, 32>, D / 8> o{};
+  for (int kc = 0; kc < 4; ++kc) {
+    std::array<std::array<std::array<float, 2>, 4>, 32> a{};
+    for (int t = 0; t < 32; ++t) {
+      const auto [g, tig] = lane_of(t);
+      auto p = [&](int nt, int e) {  // the S-accumulator element (nt, e) of lane t holds P at:
+        return P[size_t((g + (e >= 2 ? 8 : 0)) * kKeys + nt * 8 + tig * 2 + (e & 1))];
+      };
+      a[size_t(t)][0] = {p(2 * kc, 0), p(2 * kc, 1)};
+      a[size_t(t)][1] = {p(2 * kc, 2), p(2 * kc, 3)};
+      a[size_t(t)][2] = {p(2 * kc + 1, 0), p(2 * kc + 1, 1)};
+      a[size_t(t)][3] = {p(2 * kc + 1, 2), p(2 * kc + 1, 3)};
+    }
+    for (int dt2 = 0; dt2 < D / 16; ++dt2) {
+      auto regs = emulate_ldmatrix_x4(V, kStride, [&](int l) {
+        const int mi = l >> 3;
+        return std::pair{kc * 16 + (mi & 1) * 8 + (l & 7), dt2 * 16 + (mi >> 1) * 8};
+      }, true);
+      std::array<std::array<std::array<float, 2>, 2>, 32> b0{}, b1{};
+      for (int t = 0; t < 32; ++t) {
+        b0[size_t(t)] = {regs[size_t(t)][0], regs[size_t(t)][1]};
+        b1[size_t(t)] = {regs[size_t(t)][2], regs[size_t(t)][3]};
+      }
+      emulate_mma(o[size_t(2 * dt2)], a, b0);
+      emulate_mma(o[size_t(2 * dt2 + 1)], a, b1);
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const auto [g, tig] = lane_of(t);
+    for (int dt = 0; dt < D / 8; ++dt)
+      for (int e = 0; e < 4; ++e) {
+        const int row = g + (e >= 2 ? 8 : 0), d = dt * 8 + tig * 2 + (e & 1);  // the epilogue's store index
+        float want = 0;
+        for (int j = 0; j < kKeys; ++j) want += P[size_t(row * kKeys + j)] * V[size_t(j * kStride + d)];
+        ASSERT_EQ(o[size_t(dt)][size_t(t)][size_t(e)], want) << "O fragment lane " << t << " dt " << dt;
+      }
+  }
+}
