@@ -371,9 +371,16 @@ class Page {
  public:
   // One colour per variant across every chart: the colour domain lists all variants of the run in one order.
   std::vector<std::string> variants;
-  json variant_color() const {
+  // `present`: the variants this chart draws, so its legend lists only those.
+  json variant_color(const std::set<std::string>& present = {}) const {
     json c = {{"field", "variant"}, {"type", "nominal"}, {"title", "variant"}, {"scale", {{"scheme", "tableau10"}}}};
     if (!variants.empty()) c["scale"]["domain"] = variants;
+    if (!present.empty()) {
+      json values = json::array();
+      for (const auto& v : variants)
+        if (present.count(v)) values.push_back(v);
+      c["legend"] = {{"values", values}};
+    }
     return c;
   }
   void h2(const std::string& id, const std::string& title) {
@@ -455,35 +462,45 @@ void section_compare(Page& pg, const Input& in) {
   std::string meta;
   if (const json* sh = member(c, {"shape"})) {
     if (sh->is_object()) {
+      // In the order of the problem's shape, then any other keys.
+      std::vector<std::string> keys = {"B", "H", "Hq", "Hkv", "N", "Nq", "Nk", "D"};
       for (auto it = sh->begin(); it != sh->end(); ++it)
-        meta += fmt::format("{}={} ", it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+        if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
+      for (const auto& k : keys)
+        if (sh->contains(k)) meta += fmt::format("{}={} ", k, (*sh)[k].is_string() ? (*sh)[k].get<std::string>() : (*sh)[k].dump());
     } else {
       meta += "shape " + (sh->is_string() ? sh->get<std::string>() : sh->dump()) + " ";
     }
   }
-  for (const char* k : {"dtype", "causal", "threads"})
-    if (c.contains(k)) meta += fmt::format("{}={} ", k, str(c, k));
+  if (c.contains("dtype")) meta += "· " + str(c, "dtype") + " ";
+  if (c.contains("causal") && c["causal"].is_boolean()) meta += c["causal"].get<bool>() ? "· causal " : "· no mask ";
+  if (c.contains("threads")) meta += "· " + str(c, "threads") + " threads ";
+  if (c.contains("inputs")) meta += "· inputs: " + str(c, "inputs") + " ";
+  if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
   pg.raw(t);
   pg.note("ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
           "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every variant "
           "with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
   if (!bars.empty()) {
+    json color = pg.variant_color();
+    color["legend"] = nullptr;
     json spec = {
         {"data", {{"values", bars}}},
         {"width", kWidth},
         {"layer",
-         {{{"mark", {{"type", "bar"}, {"color", "#4c78a8"}}},
+         {{{"mark", {{"type", "bar"}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-             {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward (bar) and bytes-bound lower bound (tick)"}}},
+             {"color", color},
+             {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward (bar) and bytes-bound floor (tick)"}}},
              {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}}, {{"field", "gflops"}, {"format", ".1f"}}}}}}},
-          {{"mark", {{"type", "tick"}, {"color", "#e45756"}, {"thickness", 3}}},
+          {{"mark", {{"type", "tick"}, {"color", "#111"}, {"thickness", 3}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
              {"x", {{"field", "bound_ms"}, {"type", "quantitative"}}},
              {"tooltip", {{{"field", "bound_ms"}, {"format", ".3f"}}}}}}}}}};
-    pg.chart("compare", spec, "Time per forward for each variant; the red tick is the bytes-bound lower bound.");
+    pg.chart("compare", spec, "Time per forward for each variant; the black tick is its bytes-bound lower bound.");
   }
   pg.end_section();
 }
@@ -521,7 +538,8 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                 {"encoding",
                  {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
                   {"x", {{"field", field}, {"type", "quantitative"}, {"stack", "zero"}, {"title", title}}},
-                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}}}}},
+                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}}},
+                             {"legend", {{"labelLimit", 320}, {"columns", 1}}}}},
                   {"order", {{"field", field}, {"type", "quantitative"}, {"sort", "descending"}}},
                   {"tooltip", tooltip}}}};
   };
@@ -601,11 +619,18 @@ void section_sweep(Page& pg, const Input& in) {
   fit_table += "</tbody></table>\n";
   auto loglog = [&](const json& pts, const json& fit, const std::string& ytitle) {
     json layers = json::array();
-    const json xa = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
+    const json x0 = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
                      {"title", "sequence length N (log scale)"}};
     const json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
-    json color = pg.variant_color();
-    color["legend"] = {{"orient", "bottom"}, {"direction", "horizontal"}};
+    std::set<std::string> present;
+    for (const json& p : pts) present.insert(p["variant"].get<std::string>());
+    json color = pg.variant_color(present);
+    color["legend"]["orient"] = "bottom";
+    color["legend"]["direction"] = "horizontal";
+    std::set<double> seqs;
+    for (const json& p : pts) seqs.insert(p["seq"].get<double>());
+    json xa = x0;
+    xa["axis"] = {{"values", std::vector<double>(seqs.begin(), seqs.end())}, {"format", "d"}};
     layers.push_back({{"data", {{"values", pts}}},
                       {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
                       {"encoding", {{"x", xa}, {"y", y}, {"color", color},
@@ -696,6 +721,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     pg.end_section();
     return;
   }
+  std::set<std::string> roof_present;
+  for (const json& p : points) roof_present.insert(p["variant"].get<std::string>());
   double lo = 1e30, hi = 0;
   for (const json& p : points) {
     lo = std::min(lo, p["intensity"].get<double>());
@@ -731,7 +758,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     layers.push_back({{"data", {{"values", points}}},
                       {"mark", {{"type", "point"}, {"filled", true}, {"size", 90}, {"opacity", 0.85}}},
                       {"encoding", {{"x", x}, {"y", y},
-                                    {"color", pg.variant_color()},
+                                    {"color", pg.variant_color(roof_present)},
                                     {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
                                                  {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
@@ -842,7 +869,7 @@ header h1 { margin: 0 0 4px; font-size: 22px; }
 header p { margin: 0; opacity: .85; font-size: 13px; }
 nav { padding: 8px 32px; background: #eef1f5; border-bottom: 1px solid #d9dee5; font-size: 14px; }
 nav a { margin-right: 16px; color: #1f4e79; text-decoration: none; }
-main { max-width: 1000px; padding: 8px 32px 48px; }
+main { max-width: 1100px; padding: 8px 32px 48px; }
 section { margin-top: 28px; }
 h2 { font-size: 19px; border-bottom: 2px solid #d9dee5; padding-bottom: 4px; }
 h3 { font-size: 15px; margin-bottom: 4px; }

@@ -96,7 +96,12 @@ try {
   check('no failed requests', failedRequests.length === 0, failedRequests.join(' | ').slice(0, 500));
   check('no network requests', externalRequests.length === 0, externalRequests.join(' | ').slice(0, 500));
 
-  await page.screenshot({ path: shotPath, fullPage: true });
+  // ATTNPROF_SHOT_UNTIL=<section id>: the screenshot stops at the end of that section (docs/report-screenshot.png
+  // is taken with ATTNPROF_SHOT_UNTIL=memory); otherwise the whole page.
+  const until = process.env.ATTNPROF_SHOT_UNTIL;
+  const box = until ? await page.locator(`section#${until}`).boundingBox() : null;
+  if (box) await page.screenshot({ path: shotPath, fullPage: true, clip: { x: 0, y: 0, width: 1100, height: Math.ceil(box.y + box.height + 16) } });
+  else await page.screenshot({ path: shotPath, fullPage: true });
   check('screenshot saved', fs.existsSync(shotPath) && fs.statSync(shotPath).size > 10000, shotPath);
 } catch (e) {
   check('browser session', false, String(e));
