@@ -193,6 +193,8 @@ TEST(HtmlReport, HostileNamesCannotBreakThePage) {
   EXPECT_NE(page.find("run &lt;b&gt;&quot;1&quot;&lt;/b&gt;"), std::string::npos);
   EXPECT_NE(page.find("<td>x&lt;/script&gt;&lt;script&gt;alert(1)"), std::string::npos);
   EXPECT_NE(page.find("href=\"e%3Cv%3Ei%26l%22.trace.json\""), std::string::npos);
+  // The summary compare.json names is not listed a second time under its file name.
+  EXPECT_EQ(page.find("<h3>evil</h3>"), std::string::npos);
   // The data block still parses and carries the name unchanged, for Vega to draw as text.
   const json data = data_block(page);
   bool found = false;

@@ -781,10 +781,12 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
   pg.h2("memory", "Memory over time");
   json rows = json::array();
   std::vector<std::string> sources;
-  for (const VariantData& v : vs) {
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const VariantData& v = vs[i];
     if (v.memory.empty()) continue;
+    // "order" sorts the rows: a sort list of names would be compiled into a Vega expression.
     for (const auto& [t, b] : downsample(v.memory, 1500))
-      rows.push_back({{"variant", v.name}, {"ms", t}, {"mib", b / (1024.0 * 1024.0)}});
+      rows.push_back({{"variant", v.name}, {"order", i}, {"ms", t}, {"mib", b / (1024.0 * 1024.0)}});
     sources.push_back(v.name + ": " + v.memory_source);
   }
   if (rows.empty()) {
@@ -793,13 +795,10 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
     pg.end_section();
     return;
   }
-  std::vector<std::string> order;
-  for (const VariantData& v : vs)
-    if (!v.memory.empty()) order.push_back(v.name);
   json color = pg.variant_color();
   color["legend"] = nullptr;
   json spec = {{"data", {{"values", rows}}},
-               {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", order}, {"title", nullptr},
+               {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", {{"field", "order"}, {"op", "min"}}}, {"title", nullptr},
                                    {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
                {"spec", {{"width", kWidth - 120}, {"height", 90},
                          {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
@@ -1020,12 +1019,13 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
 
   // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory.
   std::vector<VariantData> vs;
-  std::set<std::string> seen;
+  std::set<std::string> seen, seen_files;
   auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
-    if (!seen.insert(name).second) return;
+    if (summary_file.empty()) summary_file = name + ".summary.json";
+    if (!seen.insert(name).second || !seen_files.insert(summary_file).second) return;
     VariantData v;
     v.name = name;
-    v.summary_file = summary_file.empty() ? name + ".summary.json" : std::move(summary_file);
+    v.summary_file = std::move(summary_file);
     v.trace_file = std::move(trace_file);
     vs.push_back(std::move(v));
   };

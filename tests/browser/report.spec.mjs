@@ -50,7 +50,8 @@ let failed = false;
 try {
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
-  const consoleErrors = [], pageErrors = [], failedRequests = [], externalRequests = [];
+  const consoleErrors = [], pageErrors = [], failedRequests = [], externalRequests = [], dialogs = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('requestfailed', (r) => failedRequests.push(`${r.url().slice(0, 120)} (${r.failure()?.errorText})`));
@@ -91,6 +92,13 @@ try {
   const data = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts.length);
   check('every chart in the data block has a container', data === charts.length, `${data} specs, ${charts.length} containers`);
 
+  // Names from the run cannot add elements: the page is built from its own elements only (the data block,
+  // three libraries and the bootstrap script; no images, frames or objects), and nothing raised a dialog.
+  const scripts = await page.$$eval('script', (els) => els.length);
+  check('only the page\'s own scripts', scripts === 5, `${scripts} <script> elements`);
+  const foreign = await page.$$eval('img, iframe, object, embed, link', (els) => els.map((e) => e.tagName));
+  check('no injected elements', foreign.length === 0, foreign.join(', '));
+  check('no dialogs', dialogs.length === 0, dialogs.join(' | '));
   check('no console errors', consoleErrors.length === 0, consoleErrors.join(' | ').slice(0, 500));
   check('no uncaught page errors', pageErrors.length === 0, pageErrors.join(' | ').slice(0, 500));
   check('no failed requests', failedRequests.length === 0, failedRequests.join(' | ').slice(0, 500));

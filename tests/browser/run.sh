@@ -43,6 +43,24 @@ cp "$root"/tests/fixtures/report/*.json "$out/fixtures/"
 "$bin" report --out "$out/fixtures" >/dev/null
 node "$root/tests/browser/report.spec.mjs" "$out/fixtures/report.html" "$out/fixtures.png" || fail=1
 
+echo "== report with hostile names (escaping, in the browser)"
+mkdir -p "$out/hostile"
+cp "$root"/tests/fixtures/report/*.json "$out/hostile/"
+node --input-type=module - "$out/hostile" <<'JS'
+import fs from 'node:fs';
+const dir = process.argv[2];
+const evil = `x</script><script>alert(1)</script><img src=x onerror=alert(2)>&amp;"'\u2028`;
+const edit = (f, fn) => { const j = JSON.parse(fs.readFileSync(`${dir}/${f}`)); fn(j); fs.writeFileSync(`${dir}/${f}`, JSON.stringify(j)); };
+edit('compare.json', (j) => { j.variants[0].name = evil; j.variants[0].summary = 'evil.summary.json'; j.variants[0].trace = `e<v>"'&.trace.json`; });
+edit('naive.summary.json', (j) => { j.rows[2].name = evil; });
+fs.renameSync(`${dir}/naive.summary.json`, `${dir}/evil.summary.json`);
+fs.writeFileSync(`${dir}/e<v>"'&.trace.json`, '{"traceEvents":[]}');
+edit('sweep.json', (j) => { j.points[0].variant = evil; j.fits[0].variant = evil; });
+edit('roofline.json', (j) => { j.ops[0].variant = evil; j.ops[0].name = evil; });
+JS
+"$bin" report --out "$out/hostile" --title "run <b>\"1\"</b><script>alert(3)</script>" >/dev/null
+node "$root/tests/browser/report.spec.mjs" "$out/hostile/report.html" "$out/hostile.png" || fail=1
+
 if [[ ${ATTNPROF_BROWSER_REAL:-1} == 1 ]]; then
   echo "== report from a small real run"
   real=$out/real
