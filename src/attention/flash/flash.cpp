@@ -11,9 +11,10 @@
 namespace attnprof {
 
 double flash_bytes(const AttnProblem& p) {
-  // Q and O once; K and V once per Q block of 64 rows that visits them (half of them when causal).
+  // Q and O once; K and V once per Q block of 256 rows (kBr in flash_simd.h) that visits them (about half of
+  // them when causal).
   const double es = double(dtype_size(p.dtype));
-  const double q_blocks = std::ceil(double(p.Nq) / 64.0);
+  const double q_blocks = std::ceil(double(p.Nq) / 256.0);
   const double kv_visits = p.mask == MaskKind::Causal ? (q_blocks + 1.0) / 2.0 : q_blocks;
   const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
   const double kv = 2.0 * es * double(p.B * p.Hq * p.Nk * p.D) * kv_visits;

@@ -17,7 +17,7 @@
 //      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
 //   3. O / ℓ stored once (deferred normalisation), L = m + log ℓ; a row that saw no key gives 0, -inf.
 // Scratch per thread comes from the tracked allocator, so memory_stats() counts it:
-// 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBc·kBr + 3·kBr) bytes, 0.55 MiB at D = 256 (kBr = 128, kBc = 64).
+// 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBc·kBr + 3·kBr) bytes, 0.72 MiB at D = 256 (kBr = 256, kBc = 64).
 #pragma once
 
 namespace attnprof::flash::FLASH_NS {
@@ -26,9 +26,18 @@ using F = FLASH_VEC;
 using V = typename F::V;
 inline constexpr int W = F::W;
 
-// Tile sizes: see docs/performance.md ("Tile sizes") for the measurements behind them.
+// Tile sizes, measured with bench_attention on this 2-core Zen 4 VM (1 thread, CPU ms per forward, two
+// interleaved runs each; the VM was shared, so differences under ~5% are noise):
+//   kBr × kBc    fp32 [1,16,4096,128]   bf16 [1,16,4096,64]
+//   64 × 64      1112, 990              430, 340
+//   128 × 64     934, 902               273, 268
+//   256 × 64     886, 859               271, 262     <- chosen
+//   256 × 128    914, 925               315, 305
+// A taller Q block amortises Qᵀ packing and the O rescale over more keys; kBc = 64 keeps Sᵀ (kBc·kBr·4 =
+// 64 KiB) and a K/V block in L2 next to Qᵀ and O. Causal D=64 showed no difference between 128 and 256.
+// See docs/performance.md.
 #ifndef ATTNPROF_FLASH_BR  // overridable only for the tile-size experiments
-#define ATTNPROF_FLASH_BR 128
+#define ATTNPROF_FLASH_BR 256
 #endif
 #ifndef ATTNPROF_FLASH_BC
 #define ATTNPROF_FLASH_BC 64
