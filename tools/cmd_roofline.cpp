@@ -97,12 +97,17 @@ void run_roofline(const RooflineArgs& a) {
                             {"ridge_intensity", pt.ridge_intensity},
                             {"fraction_of_attainable", pt.fraction_of_attainable},
                             {"bound", bound}});
-        text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>7.0f}%  {}\n", v->name,
+        // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
+        const std::string pct = op.cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
+                                                  : fmt::format("{:.0f}%bw", 100 * gbs / m.bandwidth_gbs);
+        text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", v->name,
                             op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
-                            pt.attainable_gflops, pt.achieved_gflops, gbs, 100 * pt.fraction_of_attainable, bound);
+                            pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);
       }
     }
     text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak is the bf16 one for bf16 when present.\n";
+    text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
+    text += "Over 100%: the op's data stayed in cache; the roofline's slope is DRAM (STREAM) bandwidth.\n";
     text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
   }
   write_json(out_path(o.out, "roofline.json"), j);

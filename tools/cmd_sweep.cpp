@@ -181,7 +181,7 @@ void run_sweep(const SweepArgs& a) {
   }
   std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {} threads\n", o.shape, a.seq,
                                  o.dtype, o.causal ? "causal" : "no mask", threads);
-  text += fmt::format("{:<12}{:>8}{:>12}{:>14}  {}\n", "Variant", "N", "ms/fwd", "Peak mem", "");
+  text += fmt::format("{:<12}{:>8}{:>12}{:>14}\n", "Variant", "N", "ms/fwd", "Peak mem");
   for (const Point& p : points)
     text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}\n", p.variant, p.seq, p.ms,
                                            report::format_bytes(p.peak_bytes))
