@@ -3,11 +3,14 @@
 // page with the real one in Chromium.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/wait.h>
 
 #include "attnprof/error.h"
 #include "attnprof/html.h"
@@ -286,4 +289,31 @@ TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
 
 TEST(HtmlReport, NotADirectoryIsAnError) {
   EXPECT_THROW(write_html_report((kFixtures / "compare.json").string()), attnprof::Error);
+}
+
+// `attnprof report` end to end: a page from the fixtures, exit 0 and its path on stdout; a missing --out
+// directory is exit 2 with one "attnprof: error:" line and nothing written.
+TEST(HtmlReportCli, WritesThePageAndRejectsAMissingDirectory) {
+  const fs::path bin = fs::path(ATTNPROF_BINARY_DIR) / "tools/attnprof";
+  if (!fs::exists(bin)) GTEST_SKIP() << bin << " is not built";
+  TempDir d("cli");
+  for (const auto& e : fs::directory_iterator(kFixtures))
+    if (e.path().extension() == ".json") fs::copy_file(e.path(), d.path / e.path().filename());
+  const std::string log = (d.path / "log.txt").string();
+  const int rc = std::system((bin.string() + " report --out " + d.path.string() + " >" + log + " 2>&1").c_str());
+  const std::string out = slurp(log);
+  if (WEXITSTATUS(rc) == 2 && out.find("npm ci --prefix web") != std::string::npos)
+    GTEST_SKIP() << "chart library not installed: " << out;
+  ASSERT_EQ(WEXITSTATUS(rc), 0) << out;
+  EXPECT_NE(out.find("report.html"), std::string::npos);
+  EXPECT_TRUE(fs::exists(d.path / "report.html"));
+  EXPECT_GT(fs::file_size(d.path / "report.html"), 500000u);  // the chart library is inlined
+
+  const fs::path missing = d.path / "no-such-dir";
+  const int rc2 = std::system((bin.string() + " report --out " + missing.string() + " >" + log + " 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc2), 2);
+  const std::string err = slurp(log);
+  EXPECT_EQ(err.rfind("attnprof: error: report: --out", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+  EXPECT_FALSE(fs::exists(missing));
 }

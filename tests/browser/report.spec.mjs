@@ -85,6 +85,18 @@ try {
           `rendered=${c.rendered} svg=${c.svg} ` + want.map((s, i) => `${s}: ${counts[i]}`).join(', '));
   }
 
+  // Exact counts where the page promises one mark per datum: a bar segment per (variant, op) and a point
+  // per op on the roofline.
+  const specs = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts);
+  for (const c of specs) {
+    let want = null, sel = null;
+    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op') { want = c.spec.data.values.length; sel = m('rect'); }
+    if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
+    if (want === null) continue;
+    const got = await page.$$eval(`#${c.id} svg ${sel}`, (els) => els.length);
+    check(`chart ${c.kind}: one mark per datum`, got === want, `${got} marks for ${want} data rows`);
+  }
+
   const sections = await page.$$eval('main section', (els) => els.map((e) => e.id));
   check('sections present', sections.length > 0, sections.join(', '));
   const tables = await page.$$eval('table.data tbody tr', (rows) => rows.length);
