@@ -213,6 +213,43 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   EXPECT_THROW(report::table(ka, {.sort_by = "bogus"}), Error);
 }
 
+TEST(Table, BoundColumnFromTheRoofline) {
+  analysis::KeyAverages ka;
+  auto mem = op("softmax", 100, 100, 1, 0, 0, 1e6);
+  mem.cost.bytes_read = 1e6;  // 1 FLOP/B: below the ridge
+  auto comp = op("matmul", 100, 100, 1, 0, 0, 1e9);
+  comp.cost.bytes_read = 1e6;  // 1000 FLOP/B: above it
+  ka.rows = {mem, comp, op("transpose", 1, 1, 1, 0, 0)};
+  ka.self_total_ns = 201'000;
+  analysis::MachinePeaks peaks;
+  peaks.fp32_gflops = 100.0;
+  peaks.bandwidth_gbs = 10.0;  // ridge at 10 FLOP/B
+  peaks.sgemm_gflops = 90.0;
+  const auto ls = lines(report::table(ka, {.sort_by = "flops", .peaks = peaks}));
+  EXPECT_TRUE(std::regex_search(ls[1], std::regex(R"(FLOP/B +Bound  $)"))) << ls[1];
+  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +matmul .* compute  $)"))) << ls[3];
+  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +softmax .* memory  $)"))) << ls[4];
+  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +transpose .* --  $)"))) << ls[5];
+  // Without peaks there is no Bound column.
+  EXPECT_EQ(lines(report::table(ka))[1].find("Bound"), std::string::npos);
+}
+
+TEST(Table, CounterColumnsWhenRecorded) {
+  analysis::KeyAverages ka;
+  auto ann = op("attn_fwd", 10, 500, 1, 0, 0);
+  ann.category = "user_annotation";
+  ann.task_clock_ns = 480'000;
+  ann.page_faults = 12;
+  ka.rows = {ann, op("matmul", 490, 490, 1, 0, 0, 1e6)};
+  ka.self_total_ns = 500'000;
+  const auto ls = lines(report::table(ka));
+  EXPECT_TRUE(std::regex_search(ls[1], std::regex(R"(FLOP/B +Task clock +Page faults  $)"))) << ls[1];
+  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +attn_fwd .* 480\.000us +12  $)"))) << ls[3];
+  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +matmul .* -- +--  $)"))) << ls[4];
+  ka.rows[0].task_clock_ns = ka.rows[0].page_faults = -1;
+  EXPECT_EQ(lines(report::table(ka))[1].find("Task clock"), std::string::npos);
+}
+
 TEST(Table, RealProfileHasEveryOpWithFlops) {
   const auto r = naive_profile();
   const auto ka = analysis::key_averages(r);

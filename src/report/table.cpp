@@ -16,13 +16,6 @@
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 
-namespace attnprof::analysis {
-// Weak until src/analysis/roofline.cpp (the CLI engineer's) is in the library: the Bound column then appears
-// whenever peaks are given; without it the column is left off.
-RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype)
-    __attribute__((weak));
-}  // namespace attnprof::analysis
-
 namespace attnprof::report {
 
 std::string format_time_ns(double ns) {
@@ -121,9 +114,13 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     any_cost = any_cost || has_cost(s->cost);
   }
   name_width = std::min(name_width, kMaxNameWidth);
+  // Software counters (task-clock, page-faults) get two columns when any row has them.
+  const bool counters = std::any_of(rows.begin(), rows.end(), [](auto* s) {
+    return s->task_clock_ns >= 0 || s->page_faults >= 0;
+  });
   shapes_width = std::min(shapes_width, kMaxShapesWidth);
   const auto [fscale, fheader] = min_flops > 0 ? flops_scale(min_flops) : std::pair<double, std::string>{1.0, "FLOPs"};
-  const bool bound = opt.extra_columns && opt.peaks.has_value() && &analysis::place != nullptr;
+  const bool bound = opt.extra_columns && opt.peaks.has_value();
 
   Layout layout;
   std::vector<std::string> header = {"Name",      "Self CPU %", "Self CPU",     "CPU total %", "CPU total",
@@ -145,6 +142,12 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     }
     if (bound) {
       header.push_back("Bound");
+      layout.add(kNumWidth);
+    }
+  }
+  if (counters) {
+    for (const char* h : {"Task clock", "Page faults"}) {
+      header.push_back(h);
       layout.add(kNumWidth);
     }
   }
@@ -183,6 +186,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
           cells.push_back("--");
         }
       }
+    }
+    if (counters) {
+      cells.push_back(s->task_clock_ns >= 0 ? format_time_ns(double(s->task_clock_ns)) : "--");
+      cells.push_back(s->page_faults >= 0 ? fmt::format("{}", s->page_faults) : "--");
     }
     out += layout.row(cells);
   }
