@@ -107,21 +107,28 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 volatile float g_sink = 0.0f;
 
-// Runs `loop` on `threads` threads at once; returns the best aggregate GFLOP/s of a few repetitions.
+// Runs `loop` on `threads` threads at once. Each thread keeps its own best rate over many short repetitions
+// and the rates are summed: FMA throughput is a per-core resource, and short best-of runs find the moments a
+// core was not shared with other processes (on a busy machine a long single run would measure the sharing).
 template <class Loop>
 double throughput_gflops(int threads, Loop loop, double flops_per_iter) {
-  loop(kIters / 16);  // wake the cores up, settle the clocks
-  double best = 0.0;
-  for (int rep = 0; rep < 3; ++rep) {
-    float sink = 0.0f;
-    const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += loop(kIters);
-    const double s = seconds_since(t0);
+  constexpr int64_t iters = kIters / 4;  // ~6 ms per repetition at full speed
+  constexpr int reps = 15;
+  double total = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    float sink = loop(iters / 4);  // wake the core up, settle the clocks
+    double best = 0.0;
+    for (int rep = 0; rep < reps; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      sink += loop(iters);
+      best = std::max(best, flops_per_iter * double(iters) / seconds_since(t0) * 1e-9);
+    }
+    total += best;
+#pragma omp critical
     g_sink = g_sink + sink;
-    best = std::max(best, flops_per_iter * double(kIters) * threads / s * 1e-9);
   }
-  return best;
+  return total;
 }
 
 double measure_fp32(int threads, Isa isa) {
@@ -154,7 +161,7 @@ double measure_bandwidth(int threads) {
     C[i] = 2.0;
   }
   double best = 0.0;
-  for (int rep = 0; rep < 6; ++rep) {
+  for (int rep = 0; rep < 12; ++rep) {
     const double s = 0.5 + rep;
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -172,7 +179,7 @@ double measure_sgemm(int threads) {
   const int prev = ops::num_threads();
   ops::set_num_threads(threads);
   double best = 0.0;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     const double s = seconds_since(t0);
