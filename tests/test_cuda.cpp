@@ -264,6 +264,23 @@ TEST(CudaActivity, TraceEventsHaveStreamTracksAndFlows) {
   EXPECT_EQ(counters, 3);
 }
 
+TEST(CudaActivity, DeviceTableHasTorchColumnsAndFooter) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture());
+  const std::string t = cuda::device_table(r);
+  for (const char* col : {"Name", "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls", "Grid",
+                          "Regs", "TFLOP/s"})
+    EXPECT_NE(t.find(col), std::string::npos) << col << "\n" << t;
+  EXPECT_NE(t.find("Self CUDA time total: 0.180us"), std::string::npos) << t;
+  // Sorted by CUDA total: the GEMM (100 ns) first, with its zone's FLOPs: 1000 / 100 ns = 0.01 TFLOP/s.
+  const size_t gemm = t.find("ampere_bf16_gemm"), fill = t.find("masked_fill_ker");
+  ASSERT_NE(gemm, std::string::npos);
+  ASSERT_NE(fill, std::string::npos);
+  EXPECT_LT(gemm, fill);
+  EXPECT_NE(t.find("55.56%"), std::string::npos) << t;
+  EXPECT_EQ(cuda::device_table(r, 1).find("masked_fill_ker"), std::string::npos);
+}
+
 TEST(CudaActivity, DemangleLeavesPlainNamesAlone) {
   EXPECT_EQ(cuda::demangle("ampere_bf16_s16816gemm_bf16_128x64"), "ampere_bf16_s16816gemm_bf16_128x64");
   EXPECT_EQ(cuda::demangle("_Z3fooi"), "foo(int)");

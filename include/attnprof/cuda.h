@@ -249,6 +249,12 @@ std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
 double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")
 int64_t device_peak_bytes(const prof::ProfileResult& r);    // highest live device bytes seen in device_mem
 
+// The device activities as a torch-style table (dashed rules, 12-wide right-aligned numbers): Name,
+// Self CUDA, Self CUDA %, CUDA total, CUDA time avg, # of Calls, then attnprof's Grid, Block, Regs, SMem and
+// TFLOP/s (when the activity carries its op's FLOPs); sorted by CUDA total, footer "Self CUDA time total".
+// What `compare --device cuda` can print until report::table has the CUDA columns.
+std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
+
 // Chrome-trace events for the device: a "GPU <device>" process with one thread per stream ("stream 7"),
 // X events (cat kernel / gpu_memcpy / gpu_memset, args: grid, block, registers per thread, shared memory,
 // correlation, External id), "cuda_runtime" X events for each launch API call on the launching CPU thread,

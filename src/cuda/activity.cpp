@@ -12,6 +12,7 @@
 
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
+#include "attnprof/report.h"
 
 namespace attnprof::cuda {
 
@@ -224,6 +225,45 @@ int64_t device_peak_bytes(const prof::ProfileResult& r) {
   int64_t peak = 0;
   for (const prof::DeviceMemEvent& m : r.device_mem) peak = std::max(peak, m.total);
   return peak;
+}
+
+// ---- table ----------------------------------------------------------------------------------------------
+std::string device_table(const prof::ProfileResult& r, int row_limit) {
+  std::vector<DeviceOpStats> rows = device_key_averages(r);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+  if (row_limit >= 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
+  const double total = device_time_total_ns(r);
+  size_t name_w = 4;
+  for (const auto& row : rows) name_w = std::max(name_w, row.name.size() + 4);
+  name_w = std::min<size_t>(name_w, 55);
+  auto name_cell = [&](const std::string& n) {
+    return n.size() <= name_w - 2 ? n : n.substr(0, name_w - 5) + "...";
+  };
+  const std::vector<std::string> head = {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls",
+                                         "Grid",      "Block",       "Regs",       "SMem",          "TFLOP/s"};
+  std::string rule(name_w, '-');
+  for (size_t i = 0; i < head.size(); ++i) rule += "  " + std::string(12, '-');
+  std::string out = rule + "\n" + fmt::format("{:<{}}", "Name", name_w);
+  for (const auto& h : head) out += fmt::format("  {:>12}", h);
+  out += "\n" + rule + "\n";
+  auto dims = [](const std::array<int32_t, 3>& d) {
+    return d[1] == 1 && d[2] == 1 ? fmt::format("{}", d[0]) : fmt::format("{}x{}x{}", d[0], d[1], d[2]);
+  };
+  for (const auto& row : rows) {
+    const bool k = row.category == "kernel";
+    out += fmt::format("{:<{}}", name_cell(row.name), name_w);
+    out += fmt::format("  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}", report::format_time_ns(row.total_ns),
+                       fmt::format("{:.2f}%", total > 0 ? 100.0 * row.total_ns / total : 0.0),
+                       report::format_time_ns(row.total_ns), report::format_time_ns(row.total_ns / double(row.calls)),
+                       row.calls);
+    out += fmt::format("  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}\n", k ? dims(row.grid) : "--",
+                       k ? dims(row.block) : "--", k ? std::to_string(row.registers) : "--",
+                       k ? report::format_bytes(row.static_smem + row.dynamic_smem) : "--",
+                       row.cost.flops > 0 && row.total_ns > 0 ? fmt::format("{:.1f}", row.cost.flops / row.total_ns * 1e-3)
+                                                               : "--");
+  }
+  out += rule + "\n" + fmt::format("Self CUDA time total: {}\n", report::format_time_ns(total));
+  return out;
 }
 
 // ---- trace ----------------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
                           {"problem", p.str()},
                           {"flops", attention_flops(p)},
                           {"variants", nlohmann::json::array()}};
+    std::string tables;
     std::printf("\n%-11s %10s %10s %9s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "valid", "max_abs",
                 "device activities per forward");
     for (const Variant& var : cuda::cuda_registry()) {
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
                           {"smem", row.static_smem + row.dynamic_smem},
                           {"grid", row.grid}, {"block", row.block}});
         }
+        tables += fmt::format("\n{} (one profiled forward):\n{}", var.name, cuda::device_table(r));
         const cuda::DeviceTiming t = cuda::time_device_forward(*d, dq, dk, dv, 3, iters);
         const double tflops = attention_flops(p) / (t.median_ms * 1e-3) * 1e-12;
         const double pct = dev.bf16_tflops > 0 ? 100.0 * tflops / dev.bf16_tflops : 0.0;
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
       }
       out["variants"].push_back(e);
     }
+    std::printf("%s", tables.c_str());
     if (!json_path.empty()) {
       std::ofstream f(json_path);
       f << out.dump(2) << "\n";
