@@ -90,6 +90,21 @@ for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUD
         res["backends"][name] = {"error": str(e).splitlines()[0]}
         print(f"torch {name:9s} unavailable: {str(e).splitlines()[0]}")
 json.dump(res, open(sys.argv[2], "w"), indent=2)
+# The blog's view of the flash backend: torch.profiler's table, to set beside attnprof's device_table.
+try:
+    from torch.profiler import profile, record_function, ProfilerActivity, schedule
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
+            for _ in range(5):
+                with record_function("flash_kernel_fwd"):
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                prof.step()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=15)
+    open(sys.argv[2].replace(".json", "_profile.txt"), "w").write(table)
+    print(table)
+except Exception as e:
+    print(f"torch.profiler table not produced: {e}")
 PY
 else
   echo "(no python3 with a CUDA build of torch: the peer is not measured)" | tee "$OUT/torch.txt"
