@@ -10,6 +10,8 @@
 //   pct_sgemm  that rate as % of OpenBLAS sgemm 2048³ measured at start-up in this process, same threads
 //   peak_MiB   tracked peak during one forward (inputs + outputs + everything the variant allocates)
 //   extra_MiB  peak minus the live inputs before the call (what the variant allocates, output included)
+//   cpu_GFLOPs, cpu_pct_sgemm  the same per CPU-second of the process (all threads), against sgemm's
+//              FLOP per CPU-second: the per-core efficiency, meaningful when other processes share the cores
 // Each (variant, dtype, mask, D) is validated against the fp64 reference on a small problem of the same
 // configuration before anything is timed; a variant that fails validation is not timed (SkipWithError).
 // When CMake found libtorch, `torch-sdpa/...` runs at::_scaled_dot_product_attention (libtorch 1.13) on the
@@ -21,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,20 +52,35 @@ const std::vector<ShapeCfg> kShapes = {
     {1, 32, 8192, 128, true, ""},        // flash only: naive would need 8 GB of scores
 };
 
-// Best of a few OpenBLAS sgemm 2048³ runs at `threads` threads, in FLOP/s.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// sgemm FLOP per second of process CPU time (all threads): robust to other processes sharing the cores.
+std::map<int, double>& sgemm_cpu_rates() {
+  static std::map<int, double> m;
+  return m;
+}
+
+// Best of a few OpenBLAS sgemm 2048³ runs at `threads` threads, in FLOP/s (wall clock); also records the
+// best rate per CPU-second in sgemm_cpu_rates().
 double sgemm_rate(int threads) {
   static std::map<int, double> cache;
   if (auto it = cache.find(threads); it != cache.end()) return it->second;
   ops::set_num_threads(threads);
   const int n = 2048;
   std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
-  double best = 1e30;
+  double best = 1e30, best_cpu = 1e30;
   for (int i = 0; i < 4; ++i) {  // the first run also warms up fresh memory and BLAS buffers
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = process_cpu_seconds();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::min(best, s);
+    if (i > 0) best = std::min(best, s), best_cpu = std::min(best_cpu, process_cpu_seconds() - c0);
   }
+  sgemm_cpu_rates()[threads] = 2.0 * double(n) * n * n / best_cpu;
   return cache[threads] = 2.0 * double(n) * n * n / best;
 }
 
@@ -105,8 +123,15 @@ std::string validate(const Variant& var, DType t, bool causal, int64_t D) {
   return cache[key] = why;
 }
 
-void report(benchmark::State& state, const AttnProblem& p, double sgemm, int64_t peak, int64_t live) {
+// cpu_s: process CPU seconds spent in the timed loop (all threads). The cpu_* counters are FLOP per
+// CPU-second, compared with sgemm's FLOP per CPU-second at the same thread count: on a shared machine they
+// measure the kernel's efficiency per core, which wall-clock rates cannot.
+void report(benchmark::State& state, const AttnProblem& p, double sgemm, int64_t peak, int64_t live, double cpu_s,
+            int threads) {
   const double flops = attention_flops(p);
+  const double cpu_rate = flops * double(state.iterations()) / cpu_s;
+  state.counters["cpu_GFLOPs"] = cpu_rate * 1e-9;
+  state.counters["cpu_pct_sgemm"] = cpu_rate / sgemm_cpu_rates()[threads] * 100.0;
   using C = benchmark::Counter;
   state.counters["GFLOPs"] = C(flops * 1e-9, C::kIsIterationInvariantRate);
   state.counters["pct_sgemm"] = C(flops / sgemm * 100.0, C::kIsIterationInvariantRate);
@@ -141,8 +166,9 @@ void run_torch(benchmark::State& state, ShapeCfg s, DType t, bool causal, int th
   Inputs in = make_inputs(s.B, s.H, s.N, s.D, t, causal);
   const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
   bench::torch_sdpa_run(in.q, in.k, in.v, causal);  // warm-up
+  const double c0 = process_cpu_seconds();
   for (auto _ : state) bench::torch_sdpa_run(in.q, in.k, in.v, causal);
-  report(state, p, sgemm, 0, 0);  // torch's allocations are not tracked: no memory counters
+  report(state, p, sgemm, 0, 0, process_cpu_seconds() - c0, threads);  // torch's allocations are not tracked: no memory counters
   state.counters.erase("peak_MiB");
   state.counters.erase("extra_MiB");
   state.SetLabel(fmt::format("libtorch {}", bench::torch_version()));
@@ -214,11 +240,12 @@ void run_case(benchmark::State& state, const Variant* var, ShapeCfg s, DType t, 
   reset_peak_memory();
   benchmark::DoNotOptimize(runner->run(in.q, in.k, in.v).out.raw());
   const int64_t peak = memory_stats().peak_bytes;
+  const double c0 = process_cpu_seconds();
   for (auto _ : state) {
     AttnOutput o = runner->run(in.q, in.k, in.v);
     benchmark::DoNotOptimize(o.out.raw());
   }
-  report(state, p, sgemm, peak, live);
+  report(state, p, sgemm, peak, live, process_cpu_seconds() - c0, threads);
 }
 
 std::string shape_name(const ShapeCfg& s) {
