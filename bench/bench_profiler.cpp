@@ -8,7 +8,8 @@
 //                            the profiler recording; counter `ratio` = profiled / unprofiled (target < 1.02)
 //
 //   build-prof/bench/bench_profiler --benchmark_filter=Zone
-//   build-prof/bench/bench_profiler --benchmark_filter=Overhead   # variant: ATTNPROF_BENCH_VARIANT=naive
+//   build-prof/bench/bench_profiler --benchmark_filter=Overhead   # ATTNPROF_BENCH_VARIANT=naive,
+//                                                                  # ATTNPROF_BENCH_PAIRS=20 (default)
 //
 // This translation unit compiles the macros out: it defines ATTNPROF_PROFILER_ENABLED 0 before including
 // profiler.h, so ATTNPROF_OP_ZONE below is the NullZone the library's users get with ATTNPROF_PROFILER=OFF.
@@ -246,31 +247,48 @@ void BM_ProfilingOverhead(benchmark::State& state) {
   std::vector<double> ratios;
   double sum_off = 0, sum_on = 0, sum_zone = 0, cpu_off = 0, cpu_on = 0;
   prof::Profiler p;
-  for (auto _ : state) {
+  auto unprofiled = [&](double& wall, double& cpu) {
     const double c0 = cpu_ns();
-    auto t0 = clk::now();
+    const auto t0 = clk::now();
     runner->run(q, k, v);
-    auto t1 = clk::now();
-    const double c1 = cpu_ns();
+    wall = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
+    cpu = cpu_ns() - c0;
+  };
+  int64_t events = 0;
+  auto profiled = [&](double& wall, double& cpu, double& zone) {
     p.start();
-    const double c2 = cpu_ns();
-    auto t2 = clk::now();
+    const double c0 = cpu_ns();
+    const auto t0 = clk::now();
     {
       prof::VariantScope vs(var.name);
       prof::Zone ann(var.annotation, "user_annotation");
       runner->run(q, k, v);
     }
-    auto t3 = clk::now();
-    const double c3 = cpu_ns();
+    wall = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
+    cpu = cpu_ns() - c0;
     p.stop();
-    cpu_off += c1 - c0;
-    cpu_on += c3 - c2;
-    const double off = std::chrono::duration<double, std::nano>(t1 - t0).count();
-    const double on = std::chrono::duration<double, std::nano>(t3 - t2).count();
-    const auto d = analysis::zone_durations_ns(p.result(), var.annotation);
+    const prof::ProfileResult r = p.result();
+    const auto d = analysis::zone_durations_ns(r, var.annotation);
+    zone = d.empty() ? 0.0 : d[0];
+    events = 0;
+    for (const auto& t : r.threads) events += int64_t(t.zones.size() + t.mem.size());
+  };
+  int64_t pair = 0;
+  for (auto _ : state) {
+    double off = 0, on = 0, coff = 0, con = 0, zone = 0;
+    // Alternate which run goes first, so order effects (caches, frequency) cancel.
+    if (pair++ % 2 == 0) {
+      unprofiled(off, coff);
+      profiled(on, con, zone);
+    } else {
+      profiled(on, con, zone);
+      unprofiled(off, coff);
+    }
     sum_off += off;
     sum_on += on;
-    sum_zone += d.empty() ? 0.0 : d[0];
+    cpu_off += coff;
+    cpu_on += con;
+    sum_zone += zone;
     ratios.push_back(on / off);
   }
   std::sort(ratios.begin(), ratios.end());
@@ -281,9 +299,16 @@ void BM_ProfilingOverhead(benchmark::State& state) {
   state.counters["unprofiled_ms"] = sum_off / n * 1e-6;
   state.counters["profiled_ms"] = sum_on / n * 1e-6;
   state.counters["annotation_zone_ms"] = sum_zone / n * 1e-6;  // what the profile itself reports
+  // What the recorded events should cost: events per forward × the calibrated per-zone overhead.
+  state.counters["events_per_forward"] = double(events);
+  state.counters["predicted_ratio"] = 1.0 + double(events) * prof::calibrated_zone_overhead_ns() / (sum_off / n);
   state.SetLabel(var.name + " [8,16,1024,64] bf16 causal");
 }
-BENCHMARK(BM_ProfilingOverhead)->Iterations(10)->Unit(benchmark::kMillisecond);
+int64_t overhead_pairs() {
+  const char* env = std::getenv("ATTNPROF_BENCH_PAIRS");
+  return env ? std::max<int64_t>(1, std::atoll(env)) : 20;
+}
+BENCHMARK(BM_ProfilingOverhead)->Iterations(overhead_pairs())->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
