@@ -165,6 +165,10 @@ TEST_F(Cli, ProfileJsonAndSdpaBackends) {
   r = run("profile sdpa --json" + kSmall + out_flag());  // auto picks flash at D=32
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["run"]["variant"], "sdpa-flash");
+  r = run("profile inplace --kv-heads 1 --kv-len 96 --json" + kSmall + out_flag());  // GQA, Nk != Nq
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(json::parse(r.out)["run"]["problem"].get<std::string>().find("Hkv=1 Nq=64 Nk=96"), std::string::npos)
+      << r.out;
   r = run("profile flash --no-causal --json" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   j = json::parse(r.out);
