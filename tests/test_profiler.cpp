@@ -104,6 +104,32 @@ TEST(KeyAverages, RecursionCountsTotalOnceAndThreadsAreIndependentTrees) {
   EXPECT_EQ(analysis::zone_durations_ns(r, "f"), (std::vector<double>{100.0, 40.0}));
 }
 
+TEST(KeyAverages, GroupByInputShapeSplitsRows) {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  prof::ThreadTrace t;
+  auto mm = [&](uint64_t t0, int64_t n) {
+    prof::ZoneEvent e = zone("matmul", t0, t0 + 10, -1, 0, double(n));
+    e.n_shapes = 2;
+    e.shapes[0] = {1, 2, n, 8};
+    e.shapes[1] = {1, 2, 8, n};
+    return e;
+  };
+  t.zones = {mm(0, 16), mm(20, 32), mm(40, 16)};
+  r.threads.push_back(t);
+  const auto flat = analysis::key_averages(r);
+  ASSERT_EQ(flat.rows.size(), 1u);
+  EXPECT_EQ(flat.rows[0].calls, 3);
+  EXPECT_EQ(flat.rows[0].input_shapes, "");
+  const auto grouped = analysis::key_averages(r, {.group_by_input_shape = true});
+  ASSERT_EQ(grouped.rows.size(), 2u);
+  EXPECT_EQ(grouped.rows[0].input_shapes, "[[1, 2, 16, 8], [1, 2, 8, 16]]");
+  EXPECT_EQ(grouped.rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(grouped.rows[0].cost.flops, 32.0);
+  EXPECT_EQ(grouped.rows[1].input_shapes, "[[1, 2, 32, 8], [1, 2, 8, 32]]");
+  EXPECT_EQ(grouped.rows[1].calls, 1);
+}
+
 TEST(Profiler, RecordedNestingAddsUp) {
   prof::Profiler p;
   p.start();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "attnprof/allocator.h"
@@ -299,6 +300,37 @@ TEST(Trace, RealProfilePassesTheChecker) {
   }
   EXPECT_TRUE(saw_matmul && saw_annotation && saw_process);
   EXPECT_EQ(j["otherData"]["metadata"]["variant"], "naive");
+}
+
+TEST(Trace, WorkerThreadsAndCountersPassTheChecker) {
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("region");
+#pragma omp parallel num_threads(2)
+    {
+      ATTNPROF_OP_ZONE(z, "worker_op");
+      Tensor t = Tensor::zeros({1, 1, 64, 64}, DType::F32);
+    }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  const nlohmann::json j = report::chrome_trace_json(r);
+  const TraceCheck c = check_trace(j);
+  EXPECT_TRUE(c.ok()) << c.report();
+  std::set<int64_t> tids;
+  int thread_names = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "worker_op") tids.insert(e["tid"].get<int64_t>());
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+    if (e["ph"] == "X" && e["name"] == "region" && r.counters_recorded) {
+      EXPECT_GE(e["args"]["task_clock_ns"].get<int64_t>(), 0);
+      EXPECT_GE(e["args"]["page_faults"].get<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(tids.size(), 2u);
+  EXPECT_GE(thread_names, 2);
+  EXPECT_EQ(j["otherData"]["counters"], r.counters_note);
 }
 
 TEST(Trace, RoundingNeverBreaksNesting) {
