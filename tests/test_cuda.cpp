@@ -294,6 +294,23 @@ TEST(CudaDevice, Bf16PeaksByArchitecture) {
   EXPECT_EQ(cuda::bf16_flop_per_clock_per_sm(7, 0), 0.0);
 }
 
+TEST(CudaDevice, GpuPeaksFeedTheRoofline) {
+  cuda::DeviceInfo a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.cc_major = 8;
+  a100.sms = 108;
+  a100.sm_clock_ghz = 1.41;
+  a100.bandwidth_gbs = 2039.0;
+  const analysis::MachinePeaks p = cuda::gpu_peaks(a100);
+  EXPECT_EQ(p.isa, "sm_80");
+  EXPECT_NEAR(p.bf16_gflops, 311869.4, 1.0);  // 312 TFLOP/s dense bf16
+  EXPECT_NEAR(p.fp32_gflops, 19491.8, 1.0);   // 19.5 TFLOP/s fp32
+  // The blog's flash forward: 17.2 GFLOP in 146.8 us moving ~16.8 MB is compute-side, at ~37% of peak.
+  const analysis::RooflinePoint pt = analysis::place(OpCost{17.18e9, 12.6e6, 4.2e6}, 146.8e3, p, DType::BF16);
+  EXPECT_FALSE(pt.memory_bound);
+  EXPECT_NEAR(pt.fraction_of_attainable, 0.375, 0.01);
+}
+
 // ---- the registry --------------------------------------------------------------------------------------
 TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
   const auto& reg = cuda::cuda_registry();

@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnprof/allocator.h"
+#include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/profiler.h"
 #include "attnprof/tensor.h"
@@ -65,6 +66,13 @@ DeviceInfo device_info(int id = 0);
 // sm_80 2048, sm_86/87/89 1024, sm_90 4096, sm_100 8192 (A100: 108 SMs × 1.41 GHz × 2048 = 312 TFLOP/s;
 // H100 SXM: 132 × 1.83 GHz × 4096 = 989 TFLOP/s).
 double bf16_flop_per_clock_per_sm(int cc_major, int cc_minor);
+
+// Dense non-tensor fp32 FLOP per clock per SM (2 × FP32 lanes): sm_80 128, sm_86/89 256, sm_90 256, sm_100 256.
+double fp32_flop_per_clock_per_sm(int cc_major, int cc_minor);
+// The GPU's datasheet ceilings as the roofline's MachinePeaks (analysis::place), so device rows and kernels
+// are placed against the GPU: cpu = device name, isa = "sm_XY", bf16 = tensor-core peak, fp32 = CUDA-core
+// peak, sgemm = fp32 peak, bandwidth = theoretical DRAM bandwidth. Pure: no device needed.
+analysis::MachinePeaks gpu_peaks(const DeviceInfo& d);
 
 void synchronize();  // waits for the backend's stream; recorded as a "cudaDeviceSynchronize" zone
 

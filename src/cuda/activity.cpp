@@ -58,6 +58,32 @@ std::string demangle(const std::string& name) {
   return s;
 }
 
+// ---- peaks ----------------------------------------------------------------------------------------------
+double bf16_flop_per_clock_per_sm(int major, int minor) {
+  if (major == 8) return minor == 0 ? 2048.0 : 1024.0;  // A100; A10/A40/RTX 30 (86), Orin (87), L4/L40 (89)
+  if (major == 9) return 4096.0;                        // H100/H200
+  if (major == 10) return 8192.0;                       // B200
+  return 0.0;
+}
+
+double fp32_flop_per_clock_per_sm(int major, int minor) {
+  if (major == 8) return minor == 0 ? 128.0 : 256.0;  // A100: 64 FP32 lanes/SM; GA10x/AD10x: 128
+  if (major == 9 || major == 10 || major == 12) return 256.0;
+  return 0.0;
+}
+
+analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
+  analysis::MachinePeaks p;
+  p.cpu = d.name;
+  p.isa = fmt::format("sm_{}{}", d.cc_major, d.cc_minor);
+  p.threads = d.sms;
+  p.bf16_gflops = bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
+  p.fp32_gflops = fp32_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
+  p.sgemm_gflops = p.fp32_gflops;
+  p.bandwidth_gbs = d.bandwidth_gbs;
+  return p;
+}
+
 // ---- conversion -----------------------------------------------------------------------------------------
 void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, const AttachOptions& opt) {
   const double npt = r.ns_per_tick > 0 ? r.ns_per_tick : prof::ns_per_tick();

@@ -40,13 +40,6 @@ int device_count() { return probe().count; }
 bool available() { return probe().count > 0; }
 std::string unavailable_reason() { return probe().reason; }
 
-double bf16_flop_per_clock_per_sm(int major, int minor) {
-  if (major == 8) return minor == 0 ? 2048.0 : 1024.0;  // A100; A10/A40/RTX 30 (86), Orin (87), L4/L40 (89)
-  if (major == 9) return 4096.0;                        // H100/H200
-  if (major == 10) return 8192.0;                       // B200
-  return 0.0;
-}
-
 DeviceInfo device_info(int id) {
   detail::ensure_available();
   cudaDeviceProp prop{};

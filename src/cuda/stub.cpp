@@ -16,12 +16,6 @@ bool built_with_cuda() { return false; }
 bool available() { return false; }
 std::string unavailable_reason() { return "attnprof was built without the CUDA backend"; }
 int device_count() { return 0; }
-double bf16_flop_per_clock_per_sm(int major, int minor) {
-  if (major == 8) return minor == 0 ? 2048.0 : 1024.0;
-  if (major == 9) return 4096.0;
-  if (major == 10) return 8192.0;
-  return 0.0;
-}
 DeviceInfo device_info(int) { no_cuda("device_info"); }
 void synchronize() { no_cuda("synchronize"); }
 void* device_alloc(size_t) { no_cuda("device_alloc"); }
