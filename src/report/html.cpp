@@ -531,6 +531,12 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     return;
   }
   const std::string unit = all_per_forward ? "per forward" : "over all profiled steps";
+  // One colour per op in both charts: the domain is every op of either, in order of appearance.
+  json ops = json::array();
+  std::set<std::string> seen_ops;
+  for (const json* rows : {&time_rows, &byte_rows})
+    for (const json& r : *rows)
+      if (seen_ops.insert(r["op"].get<std::string>()).second) ops.push_back(r["op"]);
   auto stacked = [&](const json& rows, const std::string& field, const std::string& title, const json& tooltip) {
     return json{{"data", {{"values", rows}}},
                 {"width", kWidth},
@@ -538,7 +544,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                 {"encoding",
                  {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
                   {"x", {{"field", field}, {"type", "quantitative"}, {"stack", "zero"}, {"title", title}}},
-                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}}},
+                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}, {"domain", ops}}},
                              {"legend", {{"labelLimit", 320}, {"columns", 1}}}}},
                   {"order", {{"field", field}, {"type", "quantitative"}, {"sort", "descending"}}},
                   {"tooltip", tooltip}}}};

@@ -99,8 +99,11 @@ try {
 
   const sections = await page.$$eval('main section', (els) => els.map((e) => e.id));
   check('sections present', sections.length > 0, sections.join(', '));
-  const tables = await page.$$eval('table.data tbody tr', (rows) => rows.length);
-  if (sections.includes('compare')) check('comparison table has rows', tables > 0, `${tables} rows`);
+  // compare.json present: its table has a row per variant (without it the section is a note).
+  if (await page.$('section#compare table.data')) {
+    const rows = await page.$$eval('section#compare table.data tbody tr', (r) => r.length);
+    check('comparison table has rows', rows > 0, `${rows} rows`);
+  }
   const data = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts.length);
   check('every chart in the data block has a container', data === charts.length, `${data} specs, ${charts.length} containers`);
 
