@@ -343,10 +343,14 @@ inline void forward(const Params& p, bool bf16_dot) {
             row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, Vf + c * Dp);
         }
 
-        // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys.
+        // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a
+        // panel only needs the keys its last row can see; the tiles left out are fully masked below (the
+        // softmax overwrites every lane of them with -inf), so their stale contents are never read.
+        const bool diagonal = causal && j0 + cols - 1 > i0;
         for (int64_t r0 = 0; r0 < rows_p; r0 += kRp) {
-          for (int64_t c0 = 0; c0 < cols; c0 += kMr) {
-            by_rows(std::min<int64_t>(kMr, cols - c0), [&](auto mr) {
+          const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + kRp - j0, 0, cols) : cols;
+          for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
+            by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
 #if FLASH_BF16_DOT
               if (bf16_dot) {
                 qk_bf16<mr>(static_cast<const uint16_t*>(kbase) + c0 * ldk, ldk, Qt2 + r0, D, St + c0 * kBr + r0);
@@ -371,7 +375,6 @@ inline void forward(const Params& p, bool bf16_dot) {
             }
           }
         }
-        const bool diagonal = causal && j0 + cols - 1 > i0;
         const V vq = F::set1(explicit_mask ? 1.0f : qscale);
         for (int64_t r0 = 0; r0 < rows; r0 += W) {
           const V m_old = F::load(m + r0);
@@ -409,18 +412,23 @@ inline void forward(const Params& p, bool bf16_dot) {
           F::store(alpha + r0, a);
         }
 
-        // 2d. O = diag(α)·O + P·V.
+        // 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past
+        // the last row's key, and rows that see no key of this block keep α = 1 and O as it is, so the
+        // micro-tile stops there (or is skipped).
         for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-          by_rows(std::min<int64_t>(kMr, rows - r0), [&](auto mr) {
+          const int64_t mr_n = std::min<int64_t>(kMr, rows - r0);
+          const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + mr_n - j0, 0, cols) : cols;
+          if (kc == 0) continue;
+          by_rows(mr_n, [&](auto mr) {
             for (int64_t v0 = 0; v0 < nvec; v0 += kNv) {
               by_vecs(std::min<int64_t>(kNv, nvec - v0), [&](auto nv) {
 #if FLASH_BF16_DOT
                 if (bf16_dot) {
-                  pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (cols + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+                  pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (kc + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
                   return;
                 }
 #endif
-                pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, cols, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+                pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, kc, O + r0 * Dp + v0 * W, Dp, alpha + r0);
               });
             }
           });
