@@ -342,6 +342,21 @@ TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {
   }
 }
 
+TEST(Profiler, RecordShapesOption) {
+  Tensor a = Tensor::zeros({1, 1, 8, 4}, DType::F32), b = Tensor::zeros({1, 1, 4, 8}, DType::F32);
+  for (bool shapes : {true, false}) {
+    prof::Profiler p({.record_shapes = shapes});
+    p.start();
+    ops::matmul(a, b);
+    p.stop();
+    const prof::ProfileResult r = p.result();
+    const prof::ZoneEvent& z = r.threads.at(0).zones.at(0);
+    EXPECT_STREQ(z.name, "matmul");
+    EXPECT_EQ(z.n_shapes, shapes ? 2 : 0);
+    EXPECT_DOUBLE_EQ(z.cost.flops, 2.0 * 8 * 8 * 4);  // the cost model is recorded either way
+  }
+}
+
 TEST(Profiler, CountersOffByDefault) {
   prof::Profiler p;
   p.start();

@@ -181,11 +181,13 @@ void Profiler::stop() {
     t.mem = b->mem;
     // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
     const uint64_t now = now_ticks();
-    for (ZoneEvent& e : t.zones)
+    for (ZoneEvent& e : t.zones) {
+      if (!opts_.record_shapes) e.n_shapes = 0;  // written while recording (a few ns), dropped here
       if (e.t1 == 0) {
         e.t1 = now;
         e.task_clock_ns = e.page_faults = -1;  // start values only: not a measurement
       }
+    }
     collected_.threads.push_back(std::move(t));
     b->zones.clear();
     b->mem.clear();
