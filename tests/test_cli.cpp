@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnprof/attention.h"
+#include "attnprof/cuda.h"
 #include "attnprof/npy.h"
 
 namespace fs = std::filesystem;
@@ -333,6 +334,18 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile", "variant is required");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
+  expect_bad("compare --device tpu" + kSmall, "unknown --device 'tpu'");
+  if (!cuda::available()) expect_bad("compare --device cuda" + kSmall, "--device cuda");
+}
+
+TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {
+  const Result r = run("compare --iters 1 --warmup 0 --variants inplace,flash --html" + kSmall + out_flag());
+  if (r.code == 2 && r.err.find("npm ci") != std::string::npos) GTEST_SKIP() << "chart library not installed: " << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string page = slurp(out() / "report.html");
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  EXPECT_NE(page.find("flash"), std::string::npos);
+  EXPECT_NE(r.err.find("report.html"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, UnwritableOutputDirectoryIsAnError) {

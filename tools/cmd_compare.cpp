@@ -1,8 +1,12 @@
 // attnprof compare: every registry variant (both SDPA backends included) on one shape, one row each:
 // what the blog showed trace by trace, plus what it left to the reader: GFLOP/s against the measured
 // peak, peak memory, bytes moved and the bandwidth bound on time, error against fp64.
+#include <unistd.h>
+
 #include <cstdio>
 
+#include "attnprof/allocator.h"
+#include "attnprof/cuda.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "common.h"
@@ -13,6 +17,7 @@ namespace {
 struct CompareArgs {
   CommonOptions common;
   std::string variants;  // comma-separated subset; empty: all
+  std::string device = "cpu";
 };
 
 struct Row {
@@ -95,7 +100,113 @@ std::string render(const std::vector<Row>& rows, const Inputs& in, const analysi
   return s;
 }
 
+// compare --device cuda: the CUDA registry on the GPU. Each variant is validated against the fp64 reference
+// (through Runner::run, which copies back), timed with CUDA events on device tensors uploaded once, and one
+// forward is profiled through CUPTI for its activity count, device table and trace.
+void run_compare_cuda(const CompareArgs& a) {
+  const CommonOptions& o = a.common;
+  ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  apply_runtime_options(o);
+  const Inputs in = make_inputs(o);
+  prepare_out_dir(o.out);
+  const cuda::DeviceInfo dev = cuda::device_info();
+  const analysis::MachinePeaks m = cuda::gpu_peaks(dev);
+  const double peak = in.p.dtype == DType::BF16 ? m.bf16_gflops : m.fp32_gflops;
+  progress(fmt::format("attnprof compare --device cuda: {} at {}", dev.name, in.p.str()));
+  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+  const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
+                           dv = cuda::DeviceTensor::from_host(in.v);
+  const double flops = attention_flops(in.p);
+  std::string text = fmt::format("attnprof compare — {}, {} ({}), inputs {}\n", in.p.str(), dev.name, m.isa, in.source);
+  const std::string rule(112, '-');
+  text += rule + "\n";
+  text += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}  {:<6}\n", "Variant", "ms/fwd", "TFLOP/s",
+                      "% peak", "Peak mem", "Activities", "Bytes moved", "Bound ms", "Max err", "Check");
+  text += rule + "\n";
+  nlohmann::json rows = nlohmann::json::array();
+  std::string tables;
+  for (const Variant& v : cuda::cuda_registry()) {
+    nlohmann::json row = {{"name", v.name}};
+    const double bytes = v.cost(in.p).bytes();
+    const double bound_ms = m.bandwidth_gbs > 0 ? bytes / m.bandwidth_gbs * 1e-6 : 0.0;
+    auto skip = [&](const std::string& why) {
+      text += fmt::format("{:<12}skipped: {}\n", v.name, why);
+      row["status"] = "skipped";
+      row["skipped"] = why;
+      rows.push_back(row);
+      progress(v.name + ": skipped: " + why);
+    };
+    if (auto why = v.unsupported(in.p)) {
+      skip(*why);
+      continue;
+    }
+    std::unique_ptr<Runner> runner;
+    try {
+      runner = v.prepare(in.p, in.opt);
+    } catch (const Error& e) {
+      skip(e.what());
+      continue;
+    }
+    const Tolerance tol = v.tolerance(in.p.dtype);
+    const ErrorStats err = compare_to_reference(runner->run(in.q, in.k, in.v).out, ref, tol);
+    row["max_abs_err"] = err.max_abs;
+    if (!err.ok()) {
+      text += fmt::format("{:<12}FAIL: {} of {} elements outside tolerance, max abs error {:.2e} (not timed)\n",
+                          v.name, err.violations, err.count, err.max_abs);
+      row["status"] = "failed";
+      rows.push_back(row);
+      continue;
+    }
+    auto* dr = dynamic_cast<cuda::DeviceRunner*>(runner.get());
+    ATTNPROF_CHECK(dr, "CUDA variant {} has no device runner", v.name);
+    const int64_t live = cuda::device_memory_stats().current_bytes;
+    cuda::reset_device_peak();
+    const cuda::DeviceTiming t = cuda::time_device_forward(*dr, dq, dk, dv, o.warmup, o.iters);
+    const int64_t peak_bytes = cuda::device_memory_stats().peak_bytes - live;
+    cuda::ActivityCollector cupti;
+    prof::Profiler profiler;
+    cupti.start();
+    profiler.start();
+    {
+      ATTNPROF_ANNOTATE_DYN(z, v.annotation);
+      dr->run_device(dq, dk, dv);
+      cuda::synchronize();
+    }
+    profiler.stop();
+    prof::ProfileResult r = profiler.result();
+    cuda::attach_device_capture(r, cupti.stop());
+    nlohmann::json trace = report::chrome_trace_json(r);
+    for (auto& e : cuda::device_trace_events(r, {.host_pid = int(::getpid())})) trace["traceEvents"].push_back(e);
+    report::write_text_atomic(out_path(o.out, "cuda-" + v.name + ".trace.json"), trace.dump());
+    tables += fmt::format("\n{} (one forward, CUPTI):\n{}", v.name, cuda::device_table(r));
+    const double tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e9) : 0.0;
+    text += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>12}{:>13}{:>11.3f}{:>11.2e}  OK\n", v.name,
+                        t.median_ms, tflops, peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0,
+                        report::format_bytes(peak_bytes), r.device.size(), report::format_bytes(int64_t(bytes)),
+                        bound_ms, err.max_abs);
+    row.update({{"status", "ok"}, {"ms", t.median_ms}, {"forward_ms", t.ms}, {"tflops", tflops},
+                {"peak_bytes", peak_bytes}, {"activities", r.device.size()}, {"bytes", bytes},
+                {"bound_ms", bound_ms}, {"trace", "cuda-" + v.name + ".trace.json"}});
+    rows.push_back(row);
+    progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v.name, t.median_ms, r.device.size()));
+  }
+  text += rule + "\n";
+  text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward, causal FLOPs halved; % peak of the {} datasheet "
+                      "peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
+                      flops, dtype_name(in.p.dtype), peak * 1e-3, m.bandwidth_gbs);
+  text += tables;
+  const nlohmann::json j = {{"kind", "compare"}, {"device", "cuda"}, {"gpu", dev.name},
+                            {"attnprof_version", ATTNPROF_VERSION}, {"problem", in.p.str()},
+                            {"peak_gflops", peak}, {"bandwidth_gbs", m.bandwidth_gbs}, {"variants", rows}};
+  write_json(out_path(o.out, "compare-cuda.json"), j);
+  report::write_text_atomic(out_path(o.out, "compare-cuda.txt"), text);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
 void run_compare(const CompareArgs& a) {
+  if (a.device == "cuda") return run_compare_cuda(a);
+  ATTNPROF_CHECK(a.device == "cpu", "unknown --device '{}': expected cpu or cuda", a.device);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
@@ -196,6 +307,7 @@ void run_compare(const CompareArgs& a) {
   const std::string text = render(rows, in, m, peak, peak_kind, threads);
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  write_html_if_asked(o);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
@@ -206,6 +318,7 @@ void run_compare(const CompareArgs& a) {
 void add_compare_command(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* sub = app.add_subcommand("compare", "every variant and SDPA backend on one shape, one table");
+  sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   sub->add_option("--variants", args->variants, "comma-separated subset (default: all of " + variant_names() + ")");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true});
   sub->callback([args] { run_compare(*args); });

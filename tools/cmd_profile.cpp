@@ -93,6 +93,7 @@ void run_profile(const ProfileArgs& a) {
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
+  write_html_if_asked(o);
 
   if (o.json) {
     nlohmann::json j = {{"kind", "profile"},

@@ -217,6 +217,7 @@ void run_sweep(const SweepArgs& a) {
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
   write_json(out_path(o.out, "sweep.json"), j);
   report::write_text_atomic(out_path(o.out, "sweep.txt"), text);
+  write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
 }

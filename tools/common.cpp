@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "attnprof/allocator.h"
+#include "attnprof/html.h"
 #include "attnprof/error.h"
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
@@ -91,6 +92,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--iters", o.iters, "timed forwards")->capture_default_str();
   sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")->capture_default_str();
   sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
+  sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the N×N paths may use, e.g. 8G (default: physical memory)");
@@ -319,6 +321,15 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
     }
   r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
   return r;
+}
+
+}  // namespace attnprof::cli
+
+namespace attnprof::cli {
+
+void write_html_if_asked(const CommonOptions& o) {
+  if (!o.html) return;
+  progress("wrote " + report::write_html_report(o.out));
 }
 
 }  // namespace attnprof::cli

@@ -30,6 +30,7 @@ struct CommonOptions {
   int iters = -1;
   uint64_t seed = 0;
   bool json = false;
+  bool html = false;                   // also write report.html into --out
   std::string out = "attnprof-out";
   std::string memory_budget;
   std::string q_path, k_path, v_path, save_output;
@@ -105,6 +106,9 @@ const char* status_name(RunOutcome::Status s);
 // warm-up, then the profiled forwards, each inside the variant's annotation.
 RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
                        const std::string& progress_label);
+
+// With --html: writes report.html into --out from every result file there (attnprof report), and says so.
+void write_html_if_asked(const CommonOptions& o);
 
 // Progress lines on stderr (the --json stdout stays machine-readable).
 void progress(const std::string& line);
