@@ -8,49 +8,12 @@
 #include "attnprof/attention.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
+#include "attention_cases.h"
 
 using namespace attnprof;
+using namespace attnprof::testing_cases;
 
 namespace {
-
-struct Case {
-  int64_t B, Hq, Hkv, Nq, Nk, D;
-  MaskKind mask;
-};
-
-std::string case_name(const Case& c, DType t) {
-  return fmt::format("B{}Hq{}Hkv{}Nq{}Nk{}D{}-{}-{}", c.B, c.Hq, c.Hkv, c.Nq, c.Nk, c.D, mask_kind_name(c.mask),
-                     dtype_name(t));
-}
-
-struct Inputs {
-  Tensor q, k, v;
-  AttnOptions opt;
-};
-
-Inputs make_inputs(const Case& c, DType t, uint64_t seed) {
-  Inputs in;
-  in.q = Tensor::empty({c.B, c.Hq, c.Nq, c.D}, t);
-  in.k = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
-  in.v = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
-  fill_randn(in.q, seed);
-  fill_randn(in.k, seed + 1);
-  fill_randn(in.v, seed + 2);
-  if (c.mask == MaskKind::Causal) in.opt.is_causal = true;
-  if (c.mask == MaskKind::Bool) {
-    // Broadcast over batch, per head; row 0 of head 0 fully masked to exercise the zero-row rule.
-    in.opt.attn_mask = Tensor::empty({1, c.Hq, c.Nq, c.Nk}, DType::Bool);
-    for (int64_t h = 0; h < c.Hq; ++h)
-      for (int64_t i = 0; i < c.Nq; ++i)
-        for (int64_t j = 0; j < c.Nk; ++j)
-          in.opt.attn_mask.set(0, h, i, j, (h == 0 && i == 0) ? 0.0f : float(((i * 7 + j * 3 + h) % 5) != 0));
-  }
-  if (c.mask == MaskKind::Additive) {
-    in.opt.attn_mask = Tensor::empty({c.B, 1, c.Nq, c.Nk}, DType::F32);
-    fill_randn(in.opt.attn_mask, seed + 3);
-  }
-  return in;
-}
 
 const std::vector<Case> kCases = {
     {1, 2, 2, 1, 1, 16, MaskKind::None},      {1, 2, 2, 17, 17, 40, MaskKind::Causal},

@@ -9,12 +9,16 @@
 #include <cmath>
 #include <set>
 
+#include "attention_cases.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
 
 using namespace attnprof;
+using attnprof::testing_cases::Case;
+using attnprof::testing_cases::Inputs;
+using attnprof::testing_cases::make_inputs;
 using prof::DeviceActivity;
 
 namespace {
@@ -352,35 +356,6 @@ TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
   } while (0)
 
 namespace {
-
-struct Case {
-  int64_t B, Hq, Hkv, Nq, Nk, D;
-  MaskKind mask;
-};
-
-struct Inputs {
-  Tensor q, k, v;
-  AttnOptions opt;
-};
-
-Inputs make_inputs(const Case& c, DType t, uint64_t seed) {
-  Inputs in;
-  in.q = Tensor::empty({c.B, c.Hq, c.Nq, c.D}, t);
-  in.k = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
-  in.v = Tensor::empty({c.B, c.Hkv, c.Nk, c.D}, t);
-  fill_randn(in.q, seed);
-  fill_randn(in.k, seed + 1);
-  fill_randn(in.v, seed + 2);
-  if (c.mask == MaskKind::Causal) in.opt.is_causal = true;
-  if (c.mask == MaskKind::Bool) {
-    in.opt.attn_mask = Tensor::empty({1, c.Hq, c.Nq, c.Nk}, DType::Bool);
-    for (int64_t h = 0; h < c.Hq; ++h)
-      for (int64_t i = 0; i < c.Nq; ++i)
-        for (int64_t j = 0; j < c.Nk; ++j)
-          in.opt.attn_mask.set(0, h, i, j, (h == 0 && i == 0) ? 0.0f : float(((i * 7 + j * 3 + h) % 5) != 0));
-  }
-  return in;
-}
 
 const std::vector<Case> kGpuCases = {
     {1, 2, 2, 1, 1, 64, MaskKind::None},        {1, 2, 2, 17, 17, 64, MaskKind::Causal},

@@ -270,14 +270,7 @@ void run_compare(const CompareArgs& a) {
       {"peak_kind", peak_kind},
       {"peak_gflops", peak},
       {"sdpa_auto_backend", std::string(sdpa_backend_name(sdpa_select_backend(in.p)))},
-      {"machine",
-       {{"cpu", m.cpu},
-        {"isa", m.isa},
-        {"threads", m.threads},
-        {"fp32_gflops", m.fp32_gflops},
-        {"bf16_gflops", m.bf16_gflops},
-        {"bandwidth_gbs", m.bandwidth_gbs},
-        {"sgemm_gflops", m.sgemm_gflops}}},
+      {"machine", nlohmann::json(m)},
       {"variants", nlohmann::json::array()}};
   for (const Row& r : rows) {
     const bool ran = r.r.status == RunOutcome::Status::Ok;

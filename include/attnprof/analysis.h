@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "attnprof/cost.h"
 #include "attnprof/dtype.h"
 #include "attnprof/profiler.h"
@@ -69,6 +71,10 @@ struct MachinePeaks {
   double bandwidth_gbs = 0.0;  // STREAM triad
   double sgemm_gflops = 0.0;   // OpenBLAS sgemm 2048³, the practical fp32 ceiling
 };
+
+// {"cpu", "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops"}: the form every
+// JSON output (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
+void to_json(nlohmann::json& j, const MachinePeaks& m);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
 // The cache is a JSON file keyed by CPU model, ISA and thread count ($XDG_CACHE_HOME/attnprof/peaks.json).

@@ -218,15 +218,19 @@ std::string cache_dir() {
   return {};
 }
 
-nlohmann::json to_json(const MachinePeaks& m) {
-  return {{"cpu", m.cpu},
-          {"isa", m.isa},
-          {"threads", m.threads},
-          {"fp32_gflops", m.fp32_gflops},
-          {"bf16_gflops", m.bf16_gflops},
-          {"bandwidth_gbs", m.bandwidth_gbs},
-          {"sgemm_gflops", m.sgemm_gflops}};
+}  // namespace
+
+void to_json(nlohmann::json& j, const MachinePeaks& m) {
+  j = {{"cpu", m.cpu},
+       {"isa", m.isa},
+       {"threads", m.threads},
+       {"fp32_gflops", m.fp32_gflops},
+       {"bf16_gflops", m.bf16_gflops},
+       {"bandwidth_gbs", m.bandwidth_gbs},
+       {"sgemm_gflops", m.sgemm_gflops}};
 }
+
+namespace {
 
 MachinePeaks from_json(const nlohmann::json& j) {
   MachinePeaks m;
@@ -296,7 +300,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
       const MachinePeaks old = from_json(*it);
       it = (old.cpu == cpu && old.isa == isa_s && old.threads == threads) ? entries.erase(it) : it + 1;
     }
-    nlohmann::json entry = to_json(m);
+    nlohmann::json entry = m;
     entry["load_average"] = load;
     entries.push_back(std::move(entry));
     try {
