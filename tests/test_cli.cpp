@@ -287,15 +287,26 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
   EXPECT_GT(j["machine"]["fp32_gflops"].get<double>(), 0.0);
   EXPECT_GT(j["machine"]["bandwidth_gbs"].get<double>(), 0.0);
   std::map<std::string, std::string> bound;
+  std::map<std::string, double> ridge;
   for (const json& op : j["ops"]) {
     EXPECT_TRUE(op["bound"] == "memory" || op["bound"] == "compute");
     EXPECT_LE(op["attainable_gflops"].get<double>(),
               std::max(j["machine"]["fp32_gflops"].get<double>(), j["machine"]["bf16_gflops"].get<double>()) + 1e-9);
-    bound[op["variant"].get<std::string>() + "/" + op["name"].get<std::string>()] = op["bound"];
+    // The verdict is the op's intensity against the ridge of the ceiling it was placed under.
+    if (op["flops"].get<double>() > 0)
+      EXPECT_EQ(op["bound"], op["intensity"].get<double>() < op["ridge_intensity"].get<double>() ? "memory" : "compute")
+          << op.dump();
+    const std::string key = op["variant"].get<std::string>() + "/" + op["name"].get<std::string>();
+    bound[key] = op["bound"];
+    ridge[key] = op["ridge_intensity"].get<double>();
   }
-  // Elementwise passes over the scores do ~1 FLOP per element moved: memory-bound on any machine.
-  EXPECT_EQ(bound["naive/softmax"], "memory");
-  EXPECT_EQ(bound["naive/mul"], "memory");
+  // Elementwise passes over the scores do ~1 FLOP per element moved (softmax 1.25 FLOP/B at fp32): memory-bound on
+  // any real machine. The peaks are measured by this very build, so a Debug/sanitizer build, whose FMA loop runs far
+  // below the hardware, can put the ridge under 1.25; the check then stays the consistency one above.
+  for (const char* op : {"naive/softmax", "naive/mul"}) {
+    ASSERT_TRUE(bound.count(op)) << op;
+    if (ridge[op] > 2.5) EXPECT_EQ(bound[op], "memory") << op << " ridge " << ridge[op];
+  }
   EXPECT_TRUE(bound.count("flash/flash_attention_fwd"));
 }
 
