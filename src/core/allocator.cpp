@@ -9,24 +9,15 @@
 #include <new>
 
 #include "attnprof/error.h"
+#include "core/memory_counters.h"
 #include "profiler/memory_hook.h"
 
 namespace attnprof {
 namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
-std::atomic<int64_t> g_current{0};
-std::atomic<int64_t> g_peak{0};
-std::atomic<int64_t> g_total{0};
-std::atomic<int64_t> g_allocs{0};
-std::atomic<int64_t> g_frees{0};
+detail::MemoryCounters g_counters;
 std::atomic<int64_t> g_budget{0};
-
-void raise_peak(int64_t now) {
-  int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
 
 }  // namespace
 
@@ -41,33 +32,21 @@ void* tracked_alloc(size_t bytes) {
   if (!p) {
     throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes", bytes), __FILE__, __LINE__);
   }
-  int64_t now = g_current.fetch_add(int64_t(bytes), std::memory_order_relaxed) + int64_t(bytes);
-  raise_peak(now);
-  g_total.fetch_add(int64_t(bytes), std::memory_order_relaxed);
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = g_counters.on_alloc(int64_t(bytes));
   prof::detail::on_memory(p, int64_t(bytes), now);
   return p;
 }
 
 void tracked_free(void* p, size_t bytes) noexcept {
   if (!p) return;
-  int64_t now = g_current.fetch_sub(int64_t(bytes), std::memory_order_relaxed) - int64_t(bytes);
-  g_frees.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = g_counters.on_free(int64_t(bytes));
   prof::detail::on_memory(p, -int64_t(bytes), now);
   std::free(p);
 }
 
-MemoryStats memory_stats() {
-  MemoryStats s;
-  s.current_bytes = g_current.load();
-  s.peak_bytes = g_peak.load();
-  s.total_allocated = g_total.load();
-  s.allocations = g_allocs.load();
-  s.frees = g_frees.load();
-  return s;
-}
+MemoryStats memory_stats() { return g_counters.stats(); }
 
-void reset_peak_memory() { g_peak.store(g_current.load()); }
+void reset_peak_memory() { g_counters.reset_peak(); }
 
 int64_t physical_memory_bytes() {
   long pages = sysconf(_SC_PHYS_PAGES);
@@ -87,7 +66,7 @@ int64_t memory_budget() {
 
 void check_memory_budget(int64_t bytes, std::string_view what) {
   int64_t budget = memory_budget();
-  int64_t live = g_current.load();
+  int64_t live = g_counters.current();
   if (bytes < 0 || live + bytes > budget) {
     throw OutOfBudget(fmt::format("{} needs {} bytes ({:.2f} GiB) with {:.2f} GiB already live, over the memory "
                                   "budget of {} bytes ({:.2f} GiB)",

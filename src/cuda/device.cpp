@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "attnprof/profiler.h"
+#include "core/memory_counters.h"
 #include "cuda/backend.h"
 #include "profiler/recorder.h"
 
@@ -114,7 +115,7 @@ Pool& pool() {
   return *p;
 }
 
-std::atomic<int64_t> g_current{0}, g_peak{0}, g_total{0}, g_allocs{0}, g_frees{0};
+attnprof::detail::MemoryCounters g_counters;
 std::atomic<bool> g_capture{false};
 std::mutex g_rec_mutex;
 std::vector<DeviceMemRecord> g_records;
@@ -172,26 +173,20 @@ void* device_alloc(size_t bytes) {
       (void)cudaGetLastError();
       throw OutOfBudget(fmt::format("CUDA out of memory: cudaMalloc of {} bytes ({:.2f} GiB) failed: {}; {} bytes "
                                     "live in attnprof tensors",
-                                    size, double(size) / (1 << 30), cudaGetErrorString(e), g_current.load()),
+                                    size, double(size) / (1 << 30), cudaGetErrorString(e), g_counters.current()),
                         __FILE__, __LINE__);
     }
     std::lock_guard<std::mutex> lock(pool().m);
     pool().reserved += int64_t(size);
   }
-  const int64_t now = g_current.fetch_add(int64_t(bytes)) + int64_t(bytes);
-  int64_t peak = g_peak.load();
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
-  }
-  g_total.fetch_add(int64_t(bytes));
-  g_allocs.fetch_add(1);
+  const int64_t now = g_counters.on_alloc(int64_t(bytes));
   record(int64_t(bytes), now);
   return p;
 }
 
 void device_free(void* p, size_t bytes) noexcept {
   if (!p) return;
-  const int64_t now = g_current.fetch_sub(int64_t(bytes)) - int64_t(bytes);
-  g_frees.fetch_add(1);
+  const int64_t now = g_counters.on_free(int64_t(bytes));
   try {
     record(-int64_t(bytes), now);
     std::lock_guard<std::mutex> lock(pool().m);
@@ -200,17 +195,9 @@ void device_free(void* p, size_t bytes) noexcept {
   }
 }
 
-MemoryStats device_memory_stats() {
-  MemoryStats s;
-  s.current_bytes = g_current.load();
-  s.peak_bytes = g_peak.load();
-  s.total_allocated = g_total.load();
-  s.allocations = g_allocs.load();
-  s.frees = g_frees.load();
-  return s;
-}
+MemoryStats device_memory_stats() { return g_counters.stats(); }
 
-void reset_device_peak() { g_peak.store(g_current.load()); }
+void reset_device_peak() { g_counters.reset_peak(); }
 
 void empty_cache() {
   if (!available()) return;
