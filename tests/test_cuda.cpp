@@ -1,15 +1,16 @@
 // The CUDA backend (issue 7). Host-side tests run everywhere, GPU or not, CUDA build or not: clock mapping,
-// CUPTI record -> profile event conversion, device aggregates without double counting, trace events, the
-// registry's entries. Device tests call cuda::available() and GTEST_SKIP() with the reason when there is
-// no GPU; on a GPU they validate every CUDA variant against the fp64 reference like the CPU ones.
+// CUPTI record -> profile event conversion, the registry's entries. Device aggregates, the table's CUDA
+// columns and the trace's GPU tracks are tested in test_device_report.cpp. Device tests call
+// cuda::available() and GTEST_SKIP() with the reason when there is no GPU; on a GPU they validate every
+// CUDA variant against the fp64 reference like the CPU ones.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <set>
 
 #include "attention_cases.h"
+#include "device_profile_fixture.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
@@ -21,100 +22,7 @@ using attnprof::testing_cases::Inputs;
 using attnprof::testing_cases::make_inputs;
 using prof::DeviceActivity;
 
-namespace {
-
-// ---- a synthetic profile: what a naive forward looks like from the host --------------------------------
-prof::ZoneEvent zone(const char* name, const char* cat, uint64_t t0, uint64_t t1, int32_t parent, uint16_t depth) {
-  prof::ZoneEvent z;
-  z.name = name;
-  z.category = cat;
-  z.t0 = t0;
-  z.t1 = t1;
-  z.parent = parent;
-  z.depth = depth;
-  return z;
-}
-
-prof::ProfileResult synthetic_profile() {
-  prof::ProfileResult r;
-  r.ns_per_tick = 1.0;
-  r.origin_ticks = 0;
-  prof::ThreadTrace t;
-  t.tid = 0;
-  t.name = "main";
-  t.zones.push_back(zone("ProfilerStep#2", "cpu_op", 100, 10000, -1, 0));       // 0
-  t.zones.push_back(zone("attn_fwd", "user_annotation", 200, 9000, 0, 1));       // 1
-  t.zones.push_back(zone("matmul", "cpu_op", 300, 400, 1, 2));                   // 2
-  t.zones[2].cost = OpCost{1000.0, 64.0, 32.0};
-  t.zones[2].variant = "naive";
-  t.zones.push_back(zone("masked_fill", "cpu_op", 500, 700, 1, 2));              // 3
-  t.zones.push_back(zone("copy_", "cpu_op", 510, 550, 3, 3));                    // 4
-  t.zones[4].cost = OpCost{0.0, 8.0, 8.0};
-  t.zones.push_back(zone("masked_fill_", "cpu_op", 560, 600, 3, 3));             // 5
-  t.zones[5].cost = OpCost{4.0, 8.0, 8.0};
-  r.threads.push_back(t);
-  prof::ThreadTrace w;
-  w.tid = 3;
-  w.name = "worker 3";
-  w.zones.push_back(zone("other", "cpu_op", 0, 50, -1, 0));
-  r.threads.push_back(w);
-  return r;
-}
-
-cuda::RawActivity raw(DeviceActivity::Kind kind, const char* name, uint64_t s, uint64_t e, uint32_t corr) {
-  cuda::RawActivity a;
-  a.kind = kind;
-  a.name = name;
-  a.start_ns = s;
-  a.end_ns = e;
-  a.correlation = corr;
-  a.stream = 7;
-  a.grid = {128, 1, 1};
-  a.block = {256, 1, 1};
-  a.registers = 32;
-  a.static_smem = 1024;
-  return a;
-}
-
-cuda::LaunchRecord launch(uint32_t corr, int32_t zone_idx, uint64_t t0, const char* api, uint32_t tid = 0) {
-  cuda::LaunchRecord l;
-  l.correlation = corr;
-  l.tid = tid;
-  l.zone = zone_idx;
-  l.t0 = t0;
-  l.t1 = t0 + 5;
-  l.api = api;
-  return l;
-}
-
-// Device clock = host ticks + 1,000,000 (ns_per_tick = 1).
-constexpr uint64_t kOffset = 1'000'000;
-
-cuda::DeviceCapture synthetic_capture() {
-  cuda::DeviceCapture cap;
-  cap.device_name = "Test GPU";
-  for (uint64_t h : {uint64_t(50), uint64_t(20000)}) cap.clock_samples.push_back({h, h, h + kOffset});
-  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "_Z15masked_fill_kerPfPKhf", kOffset + 600,
-                               kOffset + 650, 3));  // fill kernel, launched under masked_fill_ (mangled name)
-  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "ampere_bf16_gemm", kOffset + 320, kOffset + 420, 1));
-  cap.activities.push_back(
-      raw(DeviceActivity::Kind::Memcpy, "Memcpy DtoD (Device -> Device)", kOffset + 530, kOffset + 560, 2));
-  cap.activities.back().bytes = 4096;
-  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "warmup_kernel", kOffset + 60, kOffset + 90, 4));
-  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "orphan_kernel", kOffset + 9500, kOffset + 9600, 5));
-  cap.launches.push_back(launch(1, 2, 310, "cudaLaunchKernel"));
-  cap.launches.push_back(launch(1, 2, 311, "cuLaunchKernel"));  // the driver call under it: same id, ignored
-  cap.launches.push_back(launch(2, 4, 520, "cudaMemcpyAsync"));
-  cap.launches.push_back(launch(3, 5, 570, "cudaLaunchKernel"));
-  cap.launches.push_back(launch(4, 2, 50, "cudaLaunchKernel"));  // zone 2's index, but from a dropped warm-up
-  cap.mem.push_back({320, 4096, 4096, 0, 2});
-  cap.mem.push_back({525, 4096, 8192, 0, 4});
-  cap.mem.push_back({580, -4096, 4096, 0, 5});
-  cap.mem.push_back({40, 1 << 20, 1 << 20, 0, 2});  // outside zone 2's span: dropped
-  return cap;
-}
-
-}  // namespace
+using namespace attnprof::testing_device;
 
 // ---- clock ---------------------------------------------------------------------------------------------
 TEST(CudaClock, MapsDeviceNanosecondsOntoHostTicks) {
@@ -175,114 +83,6 @@ TEST(CudaActivity, KeepUnattributedKeepsOrphans) {
   int orphans = 0;
   for (const auto& d : r.device) orphans += d.zone < 0;
   EXPECT_EQ(orphans, 2);
-}
-
-TEST(CudaActivity, DeviceTimeIsCountedOnceUnderNestedAnnotations) {
-  prof::ProfileResult r = synthetic_profile();
-  cuda::attach_device_capture(r, synthetic_capture());
-  const auto zs = cuda::zone_device_stats(r);
-  ASSERT_EQ(zs.size(), 2u);
-  ASSERT_EQ(zs[0].size(), 6u);
-  const double total = cuda::device_time_total_ns(r);
-  EXPECT_DOUBLE_EQ(total, 100.0 + 30.0 + 50.0);
-  // Inclusive CUDA totals: each ancestor sees each activity once.
-  EXPECT_DOUBLE_EQ(zs[0][0].total_ns, total);  // ProfilerStep#2
-  EXPECT_DOUBLE_EQ(zs[0][1].total_ns, total);  // attn_fwd
-  EXPECT_DOUBLE_EQ(zs[0][2].total_ns, 100.0);  // matmul
-  EXPECT_DOUBLE_EQ(zs[0][3].total_ns, 80.0);   // masked_fill = copy_ + masked_fill_
-  EXPECT_DOUBLE_EQ(zs[0][3].launched_ns, 0.0);
-  EXPECT_DOUBLE_EQ(zs[0][4].launched_ns, 30.0);
-  EXPECT_EQ(zs[0][1].activities, 3);
-  // Self CUDA lives on the activity rows only: their sum is the device total, not a multiple of it.
-  double self_sum = 0.0;
-  int64_t calls = 0;
-  for (const auto& row : cuda::device_key_averages(r)) {
-    self_sum += row.total_ns;
-    calls += row.calls;
-  }
-  EXPECT_DOUBLE_EQ(self_sum, total);
-  EXPECT_EQ(calls, 3);
-  // Device memory per zone: allocations only, inclusive and self.
-  EXPECT_EQ(zs[0][1].mem_bytes, 8192);
-  EXPECT_EQ(zs[0][2].self_mem_bytes, 4096);
-  EXPECT_EQ(zs[0][3].mem_bytes, 4096);
-  EXPECT_EQ(zs[0][3].self_mem_bytes, 0);
-}
-
-TEST(CudaActivity, KeyAveragesGroupByNameWithCategories) {
-  prof::ProfileResult r = synthetic_profile();
-  cuda::DeviceCapture cap = synthetic_capture();
-  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "ampere_bf16_gemm", kOffset + 700, kOffset + 900, 9));
-  cap.launches.push_back(launch(9, 1, 650, "cudaLaunchKernel"));
-  cuda::attach_device_capture(r, cap);
-  const auto rows = cuda::device_key_averages(r);
-  ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0].name, "ampere_bf16_gemm");
-  EXPECT_EQ(rows[0].category, "kernel");
-  EXPECT_EQ(rows[0].calls, 2);
-  EXPECT_DOUBLE_EQ(rows[0].total_ns, 300.0);
-  EXPECT_DOUBLE_EQ(rows[0].min_ns, 100.0);
-  EXPECT_DOUBLE_EQ(rows[0].max_ns, 200.0);
-  EXPECT_EQ(rows[1].category, "gpu_memcpy");
-}
-
-TEST(CudaActivity, TraceEventsHaveStreamTracksAndFlows) {
-  prof::ProfileResult r = synthetic_profile();
-  cuda::attach_device_capture(r, synthetic_capture());
-  const nlohmann::json ev = cuda::device_trace_events(r, {.host_pid = 42, .device_pid_base = 1000});
-  int kernels = 0, runtime = 0, counters = 0;
-  std::set<uint64_t> starts, finishes;
-  bool named_process = false, named_stream = false;
-  for (const auto& e : ev) {
-    const std::string ph = e["ph"];
-    if (ph == "M" && e["name"] == "process_name") named_process = e["args"]["name"] == "GPU 0 (Test GPU)";
-    if (ph == "M" && e["name"] == "thread_name") named_stream = e["args"]["name"] == "stream 7";
-    if (ph == "X" && e["cat"] == "kernel") {
-      ++kernels;
-      EXPECT_EQ(e["pid"], 1000);
-      EXPECT_EQ(e["tid"], 7);
-      EXPECT_EQ(e["args"]["registers per thread"], 32);
-      EXPECT_EQ(e["args"]["grid"], nlohmann::json::array({128, 1, 1}));
-      if (e["name"] == "ampere_bf16_gemm") {
-        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.32);
-        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.1);
-      }
-    }
-    if (ph == "X" && e["cat"] == "cuda_runtime") {
-      ++runtime;
-      EXPECT_EQ(e["pid"], 42);
-    }
-    if (ph == "s") starts.insert(e["id"].get<uint64_t>());
-    if (ph == "f") {
-      finishes.insert(e["id"].get<uint64_t>());
-      EXPECT_EQ(e["bp"], "e");
-    }
-    if (ph == "C") ++counters;
-  }
-  EXPECT_TRUE(named_process);
-  EXPECT_TRUE(named_stream);
-  EXPECT_EQ(kernels, 2);
-  EXPECT_EQ(runtime, 3);
-  EXPECT_EQ(starts, (std::set<uint64_t>{1, 2, 3}));
-  EXPECT_EQ(starts, finishes);
-  EXPECT_EQ(counters, 3);
-}
-
-TEST(CudaActivity, DeviceTableHasTorchColumnsAndFooter) {
-  prof::ProfileResult r = synthetic_profile();
-  cuda::attach_device_capture(r, synthetic_capture());
-  const std::string t = cuda::device_table(r);
-  for (const char* col : {"Name", "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls", "Grid",
-                          "Regs", "TFLOP/s"})
-    EXPECT_NE(t.find(col), std::string::npos) << col << "\n" << t;
-  EXPECT_NE(t.find("Self CUDA time total: 0.180us"), std::string::npos) << t;
-  // Sorted by CUDA total: the GEMM (100 ns) first, with its zone's FLOPs: 1000 / 100 ns = 0.01 TFLOP/s.
-  const size_t gemm = t.find("ampere_bf16_gemm"), fill = t.find("masked_fill_ker");
-  ASSERT_NE(gemm, std::string::npos);
-  ASSERT_NE(fill, std::string::npos);
-  EXPECT_LT(gemm, fill);
-  EXPECT_NE(t.find("55.56%"), std::string::npos) << t;
-  EXPECT_EQ(cuda::device_table(r, 1).find("masked_fill_ker"), std::string::npos);
 }
 
 TEST(CudaActivity, DemangleLeavesPlainNamesAlone) {

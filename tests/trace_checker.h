@@ -12,7 +12,9 @@
 //     process_sort_index, thread_sort_index, process_labels} with args.name (or args.sort_index);
 //   - X events on one (pid, tid) nest or are disjoint (compared in integer ns, as written with 3 decimals);
 //   - non-metadata events appear in (ts ascending, dur descending) order when `require_sorted`;
-//   - every (pid, tid) that has X events is named by a thread_name M event, every pid by process_name.
+//   - every (pid, tid) that has X events is named by a thread_name M event, every pid by process_name;
+//   - flow events (s / t / f): name, cat and id present, bp "e" when given; every flow that starts ends and
+//     every flow that ends started (matched by cat and id).
 #pragma once
 
 #include <cmath>
@@ -26,7 +28,7 @@
 
 struct TraceCheck {
   std::vector<std::string> problems;
-  size_t x_events = 0, c_events = 0, i_events = 0, m_events = 0;
+  size_t x_events = 0, c_events = 0, i_events = 0, m_events = 0, flow_events = 0;
   bool ok() const { return problems.empty(); }
   std::string report() const {
     std::string s;
@@ -61,6 +63,7 @@ inline TraceCheck check_trace(const nlohmann::json& j, const TraceCheckOptions& 
   std::map<std::pair<long long, long long>, std::vector<Span>> spans;
   std::set<std::pair<long long, long long>> named_threads;
   std::set<long long> named_processes, used_processes;
+  std::set<std::pair<std::string, std::string>> flow_starts, flow_ends;
   bool have_prev = false;
   long long prev_ts = 0, prev_dur = 0;
 
@@ -135,6 +138,18 @@ inline TraceCheck check_trace(const nlohmann::json& j, const TraceCheckOptions& 
       ++c.i_events;
       if (!has_name) problem(i, "instant without name");
       if (e.contains("s") && !(e["s"] == "g" || e["s"] == "p" || e["s"] == "t")) problem(i, "instant scope not g/p/t");
+    } else if (ph == "s" || ph == "t" || ph == "f") {
+      ++c.flow_events;
+      if (!has_name) problem(i, "flow event without name");
+      if (!e.contains("cat") || !e["cat"].is_string()) problem(i, "flow event without string cat");
+      if (!e.contains("id") || !(e["id"].is_number_integer() || e["id"].is_string())) {
+        problem(i, "flow event without id");
+      } else {
+        const std::pair<std::string, std::string> key{e.value("cat", ""), e["id"].dump()};
+        if (ph == "s") flow_starts.insert(key);
+        if (ph == "f") flow_ends.insert(key);
+      }
+      if (ph == "f" && e.contains("bp") && e["bp"] != "e") problem(i, "flow end with bp other than \"e\"");
     } else if (ph == "B" || ph == "E") {
       if (ph == "B" && !has_name) problem(i, "B without name");
     } else {
@@ -149,6 +164,10 @@ inline TraceCheck check_trace(const nlohmann::json& j, const TraceCheckOptions& 
       prev_dur = ph == "X" ? dur : 0;
     }
   }
+  for (const auto& k : flow_starts)
+    if (!flow_ends.count(k)) c.problems.push_back("flow " + k.first + "/" + k.second + " starts but never ends");
+  for (const auto& k : flow_ends)
+    if (!flow_starts.count(k)) c.problems.push_back("flow " + k.first + "/" + k.second + " ends but never started");
   for (long long pid : used_processes)
     if (!named_processes.count(pid)) c.problems.push_back("pid " + std::to_string(pid) + " has no process_name");
 

@@ -175,10 +175,12 @@ void run_compare_cuda(const CompareArgs& a) {
     profiler.stop();
     prof::ProfileResult r = profiler.result();
     cuda::attach_device_capture(r, cupti.stop());
-    nlohmann::json trace = report::chrome_trace_json(r);
-    for (auto& e : cuda::device_trace_events(r, {.host_pid = int(::getpid())})) trace["traceEvents"].push_back(e);
-    report::write_text_atomic(out_path(o.out, "cuda-" + v.name + ".trace.json"), trace.dump());
-    tables += fmt::format("\n{} (one forward, CUPTI):\n{}", v.name, cuda::device_table(r));
+    report::write_chrome_trace(r, out_path(o.out, "cuda-" + v.name + ".trace.json"));
+    const analysis::KeyAverages ka = analysis::key_averages(r);
+    write_json(out_path(o.out, "cuda-" + v.name + ".summary.json"), report::summary_json(r, ka));
+    tables += fmt::format("\n{} (one forward, CUPTI):\n{}{}", v.name,
+                          report::table(ka, {.sort_by = "cuda_time_total", .peaks = m, .compute_dtype = in.p.dtype}),
+                          report::device_table(r));
     const double tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e9) : 0.0;
     text += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>12}{:>13}{:>11.3f}{:>11.2e}  OK\n", v.name,
                         t.median_ms, tflops, peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0,
@@ -186,7 +188,8 @@ void run_compare_cuda(const CompareArgs& a) {
                         bound_ms, err.max_abs);
     row.update({{"status", "ok"}, {"ms", t.median_ms}, {"forward_ms", t.ms}, {"tflops", tflops},
                 {"peak_bytes", peak_bytes}, {"activities", r.device.size()}, {"bytes", bytes},
-                {"bound_ms", bound_ms}, {"trace", "cuda-" + v.name + ".trace.json"}});
+                {"bound_ms", bound_ms}, {"trace", "cuda-" + v.name + ".trace.json"},
+                {"summary", "cuda-" + v.name + ".summary.json"}});
     rows.push_back(row);
     progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v.name, t.median_ms, r.device.size()));
   }

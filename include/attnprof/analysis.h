@@ -11,6 +11,7 @@
 //   analysis::PowerFit fit = analysis::fit_power_law(seq_lens, times);      // exponent ≈ 2 for attention
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,17 @@ struct OpStats {
   OpCost self_cost;            // the cost model recorded on the zone itself
   int64_t task_clock_ns = -1;  // software counters when recorded, else -1
   int64_t page_faults = -1;
+  // Device side (CUDA profiles; zero on the CPU). Self CUDA belongs to device activity rows only (category
+  // kernel / gpu_memcpy / gpu_memset): a CPU zone's device_total_ns is the time of the activities launched
+  // inside it or its children, its self_device_ns is 0, so Self CUDA sums to the device time exactly once.
+  double self_device_ns = 0.0;
+  double device_total_ns = 0.0;
+  int64_t device_mem_bytes = 0;       // device bytes allocated inside the zone including children
+  int64_t self_device_mem_bytes = 0;  // device bytes allocated directly in the zone
+  bool is_device_activity() const { return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset"; }
+  // The time that rates (GFLOP/s, GB/s) and the roofline use: device time when the row has any (a kernel,
+  // or a CPU op whose work ran on the GPU), else CPU time.
+  double rate_ns() const { return device_total_ns > 0 ? device_total_ns : total_ns; }
 };
 
 struct KeyAveragesOptions {
@@ -54,9 +66,42 @@ struct KeyAverages {
   int64_t start_bytes = 0;        // live bytes when recording began
   double overhead_subtracted_ns = 0.0;  // zone overhead actually taken off self times (after clamping at 0)
   std::string counters_note;      // what software/hardware counters were available (from the profile)
+  // Device side: set when the profile has device activity (CUDA backend). Device activity rows (one per
+  // kernel / copy / fill name) follow the zone rows.
+  bool has_device = false;
+  std::string device_name;
+  double device_self_total_ns = 0.0;  // "Self CUDA time total": every activity once
+  int64_t device_peak_bytes = 0;      // peak live device bytes seen during the profile
 };
 
 KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt = {});
+
+// ---- device (CUDA) time per zone and per activity ----------------------------------------------------
+// Pure host code over ProfileResult::device / device_mem, so it is tested without a GPU.
+struct ZoneDeviceStats {
+  double total_ns = 0.0;         // inclusive: activities launched in this zone or any descendant
+  double launched_ns = 0.0;      // activities launched with this zone innermost
+  int64_t activities = 0;        // inclusive count
+  int64_t mem_bytes = 0;         // device bytes allocated in this zone or descendants
+  int64_t self_mem_bytes = 0;    // device bytes allocated with this zone innermost
+};
+// [thread index][zone index], same shape as r.threads[t].zones.
+std::vector<std::vector<ZoneDeviceStats>> zone_device_stats(const prof::ProfileResult& r);
+
+// One row per device activity name (kernel, "Memcpy DtoD ...", "Memset ..."), in first-seen order.
+struct DeviceOpStats {
+  std::string name;
+  std::string category;          // "kernel", "gpu_memcpy", "gpu_memset"
+  int64_t calls = 0;
+  double total_ns = 0.0, min_ns = 0.0, max_ns = 0.0;
+  OpCost cost;                   // summed over calls (zero when the launching op's model did not apply)
+  std::array<int32_t, 3> grid{}, block{};  // of the last call
+  int32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+};
+std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
+double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")
+int64_t device_peak_bytes(const prof::ProfileResult& r);    // highest live device bytes seen in device_mem
+const char* device_category(prof::DeviceActivity::Kind k);   // "kernel", "gpu_memcpy", "gpu_memset"
 
 // Wall time of each top-level zone named `name` (e.g. the per-forward annotation), in ns.
 std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name);

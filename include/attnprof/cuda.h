@@ -39,6 +39,7 @@
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/profiler.h"
+#include "attnprof/report.h"
 #include "attnprof/tensor.h"
 
 namespace attnprof::cuda {
@@ -228,52 +229,18 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
 // "_Z15masked_fill_kerPfPKhf" -> "masked_fill_ker(float*, unsigned char const*, float)"; other names unchanged.
 std::string demangle(const std::string& name);
 
-// ---- pure host side: device aggregates for the table and trace --------------------------------------
-// Device time per zone. Self CUDA belongs to device activities only (torch's rule): a CPU zone's
-// `total_ns` is the time of the activities launched inside it or its children; its self CUDA is 0. So the
-// Self CUDA column sums to the device time exactly once, however deeply annotations nest.
-struct ZoneDeviceStats {
-  double total_ns = 0.0;         // inclusive: activities launched in this zone or any descendant
-  double launched_ns = 0.0;      // activities launched with this zone innermost
-  int64_t activities = 0;        // inclusive count
-  int64_t mem_bytes = 0;         // device bytes allocated in this zone or descendants
-  int64_t self_mem_bytes = 0;    // device bytes allocated with this zone innermost
-};
-// [thread index][zone index], same shape as r.threads[t].zones.
-std::vector<std::vector<ZoneDeviceStats>> zone_device_stats(const prof::ProfileResult& r);
-
-// One table row per device activity name (kernel, "Memcpy DtoD ...", "Memset ..."): torch shows kernels as
-// their own rows with Self CUDA = CUDA total = their time.
-struct DeviceOpStats {
-  std::string name;
-  std::string category;          // "kernel", "gpu_memcpy", "gpu_memset"
-  int64_t calls = 0;
-  double total_ns = 0.0, min_ns = 0.0, max_ns = 0.0;
-  OpCost cost;                   // summed over calls (zero when the launching op's model did not apply)
-  std::array<int32_t, 3> grid{}, block{};  // of the last call
-  int32_t registers = 0, static_smem = 0, dynamic_smem = 0;
-};
-std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
-double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")
-int64_t device_peak_bytes(const prof::ProfileResult& r);    // highest live device bytes seen in device_mem
-
-// The device activities as a torch-style table (dashed rules, 12-wide right-aligned numbers): Name,
-// Self CUDA, Self CUDA %, CUDA total, CUDA time avg, # of Calls, then attnprof's Grid, Block, Regs, SMem and
-// TFLOP/s (when the activity carries its op's FLOPs); sorted by CUDA total, footer "Self CUDA time total".
-// What `compare --device cuda` can print until report::table has the CUDA columns.
-std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
-
-// Chrome-trace events for the device: a "GPU <device>" process with one thread per stream ("stream 7"),
-// X events (cat kernel / gpu_memcpy / gpu_memset, args: grid, block, registers per thread, shared memory,
-// correlation, External id), "cuda_runtime" X events for each launch API call on the launching CPU thread,
-// flow events (ph s/f, cat "ac2g", id = correlation) from launch to activity, and a "CUDA Mem" counter.
-// `host_pid` is the pid the trace uses for the host process and `host_tid(i)` the tid of r.threads[i]
-// (default: ThreadTrace::tid). ts/dur in µs since r.origin_ticks, 3 decimals.
-struct DeviceTraceIds {
-  int host_pid = 0;
-  int device_pid_base = 1000;  // device d gets pid device_pid_base + d
-};
-nlohmann::json device_trace_events(const prof::ProfileResult& r, const DeviceTraceIds& ids = {});
+// ---- device aggregates, table and trace: in analysis and report (pure host code) ---------------------
+// analysis::key_averages() gives zone rows their CUDA totals and adds one row per kernel / copy / fill;
+// report::table() prints the Self CUDA / CUDA total / CUDA Mem columns; report::write_chrome_trace() adds
+// GPU stream tracks, launch slices and launch -> kernel flows; report::device_table() lists the kernels with
+// grid, block, registers and shared memory. The names below are kept for code written against this header.
+using analysis::DeviceOpStats;
+using analysis::ZoneDeviceStats;
+using analysis::device_key_averages;
+using analysis::device_peak_bytes;
+using analysis::device_time_total_ns;
+using analysis::zone_device_stats;
+using report::device_table;
 
 // ---- CUPTI + NVTX (CUDA builds; throw Error otherwise) ------------------------------------------------
 // Collects kernel, memcpy and memset activity plus launch callbacks from start() to stop(). One at a time.

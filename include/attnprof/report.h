@@ -19,7 +19,9 @@
 namespace attnprof::report {
 
 struct TableOptions {
-  // cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count, flops
+  // cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count, flops;
+  // with device times also cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage,
+  // self_cuda_memory_usage.
   std::string sort_by = "cpu_time_total";
   int row_limit = -1;                 // -1: all rows
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
@@ -28,11 +30,23 @@ struct TableOptions {
   DType compute_dtype = DType::F32;
 };
 
-// torch.profiler's key_averages().table() layout, plus attnprof's columns. Throws Error on an unknown sort key.
+// torch.profiler's key_averages().table() layout, plus attnprof's columns. With device times (ka.has_device)
+// it gains Self CUDA, Self CUDA %, CUDA total, CUDA time avg, CUDA Mem, Self CUDA Mem and a "Self CUDA time
+// total" footer; rates and the Bound verdict then use a row's device time when it has any.
+// Throws Error on an unknown sort key.
 std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {});
 
+// CUDA profiles: the device activities alone (one row per kernel / copy / fill name), torch-style, with
+// attnprof's Grid, Block, Regs (per thread), SMem (static + dynamic per block) and TFLOP/s (when the
+// launching op's cost model applied); sorted by CUDA total; footer "Self CUDA time total".
+std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
+
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,
-// sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip.
+// sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip. With device events:
+// a "GPU <n> (<name>)" process with one track per stream ("stream 7") holding kernel / gpu_memcpy /
+// gpu_memset X events (args: grid, block, registers per thread, shared memory, bytes, correlation, FLOPs),
+// a "cuda_runtime" slice for each launch on the launching CPU thread, "ac2g" flow events launch -> activity,
+// and a "CUDA Mem" counter.
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r);
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path);
 

@@ -12,6 +12,8 @@
 // copy_ + masked_fill_) and annotations carry FLOPs and bytes instead of torch's `--`.
 // A group's totals count a zone nested inside another zone of the same group once (recursion is not
 // double counted); calls count every zone.
+// Device (CUDA profiles): zone rows gain their inclusive device time and device memory (device.cpp: each
+// activity once per ancestor), and one row per device activity name follows them, carrying Self CUDA.
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -86,7 +88,11 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
   ka.peak_bytes = r.start_bytes;
   ka.counters_note = r.counters_note;
   std::unordered_map<std::string, size_t> row_of;
-  for (const prof::ThreadTrace& t : r.threads) {
+  const std::vector<std::vector<ZoneDeviceStats>> dev = r.has_device ? zone_device_stats(r)
+                                                                     : std::vector<std::vector<ZoneDeviceStats>>{};
+  for (size_t ti = 0; ti < r.threads.size(); ++ti) {
+    const prof::ThreadTrace& t = r.threads[ti];
+    const ZoneDeviceStats* zdev = ti < dev.size() ? dev[ti].data() : nullptr;
     const std::vector<ZoneDerived> d = derive(r, t, r.zone_overhead_ns, ka.overhead_subtracted_ns);
     std::vector<size_t> group(t.zones.size());
     for (size_t i = 0; i < t.zones.size(); ++i) {
@@ -108,6 +114,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       s.self_ns += d[i].self_ns;
       s.self_mem_bytes += d[i].self_alloc;
       s.self_cost += e.cost;
+      if (zdev) s.self_device_mem_bytes += zdev[i].self_mem_bytes;
       ka.self_total_ns += d[i].self_ns;
       ka.zones += 1;
       if (e.task_clock_ns >= 0) s.task_clock_ns = std::max<int64_t>(s.task_clock_ns, 0) + e.task_clock_ns;
@@ -124,9 +131,28 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         s.mem_bytes += d[i].alloc;
         s.freed_bytes += d[i].freed;
         s.cost += d[i].inclusive;
+        if (zdev) {
+          s.device_total_ns += zdev[i].total_ns;
+          s.device_mem_bytes += zdev[i].mem_bytes;
+        }
       }
     }
     for (const prof::MemEvent& m : t.mem) ka.peak_bytes = std::max(ka.peak_bytes, m.total);
+  }
+  if (r.has_device) {
+    ka.has_device = true;
+    ka.device_name = r.device_name;
+    ka.device_peak_bytes = device_peak_bytes(r);
+    for (const DeviceOpStats& a : device_key_averages(r)) {
+      OpStats s;
+      s.name = a.name;
+      s.category = a.category;
+      s.calls = a.calls;
+      s.self_device_ns = s.device_total_ns = a.total_ns;
+      s.cost = s.self_cost = a.cost;
+      ka.device_self_total_ns += a.total_ns;
+      ka.rows.push_back(std::move(s));
+    }
   }
   return ka;
 }

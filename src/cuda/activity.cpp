@@ -1,18 +1,16 @@
 // Pure host side of the CUDA backend, compiled in every build: device clock -> host ticks, CUPTI records ->
-// ProfileResult::device, per-zone device time and memory, device table rows, device trace events.
+// ProfileResult::device / device_mem, the GPU's datasheet peaks. (What a profile with device events turns
+// into is analysis/device.cpp, report/table.cpp and report/trace.cpp.)
 // No CUDA header is needed, so CI without a GPU (or without nvcc) unit-tests all of it.
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
-#include <map>
 #include <unordered_map>
 
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
-#include "attnprof/report.h"
 
 namespace attnprof::cuda {
 
@@ -172,177 +170,6 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
   r.device_name = cap.device_name;
   r.has_device = true;
   if (cap.dropped_records > 0) r.metadata["cupti_dropped_records"] = std::to_string(cap.dropped_records);
-}
-
-// ---- aggregates -----------------------------------------------------------------------------------------
-std::vector<std::vector<ZoneDeviceStats>> zone_device_stats(const prof::ProfileResult& r) {
-  std::vector<std::vector<ZoneDeviceStats>> s(r.threads.size());
-  for (size_t t = 0; t < r.threads.size(); ++t) s[t].resize(r.threads[t].zones.size());
-  auto valid = [&](int32_t th, int32_t z) {
-    return th >= 0 && size_t(th) < s.size() && z >= 0 && size_t(z) < s[size_t(th)].size();
-  };
-  for (const prof::DeviceActivity& d : r.device) {
-    if (!valid(d.thread, d.zone)) continue;
-    const double ns = double(d.t1 - d.t0) * r.ns_per_tick;
-    auto& zs = s[size_t(d.thread)];
-    const auto& zones = r.threads[size_t(d.thread)].zones;
-    zs[size_t(d.zone)].launched_ns += ns;
-    for (int32_t z = d.zone; z >= 0; z = zones[size_t(z)].parent) {
-      zs[size_t(z)].total_ns += ns;
-      zs[size_t(z)].activities += 1;
-    }
-  }
-  for (const prof::DeviceMemEvent& m : r.device_mem) {
-    if (m.delta <= 0 || !valid(m.thread, m.zone)) continue;
-    auto& zs = s[size_t(m.thread)];
-    const auto& zones = r.threads[size_t(m.thread)].zones;
-    zs[size_t(m.zone)].self_mem_bytes += m.delta;
-    for (int32_t z = m.zone; z >= 0; z = zones[size_t(z)].parent) zs[size_t(z)].mem_bytes += m.delta;
-  }
-  return s;
-}
-
-namespace {
-const char* category_of(DeviceActivity::Kind k) {
-  switch (k) {
-    case DeviceActivity::Kind::Kernel: return "kernel";
-    case DeviceActivity::Kind::Memcpy: return "gpu_memcpy";
-    case DeviceActivity::Kind::Memset: return "gpu_memset";
-  }
-  return "kernel";
-}
-}  // namespace
-
-std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r) {
-  std::vector<DeviceOpStats> rows;
-  std::unordered_map<std::string, size_t> at;
-  for (const prof::DeviceActivity& d : r.device) {
-    const std::string name = d.name ? d.name : "?";
-    auto [it, fresh] = at.emplace(name, rows.size());
-    if (fresh) {
-      rows.push_back({});
-      rows.back().name = name;
-      rows.back().category = category_of(d.kind);
-      rows.back().min_ns = std::numeric_limits<double>::infinity();
-    }
-    DeviceOpStats& row = rows[it->second];
-    const double ns = double(d.t1 - d.t0) * r.ns_per_tick;
-    row.calls += 1;
-    row.total_ns += ns;
-    row.min_ns = std::min(row.min_ns, ns);
-    row.max_ns = std::max(row.max_ns, ns);
-    row.cost += d.cost;
-    row.grid = d.grid;
-    row.block = d.block;
-    row.registers = d.registers;
-    row.static_smem = d.static_smem;
-    row.dynamic_smem = d.dynamic_smem;
-  }
-  return rows;
-}
-
-double device_time_total_ns(const prof::ProfileResult& r) {
-  double ns = 0.0;
-  for (const prof::DeviceActivity& d : r.device) ns += double(d.t1 - d.t0) * r.ns_per_tick;
-  return ns;
-}
-
-int64_t device_peak_bytes(const prof::ProfileResult& r) {
-  int64_t peak = 0;
-  for (const prof::DeviceMemEvent& m : r.device_mem) peak = std::max(peak, m.total);
-  return peak;
-}
-
-// ---- table ----------------------------------------------------------------------------------------------
-std::string device_table(const prof::ProfileResult& r, int row_limit) {
-  std::vector<DeviceOpStats> rows = device_key_averages(r);
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
-  if (row_limit >= 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
-  const double total = device_time_total_ns(r);
-  size_t name_w = 4;
-  for (const auto& row : rows) name_w = std::max(name_w, row.name.size() + 4);
-  name_w = std::min<size_t>(name_w, 55);
-  auto name_cell = [&](const std::string& n) {
-    return n.size() <= name_w - 2 ? n : n.substr(0, name_w - 5) + "...";
-  };
-  const std::vector<std::string> head = {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls",
-                                         "Grid",      "Block",       "Regs",       "SMem",          "TFLOP/s"};
-  std::string rule(name_w, '-');
-  for (size_t i = 0; i < head.size(); ++i) rule += "  " + std::string(12, '-');
-  std::string out = rule + "\n" + fmt::format("{:<{}}", "Name", name_w);
-  for (const auto& h : head) out += fmt::format("  {:>12}", h);
-  out += "\n" + rule + "\n";
-  auto dims = [](const std::array<int32_t, 3>& d) {
-    return d[1] == 1 && d[2] == 1 ? fmt::format("{}", d[0]) : fmt::format("{}x{}x{}", d[0], d[1], d[2]);
-  };
-  for (const auto& row : rows) {
-    const bool k = row.category == "kernel";
-    out += fmt::format("{:<{}}", name_cell(row.name), name_w);
-    out += fmt::format("  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}", report::format_time_ns(row.total_ns),
-                       fmt::format("{:.2f}%", total > 0 ? 100.0 * row.total_ns / total : 0.0),
-                       report::format_time_ns(row.total_ns), report::format_time_ns(row.total_ns / double(row.calls)),
-                       row.calls);
-    out += fmt::format("  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}\n", k ? dims(row.grid) : "--",
-                       k ? dims(row.block) : "--", k ? std::to_string(row.registers) : "--",
-                       k ? report::format_bytes(row.static_smem + row.dynamic_smem) : "--",
-                       row.cost.flops > 0 && row.total_ns > 0 ? fmt::format("{:.1f}", row.cost.flops / row.total_ns * 1e-3)
-                                                               : "--");
-  }
-  out += rule + "\n" + fmt::format("Self CUDA time total: {}\n", report::format_time_ns(total));
-  return out;
-}
-
-// ---- trace ----------------------------------------------------------------------------------------------
-nlohmann::json device_trace_events(const prof::ProfileResult& r, const DeviceTraceIds& ids) {
-  using nlohmann::json;
-  json ev = json::array();
-  auto us = [&](uint64_t t) { return std::round(r.us_since_origin(t) * 1000.0) / 1000.0; };
-  auto dur_us = [&](uint64_t a, uint64_t b) { return std::round(double(b - a) * r.ns_per_tick) / 1000.0; };
-  auto host_tid = [&](int32_t th) { return th >= 0 ? int(r.threads[size_t(th)].tid) : 0; };
-  std::map<uint32_t, std::map<uint32_t, bool>> streams;  // device -> streams seen
-  for (const prof::DeviceActivity& d : r.device) streams[d.device][d.stream] = true;
-  for (const auto& [dev, ss] : streams) {
-    const int pid = ids.device_pid_base + int(dev);
-    const std::string pname = r.device_name.empty() ? fmt::format("GPU {}", dev)
-                                                    : fmt::format("GPU {} ({})", dev, r.device_name);
-    ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
-    for (const auto& [st, _] : ss)
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", int(st)},
-                    {"args", {{"name", fmt::format("stream {}", st)}}}});
-  }
-  for (const prof::DeviceActivity& d : r.device) {
-    const int pid = ids.device_pid_base + int(d.device);
-    json args = {{"device", d.device}, {"stream", d.stream}, {"correlation", d.correlation},
-                 {"External id", d.correlation}};
-    if (d.kind == DeviceActivity::Kind::Kernel) {
-      args["grid"] = {d.grid[0], d.grid[1], d.grid[2]};
-      args["block"] = {d.block[0], d.block[1], d.block[2]};
-      args["registers per thread"] = d.registers;
-      args["shared memory"] = d.static_smem + d.dynamic_smem;
-    } else {
-      args["bytes"] = d.bytes;
-    }
-    if (d.variant) args["variant"] = d.variant;
-    if (d.cost.flops > 0) args["flops"] = d.cost.flops;
-    if (d.cost.bytes() > 0) args["bytes moved"] = d.cost.bytes();
-    ev.push_back({{"ph", "X"}, {"cat", category_of(d.kind)}, {"name", d.name ? d.name : "?"}, {"pid", pid},
-                  {"tid", int(d.stream)}, {"ts", us(d.t0)}, {"dur", dur_us(d.t0, d.t1)}, {"args", args}});
-    if (d.launch_api && d.thread >= 0 && d.launch_t1 >= d.launch_t0) {
-      const int tid = host_tid(d.thread);
-      ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", d.launch_api ? d.launch_api : "launch"},
-                    {"pid", ids.host_pid}, {"tid", tid}, {"ts", us(d.launch_t0)},
-                    {"dur", dur_us(d.launch_t0, d.launch_t1)},
-                    {"args", {{"correlation", d.correlation}, {"External id", d.correlation}}}});
-      ev.push_back({{"ph", "s"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", d.correlation}, {"pid", ids.host_pid},
-                    {"tid", tid}, {"ts", us(d.launch_t0)}});
-      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", d.correlation},
-                    {"pid", pid}, {"tid", int(d.stream)}, {"ts", us(d.t0)}});
-    }
-  }
-  for (const prof::DeviceMemEvent& m : r.device_mem)
-    ev.push_back({{"ph", "C"}, {"name", "CUDA Mem"}, {"pid", ids.device_pid_base}, {"ts", us(m.t)},
-                  {"args", {{"Total Allocated", m.total}}}});
-  return ev;
 }
 
 }  // namespace attnprof::cuda

@@ -59,9 +59,18 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                 {"freed_bytes", s.freed_bytes},
                 {"cost", cost_json(s.cost)},
                 {"self_cost", cost_json(s.self_cost)},
-                {"gflops_per_s", s.total_ns > 0 ? s.cost.flops / s.total_ns : 0.0},
-                {"gb_per_s", s.total_ns > 0 ? s.cost.bytes() / s.total_ns : 0.0},
+                {"gflops_per_s", s.rate_ns() > 0 ? s.cost.flops / s.rate_ns() : 0.0},
+                {"gb_per_s", s.rate_ns() > 0 ? s.cost.bytes() / s.rate_ns() : 0.0},
                 {"flop_per_byte", s.cost.intensity()}};
+    if (ka.has_device) {
+      const double dev_pct = ka.device_self_total_ns > 0 ? 100.0 / ka.device_self_total_ns : 0.0;
+      row.update({{"self_cuda_ns", s.self_device_ns},
+                  {"cuda_total_ns", s.device_total_ns},
+                  {"cuda_avg_ns", s.calls ? s.device_total_ns / double(s.calls) : 0.0},
+                  {"self_cuda_pct", s.self_device_ns * dev_pct},
+                  {"cuda_mem_bytes", s.device_mem_bytes},
+                  {"self_cuda_mem_bytes", s.self_device_mem_bytes}});
+    }
     row["task_clock_ns"] = s.task_clock_ns >= 0 ? json(s.task_clock_ns) : json(nullptr);
     row["page_faults"] = s.page_faults >= 0 ? json(s.page_faults) : json(nullptr);
     rows.push_back(std::move(row));
@@ -82,6 +91,12 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                  {"end_bytes", timeline.empty() ? ka.start_bytes : timeline.back().second},
                  {"timeline", std::move(tl)}};
   j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
+  if (ka.has_device) {
+    j["device"] = {{"name", ka.device_name},
+                   {"self_cuda_time_total_ns", ka.device_self_total_ns},
+                   {"activities", r.device.size()},
+                   {"peak_bytes", ka.device_peak_bytes}};
+  }
   return j;
 }
 

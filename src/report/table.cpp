@@ -43,19 +43,30 @@ constexpr size_t kMaxShapesWidth = 80;
 
 using SortKey = std::function<double(const analysis::OpStats&)>;
 
-SortKey sort_key(const std::string& key) {
+SortKey sort_key(const std::string& key, bool has_device) {
   using analysis::OpStats;
-  if (key == "cpu_time") return [](const OpStats& s) { return s.calls ? s.total_ns / double(s.calls) : 0.0; };
+  auto avg = [](double ns, int64_t calls) { return calls ? ns / double(calls) : 0.0; };
+  if (key == "cpu_time") return [=](const OpStats& s) { return avg(s.total_ns, s.calls); };
   if (key == "cpu_time_total") return [](const OpStats& s) { return s.total_ns; };
   if (key == "self_cpu_time_total") return [](const OpStats& s) { return s.self_ns; };
   if (key == "cpu_memory_usage") return [](const OpStats& s) { return double(s.mem_bytes); };
   if (key == "self_cpu_memory_usage") return [](const OpStats& s) { return double(s.self_mem_bytes); };
   if (key == "count") return [](const OpStats& s) { return double(s.calls); };
   if (key == "flops") return [](const OpStats& s) { return s.cost.flops; };
+  if (has_device) {
+    if (key == "cuda_time") return [=](const OpStats& s) { return avg(s.device_total_ns, s.calls); };
+    if (key == "cuda_time_total") return [](const OpStats& s) { return s.device_total_ns; };
+    if (key == "self_cuda_time_total") return [](const OpStats& s) { return s.self_device_ns; };
+    if (key == "cuda_memory_usage") return [](const OpStats& s) { return double(s.device_mem_bytes); };
+    if (key == "self_cuda_memory_usage") return [](const OpStats& s) { return double(s.self_device_mem_bytes); };
+  }
   ATTNPROF_FAIL(
       "unknown sort key '{}': expected one of cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, "
       "self_cpu_memory_usage, count, flops{}",
-      key, key.rfind("cuda", 0) == 0 ? " (this profile has no CUDA times)" : "");
+      key,
+      has_device ? ", cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage, self_cuda_memory_usage"
+      : key.rfind("cuda", 0) == 0 || key.rfind("self_cuda", 0) == 0 ? " (this profile has no CUDA times)"
+                                                                    : "");
 }
 
 std::string pct(double part, double whole) { return fmt::format("{:.2f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
@@ -96,7 +107,8 @@ class Layout {
 }  // namespace
 
 std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
-  const SortKey key = sort_key(opt.sort_by);
+  const bool dev = ka.has_device;
+  const SortKey key = sort_key(opt.sort_by, dev);
   std::vector<const analysis::OpStats*> rows;
   rows.reserve(ka.rows.size());
   for (const analysis::OpStats& s : ka.rows) rows.push_back(&s);
@@ -122,9 +134,13 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   const auto [fscale, fheader] = min_flops > 0 ? flops_scale(min_flops) : std::pair<double, std::string>{1.0, "FLOPs"};
   const bool bound = opt.extra_columns && opt.peaks.has_value();
 
+  // torch's column order: CPU times, CUDA times, CPU memory, CUDA memory, calls, shapes, FLOPs.
   Layout layout;
-  std::vector<std::string> header = {"Name",      "Self CPU %", "Self CPU",     "CPU total %", "CPU total",
-                                     "CPU time avg", "CPU Mem", "Self CPU Mem", "# of Calls"};
+  std::vector<std::string> header = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+  if (dev) header.insert(header.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+  header.insert(header.end(), {"CPU Mem", "Self CPU Mem"});
+  if (dev) header.insert(header.end(), {"CUDA Mem", "Self CUDA Mem"});
+  header.push_back("# of Calls");
   layout.add(name_width);
   for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
   if (opt.show_input_shapes) {
@@ -162,25 +178,31 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     ++shown;
     std::string name = s->name;
     if (name.size() >= kMaxNameWidth - 3) name = name.substr(0, kMaxNameWidth - 3) + "...";
+    const double calls = s->calls ? double(s->calls) : 1.0;
     std::vector<std::string> cells = {name,
                                       pct(s->self_ns, total),
                                       format_time_ns(s->self_ns),
                                       pct(s->total_ns, total),
                                       format_time_ns(s->total_ns),
-                                      format_time_ns(s->calls ? s->total_ns / double(s->calls) : 0.0),
-                                      format_bytes(s->mem_bytes),
-                                      format_bytes(s->self_mem_bytes),
-                                      fmt::format("{}", s->calls)};
+                                      format_time_ns(s->total_ns / calls)};
+    if (dev)
+      cells.insert(cells.end(), {format_time_ns(s->self_device_ns), pct(s->self_device_ns, ka.device_self_total_ns),
+                                 format_time_ns(s->device_total_ns), format_time_ns(s->device_total_ns / calls)});
+    cells.insert(cells.end(), {format_bytes(s->mem_bytes), format_bytes(s->self_mem_bytes)});
+    if (dev) cells.insert(cells.end(), {format_bytes(s->device_mem_bytes), format_bytes(s->self_device_mem_bytes)});
+    cells.push_back(fmt::format("{}", s->calls));
     if (opt.show_input_shapes) cells.push_back(s->input_shapes.substr(0, shapes_width));
     const bool costed = has_cost(s->cost);
     if (any_cost) cells.push_back(costed ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
     if (opt.extra_columns) {
-      cells.push_back(costed ? rate(s->cost.flops, s->total_ns) : "--");
-      cells.push_back(costed ? rate(s->cost.bytes(), s->total_ns) : "--");
+      // Rates over device time where the row's work ran on the device, else over CPU time.
+      const double ns = s->rate_ns();
+      cells.push_back(costed ? rate(s->cost.flops, ns) : "--");
+      cells.push_back(costed ? rate(s->cost.bytes(), ns) : "--");
       cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
       if (bound) {
-        if (costed && s->total_ns > 0) {
-          const analysis::RooflinePoint pt = analysis::place(s->cost, s->total_ns, *opt.peaks, opt.compute_dtype);
+        if (costed && ns > 0) {
+          const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks, opt.compute_dtype);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
         } else {
           cells.push_back("--");
@@ -195,10 +217,46 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   }
   out += layout.rule();
   out += fmt::format("Self CPU time total: {}\n", format_time_ns(total));
+  if (dev) out += fmt::format("Self CUDA time total: {}\n", format_time_ns(ka.device_self_total_ns));
   out += fmt::format(
       "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self times\n",
       ka.zone_overhead_ns, ka.zones, format_time_ns(ka.overhead_subtracted_ns));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
+  return out;
+}
+
+std::string device_table(const prof::ProfileResult& r, int row_limit) {
+  std::vector<analysis::DeviceOpStats> rows = analysis::device_key_averages(r);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+  const double total = analysis::device_time_total_ns(r);
+  size_t name_width = 4;
+  for (const auto& row : rows) name_width = std::max(name_width, row.name.size() + 4);
+  name_width = std::min(name_width, kMaxNameWidth);
+  if (row_limit >= 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
+  Layout layout;
+  const std::vector<std::string> header = {"Name",       "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
+                                           "# of Calls", "Grid",      "Block",       "Regs",       "SMem",
+                                           "TFLOP/s"};
+  layout.add(name_width);
+  for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
+  auto dims = [](const std::array<int32_t, 3>& d) {
+    return d[1] == 1 && d[2] == 1 ? fmt::format("{}", d[0]) : fmt::format("{}x{}x{}", d[0], d[1], d[2]);
+  };
+  std::string out = layout.rule() + layout.row(header) + layout.rule();
+  for (const auto& row : rows) {
+    const bool k = row.category == "kernel";
+    std::string name = row.name;
+    if (name.size() >= kMaxNameWidth - 3) name = name.substr(0, kMaxNameWidth - 3) + "...";
+    out += layout.row({name, format_time_ns(row.total_ns), pct(row.total_ns, total), format_time_ns(row.total_ns),
+                       format_time_ns(row.total_ns / double(std::max<int64_t>(row.calls, 1))),
+                       fmt::format("{}", row.calls), k ? dims(row.grid) : "--", k ? dims(row.block) : "--",
+                       k ? fmt::format("{}", row.registers) : "--",
+                       k ? format_bytes(row.static_smem + row.dynamic_smem) : "--",
+                       row.cost.flops > 0 && row.total_ns > 0 ? fmt::format("{:.1f}", row.cost.flops / row.total_ns * 1e-3)
+                                                               : "--"});
+  }
+  out += layout.rule();
+  out += fmt::format("Self CUDA time total: {}\n", format_time_ns(total));
   return out;
 }
 

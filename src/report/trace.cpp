@@ -11,11 +11,23 @@
 // Zone args carry "Input Dims", the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
 // the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant, and
 // software counters when recorded. No JSON DOM is built: export runs at millions of events per second.
+//
+// Device events (CUDA profiles), laid out as torch.profiler's Kineto traces lay them out:
+//   - a process "GPU <n> (<device name>)" (pid = host pid + 1 + n) with one track per stream ("stream 7")
+//     holding the kernel / gpu_memcpy / gpu_memset X events, args grid, block, registers per thread,
+//     shared memory, bytes, correlation, and the launching op's FLOPs and bytes when they apply;
+//   - a "cuda_runtime" X event for each launching API call on the launching CPU thread, clamped into the
+//     zone that launched it, with a flow start (ph "s", cat "ac2g", id = correlation id) and a flow end
+//     (ph "f", bp "e") on the activity, so Perfetto draws an arrow from the launch to the kernel;
+//   - a "CUDA Mem" counter of live device bytes on the GPU process.
+// Every event, host or device, goes through the one (ts, dur desc, depth) sort.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -74,7 +86,7 @@ void put_number(Buf& b, double v) {
   else fmt::format_to(std::back_inserter(b), "{}", v);
 }
 
-enum class Kind : uint8_t { Zone, Memory };
+enum class Kind : uint8_t { Zone, Memory, Launch, Device, DeviceMemory };
 
 struct Item {
   int64_t ts;
@@ -90,6 +102,69 @@ int64_t to_ns(const prof::ProfileResult& r, uint64_t t) {
   return std::max<int64_t>(0, std::llround(ns));
 }
 
+// One device-side item (rare next to zones: formatted, not hand-appended).
+void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid) {
+  auto out = std::back_inserter(b);
+  if (it.kind == Kind::DeviceMemory) {
+    const prof::DeviceMemEvent& m = r.device_mem[it.index];
+    fmt::format_to(out, ",\n{{\"ph\":\"C\",\"name\":\"CUDA Mem\",\"pid\":{},\"tid\":0,\"ts\":", pid + 1);
+    put_us(b, it.ts);
+    fmt::format_to(out, ",\"args\":{{\"Total Allocated\":{}}}}}", m.total);
+    return;
+  }
+  const prof::DeviceActivity& d = r.device[it.index];
+  if (it.kind == Kind::Launch) {
+    const std::string tid = fmt::format_int(int64_t(r.threads[it.thread].tid)).str();
+    put(b, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":");
+    put_escaped(b, d.launch_api);
+    fmt::format_to(out, ",\"pid\":{},\"tid\":{},\"ts\":", pid, tid);
+    put_us(b, it.ts);
+    put(b, ",\"dur\":");
+    put_us(b, it.dur);
+    fmt::format_to(out, ",\"args\":{{\"correlation\":{0},\"External id\":{0}}}}}", d.correlation);
+    fmt::format_to(out, ",\n{{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
+                   d.correlation, pid, tid);
+    put_us(b, it.ts);
+    put(b, "}");
+    return;
+  }
+  const long dpid = pid + 1 + long(d.device);
+  put(b, ",\n{\"ph\":\"X\",\"cat\":");
+  put_escaped(b, analysis::device_category(d.kind));
+  put(b, ",\"name\":");
+  put_escaped(b, d.name ? d.name : "?");
+  fmt::format_to(out, ",\"pid\":{},\"tid\":{},\"ts\":", dpid, d.stream);
+  put_us(b, it.ts);
+  put(b, ",\"dur\":");
+  put_us(b, it.dur);
+  fmt::format_to(out, ",\"args\":{{\"device\":{0},\"stream\":{1},\"correlation\":{2},\"External id\":{2}", d.device,
+                 d.stream, d.correlation);
+  if (d.kind == prof::DeviceActivity::Kind::Kernel)
+    fmt::format_to(out,
+                   ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"registers per thread\":{},\"shared memory\":{}",
+                   d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2], d.registers,
+                   d.static_smem + d.dynamic_smem);
+  else
+    fmt::format_to(out, ",\"bytes\":{}", d.bytes);
+  if (d.variant) {
+    put(b, ",\"variant\":");
+    put_escaped(b, d.variant);
+  }
+  if (d.cost.flops > 0 || d.cost.bytes() > 0) {
+    put(b, ",\"FLOPs\":");
+    put_number(b, d.cost.flops);
+    put(b, ",\"bytes moved\":");
+    put_number(b, d.cost.bytes());
+  }
+  put(b, "}}");
+  if (d.launch_api && d.thread >= 0 && size_t(d.thread) < r.threads.size() && d.launch_t1 >= d.launch_t0) {
+    fmt::format_to(out, ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
+                   d.correlation, dpid, d.stream);
+    put_us(b, it.ts);
+    put(b, "}");
+  }
+}
+
 using Sink = std::function<void(std::string_view)>;
 
 // Writes the trace through `sink` in chunks of about 1 MiB, so a file export never holds the whole text.
@@ -101,6 +176,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   std::vector<Item> items;
   size_t n_items = 0;
   for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size();
+  n_items += 2 * r.device.size() + r.device_mem.size();
   items.reserve(n_items);
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
     const prof::ThreadTrace& t = r.threads[ti];
@@ -128,6 +204,24 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       for (size_t i = 0; i < t.mem.size(); ++i)
         items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
   }
+  // Device side: launch slices nest in their launching zone; activities on their stream tracks.
+  for (size_t i = 0; i < r.device.size(); ++i) {
+    const prof::DeviceActivity& d = r.device[i];
+    items.push_back(Item{to_ns(r, d.t0), to_ns(r, std::max(d.t1, d.t0)) - to_ns(r, d.t0), 0, uint32_t(i), 0, Kind::Device});
+    if (!d.launch_api || d.thread < 0 || size_t(d.thread) >= r.threads.size() || d.launch_t1 < d.launch_t0) continue;
+    const auto& zones = r.threads[size_t(d.thread)].zones;
+    int64_t s0 = to_ns(r, d.launch_t0), s1 = to_ns(r, d.launch_t1);
+    uint16_t depth = 0;
+    if (d.zone >= 0 && size_t(d.zone) < zones.size()) {
+      const auto [ps, pf] = spans[size_t(d.thread)][size_t(d.zone)];
+      s0 = std::clamp(s0, ps, pf);
+      s1 = std::clamp(s1, s0, pf);
+      depth = uint16_t(zones[size_t(d.zone)].depth + 1);
+    }
+    items.push_back(Item{s0, s1 - s0, uint32_t(d.thread), uint32_t(i), depth, Kind::Launch});
+  }
+  for (size_t i = 0; i < r.device_mem.size(); ++i)
+    items.push_back(Item{to_ns(r, r.device_mem[i].t), 0, 0, uint32_t(i), 0, Kind::DeviceMemory});
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     if (a.dur != b.dur) return a.dur > b.dur;
@@ -155,6 +249,23 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
                    "}}}},\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
                    pid, t.tid, t.tid);
   }
+  // GPU processes and their stream tracks.
+  std::map<uint32_t, std::set<uint32_t>> streams;
+  for (const prof::DeviceActivity& d : r.device) streams[d.device].insert(d.stream);
+  if (!r.device_mem.empty()) streams[0];  // the CUDA Mem counter lives on device 0's process
+  for (const auto& [dev, ids] : streams) {
+    const long dpid = pid + 1 + long(dev);
+    fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
+                   dpid);
+    put_escaped(b, r.device_name.empty() ? fmt::format("GPU {}", dev) : fmt::format("GPU {} ({})", dev, r.device_name));
+    fmt::format_to(std::back_inserter(b),
+                   "}}}},\n{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":0,\"args\":{{\"sort_index\":{0}}}}}",
+                   dpid);
+    for (uint32_t st : ids)
+      fmt::format_to(std::back_inserter(b),
+                     ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{0},\"tid\":{1},\"args\":{{\"name\":\"stream {1}\"}}}}",
+                     dpid, st);
+  }
   // The hot loop: no format strings, only appends (export runs at millions of events per second).
   std::string pid_s = fmt::format_int(pid).str();
   std::vector<std::string> tid_s;
@@ -168,6 +279,10 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   };
   for (const Item& it : items) {
     maybe_flush();
+    if (it.kind == Kind::Launch || it.kind == Kind::Device || it.kind == Kind::DeviceMemory) {
+      put_device_item(b, r, it, pid);
+      continue;
+    }
     const prof::ThreadTrace& t = r.threads[it.thread];
     if (it.kind == Kind::Zone) {
       const prof::ZoneEvent& e = t.zones[it.index];

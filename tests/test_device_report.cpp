@@ -1,0 +1,289 @@
+// Device (CUDA) profiles through analysis and the reporters, on a synthetic capture (no GPU needed): device
+// time counted once under nested annotations, kernel rows, the table's Self CUDA / CUDA total / CUDA Mem
+// columns and sort keys, the trace's GPU stream tracks, launch slices and flows, the summary's device fields.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/analysis.h"
+#include "attnprof/cuda.h"
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+#include "device_profile_fixture.h"
+#include "trace_checker.h"
+
+using namespace attnprof;
+using namespace attnprof::testing_device;
+
+namespace {
+
+prof::ProfileResult device_profile() {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::attach_device_capture(r, synthetic_capture());
+  return r;
+}
+
+// The line of `table` whose name cell is `name`, split into its cells (cells are separated by 2+ spaces).
+std::vector<std::string> row_cells(const std::string& table, const std::string& name) {
+  size_t pos = 0;
+  while (pos < table.size()) {
+    const size_t end = table.find('\n', pos);
+    const std::string line = table.substr(pos, end - pos);
+    pos = end == std::string::npos ? table.size() : end + 1;
+    std::vector<std::string> cells;
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      size_t j = i;
+      while (j < line.size() && !(line[j] == ' ' && j + 1 < line.size() && line[j + 1] == ' ')) ++j;
+      if (j > i) cells.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    if (!cells.empty() && cells[0] == name) return cells;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST(DeviceReport, DeviceTimeIsCountedOnceUnderNestedAnnotations) {
+  const prof::ProfileResult r = device_profile();
+  const auto zs = analysis::zone_device_stats(r);
+  ASSERT_EQ(zs.size(), 2u);
+  ASSERT_EQ(zs[0].size(), 6u);
+  const double total = analysis::device_time_total_ns(r);
+  EXPECT_DOUBLE_EQ(total, 100.0 + 30.0 + 50.0);
+  // Inclusive CUDA totals: each ancestor sees each activity once.
+  EXPECT_DOUBLE_EQ(zs[0][0].total_ns, total);  // ProfilerStep#2
+  EXPECT_DOUBLE_EQ(zs[0][1].total_ns, total);  // attn_fwd
+  EXPECT_DOUBLE_EQ(zs[0][2].total_ns, 100.0);  // matmul
+  EXPECT_DOUBLE_EQ(zs[0][3].total_ns, 80.0);   // masked_fill = copy_ + masked_fill_
+  EXPECT_DOUBLE_EQ(zs[0][3].launched_ns, 0.0);
+  EXPECT_DOUBLE_EQ(zs[0][4].launched_ns, 30.0);
+  EXPECT_EQ(zs[0][1].activities, 3);
+  // Self CUDA lives on the activity rows only: their sum is the device total, not a multiple of it.
+  double self_sum = 0.0;
+  int64_t calls = 0;
+  for (const auto& row : analysis::device_key_averages(r)) {
+    self_sum += row.total_ns;
+    calls += row.calls;
+  }
+  EXPECT_DOUBLE_EQ(self_sum, total);
+  EXPECT_EQ(calls, 3);
+  // Device memory per zone: allocations only, inclusive and self.
+  EXPECT_EQ(zs[0][1].mem_bytes, 8192);
+  EXPECT_EQ(zs[0][2].self_mem_bytes, 4096);
+  EXPECT_EQ(zs[0][3].mem_bytes, 4096);
+  EXPECT_EQ(zs[0][3].self_mem_bytes, 0);
+}
+
+TEST(DeviceReport, KeyAveragesGroupByNameWithCategories) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::DeviceCapture cap = synthetic_capture();
+  cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "ampere_bf16_gemm", kOffset + 700, kOffset + 900, 9));
+  cap.launches.push_back(launch(9, 1, 650, "cudaLaunchKernel"));
+  cuda::attach_device_capture(r, cap);
+  const auto rows = analysis::device_key_averages(r);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "ampere_bf16_gemm");
+  EXPECT_EQ(rows[0].category, "kernel");
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[0].total_ns, 300.0);
+  EXPECT_DOUBLE_EQ(rows[0].min_ns, 100.0);
+  EXPECT_DOUBLE_EQ(rows[0].max_ns, 200.0);
+  EXPECT_EQ(rows[1].category, "gpu_memcpy");
+}
+
+TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
+  const prof::ProfileResult r = device_profile();
+  const nlohmann::json j = report::chrome_trace_json(r);
+  const TraceCheck c = check_trace(j);
+  EXPECT_TRUE(c.ok()) << c.report();
+  const nlohmann::json& ev = j["traceEvents"];
+  long host_pid = -1;
+  for (const auto& e : ev)
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "attnprof") host_pid = e["pid"];
+  ASSERT_GT(host_pid, 0);
+  int kernels = 0, memcpys = 0, runtime = 0, counters = 0;
+  std::set<uint64_t> starts, finishes;
+  bool named_process = false, named_stream = false;
+  for (const auto& e : ev) {
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "process_name" && e["pid"] == host_pid + 1)
+      named_process = e["args"]["name"] == "GPU 0 (Test GPU)";
+    if (ph == "M" && e["name"] == "thread_name" && e["pid"] == host_pid + 1) named_stream = e["args"]["name"] == "stream 7";
+    if (ph == "X" && e["cat"] == "kernel") {
+      ++kernels;
+      EXPECT_EQ(e["pid"], host_pid + 1);
+      EXPECT_EQ(e["tid"], 7);
+      EXPECT_EQ(e["args"]["registers per thread"], 32);
+      EXPECT_EQ(e["args"]["grid"], nlohmann::json::array({128, 1, 1}));
+      if (e["name"] == "ampere_bf16_gemm") {
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.32);
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.1);
+        EXPECT_DOUBLE_EQ(e["args"]["FLOPs"].get<double>(), 1000.0) << "the launching matmul's cost model";
+        EXPECT_EQ(e["args"]["variant"], "naive");
+      }
+    }
+    if (ph == "X" && e["cat"] == "gpu_memcpy") {
+      ++memcpys;
+      EXPECT_EQ(e["args"]["bytes"], 4096);
+    }
+    if (ph == "X" && e["cat"] == "cuda_runtime") {
+      ++runtime;
+      EXPECT_EQ(e["pid"], host_pid);
+      EXPECT_EQ(e["tid"], 0) << "on the launching thread's track";
+      if (e["args"]["correlation"] == 1) {
+        EXPECT_EQ(e["name"], "cudaLaunchKernel");
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.31);
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.005);
+      }
+    }
+    if (ph == "s") {
+      starts.insert(e["id"].get<uint64_t>());
+      EXPECT_EQ(e["pid"], host_pid);
+    }
+    if (ph == "f") {
+      finishes.insert(e["id"].get<uint64_t>());
+      EXPECT_EQ(e["bp"], "e");
+      EXPECT_EQ(e["pid"], host_pid + 1);
+    }
+    if (ph == "C" && e["name"] == "CUDA Mem") ++counters;
+  }
+  EXPECT_TRUE(named_process);
+  EXPECT_TRUE(named_stream);
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(memcpys, 1);
+  EXPECT_EQ(runtime, 3);
+  EXPECT_EQ(starts, (std::set<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(starts, finishes);
+  EXPECT_EQ(counters, 3);
+}
+
+TEST(DeviceReport, DeviceTableHasTorchColumnsAndFooter) {
+  const prof::ProfileResult r = device_profile();
+  const std::string t = report::device_table(r);
+  for (const char* col : {"Name", "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls", "Grid",
+                          "Regs", "TFLOP/s"})
+    EXPECT_NE(t.find(col), std::string::npos) << col << "\n" << t;
+  EXPECT_NE(t.find("Self CUDA time total: 0.180us"), std::string::npos) << t;
+  // Sorted by CUDA total: the GEMM (100 ns) first, with its zone's FLOPs: 1000 / 100 ns = 0.01 TFLOP/s.
+  const size_t gemm = t.find("ampere_bf16_gemm"), fill = t.find("masked_fill_ker");
+  ASSERT_NE(gemm, std::string::npos);
+  ASSERT_NE(fill, std::string::npos);
+  EXPECT_LT(gemm, fill);
+  EXPECT_NE(t.find("55.56%"), std::string::npos) << t;
+  EXPECT_EQ(report::device_table(r, 1).find("masked_fill_ker"), std::string::npos);
+}
+
+TEST(DeviceReport, KeyAveragesAddDeviceTotalsAndKernelRows) {
+  const analysis::KeyAverages ka = analysis::key_averages(device_profile());
+  ASSERT_TRUE(ka.has_device);
+  EXPECT_EQ(ka.device_name, "Test GPU");
+  EXPECT_DOUBLE_EQ(ka.device_self_total_ns, 180.0);
+  EXPECT_EQ(ka.device_peak_bytes, 8192);
+  auto row = [&](const std::string& name) -> const analysis::OpStats& {
+    for (const auto& s : ka.rows)
+      if (s.name == name) return s;
+    ADD_FAILURE() << "no row " << name;
+    static const analysis::OpStats none;
+    return none;
+  };
+  // Zone rows: inclusive device time, no self device time.
+  EXPECT_DOUBLE_EQ(row("attn_fwd").device_total_ns, 180.0);
+  EXPECT_DOUBLE_EQ(row("matmul").device_total_ns, 100.0);
+  EXPECT_DOUBLE_EQ(row("masked_fill").device_total_ns, 80.0);
+  EXPECT_DOUBLE_EQ(row("matmul").self_device_ns, 0.0);
+  EXPECT_DOUBLE_EQ(row("other").device_total_ns, 0.0);
+  EXPECT_EQ(row("attn_fwd").device_mem_bytes, 8192);
+  EXPECT_EQ(row("matmul").self_device_mem_bytes, 4096);
+  EXPECT_EQ(row("masked_fill").self_device_mem_bytes, 0);
+  // Activity rows follow the zone rows, with CPU times 0 and Self CUDA = CUDA total.
+  const analysis::OpStats& gemm = row("ampere_bf16_gemm");
+  EXPECT_EQ(gemm.category, "kernel");
+  EXPECT_TRUE(gemm.is_device_activity());
+  EXPECT_EQ(gemm.calls, 1);
+  EXPECT_DOUBLE_EQ(gemm.total_ns, 0.0);
+  EXPECT_DOUBLE_EQ(gemm.self_device_ns, 100.0);
+  EXPECT_DOUBLE_EQ(gemm.device_total_ns, 100.0);
+  EXPECT_DOUBLE_EQ(gemm.cost.flops, 1000.0);
+  EXPECT_DOUBLE_EQ(gemm.rate_ns(), 100.0) << "rates use device time";
+  EXPECT_FALSE(row("matmul").is_device_activity());
+  double self_sum = 0.0;
+  for (const auto& s : ka.rows) self_sum += s.self_device_ns;
+  EXPECT_DOUBLE_EQ(self_sum, ka.device_self_total_ns) << "Self CUDA sums to the device time exactly once";
+}
+
+TEST(DeviceReport, TableGainsTorchsCudaColumns) {
+  const analysis::KeyAverages ka = analysis::key_averages(device_profile());
+  const std::string t = report::table(ka, {.sort_by = "cuda_time_total"});
+  const std::vector<std::string> header = row_cells(t, "Name");
+  const std::vector<std::string> expect = {"Name",       "Self CPU %",   "Self CPU",   "CPU total %", "CPU total",
+                                           "CPU time avg", "Self CUDA", "Self CUDA %", "CUDA total",  "CUDA time avg",
+                                           "CPU Mem",    "Self CPU Mem", "CUDA Mem",   "Self CUDA Mem", "# of Calls"};
+  ASSERT_GE(header.size(), expect.size()) << t;
+  EXPECT_EQ(std::vector<std::string>(header.begin(), header.begin() + long(expect.size())), expect) << t;
+  // The GEMM: no CPU time, 100 ns of the 180 ns device total, 1000 FLOP in 100 ns = 10 GFLOP/s.
+  const std::vector<std::string> gemm = row_cells(t, "ampere_bf16_gemm");
+  ASSERT_GE(gemm.size(), 16u) << t;
+  EXPECT_EQ(gemm[2], "0.000us");
+  EXPECT_EQ(gemm[6], "0.100us");
+  EXPECT_EQ(gemm[7], "55.56%");
+  EXPECT_EQ(gemm[8], "0.100us");
+  EXPECT_EQ(gemm[14], "1");
+  // matmul (the op that launched it): Self CUDA 0, CUDA total 100 ns, its device allocation.
+  const std::vector<std::string> mm = row_cells(t, "matmul");
+  ASSERT_GE(mm.size(), 18u) << t;
+  EXPECT_EQ(mm[6], "0.000us");
+  EXPECT_EQ(mm[7], "0.00%");
+  EXPECT_EQ(mm[8], "0.100us");
+  EXPECT_EQ(mm[12], "4.00 Kb");
+  EXPECT_EQ(mm[13], "4.00 Kb");
+  EXPECT_EQ(mm[16], "10.000") << "GFLOP/s over the device time, not the launch time\n" << t;
+  EXPECT_NE(t.find("Self CUDA time total: 0.180us"), std::string::npos) << t;
+  // Sorted by CUDA total: the step (180 ns) leads; by Self CUDA: the GEMM leads.
+  EXPECT_LT(t.find("ProfilerStep#2"), t.find("ampere_bf16_gemm"));
+  const std::string by_self = report::table(ka, {.sort_by = "self_cuda_time_total", .row_limit = 1});
+  EXPECT_NE(by_self.find("ampere_bf16_gemm"), std::string::npos) << by_self;
+  EXPECT_EQ(by_self.find("ProfilerStep#2"), std::string::npos) << by_self;
+  const std::string by_mem = report::table(ka, {.sort_by = "self_cuda_memory_usage", .row_limit = 1});
+  EXPECT_TRUE(by_mem.find(" matmul ") != std::string::npos || by_mem.find(" copy_ ") != std::string::npos) << by_mem;
+}
+
+TEST(DeviceReport, CpuProfilesKeepTheCpuLayoutAndRefuseCudaSortKeys) {
+  const analysis::KeyAverages ka = analysis::key_averages(synthetic_profile());
+  EXPECT_FALSE(ka.has_device);
+  const std::string t = report::table(ka);
+  EXPECT_EQ(t.find("CUDA"), std::string::npos) << t;
+  try {
+    (void)report::table(ka, {.sort_by = "cuda_time_total"});
+    FAIL() << "a CUDA sort key on a CPU profile must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA times"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)report::table(analysis::key_averages(device_profile()), {.sort_by = "gpu_time"}), Error);
+}
+
+TEST(DeviceReport, SummaryCarriesDeviceTotals) {
+  const prof::ProfileResult r = device_profile();
+  const analysis::KeyAverages ka = analysis::key_averages(r);
+  const nlohmann::json j = report::summary_json(r, ka);
+  ASSERT_TRUE(j.contains("device")) << j.dump(2);
+  EXPECT_EQ(j["device"]["name"], "Test GPU");
+  EXPECT_DOUBLE_EQ(j["device"]["self_cuda_time_total_ns"].get<double>(), 180.0);
+  EXPECT_EQ(j["device"]["activities"], 3);
+  EXPECT_EQ(j["device"]["peak_bytes"], 8192);
+  bool saw_matmul = false;
+  for (const auto& row : j["rows"]) {
+    if (row["name"] != "matmul") continue;
+    saw_matmul = true;
+    EXPECT_DOUBLE_EQ(row["cuda_total_ns"].get<double>(), 100.0);
+    EXPECT_DOUBLE_EQ(row["self_cuda_ns"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(row["gflops_per_s"].get<double>(), 10.0);
+  }
+  EXPECT_TRUE(saw_matmul);
+  EXPECT_FALSE(report::summary_json(synthetic_profile(), analysis::key_averages(synthetic_profile())).contains("device"));
+}
