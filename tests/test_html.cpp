@@ -12,8 +12,11 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/html.h"
+#include "attnprof/report.h"
+#include "device_profile_fixture.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -316,4 +319,47 @@ TEST(HtmlReportCli, WritesThePageAndRejectsAMissingDirectory) {
   EXPECT_EQ(err.rfind("attnprof: error: report: --out", 0), 0u) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
   EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
+  // A CUDA compare: the summary of a profile with device activity (synthetic capture, no GPU needed).
+  TempDir d("device");
+  attnprof::prof::ProfileResult r = attnprof::testing_device::synthetic_profile();
+  attnprof::cuda::attach_device_capture(r, attnprof::testing_device::synthetic_capture());
+  spit(d.path / "naive.summary.json", summary_json(r, attnprof::analysis::key_averages(r)).dump());
+  const json compare = {{"kind", "compare"},
+                        {"device", "cuda"},
+                        {"machine", {{"cpu", "Test GPU"}, {"isa", "sm_90"}, {"threads", 1}, {"fp32_gflops", 60000.0},
+                                     {"bf16_gflops", 900000.0}, {"bandwidth_gbs", 4000.0}, {"sgemm_gflops", 60000.0}}},
+                        {"variants", {{{"name", "naive"}, {"ms", 0.0002}, {"ok", true}, {"status", "ok"},
+                                       {"summary", "naive.summary.json"}}}}};
+  spit(d.path / "compare.json", compare.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Self CUDA time total: 0.180us"), std::string::npos) << "the torch table with CUDA columns";
+  const json data = data_block(page);
+  bool time_chart = false, roof = false;
+  for (const json& c : data["charts"]) {
+    if (c["kind"] == "time-by-op") {
+      time_chart = true;
+      std::set<std::string> ops;
+      double ms = 0;
+      for (const json& row : c["spec"]["data"]["values"]) {
+        ops.insert(row["op"].get<std::string>());
+        ms += row["ms"].get<double>();
+      }
+      // Kernel, copy and fill rows carry the time; the host ops that launched them do not count it again.
+      EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();
+      EXPECT_FALSE(ops.count("matmul")) << c.dump();
+      EXPECT_NEAR(ms, 180e-6, 1e-12);
+    }
+    if (c["kind"] == "roofline") {
+      roof = true;
+      std::set<std::string> ops;
+      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) ops.insert(p["op"].get<std::string>());
+      EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();
+      EXPECT_FALSE(ops.count("matmul")) << "each kernel placed once, not again as its launching op";
+    }
+  }
+  EXPECT_TRUE(time_chart);
+  EXPECT_TRUE(roof);
 }

@@ -126,13 +126,18 @@ void run_compare_cuda(const CompareArgs& a) {
   nlohmann::json rows = nlohmann::json::array();
   std::string tables;
   for (const Variant& v : cuda::cuda_registry()) {
-    nlohmann::json row = {{"name", v.name}};
+    // The same row schema as the CPU compare.json, so `attnprof report` draws either.
     const double bytes = v.cost(in.p).bytes();
     const double bound_ms = m.bandwidth_gbs > 0 ? bytes / m.bandwidth_gbs * 1e-6 : 0.0;
+    nlohmann::json row = {{"name", v.name}, {"status", "skipped"}, {"ok", false}, {"skipped", nullptr},
+                          {"note", ""}, {"ms", nullptr}, {"forward_ms", nlohmann::json::array()},
+                          {"gflops", nullptr}, {"pct_peak", nullptr}, {"peak_bytes", nullptr},
+                          {"ops", nullptr}, {"bytes", bytes}, {"bound_ms", bound_ms}, {"max_abs_err", nullptr},
+                          {"nmse", nullptr}, {"trace", nullptr}, {"summary", nullptr}};
     auto skip = [&](const std::string& why) {
       text += fmt::format("{:<12}skipped: {}\n", v.name, why);
-      row["status"] = "skipped";
       row["skipped"] = why;
+      row["note"] = why;
       rows.push_back(row);
       progress(v.name + ": skipped: " + why);
     };
@@ -149,11 +154,12 @@ void run_compare_cuda(const CompareArgs& a) {
     }
     const Tolerance tol = v.tolerance(in.p.dtype);
     const ErrorStats err = compare_to_reference(runner->run(in.q, in.k, in.v).out, ref, tol);
-    row["max_abs_err"] = err.max_abs;
+    row.update({{"max_abs_err", err.max_abs}, {"nmse", err.nmse}, {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}}}});
     if (!err.ok()) {
       text += fmt::format("{:<12}FAIL: {} of {} elements outside tolerance, max abs error {:.2e} (not timed)\n",
                           v.name, err.violations, err.count, err.max_abs);
       row["status"] = "failed";
+      row["note"] = fmt::format("{} of {} elements outside tolerance", err.violations, err.count);
       rows.push_back(row);
       continue;
     }
@@ -174,22 +180,25 @@ void run_compare_cuda(const CompareArgs& a) {
     }
     profiler.stop();
     prof::ProfileResult r = profiler.result();
+    r.metadata["variant"] = v.name;
+    r.metadata["device"] = dev.name;
     cuda::attach_device_capture(r, cupti.stop());
-    report::write_chrome_trace(r, out_path(o.out, "cuda-" + v.name + ".trace.json"));
+    report::write_chrome_trace(r, out_path(o.out, v.name + ".trace.json"));
     const analysis::KeyAverages ka = analysis::key_averages(r);
-    write_json(out_path(o.out, "cuda-" + v.name + ".summary.json"), report::summary_json(r, ka));
+    nlohmann::json sj = report::summary_json(r, ka);
+    sj["run"] = {{"variant", v.name}, {"ms_per_forward", t.median_ms}, {"max_abs_err", err.max_abs}};
+    write_json(out_path(o.out, v.name + ".summary.json"), sj);
     tables += fmt::format("\n{} (one forward, CUPTI):\n{}{}", v.name,
                           report::table(ka, {.sort_by = "cuda_time_total", .peaks = m, .compute_dtype = in.p.dtype}),
                           report::device_table(r));
     const double tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e9) : 0.0;
+    const double pct = peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0;
     text += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>12}{:>13}{:>11.3f}{:>11.2e}  OK\n", v.name,
-                        t.median_ms, tflops, peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0,
-                        report::format_bytes(peak_bytes), r.device.size(), report::format_bytes(int64_t(bytes)),
-                        bound_ms, err.max_abs);
-    row.update({{"status", "ok"}, {"ms", t.median_ms}, {"forward_ms", t.ms}, {"tflops", tflops},
-                {"peak_bytes", peak_bytes}, {"activities", r.device.size()}, {"bytes", bytes},
-                {"bound_ms", bound_ms}, {"trace", "cuda-" + v.name + ".trace.json"},
-                {"summary", "cuda-" + v.name + ".summary.json"}});
+                        t.median_ms, tflops, pct, report::format_bytes(peak_bytes), r.device.size(),
+                        report::format_bytes(int64_t(bytes)), bound_ms, err.max_abs);
+    row.update({{"status", "ok"}, {"ok", true}, {"ms", t.median_ms}, {"forward_ms", t.ms}, {"gflops", tflops * 1e3},
+                {"pct_peak", pct}, {"peak_bytes", peak_bytes}, {"ops", r.device.size()},
+                {"trace", v.name + ".trace.json"}, {"summary", v.name + ".summary.json"}});
     rows.push_back(row);
     progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v.name, t.median_ms, r.device.size()));
   }
@@ -197,12 +206,23 @@ void run_compare_cuda(const CompareArgs& a) {
   text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward, causal FLOPs halved; % peak of the {} datasheet "
                       "peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
                       flops, dtype_name(in.p.dtype), peak * 1e-3, m.bandwidth_gbs);
+  text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
+          "one forward allocates above its inputs.\n";
   text += tables;
   const nlohmann::json j = {{"kind", "compare"}, {"device", "cuda"}, {"gpu", dev.name},
                             {"attnprof_version", ATTNPROF_VERSION}, {"problem", in.p.str()},
-                            {"peak_gflops", peak}, {"bandwidth_gbs", m.bandwidth_gbs}, {"variants", rows}};
-  write_json(out_path(o.out, "compare-cuda.json"), j);
-  report::write_text_atomic(out_path(o.out, "compare-cuda.txt"), text);
+                            {"shape", {{"B", in.p.B}, {"Hq", in.p.Hq}, {"Hkv", in.p.Hkv}, {"Nq", in.p.Nq},
+                                       {"Nk", in.p.Nk}, {"D", in.p.D}}},
+                            {"dtype", std::string(dtype_name(in.p.dtype))}, {"causal", in.p.mask == MaskKind::Causal},
+                            {"inputs", in.source}, {"warmup", o.warmup}, {"iters", o.iters},
+                            {"attention_flops", flops},
+                            {"flops_convention", "4*B*Hq*Nq*Nk*D per forward, causal FLOPs halved"},
+                            {"peak_kind", std::string(dtype_name(in.p.dtype)) + " tensor-core datasheet"},
+                            {"peak_gflops", peak}, {"bandwidth_gbs", m.bandwidth_gbs},
+                            {"machine", nlohmann::json(m)}, {"variants", rows}};
+  write_json(out_path(o.out, "compare.json"), j);
+  report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
 }

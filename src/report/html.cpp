@@ -196,10 +196,14 @@ bool is_annotation(const OpRow& r) {
   return r.category == "user_annotation" || r.name.rfind("ProfilerStep", 0) == 0;
 }
 
+// A summary of a CUDA profile (it has a "device" section) is drawn in device time: Self CUDA per kernel /
+// copy / fill row; the host ops that launched them keep no time, FLOPs or bytes of their own there, so nothing
+// is counted twice.
 std::vector<OpRow> parse_rows(const json& s) {
   std::vector<OpRow> rows;
   const json* arr = member(s, {"ops", "rows", "key_averages", "events"});
   if (!arr || !arr->is_array()) return rows;
+  const bool device = s.is_object() && s.contains("device") && s["device"].is_object();
   for (const json& r : *arr) {
     if (!r.is_object()) continue;
     OpRow o;
@@ -215,6 +219,12 @@ std::vector<OpRow> parse_rows(const json& s) {
     } else {
       o.flops = num(r, "self_flops", num(r, "flops"));
       o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
+    }
+    if (device) {
+      const bool activity = o.category == "kernel" || o.category == "gpu_memcpy" || o.category == "gpu_memset";
+      o.self_ns = num(r, "self_cuda_ns");
+      o.total_ns = num(r, "cuda_total_ns");
+      if (!activity) o.flops = o.bytes = 0;
     }
     rows.push_back(std::move(o));
   }
@@ -328,6 +338,10 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
     o.self_cost = cost(r, "self_cost");
     o.task_clock_ns = int64_t(num(r, "task_clock_ns", -1));
     o.page_faults = int64_t(num(r, "page_faults", -1));
+    o.self_device_ns = num(r, "self_cuda_ns");
+    o.device_total_ns = num(r, "cuda_total_ns");
+    o.device_mem_bytes = int64_t(num(r, "cuda_mem_bytes"));
+    o.self_device_mem_bytes = int64_t(num(r, "self_cuda_mem_bytes"));
     ka.rows.push_back(std::move(o));
   }
   const json empty = json::object();
@@ -341,6 +355,12 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   ka.peak_bytes = int64_t(num(memory ? *memory : empty, "peak_bytes"));
   ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
   if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
+  if (const json* d = member(s, {"device"}); d && d->is_object()) {
+    ka.has_device = true;
+    ka.device_name = str(*d, "name");
+    ka.device_self_total_ns = num(*d, "self_cuda_time_total_ns");
+    ka.device_peak_bytes = int64_t(num(*d, "peak_bytes"));
+  }
   return ka;
 }
 
@@ -353,7 +373,7 @@ std::string read_table_text(const fs::path& dir, const VariantData& v) {
   analysis::KeyAverages ka = key_averages_from_summary(*v.summary);
   if (ka.rows.empty()) return "";
   TableOptions opt;  // the blog's key_averages().table(sort_by="cpu_time_total", row_limit=15)
-  opt.sort_by = "cpu_time_total";
+  opt.sort_by = ka.has_device ? "cuda_time_total" : "cpu_time_total";
   opt.row_limit = 15;
   if (const json* m = member(*v.summary, {"metadata"}); m && str(*m, "dtype") == "bf16") opt.compute_dtype = DType::BF16;
   try {
