@@ -365,3 +365,34 @@ TEST(Profiler, CountersOffByDefault) {
   EXPECT_FALSE(p.result().counters_recorded);
   EXPECT_EQ(p.result().threads.at(0).zones.at(0).task_clock_ns, -1);
 }
+
+namespace {
+std::vector<std::string> g_listened;
+void listen_open(const char* name, const char*) noexcept { g_listened.push_back(std::string("+") + name); }
+void listen_close() noexcept { g_listened.push_back("-"); }
+constexpr prof::ZoneListener kListener{listen_open, listen_close};
+}  // namespace
+
+TEST(Profiler, ZoneListenerSeesEveryRecordedZoneInOrder) {
+  g_listened.clear();
+  prof::set_zone_listener(&kListener);
+  ASSERT_EQ(prof::zone_listener(), &kListener);
+  { ATTNPROF_ANNOTATE("not_recorded"); }  // the profiler is not recording: no zone, no call
+  prof::Profiler p;
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("outer");
+    { ATTNPROF_OP_ZONE(z, "inner"); }
+    ATTNPROF_ANNOTATE_DYN(d, std::string("dynamic"));
+  }
+  p.stop();
+  prof::set_zone_listener(nullptr);
+  { ATTNPROF_ANNOTATE("after"); }
+  EXPECT_EQ(g_listened, (std::vector<std::string>{"+outer", "+inner", "-", "+dynamic", "-", "-"}));
+  // The listener does not change what is recorded.
+  const prof::ProfileResult r = p.result();
+  size_t zones = 0;
+  for (const auto& t : r.threads) zones += t.zones.size();
+  EXPECT_EQ(zones, 3u);
+  EXPECT_EQ(prof::zone_listener(), nullptr);
+}

@@ -149,6 +149,18 @@ uint64_t now_ticks() noexcept;
 double ns_per_tick();
 const char* clock_name();
 
+// --- zone listener ----------------------------------------------------------------------------------
+// Called on the zone's own thread each time a recording zone opens and closes (nested, in order): how the
+// CUDA backend mirrors every zone as an NVTX range, so Nsight Systems shows attnprof's names. One listener
+// at a time; set or clear it while nothing is recording, so opens and closes pair. Without a listener a
+// zone pays one relaxed load more.
+struct ZoneListener {
+  void (*on_open)(const char* name, const char* category) noexcept;
+  void (*on_close)() noexcept;
+};
+void set_zone_listener(const ZoneListener* listener) noexcept;  // nullptr removes; the object must outlive its use
+const ZoneListener* zone_listener() noexcept;
+
 // --- recording state --------------------------------------------------------------------------------
 namespace detail {
 extern std::atomic<bool> g_recording;

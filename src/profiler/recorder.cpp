@@ -13,6 +13,7 @@ namespace detail {
 std::atomic<bool> g_recording{false};
 std::atomic<bool> g_memory{true};
 std::atomic<bool> g_counters{false};
+std::atomic<const ZoneListener*> g_zone_listener{nullptr};
 
 namespace {
 std::mutex g_registry_mutex;
@@ -56,12 +57,15 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
   e.variant = b->variant;
   b->stack.push_back(idx);
   if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_open(b, e);
+  if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_open(name, category);
   e.t0 = now_ticks();
   return idx;
 }
 
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
   const uint64_t t = now_ticks();
+  // Every opened zone closes its listener range, kept or dropped, so the listener's pushes and pops pair.
+  if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_close();
   // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
   if (size_t(idx) >= b->zones.size() || b->stack.empty() || b->stack.back() != idx) return;
   ZoneEvent& e = b->zones[size_t(idx)];
@@ -90,6 +94,11 @@ void on_memory(void*, int64_t delta, int64_t total) noexcept {
 }
 
 }  // namespace detail
+
+void set_zone_listener(const ZoneListener* listener) noexcept {
+  detail::g_zone_listener.store(listener, std::memory_order_relaxed);
+}
+const ZoneListener* zone_listener() noexcept { return detail::g_zone_listener.load(std::memory_order_relaxed); }
 
 VariantScope::VariantScope(std::string_view variant) {
   detail::ThreadBuffer* b = detail::thread_buffer();

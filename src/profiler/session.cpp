@@ -34,6 +34,9 @@ double calibrated_zone_overhead_ns() {
   // What one empty child zone adds to its parent's time beyond its own measured duration: exactly
   // what must be subtracted from a parent's self time per direct child. Measured once, median of 5.
   static const double value = [] {
+    // The zone listener (NVTX mirroring) is held off: calibration zones must not reach Nsight's timeline.
+    const ZoneListener* listener = zone_listener();
+    set_zone_listener(nullptr);
     const bool was = detail::g_recording.exchange(true);
     detail::ThreadBuffer* b = detail::thread_buffer();
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
@@ -59,6 +62,7 @@ double calibrated_zone_overhead_ns() {
     }
     b->mem.resize(mem0);
     detail::g_recording.store(was);
+    set_zone_listener(listener);
     std::sort(samples.begin(), samples.end());
     return samples[samples.size() / 2];
   }();
