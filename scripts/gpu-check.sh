@@ -27,9 +27,28 @@ head -20 "$OUT/machine.txt"
 
 log "build ($BUILD, CUDA on, sm_80;sm_90a)"
 t0=$(date +%s)
-# PREBUILT=1: use binaries already in $BUILD (e.g. carried from a machine that has the Debian packages of
-# scripts/setup.sh when this one has only the CUDA toolkit).
+# BUNDLE=DIR: binaries and their non-CUDA shared libraries packed by scripts/gpu-bundle.sh on a machine with
+# the Debian packages of scripts/setup.sh, for a GPU machine whose image has only CUDA (no build there).
+# PREBUILT=1: use binaries already in $BUILD.
+if [[ -n "${BUNDLE:-}" ]]; then
+  [[ -x "$BUNDLE/build-cuda/tests/test_cuda" ]] || { echo "BUNDLE=$BUNDLE holds no build-cuda/tests/test_cuda"; exit 1; }
+  libs=$(mktemp -d /tmp/attnprof-libs.XXXXXX)
+  tar -xJf "$BUNDLE/libs.tar.xz" -C "$libs"
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  BUILD="$BUNDLE/build-cuda"
+  PREBUILT=1
+  echo "using the bundle in $BUNDLE (built from $(cat "$BUNDLE/commit" 2>/dev/null || echo '?'))" | tee -a "$OUT/steps.log"
+fi
 if [[ "${PREBUILT:-0}" == 1 && -x "$BUILD/tests/test_cuda" ]]; then
+  # CUDA's own libraries: the toolkit's, else those of PyTorch's nvidia-* wheels.
+  if ldd "$BUILD/tests/test_cuda" "$BUILD/tools/attnprof" 2>/dev/null | grep -q "not found"; then
+    wheels=$(python3 -c 'import glob, os, sys; print(":".join(sorted({d for p in sys.path for d in glob.glob(os.path.join(p, "nvidia", "*", "lib"))})))' 2>/dev/null || true)
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64:/usr/local/cuda/lib${wheels:+:$wheels}"
+  fi
+  ldd "$BUILD/tests/test_cuda" "$BUILD/tools/attnprof" > "$OUT/ldd.txt" 2>&1
+  if grep -q "not found" "$OUT/ldd.txt"; then
+    echo "missing shared libraries:"; grep "not found" "$OUT/ldd.txt" | sort -u
+  fi
   echo "using prebuilt binaries in $BUILD" | tee -a "$OUT/steps.log"
 elif ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DATTNPROF_CUDA=ON -DATTNPROF_BUILD_BENCH=OFF &&
        cmake --build "$BUILD" -j"$JOBS" --target test_cuda attnprof_gpu_timing; } > "$OUT/build.log" 2>&1; then
