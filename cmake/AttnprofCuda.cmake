@@ -20,3 +20,30 @@ if(NOT ATTNPROF_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "attnprof: CUDA backend ${ATTNPROF_HAVE_CUDA}")
+
+# cuDNN 9 for the sdpa-cudnn variant (src/cuda/cudnn_sdpa.cpp): its headers at build time; the library is
+# loaded at run time (dlopen), so no binary needs libcudnn to start. Looked for in the CUDA toolkit first,
+# then CUDNN_ROOT and the system paths. Sets ATTNPROF_HAVE_CUDNN, CUDNN_INCLUDE_DIR, CUDNN_LIBRARY.
+option(ATTNPROF_CUDNN "Build the sdpa-cudnn variant when cuDNN 9 is found (CUDA builds only)" ON)
+set(ATTNPROF_HAVE_CUDNN OFF)
+if(ATTNPROF_HAVE_CUDA AND ATTNPROF_CUDNN)
+  find_package(CUDAToolkit QUIET)
+  find_path(CUDNN_INCLUDE_DIR cudnn.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDNN_ROOT}/include
+    PATH_SUFFIXES x86_64-linux-gnu)
+  find_library(CUDNN_LIBRARY NAMES libcudnn.so.9 cudnn
+    HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{CUDNN_ROOT}/lib $ENV{CUDNN_ROOT}/lib64
+    PATH_SUFFIXES lib lib64 x86_64-linux-gnu)
+  set(cudnn_major "")
+  foreach(h cudnn_version.h cudnn.h)
+    if(CUDNN_INCLUDE_DIR AND EXISTS ${CUDNN_INCLUDE_DIR}/${h} AND NOT cudnn_major)
+      file(STRINGS ${CUDNN_INCLUDE_DIR}/${h} cudnn_major REGEX "^#define CUDNN_MAJOR [0-9]+")
+      string(REGEX REPLACE "^#define CUDNN_MAJOR ([0-9]+).*" "\\1" cudnn_major "${cudnn_major}")
+    endif()
+  endforeach()
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND cudnn_major STREQUAL "9" AND EXISTS ${CUDNN_INCLUDE_DIR}/cudnn_graph.h)
+    set(ATTNPROF_HAVE_CUDNN ON)
+  endif()
+  message(STATUS "attnprof: cuDNN ${ATTNPROF_HAVE_CUDNN} (headers: ${CUDNN_INCLUDE_DIR}, major '${cudnn_major}', "
+                 "library: ${CUDNN_LIBRARY})")
+endif()

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "attention_cases.h"
 #include "device_profile_fixture.h"
@@ -15,6 +16,9 @@
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
+#if defined(ATTNPROF_HAVE_CUDNN)
+#include "cuda/cudnn_sdpa.h"
+#endif
 
 using namespace attnprof;
 using attnprof::testing_cases::Case;
@@ -256,6 +260,48 @@ TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
         if (r.threads[t].zones[z].parent < 0) ann_total += zs[t][z].total_ns;
     EXPECT_NEAR(ann_total, cuda::device_time_total_ns(r), 1.0) << "each activity counted once at the root";
   }
+}
+
+// sdpa-cudnn: cuDNN's fused attention through the graph of src/cuda/cudnn_sdpa.cpp (test_cudnn_graph.cpp ran
+// the engines' support checks for an A100 and an H100 without a GPU). Where cuDNN builds no plan on this GPU,
+// unsupported() gives the reason: the test skips with it instead of failing; every case that runs is held to
+// the fused tolerance, and its lse to the reference's.
+TEST(CudaGpu, SdpaCudnnMatchesReferenceOrSaysWhy) {
+  REQUIRE_GPU();
+  const Variant& var = cuda::find_cuda_variant("sdpa-cudnn");
+  const std::vector<Case> cases = {
+      {2, 4, 4, 256, 256, 64, MaskKind::Causal}, {1, 2, 2, 100, 37, 128, MaskKind::Causal},
+      {1, 2, 2, 37, 100, 128, MaskKind::Causal}, {2, 4, 2, 33, 70, 64, MaskKind::None},
+      {1, 4, 1, 65, 65, 64, MaskKind::Causal},   {1, 2, 2, 1, 1, 64, MaskKind::None},
+      {1, 2, 2, 300, 300, 128, MaskKind::None},  {1, 2, 2, 64, 64, 8, MaskKind::Causal},
+  };
+  std::string skipped;
+  int ran = 0;
+  for (const Case& c : cases) {
+    Inputs in = make_inputs(c, DType::BF16, 11);
+    const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+    SCOPED_TRACE(p.str());
+    if (auto why = var.unsupported(p)) {
+      skipped += fmt::format("\n  {}: {}", p.str(), *why);
+      continue;
+    }
+#if defined(ATTNPROF_HAVE_CUDNN)
+    std::printf("sdpa-cudnn %s: %s\n", p.str().c_str(), cuda::cudnn::sdpa_plan_description(p).c_str());
+#endif
+    const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+    AttnOutput out = var.prepare(p, in.opt)->run(in.q, in.k, in.v);
+    const Tolerance tol = var.tolerance(DType::BF16);
+    const ErrorStats e = compare_to_reference(out.out, ref, tol);
+    EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol << " rtol=" << tol.rtol
+                        << ", max_abs=" << e.max_abs << " nmse=" << e.nmse;
+    if (out.lse.defined()) {
+      const ErrorStats l = compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3});
+      EXPECT_TRUE(l.ok()) << "lse: " << l.violations << " of " << l.count << ", max_abs=" << l.max_abs;
+    }
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "sdpa-cudnn ran no case on this GPU:" << skipped;
+  if (!skipped.empty()) std::printf("sdpa-cudnn skipped:%s\n", skipped.c_str());
 }
 
 // ---- the flash kernel's fragment index math, emulated on the host -------------------------------------
