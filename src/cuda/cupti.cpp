@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
+#include <vector>
 
 #include "attnprof/profiler.h"
 #include "cuda/backend.h"
@@ -42,8 +42,14 @@ State& state() {
 }
 std::atomic<bool> g_active{false};
 
-// Pending launches on this thread, by correlation id, between API enter and exit.
-thread_local std::unordered_map<uint32_t, LaunchRecord> t_pending;
+// Launch API calls open on this thread (entered, not yet exited), innermost last. A runtime call and the
+// driver call it makes can share a correlation id; each has its own entry here, so neither overwrites the
+// other's start.
+struct Pending {
+  CUpti_CallbackDomain domain;
+  LaunchRecord rec;
+};
+thread_local std::vector<Pending> t_pending;
 
 bool is_launch_api(const char* f) {
   return f && (std::strstr(f, "Launch") || std::strstr(f, "Memcpy") || std::strstr(f, "Memset"));
@@ -52,9 +58,9 @@ bool is_launch_api(const char* f) {
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (!g_active.load(std::memory_order_relaxed) || !is_launch_api(cb->functionName)) return;
+  if (!is_launch_api(cb->functionName)) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (!prof::recording()) return;
+    if (!g_active.load(std::memory_order_relaxed) || !prof::recording()) return;
     prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
     LaunchRecord r;
     r.correlation = cb->correlationId;
@@ -62,15 +68,26 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const
     r.zone = b->stack.empty() ? -1 : b->stack.back();
     r.t0 = prof::now_ticks();
     r.api = cb->functionName;
-    t_pending[cb->correlationId] = std::move(r);
-  } else {
-    auto it = t_pending.find(cb->correlationId);
-    if (it == t_pending.end()) return;
-    it->second.t1 = prof::now_ticks();
+    if (t_pending.size() > 64) t_pending.clear();  // calls left open by a collection that stopped mid-call
+    t_pending.push_back({domain, std::move(r)});
+    return;
+  }
+  // Exit: close the innermost open call of this domain and id (entries of a collection that stopped
+  // in between are closed too, and dropped below).
+  for (size_t i = t_pending.size(); i-- > 0;) {
+    if (t_pending[i].domain != domain || t_pending[i].rec.correlation != cb->correlationId) continue;
+    LaunchRecord r = std::move(t_pending[i].rec);
+    t_pending.erase(t_pending.begin() + std::ptrdiff_t(i));
+    r.t1 = prof::now_ticks();
+    // The outermost call of an id is the launch (attach_device_capture keeps the first record per id):
+    // a driver call inside a runtime call with the same id is dropped here.
+    for (const Pending& outer : t_pending)
+      if (outer.rec.correlation == r.correlation) return;
+    if (!g_active.load(std::memory_order_relaxed)) return;
     State& s = state();
     std::lock_guard<std::mutex> lock(s.m);
-    s.launches.push_back(std::move(it->second));
-    t_pending.erase(it);
+    s.launches.push_back(std::move(r));
+    return;
   }
 }
 
@@ -165,6 +182,18 @@ void sample_clock_into(std::vector<ClockSample>& out) {
 std::vector<ClockSample> g_samples;
 std::string g_device_name;
 
+// Undoes whatever start() had switched on (every call is harmless when its part was never done).
+void cupti_teardown() {
+  State& s = state();
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (s.subscriber) {
+    cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+}
+
 }  // namespace
 
 ActivityCollector::ActivityCollector() = default;
@@ -182,6 +211,7 @@ void ActivityCollector::start() {
   ATTNPROF_CHECK(!g_active.load(), "another ActivityCollector is running");
   detail::ensure_available();
   (void)detail::stream();  // create the context before CUPTI starts
+  const std::string device_name = device_info(0).name;
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.m);
@@ -189,16 +219,30 @@ void ActivityCollector::start() {
     s.launches.clear();
     s.dropped = 0;
   }
-  ATTNPROF_CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-  ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
-  ATTNPROF_CUPTI_CHECK(cuptiSubscribe(&s.subscriber, on_api, nullptr));
-  ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API));
-  ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API));
+  try {
+    // CUPTI allows one subscriber per process: subscribing first means a second profiler in the process
+    // (Nsight Systems, another CUPTI client) is reported before any activity kind is switched on.
+    const CUptiResult sub = cuptiSubscribe(&s.subscriber, on_api, nullptr);
+    if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+      s.subscriber = nullptr;
+      ATTNPROF_FAIL("CUPTI already has a subscriber in this process (another profiler such as Nsight Systems "
+                    "is attached); attnprof's device profiling cannot run alongside it");
+    }
+    if (sub != CUPTI_SUCCESS) s.subscriber = nullptr;
+    ATTNPROF_CUPTI_CHECK(sub);
+    ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API));
+    ATTNPROF_CUPTI_CHECK(cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API));
+    ATTNPROF_CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    ATTNPROF_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  } catch (...) {
+    cupti_teardown();
+    throw;
+  }
   g_samples.clear();
   sample_clock_into(g_samples);
-  g_device_name = device_info(0).name;
+  g_device_name = device_name;
   (void)detail::take_mem_records();
   detail::set_mem_capture(true);
   g_active.store(true);
@@ -208,19 +252,13 @@ void ActivityCollector::start() {
 DeviceCapture ActivityCollector::stop() {
   ATTNPROF_CHECK(running_, "ActivityCollector::stop() before start()");
   running_ = false;
-  (void)cudaDeviceSynchronize();
+  (void)cudaDeviceSynchronize();  // every activity has ended before the buffers are flushed
   g_active.store(false);
   detail::set_mem_capture(false);
   sample_clock_into(g_samples);
   State& s = state();
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
-  if (s.subscriber) {
-    cuptiUnsubscribe(s.subscriber);
-    s.subscriber = nullptr;
-  }
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // delivers every buffer through buffer_completed
+  cupti_teardown();
   DeviceCapture cap;
   {
     std::lock_guard<std::mutex> lock(s.m);

@@ -92,7 +92,7 @@ void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
   z.add_shape(mask.shape());
   z.set_cost(ops::masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
   kernels::masked_fill(a.raw(), mask.data<uint8_t>(), a.shape(0), a.shape(1), a.shape(2), a.shape(3), mask.shape(0),
-                       mask.shape(1), value, is_bf16(a), detail::stream());
+                       mask.shape(1), mask.shape(2), mask.shape(3), value, is_bf16(a), detail::stream());
   detail::check_launch("masked_fill");
 }
 
@@ -158,6 +158,9 @@ DeviceTensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
   detail::check_launch("triu_mask");
   return m;
 }
+
+void set_flash_config(int config) { kernels::set_flash_config(config); }
+int flash_config_for(int64_t D) { return kernels::flash_config_for(int(D)); }
 
 DeviceTensor mask_from_host(const Tensor& host_bool) {
   ATTNPROF_CHECK(host_bool.dtype() == DType::Bool, "expected a Bool mask, got {}", dtype_name(host_bool.dtype()));

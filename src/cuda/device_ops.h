@@ -24,4 +24,10 @@ DeviceTensor to(const DeviceTensor& a, DType dtype);  // conversion kernel
 DeviceTensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal);  // [1,1,nq,nk] Bool
 DeviceTensor mask_from_host(const Tensor& host_bool);              // uploads a Bool mask as is
 
+// The flash kernel's tile configurations (src/cuda/fragment.h: kFlashConfigs). set_flash_config(i) makes
+// the flash variant launch configuration i for the head dims it supports, -1 the defaults; process-wide,
+// for attnprof-gpu-timing, which validates and times every configuration.
+void set_flash_config(int config);
+int flash_config_for(int64_t D);  // the configuration the flash variant launches for head dim D
+
 }  // namespace attnprof::cuda::dops

@@ -1,23 +1,28 @@
 // FlashAttention-2 forward for bf16 on tensor cores (sm_80+: mma.sync m16n8k16, ldmatrix, cp.async).
 //
-// One thread block per (64 query rows, batch × head); 4 warps, each owning 16 query rows for the whole
+// One thread block per (query tile, batch × head); each warp owns 16·m_tiles query rows for the whole
 // pass, so the softmax statistics (running max m, running sum l) never leave registers (FA2, section 3.1):
-//   for each 64-key block of K/V (causal: only blocks at or left of the diagonal):
-//     S = Q·Kᵀ (mma, fp32 accumulators)   mask only diagonal / ragged blocks
+//   for each K/V tile of block_n keys (causal: only tiles at or left of the diagonal):
+//     S = Q·Kᵀ (mma, fp32 accumulators)   mask only diagonal / ragged tiles
 //     m_new = max(m, rowmax(S·scale));  P = exp2(S·scale·log2e − m_new);  l = l·α + rowsum(P)
 //     O = O·α + P·V   (P re-used from the accumulators as the A operand, rounded to bf16)
 //   O /= l once at the end; lse = (m + log2 l)·ln 2.
-// K/V tiles are double-buffered in shared memory with cp.async, so the next block loads while this one
-// computes. Heavy (causal) query blocks are scheduled first to balance the tail.
+// K/V tiles are double-buffered in shared memory with cp.async, so the next tile loads while this one
+// computes. Heavy (causal) query tiles are scheduled first to balance the tail.
 //
-// Tile choices (traits below): 64×64 is what FlashAttention uses for causal, square blocks waste the least
-// work on the diagonal. Row stride D+8 elements (16 bytes of skew) makes the ldmatrix loads of K and V
-// (ldmatrix.trans) bank-conflict free: the 8 rows of a matrix start in 8 distinct 16-byte bank groups.
-// UNVERIFIED ON A GPU so far: scripts/gpu-check.sh runs the tests that validate it against the reference.
+// The tile shape is a template parameter (fragment.h: kFlashConfigs): query rows per block = warps ×
+// m_tiles × 16, keys per tile = block_n. Every configuration runs the same per-warp code; with m_tiles = 2
+// each K/V fragment loaded from shared memory feeds two MMAs, halving shared-memory traffic per FLOP.
+// Row stride D+8 elements (16 bytes of skew) keeps the ldmatrix loads of K and V and the cp.async stores
+// bank-conflict free (tests/test_cuda_layout.cpp checks both). All index math is in fragment.h.
 #include <cuda_bf16.h>
 
+#include <atomic>
+#include <climits>
 #include <cstdint>
+#include <utility>
 
+#include "cuda/fragment.h"
 #include "cuda/kernels.h"
 
 namespace attnprof::cuda::kernels {
@@ -25,28 +30,15 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-template <int D>
-struct FlashTraits {
-  static_assert(D == 64 || D == 128, "head dims 64 and 128");
-  static constexpr int kBlockM = 64;           // query rows per block: 4 warps × 16
-  static constexpr int kBlockN = 64;           // keys per K/V tile
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kStride = D + 8;        // smem row stride in elements (16 B skew)
-  static constexpr int kTileElems = kBlockN * kStride;
-  static constexpr int kStages = 2;            // double buffering
-  static constexpr int kSmemBytes = kStages * 2 * kTileElems * int(sizeof(bf16));  // 36 KiB (D64), 68 KiB (D128)
-};
-
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = pred ? 16 : 0;  // 0: zero-fill (keys past Nk)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+  const int bytes = pred ? 16 : 0;  // src-size 0: the 16 bytes are zero-filled, nothing is read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // D = A·B + D, A 16×16 row-major bf16 (4 regs), B 16×8 col-major bf16 (2 regs), D 16×8 fp32.
@@ -58,220 +50,285 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four 8×8 b16 matrices; lane l gives the address of row l%8 of matrix l/8; lane t receives, of each
-// matrix, row t/4, columns 2(t%4) and 2(t%4)+1: the mma B fragment when the rows are the n index.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
-                                            const void* smem) {
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
 }
 
-// Four 8×8 b16 matrices, transposed on load; lane l gives the address of row l%8 of matrix l/8.
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
-                                                  const void* smem) {
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low 16 bits) = lo
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low 16 bits, the lower column) = lo
   return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// 2^x, one MUFU.EX2. Flushing results below 2^-126 to zero changes no softmax weight that matters (they
+// are relative to the row max); exp2f's non-ftz form costs extra instructions around every exponential.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ uint32_t ld32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-template <int D>
-__global__ void __launch_bounds__(FlashTraits<D>::kThreads) flash_fwd_kernel(const FlashParams p) {
-  using Tr = FlashTraits<D>;
+template <int D, int kWarps, int kMTiles, int kBlockN, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(const FlashParams p) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kWarpRows = kMTiles * 16;
+  constexpr int kBlockM = kWarps * kWarpRows;
+  constexpr int kStride = frag::TileConfig::stride(D);
+  constexpr int kTileElems = kBlockN * kStride;
+  constexpr int kNT = kBlockN / 8;   // 8-key n-tiles of S
+  constexpr int kKC = D / 16;        // 16-wide k-chunks of Q·Kᵀ
+  constexpr int kDT = D / 8;         // 8-wide n-tiles of O
+  constexpr int kChunksPerRow = D / 8;  // 16-byte chunks per K/V row
+  static_assert(kBlockN % 16 == 0 && (kBlockN * kChunksPerRow) % kThreads == 0, "tile copy must divide evenly");
+
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* smem = reinterpret_cast<bf16*>(smem_raw);
 
-  const int bh = blockIdx.x;
-  const int m_block = int(gridDim.y) - 1 - int(blockIdx.y);  // heaviest causal blocks first
-  const int b = bh / p.Hq, h = bh % p.Hq, kvh = h / (p.Hq / p.Hkv);
-  const bf16* Q = static_cast<const bf16*>(p.q) + (int64_t(b) * p.Hq + h) * p.Nq * D;
+  const int m_blocks = frag::ceil_div(p.Nq, kBlockM);
+  const frag::BlockWork work = frag::block_work(int(blockIdx.x), m_blocks, p.B * p.Hq);
+  const int b = work.bh / p.Hq, h = work.bh - b * p.Hq, kvh = h / (p.Hq / p.Hkv);
+  const int64_t q_row0 = int64_t(work.bh) * p.Nq;  // row of this head's query 0 in [B·Hq·Nq, D] (and lse)
+  const bf16* Q = static_cast<const bf16*>(p.q) + q_row0 * D;
   const bf16* K = static_cast<const bf16*>(p.k) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
   const bf16* V = static_cast<const bf16*>(p.v) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
-  bf16* O = static_cast<bf16*>(p.o) + (int64_t(b) * p.Hq + h) * p.Nq * D;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane >> 2, tig = lane & 3;  // mma fragment coordinates: row group, thread in group
-  const int m0 = m_block * Tr::kBlockM;
-  const int row0 = m0 + warp * 16 + g, row1 = row0 + 8;
+  const int m0 = work.m_block * kBlockM;
+  const int r0 = m0 + warp * kWarpRows;  // the warp's first query row
 
-  // Q fragments for the warp's 16 rows, all of D, in registers for the whole pass.
-  uint32_t qf[D / 16][4];
+  // Q fragments of the warp's rows, all of D, in registers for the whole pass (zero past Nq). `full`
+  // spares the per-row test where no row is past Nq: ptxas then fits the 128-register configurations
+  // without spilling.
+  uint32_t qf[kMTiles][kKC][4];
+  const bool full = r0 + kWarpRows <= p.Nq;
 #pragma unroll
-  for (int kc = 0; kc < D / 16; ++kc) {
-    const int c = kc * 16 + tig * 2;
-    qf[kc][0] = row0 < p.Nq ? ld32(Q + int64_t(row0) * D + c) : 0u;
-    qf[kc][1] = row1 < p.Nq ? ld32(Q + int64_t(row1) * D + c) : 0u;
-    qf[kc][2] = row0 < p.Nq ? ld32(Q + int64_t(row0) * D + c + 8) : 0u;
-    qf[kc][3] = row1 < p.Nq ? ld32(Q + int64_t(row1) * D + c + 8) : 0u;
-  }
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int kc = 0; kc < kKC; ++kc)
+#pragma unroll
+      for (int reg = 0; reg < 4; ++reg) {
+        const frag::RowCol rc = frag::mma_a(lane, reg, 0);  // half 1 is the next column: one 32-bit load
+        const int row = r0 + mt * 16 + rc.row;
+        qf[mt][kc][reg] = (full || row < p.Nq) ? ld32(Q + int64_t(row) * D + kc * 16 + rc.col) : 0u;
+      }
 
-  int n_blocks = (p.Nk + Tr::kBlockN - 1) / Tr::kBlockN;
-  if (p.causal) {
-    const int last_row = min(m0 + Tr::kBlockM, p.Nq) - 1;  // keys j <= last_row are visible
-    n_blocks = min(n_blocks, last_row / Tr::kBlockN + 1);
-  }
+  const int n_tiles = frag::kv_tiles(m0, kBlockM, kBlockN, p.Nq, p.Nk, p.causal);  // >= 1: key 0 is visible
+  // Of those, the tiles in which the warp's own rows see any key: with causal, the warps above the diagonal
+  // stop early; a warp whose rows all lie past Nq does nothing.
+  const int warp_tiles = frag::warp_kv_tiles(r0, kWarpRows, kBlockN, p.Nq, p.Nk, p.causal);
 
   auto load_tile = [&](int nb, int stage) {
-    bf16* ks = smem + (2 * stage) * Tr::kTileElems;
-    bf16* vs = ks + Tr::kTileElems;
-    constexpr int kChunksPerRow = D / 8;  // 16-byte chunks
-#pragma unroll
-    for (int c = threadIdx.x; c < Tr::kBlockN * kChunksPerRow; c += Tr::kThreads) {
-      const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
-      const int key = nb * Tr::kBlockN + r;
+    bf16* ks = smem + (2 * stage) * kTileElems;
+    bf16* vs = ks + kTileElems;
+#pragma unroll 1  // unrolled, the copy's addresses stay live across the loop: +50 registers
+    for (int i = 0; i < kBlockN * kChunksPerRow / kThreads; ++i) {
+      const frag::RowCol rc = frag::copy_chunk(i, int(threadIdx.x), kThreads, D);
+      const int key = nb * kBlockN + rc.row;
       const bool ok = key < p.Nk;
-      const int64_t off = int64_t(ok ? key : 0) * D + col;
-      cp_async16(ks + r * Tr::kStride + col, K + off, ok);
-      cp_async16(vs + r * Tr::kStride + col, V + off, ok);
+      const int64_t off = int64_t(ok ? key : 0) * D + rc.col;  // keys past Nk: zero-filled (their P is 0 too)
+      cp_async16(ks + rc.row * kStride + rc.col, K + off, ok);
+      cp_async16(vs + rc.row * kStride + rc.col, V + off, ok);
     }
     cp_async_commit();
   };
 
-  float o[D / 8][4];
+  float o[kMTiles][kDT][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  float m_r[2] = {-INFINITY, -INFINITY};  // running max of scaled scores, log2 domain
-  float l_r[2] = {0.0f, 0.0f};            // this thread's partial running sums
-  const float sl2 = p.scale * 1.4426950408889634f;
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+  float m_r[kMTiles][2], l_r[kMTiles][2];  // per row half (r = 0: row g, r = 1: row g+8)
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    m_r[mt][0] = m_r[mt][1] = -INFINITY;  // running max of scaled scores, log2 domain
+    l_r[mt][0] = l_r[mt][1] = 0.0f;       // this thread's partial running sums
+  }
+  const float sl2 = p.scale * 1.4426950408889634f;  // > 0 (the host refuses other scales)
 
   load_tile(0, 0);
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  for (int nb = 0; nb < n_tiles; ++nb) {
     const int stage = nb & 1;
-    if (nb + 1 < n_blocks) {
-      load_tile(nb + 1, stage ^ 1);
+    if (nb + 1 < n_tiles) {
+      load_tile(nb + 1, stage ^ 1);  // that stage was last read before the previous iteration's barrier
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncthreads();
-    const bf16* ks = smem + (2 * stage) * Tr::kTileElems;
-    const bf16* vs = ks + Tr::kTileElems;
+    const bf16* ks = smem + (2 * stage) * kTileElems;
+    const bf16* vs = ks + kTileElems;
+    const int n0 = nb * kBlockN;
 
-    // S = Q·Kᵀ for the warp's 16 rows × 64 keys (8 n-tiles of 8 keys). One ldmatrix.x4 (not transposed:
-    // K's rows are keys, the B operand's columns) gives the B fragments of two n-tiles for 16 of D.
-    float s[8][4];
+    // A warp whose rows see none of this tile's keys leaves its state alone. Warp-uniform branch; the
+    // barriers stay outside it.
+    if (nb < warp_tiles) {
+      // S = Q·Kᵀ: one ldmatrix.x4 of K gives the B fragments of two n-tiles for 16 of D, used by every m-tile.
+      float s[kMTiles][kNT][4];
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-    {
-      const int mi = lane >> 3;
-      const int key_in_pair = (mi >> 1) * 8 + (lane & 7), d_off = (mi & 1) * 8;
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int ntp = 0; ntp < 4; ++ntp)
+        for (int nt = 0; nt < kNT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
 #pragma unroll
-        for (int kc = 0; kc < D / 16; ++kc) {
-          uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(b0, b1, b2, b3, ks + (ntp * 16 + key_in_pair) * Tr::kStride + kc * 16 + d_off);
-          mma_bf16(s[2 * ntp], qf[kc], b0, b1);
-          mma_bf16(s[2 * ntp + 1], qf[kc], b2, b3);
+      for (int ntp = 0; ntp < kNT / 2; ++ntp)
+#pragma unroll
+        for (int kc = 0; kc < kKC; ++kc) {
+          uint32_t bk[4];
+          ldmatrix_x4(bk, ks + frag::k_ldsm_offset(lane, ntp, kc, kStride));
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_bf16(s[mt][2 * ntp], qf[mt][kc], bk[0], bk[1]);
+            mma_bf16(s[mt][2 * ntp + 1], qf[mt][kc], bk[2], bk[3]);
+          }
         }
-    }
 
-    // Mask keys past Nk and, on diagonal blocks, keys after the query (top-left causal).
-    const int n0 = nb * Tr::kBlockN;
-    if (n0 + Tr::kBlockN > p.Nk || (p.causal && n0 + Tr::kBlockN - 1 > m0)) {
+      // Keys past Nk and, on diagonal tiles, keys after the query: -inf.
+      if (frag::warp_tile_needs_mask(r0, n0, kBlockN, p.Nk, p.causal)) {
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
+        for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = n0 + nt * 8 + tig * 2 + (e & 1);
-          const int row = e < 2 ? row0 : row1;
-          if (col >= p.Nk || (p.causal && col > row)) s[nt][e] = -INFINITY;
-        }
-    }
-
-    // Online softmax, one pass per row half (r = 0: row0, r = 1: row1); a row lives in one quad.
+          for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_r[r], mx * sl2);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet stays 0
-      const float alpha = exp2f(m_r[r] - m_use);
-      m_r[r] = m_new;
-      float rs = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float pv = exp2f(fmaf(s[nt][2 * r + e], sl2, -m_use));
-          s[nt][2 * r + e] = pv;
-          rs += pv;
-        }
-      l_r[r] = l_r[r] * alpha + rs;
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[dt][2 * r] *= alpha;
-        o[dt][2 * r + 1] *= alpha;
+            for (int e = 0; e < 4; ++e) {
+              const frag::RowCol rc = frag::mma_c(lane, e);
+              if (!frag::visible(r0 + mt * 16 + rc.row, n0 + nt * 8 + rc.col, p.Nk, p.causal))
+                s[mt][nt][e] = -INFINITY;
+            }
       }
-    }
 
-    // O += P·V: the S accumulators of n-tiles 2kc, 2kc+1 are exactly the A fragment of keys 16kc..16kc+15.
+      // Online softmax per row half; a row lives in one quad (4 lanes), so two xor-shuffles reduce it.
 #pragma unroll
-    for (int kc = 0; kc < 4; ++kc) {
-      const uint32_t a[4] = {pack_bf16(s[2 * kc][0], s[2 * kc][1]), pack_bf16(s[2 * kc][2], s[2 * kc][3]),
-                             pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                             pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-      const int mi = lane >> 3;
-      const int key = kc * 16 + (mi & 1) * 8 + (lane & 7);
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int dt2 = 0; dt2 < D / 16; ++dt2) {
-        uint32_t b0, b1, b2, b3;
-        ldmatrix_x4_trans(b0, b1, b2, b3, vs + key * Tr::kStride + dt2 * 16 + (mi >> 1) * 8);
-        mma_bf16(o[2 * dt2], a, b0, b1);
-        mma_bf16(o[2 * dt2 + 1], a, b2, b3);
+        for (int r = 0; r < 2; ++r) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m_r[mt][r], mx * sl2);
+          // A row with no visible key so far keeps m = -inf; subtracting 0 instead keeps exp2 from NaN.
+          const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+          const float alpha = exp2_ftz(m_r[mt][r] - m_use);
+          m_r[mt][r] = m_new;
+          float rs = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const float pv = exp2_ftz(fmaf(s[mt][nt][2 * r + e], sl2, -m_use));
+              s[mt][nt][2 * r + e] = pv;
+              rs += pv;
+            }
+          l_r[mt][r] = l_r[mt][r] * alpha + rs;
+#pragma unroll
+          for (int dt = 0; dt < kDT; ++dt) {
+            o[mt][dt][2 * r] *= alpha;
+            o[mt][dt][2 * r + 1] *= alpha;
+          }
+        }
+
+      // O += P·V: the S accumulators of n-tiles 2kc, 2kc+1 are the A fragment of keys 16kc..16kc+15;
+      // one ldmatrix.x4.trans of V gives the B fragments of two d-tiles, used by every m-tile.
+#pragma unroll
+      for (int kc = 0; kc < kBlockN / 16; ++kc) {
+        uint32_t a[kMTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+          for (int reg = 0; reg < 4; ++reg)
+            a[mt][reg] = pack_bf16(s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 0)],
+                                   s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 1)]);
+#pragma unroll
+        for (int dt2 = 0; dt2 < D / 16; ++dt2) {
+          uint32_t bv[4];
+          ldmatrix_x4_trans(bv, vs + frag::v_ldsm_offset(lane, kc, dt2, kStride));
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_bf16(o[mt][2 * dt2], a[mt], bv[0], bv[1]);
+            mma_bf16(o[mt][2 * dt2 + 1], a[mt], bv[2], bv[3]);
+          }
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
   // Epilogue: finish the row sums across the quad, normalise once, store bf16 and the logsumexp.
+  // A row that saw no key (l = 0) stores zeros and lse = -inf, the reference's convention.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_r[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int row = r == 0 ? row0 : row1;
-    if (row >= p.Nq) continue;
+  for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt)
-      *reinterpret_cast<uint32_t*>(O + int64_t(row) * D + dt * 8 + tig * 2) =
-          pack_bf16(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-    if (p.lse && tig == 0)
-      p.lse[(int64_t(b) * p.Hq + h) * p.Nq + row] =
-          l > 0.0f ? (m_r[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+    for (int r = 0; r < 2; ++r) {
+      float l = l_r[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const frag::RowCol rc = frag::mma_c(lane, 2 * r);
+      const int row = r0 + mt * 16 + rc.row;
+      if (row >= p.Nq) continue;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt)
+        *reinterpret_cast<uint32_t*>(static_cast<bf16*>(p.o) + (q_row0 + row) * D + dt * 8 + rc.col) =
+            pack_bf16(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
+      if (p.lse && (lane & 3) == 0)
+        p.lse[q_row0 + row] =
+            l > 0.0f ? (m_r[mt][r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+    }
+}
+
+template <int D, int C>
+void launch(const FlashParams& p, cudaStream_t st) {
+  constexpr frag::TileConfig c = frag::kFlashConfigs[C];
+  if constexpr (c.supports(D)) {
+    constexpr int smem = c.smem_bytes(D);
+    auto* kernel = flash_fwd_kernel<D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
+    if constexpr (smem > 48 * 1024) {
+      // Opt-in above 48 KiB, once per process (one device). A failure surfaces as the launch's error.
+      static const cudaError_t configured =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      (void)configured;
+    }
+    const long long blocks = (long long)frag::ceil_div(p.Nq, c.block_m()) * p.B * p.Hq;
+    // A grid past 2^31-1 blocks cannot be expressed: launch an empty one, which fails with
+    // cudaErrorInvalidConfiguration for the caller's launch check.
+    const unsigned grid = blocks <= INT_MAX ? unsigned(blocks) : 0u;
+    kernel<<<grid, c.threads(), smem, st>>>(p);
   }
 }
 
-template <int D>
-void launch(const FlashParams& p, cudaStream_t st) {
-  using Tr = FlashTraits<D>;
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      flash_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-  (void)configured;  // a failure shows up as the launch error the caller checks
-  const dim3 grid(unsigned(p.B * p.Hq), unsigned((p.Nq + Tr::kBlockM - 1) / Tr::kBlockM));
-  flash_fwd_kernel<D><<<grid, Tr::kThreads, Tr::kSmemBytes, st>>>(p);
+template <int D, int... Cs>
+void dispatch(int config, const FlashParams& p, cudaStream_t st, std::integer_sequence<int, Cs...>) {
+  ((config == Cs ? launch<D, Cs>(p, st) : void()), ...);
 }
+
+std::atomic<int> g_config{-1};
 
 }  // namespace
 
+void set_flash_config(int config) { g_config.store(config >= 0 && config < frag::kFlashConfigCount ? config : -1); }
+
+int flash_config_for(int D) {
+  const int c = g_config.load();
+  return c >= 0 && frag::kFlashConfigs[c].supports(D) ? c : frag::default_config(D);
+}
+
 void flash_forward(const FlashParams& p, cudaStream_t st) {
+  const int config = flash_config_for(p.D);
   if (p.D == 64)
-    launch<64>(p, st);
+    dispatch<64>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
   else
-    launch<128>(p, st);
+    dispatch<128>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
 }
 
 }  // namespace attnprof::cuda::kernels

@@ -3,23 +3,200 @@
 // device activities of one profiled forward (CUPTI), and the forward's device time (CUDA events, median of
 // --iters) as ms, TFLOP/s (FlashAttention's causal-halved FLOPs) and % of the GPU's dense bf16 peak.
 //
+// Then every tile configuration of the flash kernel (fragment.h: kFlashConfigs): each is first validated
+// against the fp64 reference on ragged shapes (Nq, Nk not multiples of the tiles, Nq != Nk, GQA, causal and
+// not, D 64 and 128, logsumexp included) and at the timed shape, then timed there; the fastest valid one
+// is named, so one GPU run says which default to keep.
+//
 //   attnprof-gpu-timing [--shape 8,16,1024,64] [--iters 20] [--no-causal] [--json out.json] [--no-validate]
+//                       [--no-configs]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <vector>
 
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
+#include "device_ops.h"  // flash tile configurations (internal to the CUDA backend)
+#include "fragment.h"
 
 using namespace attnprof;
+
+namespace {
+
+struct SmallCase {
+  int64_t B, Hq, Hkv, Nq, Nk;
+  bool causal;
+  double scale;  // 0: 1/sqrt(D)
+};
+// Ragged edges of every tile shape (64, 128), Nq > Nk and Nq < Nk under top-left causal, GQA, one row.
+const SmallCase kSmallCases[] = {
+    {1, 2, 2, 1, 1, false, 0},      {1, 2, 2, 17, 17, true, 0},      {2, 4, 2, 33, 70, false, 0},
+    {1, 4, 1, 65, 65, true, 0},     {1, 2, 2, 100, 37, true, 0},     {1, 2, 2, 37, 100, true, 0},
+    {1, 2, 2, 129, 129, true, 0},   {1, 2, 1, 200, 333, false, 0.3}, {2, 2, 2, 300, 300, true, 0},
+    {1, 3, 1, 257, 64, true, 0},    {1, 2, 2, 64, 257, true, 2.0},   {1, 1, 1, 1000, 1000, true, 0},
+};
+
+// Checks the flash variant (in whatever configuration is set) on the small cases at head dim D.
+// Returns the number of failing cases and writes a line per failure to `why`.
+int check_small_cases(int64_t D, std::string& why, double& worst) {
+  const Variant& var = cuda::find_cuda_variant("flash");
+  int failed = 0;
+  uint64_t seed = 100;
+  for (const SmallCase& c : kSmallCases) {
+    Tensor q = Tensor::empty({c.B, c.Hq, c.Nq, D}, DType::BF16), k = Tensor::empty({c.B, c.Hkv, c.Nk, D}, DType::BF16),
+           v = Tensor::empty({c.B, c.Hkv, c.Nk, D}, DType::BF16);
+    fill_randn(q, seed++);
+    fill_randn(k, seed++);
+    fill_randn(v, seed++);
+    AttnOptions opt;
+    opt.is_causal = c.causal;
+    if (c.scale != 0) opt.scale = c.scale;
+    const AttnProblem p = AttnProblem::from(q, k, v, opt);
+    if (auto u = var.unsupported(p)) {
+      ++failed;
+      why += fmt::format("  {}: unsupported: {}\n", p.str(), *u);
+      continue;
+    }
+    const Reference ref = reference_attention(q, k, v, opt);
+    const AttnOutput o = var.prepare(p, opt)->run(q, k, v);
+    const ErrorStats e = compare_to_reference(o.out, ref, var.tolerance(p.dtype));
+    const ErrorStats el = o.lse.defined() ? compare_lse(o.lse, ref, Tolerance{1e-3, 1e-3}) : ErrorStats{};
+    worst = std::max(worst, e.max_abs);
+    if (!e.ok() || !el.ok() || !o.lse.defined()) {
+      ++failed;
+      why += fmt::format("  {}: {} of {} outputs off (max_abs {:.3g}), {} of {} lse off{}\n", p.str(), e.violations,
+                         e.count, e.max_abs, el.violations, el.count, o.lse.defined() ? "" : " (no lse)");
+    }
+  }
+  return failed;
+}
+
+// Median device duration of the forward's kernels, from CUPTI activity records over `iters` forwards
+// (0 when CUPTI delivered none).
+double kernel_median_ms(cuda::DeviceRunner& d, const cuda::DeviceTensor& dq, const cuda::DeviceTensor& dk,
+                        const cuda::DeviceTensor& dv, int iters) {
+  d.run_device(dq, dk, dv);  // warm
+  cuda::synchronize();
+  cuda::ActivityCollector cupti;
+  cupti.start();
+  for (int i = 0; i < iters; ++i) d.run_device(dq, dk, dv);
+  cuda::synchronize();
+  const cuda::DeviceCapture cap = cupti.stop();
+  std::vector<double> ms;
+  for (const cuda::RawActivity& a : cap.activities)
+    if (a.kind == cuda::DeviceActivity::Kind::Kernel && a.end_ns > a.start_ns) ms.push_back((a.end_ns - a.start_ns) * 1e-6);
+  if (ms.empty()) return 0.0;
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Every flash tile configuration for the problem's head dim: small-case validation (both head dims),
+// validation at the timed shape, CUDA-event timing; the fastest valid one is printed and recorded.
+void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttnOptions& opt, const Reference& ref, bool validate, const cuda::DeviceTensor& dq,
+                        const cuda::DeviceTensor& dk, const cuda::DeviceTensor& dv, int iters, nlohmann::json& out) {
+  const Variant& var = cuda::find_cuda_variant("flash");
+  if (var.unsupported(p)) return;
+  const int def = cuda::dops::flash_config_for(p.D);
+  std::printf("\nflash tile configurations (validated on %zu ragged shapes per head dim, then timed at %s):\n",
+              std::size(kSmallCases), p.str().c_str());
+  std::printf("%-13s %5s %4s %6s %6s %11s %6s %9s %10s %10s %8s\n", "config", "rows", "keys", "warps", "rows/w",
+              "small 64/128", "full", "max_abs", "ms/fwd", "kernel us", "TFLOP/s");
+  nlohmann::json rows = nlohmann::json::array();
+  int best = -1;
+  double best_ms = 0.0;
+  for (int c = 0; c < cuda::frag::kFlashConfigCount; ++c) {
+    const cuda::frag::TileConfig& tc = cuda::frag::kFlashConfigs[c];
+    nlohmann::json e = {{"name", tc.name}, {"block_m", tc.block_m()}, {"block_n", tc.block_n},
+                        {"warps", tc.warps}, {"rows_per_warp", 16 * tc.m_tiles}, {"default", c == def}};
+    try {
+      cuda::dops::set_flash_config(c);
+      std::string why, small[2];
+      double worst = 0.0;
+      bool small_ok = true;
+      for (int di = 0; di < 2; ++di) {
+        const int64_t d = di == 0 ? 64 : 128;
+        if (!tc.supports(int(d))) {
+          small[di] = "-";
+          continue;
+        }
+        const int bad = check_small_cases(d, why, worst);
+        small[di] = bad == 0 ? "ok" : fmt::format("{}bad", bad);
+        small_ok &= bad == 0;
+        e[fmt::format("small_d{}_failed", d)] = bad;
+      }
+      e["small_max_abs_err"] = worst;
+      if (!why.empty()) e["small_failures"] = why;
+      if (!tc.supports(int(p.D))) {
+        std::printf("%-13s %5d %4d %6d %6d %5s/%-5s %6s\n", tc.name, tc.block_m(), tc.block_n, tc.warps,
+                    16 * tc.m_tiles, small[0].c_str(), small[1].c_str(), "(not for this D)");
+        rows.push_back(e);
+        continue;
+      }
+      std::string full = "-";
+      double max_abs = 0.0;
+      bool full_ok = true;
+      auto runner = var.prepare(p, opt);
+      if (validate) {
+        const AttnOutput o = runner->run(q, k, v);
+        const ErrorStats es = compare_to_reference(o.out, ref, var.tolerance(p.dtype));
+        const ErrorStats el = compare_lse(o.lse, ref, Tolerance{1e-3, 1e-3});
+        full_ok = es.ok() && el.ok();
+        full = full_ok ? "ok" : "FAIL";
+        max_abs = es.max_abs;
+        e["valid"] = full_ok;
+        e["max_abs_err"] = es.max_abs;
+        e["lse_violations"] = el.violations;
+      }
+      auto* d = dynamic_cast<cuda::DeviceRunner*>(runner.get());
+      // Per forward between CUDA events (host launch gaps included, as in the table above) and the
+      // kernel's own duration from CUPTI (what is compared: launch overhead is the same for every config).
+      const cuda::DeviceTiming t = cuda::time_device_forward(*d, dq, dk, dv, 3, iters);
+      const double kernel_ms = kernel_median_ms(*d, dq, dk, dv, iters);
+      const double ms = kernel_ms > 0 ? kernel_ms : t.median_ms;
+      const double tflops = attention_flops(p) / (ms * 1e-3) * 1e-12;
+      std::printf("%-13s %5d %4d %6d %6d %5s/%-5s %6s %9.2e %10.4f %10.1f %8.1f%s\n", tc.name, tc.block_m(),
+                  tc.block_n, tc.warps, 16 * tc.m_tiles, small[0].c_str(), small[1].c_str(), full.c_str(), max_abs,
+                  t.median_ms, kernel_ms * 1e3, tflops, c == def ? "  (default)" : "");
+      e["median_ms"] = t.median_ms;
+      e["min_ms"] = t.min_ms;
+      e["kernel_median_ms"] = kernel_ms;
+      e["tflops"] = tflops;
+      if (small_ok && full_ok && (best < 0 || ms < best_ms)) {
+        best = c;
+        best_ms = ms;
+      }
+      if (!why.empty()) std::printf("%s", why.c_str());
+    } catch (const std::exception& ex) {
+      std::printf("%-13s error: %s\n", tc.name, ex.what());
+      e["error"] = ex.what();
+    }
+    rows.push_back(e);
+  }
+  cuda::dops::set_flash_config(-1);
+  out["flash_configs"] = rows;
+  if (best >= 0) {
+    std::printf("fastest valid flash configuration: %s (%.4f ms kernel); default for D=%ld: %s\n",
+                cuda::frag::kFlashConfigs[best].name, best_ms, long(p.D), cuda::frag::kFlashConfigs[def].name);
+    out["flash_fastest"] = cuda::frag::kFlashConfigs[best].name;
+  } else {
+    std::printf("no flash configuration passed validation\n");
+  }
+  out["flash_default"] = cuda::frag::kFlashConfigs[def].name;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   Shape4 shape{8, 16, 1024, 64};
   int iters = 20;
-  bool causal = true, validate = true;
+  bool causal = true, validate = true, configs = true;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -36,8 +213,12 @@ int main(int argc, char** argv) {
       causal = false;
     } else if (a == "--no-validate") {
       validate = false;
+    } else if (a == "--no-configs") {
+      configs = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--shape B,H,N,D] [--iters N] [--no-causal] [--json PATH] [--no-validate]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--shape B,H,N,D] [--iters N] [--no-causal] [--json PATH] [--no-validate] "
+                   "[--no-configs]\n",
                    argv[0]);
       return 2;
     }
@@ -144,6 +325,7 @@ int main(int argc, char** argv) {
       out["variants"].push_back(e);
     }
     std::printf("%s", tables.c_str());
+    if (configs) time_flash_configs(p, q, k, v, opt, ref, validate, dq, dk, dv, iters, out);
     if (!json_path.empty()) {
       std::ofstream f(json_path);
       f << out.dump(2) << "\n";

@@ -11,9 +11,10 @@ namespace attnprof::cuda::kernels {
 
 // y[i] = x[i] * s  (y may equal x: mul_)
 void scale(const void* x, void* y, int64_t n, float s, bool bf16, cudaStream_t stream);
-// x[b,h,i,j] = value where mask[(b%Bm),(h%Hm),i,j] != 0 (mask bytes, [Bm,Hm,Nq,Nk]); x is [B,H,Nq,Nk].
+// x[b,h,i,j] = value where mask[b',h',i',j'] != 0; x is [B,H,Nq,Nk] and the mask (bytes, contiguous)
+// [Bm,Hm,Mq,Mk] broadcasts to it: each mask dim is 1 or x's (b' = Bm == 1 ? 0 : b, and so on).
 void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm,
-                 int64_t Hm, float value, bool bf16, cudaStream_t stream);
+                 int64_t Hm, int64_t Mq, int64_t Mk, float value, bool bf16, cudaStream_t stream);
 // Row softmax over the last dim (rows of length n); all -inf rows give zeros. y may equal x.
 void softmax_rows(const void* x, void* y, int64_t rows, int64_t n, bool bf16, cudaStream_t stream);
 // Dtype conversion: bf16 <-> fp32.
@@ -31,7 +32,12 @@ struct FlashParams {
   float scale;        // softmax scale (1/sqrt(D) by default)
   bool causal;        // top-left aligned: query i sees keys j <= i
 };
-// FlashAttention-2 forward, bf16 tensor-core MMA (sm_80+). D must be 64 or 128.
+// FlashAttention-2 forward, bf16 tensor-core MMA (sm_80+). D must be 64 or 128, scale > 0. Launches the
+// tile configuration flash_config_for(D) (fragment.h: kFlashConfigs).
 void flash_forward(const FlashParams& p, cudaStream_t stream);
+// Makes flash_forward use kFlashConfigs[config] for the head dims it supports (-1: the defaults).
+// Process-wide; for attnprof-gpu-timing, which validates and times every configuration.
+void set_flash_config(int config);
+int flash_config_for(int D);  // the configuration flash_forward launches for head dim D
 
 }  // namespace attnprof::cuda::kernels
