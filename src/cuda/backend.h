@@ -30,6 +30,9 @@ void ensure_available();      // throws Error with unavailable_reason() when the
 cudaStream_t stream();        // the backend's one stream (non-blocking), created on first use
 cublasHandle_t cublas();      // bound to stream()
 void check_launch(const char* what);  // cudaGetLastError after a kernel launch
+// Mirrors profiler zones as NVTX ranges from now on (unless another zone listener is set): called when the
+// backend's stream is created, the first thing any device work does.
+void install_nvtx_mirror() noexcept;
 
 // Device memory events, logged while a collector runs and the profiler records memory.
 void set_mem_capture(bool on);

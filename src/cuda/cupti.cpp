@@ -272,7 +272,23 @@ DeviceCapture ActivityCollector::stop() {
   return cap;
 }
 
+// ---- NVTX ------------------------------------------------------------------------------------------------
+// While the profiler records, every zone is mirrored as an NVTX range (a zone listener installed when the
+// backend's stream is created), so Nsight Systems shows attnprof's names; the explicit ranges of the CUDA
+// ops and forwards then stand aside, and name the work when the profiler is off.
+namespace {
+void nvtx_open(const char* name, const char*) noexcept { nvtxRangePushA(name); }
+void nvtx_close() noexcept { nvtxRangePop(); }
+constexpr prof::ZoneListener kNvtxMirror{nvtx_open, nvtx_close};
+bool mirrored() noexcept { return prof::recording() && prof::zone_listener() == &kNvtxMirror; }
+}  // namespace
+
+void detail::install_nvtx_mirror() noexcept {
+  if (!prof::zone_listener()) prof::set_zone_listener(&kNvtxMirror);
+}
+
 NvtxRange::NvtxRange(const char* name) noexcept {
+  if (mirrored()) return;
   nvtxRangePushA(name);
   pushed_ = true;
 }

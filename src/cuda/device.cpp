@@ -73,6 +73,7 @@ cudaStream_t stream() {
     ensure_available();
     cudaStream_t st = nullptr;
     ATTNPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    install_nvtx_mirror();
     return st;
   }();
   return s;
