@@ -77,7 +77,7 @@ TEST(CudaActivity, AttachesRecordsToTheirLaunchingZones) {
   EXPECT_EQ(r.device[2].grid, (std::array<int32_t, 3>{128, 1, 1}));
   // Device memory: the event outside its zone's span goes too.
   ASSERT_EQ(r.device_mem.size(), 3u);
-  EXPECT_EQ(cuda::device_peak_bytes(r), 8192);
+  EXPECT_EQ(analysis::device_peak_bytes(r), 8192);
 }
 
 TEST(CudaActivity, KeepUnattributedKeepsOrphans) {
@@ -253,12 +253,12 @@ TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
       memcpy_seen |= d.kind == DeviceActivity::Kind::Memcpy;
     }
     EXPECT_EQ(memcpy_seen, std::string(name) == "naive");
-    const auto zs = cuda::zone_device_stats(r);
+    const auto zs = analysis::zone_device_stats(r);
     double ann_total = 0.0;
     for (size_t t = 0; t < r.threads.size(); ++t)
       for (size_t z = 0; z < r.threads[t].zones.size(); ++z)
         if (r.threads[t].zones[z].parent < 0) ann_total += zs[t][z].total_ns;
-    EXPECT_NEAR(ann_total, cuda::device_time_total_ns(r), 1.0) << "each activity counted once at the root";
+    EXPECT_NEAR(ann_total, analysis::device_time_total_ns(r), 1.0) << "each activity counted once at the root";
   }
 }
 

@@ -39,7 +39,6 @@
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/profiler.h"
-#include "attnprof/report.h"
 #include "attnprof/tensor.h"
 
 namespace attnprof::cuda {
@@ -229,18 +228,12 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
 // "_Z15masked_fill_kerPfPKhf" -> "masked_fill_ker(float*, unsigned char const*, float)"; other names unchanged.
 std::string demangle(const std::string& name);
 
-// ---- device aggregates, table and trace: in analysis and report (pure host code) ---------------------
-// analysis::key_averages() gives zone rows their CUDA totals and adds one row per kernel / copy / fill;
-// report::table() prints the Self CUDA / CUDA total / CUDA Mem columns; report::write_chrome_trace() adds
-// GPU stream tracks, launch slices and launch -> kernel flows; report::device_table() lists the kernels with
-// grid, block, registers and shared memory. The names below are kept for code written against this header.
-using analysis::DeviceOpStats;
-using analysis::ZoneDeviceStats;
-using analysis::device_key_averages;
-using analysis::device_peak_bytes;
-using analysis::device_time_total_ns;
-using analysis::zone_device_stats;
-using report::device_table;
+// ---- what a device profile turns into ---------------------------------------------------------------
+// analysis::key_averages() gives zone rows their CUDA totals and adds one row per kernel / copy / fill
+// (analysis::zone_device_stats, analysis::device_key_averages); report::table() prints the Self CUDA /
+// CUDA total / CUDA Mem columns; report::write_chrome_trace() adds GPU stream tracks, launch slices and
+// launch -> kernel flows; report::device_table() lists the kernels with grid, block, registers and
+// shared memory.
 
 // ---- CUPTI + NVTX (CUDA builds; throw Error otherwise) ------------------------------------------------
 // Collects kernel, memcpy and memset activity plus launch callbacks from start() to stop(). One at a time.

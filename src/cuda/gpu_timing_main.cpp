@@ -22,6 +22,7 @@
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
+#include "attnprof/report.h"
 #include "device_ops.h"  // flash tile configurations (internal to the CUDA backend)
 #include "fragment.h"
 
@@ -325,14 +326,14 @@ int main(int argc, char** argv) {
         cuda::attach_device_capture(r, cupti.stop());
         std::string acts;
         nlohmann::json kern = nlohmann::json::array();
-        for (const auto& row : cuda::device_key_averages(r)) {
+        for (const auto& row : analysis::device_key_averages(r)) {
           acts += fmt::format("{}{}x {:.1f}us", acts.empty() ? "" : "; ", row.calls, row.total_ns * 1e-3);
           kern.push_back({{"name", row.name}, {"category", row.category}, {"calls", row.calls},
                           {"us", row.total_ns * 1e-3}, {"registers", row.registers},
                           {"smem", row.static_smem + row.dynamic_smem},
                           {"grid", row.grid}, {"block", row.block}});
         }
-        tables += fmt::format("\n{} (one profiled forward):\n{}", var.name, cuda::device_table(r));
+        tables += fmt::format("\n{} (one profiled forward):\n{}", var.name, report::device_table(r));
         const cuda::DeviceTiming t = cuda::time_device_forward(*d, dq, dk, dv, 3, iters);
         const double tflops = attention_flops(p) / (t.median_ms * 1e-3) * 1e-12;
         const double pct = dev.bf16_tflops > 0 ? 100.0 * tflops / dev.bf16_tflops : 0.0;
@@ -344,7 +345,7 @@ int main(int argc, char** argv) {
         e["pct_bf16_peak"] = pct;
         e["activities_per_forward"] = r.device.size();
         e["activities"] = kern;
-        e["peak_device_bytes"] = cuda::device_peak_bytes(r);
+        e["peak_device_bytes"] = analysis::device_peak_bytes(r);
       } catch (const std::exception& ex) {
         std::printf("%-11s error: %s\n", var.name.c_str(), ex.what());
         e["error"] = ex.what();
