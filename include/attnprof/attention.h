@@ -57,6 +57,9 @@ struct AttnProblem {
   std::string str() const;  // "B=8 Hq=16 Hkv=16 Nq=1024 Nk=1024 D=64 bf16 causal"
   // Validates q/k/v/options (shapes, dtypes, head dims, GQA, mask broadcast, empties) and describes them.
   static AttnProblem from(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
+  // The same checks and description from shapes alone, for tensors of `dtype` (the CUDA backend's device
+  // tensors); the caller has checked the dtypes.
+  static AttnProblem from_shapes(const Shape4& q, const Shape4& k, const Shape4& v, DType dtype, const AttnOptions& o);
 };
 
 // FlashAttention's FLOP convention: 4·B·Hq·Nq·Nk·D for the forward, halved when causal (Nq == Nk).

@@ -28,31 +28,33 @@ std::string AttnProblem::str() const {
 
 AttnProblem AttnProblem::from(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_CHECK(q.defined() && k.defined() && v.defined(), "attention needs q, k and v (one is empty)");
-  for (const Tensor* t : {&q, &k, &v})
-    ATTNPROF_CHECK(t->numel() > 0, "attention input of shape {} is empty", shape_str(t->shape()));
   ATTNPROF_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(),
                  "q, k and v must share a dtype: got q {}, k {}, v {}", dtype_name(q.dtype()), dtype_name(k.dtype()),
                  dtype_name(v.dtype()));
   ATTNPROF_CHECK(q.dtype() == DType::F32 || q.dtype() == DType::BF16,
                  "unsupported dtype {} for attention: expected fp32 or bf16", dtype_name(q.dtype()));
-  ATTNPROF_CHECK(q.shape(0) == k.shape(0) && k.shape(0) == v.shape(0),
-                 "batch sizes differ: q {}, k {}, v {}", shape_str(q.shape()), shape_str(k.shape()),
-                 shape_str(v.shape()));
-  ATTNPROF_CHECK(k.shape() == v.shape(), "k and v shapes differ: k {}, v {}", shape_str(k.shape()),
-                 shape_str(v.shape()));
-  ATTNPROF_CHECK(q.shape(3) == k.shape(3), "head dims differ: q has D={}, k and v have D={}", q.shape(3),
-                 k.shape(3));
-  ATTNPROF_CHECK(q.shape(1) % k.shape(1) == 0,
-                 "query heads ({}) must be a multiple of key/value heads ({}) for grouped-query attention",
-                 q.shape(1), k.shape(1));
+  return from_shapes(q.shape(), k.shape(), v.shape(), q.dtype(), o);
+}
+
+AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Shape4& v, DType dtype,
+                                     const AttnOptions& o) {
+  for (const Shape4* s : {&q, &k, &v})
+    ATTNPROF_CHECK((*s)[0] * (*s)[1] * (*s)[2] * (*s)[3] > 0, "attention input of shape {} is empty", shape_str(*s));
+  ATTNPROF_CHECK(q[0] == k[0] && k[0] == v[0], "batch sizes differ: q {}, k {}, v {}", shape_str(q), shape_str(k),
+                 shape_str(v));
+  ATTNPROF_CHECK(k == v, "k and v shapes differ: k {}, v {}", shape_str(k), shape_str(v));
+  ATTNPROF_CHECK(q[3] == k[3], "head dims differ: q has D={}, k and v have D={}", q[3], k[3]);
+  ATTNPROF_CHECK(q[1] % k[1] == 0,
+                 "query heads ({}) must be a multiple of key/value heads ({}) for grouped-query attention", q[1],
+                 k[1]);
   AttnProblem p;
-  p.B = q.shape(0);
-  p.Hq = q.shape(1);
-  p.Hkv = k.shape(1);
-  p.Nq = q.shape(2);
-  p.Nk = k.shape(2);
-  p.D = q.shape(3);
-  p.dtype = q.dtype();
+  p.B = q[0];
+  p.Hq = q[1];
+  p.Hkv = k[1];
+  p.Nq = q[2];
+  p.Nk = k[2];
+  p.D = q[3];
+  p.dtype = dtype;
   if (o.scale) {
     ATTNPROF_CHECK(std::isfinite(*o.scale) && *o.scale != 0.0, "scale must be finite and non-zero, got {}",
                    *o.scale);

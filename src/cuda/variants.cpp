@@ -41,20 +41,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   ATTNPROF_CHECK(!o.attn_mask.defined(), "the CUDA flash kernel supports is_causal, not an explicit attn_mask");
   ATTNPROF_CHECK(q.shape(3) == 64 || q.shape(3) == 128, "the CUDA flash kernel needs head dim 64 or 128, got {}",
                  q.shape(3));
-  ATTNPROF_CHECK(k.shape() == v.shape() && q.shape(0) == k.shape(0) && q.shape(3) == k.shape(3) &&
-                     q.shape(1) % k.shape(1) == 0,
-                 "flash: incompatible shapes q {}, k {}, v {}", shape_str(q.shape()), shape_str(k.shape()),
-                 shape_str(v.shape()));
-  AttnProblem p;
-  p.B = q.shape(0);
-  p.Hq = q.shape(1);
-  p.Hkv = k.shape(1);
-  p.Nq = q.shape(2);
-  p.Nk = k.shape(2);
-  p.D = q.shape(3);
-  p.dtype = DType::BF16;
-  p.mask = o.is_causal ? MaskKind::Causal : MaskKind::None;
-  if (o.scale) p.scale = *o.scale;
+  const AttnProblem p = AttnProblem::from_shapes(q.shape(), k.shape(), v.shape(), DType::BF16, o);
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
