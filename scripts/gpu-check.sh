@@ -5,7 +5,7 @@
 #      kernel counts through CUPTI (6 naive / 5 in-place / 1 flash),
 #   3. attnprof-gpu-timing at the blog's shape [8,16,1024,64] bf16 causal: ms, TFLOP/s, % of bf16 peak,
 #      activities per forward, validation,
-#   4. `attnprof compare --device cuda` at that shape (once the CLI has the flag; recorded either way),
+#   4. `attnprof compare --device cuda` at that shape, then `attnprof profile naive|flash --device cuda`,
 #   5. PyTorch's F.scaled_dot_product_attention (flash, cuDNN, efficient, math backends) on the same shape
 #      as the peer, when python3 with a CUDA build of torch is there,
 #   6. a summary: our flash against PyTorch's flash (target: within 1.5x).
@@ -74,6 +74,15 @@ if [[ -x "$CLI" ]]; then
   cat "$OUT/compare.txt" | head -60
 else
   echo "(no attnprof CLI binary)" | tee "$OUT/compare.txt"
+fi
+
+log "attnprof profile naive|flash --device cuda (the blog's tables, sorted by CUDA total)"
+if [[ -x "$CLI" ]]; then
+  for v in naive flash; do
+    timeout 90 "$CLI" profile "$v" --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$OUT/profile" \
+      > "$OUT/profile-$v.txt" 2>&1 || echo "(profile $v --device cuda failed: see profile-$v.txt)" | tee -a "$OUT/steps.log"
+  done
+  head -30 "$OUT/profile-naive.txt"
 fi
 
 log "PyTorch peer: F.scaled_dot_product_attention at $SHAPE bf16 causal"

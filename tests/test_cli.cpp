@@ -347,6 +347,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
   expect_bad("compare --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("compare --device cuda" + kSmall, "--device cuda");
+  expect_bad("profile naive --device tpu" + kSmall, "unknown --device 'tpu'");
+  if (!cuda::available()) expect_bad("profile naive --device cuda" + kSmall, "--device cuda");
+  expect_bad("profile naive --sort-by cuda_time_total" + kSmall, "no CUDA times");
 }
 
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {

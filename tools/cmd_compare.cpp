@@ -100,9 +100,9 @@ std::string render(const std::vector<Row>& rows, const Inputs& in, const analysi
   return s;
 }
 
-// compare --device cuda: the CUDA registry on the GPU. Each variant is validated against the fp64 reference
-// (through Runner::run, which copies back), timed with CUDA events on device tensors uploaded once, and one
-// forward is profiled through CUPTI for its activity count, device table and trace.
+// compare --device cuda: the CUDA registry on the GPU (run_cuda_variant: validated against the fp64 reference,
+// one forward profiled through CUPTI for its activity count, tables and trace, then at least 20 forwards
+// timed with CUDA events on device tensors uploaded once).
 void run_compare_cuda(const CompareArgs& a) {
   const CommonOptions& o = a.common;
   ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
@@ -114,8 +114,6 @@ void run_compare_cuda(const CompareArgs& a) {
   const double peak = in.p.dtype == DType::BF16 ? m.bf16_gflops : m.fp32_gflops;
   progress(fmt::format("attnprof compare --device cuda: {} at {}", dev.name, in.p.str()));
   const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
-  const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
-                           dv = cuda::DeviceTensor::from_host(in.v);
   const double flops = attention_flops(in.p);
   std::string text = fmt::format("attnprof compare — {}, {} ({}), inputs {}\n", in.p.str(), dev.name, m.isa, in.source);
   const std::string rule(112, '-');
@@ -125,7 +123,7 @@ void run_compare_cuda(const CompareArgs& a) {
   text += rule + "\n";
   nlohmann::json rows = nlohmann::json::array();
   std::string tables;
-  std::string cupti_note;  // why CUPTI could not collect, once it failed
+  std::string cupti_note;  // why CUPTI could not collect, if it could not
   for (const Variant& v : cuda::cuda_registry()) {
     // The same row schema as the CPU compare.json, so `attnprof report` draws either.
     const double bytes = v.cost(in.p).bytes();
@@ -135,87 +133,50 @@ void run_compare_cuda(const CompareArgs& a) {
                           {"gflops", nullptr}, {"pct_peak", nullptr}, {"peak_bytes", nullptr},
                           {"ops", nullptr}, {"bytes", bytes}, {"bound_ms", bound_ms}, {"max_abs_err", nullptr},
                           {"nmse", nullptr}, {"trace", nullptr}, {"summary", nullptr}};
-    auto skip = [&](const std::string& why) {
-      text += fmt::format("{:<12}skipped: {}\n", v.name, why);
-      row["skipped"] = why;
-      row["note"] = why;
+    RunPlan plan;
+    plan.warmup = o.warmup;
+    plan.schedule = {.wait = 0, .warmup = 0, .active = 1};
+    plan.event_iters = std::max(o.iters, 20);
+    RunOutcome r = run_cuda_variant(v, in, ref, plan, v.name);
+    if (r.status == RunOutcome::Status::Skipped) {
+      text += fmt::format("{:<12}skipped: {}\n", v.name, r.note);
+      row.update({{"skipped", r.note}, {"note", r.note}});
       rows.push_back(row);
-      progress(v.name + ": skipped: " + why);
-    };
-    if (auto why = v.unsupported(in.p)) {
-      skip(*why);
+      progress(v.name + ": skipped: " + r.note);
       continue;
     }
-    std::unique_ptr<Runner> runner;
-    try {
-      runner = v.prepare(in.p, in.opt);
-    } catch (const Error& e) {
-      skip(e.what());
-      continue;
-    }
-    const Tolerance tol = v.tolerance(in.p.dtype);
-    const ErrorStats err = compare_to_reference(runner->run(in.q, in.k, in.v).out, ref, tol);
-    row.update({{"max_abs_err", err.max_abs}, {"nmse", err.nmse}, {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}}}});
-    if (!err.ok()) {
-      text += fmt::format("{:<12}FAIL: {} of {} elements outside tolerance, max abs error {:.2e} (not timed)\n",
-                          v.name, err.violations, err.count, err.max_abs);
-      row["status"] = "failed";
-      row["note"] = fmt::format("{} of {} elements outside tolerance", err.violations, err.count);
+    row.update({{"max_abs_err", r.err.max_abs}, {"nmse", r.err.nmse},
+                {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}}});
+    if (r.status == RunOutcome::Status::Failed) {
+      text += fmt::format("{:<12}FAIL: {} (not timed)\n", v.name, r.note);
+      row.update({{"status", "failed"}, {"note", r.note}});
       rows.push_back(row);
       continue;
     }
-    auto* dr = dynamic_cast<cuda::DeviceRunner*>(runner.get());
-    ATTNPROF_CHECK(dr, "CUDA variant {} has no device runner", v.name);
-    const int64_t live = cuda::device_memory_stats().current_bytes;
-    cuda::reset_device_peak();
-    const cuda::DeviceTiming t = cuda::time_device_forward(*dr, dq, dk, dv, o.warmup, o.iters);
-    const int64_t peak_bytes = cuda::device_memory_stats().peak_bytes - live;
-    // CUPTI admits one subscriber per process: under Nsight Systems (which is one) the forward is still
-    // profiled on the host, and its zones reach Nsight as NVTX ranges, but device times come from Nsight.
-    cuda::ActivityCollector cupti;
-    prof::Profiler profiler;
-    if (cupti_note.empty()) {
-      try {
-        cupti.start();
-      } catch (const Error& e) {
-        cupti_note = e.what();
-        progress(fmt::format("CUPTI unavailable, device activity not collected: {}", cupti_note));
-      }
-    }
-    profiler.start();
-    {
-      ATTNPROF_ANNOTATE_DYN(z, v.annotation);
-      dr->run_device(dq, dk, dv);
-      cuda::synchronize();
-    }
-    profiler.stop();
-    prof::ProfileResult r = profiler.result();
-    r.metadata["variant"] = v.name;
-    r.metadata["device"] = dev.name;
-    if (cupti.running()) cuda::attach_device_capture(r, cupti.stop());
-    report::write_chrome_trace(r, out_path(o.out, v.name + ".trace.json"));
-    const analysis::KeyAverages ka = analysis::key_averages(r);
-    nlohmann::json sj = report::summary_json(r, ka);
-    sj["run"] = {{"variant", v.name}, {"ms_per_forward", t.median_ms}, {"max_abs_err", err.max_abs}};
+    if (!r.cupti_note.empty()) cupti_note = r.cupti_note;
+    report::write_chrome_trace(r.result, out_path(o.out, v.name + ".trace.json"));
+    nlohmann::json sj = report::summary_json(r.result, r.ka);
+    sj["run"] = {{"variant", v.name}, {"ms_per_forward", r.median_event_ms}, {"max_abs_err", r.err.max_abs}};
     write_json(out_path(o.out, v.name + ".summary.json"), sj);
-    tables += r.has_device
+    tables += r.result.has_device
                   ? fmt::format("\n{} (one forward, CUPTI):\n{}{}", v.name,
-                                report::table(ka, {.sort_by = "cuda_time_total", .peaks = m, .compute_dtype = in.p.dtype}),
-                                report::device_table(r))
-                  : fmt::format("\n{} (one forward, host side only: {}):\n{}", v.name, cupti_note,
-                                report::table(ka, {.peaks = std::nullopt, .compute_dtype = in.p.dtype}));
-    const double tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e9) : 0.0;
+                                report::table(r.ka, {.sort_by = "cuda_time_total", .peaks = m, .compute_dtype = in.p.dtype}),
+                                report::device_table(r.result))
+                  : fmt::format("\n{} (one forward, host side only: {}):\n{}", v.name, r.cupti_note,
+                                report::table(r.ka, {.peaks = std::nullopt, .compute_dtype = in.p.dtype}));
+    const double ms = r.median_event_ms;
+    const double tflops = ms > 0 ? flops / (ms * 1e9) : 0.0;
     const double pct = peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0;
-    const std::string activities = r.has_device ? fmt::format("{}", r.device.size()) : "--";
-    text += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>12}{:>13}{:>11.3f}{:>11.2e}  OK\n", v.name,
-                        t.median_ms, tflops, pct, report::format_bytes(peak_bytes), activities,
-                        report::format_bytes(int64_t(bytes)), bound_ms, err.max_abs);
-    row.update({{"status", "ok"}, {"ok", true}, {"ms", t.median_ms}, {"forward_ms", t.ms}, {"gflops", tflops * 1e3},
-                {"pct_peak", pct}, {"peak_bytes", peak_bytes},
-                {"ops", r.has_device ? nlohmann::json(r.device.size()) : nlohmann::json()},
+    const std::string activities = r.result.has_device ? fmt::format("{:.0f}", r.ops_per_forward) : "--";
+    text += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>12}{:>13}{:>11.3f}{:>11.2e}  OK\n", v.name, ms,
+                        tflops, pct, report::format_bytes(r.peak_extra_bytes), activities,
+                        report::format_bytes(int64_t(bytes)), bound_ms, r.err.max_abs);
+    row.update({{"status", "ok"}, {"ok", true}, {"ms", ms}, {"forward_ms", r.event_ms}, {"gflops", tflops * 1e3},
+                {"pct_peak", pct}, {"peak_bytes", r.peak_extra_bytes},
+                {"ops", r.result.has_device ? nlohmann::json(r.ops_per_forward) : nlohmann::json()},
                 {"trace", v.name + ".trace.json"}, {"summary", v.name + ".summary.json"}});
     rows.push_back(row);
-    progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v.name, t.median_ms, activities));
+    progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v.name, ms, activities));
   }
   text += rule + "\n";
   text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward, causal FLOPs halved; % peak of the {} datasheet "
@@ -223,6 +184,9 @@ void run_compare_cuda(const CompareArgs& a) {
                       flops, dtype_name(in.p.dtype), peak * 1e-3, m.bandwidth_gbs);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
           "one forward allocates above its inputs.\n";
+  if (!cupti_note.empty())
+    text += fmt::format("CUPTI could not collect ({}): activities are '--' and the tables are host-side only.\n",
+                        cupti_note);
   text += tables;
   const nlohmann::json j = {{"kind", "compare"}, {"device", "cuda"}, {"gpu", dev.name},
                             {"attnprof_version", ATTNPROF_VERSION}, {"problem", in.p.str()},

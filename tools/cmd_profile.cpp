@@ -1,10 +1,13 @@
 // attnprof profile VARIANT: one of the blog's four scripts, re-created. The blog's set-up by default:
 // [8,16,1024,64] bf16 causal, 3 warm-up forwards, then schedule(wait=1, warmup=1, active=3), each forward
 // inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
+// --device cuda: the CUDA variant on the GPU, each recorded forward also through CUPTI (Self CUDA columns,
+// the kernel table, GPU stream tracks in the trace).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "attnprof/cuda.h"
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
@@ -17,19 +20,44 @@ struct ProfileArgs {
   CommonOptions common;
   std::string variant;
   std::string backend;
-  std::string sort_by = "cpu_time_total";
+  std::string sort_by;  // default: cpu_time_total, or cuda_time_total with --device cuda (as the blog sorted)
   int row_limit = 15;
+  std::string device = "cpu";
 };
+
+// The CUDA registry's variant for the names `profile` takes: naive, inplace, flash, sdpa (cuDNN when it can
+// serve the problem, else math, or --backend math|cudnn), or a registry name.
+const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
+  std::string full = name;
+  if (name == "sdpa") {
+    ATTNPROF_CHECK(backend.empty() || backend == "math" || backend == "cudnn" || backend == "auto",
+                   "--backend '{}' with --device cuda: expected math, cudnn or auto", backend);
+    const bool cudnn = backend == "cudnn" || ((backend.empty() || backend == "auto") &&
+                                              !cuda::find_cuda_variant("sdpa-cudnn").unsupported(p));
+    full = cudnn ? "sdpa-cudnn" : "sdpa-math";
+  } else {
+    ATTNPROF_CHECK(backend.empty(), "--backend applies only to the sdpa variant, not to '{}'", name);
+  }
+  const Variant& v = cuda::find_cuda_variant(full);
+  if (auto why = v.unsupported(p)) ATTNPROF_FAIL("CUDA variant '{}' cannot run {}: {}", v.name, p.str(), *why);
+  return v;
+}
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
+  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
+  const bool gpu = a.device == "cuda";
+  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
-  const Variant& v = resolve_variant(a.variant, a.backend, in.p);
+  const Variant& v = gpu ? resolve_cuda_variant(a.variant, a.backend, in.p) : resolve_variant(a.variant, a.backend, in.p);
+  const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
     report::TableOptions check;
-    check.sort_by = a.sort_by;
-    (void)report::table(analysis::KeyAverages{}, check);
+    check.sort_by = sort_by;
+    analysis::KeyAverages empty;
+    empty.has_device = gpu;
+    (void)report::table(empty, check);
   }
   if (!o.save_output.empty()) {  // checked before anything runs or is written
     const std::filesystem::path parent = std::filesystem::path(o.save_output).parent_path();
@@ -39,8 +67,9 @@ void run_profile(const ProfileArgs& a) {
   prepare_out_dir(o.out);
 
   const int threads = ops::num_threads();
-  progress(fmt::format("attnprof profile {}: {}, {} threads, inputs {}", v.name, in.p.str(), threads, in.source));
-  const analysis::MachinePeaks peaks = analysis::machine_peaks(threads);
+  const std::string where = gpu ? cuda::device_info().name : fmt::format("{} threads", threads);
+  progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
+  const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(cuda::device_info()) : analysis::machine_peaks(threads);
   progress("computing the fp64 reference");
   const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
 
@@ -48,13 +77,14 @@ void run_profile(const ProfileArgs& a) {
   plan.warmup = o.warmup;
   plan.schedule = {.wait = 1, .warmup = 1, .active = o.iters};
   plan.keep_output = !o.save_output.empty();
-  RunOutcome r = run_variant(v, in, ref, plan, v.name);
+  RunOutcome r = gpu ? run_cuda_variant(v, in, ref, plan, v.name) : run_variant(v, in, ref, plan, v.name);
   if (r.status == RunOutcome::Status::Skipped) ATTNPROF_FAIL("{} cannot run: {}", v.name, r.note);
 
   nlohmann::json run = {{"variant", v.name},
                         {"annotation", v.annotation},
                         {"problem", in.p.str()},
                         {"threads", threads},
+                        {"device", gpu ? where : std::string("cpu")},
                         {"status", status_name(r.status)},
                         {"max_abs_err", r.err.max_abs},
                         {"max_rel_err", r.err.max_rel},
@@ -75,10 +105,11 @@ void run_profile(const ProfileArgs& a) {
   for (double ns : r.forward_ns) run["forward_ms"].push_back(ns * 1e-6);
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
-  run["ops_per_forward"] = r.ops_per_forward;
+  run["ops_per_forward"] = r.ops_per_forward;  // device activities per forward with --device cuda
+  if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
 
   report::TableOptions topt;
-  topt.sort_by = a.sort_by;
+  topt.sort_by = r.ka.has_device || !gpu ? sort_by : "cpu_time_total";
   topt.row_limit = a.row_limit;
   topt.peaks = peaks;
   topt.compute_dtype = in.p.dtype;
@@ -103,10 +134,12 @@ void run_profile(const ProfileArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("%s — %s, %d threads\n", v.name.c_str(), in.p.str().c_str(), threads);
+  std::printf("%s — %s, %s\n", v.name.c_str(), in.p.str().c_str(), where.c_str());
   std::printf("validation: max abs error %.3g vs the fp64 reference (tolerance atol %g, rtol %g): OK\n",
               r.err.max_abs, r.tol.atol, r.tol.rtol);
   std::printf("%s", table.c_str());
+  if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
+  if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());
   std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (causal FLOPs halved)\n",
               report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
               r.median_ns > 0 ? flops / r.median_ns : 0.0);
@@ -121,8 +154,10 @@ void add_profile_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("profile", "re-run one of the blog's experiments under the profiler");
   sub->add_option("variant", args->variant, "naive | inplace | sdpa | flash (or sdpa-math, sdpa-flash)")->required();
   sub->add_option("--backend", args->backend, "SDPA backend: math | flash | auto (default auto; sdpa only)");
-  sub->add_option("--sort-by", args->sort_by, "table sort key (torch's: cpu_time_total, self_cpu_time_total, count...)")
-      ->capture_default_str();
+  sub->add_option("--sort-by", args->sort_by,
+                  "table sort key (torch's: cpu_time_total, self_cpu_time_total, count, cuda_time_total...; default "
+                  "cpu_time_total, cuda_time_total with --device cuda)");
+  sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
   sub->add_option("--row-limit", args->row_limit, "table rows (-1: all)")->capture_default_str();
   add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true});
   sub->callback([args] { run_profile(*args); });

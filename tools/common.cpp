@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "attnprof/allocator.h"
+#include "attnprof/cuda.h"
 #include "attnprof/html.h"
 #include "attnprof/error.h"
 #include "attnprof/npy.h"
@@ -239,6 +240,41 @@ const char* status_name(RunOutcome::Status s) {
   return "?";
 }
 
+namespace {
+
+void set_run_metadata(prof::Profiler& profiler, const Variant& v, const Inputs& in) {
+  profiler.set_metadata("variant", v.name);
+  profiler.set_metadata("annotation", v.annotation);
+  profiler.set_metadata("problem", in.p.str());
+  profiler.set_metadata("dtype", std::string(dtype_name(in.p.dtype)));
+  profiler.set_metadata("threads", std::to_string(ops::num_threads()));
+  profiler.set_metadata("inputs", in.source);
+  profiler.set_metadata("attnprof_version", ATTNPROF_VERSION);
+}
+
+// key_averages, the recorded forwards and their median, and ops per forward: profiler zones (without
+// annotations and ProfilerStep#N) on the CPU, device activities (kernels, copies, fills) for a CUDA profile.
+void summarise_recording(const Variant& v, RunOutcome& r) {
+  r.ka = analysis::key_averages(r.result);
+  r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
+  r.median_ns = median(r.forward_ns);
+  int64_t ops = 0;
+  if (r.result.has_device) {
+    ops = int64_t(r.result.device.size());
+  } else {
+    for (const prof::ThreadTrace& t : r.result.threads)
+      for (const prof::ZoneEvent& e : t.zones) {
+        const std::string_view name = e.name ? e.name : "";
+        const std::string_view cat = e.category ? e.category : "";
+        if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
+        ++ops;
+      }
+  }
+  r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
+}
+
+}  // namespace
+
 RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
                        const std::string& label) {
   RunOutcome r;
@@ -288,13 +324,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
   const int steps = s.wait + s.warmup + s.active;
   if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active));
   prof::Profiler profiler({.schedule = s, .step_annotations = true});
-  profiler.set_metadata("variant", v.name);
-  profiler.set_metadata("annotation", v.annotation);
-  profiler.set_metadata("problem", in.p.str());
-  profiler.set_metadata("dtype", std::string(dtype_name(in.p.dtype)));
-  profiler.set_metadata("threads", std::to_string(ops::num_threads()));
-  profiler.set_metadata("inputs", in.source);
-  profiler.set_metadata("attnprof_version", ATTNPROF_VERSION);
+  set_run_metadata(profiler, v, in);
   profiler.start();
   {
     prof::VariantScope scope(v.name);
@@ -308,18 +338,88 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
   }
   profiler.stop();
   r.result = profiler.result();
-  r.ka = analysis::key_averages(r.result);
-  r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
-  r.median_ns = median(r.forward_ns);
-  int64_t ops = 0;
-  for (const prof::ThreadTrace& t : r.result.threads)
-    for (const prof::ZoneEvent& e : t.zones) {
-      const std::string_view name = e.name ? e.name : "";
-      const std::string_view cat = e.category ? e.category : "";
-      if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
-      ++ops;
+  summarise_recording(v, r);
+  return r;
+}
+
+RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+                            const std::string& label) {
+  RunOutcome r;
+  r.tol = v.tolerance(in.p.dtype);
+  std::unique_ptr<Runner> runner;
+  try {
+    if (auto why = v.unsupported(in.p)) {
+      r.status = RunOutcome::Status::Skipped;
+      r.note = *why;
+      return r;
     }
-  r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
+    runner = v.prepare(in.p, in.opt);
+  } catch (const Error& e) {  // a device that cannot hold the problem, a library that cannot plan it
+    r.status = RunOutcome::Status::Skipped;
+    r.note = e.what();
+    return r;
+  }
+  auto* dev = dynamic_cast<cuda::DeviceRunner*>(runner.get());
+  ATTNPROF_CHECK(dev, "CUDA variant {} has no device runner", v.name);
+  if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
+  {
+    const AttnOutput o = runner->run(in.q, in.k, in.v);
+    r.err = compare_to_reference(o.out, ref, r.tol);
+    if (plan.keep_output) r.output = o.out;
+  }
+  if (!r.err.ok()) {
+    r.status = RunOutcome::Status::Failed;
+    r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                         r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
+    return r;
+  }
+  const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
+                           dv = cuda::DeviceTensor::from_host(in.v);
+  for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
+  cuda::synchronize();
+  {
+    const int64_t live = cuda::device_memory_stats().current_bytes;
+    cuda::reset_device_peak();
+    (void)dev->run_device(dq, dk, dv);
+    cuda::synchronize();
+    r.peak_bytes = cuda::device_memory_stats().peak_bytes;
+    r.peak_extra_bytes = r.peak_bytes - live;
+  }
+
+  const prof::Schedule& s = plan.schedule;
+  const int steps = s.wait + s.warmup + s.active;
+  if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, s.active));
+  cuda::ActivityCollector cupti;
+  try {
+    cupti.start();
+  } catch (const Error& e) {  // CUPTI admits one subscriber per process (Nsight Systems is one)
+    r.cupti_note = e.what();
+    progress(fmt::format("{}: CUPTI unavailable, recording the host side only: {}", label, r.cupti_note));
+  }
+  prof::Profiler profiler({.schedule = s, .step_annotations = true});
+  set_run_metadata(profiler, v, in);
+  profiler.set_metadata("device", cuda::device_info().name);
+  profiler.start();
+  {
+    prof::VariantScope scope(v.name);
+    for (int i = 0; i < steps; ++i) {
+      {
+        ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
+        (void)dev->run_device(dq, dk, dv);
+        cuda::synchronize();
+      }
+      profiler.step();
+    }
+  }
+  profiler.stop();
+  r.result = profiler.result();
+  if (cupti.running()) cuda::attach_device_capture(r.result, cupti.stop());
+  summarise_recording(v, r);
+  if (plan.event_iters > 0) {
+    const cuda::DeviceTiming t = cuda::time_device_forward(*dev, dq, dk, dv, 1, plan.event_iters);
+    r.event_ms = t.ms;
+    r.median_event_ms = t.median_ms;
+  }
   return r;
 }
 

@@ -83,6 +83,7 @@ struct RunPlan {
   int warmup = 3;                // unprofiled forwards after validation
   prof::Schedule schedule{.wait = 1, .warmup = 1, .active = 3};
   bool keep_output = false;      // keep the validated output (for --save-output)
+  int event_iters = 0;           // CUDA: forwards timed with CUDA events after profiling (0: none)
 };
 
 struct RunOutcome {
@@ -98,6 +99,9 @@ struct RunOutcome {
   double median_ns = 0.0;
   int64_t peak_extra_bytes = 0;  // bytes one forward allocates at its peak above what was live before it
   int64_t peak_bytes = 0;        // absolute high-water mark of the tracked allocator during that forward
+  std::string cupti_note;        // CUDA: why no device activity was collected ("" when it was)
+  std::vector<double> event_ms;  // CUDA: per forward, CUDA-event timing (plan.event_iters of them)
+  double median_event_ms = 0.0;
   double ops_per_forward = 0.0;  // zones per recorded forward, excluding annotations and ProfilerStep
 };
 const char* status_name(RunOutcome::Status s);
@@ -106,6 +110,16 @@ const char* status_name(RunOutcome::Status s);
 // warm-up, then the profiled forwards, each inside the variant's annotation.
 RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
                        const std::string& progress_label);
+
+// The same for a CUDA variant (cuda::cuda_registry()): validated through Runner::run (upload, forward, copy
+// back), then on device tensors uploaded once: plan.warmup forwards, one forward for the device memory peak
+// (peak_extra_bytes: device bytes above what was live), the schedule's steps each inside the annotation and
+// followed by a synchronise, recorded by the profiler and by CUPTI (result.has_device; when CUPTI is taken,
+// e.g. by Nsight Systems, cupti_note says so and only the host side is recorded), then plan.event_iters
+// forwards timed with CUDA events (event_ms, median_event_ms). forward_ns are the recorded annotations:
+// launches plus device time up to the synchronise.
+RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+                            const std::string& progress_label);
 
 // With --html: writes report.html into --out from every result file there (attnprof report), and says so.
 void write_html_if_asked(const CommonOptions& o);
