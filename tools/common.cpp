@@ -252,6 +252,17 @@ void set_run_metadata(prof::Profiler& profiler, const Variant& v, const Inputs& 
   profiler.set_metadata("attnprof_version", ATTNPROF_VERSION);
 }
 
+// Checks one forward's output against the fp64 reference into r (Failed, with the reason, when it is off).
+bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunOutcome& r) {
+  r.err = compare_to_reference(out, ref, r.tol);
+  if (plan.keep_output) r.output = out;
+  if (r.err.ok()) return true;
+  r.status = RunOutcome::Status::Failed;
+  r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                       r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
+  return false;
+}
+
 // key_averages, the recorded forwards and their median, and ops per forward: profiler zones (without
 // annotations and ProfilerStep#N) on the CPU, device activities (kernels, copies, fills) for a CUDA profile.
 void summarise_recording(const Variant& v, RunOutcome& r) {
@@ -308,14 +319,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
     const MemoryStats ms = memory_stats();
     r.peak_bytes = ms.peak_bytes;
     r.peak_extra_bytes = ms.peak_bytes - before;
-    r.err = compare_to_reference(o.out, ref, r.tol);
-    if (plan.keep_output) r.output = o.out;
-  }
-  if (!r.err.ok()) {
-    r.status = RunOutcome::Status::Failed;
-    r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
-                         r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
-    return r;
+    if (!validate(o.out, ref, plan, r)) return r;
   }
   if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
   for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
@@ -364,14 +368,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference&
   if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
   {
     const AttnOutput o = runner->run(in.q, in.k, in.v);
-    r.err = compare_to_reference(o.out, ref, r.tol);
-    if (plan.keep_output) r.output = o.out;
-  }
-  if (!r.err.ok()) {
-    r.status = RunOutcome::Status::Failed;
-    r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
-                         r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
-    return r;
+    if (!validate(o.out, ref, plan, r)) return r;
   }
   const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
                            dv = cuda::DeviceTensor::from_host(in.v);
