@@ -276,6 +276,9 @@ TEST(DeviceReport, SummaryCarriesDeviceTotals) {
   EXPECT_DOUBLE_EQ(j["device"]["self_cuda_time_total_ns"].get<double>(), 180.0);
   EXPECT_EQ(j["device"]["activities"], 3);
   EXPECT_EQ(j["device"]["peak_bytes"], 8192);
+  ASSERT_EQ(j["device"]["timeline"].size(), 3u);
+  EXPECT_EQ(j["device"]["timeline"][1]["bytes"], 8192);
+  EXPECT_DOUBLE_EQ(j["device"]["timeline"][1]["t_us"].get<double>(), 0.525);
   bool saw_matmul = false;
   for (const auto& row : j["rows"]) {
     if (row["name"] != "matmul") continue;

@@ -329,6 +329,7 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
   spit(d.path / "naive.summary.json", summary_json(r, attnprof::analysis::key_averages(r)).dump());
   const json compare = {{"kind", "compare"},
                         {"device", "cuda"},
+                        {"gpu", "Test GPU"},
                         {"machine", {{"cpu", "Test GPU"}, {"isa", "sm_90"}, {"threads", 1}, {"fp32_gflops", 60000.0},
                                      {"bf16_gflops", 900000.0}, {"bandwidth_gbs", 4000.0}, {"sgemm_gflops", 60000.0}}},
                         {"variants", {{{"name", "naive"}, {"ms", 0.0002}, {"ok", true}, {"status", "ok"},
@@ -336,6 +337,8 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
   spit(d.path / "compare.json", compare.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("Self CUDA time total: 0.180us"), std::string::npos) << "the torch table with CUDA columns";
+  EXPECT_NE(page.find("on Test GPU"), std::string::npos);
+  EXPECT_NE(page.find("timed with CUDA events"), std::string::npos);
   const json data = data_block(page);
   bool time_chart = false, roof = false;
   for (const json& c : data["charts"]) {
@@ -358,8 +361,11 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
       for (const json& p : c["spec"]["layer"][1]["data"]["values"]) ops.insert(p["op"].get<std::string>());
       EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();
       EXPECT_FALSE(ops.count("matmul")) << "each kernel placed once, not again as its launching op";
+      EXPECT_NE(c.dump().find("BF16 tensor-core peak 900000 GFLOP/s / DRAM 4000.0 GB/s"), std::string::npos)
+          << "the GPU's ceilings, named as such";
     }
   }
   EXPECT_TRUE(time_chart);
   EXPECT_TRUE(roof);
+  EXPECT_NE(page.find("naive.summary.json (device memory)"), std::string::npos) << "the memory chart shows the GPU's";
 }

@@ -254,6 +254,9 @@ std::vector<std::pair<double, double>> parse_timeline(const json& tl) {
 }
 
 std::vector<std::pair<double, double>> timeline_from_summary(const json& s) {
+  // A CUDA profile: device memory is the memory that matters (the host holds only the inputs).
+  if (const json* dev = member(s, {"device"}); dev && dev->is_object())
+    if (const json* tl = member(*dev, {"timeline"}); tl && tl->is_array() && !tl->empty()) return parse_timeline(*tl);
   if (const json* mem = member(s, {"memory"}); mem && mem->is_object()) {
     if (const json* tl = member(*mem, {"timeline", "events", "samples"})) return parse_timeline(*tl);
   }
@@ -495,13 +498,19 @@ void section_compare(Page& pg, const Input& in) {
   if (c.contains("dtype")) meta += "· " + str(c, "dtype") + " ";
   if (c.contains("causal") && c["causal"].is_boolean()) meta += c["causal"].get<bool>() ? "· causal " : "· no mask ";
   if (c.contains("threads")) meta += "· " + str(c, "threads") + " threads ";
+  const bool gpu = str(c, "device") == "cuda";
+  if (gpu) meta += "· on " + str(c, "gpu", "a CUDA GPU") + " ";
   if (c.contains("inputs")) meta += "· inputs: " + str(c, "inputs") + " ";
   if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
   pg.raw(t);
-  pg.note("ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
-          "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every variant "
-          "with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
+  pg.note(gpu ? "ms / forward is the median device time of one forward timed with CUDA events; bytes-bound ms is the "
+               "bytes the variant moves (cost model) divided by the GPU's DRAM bandwidth (datasheet), the floor for "
+               "that implementation. Every variant with a time was checked against the fp64 reference (max |err|, "
+               "NMSE) before it was timed."
+             : "ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
+               "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every "
+               "variant with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
@@ -696,6 +705,7 @@ void section_sweep(Page& pg, const Input& in) {
 struct Machine {
   double fp32 = 0, bf16 = 0, bw = 0;
   std::string cpu;
+  bool gpu = false;  // a GPU's datasheet ceilings (isa "sm_XY"), not a CPU's measured ones
 };
 
 Machine machine_of(const json* m) {
@@ -705,6 +715,7 @@ Machine machine_of(const json* m) {
   out.bf16 = num(*m, "bf16_gflops");
   out.bw = num(*m, "bandwidth_gbs");
   out.cpu = str(*m, "cpu");
+  out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
   return out;
 }
 
@@ -755,8 +766,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     hi = std::max(hi, p["intensity"].get<double>());
   }
   std::vector<std::pair<std::string, double>> ceilings;
-  if (m.fp32 > 0) ceilings.emplace_back(fmt::format("FP32 FMA peak {:.0f} GFLOP/s", m.fp32), m.fp32);
-  if (m.bf16 > 0) ceilings.emplace_back(fmt::format("BF16 dot-product peak {:.0f} GFLOP/s", m.bf16), m.bf16);
+  if (m.fp32 > 0)
+    ceilings.emplace_back(fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", m.fp32),
+                          m.fp32);
+  if (m.bf16 > 0)
+    ceilings.emplace_back(
+        fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), m.bf16);
   for (const auto& [_, peak] : ceilings) {
     lo = std::min(lo, peak / m.bw);
     hi = std::max(hi, peak / m.bw);
@@ -766,7 +781,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   json roof = json::array();
   for (const auto& [label, peak] : ceilings) {
     const double ridge = peak / m.bw;
-    const std::string name = fmt::format("{} / bandwidth {:.1f} GB/s", label, m.bw);
+    const std::string name = fmt::format("{} / {} {:.1f} GB/s", label, m.gpu ? "DRAM" : "bandwidth", m.bw);
     for (double x : {lo, ridge, hi})
       roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(peak, x * m.bw)}});
   }
@@ -794,7 +809,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   pg.chart("roofline", spec,
-           "Every op of every variant against the machine's measured ceilings (from " + source +
+           std::string(m.gpu ? "Every kernel of every variant against the GPU's datasheet ceilings (from "
+                             : "Every op of every variant against the machine's measured ceilings (from ") +
+               source +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the gap to the line is what the implementation leaves on the table.");
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
@@ -1090,7 +1107,8 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
           break;
         }
       v.memory = timeline_from_summary(*v.summary);
-      if (!v.memory.empty()) v.memory_source = v.summary_file;
+      if (!v.memory.empty())
+        v.memory_source = v.summary->contains("device") ? v.summary_file + " (device memory)" : v.summary_file;
       if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
     }
     if (v.trace_file.empty()) {

@@ -92,10 +92,13 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                  {"timeline", std::move(tl)}};
   j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
   if (ka.has_device) {
+    json dtl = json::array();  // device memory: every tracked cudaMalloc-backed allocation and free
+    for (const prof::DeviceMemEvent& m : r.device_mem) dtl.push_back({{"t_us", r.us_since_origin(m.t)}, {"bytes", m.total}});
     j["device"] = {{"name", ka.device_name},
                    {"self_cuda_time_total_ns", ka.device_self_total_ns},
                    {"activities", r.device.size()},
-                   {"peak_bytes", ka.device_peak_bytes}};
+                   {"peak_bytes", ka.device_peak_bytes},
+                   {"timeline", std::move(dtl)}};
   }
   return j;
 }

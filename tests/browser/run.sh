@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Browser test of the HTML report (docs/report.md): builds report.html twice with `attnprof report`, once from
-# the hand-made fixtures (tests/fixtures/report, every section present) and once from a small real
+# Browser test of the HTML report (docs/report.md): builds report.html with `attnprof report` from the
+# hand-made fixtures (tests/fixtures/report, every section present), from the hand-made CUDA fixtures
+# (tests/fixtures/report-cuda, a GPU compare), with hostile names, and from a small real
 # compare + sweep + roofline run, then loads each page from file:// in Debian's headless Chromium through
 # playwright-core (tests/browser/report.spec.mjs) and checks it. Screenshots land in tests/browser/out/.
 #
@@ -42,6 +43,12 @@ echo "== report from the fixtures"
 cp "$root"/tests/fixtures/report/*.json "$out/fixtures/"
 "$bin" report --out "$out/fixtures" >/dev/null
 node "$root/tests/browser/report.spec.mjs" "$out/fixtures/report.html" "$out/fixtures.png" || fail=1
+
+echo "== report from the CUDA fixtures (a GPU run's page: device time, GPU roofline, device memory)"
+mkdir -p "$out/cuda"
+cp "$root"/tests/fixtures/report-cuda/*.json "$out/cuda/"
+"$bin" report --out "$out/cuda" >/dev/null
+node "$root/tests/browser/report.spec.mjs" "$out/cuda/report.html" "$out/cuda.png" || fail=1
 
 echo "== report with hostile names (escaping, in the browser)"
 mkdir -p "$out/hostile"
