@@ -37,16 +37,8 @@ TEST(Attention, EveryVariantMatchesReference) {
         for (Isa isa : available_isas()) {
           IsaOverride use(isa);
           auto runner = var.prepare(p, in.opt);
-          AttnOutput out = runner->run(in.q, in.k, in.v);
-          const Tolerance tol = var.tolerance(t);
-          ErrorStats e = compare_to_reference(out.out, ref, tol);
           SCOPED_TRACE(fmt::format("{} {} isa={}", var.name, case_name(c, t), isa_name(isa)));
-          EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol
-                              << " rtol=" << tol.rtol << ", max_abs=" << e.max_abs;
-          if (var.name == "naive") naive_err = e.max_abs;
-          if (t == DType::BF16 && naive_err >= 0)
-            EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << "bf16 error above 2x the naive bf16 kernel's";
-          if (out.lse.defined()) EXPECT_TRUE(compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3}).ok());
+          expect_matches_reference(var, runner->run(in.q, in.k, in.v), ref, t, naive_err);
         }
       }
     }

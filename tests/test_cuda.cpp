@@ -23,6 +23,7 @@
 using namespace attnprof;
 using attnprof::testing_cases::Case;
 using attnprof::testing_cases::Inputs;
+using attnprof::testing_cases::expect_matches_reference;
 using attnprof::testing_cases::make_inputs;
 using prof::DeviceActivity;
 
@@ -183,15 +184,7 @@ TEST(CudaGpu, EveryVariantMatchesReference) {
       for (const Variant& var : cuda::cuda_registry()) {
         if (var.unsupported(p)) continue;
         SCOPED_TRACE(fmt::format("cuda {} {} {}", var.name, p.str(), dtype_name(t)));
-        AttnOutput out = var.prepare(p, in.opt)->run(in.q, in.k, in.v);
-        const Tolerance tol = var.tolerance(t);
-        const ErrorStats e = compare_to_reference(out.out, ref, tol);
-        EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol
-                            << " rtol=" << tol.rtol << ", max_abs=" << e.max_abs << " nmse=" << e.nmse;
-        if (var.name == "naive") naive_err = e.max_abs;
-        if (t == DType::BF16 && naive_err >= 0)
-          EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << "bf16 error above 2x the naive bf16 kernel's";
-        if (out.lse.defined()) EXPECT_TRUE(compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3}).ok());
+        expect_matches_reference(var, var.prepare(p, in.opt)->run(in.q, in.k, in.v), ref, t, naive_err);
         ++ran;
       }
     }
