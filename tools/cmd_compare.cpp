@@ -27,16 +27,13 @@ struct Row {
   std::string trace, summary;
 };
 
-std::vector<const Variant*> selected(const std::string& list, const AttnProblem& p) {
+std::vector<const Variant*> selected(const std::string& list) {
   std::vector<const Variant*> out;
   if (list.empty()) {
     for (const Variant& v : registry()) out.push_back(&v);
     return out;
   }
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t comma = list.find(',', start);
-    const std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& name : split_list(list)) {
     if (name == "sdpa") {
       out.push_back(&find_variant("sdpa-math"));
       out.push_back(&find_variant("sdpa-flash"));
@@ -46,10 +43,7 @@ std::vector<const Variant*> selected(const std::string& list, const AttnProblem&
       if (!known) ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}", name, variant_names());
       out.push_back(&find_variant(name));
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
-  (void)p;
   return out;
 }
 
@@ -212,7 +206,7 @@ void run_compare(const CompareArgs& a) {
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
-  const std::vector<const Variant*> variants = selected(a.variants, in.p);
+  const std::vector<const Variant*> variants = selected(a.variants);
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
   const double t_start = now_s();

@@ -41,25 +41,7 @@ std::vector<int64_t> parse_seq(const std::string& s) {
     for (int64_t n = first; n <= last; n *= 2) out.push_back(n);
     return out;
   }
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    out.push_back(num(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const std::string& part : split_list(s)) out.push_back(num(part));
   return out;
 }
 
@@ -102,7 +84,7 @@ void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   const std::vector<int64_t> seqs = parse_seq(a.seq);
-  const std::vector<std::string> names = split(a.variants);
+  const std::vector<std::string> names = split_list(a.variants);
   std::vector<const Variant*> variants;
   for (const std::string& n : names) variants.push_back(&resolve_variant(n, n == "sdpa" ? a.backend : "", problem_of(o, seqs.front())));
   prepare_out_dir(o.out);

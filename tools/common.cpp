@@ -34,14 +34,7 @@ int64_t parse_positive(const std::string& s, const char* flag, const char* what)
 }
 
 Shape4 parse_shape(const std::string& s) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    parts.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::vector<std::string> parts = split_list(s);
   if (parts.size() != 4) ATTNPROF_FAIL("malformed --shape '{}': expected B,H,N,D (four positive integers)", s);
   static const char* names[4] = {"B", "H", "N", "D"};
   Shape4 out{};
@@ -213,6 +206,17 @@ std::string out_path(const std::string& dir, const std::string& file) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

@@ -75,6 +75,9 @@ void prepare_out_dir(const std::string& dir);
 std::string out_path(const std::string& dir, const std::string& file);
 void write_json(const std::string& path, const nlohmann::json& j);
 
+// "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).
+std::vector<std::string> split_list(const std::string& s);
+
 double median(std::vector<double> v);
 double elapsed_s(double since_s);
 double now_s();
