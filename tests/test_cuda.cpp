@@ -226,18 +226,7 @@ TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
     ASSERT_NE(dev, nullptr);
     dev->run_device(dq, dk, dv);  // warm-up outside the profile
     cuda::synchronize();
-    cuda::ActivityCollector cupti;
-    cupti.start();
-    prof::Profiler prof;
-    prof.start();
-    {
-      prof::Zone ann(var.annotation, "user_annotation");
-      dev->run_device(dq, dk, dv);
-      cuda::synchronize();
-    }
-    prof.stop();
-    prof::ProfileResult r = prof.result();
-    cuda::attach_device_capture(r, cupti.stop());
+    const prof::ProfileResult r = cuda::profile_device_forward(*dev, dq, dk, dv, var.annotation);
     EXPECT_EQ(int(r.device.size()), expected);
     bool memcpy_seen = false;
     for (const auto& d : r.device) {

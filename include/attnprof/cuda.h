@@ -251,6 +251,12 @@ class ActivityCollector {
   bool running_ = false;
 };
 
+// One forward of `runner` on device tensors under the profiler and CUPTI: inside an `annotation` zone,
+// followed by a synchronise; the capture is attached (result.has_device). Throws Error when CUPTI cannot
+// start (one subscriber per process) or without a device.
+prof::ProfileResult profile_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
+                                           const DeviceTensor& v, std::string_view annotation);
+
 // An NVTX range (nvtxRangePush/Pop) so Nsight Systems shows attnprof's annotations; no-op without CUDA.
 // The CUDA variants open one per op zone and per forward.
 class NvtxRange {

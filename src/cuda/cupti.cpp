@@ -111,17 +111,21 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   CUpti_Activity* rec = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     RawActivity a;
+    // The fields every kernel, memcpy and memset record has under the same names.
+    auto timing = [&a](const auto* r) {
+      a.start_ns = r->start;
+      a.end_ns = r->end;
+      a.device = r->deviceId;
+      a.stream = r->streamId;
+      a.correlation = r->correlationId;
+    };
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         a.kind = DeviceActivity::Kind::Kernel;
         a.name = k->name ? k->name : "?";
-        a.start_ns = k->start;
-        a.end_ns = k->end;
-        a.device = k->deviceId;
-        a.stream = k->streamId;
-        a.correlation = k->correlationId;
+        timing(k);
         a.grid = {k->gridX, k->gridY, k->gridZ};
         a.block = {k->blockX, k->blockY, k->blockZ};
         a.registers = k->registersPerThread;
@@ -133,11 +137,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
         a.kind = DeviceActivity::Kind::Memcpy;
         a.name = memcpy_name(m->copyKind);
-        a.start_ns = m->start;
-        a.end_ns = m->end;
-        a.device = m->deviceId;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        timing(m);
         a.bytes = int64_t(m->bytes);
         break;
       }
@@ -145,11 +145,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         a.kind = DeviceActivity::Kind::Memset;
         a.name = "Memset (Device)";
-        a.start_ns = m->start;
-        a.end_ns = m->end;
-        a.device = m->deviceId;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        timing(m);
         a.bytes = int64_t(m->bytes);
         break;
       }
@@ -270,6 +266,23 @@ DeviceCapture ActivityCollector::stop() {
   cap.clock_samples = g_samples;
   cap.device_name = g_device_name;
   return cap;
+}
+
+prof::ProfileResult profile_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
+                                           const DeviceTensor& v, std::string_view annotation) {
+  ActivityCollector cupti;
+  cupti.start();
+  prof::Profiler profiler;
+  profiler.start();
+  {
+    prof::Zone ann(annotation, "user_annotation");
+    (void)runner.run_device(q, k, v);
+    synchronize();
+  }
+  profiler.stop();
+  prof::ProfileResult r = profiler.result();
+  attach_device_capture(r, cupti.stop());
+  return r;
 }
 
 // ---- NVTX ------------------------------------------------------------------------------------------------

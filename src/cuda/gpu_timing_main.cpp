@@ -312,18 +312,7 @@ int main(int argc, char** argv) {
           e["nmse"] = es.nmse;
         }
         // One profiled forward: which device activities it launches.
-        cuda::ActivityCollector cupti;
-        cupti.start();
-        prof::Profiler prof;
-        prof.start();
-        {
-          prof::Zone ann(var.annotation, "user_annotation");
-          d->run_device(dq, dk, dv);
-          cuda::synchronize();
-        }
-        prof.stop();
-        prof::ProfileResult r = prof.result();
-        cuda::attach_device_capture(r, cupti.stop());
+        const prof::ProfileResult r = cuda::profile_device_forward(*d, dq, dk, dv, var.annotation);
         std::string acts;
         nlohmann::json kern = nlohmann::json::array();
         for (const auto& row : analysis::device_key_averages(r)) {
