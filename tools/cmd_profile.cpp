@@ -67,9 +67,10 @@ void run_profile(const ProfileArgs& a) {
   prepare_out_dir(o.out);
 
   const int threads = ops::num_threads();
-  const std::string where = gpu ? cuda::device_info().name : fmt::format("{} threads", threads);
+  const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
+  const std::string where = gpu ? dev.name : fmt::format("{} threads", threads);
   progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
-  const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(cuda::device_info()) : analysis::machine_peaks(threads);
+  const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(dev) : analysis::machine_peaks(threads);
   progress("computing the fp64 reference");
   const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
 
