@@ -102,12 +102,21 @@ int64_t to_ns(const prof::ProfileResult& r, uint64_t t) {
   return std::max<int64_t>(0, std::llround(ns));
 }
 
+// The GPU's process in the trace: after the host's, one per device.
+long device_pid(long host_pid, uint32_t device) { return host_pid + 1 + long(device); }
+
+// Whether an activity's launch is on the host timeline: it then has a cuda_runtime slice and a flow, whose
+// start (at the launch) and end (at the activity) must both be written or neither.
+bool has_launch(const prof::ProfileResult& r, const prof::DeviceActivity& d) {
+  return d.launch_api && d.thread >= 0 && size_t(d.thread) < r.threads.size() && d.launch_t1 >= d.launch_t0;
+}
+
 // One device-side item (rare next to zones: formatted, not hand-appended).
 void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid) {
   auto out = std::back_inserter(b);
   if (it.kind == Kind::DeviceMemory) {
     const prof::DeviceMemEvent& m = r.device_mem[it.index];
-    fmt::format_to(out, ",\n{{\"ph\":\"C\",\"name\":\"CUDA Mem\",\"pid\":{},\"tid\":0,\"ts\":", pid + 1);
+    fmt::format_to(out, ",\n{{\"ph\":\"C\",\"name\":\"CUDA Mem\",\"pid\":{},\"tid\":0,\"ts\":", device_pid(pid, 0));
     put_us(b, it.ts);
     fmt::format_to(out, ",\"args\":{{\"Total Allocated\":{}}}}}", m.total);
     return;
@@ -128,7 +137,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     put(b, "}");
     return;
   }
-  const long dpid = pid + 1 + long(d.device);
+  const long dpid = device_pid(pid, d.device);
   put(b, ",\n{\"ph\":\"X\",\"cat\":");
   put_escaped(b, analysis::device_category(d.kind));
   put(b, ",\"name\":");
@@ -157,7 +166,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     put_number(b, d.cost.bytes());
   }
   put(b, "}}");
-  if (d.launch_api && d.thread >= 0 && size_t(d.thread) < r.threads.size() && d.launch_t1 >= d.launch_t0) {
+  if (has_launch(r, d)) {
     fmt::format_to(out, ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
                    d.correlation, dpid, d.stream);
     put_us(b, it.ts);
@@ -208,7 +217,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   for (size_t i = 0; i < r.device.size(); ++i) {
     const prof::DeviceActivity& d = r.device[i];
     items.push_back(Item{to_ns(r, d.t0), to_ns(r, std::max(d.t1, d.t0)) - to_ns(r, d.t0), 0, uint32_t(i), 0, Kind::Device});
-    if (!d.launch_api || d.thread < 0 || size_t(d.thread) >= r.threads.size() || d.launch_t1 < d.launch_t0) continue;
+    if (!has_launch(r, d)) continue;
     const auto& zones = r.threads[size_t(d.thread)].zones;
     int64_t s0 = to_ns(r, d.launch_t0), s1 = to_ns(r, d.launch_t1);
     uint16_t depth = 0;
@@ -254,7 +263,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   for (const prof::DeviceActivity& d : r.device) streams[d.device].insert(d.stream);
   if (!r.device_mem.empty()) streams[0];  // the CUDA Mem counter lives on device 0's process
   for (const auto& [dev, ids] : streams) {
-    const long dpid = pid + 1 + long(dev);
+    const long dpid = device_pid(pid, dev);
     fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
                    dpid);
     put_escaped(b, r.device_name.empty() ? fmt::format("GPU {}", dev) : fmt::format("GPU {} ({})", dev, r.device_name));
