@@ -225,6 +225,23 @@ TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
   EXPECT_EQ(j["variants"][1]["status"], "ok");
 }
 
+TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
+  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --variants sdpa,flash --json" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::vector<std::string> names;
+  for (const json& v : j["variants"]) names.push_back(v["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"sdpa-math", "sdpa-flash", "flash"}));
+  EXPECT_EQ(j["problem"], "B=1 Hq=2 Hkv=2 Nq=64 Nk=64 D=32 fp32 causal");
+  EXPECT_GT(j["bandwidth_gbs"].get<double>(), 0.0);
+  for (const json& v : j["variants"]) {
+    SCOPED_TRACE(v["name"].get<std::string>());
+    ASSERT_EQ(v["forward_ms"].size(), 1u);
+    EXPECT_EQ(v["forward_ms"][0], v["ms"]);  // one timed forward: its time is the median
+    EXPECT_NEAR(v["gflops"].get<double>(), j["attention_flops"].get<double>() / (v["ms"].get<double>() * 1e6), 1e-9);
+  }
+}
+
 TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   // Timing is meaningless in Debug/sanitizer builds: there the sweep is small and only memory is checked.
   const std::string seq = kTimingMeaningful ? "512..2048 --shape 1,2,1024,64" : "128..512 --shape 1,8,1024,64";
