@@ -8,6 +8,7 @@
 #include "attnprof/profiler.h"
 #include "cuda/backend.h"
 #include "cuda/kernels.h"
+#include "cuda/unfused_layout.h"
 
 namespace attnprof::cuda::dops {
 namespace {
@@ -19,15 +20,19 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-// Row-major C[n×m] = op(A) · op(B) per batch is column-major Cᵀ: cuBLAS sees (m, n) and the operands swapped.
-void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A, int lda, int64_t sa,
-          const void* B, int ldb, int64_t sb, void* C, int ldc, int64_t sc, int batch, DType dt) {
+// One strided-batched GEMM (layout::qk_gemm / pv_gemm say how the row-major matmul maps onto cuBLAS's
+// column-major view); bf16 in, fp32 accumulate.
+void gemm(const layout::StridedGemm& g, const void* A, const void* B, void* C, DType dt) {
+  ATTNPROF_CHECK(layout::fits_cublas_int(g), "device matmul: m={} n={} k={} batch={} exceed cuBLAS's int range",
+                 g.m, g.n, g.k, g.batch);
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = cuda_type(dt);
+  const auto op = [](bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; };
   // fp32 stays true fp32 (torch's default, allow_tf32=False for matmul); bf16 accumulates in fp32.
-  ATTNPROF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(detail::cublas(), ta, tb, m, n, k, &alpha, A, t, lda, sa, B, t,
-                                                   ldb, sb, &beta, C, t, ldc, sc, batch, CUBLAS_COMPUTE_32F,
-                                                   CUBLAS_GEMM_DEFAULT));
+  ATTNPROF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      detail::cublas(), op(g.trans_a), op(g.trans_b), int(g.m), int(g.n), int(g.k), &alpha, A, t, int(g.lda),
+      g.stride_a, B, t, int(g.ldb), g.stride_b, &beta, C, t, int(g.ldc), g.stride_c, int(g.batch),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace
@@ -36,15 +41,13 @@ DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
   ATTNPROF_ZONE_AS(z, "matmul", "cpu_op");
   NvtxRange nv("matmul");
   const int64_t B = q.shape(0), Hq = q.shape(1), Nq = q.shape(2), D = q.shape(3);
-  const int64_t Hkv = k.shape(1), Nk = k.shape(2), G = Hq / Hkv;
+  const int64_t Hkv = k.shape(1), Nk = k.shape(2);
   const Shape4 kt{B, Hkv, D, Nk};
   z.add_shape(q.shape());
   z.add_shape(kt);
   z.set_cost(ops::matmul_cost(q.shape(), kt, q.dtype()));
   DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
-  // Per (b, kv head): Sᵀ (Nk × G·Nq, col-major) = Kᵀ-op(K) · Q: the G query heads of a group are contiguous.
-  gemm(CUBLAS_OP_T, CUBLAS_OP_N, int(Nk), int(G * Nq), int(D), k.raw(), int(D), Nk * D, q.raw(), int(D),
-       G * Nq * D, s.raw(), int(Nk), G * Nq * Nk, int(B * Hkv), q.dtype());
+  gemm(layout::qk_gemm(B, Hq, Hkv, Nq, Nk, D), k.raw(), q.raw(), s.raw(), q.dtype());
   return s;
 }
 
@@ -52,14 +55,12 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
   ATTNPROF_ZONE_AS(z, "matmul", "cpu_op");
   NvtxRange nv("matmul");
   const int64_t B = p.shape(0), Hq = p.shape(1), Nq = p.shape(2), Nk = p.shape(3);
-  const int64_t Hkv = v.shape(1), D = v.shape(3), G = Hq / Hkv;
+  const int64_t Hkv = v.shape(1), D = v.shape(3);
   z.add_shape(p.shape());
   z.add_shape(v.shape());
   z.set_cost(ops::matmul_cost(p.shape(), v.shape(), p.dtype()));
   DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
-  // Oᵀ (D × G·Nq, col-major) = Vᵀ (D × Nk) · Pᵀ (Nk × G·Nq).
-  gemm(CUBLAS_OP_N, CUBLAS_OP_N, int(D), int(G * Nq), int(Nk), v.raw(), int(D), Nk * D, p.raw(), int(Nk),
-       G * Nq * Nk, o.raw(), int(D), G * Nq * D, int(B * Hkv), p.dtype());
+  gemm(layout::pv_gemm(B, Hq, Hkv, Nq, Nk, D), v.raw(), p.raw(), o.raw(), p.dtype());
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/kernels.h"
+#include "cuda/unfused_layout.h"
 
 namespace attnprof::cuda::kernels {
 namespace {
@@ -31,19 +32,12 @@ __global__ void scale_kernel(const T* x, T* y, int64_t n, float s) {
     store(y, i, load(x, i) * s);
 }
 
-// The mask's element strides, 0 along its broadcast (size-1) dims.
-struct MaskStrides {
-  int64_t b, h, i, j;
-};
-
+// The mask index math (broadcast strides, element -> mask offset) is layout::mask_offset, tested on the host.
 template <class T>
 __global__ void masked_fill_kernel(T* x, const uint8_t* mask, int64_t H, int64_t Nq, int64_t Nk, int64_t n,
-                                   MaskStrides ms, float value) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t j = e % Nk, r = e / Nk, i = r % Nq, bh = r / Nq;
-    const int64_t m = (bh / H) * ms.b + (bh % H) * ms.h + i * ms.i + j * ms.j;
-    if (mask[m]) store(x, e, value);
-  }
+                                   layout::MaskStrides ms, float value) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    if (mask[layout::mask_offset(e, H, Nq, Nk, ms)]) store(x, e, value);
 }
 
 // One warp per row. Rows up to 32·kPerLane long (the blog's are 1024) stay in registers between the max,
@@ -115,7 +109,7 @@ __global__ void convert_kernel(const X* x, Y* y, int64_t n) {
 __global__ void triu_kernel(uint8_t* mask, int64_t nq, int64_t nk, int64_t diagonal) {
   const int64_t n = nq * nk;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    mask[i] = (i % nk) - (i / nk) >= diagonal ? 1 : 0;
+    mask[i] = layout::triu_at(i, nk, diagonal) ? 1 : 0;
 }
 
 }  // namespace
@@ -133,7 +127,7 @@ void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq,
                  int64_t Mq, int64_t Mk, float value, bool bf16, cudaStream_t st) {
   const int64_t n = B * H * Nq * Nk;
   if (n <= 0) return;
-  const MaskStrides ms{Bm == 1 ? 0 : Hm * Mq * Mk, Hm == 1 ? 0 : Mq * Mk, Mq == 1 ? 0 : Mk, Mk == 1 ? 0 : 1};
+  const layout::MaskStrides ms = layout::mask_strides(Bm, Hm, Mq, Mk);
   if (bf16)
     masked_fill_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<__nv_bfloat16*>(x), mask, H, Nq, Nk, n, ms,
                                                             value);
