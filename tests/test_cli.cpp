@@ -251,6 +251,7 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   EXPECT_NE(r.out.find("exponent"), std::string::npos);
   const json j = read_json("sweep.json");
   EXPECT_EQ(j["kind"], "sweep");
+  EXPECT_EQ(j["device"], "cpu");
   ASSERT_EQ(j["points"].size(), 6u);  // three lengths for each variant
   std::map<std::string, double> e;
   for (const json& f : j["fits"]) {
@@ -367,6 +368,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("profile naive --device cuda" + kSmall, "--device cuda");
   expect_bad("profile naive --sort-by cuda_time_total" + kSmall, "no CUDA times");
+  expect_bad("sweep --device tpu" + kSmall, "unknown --device 'tpu'");
+  if (!cuda::available()) expect_bad("sweep --device cuda" + kSmall, "--device cuda");
+  if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");
 }
 
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {

@@ -25,24 +25,6 @@ struct ProfileArgs {
   std::string device = "cpu";
 };
 
-// The CUDA registry's variant for the names `profile` takes: naive, inplace, flash, sdpa (cuDNN when it can
-// serve the problem, else math, or --backend math|cudnn), or a registry name.
-const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
-  std::string full = name;
-  if (name == "sdpa") {
-    ATTNPROF_CHECK(backend.empty() || backend == "math" || backend == "cudnn" || backend == "auto",
-                   "--backend '{}' with --device cuda: expected math, cudnn or auto", backend);
-    const bool cudnn = backend == "cudnn" || ((backend.empty() || backend == "auto") &&
-                                              !cuda::find_cuda_variant("sdpa-cudnn").unsupported(p));
-    full = cudnn ? "sdpa-cudnn" : "sdpa-math";
-  } else {
-    ATTNPROF_CHECK(backend.empty(), "--backend applies only to the sdpa variant, not to '{}'", name);
-  }
-  const Variant& v = cuda::find_cuda_variant(full);
-  if (auto why = v.unsupported(p)) ATTNPROF_FAIL("CUDA variant '{}' cannot run {}: {}", v.name, p.str(), *why);
-  return v;
-}
-
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
   ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);

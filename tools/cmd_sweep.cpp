@@ -1,11 +1,13 @@
 // attnprof sweep: time and peak memory over sequence lengths, and the scaling exponents fitted on log-log
 // (expect time ≈ N^2 for every variant; memory ≈ N^2 for the naive paths that hold N×N scores, ≈ N for
-// flash). Points over the memory budget are skipped with a note.
+// flash). Points over the memory budget are skipped with a note. `--device cuda` sweeps the CUDA registry on
+// the GPU: CUDA-event times and device memory.
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "attnprof/allocator.h"
+#include "attnprof/cuda.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "common.h"
@@ -18,6 +20,7 @@ struct SweepArgs {
   std::string seq = "256..8192";
   std::string variants = "naive,flash";
   std::string backend;
+  std::string device = "cpu";
 };
 
 std::vector<int64_t> parse_seq(const std::string& s) {
@@ -53,6 +56,44 @@ struct Point {
   std::string status = "ok", note;
 };
 
+// One point on the host: `warmup` forwards, then the median of `iters` timed ones and the largest peak above
+// what was live before each.
+void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
+  for (int i = 0; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
+  std::vector<double> ms;
+  for (int i = 0; i < o.iters; ++i) {
+    reset_peak_memory();
+    const int64_t before = memory_stats().current_bytes;
+    const double t = now_s();
+    {
+      AttnOutput out = runner.run(in.q, in.k, in.v);
+      ms.push_back(elapsed_s(t) * 1e3);
+    }
+    pt.peak_bytes = std::max(pt.peak_bytes, memory_stats().peak_bytes - before);
+  }
+  pt.ms = median(ms);
+}
+
+// One point on the GPU: inputs uploaded once, one forward for the device memory peak above the inputs, then
+// `warmup` forwards and the median of at least 10 timed with CUDA events (a forward at small N takes
+// microseconds). The allocator's cache is emptied afterwards so that the next length starts from nothing.
+void measure_on_device(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
+  auto* dev = dynamic_cast<cuda::DeviceRunner*>(&runner);
+  ATTNPROF_CHECK(dev, "CUDA variant {} has no device runner", pt.variant);
+  {
+    const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
+                             dv = cuda::DeviceTensor::from_host(in.v);
+    cuda::synchronize();
+    const int64_t live = cuda::device_memory_stats().current_bytes;
+    cuda::reset_device_peak();
+    (void)dev->run_device(dq, dk, dv);
+    cuda::synchronize();
+    pt.peak_bytes = cuda::device_memory_stats().peak_bytes - live;
+    pt.ms = cuda::time_device_forward(*dev, dq, dk, dv, o.warmup, std::max(o.iters, 10)).median_ms;
+  }
+  cuda::empty_cache();
+}
+
 // A progress bar with an ETA on a terminal; plain lines otherwise (logs, CI, tests).
 class Progress {
  public:
@@ -82,13 +123,21 @@ class Progress {
 
 void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
+  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
+  const bool gpu = a.device == "cuda";
+  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
   apply_runtime_options(o);
   const std::vector<int64_t> seqs = parse_seq(a.seq);
   const std::vector<std::string> names = split_list(a.variants);
   std::vector<const Variant*> variants;
-  for (const std::string& n : names) variants.push_back(&resolve_variant(n, n == "sdpa" ? a.backend : "", problem_of(o, seqs.front())));
+  for (const std::string& n : names) {
+    const std::string backend = n == "sdpa" ? a.backend : "";
+    const AttnProblem p = problem_of(o, seqs.front());
+    variants.push_back(gpu ? &resolve_cuda_variant(n, backend, p) : &resolve_variant(n, backend, p));
+  }
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
+  const std::string gpu_name = gpu ? cuda::device_info().name : "";
 
   // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
   double total = 0;
@@ -109,19 +158,8 @@ void run_sweep(const SweepArgs& a) {
         const Inputs in = make_inputs(o, n);
         if (auto why = v->unsupported(in.p)) throw OutOfBudget(*why);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
-        for (int i = 0; i < o.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
-        std::vector<double> ms;
-        for (int i = 0; i < o.iters; ++i) {
-          reset_peak_memory();
-          const int64_t before = memory_stats().current_bytes;
-          const double t = now_s();
-          {
-            AttnOutput out = runner->run(in.q, in.k, in.v);
-            ms.push_back(elapsed_s(t) * 1e3);
-          }
-          pt.peak_bytes = std::max(pt.peak_bytes, memory_stats().peak_bytes - before);
-        }
-        pt.ms = median(ms);
+        if (gpu) measure_on_device(*runner, in, o, pt);
+        else measure_on_host(*runner, in, o, pt);
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
@@ -137,6 +175,7 @@ void run_sweep(const SweepArgs& a) {
 
   nlohmann::json j = {{"kind", "sweep"},
                       {"attnprof_version", ATTNPROF_VERSION},
+                      {"device", a.device},
                       {"shape", o.shape},
                       {"dtype", o.dtype},
                       {"causal", o.causal},
@@ -146,6 +185,7 @@ void run_sweep(const SweepArgs& a) {
                       {"memory_budget", memory_budget()},
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
+  if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
   std::string csv = "variant,seq,ms,peak_bytes,status,note\n";
   for (const Point& p : points) {
     const bool ok = p.status == "ok";
@@ -161,8 +201,9 @@ void run_sweep(const SweepArgs& a) {
     csv += fmt::format("{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
                        ok ? std::to_string(p.peak_bytes) : "", p.status, note);
   }
-  std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {} threads\n", o.shape, a.seq,
-                                 o.dtype, o.causal ? "causal" : "no mask", threads);
+  std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {}\n", o.shape, a.seq, o.dtype,
+                                 o.causal ? "causal" : "no mask",
+                                 gpu ? gpu_name + " (CUDA events, device memory)" : fmt::format("{} threads", threads));
   text += fmt::format("{:<12}{:>8}{:>12}{:>14}\n", "Variant", "N", "ms/fwd", "Peak mem");
   for (const Point& p : points)
     text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}\n", p.variant, p.seq, p.ms,
@@ -195,7 +236,8 @@ void run_sweep(const SweepArgs& a) {
                           f.exponent, f.exponent_stderr, f.r2, x.size());
     }
   }
-  text += "Memory: bytes one forward allocates at its peak above its inputs (expect exponent ≈ 2 naive, ≈ 1 flash).\n";
+  text += fmt::format("Memory: {}bytes one forward allocates at its peak above its inputs (expect exponent ≈ 2 naive, "
+                      "≈ 1 flash).\n", gpu ? "device " : "");
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
   write_json(out_path(o.out, "sweep.json"), j);
   report::write_text_atomic(out_path(o.out, "sweep.txt"), text);
@@ -212,7 +254,9 @@ void add_sweep_command(CLI::App& app) {
   sub->add_option("--seq", args->seq, "FIRST..LAST doubles from FIRST; or a list 256,768,1024")->capture_default_str();
   sub->add_option("--variants", args->variants, "comma-separated: naive, inplace, sdpa, sdpa-math, sdpa-flash, flash")
       ->capture_default_str();
-  sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa' in --variants: math | flash | auto");
+  sub->add_option("--backend", args->backend,
+                  "SDPA backend for 'sdpa' in --variants: math | flash | auto (with --device cuda: math | cudnn | auto)");
+  sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
   sub->callback([args] { run_sweep(*args); });
 }

@@ -188,6 +188,22 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
   return *v;
 }
 
+const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
+  std::string full = name;
+  if (name == "sdpa") {
+    ATTNPROF_CHECK(backend.empty() || backend == "math" || backend == "cudnn" || backend == "auto",
+                   "--backend '{}' with --device cuda: expected math, cudnn or auto", backend);
+    const bool cudnn = backend == "cudnn" || ((backend.empty() || backend == "auto") &&
+                                              !cuda::find_cuda_variant("sdpa-cudnn").unsupported(p));
+    full = cudnn ? "sdpa-cudnn" : "sdpa-math";
+  } else {
+    ATTNPROF_CHECK(backend.empty(), "--backend applies only to the sdpa variant, not to '{}'", name);
+  }
+  const Variant& v = cuda::find_cuda_variant(full);
+  if (auto why = v.unsupported(p)) ATTNPROF_FAIL("CUDA variant '{}' cannot run {}: {}", v.name, p.str(), *why);
+  return v;
+}
+
 void prepare_out_dir(const std::string& dir) {
   ATTNPROF_CHECK(!dir.empty(), "--out must not be empty");
   std::error_code ec;

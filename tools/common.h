@@ -68,6 +68,9 @@ AttnProblem problem_of(const CommonOptions& o, int64_t seq = 0);
 // naive | inplace | sdpa (with --backend) | sdpa-math | sdpa-flash | flash. Errors when the variant or the
 // explicit backend cannot serve `p`.
 const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
+// The same names on the CUDA registry: naive, inplace, flash, sdpa (cuDNN when it can serve the problem, else
+// math, or --backend math|cudnn|auto), or a registry name (sdpa-math, sdpa-cudnn).
+const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
 
 // Creates --out (and checks it is writable) only after every input has been validated, so bad input
 // leaves nothing behind.
