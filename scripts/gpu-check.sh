@@ -9,7 +9,8 @@
 #   5. PyTorch's F.scaled_dot_product_attention (flash, cuDNN, efficient, math backends) on the same shape
 #      as the peer, when python3 with a CUDA build of torch is there,
 #   6. a summary: our flash against PyTorch's flash (target: within 1.5x),
-#   7. `attnprof sweep --device cuda`: naive and flash from N = 512 to 4096 (into compare/, for the report).
+#   7. `attnprof sweep --device cuda`: naive and flash from N = 512 to 4096, then `attnprof roofline --device
+#      cuda` (both into compare/, for the report).
 # Everything lands in $OUT (default attnprof-out/gpu-check; a device runner sets $OUT) for docs/gpu.md. Exit status: 0 when the tests pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -167,6 +168,13 @@ if [[ -x "$CLI" ]]; then
   timeout 90 "$CLI" sweep --device cuda --shape "$SHAPE" --seq 512..4096 --variants naive,flash --warmup 1 \
     --out "$OUT/compare" > "$OUT/sweep.txt" 2>&1 || echo "(sweep --device cuda failed: see sweep.txt)" | tee -a "$OUT/steps.log"
   tail -8 "$OUT/sweep.txt"
+fi
+
+log "attnprof roofline --device cuda (every kernel against the GPU's ceilings)"
+if [[ -x "$CLI" ]]; then
+  timeout 60 "$CLI" roofline --device cuda --shape "$SHAPE" --out "$OUT/compare" > "$OUT/roofline.txt" 2>&1 ||
+    echo "(roofline --device cuda failed: see roofline.txt)" | tee -a "$OUT/steps.log"
+  tail -12 "$OUT/roofline.txt"
 fi
 
 log "done: outputs in $OUT (status $status)"

@@ -368,6 +368,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("profile naive --device cuda" + kSmall, "--device cuda");
   expect_bad("profile naive --sort-by cuda_time_total" + kSmall, "no CUDA times");
+  expect_bad("roofline --device tpu" + kSmall, "unknown --device 'tpu'");
+  if (!cuda::available()) expect_bad("roofline --device cuda" + kSmall, "--device cuda");
   expect_bad("sweep --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("sweep --device cuda" + kSmall, "--device cuda");
   if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");

@@ -3,6 +3,7 @@
 // columns and sort keys, the trace's GPU stream tracks, launch slices and flows, the summary's device fields.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -289,4 +290,40 @@ TEST(DeviceReport, SummaryCarriesDeviceTotals) {
   }
   EXPECT_TRUE(saw_matmul);
   EXPECT_FALSE(report::summary_json(synthetic_profile(), analysis::key_averages(synthetic_profile())).contains("device"));
+}
+
+TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
+  const analysis::KeyAverages ka = analysis::key_averages(device_profile());
+  analysis::MachinePeaks gpu;
+  gpu.fp32_gflops = 1000.0;
+  gpu.bf16_gflops = 8000.0;
+  gpu.bandwidth_gbs = 100.0;
+  const std::vector<analysis::PlacedOp> placed = analysis::roofline_ops(ka, gpu, DType::BF16);
+  std::map<std::string, const analysis::PlacedOp*> by_name;
+  for (const analysis::PlacedOp& p : placed) by_name[p.op->name] = &p;
+  // The kernels, the copy and the fill kernel; not the host zones that launched them (matmul's cost is the
+  // GEMM kernel's cost again), not the annotation.
+  for (const char* host : {"matmul", "masked_fill", "masked_fill_", "copy_", "attn_fwd", "ProfilerStep#2"})
+    EXPECT_EQ(by_name.count(host), 0u) << host;
+  ASSERT_EQ(by_name.count("ampere_bf16_gemm"), 1u);
+  const analysis::PlacedOp& gemm = *by_name["ampere_bf16_gemm"];
+  EXPECT_DOUBLE_EQ(gemm.op->total_ns, 0.0);             // an activity row has no CPU time:
+  EXPECT_DOUBLE_EQ(gemm.ns, 100.0);                     // it is placed in its device time
+  EXPECT_DOUBLE_EQ(gemm.pt.achieved_gflops, 10.0);      // 1000 FLOP / 100 ns
+  EXPECT_DOUBLE_EQ(gemm.pt.intensity, 1000.0 / 96.0);   // cost model of the launching matmul
+  EXPECT_DOUBLE_EQ(gemm.pt.ridge_intensity, 80.0);      // bf16 tensor-core peak / bandwidth
+  EXPECT_TRUE(gemm.pt.memory_bound);
+  ASSERT_EQ(by_name.count("Memcpy DtoD (Device -> Device)"), 1u);
+  EXPECT_DOUBLE_EQ(by_name["Memcpy DtoD (Device -> Device)"]->ns, 30.0);
+  for (const analysis::PlacedOp& p : placed) EXPECT_TRUE(p.op->is_device_activity()) << p.op->name;
+
+  // The same profile without its capture is a CPU profile: its ops are placed in host time instead.
+  const analysis::KeyAverages host = analysis::key_averages(testing_device::synthetic_profile());
+  ASSERT_FALSE(host.has_device);
+  std::set<std::string> names;
+  for (const analysis::PlacedOp& p : analysis::roofline_ops(host, gpu, DType::BF16)) {
+    names.insert(p.op->name);
+    EXPECT_DOUBLE_EQ(p.ns, p.op->total_ns);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"matmul", "masked_fill", "copy_", "masked_fill_"}));
 }

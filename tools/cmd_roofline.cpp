@@ -1,8 +1,11 @@
 // attnprof roofline [VARIANT...]: the machine's measured ceilings (FMA and bf16-dot GFLOP/s, STREAM triad
 // bandwidth; cached per CPU, ISA and thread count) and every op of each variant's profile placed under them:
 // arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
+// `--device cuda`: the GPU's datasheet ceilings, and every kernel, copy and fill of the CUDA variants placed in
+// device time (CUPTI).
 #include <cstdio>
 
+#include "attnprof/cuda.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "common.h"
@@ -16,6 +19,7 @@ struct RooflineArgs {
   std::string backend;
   bool remeasure = false;
   bool peaks_only = false;
+  std::string device = "cpu";
 };
 
 nlohmann::json machine_json(const analysis::MachinePeaks& m) {
@@ -25,33 +29,56 @@ nlohmann::json machine_json(const analysis::MachinePeaks& m) {
   return j;
 }
 
+// The ceilings, as the first lines of roofline.txt.
+std::string peaks_text(const analysis::MachinePeaks& m, bool gpu) {
+  if (gpu) {
+    std::string t = fmt::format("GPU: {} ({}, {} SMs; datasheet ceilings at the boost clock)\n", m.cpu, m.isa, m.threads);
+    t += fmt::format("  bf16 tensor-core peak {:10.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
+                     m.bf16_gflops / m.bandwidth_gbs);
+    t += fmt::format("  fp32 CUDA-core peak   {:10.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.fp32_gflops,
+                     m.fp32_gflops / m.bandwidth_gbs);
+    t += fmt::format("  DRAM bandwidth        {:10.1f} GB/s\n", m.bandwidth_gbs);
+    return t;
+  }
+  std::string t = fmt::format("Machine: {} ({}, {} threads)\n", m.cpu, m.isa, m.threads);
+  t += fmt::format("  fp32 FMA peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.fp32_gflops,
+                   m.fp32_gflops / m.bandwidth_gbs);
+  if (m.bf16_gflops > 0)
+    t += fmt::format("  bf16 dot peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
+                     m.bf16_gflops / m.bandwidth_gbs);
+  else
+    t += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
+  t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
+  t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+  return t;
+}
+
 void run_roofline(const RooflineArgs& a) {
   const CommonOptions& o = a.common;
+  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
+  const bool gpu = a.device == "cuda";
+  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   std::vector<const Variant*> variants;
   if (!a.peaks_only)
-    for (const std::string& n : a.variants) variants.push_back(&resolve_variant(n, n == "sdpa" ? a.backend : "", in.p));
+    for (const std::string& n : a.variants) {
+      const std::string backend = n == "sdpa" ? a.backend : "";
+      variants.push_back(gpu ? &resolve_cuda_variant(n, backend, in.p) : &resolve_variant(n, backend, in.p));
+    }
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
 
-  progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
-  const analysis::MachinePeaks m = analysis::machine_peaks(threads, a.remeasure);
-  std::string text = fmt::format("Machine: {} ({}, {} threads)\n", m.cpu, m.isa, m.threads);
-  text += fmt::format("  fp32 FMA peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.fp32_gflops,
-                      m.fp32_gflops / m.bandwidth_gbs);
-  if (m.bf16_gflops > 0)
-    text += fmt::format("  bf16 dot peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
-                        m.bf16_gflops / m.bandwidth_gbs);
-  else
-    text += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
-  text += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
-  text += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+  if (!gpu) progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
+  const analysis::MachinePeaks m = gpu ? cuda::gpu_peaks(cuda::device_info()) : analysis::machine_peaks(threads, a.remeasure);
+  std::string text = peaks_text(m, gpu);
 
   nlohmann::json j = {{"kind", "roofline"},
                       {"attnprof_version", ATTNPROF_VERSION},
                       {"problem", in.p.str()},
                       {"dtype", std::string(dtype_name(in.p.dtype))},
+                      {"device", a.device},
                       {"threads", threads},
                       {"machine", machine_json(m)},
                       {"ops", nlohmann::json::array()},
@@ -62,27 +89,34 @@ void run_roofline(const RooflineArgs& a) {
     RunPlan plan;
     plan.warmup = o.warmup;
     plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
-    text += fmt::format("\nOps of {} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
-                        in.p.str(), o.iters);
+    text += gpu ? fmt::format("\nKernels, copies and fills of {} ({} recorded forwards each, device time from CUPTI; "
+                              "intensity and FLOPs from the launching op's cost model)\n",
+                              in.p.str(), o.iters)
+                : fmt::format("\nOps of {} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
+                              in.p.str(), o.iters);
     text += fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10}{:>8}  {}\n", "Variant", "Op", "FLOP/B", "Attainable",
                         "Achieved", "GB/s", "% att.", "Bound");
     for (const Variant* v : variants) {
-      RunOutcome r = run_variant(*v, in, ref, plan, v->name);
+      RunOutcome r = gpu ? run_cuda_variant(*v, in, ref, plan, v->name) : run_variant(*v, in, ref, plan, v->name);
+      if (r.status == RunOutcome::Status::Ok && gpu && !r.result.has_device) {
+        r.status = RunOutcome::Status::Skipped;
+        r.note = "no device activity to place: " + r.cupti_note;
+      }
       if (r.status != RunOutcome::Status::Ok) {
         text += fmt::format("{:<12}{}: {}\n", v->name, status_name(r.status), r.note);
         j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
         continue;
       }
-      for (const analysis::OpStats& op : r.ka.rows) {
-        if (op.category == "user_annotation" || op.name.rfind("ProfilerStep#", 0) == 0) continue;
-        if (op.cost.flops <= 0 && op.cost.bytes() <= 0) continue;  // views: nothing to place
-        const analysis::RooflinePoint pt = analysis::place(op.cost, op.total_ns, m, in.p.dtype);
-        const double gbs = op.total_ns > 0 ? op.cost.bytes() / op.total_ns : 0.0;
+      for (const analysis::PlacedOp& placed : analysis::roofline_ops(r.ka, m, in.p.dtype)) {
+        const analysis::OpStats& op = *placed.op;
+        const analysis::RooflinePoint& pt = placed.pt;
+        const double gbs = placed.ns > 0 ? op.cost.bytes() / placed.ns : 0.0;
         const char* bound = pt.memory_bound ? "memory" : "compute";
         j["ops"].push_back({{"variant", v->name},
                             {"name", op.name},
+                            {"category", op.category},
                             {"calls", op.calls},
-                            {"total_ns", op.total_ns},
+                            {"total_ns", placed.ns},
                             {"flops", op.cost.flops},
                             {"bytes", op.cost.bytes()},
                             {"intensity", pt.intensity},
@@ -100,10 +134,16 @@ void run_roofline(const RooflineArgs& a) {
                             pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);
       }
     }
-    text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak is the bf16 one for bf16 when present.\n";
-    text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
-    text += "Over 100%: the op's data stayed in cache; the roofline's slope is DRAM (STREAM) bandwidth.\n";
-    text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
+    if (gpu) {
+      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); bf16 problems use the tensor-core peak.\n";
+      text += "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n";
+      text += "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
+    } else {
+      text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak is the bf16 one for bf16 when present.\n";
+      text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
+      text += "Over 100%: the op's data stayed in cache; the roofline's slope is DRAM (STREAM) bandwidth.\n";
+      text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
+    }
   }
   write_json(out_path(o.out, "roofline.json"), j);
   report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
@@ -121,6 +161,7 @@ void add_roofline_command(CLI::App& app) {
   sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
   sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
+  sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
   sub->callback([args] { run_roofline(*args); });
 }

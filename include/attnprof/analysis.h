@@ -136,6 +136,18 @@ struct RooflinePoint {
 // `compute_dtype` picks the compute ceiling: bf16 ops use the bf16 peak when the CPU has one.
 RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype);
 
+// One op of a profile on the roofline, with the time it was placed in.
+struct PlacedOp {
+  const OpStats* op = nullptr;  // the key_averages row
+  double ns = 0.0;              // the time the rates are over (summed over calls)
+  RooflinePoint pt;
+};
+// Every op of a profile that has a cost, placed. A CPU profile places its ops (annotations and
+// ProfilerStep#N left out) in their inclusive CPU time; a device profile places its kernels, copies and fills
+// in device time, each activity once, and leaves out the host zones that launched them, whose cost is the
+// activities' cost again. The rows point into `ka`, which must outlive the result.
+std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks, DType compute_dtype);
+
 // ---- scaling -----------------------------------------------------------------------------------------
 struct PowerFit {
   double exponent = 0.0;     // b in y = a·x^b, least squares on log-log
