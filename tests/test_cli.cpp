@@ -375,6 +375,39 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");
 }
 
+TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
+  const Result c = run("compare --iters 2 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string naive = (out() / "naive.summary.json").string(), inplace = (out() / "inplace.summary.json").string();
+  const Result r = run("diff " + naive + " " + inplace + " --save " + (out() / "diff.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"naive (base) vs inplace (new)", "copy_", "mul -> mul_", "softmax -> softmax_", "removed: copy_"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  const json j = read_json("diff.json");
+  EXPECT_EQ(j["kind"], "diff");
+  EXPECT_DOUBLE_EQ(j["base"]["forwards"].get<double>(), 2.0);
+  bool copy_removed = false;
+  for (const json& row : j["rows"])
+    if (row["base_name"] == "copy_") {
+      copy_removed = row["change"] == "removed";
+      EXPECT_GT(row["base_mem_bytes"].get<double>(), 0.0);  // the clone's allocation, gone
+    }
+  EXPECT_TRUE(copy_removed);
+
+  auto bad = [&](const std::string& args, const std::string& expect) {
+    SCOPED_TRACE(args);
+    const Result b = run(args);
+    EXPECT_EQ(b.code, 2) << b.err;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+    EXPECT_NE(b.err.find(expect), std::string::npos) << b.err;
+    EXPECT_TRUE(b.out.empty()) << b.out;
+  };
+  bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read /nonexistent/x.summary.json");
+  bad("diff " + naive + " " + (out() / "compare.txt").string(), "not valid JSON");
+  bad("diff " + naive + " " + (out() / "compare.json").string(), "not an attnprof summary");
+  bad("diff " + naive, "new is required");
+}
+
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {
   const Result r = run("compare --iters 1 --warmup 0 --variants inplace,flash --html" + kSmall + out_flag());
   if (r.code == 2 && r.err.find("npm ci") != std::string::npos) GTEST_SKIP() << "chart library not installed: " << r.err;

@@ -10,7 +10,7 @@
 
 #include "attnprof/error.h"
 
-#define ATTNPROF_COMMANDS(X) X(profile) X(compare) X(sweep) X(roofline) X(report)
+#define ATTNPROF_COMMANDS(X) X(profile) X(compare) X(sweep) X(roofline) X(report) X(diff)
 
 namespace attnprof::cli {
 #define ATTNPROF_DECLARE_COMMAND(name) void add_##name##_command(CLI::App& app);

@@ -62,6 +62,37 @@ void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, c
 // Machine-readable summary: metadata, per-op rows, totals, overhead, memory.
 nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka);
 
+// ---- two profiles side by side ----------------------------------------------------------------------
+// One op of a profile diff, per forward on each side (a side's figures are 0 when the op is absent there).
+struct DiffRow {
+  std::string base_name, new_name;  // equal, or "mul" / "mul_" for an op and its in-place form; "" = absent
+  std::string change;               // "same", "removed", "added", "in place" (X -> X_), "out of place" (X_ -> X)
+  double base_calls = 0, new_calls = 0;
+  double base_ns = 0, new_ns = 0;        // self time (Self CUDA for device profiles)
+  double base_mem = 0, new_mem = 0;      // self memory allocated (device memory for device profiles)
+  double base_bytes = 0, new_bytes = 0;  // bytes moved by the op itself (cost model)
+};
+struct ProfileSide {
+  std::string label;       // variant (or the file name when the summary has none)
+  std::string problem;
+  double forwards = 1;     // recorded forwards the summary covers (calls of its annotation)
+  double ms_per_forward = 0, peak_bytes = 0, ops_per_forward = 0, max_abs_err = -1;  // -1: not recorded
+};
+struct ProfileDiff {
+  ProfileSide base, next;
+  bool device = false;     // both are device (CUPTI) profiles: times are Self CUDA, memory is device memory
+  std::vector<DiffRow> rows;  // by the size of the change in time, largest first
+  double base_ns = 0, new_ns = 0;  // sums of the rows' self times per forward
+};
+// Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
+// of implementation removed, added or turned in place, and where the time went. Annotations and
+// ProfilerStep#N are left out (their time is the sum of the rows). Throws Error naming what is wrong when a
+// document is not an attnprof summary or one is a device profile and the other is not.
+ProfileDiff diff_summaries(const nlohmann::json& base, const nlohmann::json& next, const std::string& base_label = "",
+                           const std::string& new_label = "");
+std::string diff_table(const ProfileDiff& d, int row_limit = -1);
+nlohmann::json diff_json(const ProfileDiff& d);
+
 // Writes `contents` to `path` through a temporary file + rename; gzip when `path` ends in ".gz".
 // Throws Error naming the path when the directory cannot be written.
 void write_text_atomic(const std::string& path, const std::string& contents);

@@ -1,0 +1,300 @@
+// Two profiles side by side: the op-by-op view of "what did this change of implementation remove, add or
+// turn in place, and where did the time go" (naive -> inplace is the blog's second script; naive -> flash
+// its last). Works on summary documents, so any two runs on disk can be compared.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+
+namespace attnprof::report {
+namespace {
+
+using nlohmann::json;
+
+// A number field, 0 when absent or null; anything else is a corrupt summary.
+double number(const json& o, const char* key, const std::string& what) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return 0.0;
+  if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
+  return it->get<double>();
+}
+
+std::string text(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool is_activity(const std::string& category) {
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+}
+
+struct OpFigures {
+  double calls = 0, ns = 0, mem = 0, bytes = 0;
+};
+
+struct Parsed {
+  ProfileSide side;
+  bool device = false;
+  std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
+};
+
+Parsed parse(const json& s, const std::string& label, const char* which) {
+  const std::string what = fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'");
+  if (!s.is_object() || text(s, "schema").rfind("attnprof.summary/", 0) != 0)
+    ATTNPROF_FAIL("{}: not an attnprof summary (expected \"schema\": \"attnprof.summary/1\"; write one with "
+                  "`attnprof profile` or `attnprof compare`)", what);
+  const auto rows = s.find("rows");
+  if (rows == s.end() || !rows->is_array()) ATTNPROF_FAIL("{}: no \"rows\" array", what);
+  const json empty = json::object();
+  const json& meta = s.contains("metadata") && s["metadata"].is_object() ? s["metadata"] : empty;
+  const json& run = s.contains("run") && s["run"].is_object() ? s["run"] : empty;
+  Parsed p;
+  p.device = s.contains("device") && s["device"].is_object();
+  p.side.label = !text(run, "variant").empty() ? text(run, "variant") : !text(meta, "variant").empty() ? text(meta, "variant") : label;
+  p.side.problem = !text(run, "problem").empty() ? text(run, "problem") : text(meta, "problem");
+  const std::string annotation = !text(run, "annotation").empty() ? text(run, "annotation") : text(meta, "annotation");
+
+  // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
+  for (const json& r : *rows) {
+    if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
+      ATTNPROF_FAIL("{}: a row without a \"name\"", what);
+    if (!annotation.empty() && r["name"] == annotation) p.side.forwards = std::max(1.0, number(r, "calls", what));
+  }
+  if (annotation.empty() && run.contains("forward_ms") && run["forward_ms"].is_array() && !run["forward_ms"].empty())
+    p.side.forwards = double(run["forward_ms"].size());
+  const double f = p.side.forwards;
+
+  p.side.ms_per_forward = number(run, "ms_per_forward", what);
+  p.side.ops_per_forward = number(run, "ops_per_forward", what);
+  p.side.max_abs_err = run.contains("max_abs_err") && run["max_abs_err"].is_number() ? run["max_abs_err"].get<double>() : -1;
+  if (p.device) {
+    p.side.peak_bytes = run.contains("peak_extra_bytes") ? number(run, "peak_extra_bytes", what)
+                                                         : number(s["device"], "peak_bytes", what);
+  } else if (run.contains("peak_extra_bytes")) {
+    p.side.peak_bytes = number(run, "peak_extra_bytes", what);
+  } else if (s.contains("memory") && s["memory"].is_object()) {
+    p.side.peak_bytes = number(s["memory"], "peak_bytes", what) - number(s["memory"], "start_bytes", what);
+  }
+
+  for (const json& r : *rows) {
+    const std::string name = r["name"].get<std::string>();
+    const std::string cat = text(r, "category");
+    if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
+    OpFigures o;
+    o.calls = number(r, "calls", what) / f;
+    const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
+    const json& cost = r.contains("cost") && r["cost"].is_object() ? r["cost"] : empty;
+    if (p.device) {
+      // Device time and bytes belong to the activities; the host ops that launched them hold none (each
+      // kernel counted once, as in the CUDA table).
+      o.ns = number(r, "self_cuda_ns", what) / f;
+      o.mem = number(r, "self_cuda_mem_bytes", what) / f;
+      o.bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
+    } else {
+      o.ns = number(r, "self_ns", what) / f;
+      o.mem = number(r, "self_mem_bytes", what) / f;
+      o.bytes = number(self_cost, "bytes", what) / f;
+    }
+    // Rows grouped by input shape repeat a name: one op, its figures summed.
+    auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == name; });
+    if (it == p.ops.end()) {
+      p.ops.emplace_back(name, o);
+    } else {
+      it->second.calls += o.calls;
+      it->second.ns += o.ns;
+      it->second.mem += o.mem;
+      it->second.bytes += o.bytes;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+ProfileDiff diff_summaries(const json& base, const json& next, const std::string& base_label,
+                           const std::string& new_label) {
+  const Parsed a = parse(base, base_label, "base"), b = parse(next, new_label, "new");
+  if (a.device != b.device)
+    ATTNPROF_FAIL("cannot diff a {} profile against a {} profile: their times are different clocks (compare two "
+                  "CPU summaries or two --device cuda summaries)",
+                  a.device ? "device (CUDA)" : "CPU", b.device ? "device (CUDA)" : "CPU");
+  ProfileDiff d;
+  d.base = a.side;
+  d.next = b.side;
+  d.device = a.device;
+  std::map<std::string, OpFigures> in_a(a.ops.begin(), a.ops.end()), in_b(b.ops.begin(), b.ops.end());
+  std::map<std::string, bool> used_b;
+  auto row_of = [](const std::string& an, const OpFigures* x, const std::string& bn, const OpFigures* y,
+                   std::string change) {
+    DiffRow r;
+    r.base_name = an;
+    r.new_name = bn;
+    r.change = std::move(change);
+    if (x) {
+      r.base_calls = x->calls;
+      r.base_ns = x->ns;
+      r.base_mem = x->mem;
+      r.base_bytes = x->bytes;
+    }
+    if (y) {
+      r.new_calls = y->calls;
+      r.new_ns = y->ns;
+      r.new_mem = y->mem;
+      r.new_bytes = y->bytes;
+    }
+    return r;
+  };
+  for (const auto& [name, x] : a.ops) {
+    if (auto it = in_b.find(name); it != in_b.end()) {
+      d.rows.push_back(row_of(name, &x, name, &it->second, "same"));
+      used_b[name] = true;
+      continue;
+    }
+    // An op and its in-place form (mul / mul_, softmax / softmax_) are the same step written two ways, when
+    // only one of them is on each side.
+    const bool trailing = !name.empty() && name.back() == '_';
+    const std::string twin = trailing ? name.substr(0, name.size() - 1) : name + "_";
+    if (auto it = in_b.find(twin); it != in_b.end() && !in_a.count(twin) && !used_b[twin]) {
+      d.rows.push_back(row_of(name, &x, twin, &it->second, trailing ? "out of place" : "in place"));
+      used_b[twin] = true;
+      continue;
+    }
+    d.rows.push_back(row_of(name, &x, "", nullptr, "removed"));
+  }
+  for (const auto& [name, y] : b.ops)
+    if (!used_b[name]) d.rows.push_back(row_of("", nullptr, name, &y, "added"));
+  for (const DiffRow& r : d.rows) {
+    d.base_ns += r.base_ns;
+    d.new_ns += r.new_ns;
+  }
+  std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    return std::abs(x.new_ns - x.base_ns) > std::abs(y.new_ns - y.base_ns);
+  });
+  return d;
+}
+
+namespace {
+
+std::string signed_time(double ns) {
+  return fmt::format("{}{}", ns > 0 ? "+" : ns < 0 ? "-" : "", format_time_ns(std::abs(ns)));
+}
+std::string op_label(const DiffRow& r) {
+  if (r.base_name.empty()) return r.new_name;
+  if (r.new_name.empty() || r.new_name == r.base_name) return r.base_name;
+  return r.base_name + " -> " + r.new_name;
+}
+std::string calls(double c) { return std::abs(c - std::round(c)) < 1e-9 ? fmt::format("{:.0f}", c) : fmt::format("{:.2f}", c); }
+
+}  // namespace
+
+std::string diff_table(const ProfileDiff& d, int row_limit) {
+  const char* time = d.device ? "Self CUDA" : "Self CPU";
+  const char* mem = d.device ? "Self CUDA Mem" : "Self CPU Mem";
+  std::string s = fmt::format("attnprof diff — {} (base) vs {} (new), per forward{}\n", d.base.label, d.next.label,
+                              d.device ? ", device time" : "");
+  if (!d.base.problem.empty() && d.base.problem == d.next.problem) s += fmt::format("problem: {}\n", d.base.problem);
+  else s += fmt::format("problems: base {}; new {}\n", d.base.problem.empty() ? "?" : d.base.problem,
+                        d.next.problem.empty() ? "?" : d.next.problem);
+  if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0)
+    s += fmt::format("time per forward: {:.3f} ms -> {:.3f} ms ({:.2f}x {})\n", d.base.ms_per_forward,
+                     d.next.ms_per_forward,
+                     d.next.ms_per_forward < d.base.ms_per_forward ? d.base.ms_per_forward / d.next.ms_per_forward
+                                                                     : d.next.ms_per_forward / d.base.ms_per_forward,
+                     d.next.ms_per_forward < d.base.ms_per_forward ? "faster" : "slower");
+  s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
+                   format_bytes(int64_t(d.next.peak_bytes)));
+  if (d.base.ops_per_forward > 0 || d.next.ops_per_forward > 0)
+    s += fmt::format("; {} per forward: {} -> {}", d.device ? "device activities" : "ops",
+                     calls(d.base.ops_per_forward), calls(d.next.ops_per_forward));
+  s += "\n";
+  if (d.base.max_abs_err >= 0 && d.next.max_abs_err >= 0)
+    s += fmt::format("max abs error vs fp64: {:.2e} -> {:.2e}\n", d.base.max_abs_err, d.next.max_abs_err);
+
+  size_t w = 8;
+  for (const DiffRow& r : d.rows) w = std::max(w, op_label(r).size());
+  w = std::min<size_t>(w, 60);
+  const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}", "Op",
+                                       w, "Calls", std::string(time), "new", "change", std::string(mem), "new",
+                                       "Bytes moved", "new", "Change");
+  const std::string rule(head.size(), '-');
+  s += rule + "\n" + head + "\n" + rule + "\n";
+  int n = 0;
+  for (const DiffRow& r : d.rows) {
+    if (row_limit >= 0 && n++ >= row_limit) break;
+    std::string name = op_label(r);
+    if (name.size() > w) name = name.substr(0, w - 3) + "...";
+    s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}\n", name, w,
+                     calls(r.base_calls) + " -> " + calls(r.new_calls), format_time_ns(r.base_ns),
+                     format_time_ns(r.new_ns), signed_time(r.new_ns - r.base_ns),
+                     format_bytes(int64_t(std::llround(r.base_mem))), format_bytes(int64_t(std::llround(r.new_mem))),
+                     format_bytes(int64_t(std::llround(r.base_bytes))),
+                     format_bytes(int64_t(std::llround(r.new_bytes))), r.change);
+  }
+  s += rule + "\n";
+  s += fmt::format("{} total per forward: {} -> {} ({})\n", time, format_time_ns(d.base_ns), format_time_ns(d.new_ns),
+                   signed_time(d.new_ns - d.base_ns));
+  std::vector<std::string> gone, came, inplace;
+  double gone_ns = 0, gone_mem = 0;
+  for (const DiffRow& r : d.rows) {
+    if (r.change == "removed") {
+      gone.push_back(r.base_name);
+      gone_ns += r.base_ns;
+      gone_mem += r.base_mem;
+    }
+    if (r.change == "added") came.push_back(r.new_name);
+    if (r.change == "in place") inplace.push_back(op_label(r));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  if (!gone.empty())
+    s += fmt::format("removed: {} ({} and {} allocated per forward gone with them)\n", join(gone),
+                     format_time_ns(gone_ns), format_bytes(int64_t(std::llround(gone_mem))));
+  if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
+  if (!came.empty()) s += fmt::format("added: {}\n", join(came));
+  s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model.\n";
+  return s;
+}
+
+json diff_json(const ProfileDiff& d) {
+  auto side = [](const ProfileSide& p) {
+    return json{{"label", p.label},
+                {"problem", p.problem},
+                {"forwards", p.forwards},
+                {"ms_per_forward", p.ms_per_forward > 0 ? json(p.ms_per_forward) : json()},
+                {"peak_bytes", p.peak_bytes},
+                {"ops_per_forward", p.ops_per_forward},
+                {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()}};
+  };
+  json rows = json::array();
+  for (const DiffRow& r : d.rows)
+    rows.push_back({{"base_name", r.base_name.empty() ? json() : json(r.base_name)},
+                    {"new_name", r.new_name.empty() ? json() : json(r.new_name)},
+                    {"change", r.change},
+                    {"base_calls", r.base_calls},
+                    {"new_calls", r.new_calls},
+                    {"base_ns", r.base_ns},
+                    {"new_ns", r.new_ns},
+                    {"delta_ns", r.new_ns - r.base_ns},
+                    {"base_mem_bytes", r.base_mem},
+                    {"new_mem_bytes", r.new_mem},
+                    {"base_bytes", r.base_bytes},
+                    {"new_bytes", r.new_bytes}});
+  return {{"kind", "diff"},
+          {"attnprof_version", ATTNPROF_VERSION},
+          {"device", d.device ? "cuda" : "cpu"},
+          {"per", "forward"},
+          {"base", side(d.base)},
+          {"new", side(d.next)},
+          {"base_ns", d.base_ns},
+          {"new_ns", d.new_ns},
+          {"rows", rows}};
+}
+
+}  // namespace attnprof::report

@@ -1,0 +1,189 @@
+// report::diff_summaries: two summary documents op by op, per forward. Hand-written summaries with exact
+// figures (the schema summary_json writes), so every number below is checked exactly.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+
+using namespace attnprof;
+using nlohmann::json;
+
+namespace {
+
+json row(const std::string& name, double calls, double self_ns, double self_mem, double self_bytes,
+         const std::string& cat = "cpu_op") {
+  return {{"name", name}, {"category", cat}, {"calls", calls}, {"self_ns", self_ns}, {"total_ns", self_ns},
+          {"self_mem_bytes", self_mem}, {"self_cost", {{"bytes", self_bytes}, {"flops", 0.0}}},
+          {"cost", {{"bytes", self_bytes}, {"flops", 0.0}}}};
+}
+
+// Two recorded forwards of the blog's naive script (figures are totals over both, as a summary holds them).
+json naive_summary() {
+  return {{"schema", "attnprof.summary/1"},
+          {"metadata", {{"variant", "naive"}, {"annotation", "attn_fwd"}, {"problem", "P"}}},
+          {"run", {{"variant", "naive"}, {"annotation", "attn_fwd"}, {"problem", "P"}, {"ms_per_forward", 10.0},
+                   {"peak_extra_bytes", 3000}, {"ops_per_forward", 8}, {"max_abs_err", 0.01}}},
+          {"rows", json::array({row("ProfilerStep#2", 1, 5, 0, 0), row("attn_fwd", 2, 40, 0, 0, "user_annotation"),
+                                row("matmul", 4, 8000, 400, 800), row("mul", 2, 4000, 200, 400),
+                                row("masked_fill", 2, 20, 0, 0), row("copy_", 2, 3000, 200, 400),
+                                row("masked_fill_", 2, 1000, 0, 400), row("softmax", 2, 2000, 200, 400)})}};
+}
+
+// Three recorded forwards of the in-place script.
+json inplace_summary() {
+  return {{"schema", "attnprof.summary/1"},
+          {"metadata", {{"variant", "inplace"}, {"annotation", "attn_fwd"}, {"problem", "P"}}},
+          {"run", {{"variant", "inplace"}, {"ms_per_forward", 5.0}, {"peak_extra_bytes", 1500},
+                   {"ops_per_forward", 6}, {"max_abs_err", 0.01}}},
+          {"rows", json::array({row("attn_fwd", 3, 30, 0, 0, "user_annotation"), row("matmul", 6, 12000, 600, 1200),
+                                row("mul_", 3, 1500, 0, 600), row("masked_fill_", 3, 1500, 0, 600),
+                                row("softmax_", 3, 3000, 0, 600), row("extra_op", 3, 300, 0, 0)})}};
+}
+
+std::map<std::string, report::DiffRow> by_label(const report::ProfileDiff& d) {
+  std::map<std::string, report::DiffRow> m;
+  for (const auto& r : d.rows) m[r.base_name.empty() ? "+" + r.new_name : r.base_name] = r;
+  return m;
+}
+
+TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
+  const report::ProfileDiff d = report::diff_summaries(naive_summary(), inplace_summary());
+  EXPECT_FALSE(d.device);
+  EXPECT_EQ(d.base.label, "naive");
+  EXPECT_EQ(d.next.label, "inplace");
+  EXPECT_DOUBLE_EQ(d.base.forwards, 2.0);  // calls of attn_fwd
+  EXPECT_DOUBLE_EQ(d.next.forwards, 3.0);
+  auto rows = by_label(d);
+  EXPECT_EQ(rows.size(), 7u);  // annotations and ProfilerStep#N are not ops
+  EXPECT_EQ(rows.count("attn_fwd"), 0u);
+  EXPECT_EQ(rows.count("ProfilerStep#2"), 0u);
+
+  const report::DiffRow& mm = rows["matmul"];
+  EXPECT_EQ(mm.change, "same");
+  EXPECT_DOUBLE_EQ(mm.base_calls, 2.0);  // 4 calls over 2 forwards
+  EXPECT_DOUBLE_EQ(mm.new_calls, 2.0);   // 6 over 3
+  EXPECT_DOUBLE_EQ(mm.base_ns, 4000.0);
+  EXPECT_DOUBLE_EQ(mm.new_ns, 4000.0);
+  EXPECT_DOUBLE_EQ(mm.base_mem, 200.0);
+  EXPECT_DOUBLE_EQ(mm.new_bytes, 400.0);
+
+  const report::DiffRow& mul = rows["mul"];
+  EXPECT_EQ(mul.change, "in place");
+  EXPECT_EQ(mul.new_name, "mul_");
+  EXPECT_DOUBLE_EQ(mul.base_ns, 2000.0);
+  EXPECT_DOUBLE_EQ(mul.new_ns, 500.0);
+  EXPECT_DOUBLE_EQ(mul.base_mem, 100.0);
+  EXPECT_DOUBLE_EQ(mul.new_mem, 0.0);
+  EXPECT_EQ(rows["softmax"].change, "in place");
+  EXPECT_EQ(rows["softmax"].new_name, "softmax_");
+  // masked_fill_ exists on both sides: the same op, not a twin of masked_fill, which is removed.
+  EXPECT_EQ(rows["masked_fill_"].change, "same");
+  EXPECT_EQ(rows["masked_fill"].change, "removed");
+  EXPECT_EQ(rows["copy_"].change, "removed");
+  EXPECT_DOUBLE_EQ(rows["copy_"].base_ns, 1500.0);
+  EXPECT_DOUBLE_EQ(rows["copy_"].new_ns, 0.0);
+  EXPECT_EQ(rows["+extra_op"].change, "added");
+  EXPECT_DOUBLE_EQ(rows["+extra_op"].new_ns, 100.0);
+
+  // Totals per forward, and rows ordered by the size of the change.
+  EXPECT_DOUBLE_EQ(d.base_ns, (8000 + 4000 + 20 + 3000 + 1000 + 2000) / 2.0);
+  EXPECT_DOUBLE_EQ(d.new_ns, (12000 + 1500 + 1500 + 3000 + 300) / 3.0);
+  for (size_t i = 1; i < d.rows.size(); ++i)
+    EXPECT_GE(std::abs(d.rows[i - 1].new_ns - d.rows[i - 1].base_ns), std::abs(d.rows[i].new_ns - d.rows[i].base_ns));
+  EXPECT_EQ(d.rows.front().base_name, "mul");  // -1500 ns, the largest change
+
+  const std::string t = report::diff_table(d);
+  for (const char* s : {"naive (base) vs inplace (new)", "time per forward: 10.000 ms -> 5.000 ms (2.00x faster)",
+                        "mul -> mul_", "in place", "removed: copy_, masked_fill", "turned in place: mul -> mul_, softmax -> softmax_",
+                        "added: extra_op", "ops per forward: 8 -> 6", "Self CPU total per forward"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  const json j = report::diff_json(d);
+  EXPECT_EQ(j["kind"], "diff");
+  EXPECT_EQ(j["rows"].size(), d.rows.size());
+  EXPECT_DOUBLE_EQ(j["rows"][0]["delta_ns"].get<double>(), -1500.0);
+  EXPECT_TRUE(j["rows"][0]["new_name"] == "mul_");
+}
+
+TEST(Diff, RowLimitAndTheReverseDirection) {
+  const report::ProfileDiff d = report::diff_summaries(inplace_summary(), naive_summary());
+  auto rows = by_label(d);
+  EXPECT_EQ(rows["mul_"].change, "out of place");
+  EXPECT_EQ(rows["+copy_"].change, "added");
+  EXPECT_NE(report::diff_table(d).find("2.00x slower"), std::string::npos);
+  const std::string two = report::diff_table(d, 2);
+  EXPECT_NE(two.find("mul_ -> mul"), std::string::npos);
+  EXPECT_EQ(two.find("extra_op  "), std::string::npos) << "only the two largest changes are listed";
+}
+
+TEST(Diff, ShapeGroupedRowsOfOneOpAreSummed) {
+  json a = naive_summary();
+  a["rows"].push_back(row("matmul", 2, 2000, 0, 100));  // the same op with other input shapes
+  const report::ProfileDiff d = report::diff_summaries(a, a);
+  auto rows = by_label(d);
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_calls, 3.0);
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_ns, 5000.0);
+  for (const auto& r : d.rows) {
+    EXPECT_EQ(r.change, "same");
+    EXPECT_DOUBLE_EQ(r.new_ns - r.base_ns, 0.0);
+  }
+}
+
+TEST(Diff, DeviceProfilesCompareSelfCudaAndRefuseACpuProfile) {
+  auto device_summary = [](bool with_copy) {
+    json rows = json::array({row("attn_fwd", 1, 10, 0, 0, "user_annotation"), row("matmul", 2, 50, 0, 64),
+                             row("gemm_kernel", 2, 0, 0, 0, "kernel")});
+    rows[1]["self_cuda_ns"] = 0.0;  // host op: its time on the GPU belongs to its kernels
+    rows[2]["self_cuda_ns"] = 300.0;
+    rows[2]["cost"] = {{"bytes", 64.0}, {"flops", 10.0}};
+    if (with_copy) {
+      rows.push_back(row("Memcpy DtoD (Device -> Device)", 1, 0, 0, 0, "gpu_memcpy"));
+      rows.back()["self_cuda_ns"] = 40.0;
+      rows.back()["cost"] = {{"bytes", 8.0}};
+    }
+    return json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}}},
+                {"run", {{"variant", with_copy ? "naive" : "inplace"}}}, {"device", {{"peak_bytes", 4096}}},
+                {"rows", rows}};
+  };
+  const report::ProfileDiff d = report::diff_summaries(device_summary(true), device_summary(false));
+  EXPECT_TRUE(d.device);
+  auto rows = by_label(d);
+  EXPECT_EQ(rows["Memcpy DtoD (Device -> Device)"].change, "removed");
+  EXPECT_DOUBLE_EQ(rows["Memcpy DtoD (Device -> Device)"].base_ns, 40.0);
+  EXPECT_DOUBLE_EQ(rows["gemm_kernel"].base_ns, 300.0);
+  EXPECT_DOUBLE_EQ(rows["gemm_kernel"].base_bytes, 64.0);
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_ns, 0.0);     // no host time mixed into device time
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_bytes, 0.0);  // its bytes are the kernel's, counted there once
+  EXPECT_DOUBLE_EQ(d.base.peak_bytes, 4096.0);
+  EXPECT_NE(report::diff_table(d).find("Self CUDA"), std::string::npos);
+  try {
+    report::diff_summaries(device_summary(true), naive_summary());
+    ADD_FAILURE() << "a device and a CPU profile were diffed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("different clocks"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
+  auto expect_error = [](const json& a, const std::string& needle) {
+    try {
+      report::diff_summaries(a, naive_summary(), "a.summary.json");
+      ADD_FAILURE() << "accepted: " << a.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(json::array(), "not an attnprof summary");
+  expect_error(json{{"kind", "compare"}}, "not an attnprof summary");
+  expect_error(json{{"schema", "attnprof.summary/1"}}, "no \"rows\" array");
+  expect_error(json{{"schema", "attnprof.summary/1"}, {"rows", json::array({{{"calls", 1}}})}}, "without a \"name\"");
+  json bad = naive_summary();
+  bad["rows"][2]["self_ns"] = "fast";
+  expect_error(bad, "'self_ns' is not a number");
+}
+
+}  // namespace
