@@ -253,6 +253,10 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   EXPECT_EQ(j["kind"], "sweep");
   EXPECT_EQ(j["device"], "cpu");
   ASSERT_EQ(j["points"].size(), 6u);  // three lengths for each variant
+  for (const json& p : j["points"]) {  // validated before timing: fp32 variants are far inside 1e-3
+    EXPECT_EQ(p["status"], "ok") << p["note"];
+    EXPECT_LT(p["max_abs_err"].get<double>(), 1e-3) << p["variant"] << " N=" << p["seq"];
+  }
   std::map<std::string, double> e;
   for (const json& f : j["fits"]) {
     e[f["variant"].get<std::string>() + "/" + f["metric"].get<std::string>()] = f["exponent"].get<double>();

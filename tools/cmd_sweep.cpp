@@ -1,10 +1,12 @@
 // attnprof sweep: time and peak memory over sequence lengths, and the scaling exponents fitted on log-log
 // (expect time ≈ N^2 for every variant; memory ≈ N^2 for the naive paths that hold N×N scores, ≈ N for
-// flash). Points over the memory budget are skipped with a note. `--device cuda` sweeps the CUDA registry on
+// flash). Points over the memory budget are skipped with a note. Every point is validated before it is timed:
+// the first and the last head of the output against the fp64 reference of those heads. `--device cuda` sweeps the CUDA registry on
 // the GPU: CUDA-event times and device memory.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "attnprof/allocator.h"
 #include "attnprof/cuda.h"
@@ -53,13 +55,48 @@ struct Point {
   int64_t seq = 0;
   double ms = 0;
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
+  double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
   std::string status = "ok", note;
 };
 
-// One point on the host: `warmup` forwards, then the median of `iters` timed ones and the largest peak above
+// [1, 1, N, D] copy of head (b, h) of a [B, H, N, D] tensor.
+Tensor head_of(const Tensor& t, int64_t b, int64_t h) {
+  const Tensor c = t.contiguous();
+  Tensor out = Tensor::empty({1, 1, c.shape(2), c.shape(3)}, c.dtype());
+  const size_t offset = size_t((b * c.shape(1) + h) * c.shape(2) * c.shape(3)) * c.element_size();
+  std::memcpy(out.raw(), static_cast<const char*>(c.raw()) + offset, out.nbytes());
+  return out;
+}
+
+// One forward of the point, its first and last head checked against the fp64 reference of those heads (a
+// full reference at N = 8192 would cost minutes; every head runs the same code). False, with the point
+// marked failed, when a checked element is outside the variant's tolerance.
+bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
+  const AttnOutput out = runner.run(in.q, in.k, in.v);
+  const int64_t G = in.p.Hq / in.p.Hkv;
+  const Tolerance tol = v.tolerance(in.p.dtype);
+  ErrorStats worst;
+  for (const auto& [b, h] : {std::pair<int64_t, int64_t>{0, 0}, {in.p.B - 1, in.p.Hq - 1}}) {
+    const Reference ref = reference_attention(head_of(in.q, b, h), head_of(in.k, b, h / G), head_of(in.v, b, h / G),
+                                              in.opt);
+    const ErrorStats e = compare_to_reference(head_of(out.out, b, h), ref, tol);
+    if (e.max_abs >= worst.max_abs) worst.max_abs = e.max_abs;
+    worst.violations += e.violations;
+    worst.count += e.count;
+  }
+  pt.max_abs_err = worst.max_abs;
+  if (worst.ok()) return true;
+  pt.status = "failed";
+  pt.note = fmt::format("validation failed: {} of {} checked elements outside atol {:g} + rtol {:g}; max abs "
+                        "error {:.3g}",
+                        worst.violations, worst.count, tol.atol, tol.rtol, worst.max_abs);
+  return false;
+}
+
+// One point on the host: `warmup` forwards (the validation forward counting as the first), then the median of `iters` timed ones and the largest peak above
 // what was live before each.
 void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
-  for (int i = 0; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
+  for (int i = 1; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
   std::vector<double> ms;
   for (int i = 0; i < o.iters; ++i) {
     reset_peak_memory();
@@ -158,8 +195,13 @@ void run_sweep(const SweepArgs& a) {
         const Inputs in = make_inputs(o, n);
         if (auto why = v->unsupported(in.p)) throw OutOfBudget(*why);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
-        if (gpu) measure_on_device(*runner, in, o, pt);
-        else measure_on_host(*runner, in, o, pt);
+        if (!spot_check(*runner, *v, in, pt)) {
+          progress(fmt::format("sweep: {} N={} not timed: {}", v->name, n, pt.note));
+        } else if (gpu) {
+          measure_on_device(*runner, in, o, pt);
+        } else {
+          measure_on_host(*runner, in, o, pt);
+        }
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
@@ -193,6 +235,7 @@ void run_sweep(const SweepArgs& a) {
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
+                           {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
                            {"note", p.note}});
     std::string note = p.note;
@@ -204,11 +247,11 @@ void run_sweep(const SweepArgs& a) {
   std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {}\n", o.shape, a.seq, o.dtype,
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : fmt::format("{} threads", threads));
-  text += fmt::format("{:<12}{:>8}{:>12}{:>14}\n", "Variant", "N", "ms/fwd", "Peak mem");
+  text += fmt::format("{:<12}{:>8}{:>12}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", "Peak mem", "Max err");
   for (const Point& p : points)
-    text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}\n", p.variant, p.seq, p.ms,
-                                           report::format_bytes(p.peak_bytes))
-                             : fmt::format("{:<12}{:>8}  skipped: {}\n", p.variant, p.seq, p.note);
+    text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
+                                           report::format_bytes(p.peak_bytes), p.max_abs_err)
+                             : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
   for (const Variant* v : variants) {
     std::vector<double> x, t, mem;
@@ -236,6 +279,7 @@ void run_sweep(const SweepArgs& a) {
                           f.exponent, f.exponent_stderr, f.r2, x.size());
     }
   }
+  text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
   text += fmt::format("Memory: {}bytes one forward allocates at its peak above its inputs (expect exponent ≈ 2 naive, "
                       "≈ 1 flash).\n", gpu ? "device " : "");
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
