@@ -109,7 +109,7 @@ TEST(HrefForFile, RelativeAndPercentEncoded) {
 
 TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
-  for (const char* id : {"compare", "ops", "sweep", "roofline", "memory", "tables", "traces"})
+  for (const char* id : {"compare", "ops", "changes", "sweep", "roofline", "memory", "tables", "traces"})
     EXPECT_NE(page.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   const json data = data_block(page);
   std::set<std::string> kinds;
@@ -117,9 +117,19 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     kinds.insert(c["kind"].get<std::string>());
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
-  const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "sweep-time", "sweep-memory", "roofline",
-                                      "memory"};
+  const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
+                                      "roofline", "memory"};
   EXPECT_EQ(kinds, want);
+  // What each step removes: every variant against naive, as `attnprof diff` computes it.
+  EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">—</td><td>copy</td><td>mul -&gt; mul_"),
+            std::string::npos);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "changes")
+      for (const json& r : c["spec"]["data"]["values"])
+        if (r["step"] == "naive -> inplace" && r["op"] == "copy") {
+          EXPECT_EQ(r["change"], "removed");
+          EXPECT_LT(r["delta_ms"].get<double>(), 0.0);
+        }
   // The comparison table has a row per variant, and the skipped backend says why.
   for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
   EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);

@@ -594,6 +594,88 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   pg.end_section();
 }
 
+// --- what each step away from the baseline changes (report::diff_summaries, as `attnprof diff`) ---
+void section_changes(Page& pg, const std::vector<VariantData>& vs) {
+  pg.h2("changes", "What each step removes");
+  const VariantData* base = nullptr;
+  for (const VariantData& v : vs)
+    if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
+  json rows = json::array();
+  std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward</th><th>removed</th>"
+                      "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
+  int steps = 0;
+  json step_order = json::array();  // facets in the run's variant order (Vega-Lite would sort them by name)
+  for (const VariantData& v : vs) {
+    if (!base || !v.summary || &v == base) continue;
+    ProfileDiff d;
+    try {
+      d = diff_summaries(*base->summary, *v.summary, base->name, v.name);
+    } catch (const Error& e) {
+      pg.note(base->name + " -> " + v.name + ": " + e.what());
+      continue;
+    }
+    const std::string step = base->name + " -> " + v.name;
+    step_order.push_back(step);
+    std::vector<std::string> gone, inplace, came;
+    for (const DiffRow& r : d.rows) {
+      if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
+      const std::string op = r.base_name.empty() ? r.new_name
+                             : r.new_name.empty() || r.new_name == r.base_name ? r.base_name
+                                                                               : r.base_name + " -> " + r.new_name;
+      rows.push_back({{"step", step}, {"op", op}, {"change", r.change}, {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
+                      {"base_ms", r.base_ns * 1e-6}, {"new_ms", r.new_ns * 1e-6},
+                      {"base_mem_mb", r.base_mem / 1e6}, {"new_mem_mb", r.new_mem / 1e6}});
+      if (r.change == "removed") gone.push_back(r.base_name);
+      if (r.change == "in place") inplace.push_back(op);
+      if (r.change == "added") came.push_back(r.new_name);
+    }
+    auto join = [](const std::vector<std::string>& xs) {
+      std::string o;
+      for (const auto& x : xs) o += (o.empty() ? "" : ", ") + x;
+      return o.empty() ? std::string("—") : o;
+    };
+    const std::string ms = d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0
+                               ? fmt::format("{:.3f} → {:.3f}", d.base.ms_per_forward, d.next.ms_per_forward)
+                               : std::string("—");
+    table += "<tr>" + td(step) + td(ms, true) + td(join(gone)) + td(join(inplace)) + td(join(came)) + "</tr>\n";
+    ++steps;
+  }
+  if (steps == 0 || rows.empty()) {
+    pg.note("Needs two or more <variant>.summary.json in this directory (run `attnprof compare`): each variant is "
+            "set against naive op by op, as `attnprof diff` does.");
+    pg.end_section();
+    return;
+  }
+  const json change_scale = {{"domain", {"removed", "in place", "out of place", "same", "added"}},
+                             {"range", {"#2ca02c", "#17becf", "#bcbd22", "#9e9e9e", "#d62728"}}};
+  json spec = {
+      {"data", {{"values", rows}}},
+      {"facet", {{"row", {{"field", "step"}, {"type", "nominal"}, {"sort", step_order}, {"title", nullptr},
+                          {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+      {"spec",
+       {{"width", kWidth - 220},
+        {"mark", {{"type", "bar"}}},
+        {"encoding",
+         {{"y", {{"field", "op"}, {"type", "nominal"}, {"sort", {{"field", "delta_ms"}}}, {"title", nullptr},
+                 {"axis", {{"labelLimit", 260}}}}},
+          {"x", {{"field", "delta_ms"}, {"type", "quantitative"},
+                 {"title", "change in self time per forward (ms; negative = saved)"}}},
+          {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale}}},
+          {"tooltip", {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
+                       {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
+                       {{"field", "new_ms"}, {"format", ".3f"}, {"title", "new ms"}},
+                       {{"field", "delta_ms"}, {"format", "+.3f"}, {"title", "change ms"}},
+                       {{"field", "base_mem_mb"}, {"format", ".1f"}, {"title", "base MB allocated"}},
+                       {{"field", "new_mem_mb"}, {"format", ".1f"}, {"title", "new MB allocated"}}}}}}}},
+      {"resolve", {{"scale", {{"y", "independent"}}}}}};
+  pg.chart("changes", spec,
+           "Each variant against " + base->name +
+               ", op by op and per forward (attnprof diff): ops removed, turned in place or added, and how "
+               "much self time each one saved or cost.");
+  pg.raw(table + "</tbody></table>\n");
+  pg.end_section();
+}
+
 // --- the scaling sweep, log-log, with the fitted power laws ---
 void section_sweep(Page& pg, const Input& in) {
   pg.h2("sweep", "Scaling with sequence length");
@@ -1136,6 +1218,7 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
         for (const json& p : *arr) add_name(str(p, "variant"));
   section_compare(pg, compare);
   section_ops(pg, vs, op_notes);
+  section_changes(pg, vs);
   section_sweep(pg, sweep);
   section_roofline(pg, roofline, compare.doc, vs);
   section_memory(pg, vs);

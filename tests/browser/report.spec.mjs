@@ -27,6 +27,7 @@ const expectedMarks = {
   'sweep-memory': [m('symbol'), m('line'), m('text', 'text')],
   'roofline': [m('line'), m('symbol')],                    // ceilings, one point per op
   'memory': [m('area'), m('line')],
+  'changes': [m('rect')],                                  // one bar per (step, op)
 };
 
 const results = [];
@@ -90,7 +91,9 @@ try {
   const specs = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts);
   for (const c of specs) {
     let want = null, sel = null;
-    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op') { want = c.spec.data.values.length; sel = m('rect'); }
+    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op' || c.kind === 'changes') {
+      want = c.spec.data.values.length; sel = m('rect');
+    }
     if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
     if (want === null) continue;
     const got = await page.$$eval(`#${c.id} svg ${sel}`, (els) => els.length);
