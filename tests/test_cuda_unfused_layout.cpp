@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "attnprof/ops.h"
@@ -76,57 +77,59 @@ struct Dims {
 const Dims kDims[] = {{1, 1, 1, 1, 1, 1},  {2, 3, 3, 5, 7, 4},  {2, 4, 2, 6, 3, 8},
                       {1, 8, 1, 4, 9, 16}, {3, 2, 2, 17, 17, 5}, {1, 6, 3, 1, 33, 2}};
 
-TEST(CudaUnfusedLayout, QkGemmComputesRowMajorScores) {
-  for (const Dims& d : kDims) {
-    SCOPED_TRACE(testing::Message() << "B=" << d.B << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " Nq=" << d.Nq
-                                    << " Nk=" << d.Nk << " D=" << d.D);
-    const int64_t G = d.Hq / d.Hkv;
-    const std::vector<double> q = random_values(size_t(d.B * d.Hq * d.Nq * d.D), 1);
-    const std::vector<double> k = random_values(size_t(d.B * d.Hkv * d.Nk * d.D), 2);
-    const layout::StridedGemm g = layout::qk_gemm(d.B, d.Hq, d.Hkv, d.Nq, d.Nk, d.D);
-    expect_valid_arguments(g);
-    // As device_ops.cpp calls it: A = K, B = Q, C = S.
-    const Emulated s = run_cublas(g, k, q, size_t(d.B * d.Hq * d.Nq * d.Nk));
-    EXPECT_FALSE(s.out_of_bounds);
-    double worst = 0.0;
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t h = 0; h < d.Hq; ++h)
-        for (int64_t i = 0; i < d.Nq; ++i)
-          for (int64_t j = 0; j < d.Nk; ++j) {
-            double want = 0.0;
-            for (int64_t x = 0; x < d.D; ++x)
-              want += q[size_t(((b * d.Hq + h) * d.Nq + i) * d.D + x)] *
-                      k[size_t(((b * d.Hkv + h / G) * d.Nk + j) * d.D + x)];
-            worst = std::max(worst, std::abs(s.c[size_t(((b * d.Hq + h) * d.Nq + i) * d.Nk + j)] - want));
-          }
-    EXPECT_LT(worst, 1e-12);
-  }
+std::string describe(const Dims& d) {
+  return "B=" + std::to_string(d.B) + " Hq=" + std::to_string(d.Hq) + " Hkv=" + std::to_string(d.Hkv) +
+         " Nq=" + std::to_string(d.Nq) + " Nk=" + std::to_string(d.Nk) + " D=" + std::to_string(d.D);
 }
 
-TEST(CudaUnfusedLayout, PvGemmComputesRowMajorOutput) {
+// The largest difference between `got` (a row-major [B, Hq, rows, cols] result) and the row-major batched
+// product C[b, h, i, j] = Σ_l x(b, h, i, l) · y(b, h / G, l, j), l < inner.
+template <class X, class Y>
+double worst_error(const std::vector<double>& got, const Dims& d, int64_t rows, int64_t cols, int64_t inner, X x, Y y) {
+  const int64_t G = d.Hq / d.Hkv;
+  double worst = 0.0;
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t h = 0; h < d.Hq; ++h)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          double want = 0.0;
+          for (int64_t l = 0; l < inner; ++l) want += x(b, h, i, l) * y(b, h / G, l, j);
+          worst = std::max(worst, std::abs(got[size_t(((b * d.Hq + h) * rows + i) * cols + j)] - want));
+        }
+  return worst;
+}
+
+// Runs `g` on operands A and B as cuBLAS would, checks its arguments and bounds, and compares the result with
+// the row-major product of worst_error.
+template <class X, class Y>
+void expect_gemm(const layout::StridedGemm& g, const std::vector<double>& A, const std::vector<double>& B,
+                 const Dims& d, int64_t rows, int64_t cols, int64_t inner, X x, Y y) {
+  expect_valid_arguments(g);
+  const Emulated c = run_cublas(g, A, B, size_t(d.B * d.Hq * rows * cols));
+  EXPECT_FALSE(c.out_of_bounds);
+  EXPECT_LT(worst_error(c.c, d, rows, cols, inner, x, y), 1e-12);
+}
+
+TEST(CudaUnfusedLayout, GemmDescriptorsComputeTheRowMajorProducts) {
   for (const Dims& d : kDims) {
-    SCOPED_TRACE(testing::Message() << "B=" << d.B << " Hq=" << d.Hq << " Hkv=" << d.Hkv << " Nq=" << d.Nq
-                                    << " Nk=" << d.Nk << " D=" << d.D);
-    const int64_t G = d.Hq / d.Hkv;
+    SCOPED_TRACE(describe(d));
+    const std::vector<double> q = random_values(size_t(d.B * d.Hq * d.Nq * d.D), 1);
+    const std::vector<double> k = random_values(size_t(d.B * d.Hkv * d.Nk * d.D), 2);
     const std::vector<double> p = random_values(size_t(d.B * d.Hq * d.Nq * d.Nk), 3);
     const std::vector<double> v = random_values(size_t(d.B * d.Hkv * d.Nk * d.D), 4);
-    const layout::StridedGemm g = layout::pv_gemm(d.B, d.Hq, d.Hkv, d.Nq, d.Nk, d.D);
-    expect_valid_arguments(g);
-    // As device_ops.cpp calls it: A = V, B = P, C = O.
-    const Emulated o = run_cublas(g, v, p, size_t(d.B * d.Hq * d.Nq * d.D));
-    EXPECT_FALSE(o.out_of_bounds);
-    double worst = 0.0;
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t h = 0; h < d.Hq; ++h)
-        for (int64_t i = 0; i < d.Nq; ++i)
-          for (int64_t x = 0; x < d.D; ++x) {
-            double want = 0.0;
-            for (int64_t j = 0; j < d.Nk; ++j)
-              want += p[size_t(((b * d.Hq + h) * d.Nq + i) * d.Nk + j)] *
-                      v[size_t(((b * d.Hkv + h / G) * d.Nk + j) * d.D + x)];
-            worst = std::max(worst, std::abs(o.c[size_t(((b * d.Hq + h) * d.Nq + i) * d.D + x)] - want));
-          }
-    EXPECT_LT(worst, 1e-12);
+    auto qx = [&](int64_t b, int64_t h, int64_t i, int64_t x) { return q[size_t(((b * d.Hq + h) * d.Nq + i) * d.D + x)]; };
+    auto kt = [&](int64_t b, int64_t kh, int64_t x, int64_t j) { return k[size_t(((b * d.Hkv + kh) * d.Nk + j) * d.D + x)]; };
+    auto pj = [&](int64_t b, int64_t h, int64_t i, int64_t j) { return p[size_t(((b * d.Hq + h) * d.Nq + i) * d.Nk + j)]; };
+    auto vx = [&](int64_t b, int64_t kh, int64_t j, int64_t x) { return v[size_t(((b * d.Hkv + kh) * d.Nk + j) * d.D + x)]; };
+    // As device_ops.cpp calls them: S = Q·Kᵀ with A = K, B = Q; O = P·V with A = V, B = P.
+    {
+      SCOPED_TRACE("qk_gemm");
+      expect_gemm(layout::qk_gemm(d.B, d.Hq, d.Hkv, d.Nq, d.Nk, d.D), k, q, d, d.Nq, d.Nk, d.D, qx, kt);
+    }
+    {
+      SCOPED_TRACE("pv_gemm");
+      expect_gemm(layout::pv_gemm(d.B, d.Hq, d.Hkv, d.Nq, d.Nk, d.D), v, p, d, d.Nq, d.D, d.Nk, pj, vx);
+    }
   }
 }
 
