@@ -408,8 +408,18 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   };
   bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read /nonexistent/x.summary.json");
   bad("diff " + naive + " " + (out() / "compare.txt").string(), "not valid JSON");
-  bad("diff " + naive + " " + (out() / "compare.json").string(), "not an attnprof summary");
+  bad("diff " + naive + " " + (out() / "compare.json").string(), "cannot diff a compare.json against a summary");
+  bad("diff " + naive + " " + (out() / "naive.trace.json").string(), "not an attnprof summary");
   bad("diff " + naive, "new is required");
+  bad("diff " + out().string() + " " + naive, "cannot diff a compare.json against a summary");
+
+  // Two runs, variant by variant: a directory stands for its compare.json.
+  const Result runs = run("diff " + out().string() + " " + (out() / "compare.json").string() + " --json");
+  ASSERT_EQ(runs.code, 0) << runs.err;
+  const json rj = json::parse(runs.out);
+  EXPECT_EQ(rj["kind"], "diff-compare");
+  ASSERT_EQ(rj["rows"].size(), 2u);
+  for (const json& row : rj["rows"]) EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), 1.0) << row["variant"];
 }
 
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {

@@ -186,4 +186,56 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   expect_error(bad, "'self_ns' is not a number");
 }
 
+json compare_run(const std::string& problem, std::vector<json> variants) {
+  return {{"kind", "compare"}, {"problem", problem}, {"machine", {{"cpu", "Test CPU"}}}, {"threads", 2},
+          {"variants", variants}};
+}
+json variant(const std::string& name, const std::string& status, double ms, double peak, double ops, double err) {
+  auto n = [](double x) { return x >= 0 ? json(x) : json(); };
+  return {{"name", name}, {"status", status}, {"ms", n(ms)}, {"peak_bytes", n(peak)}, {"ops", n(ops)},
+          {"max_abs_err", n(err)}};
+}
+
+TEST(Diff, CompareRunsVariantByVariant) {
+  const json base = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01), variant("flash", "ok", 50, 10, 1, 0.008),
+                                      variant("sdpa-math", "skipped", -1, -1, -1, -1)});
+  json next = compare_run("P", {variant("naive", "ok", 50, 1000, 8, 0.01), variant("flash", "ok", 40, 10, 1, 0.008),
+                                variant("sdpa-cudnn", "ok", 10, 5, 1, 0.004)});
+  next["gpu"] = "Test GPU";
+  const report::RunDiff d = report::diff_compare_runs(base, next);
+  EXPECT_TRUE(d.same_problem);
+  EXPECT_EQ(d.base_label, "P on Test CPU, 2 threads");
+  EXPECT_EQ(d.new_label, "P on Test GPU");
+  ASSERT_EQ(d.rows.size(), 4u);
+  EXPECT_EQ(d.rows[0].variant, "naive");
+  EXPECT_DOUBLE_EQ(d.rows[0].base_ms, 100.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].new_ms, 50.0);
+  EXPECT_EQ(d.rows[2].variant, "sdpa-math");
+  EXPECT_EQ(d.rows[2].base_status, "skipped");
+  EXPECT_EQ(d.rows[2].new_status, "");
+  EXPECT_EQ(d.rows[3].variant, "sdpa-cudnn");  // only in the new run: after the base's variants
+  EXPECT_EQ(d.rows[3].base_status, "");
+  const std::string t = report::diff_table(d);
+  for (const char* s : {"2.00x", "1.25x", "base only", "new only", "1.00e-02"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  const json j = report::diff_json(d);
+  EXPECT_EQ(j["kind"], "diff-compare");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 2.0);
+  EXPECT_TRUE(j["rows"][2]["speedup"].is_null());
+
+  json other = next;
+  other["problem"] = "Q";
+  EXPECT_FALSE(report::diff_compare_runs(base, other).same_problem);
+  EXPECT_NE(report::diff_table(report::diff_compare_runs(base, other)).find("different problems"), std::string::npos);
+  try {
+    report::diff_compare_runs(base, naive_summary());
+    ADD_FAILURE() << "a summary was taken for a compare.json";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("new: not a compare.json"), std::string::npos) << e.what();
+  }
+  json bad = base;
+  bad["variants"][0]["ms"] = "slow";
+  EXPECT_THROW(report::diff_compare_runs(bad, next), Error);
+}
+
 }  // namespace

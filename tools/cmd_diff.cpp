@@ -1,8 +1,11 @@
-// attnprof diff BASE NEW: two profiles side by side, op by op and per forward: what a change of
-// implementation removed, added or turned in place, and where the time and memory went. BASE and NEW are
-// `<variant>.summary.json` files that profile or compare wrote (e.g. attnprof-out/naive.summary.json and
-// attnprof-out/inplace.summary.json: the blog's first two scripts).
+// attnprof diff BASE NEW: two results side by side.
+//   - two `<variant>.summary.json` (from profile or compare): op by op and per forward, what a change of
+//     implementation removed, added or turned in place, and where the time and memory went (e.g. naive and
+//     inplace: the blog's first two scripts);
+//   - two compare.json, or two directories holding one: variant by variant, ms per forward and the speed-up,
+//     peak memory, ops and error (two runs before and after a change, two machines, a CPU run and a GPU run).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -23,7 +26,9 @@ struct DiffArgs {
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
-nlohmann::json load(const std::string& path) {
+nlohmann::json load(std::string path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "compare.json").string();
   std::ifstream f(path, std::ios::binary);
   ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
   std::ostringstream bytes;
@@ -41,10 +46,22 @@ std::string file_label(const std::string& path) {
 
 void run_diff(const DiffArgs& a) {
   ATTNPROF_CHECK(a.row_limit >= -1, "--row-limit must be -1 (all) or more, got {}", a.row_limit);
-  const report::ProfileDiff d =
-      report::diff_summaries(load(a.base), load(a.next), file_label(a.base), file_label(a.next));
-  const std::string text = report::diff_table(d, a.row_limit);
-  const nlohmann::json j = report::diff_json(d);
+  const nlohmann::json base = load(a.base), next = load(a.next);
+  auto is_compare = [](const nlohmann::json& j) { return j.is_object() && j.value("kind", "") == "compare"; };
+  std::string text;
+  nlohmann::json j;
+  if (is_compare(base) || is_compare(next)) {
+    ATTNPROF_CHECK(is_compare(base) && is_compare(next),
+                   "cannot diff a compare.json against a summary: give two compare.json (or two directories) or "
+                   "two <variant>.summary.json");
+    const report::RunDiff d = report::diff_compare_runs(base, next);
+    text = report::diff_table(d);
+    j = report::diff_json(d);
+  } else {
+    const report::ProfileDiff d = report::diff_summaries(base, next, file_label(a.base), file_label(a.next));
+    text = report::diff_table(d, a.row_limit);
+    j = report::diff_json(d);
+  }
   if (!a.out.empty())
     report::write_text_atomic(a.out, a.out.ends_with(".json") || a.out.ends_with(".json.gz") ? j.dump(2) + "\n" : text);
   if (a.json) std::printf("%s\n", j.dump(2).c_str());
@@ -56,9 +73,11 @@ void run_diff(const DiffArgs& a) {
 void add_diff_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* sub = app.add_subcommand(
-      "diff", "two profiles side by side, op by op per forward (e.g. naive.summary.json inplace.summary.json)");
-  sub->add_option("base", args->base, "the summary to compare from (<variant>.summary.json)")->required();
-  sub->add_option("new", args->next, "the summary to compare to")->required();
+      "diff", "two profiles op by op (two <variant>.summary.json) or two runs variant by variant (two compare.json "
+              "or directories)");
+  sub->add_option("base", args->base, "what to compare from: a <variant>.summary.json, a compare.json or its directory")
+      ->required();
+  sub->add_option("new", args->next, "what to compare to (the same kind)")->required();
   sub->add_option("--row-limit", args->row_limit, "rows to print, largest change in time first (default: all)");
   sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
   sub->add_option("--save", args->out, "also write the diff to this file (.json: the JSON, else the table)");

@@ -93,6 +93,26 @@ ProfileDiff diff_summaries(const nlohmann::json& base, const nlohmann::json& nex
 std::string diff_table(const ProfileDiff& d, int row_limit = -1);
 nlohmann::json diff_json(const ProfileDiff& d);
 
+// Two comparisons (compare.json of two runs: before and after a change, two machines, CPU and GPU) variant by
+// variant: status, ms per forward and the speed-up, peak memory, ops, max error on each side.
+struct RunDiffRow {
+  std::string variant;
+  std::string base_status, new_status;  // ok | skipped | failed | "" (absent)
+  double base_ms = -1, new_ms = -1;     // -1: not timed
+  double base_peak = -1, new_peak = -1;
+  double base_ops = -1, new_ops = -1;
+  double base_err = -1, new_err = -1;
+};
+struct RunDiff {
+  std::string base_label, new_label;  // problem and machine of each run
+  bool same_problem = true;
+  std::vector<RunDiffRow> rows;       // base's variants in its order, then those only the new run has
+};
+// Throws Error naming what is wrong when a document is not a compare.json.
+RunDiff diff_compare_runs(const nlohmann::json& base, const nlohmann::json& next);
+std::string diff_table(const RunDiff& d);
+nlohmann::json diff_json(const RunDiff& d);
+
 // Writes `contents` to `path` through a temporary file + rename; gzip when `path` ends in ".gz".
 // Throws Error naming the path when the directory cannot be written.
 void write_text_atomic(const std::string& path, const std::string& contents);

@@ -297,4 +297,120 @@ json diff_json(const ProfileDiff& d) {
           {"rows", rows}};
 }
 
+// ---- two compare runs -------------------------------------------------------------------------------
+namespace {
+
+std::string run_label(const json& c) {
+  std::string where;
+  if (c.contains("gpu") && c["gpu"].is_string()) where = c["gpu"].get<std::string>();
+  else if (c.contains("machine") && c["machine"].is_object()) {
+    where = text(c["machine"], "cpu");
+    if (c.contains("threads") && c["threads"].is_number()) where += fmt::format(", {} threads", c["threads"].get<int>());
+  }
+  const std::string problem = text(c, "problem");
+  return fmt::format("{}{}", problem.empty() ? "?" : problem, where.empty() ? "" : " on " + where);
+}
+
+// A number that may be null (a variant that did not run): -1 then.
+double maybe(const json& o, const char* key, const std::string& what) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return -1;
+  if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
+  return it->get<double>();
+}
+
+void check_compare(const json& c, const char* which) {
+  if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
+    ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
+                  "with `attnprof compare`)", which);
+}
+
+std::string ms_cell(double ms) { return ms >= 0 ? fmt::format("{:.3f}", ms) : "--"; }
+std::string bytes_cell(double b) { return b >= 0 ? format_bytes(int64_t(b)) : "--"; }
+std::string err_cell(double e) { return e >= 0 ? fmt::format("{:.2e}", e) : "--"; }
+
+}  // namespace
+
+RunDiff diff_compare_runs(const json& base, const json& next) {
+  check_compare(base, "base");
+  check_compare(next, "new");
+  RunDiff d;
+  d.base_label = run_label(base);
+  d.new_label = run_label(next);
+  d.same_problem = text(base, "problem") == text(next, "problem");
+  auto fill = [](RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
+    const std::string status = text(v, "status").empty() ? "ok" : text(v, "status");
+    (is_base ? r.base_status : r.new_status) = status;
+    (is_base ? r.base_ms : r.new_ms) = maybe(v, "ms", what);
+    (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
+    (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
+    (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
+  };
+  for (const auto& [doc, is_base] : {std::pair<const json*, bool>{&base, true}, {&next, false}}) {
+    for (const json& v : (*doc)["variants"]) {
+      const std::string name = v.is_object() ? text(v, "name") : "";
+      if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", is_base ? "base" : "new");
+      auto it = std::find_if(d.rows.begin(), d.rows.end(), [&](const RunDiffRow& r) { return r.variant == name; });
+      if (it == d.rows.end()) {
+        d.rows.push_back({});
+        d.rows.back().variant = name;
+        it = d.rows.end() - 1;
+      }
+      fill(*it, v, is_base, fmt::format("{} variant '{}'", is_base ? "base" : "new", name));
+    }
+  }
+  return d;
+}
+
+std::string diff_table(const RunDiff& d) {
+  std::string s = "attnprof diff — two compare runs\n";
+  s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
+  if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
+  const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>10}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",
+                                       "ms base", "ms new", "speed-up", "Peak base", "Peak new", "Ops base",
+                                       "Ops new", "Err base", "Err new");
+  const std::string rule(head.size(), '-');
+  s += rule + "\n" + head + "\n" + rule + "\n";
+  for (const RunDiffRow& r : d.rows) {
+    std::string ratio = "--";
+    if (r.base_ms > 0 && r.new_ms > 0) ratio = fmt::format("{:.2f}x", r.base_ms / r.new_ms);
+    else if (r.base_status.empty()) ratio = "new only";
+    else if (r.new_status.empty()) ratio = "base only";
+    else ratio = r.base_status + "/" + r.new_status;  // e.g. ok/skipped: one side did not run
+    s += fmt::format("{:<12}{:>12}{:>12}{:>10}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}\n", r.variant, ms_cell(r.base_ms),
+                     ms_cell(r.new_ms), ratio, bytes_cell(r.base_peak), bytes_cell(r.new_peak),
+                     r.base_ops >= 0 ? fmt::format("{:.0f}", r.base_ops) : "--",
+                     r.new_ops >= 0 ? fmt::format("{:.0f}", r.new_ops) : "--", err_cell(r.base_err),
+                     err_cell(r.new_err));
+  }
+  s += rule + "\n";
+  s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: profiler zones on a CPU, device activities "
+       "on a GPU.\n";
+  return s;
+}
+
+json diff_json(const RunDiff& d) {
+  auto num_or_null = [](double x) { return x >= 0 ? json(x) : json(); };
+  json rows = json::array();
+  for (const RunDiffRow& r : d.rows)
+    rows.push_back({{"variant", r.variant},
+                    {"base_status", r.base_status.empty() ? json() : json(r.base_status)},
+                    {"new_status", r.new_status.empty() ? json() : json(r.new_status)},
+                    {"base_ms", num_or_null(r.base_ms)},
+                    {"new_ms", num_or_null(r.new_ms)},
+                    {"speedup", r.base_ms > 0 && r.new_ms > 0 ? json(r.base_ms / r.new_ms) : json()},
+                    {"base_peak_bytes", num_or_null(r.base_peak)},
+                    {"new_peak_bytes", num_or_null(r.new_peak)},
+                    {"base_ops", num_or_null(r.base_ops)},
+                    {"new_ops", num_or_null(r.new_ops)},
+                    {"base_max_abs_err", num_or_null(r.base_err)},
+                    {"new_max_abs_err", num_or_null(r.new_err)}});
+  return {{"kind", "diff-compare"},
+          {"attnprof_version", ATTNPROF_VERSION},
+          {"base", d.base_label},
+          {"new", d.new_label},
+          {"same_problem", d.same_problem},
+          {"rows", rows}};
+}
+
 }  // namespace attnprof::report

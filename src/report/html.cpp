@@ -604,7 +604,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward</th><th>removed</th>"
                       "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
   int steps = 0;
-  json step_order = json::array();  // facets in the run's variant order (Vega-Lite would sort them by name)
+  // Facets in the run's variant order, by a numeric field: Vega-Lite would sort names alphabetically, and a
+  // sort list of names is compiled into a Vega expression, which a hostile name can break.
   for (const VariantData& v : vs) {
     if (!base || !v.summary || &v == base) continue;
     ProfileDiff d;
@@ -615,14 +616,14 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
       continue;
     }
     const std::string step = base->name + " -> " + v.name;
-    step_order.push_back(step);
     std::vector<std::string> gone, inplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
       const std::string op = r.base_name.empty() ? r.new_name
                              : r.new_name.empty() || r.new_name == r.base_name ? r.base_name
                                                                                : r.base_name + " -> " + r.new_name;
-      rows.push_back({{"step", step}, {"op", op}, {"change", r.change}, {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
+      rows.push_back({{"step", step}, {"step_index", steps}, {"op", op}, {"change", r.change},
+                      {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
                       {"base_ms", r.base_ns * 1e-6}, {"new_ms", r.new_ns * 1e-6},
                       {"base_mem_mb", r.base_mem / 1e6}, {"new_mem_mb", r.new_mem / 1e6}});
       if (r.change == "removed") gone.push_back(r.base_name);
@@ -650,7 +651,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
                              {"range", {"#2ca02c", "#17becf", "#bcbd22", "#9e9e9e", "#d62728"}}};
   json spec = {
       {"data", {{"values", rows}}},
-      {"facet", {{"row", {{"field", "step"}, {"type", "nominal"}, {"sort", step_order}, {"title", nullptr},
+      {"facet", {{"row", {{"field", "step"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},
+                          {"title", nullptr},
                           {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
       {"spec",
        {{"width", kWidth - 220},
