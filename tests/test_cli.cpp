@@ -154,6 +154,24 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   EXPECT_EQ(files, 3);
 }
 
+TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
+  const Result r = run("profile naive --group-by-input-shape --counters --row-limit -1" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Input Shapes"), std::string::npos) << r.out;
+  // The two matmuls of the blog's script (Q·Kᵀ and P·V) have different shapes: two rows.
+  size_t matmul_rows = 0;
+  for (size_t at = r.out.find("  matmul  "); at != std::string::npos; at = r.out.find("  matmul  ", at + 1)) ++matmul_rows;
+  EXPECT_EQ(matmul_rows, 2u) << r.out;
+  EXPECT_NE(r.out.find("[[1, 2, 64, 32], [1, 2, 32, 64]]"), std::string::npos) << r.out;  // q, kᵀ
+  // Counters asked for: either recorded (their columns) or the reason they are not, never silence.
+  EXPECT_NE(r.out.find("Counters: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("counters off"), std::string::npos) << r.out;
+  const json j = read_json("naive.summary.json");
+  int shaped = 0;
+  for (const json& row : j["rows"]) shaped += row["name"] == "matmul" && !row["input_shapes"].get<std::string>().empty();
+  EXPECT_EQ(shaped, 2);
+}
+
 TEST_F(Cli, ProfileJsonAndSdpaBackends) {
   Result r = run("profile sdpa --backend math --json --dtype fp32" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;

@@ -23,6 +23,8 @@ struct ProfileArgs {
   std::string sort_by;  // default: cpu_time_total, or cuda_time_total with --device cuda (as the blog sorted)
   int row_limit = 15;
   std::string device = "cpu";
+  bool group_by_input_shape = false;
+  bool counters = false;
 };
 
 void run_profile(const ProfileArgs& a) {
@@ -60,6 +62,8 @@ void run_profile(const ProfileArgs& a) {
   plan.warmup = o.warmup;
   plan.schedule = {.wait = 1, .warmup = 1, .active = o.iters};
   plan.keep_output = !o.save_output.empty();
+  plan.software_counters = a.counters;
+  plan.group_by_input_shape = a.group_by_input_shape;
   RunOutcome r = gpu ? run_cuda_variant(v, in, ref, plan, v.name) : run_variant(v, in, ref, plan, v.name);
   if (r.status == RunOutcome::Status::Skipped) ATTNPROF_FAIL("{} cannot run: {}", v.name, r.note);
 
@@ -94,6 +98,7 @@ void run_profile(const ProfileArgs& a) {
   report::TableOptions topt;
   topt.sort_by = r.ka.has_device || !gpu ? sort_by : "cpu_time_total";
   topt.row_limit = a.row_limit;
+  topt.show_input_shapes = a.group_by_input_shape;
   topt.peaks = peaks;
   topt.compute_dtype = in.p.dtype;
   const std::string table = report::table(r.ka, topt);
@@ -142,6 +147,11 @@ void add_profile_command(CLI::App& app) {
                   "cpu_time_total, cuda_time_total with --device cuda)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
   sub->add_option("--row-limit", args->row_limit, "table rows (-1: all)")->capture_default_str();
+  sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
+                "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
+  sub->add_flag("--counters", args->counters,
+                "software counters per op (task-clock, page-faults; perf_event_open): the table gains their columns, "
+                "or says why they are unavailable");
   add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true});
   sub->callback([args] { run_profile(*args); });
 }

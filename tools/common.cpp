@@ -285,8 +285,8 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
 
 // key_averages, the recorded forwards and their median, and ops per forward: profiler zones (without
 // annotations and ProfilerStep#N) on the CPU, device activities (kernels, copies, fills) for a CUDA profile.
-void summarise_recording(const Variant& v, RunOutcome& r) {
-  r.ka = analysis::key_averages(r.result);
+void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
+  r.ka = analysis::key_averages(r.result, {.group_by_input_shape = plan.group_by_input_shape});
   r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
   r.median_ns = median(r.forward_ns);
   int64_t ops = 0;
@@ -347,7 +347,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
   const prof::Schedule& s = plan.schedule;
   const int steps = s.wait + s.warmup + s.active;
   if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active));
-  prof::Profiler profiler({.schedule = s, .step_annotations = true});
+  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
   set_run_metadata(profiler, v, in);
   profiler.start();
   {
@@ -362,7 +362,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
   }
   profiler.stop();
   r.result = profiler.result();
-  summarise_recording(v, r);
+  summarise_recording(v, plan, r);
   return r;
 }
 
@@ -413,7 +413,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference&
     r.cupti_note = e.what();
     progress(fmt::format("{}: CUPTI unavailable, recording the host side only: {}", label, r.cupti_note));
   }
-  prof::Profiler profiler({.schedule = s, .step_annotations = true});
+  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
   set_run_metadata(profiler, v, in);
   profiler.set_metadata("device", cuda::device_info().name);
   profiler.start();
@@ -431,7 +431,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference&
   profiler.stop();
   r.result = profiler.result();
   if (cupti.running()) cuda::attach_device_capture(r.result, cupti.stop());
-  summarise_recording(v, r);
+  summarise_recording(v, plan, r);
   if (plan.event_iters > 0) {
     const cuda::DeviceTiming t = cuda::time_device_forward(*dev, dq, dk, dv, 1, plan.event_iters);
     r.event_ms = t.ms;
