@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string_view>
 
 #include "attention_cases.h"
 #include "device_profile_fixture.h"
@@ -213,7 +215,7 @@ TEST(CudaGpu, DeviceAllocatorTracksLiveAndPeak) {
 TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
   REQUIRE_GPU();
   // The blog on an A100: naive = 6 device activities per forward (incl. the Memcpy of masked_fill),
-  // in-place = 5, flash = 1. Profiled with CUPTI, one recorded step.
+  // in-place = 5, flash = 1: naive is in-place plus the copy. Profiled with CUPTI, one recorded step.
   Inputs in = make_inputs({2, 4, 4, 256, 256, 64, MaskKind::Causal}, DType::BF16, 7);
   const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
   const auto dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
@@ -227,13 +229,29 @@ TEST(CudaGpu, ProfileShowsTheBlogsKernelCounts) {
     dev->run_device(dq, dk, dv);  // warm-up outside the profile
     cuda::synchronize();
     const prof::ProfileResult r = cuda::profile_device_forward(*dev, dq, dk, dv, var.annotation);
-    EXPECT_EQ(int(r.device.size()), expected);
+    // Activities per launching op. cuBLAS may split a GEMM over several kernels (split-K and its reduction)
+    // at some shapes and on some GPUs: those extra kernels are counted apart, so the blog's count is checked
+    // on what our code launches, and the totals are printed for the record.
+    std::map<std::string, int> per_op;
+    int matmul_zones = 0;
     bool memcpy_seen = false;
     for (const auto& d : r.device) {
-      EXPECT_GE(d.zone, 0) << d.name;
+      ASSERT_GE(d.zone, 0) << d.name;
+      ASSERT_GE(d.thread, 0) << d.name;
       EXPECT_GT(d.t1, d.t0) << d.name;
       memcpy_seen |= d.kind == DeviceActivity::Kind::Memcpy;
+      ++per_op[r.threads[size_t(d.thread)].zones[size_t(d.zone)].name];
     }
+    for (const auto& t : r.threads)
+      for (const auto& z : t.zones) matmul_zones += std::string_view(z.name) == "matmul";
+    const int gemm_kernels = per_op.count("matmul") ? per_op["matmul"] : 0;
+    EXPECT_GE(gemm_kernels, matmul_zones) << "every matmul launches its GEMM";
+    for (const auto& [op, n] : per_op)
+      if (op != "matmul") EXPECT_EQ(n, 1) << op << " launches exactly one activity";
+    const int extra_gemm_kernels = gemm_kernels - matmul_zones;
+    std::printf("%s: %zu device activities per forward (%d of them cuBLAS's beyond one kernel per GEMM)\n", name,
+                r.device.size(), extra_gemm_kernels);
+    EXPECT_EQ(int(r.device.size()) - extra_gemm_kernels, expected);
     EXPECT_EQ(memcpy_seen, std::string(name) == "naive");
     const auto zs = analysis::zone_device_stats(r);
     double ann_total = 0.0;
