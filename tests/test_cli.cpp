@@ -260,6 +260,24 @@ TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
   }
 }
 
+TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
+  const Result r = run("compare --iters 1 --warmup 0 --variants naive,flash --gzip" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = read_json("compare.json");
+  for (const json& v : j["variants"]) {
+    const std::string trace = v["trace"].get<std::string>();
+    EXPECT_EQ(trace, v["name"].get<std::string>() + ".trace.json.gz");
+    const std::string bytes = slurp(out() / trace);
+    ASSERT_GT(bytes.size(), 2u);
+    EXPECT_EQ(uint8_t(bytes[0]), 0x1f) << "gzip magic";
+    EXPECT_EQ(uint8_t(bytes[1]), 0x8b) << "gzip magic";
+    EXPECT_FALSE(fs::exists(out() / (v["name"].get<std::string>() + ".trace.json")));
+  }
+  const Result p = run("profile flash --gzip --json" + kSmall + out_flag());
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(fs::path(json::parse(p.out)["files"]["trace"].get<std::string>()).filename(), "flash.trace.json.gz");
+}
+
 TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   // Timing is meaningless in Debug/sanitizer builds: there the sweep is small and only memory is checked.
   const std::string seq = kTimingMeaningful ? "512..2048 --shape 1,2,1024,64" : "128..512 --shape 1,8,1024,64";

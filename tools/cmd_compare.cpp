@@ -36,6 +36,7 @@ struct Row {
   double ms = 0, gflops = 0, pct_peak = 0, bytes = 0, bound_ms = 0;
   std::vector<double> forward_ms;  // every timed forward
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
+  std::string trace;               // its trace file's name in --out
 };
 
 // The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them.
@@ -56,9 +57,10 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
 
 // One variant's outcome as a row: the time per forward (host clock on the CPU, CUDA events on the GPU), the
 // rate against the target's peak, and the cost model's bytes with their bandwidth bound.
-Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t) {
+Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, const CommonOptions& o) {
   Row row;
   row.name = v.name;
+  row.trace = trace_file(v.name, o);
   row.r = std::move(r);
   row.bytes = v.cost(in.p).bytes();
   row.bound_ms = t.m.bandwidth_gbs > 0 ? row.bytes / t.m.bandwidth_gbs * 1e-6 : 0.0;
@@ -79,7 +81,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t) 
 
 // <variant>.trace.json and <variant>.summary.json of a row that ran.
 void write_row_files(const Row& row, const std::string& out) {
-  report::write_chrome_trace(row.r.result, out_path(out, row.name + ".trace.json"));
+  report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name}, {"ms_per_forward", row.ms}, {"max_abs_err", row.r.err.max_abs}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
@@ -108,7 +110,7 @@ nlohmann::json row_json(const Row& r) {
           {"max_abs_err", when(validated, r.r.err.max_abs)},
           {"nmse", when(validated, r.r.err.nmse)},
           {"tolerance", {{"atol", r.r.tol.atol}, {"rtol", r.r.tol.rtol}}},
-          {"trace", when(ran, r.name + ".trace.json")},
+          {"trace", when(ran, r.trace)},
           {"summary", when(ran, r.name + ".summary.json")}};
 }
 
@@ -206,7 +208,7 @@ void run_compare_cuda(const CompareArgs& a) {
   std::string tables;
   std::string cupti_note;  // why CUPTI could not collect, if it could not
   for (const Variant* v : variants) {
-    Row row = make_row(*v, run_cuda_variant(*v, in, ref, plan, v->name), in, t);
+    Row row = make_row(*v, run_cuda_variant(*v, in, ref, plan, v->name), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       if (!row.r.cupti_note.empty()) cupti_note = row.r.cupti_note;
       write_row_files(row, o.out);
@@ -269,7 +271,7 @@ void run_compare(const CompareArgs& a) {
   for (size_t i = 0; i < variants.size(); ++i) {
     const Variant& v = *variants[i];
     const std::string label = fmt::format("[{}/{}] {}", i + 1, variants.size(), v.name);
-    Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t);
+    Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       write_row_files(row, o.out);
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
@@ -311,7 +313,7 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   sub->add_option("--variants", args->variants,
                   "comma-separated subset; sdpa = every SDPA backend (default: all of " + variant_names() + ")");
-  add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true});
+  add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->callback([args] { run_compare(*args); });
 }
 

@@ -103,7 +103,7 @@ void run_profile(const ProfileArgs& a) {
   topt.compute_dtype = in.p.dtype;
   const std::string table = report::table(r.ka, topt);
 
-  const std::string trace_path = out_path(o.out, v.name + ".trace.json");
+  const std::string trace_path = out_path(o.out, trace_file(v.name, o));
   const std::string summary_path = out_path(o.out, v.name + ".summary.json");
   const std::string table_path = out_path(o.out, v.name + ".table.txt");
   nlohmann::json summary = report::summary_json(r.result, r.ka);
@@ -152,7 +152,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--counters", args->counters,
                 "software counters per op (task-clock, page-faults; perf_event_open): the table gains their columns, "
                 "or says why they are unavailable");
-  add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true});
+  add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true, .traces = true});
   sub->callback([args] { run_profile(*args); });
 }
 

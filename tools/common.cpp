@@ -97,6 +97,12 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   }
   if (d.save_output)
     sub->add_option("--save-output", o.save_output, "write the attention output to this .npy file");
+  if (d.traces)
+    sub->add_flag("--gzip", o.gzip, "write traces gzip-compressed (<variant>.trace.json.gz; Perfetto opens them as they are)");
+}
+
+std::string trace_file(const std::string& variant, const CommonOptions& o) {
+  return variant + (o.gzip ? ".trace.json.gz" : ".trace.json");
 }
 
 void apply_runtime_options(const CommonOptions& o) {

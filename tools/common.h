@@ -34,6 +34,7 @@ struct CommonOptions {
   std::string out = "attnprof-out";
   std::string memory_budget;
   std::string q_path, k_path, v_path, save_output;
+  bool gzip = false;                   // traces as <variant>.trace.json.gz
   // Filled by add_common_options so that "was this flag given?" can be asked.
   CLI::Option* shape_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
@@ -44,6 +45,7 @@ struct Defaults {
   int iters = 3;
   bool file_inputs = true;  // --q/--k/--v
   bool save_output = false; // --save-output
+  bool traces = false;      // --gzip (the subcommand writes traces)
 };
 
 void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d);
@@ -76,6 +78,8 @@ const Variant& resolve_cuda_variant(const std::string& name, const std::string& 
 // leaves nothing behind.
 void prepare_out_dir(const std::string& dir);
 std::string out_path(const std::string& dir, const std::string& file);
+// "<variant>.trace.json", or ".trace.json.gz" with --gzip.
+std::string trace_file(const std::string& variant, const CommonOptions& o);
 void write_json(const std::string& path, const nlohmann::json& j);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).
