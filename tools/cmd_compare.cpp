@@ -83,7 +83,11 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
 void write_row_files(const Row& row, const std::string& out) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
-  sj["run"] = {{"variant", row.name}, {"ms_per_forward", row.ms}, {"max_abs_err", row.r.err.max_abs}};
+  sj["run"] = {{"variant", row.name},
+               {"ms_per_forward", row.ms},
+               {"max_abs_err", row.r.err.max_abs},
+               {"peak_extra_bytes", row.r.peak_extra_bytes},
+               {"ops_per_forward", row.ops ? nlohmann::json(*row.ops) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
 }
 
