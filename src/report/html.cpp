@@ -604,6 +604,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward</th><th>removed</th>"
                       "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
   int steps = 0;
+  bool device = false;  // GPU runs: the times are Self CUDA
   // Facets in the run's variant order, by a numeric field: Vega-Lite would sort names alphabetically, and a
   // sort list of names is compiled into a Vega expression, which a hostile name can break.
   for (const VariantData& v : vs) {
@@ -616,6 +617,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
       continue;
     }
     const std::string step = base->name + " -> " + v.name;
+    device = device || d.device;
     std::vector<std::string> gone, inplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
@@ -661,7 +663,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
          {{"y", {{"field", "op"}, {"type", "nominal"}, {"sort", {{"field", "delta_ms"}}}, {"title", nullptr},
                  {"axis", {{"labelLimit", 260}}}}},
           {"x", {{"field", "delta_ms"}, {"type", "quantitative"},
-                 {"title", "change in self time per forward (ms; negative = saved)"}}},
+                 {"title", std::string(device ? "change in Self CUDA time" : "change in self time") +
+                               " per forward (ms; negative = saved)"}}},
           {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale}}},
           {"tooltip", {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
                        {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
