@@ -185,12 +185,11 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& 
   else std::printf("%s", text.c_str());
 }
 
-// compare --device cuda: the CUDA registry on the GPU (run_cuda_variant: validated against the fp64 reference,
-// one forward profiled through CUPTI for its activity count, tables and trace, then at least 20 forwards
-// timed with CUDA events on device tensors uploaded once).
+// compare --device cuda, once use_cuda has found the GPU: the CUDA registry on it (run_cuda_variant:
+// validated against the fp64 reference, one forward profiled through CUPTI for its activity count, tables
+// and trace, then at least 20 forwards timed with CUDA events on device tensors uploaded once).
 void run_compare_cuda(const CompareArgs& a) {
   const CommonOptions& o = a.common;
-  ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
@@ -249,8 +248,7 @@ void run_compare_cuda(const CompareArgs& a) {
 }
 
 void run_compare(const CompareArgs& a) {
-  if (a.device == "cuda") return run_compare_cuda(a);
-  ATTNPROF_CHECK(a.device == "cpu", "unknown --device '{}': expected cpu or cuda", a.device);
+  if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);

@@ -29,12 +29,10 @@ struct ProfileArgs {
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
-  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
-  const bool gpu = a.device == "cuda";
-  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
-  const Variant& v = gpu ? resolve_cuda_variant(a.variant, a.backend, in.p) : resolve_variant(a.variant, a.backend, in.p);
+  const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
     report::TableOptions check;

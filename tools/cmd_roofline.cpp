@@ -55,18 +55,14 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu) {
 
 void run_roofline(const RooflineArgs& a) {
   const CommonOptions& o = a.common;
-  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
-  const bool gpu = a.device == "cuda";
-  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  const bool gpu = use_cuda(a.device);
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   std::vector<const Variant*> variants;
   if (!a.peaks_only)
-    for (const std::string& n : a.variants) {
-      const std::string backend = n == "sdpa" ? a.backend : "";
-      variants.push_back(gpu ? &resolve_cuda_variant(n, backend, in.p) : &resolve_variant(n, backend, in.p));
-    }
+    for (const std::string& n : a.variants)
+      variants.push_back(&resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", in.p));
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
 

@@ -1,8 +1,8 @@
 // attnprof sweep: time and peak memory over sequence lengths, and the scaling exponents fitted on log-log
 // (expect time ≈ N^2 for every variant; memory ≈ N^2 for the naive paths that hold N×N scores, ≈ N for
 // flash). Points over the memory budget are skipped with a note. Every point is validated before it is timed:
-// the first and the last head of the output against the fp64 reference of those heads. `--device cuda` sweeps the CUDA registry on
-// the GPU: CUDA-event times and device memory.
+// the first and the last head of the output against the fp64 reference of those heads. `--device cuda`
+// sweeps the CUDA registry on the GPU: CUDA-event times and device memory.
 #include <unistd.h>
 
 #include <cstdio>
@@ -93,8 +93,8 @@ bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
   return false;
 }
 
-// One point on the host: `warmup` forwards (the validation forward counting as the first), then the median of `iters` timed ones and the largest peak above
-// what was live before each.
+// One point on the host: `warmup` forwards (the validation forward counting as the first), then the median
+// of `iters` timed ones and the largest peak above what was live before each.
 void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
   for (int i = 1; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
   std::vector<double> ms;
@@ -120,12 +120,7 @@ void measure_on_device(Runner& runner, const Inputs& in, const CommonOptions& o,
   {
     const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
                              dv = cuda::DeviceTensor::from_host(in.v);
-    cuda::synchronize();
-    const int64_t live = cuda::device_memory_stats().current_bytes;
-    cuda::reset_device_peak();
-    (void)dev->run_device(dq, dk, dv);
-    cuda::synchronize();
-    pt.peak_bytes = cuda::device_memory_stats().peak_bytes - live;
+    pt.peak_bytes = device_forward_peak(*dev, dq, dk, dv).extra;
     pt.ms = cuda::time_device_forward(*dev, dq, dk, dv, o.warmup, std::max(o.iters, 10)).median_ms;
   }
   cuda::empty_cache();
@@ -160,18 +155,14 @@ class Progress {
 
 void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
-  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "unknown --device '{}': expected cpu or cuda", a.device);
-  const bool gpu = a.device == "cuda";
-  if (gpu) ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   const std::vector<int64_t> seqs = parse_seq(a.seq);
   const std::vector<std::string> names = split_list(a.variants);
   std::vector<const Variant*> variants;
-  for (const std::string& n : names) {
-    const std::string backend = n == "sdpa" ? a.backend : "";
-    const AttnProblem p = problem_of(o, seqs.front());
-    variants.push_back(gpu ? &resolve_cuda_variant(n, backend, p) : &resolve_variant(n, backend, p));
-  }
+  const AttnProblem first = problem_of(o, seqs.front());
+  for (const std::string& n : names)
+    variants.push_back(&resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", first));
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
   const std::string gpu_name = gpu ? cuda::device_info().name : "";

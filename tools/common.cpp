@@ -194,6 +194,17 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
   return *v;
 }
 
+const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::string& backend, const AttnProblem& p) {
+  return gpu ? resolve_cuda_variant(name, backend, p) : resolve_variant(name, backend, p);
+}
+
+bool use_cuda(const std::string& device) {
+  ATTNPROF_CHECK(device == "cpu" || device == "cuda", "unknown --device '{}': expected cpu or cuda", device);
+  if (device == "cpu") return false;
+  ATTNPROF_CHECK(cuda::available(), "--device cuda: {}", cuda::unavailable_reason());
+  return true;
+}
+
 const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
   std::string full = name;
   if (name == "sdpa") {
@@ -372,6 +383,17 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
   return r;
 }
 
+DevicePeak device_forward_peak(cuda::DeviceRunner& dev, const cuda::DeviceTensor& q, const cuda::DeviceTensor& k,
+                               const cuda::DeviceTensor& v) {
+  cuda::synchronize();
+  const int64_t live = cuda::device_memory_stats().current_bytes;
+  cuda::reset_device_peak();
+  (void)dev.run_device(q, k, v);
+  cuda::synchronize();
+  const int64_t total = cuda::device_memory_stats().peak_bytes;
+  return {total - live, total};
+}
+
 RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
                             const std::string& label) {
   RunOutcome r;
@@ -399,15 +421,9 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference&
   const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
                            dv = cuda::DeviceTensor::from_host(in.v);
   for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
-  cuda::synchronize();
-  {
-    const int64_t live = cuda::device_memory_stats().current_bytes;
-    cuda::reset_device_peak();
-    (void)dev->run_device(dq, dk, dv);
-    cuda::synchronize();
-    r.peak_bytes = cuda::device_memory_stats().peak_bytes;
-    r.peak_extra_bytes = r.peak_bytes - live;
-  }
+  const DevicePeak peak = device_forward_peak(*dev, dq, dk, dv);
+  r.peak_bytes = peak.total;
+  r.peak_extra_bytes = peak.extra;
 
   const prof::Schedule& s = plan.schedule;
   const int steps = s.wait + s.warmup + s.active;

@@ -14,6 +14,7 @@
 
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
+#include "attnprof/cuda.h"
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
 
@@ -73,6 +74,11 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
 // The same names on the CUDA registry: naive, inplace, flash, sdpa (cuDNN when it can serve the problem, else
 // math, or --backend math|cudnn|auto), or a registry name (sdpa-math, sdpa-cudnn).
 const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
+// resolve_variant or resolve_cuda_variant.
+const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::string& backend, const AttnProblem& p);
+
+// --device: true for "cuda" (Error when no usable GPU is there), false for "cpu", Error for anything else.
+bool use_cuda(const std::string& device);
 
 // Creates --out (and checks it is writable) only after every input has been validated, so bad input
 // leaves nothing behind.
@@ -132,6 +138,14 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
 // launches plus device time up to the synchronise.
 RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
                             const std::string& progress_label);
+
+// Device memory of one forward of `dev` on inputs already on the device, synchronised before and after:
+// `extra` above what was live before it, `total` the allocator's absolute peak during it.
+struct DevicePeak {
+  int64_t extra = 0, total = 0;
+};
+DevicePeak device_forward_peak(cuda::DeviceRunner& dev, const cuda::DeviceTensor& q, const cuda::DeviceTensor& k,
+                               const cuda::DeviceTensor& v);
 
 // With --html: writes report.html into --out from every result file there (attnprof report), and says so.
 void write_html_if_asked(const CommonOptions& o);
