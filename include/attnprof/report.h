@@ -71,6 +71,7 @@ struct DiffRow {
   double base_ns = 0, new_ns = 0;        // self time (Self CUDA for device profiles)
   double base_mem = 0, new_mem = 0;      // self memory allocated (device memory for device profiles)
   double base_bytes = 0, new_bytes = 0;  // bytes moved by the op itself (cost model)
+  std::string label() const;             // "matmul", or "mul -> mul_" for an op and its other form
 };
 struct ProfileSide {
   std::string label;       // variant (or the file name when the summary has none)

@@ -115,6 +115,12 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
 
 }  // namespace
 
+std::string DiffRow::label() const {
+  if (base_name.empty()) return new_name;
+  if (new_name.empty() || new_name == base_name) return base_name;
+  return base_name + " -> " + new_name;
+}
+
 ProfileDiff diff_summaries(const json& base, const json& next, const std::string& base_label,
                            const std::string& new_label) {
   const Parsed a = parse(base, base_label, "base"), b = parse(next, new_label, "new");
@@ -182,11 +188,6 @@ namespace {
 std::string signed_time(double ns) {
   return fmt::format("{}{}", ns > 0 ? "+" : ns < 0 ? "-" : "", format_time_ns(std::abs(ns)));
 }
-std::string op_label(const DiffRow& r) {
-  if (r.base_name.empty()) return r.new_name;
-  if (r.new_name.empty() || r.new_name == r.base_name) return r.base_name;
-  return r.base_name + " -> " + r.new_name;
-}
 std::string calls(double c) { return std::abs(c - std::round(c)) < 1e-9 ? fmt::format("{:.0f}", c) : fmt::format("{:.2f}", c); }
 
 }  // namespace
@@ -215,7 +216,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     s += fmt::format("max abs error vs fp64: {:.2e} -> {:.2e}\n", d.base.max_abs_err, d.next.max_abs_err);
 
   size_t w = 8;
-  for (const DiffRow& r : d.rows) w = std::max(w, op_label(r).size());
+  for (const DiffRow& r : d.rows) w = std::max(w, r.label().size());
   w = std::min<size_t>(w, 60);
   const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}", "Op",
                                        w, "Calls", std::string(time), "new", "change", std::string(mem), "new",
@@ -225,7 +226,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   int n = 0;
   for (const DiffRow& r : d.rows) {
     if (row_limit >= 0 && n++ >= row_limit) break;
-    std::string name = op_label(r);
+    std::string name = r.label();
     if (name.size() > w) name = name.substr(0, w - 3) + "...";
     s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}\n", name, w,
                      calls(r.base_calls) + " -> " + calls(r.new_calls), format_time_ns(r.base_ns),
@@ -246,7 +247,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
       gone_mem += r.base_mem;
     }
     if (r.change == "added") came.push_back(r.new_name);
-    if (r.change == "in place") inplace.push_back(op_label(r));
+    if (r.change == "in place") inplace.push_back(r.label());
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string out;

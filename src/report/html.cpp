@@ -621,9 +621,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     std::vector<std::string> gone, inplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
-      const std::string op = r.base_name.empty() ? r.new_name
-                             : r.new_name.empty() || r.new_name == r.base_name ? r.base_name
-                                                                               : r.base_name + " -> " + r.new_name;
+      const std::string op = r.label();
       rows.push_back({{"step", step}, {"step_index", steps}, {"op", op}, {"change", r.change},
                       {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
                       {"base_ms", r.base_ns * 1e-6}, {"new_ms", r.new_ns * 1e-6},
