@@ -13,11 +13,7 @@
 //     .trans the elements at rows 2(l%4), 2(l%4)+1 of column l/4.
 #pragma once
 
-#if defined(__CUDACC__)
-#define ATTNPROF_HD __host__ __device__ __forceinline__ constexpr
-#else
-#define ATTNPROF_HD inline constexpr
-#endif
+#include "host_device.h"  // same directory: found from any include path
 
 namespace attnprof::cuda::frag {
 

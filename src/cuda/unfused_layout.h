@@ -10,11 +10,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ATTNPROF_UHD __host__ __device__ __forceinline__ constexpr
-#else
-#define ATTNPROF_UHD inline constexpr
-#endif
+#include "host_device.h"  // same directory: found from any include path
 
 namespace attnprof::cuda::layout {
 
@@ -59,16 +55,16 @@ inline bool fits_cublas_int(const StridedGemm& g) {
 struct MaskStrides {
   int64_t b, h, i, j;
 };
-ATTNPROF_UHD MaskStrides mask_strides(int64_t Bm, int64_t Hm, int64_t Mq, int64_t Mk) {
+ATTNPROF_HD MaskStrides mask_strides(int64_t Bm, int64_t Hm, int64_t Mq, int64_t Mk) {
   return {Bm == 1 ? 0 : Hm * Mq * Mk, Hm == 1 ? 0 : Mq * Mk, Mq == 1 ? 0 : Mk, Mk == 1 ? 0 : 1};
 }
 // The mask element that score element `e` (row-major index into [B, H, Nq, Nk]) reads.
-ATTNPROF_UHD int64_t mask_offset(int64_t e, int64_t H, int64_t Nq, int64_t Nk, MaskStrides ms) {
+ATTNPROF_HD int64_t mask_offset(int64_t e, int64_t H, int64_t Nq, int64_t Nk, MaskStrides ms) {
   const int64_t j = e % Nk, r = e / Nk, i = r % Nq, bh = r / Nq;
   return (bh / H) * ms.b + (bh % H) * ms.h + i * ms.i + j * ms.j;
 }
 
 // triu(ones(nq, nk), diagonal) at row-major element `e`: true where column − row ≥ diagonal.
-ATTNPROF_UHD bool triu_at(int64_t e, int64_t nk, int64_t diagonal) { return (e % nk) - (e / nk) >= diagonal; }
+ATTNPROF_HD bool triu_at(int64_t e, int64_t nk, int64_t diagonal) { return (e % nk) - (e / nk) >= diagonal; }
 
 }  // namespace attnprof::cuda::layout
