@@ -311,12 +311,8 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
     ops = int64_t(r.result.device.size());
   } else {
     for (const prof::ThreadTrace& t : r.result.threads)
-      for (const prof::ZoneEvent& e : t.zones) {
-        const std::string_view name = e.name ? e.name : "";
-        const std::string_view cat = e.category ? e.category : "";
-        if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
-        ++ops;
-      }
+      for (const prof::ZoneEvent& e : t.zones)
+        if (!analysis::is_annotation(e.name ? e.name : "", e.category ? e.category : "")) ++ops;
   }
   r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
 }

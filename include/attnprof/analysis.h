@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -26,6 +27,12 @@
 namespace attnprof::analysis {
 
 // ---- per-op aggregation ------------------------------------------------------------------------------
+// A zone that marks a region rather than doing work: a user annotation (attn_fwd, ...) or a ProfilerStep#N.
+// Op counts, the roofline and profile diffs leave these out.
+inline bool is_annotation(std::string_view name, std::string_view category) {
+  return category == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0;
+}
+
 struct OpStats {
   std::string name;
   std::string category;        // cpu_op, user_annotation

@@ -22,9 +22,7 @@ RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DT
 std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks, DType compute_dtype) {
   std::vector<PlacedOp> out;
   for (const OpStats& op : ka.rows) {
-    if (ka.has_device ? !op.is_device_activity()
-                      : op.category == "user_annotation" || op.name.rfind("ProfilerStep#", 0) == 0)
-      continue;
+    if (ka.has_device ? !op.is_device_activity() : is_annotation(op.name, op.category)) continue;
     if (op.cost.flops <= 0 && op.cost.bytes() <= 0) continue;  // views: nothing to place
     const double ns = ka.has_device ? op.self_device_ns : op.total_ns;
     out.push_back({&op, ns, place(op.cost, ns, peaks, compute_dtype)});

@@ -83,7 +83,7 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
   for (const json& r : *rows) {
     const std::string name = r["name"].get<std::string>();
     const std::string cat = text(r, "category");
-    if (cat == "user_annotation" || name.rfind("ProfilerStep#", 0) == 0) continue;
+    if (analysis::is_annotation(name, cat)) continue;
     OpFigures o;
     o.calls = number(r, "calls", what) / f;
     const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
