@@ -237,6 +237,16 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
   spit(d.path / "compare.json", "{not json");
   EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("compare.json could not be parsed"),
             std::string::npos);
+
+  // So is well-formed JSON with a number no attnprof file holds (it would print as nonsense, or be undefined
+  // when converted to an integer): the section is left out with the field named.
+  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  sweep["points"][1]["peak_bytes"] = 1.8446744073709552e19;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string out_of_range = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(out_of_range.find("sweep.json is not a file attnprof wrote: &#39;peak_bytes&#39; = 1.8446744073709552e+19 is out of range"),
+            std::string::npos);
+  EXPECT_TRUE(data_block(out_of_range)["charts"].empty());
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -9,18 +9,29 @@
 
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "report/figures.h"
 
 namespace attnprof::report {
 namespace {
 
 using nlohmann::json;
 
-// A number field, 0 when absent or null; anything else is a corrupt summary.
-double number(const json& o, const char* key, const std::string& what) {
+// A figure read back from a file: within ±2^53 (report/figures.h: 104 days in ns, 8 PiB in bytes) and, unless
+// it is a memory delta, not negative; anything else is a corrupt file, not a figure to print.
+double checked(double v, const char* key, const std::string& what, bool may_be_negative) {
+  if (!detail::figure_in_range(v) || (!may_be_negative && v < 0))
+    ATTNPROF_FAIL("{}: field '{}' is {}, out of range (expected a{} number up to 2^53)", what, key, v,
+                  may_be_negative ? "" : " non-negative");
+  return v;
+}
+
+// A number field, 0 when absent or null; anything else is a corrupt summary. Memory deltas may be negative
+// (an op can free more than it allocates); counts, times and bytes may not.
+double number(const json& o, const char* key, const std::string& what, bool may_be_negative = false) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return 0.0;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
-  return it->get<double>();
+  return checked(it->get<double>(), key, what, may_be_negative);
 }
 
 std::string text(const json& o, const char* key) {
@@ -92,11 +103,11 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
       // Device time and bytes belong to the activities; the host ops that launched them hold none (each
       // kernel counted once, as in the CUDA table).
       o.ns = number(r, "self_cuda_ns", what) / f;
-      o.mem = number(r, "self_cuda_mem_bytes", what) / f;
+      o.mem = number(r, "self_cuda_mem_bytes", what, /*may_be_negative=*/true) / f;
       o.bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
     } else {
       o.ns = number(r, "self_ns", what) / f;
-      o.mem = number(r, "self_mem_bytes", what) / f;
+      o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;
       o.bytes = number(self_cost, "bytes", what) / f;
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
@@ -306,7 +317,9 @@ std::string run_label(const json& c) {
   if (c.contains("gpu") && c["gpu"].is_string()) where = c["gpu"].get<std::string>();
   else if (c.contains("machine") && c["machine"].is_object()) {
     where = text(c["machine"], "cpu");
-    if (c.contains("threads") && c["threads"].is_number()) where += fmt::format(", {} threads", c["threads"].get<int>());
+    if (c.contains("threads") && c["threads"].is_number() && c["threads"].get<double>() >= 1 &&
+        c["threads"].get<double>() <= 1e6)
+      where += fmt::format(", {:.0f} threads", c["threads"].get<double>());
   }
   const std::string problem = text(c, "problem");
   return fmt::format("{}{}", problem.empty() ? "?" : problem, where.empty() ? "" : " on " + where);
@@ -317,7 +330,7 @@ double maybe(const json& o, const char* key, const std::string& what) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return -1;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
-  return it->get<double>();
+  return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
 void check_compare(const json& c, const char* which) {

@@ -24,6 +24,7 @@
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "report/figures.h"
 
 #ifndef ATTNPROF_VERSION
 #define ATTNPROF_VERSION "0.0.0"
@@ -125,6 +126,12 @@ Input read_json(const fs::path& p) {
     in.doc = json::parse(*text);
   } catch (const std::exception& e) {
     in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), e.what());
+    return in;
+  }
+  if (const std::string bad = detail::first_number_out_of_range(*in.doc); !bad.empty()) {
+    in.doc.reset();
+    in.note = fmt::format("{} is not a file attnprof wrote: {} is out of range (beyond ±2^53)",
+                          p.filename().string(), bad);
   }
   return in;
 }
