@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds attnprof and runs every test: the release suite, the same suite under AddressSanitizer +
-# UndefinedBehaviorSanitizer, a bounded libFuzzer run of the .npy reader, one tiny iteration of each
+# UndefinedBehaviorSanitizer, bounded libFuzzer runs of the .npy reader and of the JSON readers, one tiny iteration of each
 # benchmark (benchmarks are not tests: this only proves they still run) and the browser test of the HTML
 # report in headless Chromium.
 set -euo pipefail
@@ -21,13 +21,15 @@ build/bench/bench_profiler --benchmark_filter='BM_Zone_Enabled$|BM_Zone_Compiled
 echo "== browser test of the HTML report"
 ATTNPROF_REQUIRE_BROWSER=${ATTNPROF_REQUIRE_BROWSER:-${CI:+1}} tests/browser/run.sh build
 
-echo "== libFuzzer run of the .npy reader (${FUZZ_SECONDS}s)"
+echo "== libFuzzer runs: the .npy reader, the JSON readers of diff and report (${FUZZ_SECONDS}s each)"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DATTNPROF_BUILD_FUZZ=ON \
   -DATTNPROF_BUILD_TESTS=OFF -DATTNPROF_BUILD_BENCH=OFF -DATTNPROF_CUDA=OFF >/dev/null
-cmake --build build-fuzz --target fuzz_npy -j"$JOBS"
-mkdir -p build-fuzz/corpus
+cmake --build build-fuzz --target fuzz_npy fuzz_json -j"$JOBS"
+mkdir -p build-fuzz/corpus build-fuzz/corpus-json
 build-fuzz/fuzz/fuzz_npy -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
   build-fuzz/corpus fuzz/corpus/npy 2>&1 | tail -n 2
+build-fuzz/fuzz/fuzz_json -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
+  -dict=fuzz/json.dict build-fuzz/corpus-json fuzz/corpus/json 2>&1 | tail -n 2
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATTNPROF_SANITIZE=address,undefined \

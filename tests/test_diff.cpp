@@ -184,6 +184,16 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   json bad = naive_summary();
   bad["rows"][2]["self_ns"] = "fast";
   expect_error(bad, "'self_ns' is not a number");
+  // Numbers no attnprof file holds: beyond 2^53, or a negative count, time or byte figure.
+  bad = naive_summary();
+  bad["rows"][2]["self_mem_bytes"] = 1.8446744073709552e19;
+  expect_error(bad, "field 'self_mem_bytes' is 1.8446744073709552e+19, out of range (expected a number up to 2^53)");
+  bad = naive_summary();
+  bad["rows"][3]["calls"] = -2;
+  expect_error(bad, "field 'calls' is -2, out of range (expected a non-negative number up to 2^53)");
+  bad = naive_summary();
+  bad["rows"][3]["self_mem_bytes"] = -200;  // an op may free more than it allocates: accepted
+  EXPECT_NO_THROW(report::diff_summaries(bad, naive_summary()));
 }
 
 json compare_run(const std::string& problem, std::vector<json> variants) {
@@ -236,6 +246,63 @@ TEST(Diff, CompareRunsVariantByVariant) {
   json bad = base;
   bad["variants"][0]["ms"] = "slow";
   EXPECT_THROW(report::diff_compare_runs(bad, next), Error);
+  bad = base;
+  bad["variants"][1]["peak_bytes"] = -1e308;
+  try {
+    report::diff_compare_runs(base, bad);
+    ADD_FAILURE() << "a negative peak was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("new variant 'flash': field 'peak_bytes' is -1e+308, out of range"),
+              std::string::npos)
+        << e.what();
+  }
+  bad = base;
+  bad["threads"] = 1e300;  // not a thread count: left out of the label, not converted to int
+  EXPECT_EQ(report::diff_compare_runs(bad, next).base_label, "P on Test CPU");
 }
 
 }  // namespace
+
+// The JSON fuzz corpus (fuzz/corpus/json, written by fuzz/make_json_corpus.py from the report fixtures),
+// replayed through the fuzz target's body in every build: the readers of `attnprof diff` and `attnprof report`
+// accept the valid files, refuse each corruption with an Error, and never crash or throw anything else.
+#include <filesystem>
+#include <fstream>
+
+#include "../fuzz/fuzz_json_body.h"
+
+TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
+  namespace fs = std::filesystem;
+  using attnprof::fuzz::JsonOutcome;
+  const fs::path dir = fs::path(ATTNPROF_SOURCE_DIR) / "fuzz" / "corpus" / "json";
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  const fs::path scratch = fs::path(ATTNPROF_BINARY_DIR) / "json-fuzz-replay";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  const std::map<std::string, JsonOutcome> expected = {
+      {"diff_naive_inplace", JsonOutcome::Diffed},    {"diff_naive_flash", JsonOutcome::Diffed},
+      {"diff_naive_sdpa_math", JsonOutcome::Diffed},  {"diff_cuda_naive_flash", JsonOutcome::Diffed},
+      {"diff_zero_calls", JsonOutcome::Diffed},       {"diff_odd_names", JsonOutcome::Diffed},
+      {"diff_huge_number", JsonOutcome::Refused},     {"report_huge_numbers", JsonOutcome::Rendered},
+      {"diff_cpu_vs_cuda", JsonOutcome::Refused},     {"diff_not_a_summary", JsonOutcome::Refused},
+      {"diff_string_time", JsonOutcome::Refused},     {"diff_rows_object", JsonOutcome::Refused},
+      {"runs_cpu_cpu", JsonOutcome::Diffed},          {"runs_cpu_cuda", JsonOutcome::Diffed},
+      {"runs_bad_fields", JsonOutcome::Refused},      {"runs_not_compare", JsonOutcome::Refused},
+      {"report_cpu", JsonOutcome::Rendered},          {"report_cuda", JsonOutcome::Rendered},
+      {"report_truncated", JsonOutcome::Rendered},    {"report_wrong_types", JsonOutcome::Rendered},
+      {"report_invalid_utf8", JsonOutcome::Rendered}};
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    SCOPED_TRACE(name);
+    const JsonOutcome got =
+        attnprof::fuzz::json_outcome(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), scratch.string());
+    const auto want = expected.find(name);
+    ASSERT_NE(want, expected.end()) << "a seed without an expected outcome: add it to this test";
+    EXPECT_EQ(int(got), int(want->second));
+    ++files;
+  }
+  EXPECT_EQ(files, int(expected.size())) << "a seed is missing: run fuzz/make_json_corpus.py";
+}
