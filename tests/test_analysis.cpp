@@ -109,6 +109,18 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_GT(c.fp32_gflops, 1.0);
   const MachinePeaks d = machine_peaks(1);  // from the rewritten cache
   EXPECT_EQ(c.fp32_gflops, d.fp32_gflops);
+  // Well-formed entries for this machine with figures no measurement gives are corrupt too: re-measured.
+  for (const char* bad : {R"("threads": 1, "fp32_gflops": 1e300)", R"("threads": 1.5, "fp32_gflops": 7)",
+                          R"("threads": 1e300, "fp32_gflops": 7)"}) {
+    {
+      std::ofstream(file) << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+                          << R"(", "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << bad << "}]}";
+    }
+    const MachinePeaks e = machine_peaks(1);
+    EXPECT_GT(e.fp32_gflops, 1.0) << bad;
+    EXPECT_LT(e.fp32_gflops, 1e6) << bad;
+    EXPECT_NE(e.fp32_gflops, 7.0) << bad;
+  }
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);
 }

@@ -236,13 +236,18 @@ MachinePeaks from_json(const nlohmann::json& j) {
   MachinePeaks m;
   m.cpu = j.at("cpu").get<std::string>();
   m.isa = j.at("isa").get<std::string>();
-  m.threads = j.at("threads").get<int>();
+  const nlohmann::json& threads = j.at("threads");
+  if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 65536)
+    throw std::runtime_error("threads is not a thread count");
+  m.threads = threads.get<int>();
   m.fp32_gflops = j.at("fp32_gflops").get<double>();
   m.bf16_gflops = j.at("bf16_gflops").get<double>();
   m.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
   m.sgemm_gflops = j.at("sgemm_gflops").get<double>();
   if (!(m.fp32_gflops > 0 && m.bandwidth_gbs > 0 && m.bf16_gflops >= 0 && m.sgemm_gflops >= 0))
     throw std::runtime_error("non-positive peak");
+  for (double v : {m.fp32_gflops, m.bf16_gflops, m.bandwidth_gbs, m.sgemm_gflops})
+    if (!(v < 1e9)) throw std::runtime_error("a peak beyond 1e9 GFLOP/s or GB/s");
   return m;
 }
 
