@@ -107,8 +107,12 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
     ADD_FAILURE() << "no OutOfBudget";
   } catch (const OutOfBudget& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find(std::to_string(need) + " bytes"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("flash"), std::string::npos) << msg;
+    // What needs the bytes, how many, the budget, then what to do instead (last, as one sentence reads).
+    EXPECT_NE(msg.find("(its N×N scores) needs " + std::to_string(need) + " bytes"), std::string::npos) << msg;
+    EXPECT_TRUE(msg.ends_with("over the memory budget of " + std::to_string(memory_budget()) + " bytes (" +
+                              fmt::format("{:.2f}", double(memory_budget()) / (1 << 30)) +
+                              " GiB); the flash variant needs no N×N buffer, try it instead"))
+        << msg;
   }
   // flash needs no N×N buffer and still runs under the same budget.
   EXPECT_NO_THROW(find_variant("flash").prepare(p, o)->run(q, k, v));

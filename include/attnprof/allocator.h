@@ -37,7 +37,8 @@ void reset_peak_memory();
 void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
 int64_t physical_memory_bytes();
-// Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request.
-void check_memory_budget(int64_t bytes, std::string_view what);
+// Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request, `hint`
+// (optional) says what to do instead and ends the message.
+void check_memory_budget(int64_t bytes, std::string_view what, std::string_view hint = {});
 
 }  // namespace attnprof

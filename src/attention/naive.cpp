@@ -32,8 +32,8 @@ class NaiveRunner final : public Runner {
  public:
   NaiveRunner(const AttnProblem& p, const AttnOptions& o, bool inplace) : p_(p), inplace_(inplace) {
     check_memory_budget(naive_peak_bytes(p, inplace),
-                        fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()) +
-                            "; the flash variant needs no N×N buffer, try it instead");
+                        fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()),
+                        "the flash variant needs no N×N buffer, try it instead");
     if (p.mask == MaskKind::Causal) fill_mask_ = ops::triu_mask(p.Nq, p.Nk, 1);
     if (p.mask == MaskKind::Bool) fill_mask_ = ops::logical_not(o.attn_mask);  // SDPA's keep -> masked_fill's fill
     if (p.mask == MaskKind::Additive) add_mask_ = o.attn_mask;

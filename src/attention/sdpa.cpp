@@ -97,9 +97,8 @@ class SdpaRunner final : public Runner {
       const int64_t es = 4;  // the math path computes in fp32
       check_memory_budget(int64_t(attention_io_bytes(p)) * (p.dtype == DType::BF16 ? 3 : 1) +
                               2 * p.B * p.Hq * p.Nq * p.Nk * es + p.Nq * p.Nk,
-                          fmt::format("SDPA math backend at {} (its N×N scores); the flash backend needs no N×N "
-                                      "buffer, try --backend flash",
-                                      p.str()));
+                          fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
+                          "the flash backend needs no N×N buffer, try --backend flash");
     }
   }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
