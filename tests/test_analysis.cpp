@@ -58,7 +58,7 @@ TEST(Roofline, VerdictsFollowTheRidge) {
   m.bandwidth_gbs = 40.0;  // ridge: 5 FLOP/B fp32, 10 FLOP/B bf16
   // Elementwise scale: 1 FLOP per 8 bytes -> memory-bound; attainable = 0.125 × 40 = 5 GFLOP/s.
   const OpCost mul{1e9, 4e9, 4e9};
-  RooflinePoint p = place(mul, 0.4e9, m, DType::F32);  // 1e9 FLOP in 0.4 s = 2.5 GFLOP/s
+  RooflinePoint p = place(mul, 0.4e9, m);  // 1e9 FLOP in 0.4 s = 2.5 GFLOP/s
   EXPECT_TRUE(p.memory_bound);
   EXPECT_DOUBLE_EQ(p.intensity, 0.125);
   EXPECT_DOUBLE_EQ(p.attainable_gflops, 5.0);
@@ -68,20 +68,32 @@ TEST(Roofline, VerdictsFollowTheRidge) {
   // A big matmul: 2·1024³ FLOP over 3·4·1024² bytes ≈ 170 FLOP/B -> compute-bound at the FMA peak.
   const double n = 1024;
   const OpCost mm{2 * n * n * n, 2 * 4 * n * n, 4 * n * n};
-  p = place(mm, 2 * n * n * n / 100.0, m, DType::F32);
+  p = place(mm, 2 * n * n * n / 100.0, m);
   EXPECT_FALSE(p.memory_bound);
   EXPECT_DOUBLE_EQ(p.attainable_gflops, 200.0);
   EXPECT_NEAR(p.achieved_gflops, 100.0, 1e-9);
-  // bf16 uses the bf16 ceiling, which moves the ridge: 7 FLOP/B is compute-bound in fp32, memory-bound in bf16.
+  // FLOPs on bf16 units use the bf16 ceiling, which moves the ridge: 7 FLOP/B is compute-bound in fp32,
+  // memory-bound in bf16.
   const OpCost mid{7e9, 1e9, 0};
-  EXPECT_FALSE(place(mid, 1e9, m, DType::F32).memory_bound);
-  EXPECT_TRUE(place(mid, 1e9, m, DType::BF16).memory_bound);
-  EXPECT_DOUBLE_EQ(place(mid, 1e9, m, DType::BF16).attainable_gflops, 280.0);
+  OpCost mid_bf16 = mid;
+  mid_bf16.bf16_flops = mid.flops;
+  EXPECT_FALSE(place(mid, 1e9, m).memory_bound);
+  EXPECT_TRUE(place(mid_bf16, 1e9, m).memory_bound);
+  EXPECT_DOUBLE_EQ(place(mid_bf16, 1e9, m).attainable_gflops, 280.0);
+  // Half on each: the time all FLOPs take at their rates, 3.5e9/400 + 3.5e9/200 s per 1e9, = 266.7 GFLOP/s;
+  // the ridge at 6.67 FLOP/B, so 7 FLOP/B is just compute-bound.
+  OpCost half = mid;
+  half.bf16_flops = mid.flops / 2;
+  EXPECT_NEAR(compute_ceiling_gflops(half, m), 800.0 / 3.0, 1e-9);
+  EXPECT_FALSE(place(half, 1e9, m).memory_bound);
+  // A cost re-counted under another FLOP convention keeps its bf16 share.
+  EXPECT_DOUBLE_EQ(half.with_flops(1e9).bf16_flops, 0.5e9);
   // Without a bf16 unit the fp32 ceiling applies.
   m.bf16_gflops = 0;
-  EXPECT_FALSE(place(mid, 1e9, m, DType::BF16).memory_bound);
+  EXPECT_FALSE(place(mid_bf16, 1e9, m).memory_bound);
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(mid_bf16, m), 200.0);
   // A copy does no arithmetic: intensity 0, memory-bound, nothing attainable in FLOP terms.
-  p = place(OpCost{0, 1e6, 1e6}, 1e5, m, DType::F32);
+  p = place(OpCost{0, 1e6, 1e6}, 1e5, m);
   EXPECT_TRUE(p.memory_bound);
   EXPECT_EQ(p.achieved_gflops, 0.0);
 }

@@ -117,7 +117,7 @@ TEST(CudaDevice, GpuPeaksFeedTheRoofline) {
   EXPECT_NEAR(p.bf16_gflops, 311869.4, 1.0);  // 312 TFLOP/s dense bf16
   EXPECT_NEAR(p.fp32_gflops, 19491.8, 1.0);   // 19.5 TFLOP/s fp32
   // The blog's flash forward: 17.2 GFLOP in 146.8 us moving ~16.8 MB is compute-side, at ~37% of peak.
-  const analysis::RooflinePoint pt = analysis::place(OpCost{17.18e9, 12.6e6, 4.2e6}, 146.8e3, p, DType::BF16);
+  const analysis::RooflinePoint pt = analysis::place(OpCost{17.18e9, 12.6e6, 4.2e6, 17.18e9}, 146.8e3, p);
   EXPECT_FALSE(pt.memory_bound);
   EXPECT_NEAR(pt.fraction_of_attainable, 0.375, 0.01);
 }

@@ -298,7 +298,7 @@ TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
   gpu.fp32_gflops = 1000.0;
   gpu.bf16_gflops = 8000.0;
   gpu.bandwidth_gbs = 100.0;
-  const std::vector<analysis::PlacedOp> placed = analysis::roofline_ops(ka, gpu, DType::BF16);
+  const std::vector<analysis::PlacedOp> placed = analysis::roofline_ops(ka, gpu);
   std::map<std::string, const analysis::PlacedOp*> by_name;
   for (const analysis::PlacedOp& p : placed) by_name[p.op->name] = &p;
   // The kernels, the copy and the fill kernel; not the host zones that launched them (matmul's cost is the
@@ -321,7 +321,7 @@ TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
   const analysis::KeyAverages host = analysis::key_averages(testing_device::synthetic_profile());
   ASSERT_FALSE(host.has_device);
   std::set<std::string> names;
-  for (const analysis::PlacedOp& p : analysis::roofline_ops(host, gpu, DType::BF16)) {
+  for (const analysis::PlacedOp& p : analysis::roofline_ops(host, gpu)) {
     names.insert(p.op->name);
     EXPECT_DOUBLE_EQ(p.ns, p.op->total_ns);
   }

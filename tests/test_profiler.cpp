@@ -226,6 +226,45 @@ TEST(Profiler, NaiveFlopsAndBytesEqualTheCostModels) {
   EXPECT_DOUBLE_EQ(fwd->cost.bytes(), find_variant("naive").cost(run.problem).bytes());
 }
 
+// The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on
+// bf16 dot-product units, the elementwise ops (which compute in fp32) and SDPA math's upcast matmuls at the
+// fp32 rate. The bf16 split rides on the cost models through the profile into the placement.
+TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
+  analysis::MachinePeaks m;
+  m.fp32_gflops = 100.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 50.0;
+  auto ceilings = [&](const char* variant) {
+    const NaiveRun run = profile_variant(variant, DType::BF16, 1, 2, 64, 32);
+    const auto ka = analysis::key_averages(run.result);
+    std::map<std::string, double> c;
+    for (const analysis::PlacedOp& p : analysis::roofline_ops(ka, m))
+      c[p.op->name] = p.pt.ridge_intensity * m.bandwidth_gbs;  // the op's compute ceiling
+    return c;
+  };
+  const auto naive = ceilings("naive");
+  EXPECT_DOUBLE_EQ(naive.at("matmul"), 400.0);
+  EXPECT_DOUBLE_EQ(naive.at("mul"), 100.0);
+  EXPECT_DOUBLE_EQ(naive.at("softmax"), 100.0);
+  const auto math = ceilings("sdpa-math");
+  EXPECT_DOUBLE_EQ(math.at("matmul"), 100.0);  // upcast to fp32 first
+  const auto flash = ceilings("flash");
+  EXPECT_DOUBLE_EQ(flash.at("flash_attention_fwd"), 400.0);
+  // The variants' own cost models agree: naive's FLOPs are almost all its matmuls', SDPA math has none on
+  // bf16 units, flash all.
+  const AttnProblem p = AttnProblem::from_shapes({1, 2, 64, 32}, {1, 2, 64, 32}, {1, 2, 64, 32}, DType::BF16,
+                                                 AttnOptions{.is_causal = true});
+  const OpCost nc = find_variant("naive").cost(p);
+  EXPECT_GT(nc.bf16_flops, 0.9 * nc.flops);
+  EXPECT_LE(nc.bf16_flops, nc.flops);
+  EXPECT_EQ(find_variant("sdpa-math").cost(p).bf16_flops, 0.0);
+  EXPECT_DOUBLE_EQ(find_variant("flash").cost(p).bf16_flops, attention_flops(p));
+  // fp32 problems run nothing on bf16 units.
+  const AttnProblem p32 = AttnProblem::from_shapes({1, 2, 64, 32}, {1, 2, 64, 32}, {1, 2, 64, 32}, DType::F32,
+                                                   AttnOptions{.is_causal = true});
+  for (const char* v : {"naive", "inplace", "sdpa-math", "flash"}) EXPECT_EQ(find_variant(v).cost(p32).bf16_flops, 0.0) << v;
+}
+
 TEST(Profiler, MemoryAttributionAndPeak) {
   const int64_t B = 1, H = 2, N = 40, D = 16;
   const NaiveRun run = profile_variant("naive", DType::F32, B, H, N, D);

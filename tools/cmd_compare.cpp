@@ -217,11 +217,10 @@ void run_compare_cuda(const CompareArgs& a) {
       write_row_files(row, o.out);
       tables += row.r.result.has_device
                     ? fmt::format("\n{} (one forward, CUPTI):\n{}{}", v->name,
-                                  report::table(row.r.ka, {.sort_by = "cuda_time_total", .peaks = t.m,
-                                                           .compute_dtype = in.p.dtype}),
+                                  report::table(row.r.ka, {.sort_by = "cuda_time_total", .peaks = t.m}),
                                   report::device_table(row.r.result))
                     : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note,
-                                  report::table(row.r.ka, {.peaks = std::nullopt, .compute_dtype = in.p.dtype}));
+                                  report::table(row.r.ka, {.peaks = std::nullopt}));
       progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v->name, row.ms,
                            row.ops ? fmt::format("{:.0f}", *row.ops) : "--"));
     } else {

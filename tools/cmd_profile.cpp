@@ -98,7 +98,6 @@ void run_profile(const ProfileArgs& a) {
   topt.row_limit = a.row_limit;
   topt.show_input_shapes = a.group_by_input_shape;
   topt.peaks = peaks;
-  topt.compute_dtype = in.p.dtype;
   const std::string table = report::table(r.ka, topt);
 
   const std::string trace_path = out_path(o.out, trace_file(v.name, o));

@@ -103,7 +103,7 @@ void run_roofline(const RooflineArgs& a) {
         j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
         continue;
       }
-      for (const analysis::PlacedOp& placed : analysis::roofline_ops(r.ka, m, in.p.dtype)) {
+      for (const analysis::PlacedOp& placed : analysis::roofline_ops(r.ka, m)) {
         const analysis::OpStats& op = *placed.op;
         const analysis::RooflinePoint& pt = placed.pt;
         const double gbs = placed.ns > 0 ? op.cost.bytes() / placed.ns : 0.0;
@@ -114,6 +114,8 @@ void run_roofline(const RooflineArgs& a) {
                             {"calls", op.calls},
                             {"total_ns", placed.ns},
                             {"flops", op.cost.flops},
+                            {"bf16_flops", op.cost.bf16_flops},
+                            {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(op.cost, m)},
                             {"bytes", op.cost.bytes()},
                             {"intensity", pt.intensity},
                             {"achieved_gflops", pt.achieved_gflops},
@@ -131,11 +133,14 @@ void run_roofline(const RooflineArgs& a) {
       }
     }
     if (gpu) {
-      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); bf16 problems use the tensor-core peak.\n";
+      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the bf16 tensor-core one for\n"
+              "  bf16 GEMMs and attention kernels, the fp32 CUDA-core one for elementwise kernels and fp32 GEMMs.\n";
       text += "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n";
       text += "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
     } else {
-      text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak is the bf16 one for bf16 when present.\n";
+      text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
+              "  matmuls and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops and fp32\n"
+              "  matmuls (SDPA math upcasts to fp32); an op with both is judged by the time its FLOPs take at each.\n";
       text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
       text += "Over 100%: the op's data stayed in cache; the roofline's slope is DRAM (STREAM) bandwidth.\n";
       text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";

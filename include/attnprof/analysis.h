@@ -6,7 +6,7 @@
 //   for (const analysis::OpStats& op : ka.rows) ... op.self_ns, op.total_ns, op.cost.flops ...
 //
 //   analysis::MachinePeaks peaks = analysis::machine_peaks(/*threads=*/2);   // measured once, cached
-//   analysis::RooflinePoint pt = analysis::place(op.cost, op.total_ns, peaks, DType::BF16);
+//   analysis::RooflinePoint pt = analysis::place(op.cost, op.total_ns, peaks);
 //
 //   analysis::PowerFit fit = analysis::fit_power_law(seq_lens, times);      // exponent ≈ 2 for attention
 #pragma once
@@ -140,8 +140,11 @@ struct RooflinePoint {
   bool memory_bound = false;       // intensity below the ridge
   double fraction_of_attainable = 0.0;
 };
-// `compute_dtype` picks the compute ceiling: bf16 ops use the bf16 peak when the CPU has one.
-RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype);
+// The compute ceiling of one op: its bf16 FLOPs (cost.bf16_flops) at the bf16 peak, the rest at the fp32 peak
+// (the FLOP-weighted harmonic mean, i.e. the time all its FLOPs take at those rates). A machine without a bf16
+// peak runs everything at the fp32 one. An op without FLOPs gets the fp32 peak (it only sets the ridge).
+double compute_ceiling_gflops(const OpCost& cost, const MachinePeaks& peaks);
+RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks);
 
 // One op of a profile on the roofline, with the time it was placed in.
 struct PlacedOp {
@@ -153,7 +156,7 @@ struct PlacedOp {
 // ProfilerStep#N left out) in their inclusive CPU time; a device profile places its kernels, copies and fills
 // in device time, each activity once, and leaves out the host zones that launched them, whose cost is the
 // activities' cost again. The rows point into `ka`, which must outlive the result.
-std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks, DType compute_dtype);
+std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks);
 
 // ---- scaling -----------------------------------------------------------------------------------------
 struct PowerFit {

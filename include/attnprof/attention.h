@@ -65,6 +65,9 @@ struct AttnProblem {
 // FlashAttention's FLOP convention: 4·B·Hq·Nq·Nk·D for the forward, halved when causal (Nq == Nk).
 // Every variant reports these "useful" FLOPs so that GFLOP/s compare across variants.
 double attention_flops(const AttnProblem& p);
+// The cost of a fused kernel (flash, cuDNN): attention_flops, all on bf16 dot-product units for a bf16 problem
+// (its two GEMMs; the softmax's arithmetic is outside the convention), and the bytes it moves.
+OpCost fused_attention_cost(const AttnProblem& p, double bytes_read, double bytes_written);
 // Bytes of q, k, v and the output: the floor any implementation must move.
 double attention_io_bytes(const AttnProblem& p);
 

@@ -5,6 +5,12 @@
 //
 // FLOPs count multiply and add separately (a fused multiply-add is 2). Non-arithmetic elementwise work
 // (compare/select in masked_fill, exp in softmax) is counted by the conventions in docs/cost-model.md.
+//
+// `bf16_flops` is the part of `flops` that runs on bf16 dot-product units (vdpbf16ps on the CPU, tensor
+// cores on a GPU): the matmuls and the fused kernels of a bf16 problem. The rest (elementwise ops, softmax,
+// anything upcast to fp32 first, as SDPA's math backend does) runs at the fp32 FMA rate. The roofline takes
+// each op's compute ceiling from this split, so an fp32 matmul inside a bf16 model is not judged against
+// the bf16 peak.
 #pragma once
 
 namespace attnprof {
@@ -13,6 +19,7 @@ struct OpCost {
   double flops = 0.0;
   double bytes_read = 0.0;
   double bytes_written = 0.0;
+  double bf16_flops = 0.0;  // of `flops`, those on bf16 dot-product units
 
   double bytes() const { return bytes_read + bytes_written; }
   double intensity() const { return bytes() > 0 ? flops / bytes() : 0.0; }
@@ -20,7 +27,16 @@ struct OpCost {
     flops += o.flops;
     bytes_read += o.bytes_read;
     bytes_written += o.bytes_written;
+    bf16_flops += o.bf16_flops;
     return *this;
+  }
+  // The same cost counted under another FLOP convention (e.g. attention's causal-halved FLOPs instead of the
+  // sum of its ops'): the bf16 share of the FLOPs is kept.
+  OpCost with_flops(double f) const {
+    OpCost c = *this;
+    c.bf16_flops = flops > 0 ? bf16_flops * (f / flops) : 0.0;
+    c.flops = f;
+    return c;
   }
 };
 

@@ -26,8 +26,7 @@ struct TableOptions {
   int row_limit = -1;                 // -1: all rows
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
   bool extra_columns = true;          // GFLOP/s, GB/s, FLOP/B (and Bound when peaks are given)
-  std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column
-  DType compute_dtype = DType::F32;
+  std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column (each op's own ceiling)
 };
 
 // torch.profiler's key_averages().table() layout, plus attnprof's columns. With device times (ka.has_device)

@@ -6,9 +6,16 @@
 
 namespace attnprof::analysis {
 
-RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DType compute_dtype) {
+double compute_ceiling_gflops(const OpCost& cost, const MachinePeaks& peaks) {
+  const double fp32 = peaks.fp32_gflops, bf16 = peaks.bf16_gflops > 0 ? peaks.bf16_gflops : fp32;
+  if (cost.flops <= 0 || fp32 <= 0) return fp32;
+  const double on_bf16 = std::clamp(cost.bf16_flops, 0.0, cost.flops);
+  return cost.flops / (on_bf16 / bf16 + (cost.flops - on_bf16) / fp32);
+}
+
+RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks) {
   RooflinePoint pt;
-  const double compute = (compute_dtype == DType::BF16 && peaks.bf16_gflops > 0) ? peaks.bf16_gflops : peaks.fp32_gflops;
+  const double compute = compute_ceiling_gflops(cost, peaks);
   pt.intensity = cost.intensity();
   pt.achieved_gflops = ns > 0 ? cost.flops / ns : 0.0;  // FLOP per ns = GFLOP/s
   pt.ridge_intensity = peaks.bandwidth_gbs > 0 ? compute / peaks.bandwidth_gbs : 0.0;
@@ -19,13 +26,13 @@ RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks, DT
   return pt;
 }
 
-std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks, DType compute_dtype) {
+std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks) {
   std::vector<PlacedOp> out;
   for (const OpStats& op : ka.rows) {
     if (ka.has_device ? !op.is_device_activity() : is_annotation(op.name, op.category)) continue;
     if (op.cost.flops <= 0 && op.cost.bytes() <= 0) continue;  // views: nothing to place
     const double ns = ka.has_device ? op.self_device_ns : op.total_ns;
-    out.push_back({&op, ns, place(op.cost, ns, peaks, compute_dtype)});
+    out.push_back({&op, ns, place(op.cost, ns, peaks)});
   }
   return out;
 }

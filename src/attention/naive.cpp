@@ -88,8 +88,7 @@ OpCost naive_cost(const AttnProblem& p, bool inplace) {
   }
   c += ops::softmax_cost(s, p.dtype);
   c += ops::matmul_cost(s, v, p.dtype);
-  c.flops = attention_flops(p);  // report the convention's useful FLOPs, like every variant
-  return c;
+  return c.with_flops(attention_flops(p));  // report the convention's useful FLOPs, like every variant
 }
 
 }  // namespace variants

@@ -80,6 +80,12 @@ double attention_flops(const AttnProblem& p) {
   return p.mask == MaskKind::Causal ? f / 2.0 : f;
 }
 
+OpCost fused_attention_cost(const AttnProblem& p, double bytes_read, double bytes_written) {
+  OpCost c{attention_flops(p), bytes_read, bytes_written};
+  if (p.dtype == DType::BF16) c.bf16_flops = c.flops;
+  return c;
+}
+
 double attention_io_bytes(const AttnProblem& p) {
   const double es = double(dtype_size(p.dtype));
   return es * double(p.B) * double(p.D) * (2.0 * double(p.Hq * p.Nq) + 2.0 * double(p.Hkv * p.Nk));

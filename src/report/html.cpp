@@ -184,8 +184,19 @@ std::string fmt_sci(double v) {
 // ---- per-variant data from <variant>.summary.json ----------------------------------------------------------
 struct OpRow {
   std::string name, category;
-  double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bytes = 0;
+  double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bf16_flops = 0, bytes = 0;
 };
+
+bool bf16_problem(const json& summary) {
+  const json* m = member(summary, {"metadata"});
+  return m && str(*m, "dtype") == "bf16";
+}
+
+// A cost object's FLOPs on bf16 units; in a summary written before the field existed, all of a bf16 problem's.
+double bf16_flops_of(const json& cost, double flops, bool bf16_problem) {
+  if (cost.is_object() && cost.contains("bf16_flops")) return num(cost, "bf16_flops");
+  return bf16_problem ? flops : 0.0;
+}
 
 struct VariantData {
   std::string name;
@@ -211,6 +222,7 @@ std::vector<OpRow> parse_rows(const json& s) {
   const json* arr = member(s, {"ops", "rows", "key_averages", "events"});
   if (!arr || !arr->is_array()) return rows;
   const bool device = s.is_object() && s.contains("device") && s["device"].is_object();
+  const bool bf16 = bf16_problem(s);
   for (const json& r : *arr) {
     if (!r.is_object()) continue;
     OpRow o;
@@ -222,16 +234,18 @@ std::vector<OpRow> parse_rows(const json& s) {
     // Bytes and FLOPs that the op itself moves: the zone's own cost model when the summary has it.
     if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
       o.flops = num(*sc, "flops");
+      o.bf16_flops = bf16_flops_of(*sc, o.flops, bf16);
       o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
     } else {
       o.flops = num(r, "self_flops", num(r, "flops"));
+      o.bf16_flops = bf16 ? o.flops : 0.0;
       o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
     }
     if (device) {
       const bool activity = o.category == "kernel" || o.category == "gpu_memcpy" || o.category == "gpu_memset";
       o.self_ns = num(r, "self_cuda_ns");
       o.total_ns = num(r, "cuda_total_ns");
-      if (!activity) o.flops = o.bytes = 0;
+      if (!activity) o.flops = o.bf16_flops = o.bytes = 0;
     }
     rows.push_back(std::move(o));
   }
@@ -323,12 +337,14 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   analysis::KeyAverages ka;
   const json* rows = member(s, {"rows"});
   if (!rows || !rows->is_array()) return ka;
-  auto cost = [](const json& r, const char* key) {
+  const bool bf16 = bf16_problem(s);
+  auto cost = [bf16](const json& r, const char* key) {
     OpCost c;
     if (const json* j = member(r, {key}); j && j->is_object()) {
       c.flops = num(*j, "flops");
       c.bytes_read = num(*j, "bytes_read");
       c.bytes_written = num(*j, "bytes_written");
+      c.bf16_flops = bf16_flops_of(*j, c.flops, bf16);
     }
     return c;
   };
@@ -385,7 +401,6 @@ std::string read_table_text(const fs::path& dir, const VariantData& v) {
   TableOptions opt;  // the blog's key_averages().table(sort_by="cpu_time_total", row_limit=15)
   opt.sort_by = ka.has_device ? "cuda_time_total" : "cpu_time_total";
   opt.row_limit = 15;
-  if (const json* m = member(*v.summary, {"metadata"}); m && str(*m, "dtype") == "bf16") opt.compute_dtype = DType::BF16;
   try {
     return table(ka, opt);
   } catch (const std::exception& e) {
@@ -836,7 +851,13 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
       for (const OpRow& r : v.ops) {
         if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.total_ns <= 0) continue;
         const double ai = r.flops / r.bytes, g = r.flops / r.total_ns;  // FLOP/ns = GFLOP/s
-        const double peak = m.bf16 > 0 ? std::max(m.fp32, m.bf16) : m.fp32;
+        analysis::MachinePeaks peaks;
+        peaks.fp32_gflops = m.fp32;
+        peaks.bf16_gflops = m.bf16;
+        OpCost c;
+        c.flops = r.flops;
+        c.bf16_flops = r.bf16_flops;
+        const double peak = analysis::compute_ceiling_gflops(c, peaks);  // the op's own: bf16 units or fp32
         const double att = std::min(peak, ai * m.bw);
         points.push_back({{"variant", v.name}, {"op", r.name}, {"intensity", ai}, {"gflops", g}, {"attainable", att},
                           {"bound", ai * m.bw < peak ? "memory" : "compute"}});

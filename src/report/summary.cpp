@@ -7,8 +7,8 @@ namespace attnprof::report {
 namespace {
 
 nlohmann::json cost_json(const OpCost& c) {
-  return {{"flops", c.flops}, {"bytes_read", c.bytes_read}, {"bytes_written", c.bytes_written},
-          {"bytes", c.bytes()}};
+  return {{"flops", c.flops}, {"bf16_flops", c.bf16_flops}, {"bytes_read", c.bytes_read},
+          {"bytes_written", c.bytes_written}, {"bytes", c.bytes()}};
 }
 
 }  // namespace

@@ -202,7 +202,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
       if (bound) {
         if (costed && ns > 0) {
-          const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks, opt.compute_dtype);
+          const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
         } else {
           cells.push_back("--");

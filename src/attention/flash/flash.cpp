@@ -29,7 +29,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   z.add_shape(k.shape());
   z.add_shape(v.shape());
   const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
-  z.set_cost(OpCost{attention_flops(p), flash_bytes(p) - written, written});
+  z.set_cost(fused_attention_cost(p, flash_bytes(p) - written, written));
   const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
   const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
   const Tensor vc = v.stride(3) == 1 ? v : v.contiguous();
