@@ -78,8 +78,8 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 (default: bf16, as the blog)");
   sub->add_flag("--causal,!--no-causal", o.causal, "causal mask (default on, as the blog)");
   sub->add_option("--threads", o.threads,
-                  fmt::format("threads for OpenMP and BLAS, 1..{} (default: {})", hardware_threads() * 4,
-                              hardware_threads()));
+                  fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: the {} hardware threads)",
+                              hardware_threads() * 4, hardware_threads()));
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.iters < 0) o.iters = d.iters;
   sub->add_option("--warmup", o.warmup, "warm-up forwards before timing")->capture_default_str();
