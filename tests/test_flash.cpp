@@ -95,6 +95,19 @@ TEST(Flash, LogsumexpMatchesReference) {
   check_all_isas(in, "large scale");
 }
 
+// The kernel applies a positive scale inside the exponent and finds the row maxima on unscaled scores; a
+// negative scale reverses their order and takes the other path (scores scaled first). Both against fp64,
+// causal (diagonal blocks) and not, fp32 and bf16, on every ISA.
+TEST(Flash, PositiveAndNegativeScales) {
+  for (double scale : {0.3, -0.3, -4.0})
+    for (DType t : {DType::F32, DType::BF16})
+      for (bool causal : {false, true}) {
+        Inputs in = make(1, 2, 2, 300, 300, 64, t, causal, 11);
+        in.opt.scale = scale;
+        check_all_isas(in, fmt::format("scale={} {} {}", scale, dtype_name(t), causal ? "causal" : "none"));
+      }
+}
+
 TEST(Flash, MasksThatEmptyRows) {
   for (DType t : {DType::F32, DType::BF16}) {
     // Additive mask with -inf over every key of rows 3 and 70 (row 70 in the second Q block); others random.

@@ -379,35 +379,43 @@ inline void forward(const Params& p, bool bf16_dot) {
             }
           }
         }
-        const V vq = F::set1(explicit_mask ? 1.0f : qscale);
+        // The scale is applied inside the exponent, exp2(s·scale − m) as one FMA, so the first pass over the
+        // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
+        // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
+        // order: those scores are scaled in the first pass instead.
+        const bool scale_first = !explicit_mask && !(qscale > 0.0f);
+        const V vq = F::set1(explicit_mask || scale_first ? 1.0f : qscale), vq_first = F::set1(qscale);
         for (int64_t r0 = 0; r0 < rows; r0 += W) {
           const V m_old = F::load(m + r0);
-          V vmax = m_old;
+          V smax = F::set1(ninf);
           for (int64_t c = 0; c < cols; ++c) {
-            V x = F::mul(F::load(St + c * kBr + r0), vq);
+            V x = F::load(St + c * kBr + r0);
+            if (scale_first) x = F::mul(x, vq_first);
             // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
             if (diagonal) x = F::mask_first(x, j0 + c - i0 - r0, ninf);
-            F::store(St + c * kBr + r0, x);
-            vmax = F::max(vmax, x);
+            if (diagonal || scale_first) F::store(St + c * kBr + r0, x);
+            smax = F::max(smax, x);
           }
+          const V vmax = F::max(m_old, F::mul(smax, vq));
           // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
           // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
           const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
-          const V a = F::exp2(F::sub(m_old, m_safe));
+          const V neg_m = F::sub(F::zero(), m_safe);
+          const V a = F::exp2(F::add(m_old, neg_m));
           V vsum = F::zero();
           int64_t c = 0;
 #if FLASH_BF16_DOT
           if (bf16_dot) {
             for (; c < cols; c += 2) {
-              const V e0 = F::exp2(F::sub(F::load(St + c * kBr + r0), m_safe));
-              const V e1 = c + 1 < cols ? F::exp2(F::sub(F::load(St + (c + 1) * kBr + r0), m_safe)) : F::zero();
+              const V e0 = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
+              const V e1 = c + 1 < cols ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
               vsum = F::add(vsum, F::add(e0, e1));
               store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
             }
           }
 #endif
           for (; c < cols; ++c) {
-            const V e = F::exp2(F::sub(F::load(St + c * kBr + r0), m_safe));
+            const V e = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
             vsum = F::add(vsum, e);
             F::store(St + c * kBr + r0, e);
           }
