@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <sys/wait.h>
 
 #include "attnprof/analysis.h"
@@ -118,7 +120,7 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
   const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
-                                      "roofline", "memory"};
+                                      "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
   EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">—</td><td>copy</td><td>mul -&gt; mul_"),
@@ -142,6 +144,49 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   EXPECT_NE(page.find("ui.perfetto.dev"), std::string::npos);
   // The torch-style tables come through as preformatted text.
   EXPECT_NE(page.find("Self CPU time total"), std::string::npos);
+}
+
+// The timeline section draws the first forward of each trace: the annotation named by the summary, what
+// begins inside it on its thread (nested by depth), and what other threads and GPU streams begin before the
+// next forward; times in ms from the forward's start.
+TEST(HtmlReport, TimelineShowsTheFirstForwardWithLanesAndDepths) {
+  TempDir d("timeline");
+  auto x = [](const char* name, const char* cat, int pid, int tid, double ts, double dur) {
+    return json{{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
+  };
+  auto thread = [](int pid, int tid, const char* name) {
+    return json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
+  };
+  const json trace = {{"traceEvents",
+                       {thread(1, 0, "main"), thread(1, 7, "worker"), thread(2, 3, "stream 3"),
+                        x("ProfilerStep#1", "cpu_op", 1, 0, 0, 100), x("attn_fwd", "user_annotation", 1, 0, 10, 80),
+                        x("matmul", "cpu_op", 1, 0, 12, 20), x("omp_task", "cpu_op", 1, 7, 15, 5),
+                        x("masked_fill", "cpu_op", 1, 0, 40, 30), x("copy_", "cpu_op", 1, 0, 41, 10),
+                        x("gemm_kernel", "kernel", 2, 3, 95, 4),  // after the annotation, before the next one
+                        x("ProfilerStep#2", "cpu_op", 1, 0, 100, 100), x("attn_fwd", "user_annotation", 1, 0, 110, 80),
+                        x("matmul", "cpu_op", 1, 0, 112, 20)}}};
+  spit(d.path / "naive.trace.json", trace.dump());
+  spit(d.path / "naive.summary.json",
+       json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}}}, {"rows", json::array()}}.dump());
+  const json data = data_block(render_html_report(d.path.string(), stub_library()));
+  const json* spans = nullptr;
+  for (const json& c : data["charts"])
+    if (c["kind"] == "timeline") spans = &c["spec"]["data"]["values"];
+  ASSERT_NE(spans, nullptr);
+  std::map<std::string, std::tuple<std::string, double, double>> got;  // name -> lane, start, ms
+  for (const json& r : *spans)
+    got[r["name"].get<std::string>()] = {r["lane"], r["start"].get<double>(), r["ms"].get<double>()};
+  const std::map<std::string, std::tuple<std::string, double, double>> want = {
+      {"attn_fwd", {"main · 0", 0.0, 0.080}},        {"matmul", {"main · 1", 0.002, 0.020}},
+      {"omp_task", {"worker · 0", 0.005, 0.005}},    {"masked_fill", {"main · 1", 0.030, 0.030}},
+      {"copy_", {"main · 2", 0.031, 0.010}},         {"gemm_kernel", {"stream 3 · 0", 0.085, 0.004}}};
+  ASSERT_EQ(got.size(), want.size()) << spans->dump();
+  for (const auto& [name, w] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(std::get<0>(got[name]), std::get<0>(w)) << name;
+    EXPECT_NEAR(std::get<1>(got[name]), std::get<1>(w), 1e-12) << name;
+    EXPECT_NEAR(std::get<2>(got[name]), std::get<2>(w), 1e-12) << name;
+  }
 }
 
 TEST(HtmlReport, StackedBarsArePerForwardAndLeaveAnnotationsOut) {

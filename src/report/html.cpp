@@ -207,6 +207,8 @@ struct VariantData {
   bool per_forward = false;
   std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
   std::string memory_source;
+  json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
+  std::string forward_note;            // why there are none, or that they were capped
   std::string table;            // torch-style table text, when available
 };
 
@@ -318,6 +320,95 @@ std::vector<std::pair<double, double>> timeline_from_trace(const json& t) {
 }
 
 // Keeps at most `cap` points, keeping each bucket's peak so the chart shows the true high-water marks.
+// One forward on the trace's timeline: the first call of the variant's per-forward annotation (`annotation`,
+// else the first user annotation that is not a ProfilerStep) and every complete ("X") event that begins
+// inside it, on its thread, or before the annotation's next call, on every other thread and GPU stream. Each span gets a lane, "<track> · <depth>"
+// (depth by nesting on its track), and times in ms from the forward's start. At most `cap` spans are kept.
+struct ForwardSpans {
+  json rows = json::array();
+  std::string note;
+};
+
+ForwardSpans forward_timeline(const json& t, const std::string& annotation, size_t cap) {
+  ForwardSpans out;
+  const json* ev = t.is_array() ? &t : member(t, {"traceEvents"});
+  if (!ev || !ev->is_array()) {
+    out.note = "no traceEvents";
+    return out;
+  }
+  struct Span {
+    std::string name, cat, track;
+    double ts, dur;
+    std::string track_key;
+  };
+  std::map<std::string, std::string> track_names;  // "pid/tid" -> thread_name (process_name for tid-less)
+  std::vector<Span> spans;
+  for (const json& e : *ev) {
+    if (!e.is_object()) continue;
+    const std::string ph = str(e, "ph");
+    const std::string key = str(e, "pid") + "/" + str(e, "tid");
+    if (ph == "M" && str(e, "name") == "thread_name") {
+      if (const json* a = member(e, {"args"})) track_names[key] = str(*a, "name");
+      continue;
+    }
+    if (ph != "X") continue;
+    const double ts = num(e, "ts", NAN), dur = num(e, "dur", NAN);
+    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
+    spans.push_back({str(e, "name", "?"), str(e, "cat"), "", ts, dur, key});
+  }
+  auto is_forward = [&](const Span& sp) {
+    return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep", 0) != 0
+                              : sp.name == annotation;
+  };
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;  // parents before the children they enclose
+  });
+  const auto first = std::find_if(spans.begin(), spans.end(), is_forward);
+  if (first == spans.end()) {
+    out.note = annotation.empty() ? "no per-forward annotation in the trace"
+                                  : fmt::format("no '{}' span in the trace", annotation);
+    return out;
+  }
+  const double t0 = first->ts;
+  const std::string fwd_name = first->name;
+  double t_end = INFINITY;
+  for (auto it = first + 1; it != spans.end(); ++it)
+    if (it->name == fwd_name && it->track_key == first->track_key) {
+      t_end = it->ts;
+      break;
+    }
+  // Depth per track: a stack of the ends of the open spans.
+  std::map<std::string, std::vector<double>> open;
+  std::map<std::string, int> track_order;
+  size_t kept = 0, total = 0;
+  const double fwd_end = first->ts + first->dur;
+  for (auto it = first; it != spans.end() && it->ts < t_end; ++it) {
+    // On the forward's own thread, what begins after it ended is the step's bookkeeping (the next
+    // ProfilerStep); other threads and GPU streams may still be running its work.
+    if (it->track_key == first->track_key && it->ts >= fwd_end) continue;
+    ++total;
+    std::vector<double>& stack = open[it->track_key];
+    while (!stack.empty() && stack.back() <= it->ts) stack.pop_back();
+    const int depth = int(stack.size());
+    stack.push_back(it->ts + it->dur);
+    if (kept >= cap) continue;
+    if (!track_order.count(it->track_key)) track_order.emplace(it->track_key, int(track_order.size()));
+    const auto named = track_names.find(it->track_key);
+    const std::string track = named != track_names.end() && !named->second.empty() ? named->second
+                                                                                    : "track " + it->track_key;
+    out.rows.push_back({{"name", it->name},
+                        {"cat", it->cat},
+                        {"lane", fmt::format("{} · {}", track, depth)},
+                        {"lane_order", track_order[it->track_key] * 64 + std::min(depth, 63)},
+                        {"start", (it->ts - t0) * 1e-3},
+                        {"end", (it->ts + it->dur - t0) * 1e-3},
+                        {"ms", it->dur * 1e-3}});
+    ++kept;
+  }
+  if (total > kept) out.note = fmt::format("the first {} of {} spans", kept, total);
+  return out;
+}
+
 std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, double>> pts, size_t cap) {
   if (pts.size() <= cap) return pts;
   std::vector<std::pair<double, double>> out;
@@ -411,6 +502,7 @@ std::string read_table_text(const fs::path& dir, const VariantData& v) {
 // ---- page assembly -----------------------------------------------------------------------------------------
 constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";  // an identifier; never fetched
 constexpr int kWidth = 720;
+constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
 class Page {
  public:
@@ -974,6 +1066,58 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
   pg.end_section();
 }
 
+// --- one forward on the timeline ---
+void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
+  pg.h2("timeline", "One forward on the timeline");
+  json rows = json::array();
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const VariantData& v = vs[i];
+    for (json r : v.forward_spans) {
+      r["variant"] = v.name;
+      r["order"] = i;
+      rows.push_back(std::move(r));
+    }
+    if (v.forward_spans.empty() || v.forward_note.find("the first ") != std::string::npos)
+      notes.push_back(v.name + ": " + v.forward_note);
+  }
+  if (rows.empty()) {
+    pg.note("No timeline: no trace in this directory holds a forward (run `attnprof compare` or `attnprof "
+            "profile`, which write <variant>.trace.json).");
+    pg.end_section();
+    return;
+  }
+  json spec = {
+      {"data", {{"values", rows}}},
+      {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", {{"field", "order"}, {"op", "min"}}},
+                          {"title", nullptr},
+                          {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+      {"spec",
+       {{"width", kWidth - 260},
+        {"height", {{"step", 16}}},
+        {"mark", {{"type", "bar"}, {"cornerRadius", 1}, {"stroke", "white"}, {"strokeWidth", 0.5}}},
+        {"encoding",
+         {{"x", {{"field", "start"}, {"type", "quantitative"}, {"title", "ms since the forward began"}}},
+          {"x2", {{"field", "end"}}},
+          {"y", {{"field", "lane"}, {"type", "nominal"}, {"title", nullptr},
+                 {"sort", {{"field", "lane_order"}, {"op", "min"}}}}},
+          {"color", {{"field", "name"}, {"type", "nominal"}, {"title", "op / kernel"},
+                     {"scale", {{"scheme", "tableau20"}}}}},
+          {"tooltip", {{{"field", "variant"}}, {{"field", "name"}}, {{"field", "cat"}}, {{"field", "lane"}},
+                       {{"field", "start"}, {"format", ".3f"}}, {{"field", "ms"}, {"format", ".3f"}}}}}}}},
+      {"resolve", {{"scale", {{"y", "independent"}}}}}};
+  pg.chart("timeline", spec,
+           "The first recorded forward of each variant as the trace shows it (the view Perfetto gives), on one "
+           "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
+           "of separate passes over the N×N scores; the fused ones are one span.");
+  if (!notes.empty()) {
+    std::string n;
+    for (const auto& x : notes) n += (n.empty() ? "" : "; ") + x;
+    pg.note(n);
+  }
+  pg.end_section();
+}
+
 // --- torch-style tables ---
 void section_tables(Page& pg, const std::vector<VariantData>& vs) {
   pg.h2("tables", "Profiler tables");
@@ -1228,12 +1372,25 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
       for (const char* suf : {".trace.json", ".trace.json.gz"})
         if (fs::is_regular_file(dir / (v.name + suf), ec)) { v.trace_file = v.name + suf; break; }
     }
-    if (v.memory.empty() && !v.trace_file.empty()) {
+    if (!v.trace_file.empty()) {
       Input t = read_json(dir / v.trace_file);
       if (t.doc) {
-        v.memory = timeline_from_trace(*t.doc);
-        if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
+        if (v.memory.empty()) {
+          v.memory = timeline_from_trace(*t.doc);
+          if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
+        }
+        std::string annotation;
+        if (v.summary)
+          for (const char* k : {"run", "metadata"})
+            if (const json* m = member(*v.summary, {k}); m && annotation.empty()) annotation = str(*m, "annotation");
+        ForwardSpans f = forward_timeline(*t.doc, annotation, kMaxSpans);
+        v.forward_spans = std::move(f.rows);
+        v.forward_note = v.trace_file + ": " + f.note;
+      } else {
+        v.forward_note = t.note;
       }
+    } else {
+      v.forward_note = "no trace file";
     }
     v.table = read_table_text(dir, v);
   }
@@ -1253,6 +1410,7 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
   section_sweep(pg, sweep);
   section_roofline(pg, roofline, compare.doc, vs);
   section_memory(pg, vs);
+  section_timeline(pg, vs);
   section_tables(pg, vs);
   section_traces(pg, dir, vs);
 

@@ -28,6 +28,7 @@ const expectedMarks = {
   'roofline': [m('line'), m('symbol')],                    // ceilings, one point per op
   'memory': [m('area'), m('line')],
   'changes': [m('rect')],                                  // one bar per (step, op)
+  'timeline': [m('rect')],                                 // one bar per span of the first forward
 };
 
 const results = [];
@@ -86,12 +87,12 @@ try {
           `rendered=${c.rendered} svg=${c.svg} ` + want.map((s, i) => `${s}: ${counts[i]}`).join(', '));
   }
 
-  // Exact counts where the page promises one mark per datum: a bar segment per (variant, op) and a point
-  // per op on the roofline.
+  // Exact counts where the page promises one mark per datum: a bar segment per (variant, op), a bar per
+  // span of the timeline and a point per op on the roofline.
   const specs = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts);
   for (const c of specs) {
     let want = null, sel = null;
-    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op' || c.kind === 'changes') {
+    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op' || c.kind === 'changes' || c.kind === 'timeline') {
       want = c.spec.data.values.length; sel = m('rect');
     }
     if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
