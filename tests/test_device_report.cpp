@@ -327,3 +327,38 @@ TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"matmul", "masked_fill", "copy_", "masked_fill_"}));
 }
+
+// A GPU run's trace on the report's timeline: the kernels and the copy of the first forward on their stream
+// track, beside the host ops that launched them.
+#include <filesystem>
+#include <fstream>
+
+#include "attnprof/html.h"
+
+TEST(DeviceReport, TimelineDrawsKernelsOnTheirStream) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(ATTNPROF_BINARY_DIR) / "test-device-timeline";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  report::write_chrome_trace(device_profile(), (dir / "naive.trace.json").string(), {});
+  std::ofstream(dir / "naive.summary.json")
+      << nlohmann::json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}}}, {"rows", {}}}.dump();
+  report::ChartLibrary lib;
+  const std::string page = report::render_html_report(dir.string(), lib);
+  const std::string open = "<script type=\"application/json\" id=\"attnprof-data\">";
+  const size_t b = page.find(open), e = page.find("</script>", b);
+  ASSERT_NE(b, std::string::npos);
+  const nlohmann::json data = nlohmann::json::parse(page.substr(b + open.size(), e - b - open.size()));
+  std::map<std::string, std::string> lane;  // span name -> lane
+  for (const auto& c : data["charts"])
+    if (c["kind"] == "timeline")
+      for (const auto& r : c["spec"]["data"]["values"]) lane[r["name"].get<std::string>()] = r["lane"];
+  EXPECT_EQ(lane["attn_fwd"], "main · 0");
+  EXPECT_EQ(lane["matmul"], "main · 1");
+  // Device activities of the forward (launched inside attn_fwd), on the stream track.
+  EXPECT_EQ(lane["ampere_bf16_gemm"], "stream 7 · 0");
+  EXPECT_EQ(lane["Memcpy DtoD (Device -> Device)"], "stream 7 · 0");
+  // Before the forward (the warm-up kernel) is not part of it.
+  EXPECT_EQ(lane.count("warmup_kernel"), 0u);
+  fs::remove_all(dir);
+}
