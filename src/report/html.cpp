@@ -1025,6 +1025,14 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
 }
 
 // --- memory timeline ---
+// One chart row per variant, labelled on the left, in the run's order: rows carry a numeric "order" (a sort
+// list of names would be compiled into a Vega expression).
+json variant_rows_facet() {
+  return {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", {{"field", "order"}, {"op", "min"}}},
+                   {"title", nullptr},
+                   {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}};
+}
+
 void section_memory(Page& pg, const std::vector<VariantData>& vs) {
   pg.h2("memory", "Memory over time");
   json rows = json::array();
@@ -1046,8 +1054,7 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
   json color = pg.variant_color();
   color["legend"] = nullptr;
   json spec = {{"data", {{"values", rows}}},
-               {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", {{"field", "order"}, {"op", "min"}}}, {"title", nullptr},
-                                   {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+               {"facet", variant_rows_facet()},
                {"spec", {{"width", kWidth - 120}, {"height", 90},
                          {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
                          {"encoding", {{"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms since the profile began"}}},
@@ -1089,9 +1096,7 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
   }
   json spec = {
       {"data", {{"values", rows}}},
-      {"facet", {{"row", {{"field", "variant"}, {"type", "nominal"}, {"sort", {{"field", "order"}, {"op", "min"}}},
-                          {"title", nullptr},
-                          {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+      {"facet", variant_rows_facet()},
       {"spec",
        {{"width", kWidth - 260},
         {"height", {{"step", 16}}},
