@@ -223,6 +223,13 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
                 v["tolerance"]["atol"].get<double>() + 4 * v["tolerance"]["rtol"].get<double>());
       EXPECT_TRUE(fs::exists(out() / v["trace"].get<std::string>()));
       EXPECT_TRUE(json::parse(slurp(out() / v["summary"].get<std::string>())).contains("run"));
+      // spread = slowest / fastest timed forward; the table flags a row above 1.15 as noisy, and only then.
+      const auto f = v["forward_ms"].get<std::vector<double>>();
+      ASSERT_EQ(f.size(), 2u);
+      const double spread = std::max(f[0], f[1]) / std::min(f[0], f[1]);
+      EXPECT_DOUBLE_EQ(v["spread"].get<double>(), spread);
+      const bool flagged = r.out.find("Noisy: " + v["name"].get<std::string>() + "'s forwards") != std::string::npos;
+      EXPECT_EQ(flagged, spread > 1.15) << r.out;
     }
     // What the blog saw: in-place naive records fewer ops than naive (no clone/copy_ for masked_fill).
     EXPECT_LT(j["variants"][1]["ops"].get<double>(), j["variants"][0]["ops"].get<double>());

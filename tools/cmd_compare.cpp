@@ -4,6 +4,7 @@
 // `--device cuda` runs the CUDA registry the same way; both devices share the rows, their JSON and the table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "attnprof/allocator.h"
@@ -91,6 +92,30 @@ void write_row_files(const Row& row, const std::string& out) {
   write_json(out_path(out, row.name + ".summary.json"), sj);
 }
 
+// Slowest over fastest timed forward: 1 on a quiet machine, well above it when something else took the CPU
+// (or the GPU) during one of them.
+double spread(const std::vector<double>& ms) {
+  const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+  return *lo > 0 ? *hi / *lo : 0.0;
+}
+
+// Rows whose forwards disagree by more than kNoisySpread: their median may stand on disturbed forwards, and
+// the table says so instead of leaving a reader to trust it (on a shared VM two rows running the same kernel
+// once differed 2x).
+constexpr double kNoisySpread = 1.15;
+std::string noisy_rows_note(const std::vector<Row>& rows) {
+  std::string s;
+  for (const Row& r : rows) {
+    if (r.r.status != RunOutcome::Status::Ok || r.forward_ms.size() < 2 || spread(r.forward_ms) <= kNoisySpread) continue;
+    std::string f;
+    for (double ms : r.forward_ms) f += (f.empty() ? "" : " / ") + report::format_time_ns(ms * 1e6);
+    s += fmt::format("Noisy: {}'s forwards took {} (slowest {:.2f}x the fastest): another process, or cold caches "
+                     "at this size; re-run or raise --iters before comparing it.\n",
+                     r.name, f, spread(r.forward_ms));
+  }
+  return s;
+}
+
 // A compare.json entry; the same schema for both devices, so `attnprof report` draws either.
 nlohmann::json row_json(const Row& r) {
   using nlohmann::json;
@@ -104,6 +129,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
+          {"spread", when(ran && r.forward_ms.size() > 1, spread(r.forward_ms))},
           {"gflops", when(ran, r.gflops)},
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},
@@ -239,6 +265,7 @@ void run_compare_cuda(const CompareArgs& a) {
   if (!cupti_note.empty())
     text += fmt::format("CUPTI could not collect ({}): activities are '--' and the tables are host-side only.\n",
                         cupti_note);
+  text += noisy_rows_note(rows);
   text += tables;
   nlohmann::json j = problem_json(in, o, t);
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"variants", nlohmann::json::array()}});
@@ -302,6 +329,7 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",
                       sdpa_auto);
+  text += noisy_rows_note(rows);
   finish(o, j, text);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
 }
