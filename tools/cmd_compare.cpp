@@ -95,6 +95,7 @@ void write_row_files(const Row& row, const std::string& out) {
 // Slowest over fastest timed forward: 1 on a quiet machine, well above it when something else took the CPU
 // (or the GPU) during one of them.
 double spread(const std::vector<double>& ms) {
+  if (ms.empty()) return 0.0;
   const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
   return *lo > 0 ? *hi / *lo : 0.0;
 }
@@ -129,7 +130,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
-          {"spread", when(ran && r.forward_ms.size() > 1, spread(r.forward_ms))},
+          {"spread", ran && r.forward_ms.size() > 1 ? json(spread(r.forward_ms)) : json()},
           {"gflops", when(ran, r.gflops)},
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},
