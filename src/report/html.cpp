@@ -208,7 +208,7 @@ struct VariantData {
   std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
   std::string memory_source;
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
-  std::string forward_note;            // why there are none, or that they were capped
+  std::string forward_note;            // why there are none, or that they were cut; "" when all are there
   std::string table;            // torch-style table text, when available
 };
 
@@ -240,7 +240,7 @@ std::vector<OpRow> parse_rows(const json& s) {
       o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
     } else {
       o.flops = num(r, "self_flops", num(r, "flops"));
-      o.bf16_flops = bf16 ? o.flops : 0.0;
+      o.bf16_flops = bf16_flops_of(r, o.flops, bf16);
       o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
     }
     if (device) {
@@ -319,11 +319,11 @@ std::vector<std::pair<double, double>> timeline_from_trace(const json& t) {
   return pts;
 }
 
-// Keeps at most `cap` points, keeping each bucket's peak so the chart shows the true high-water marks.
 // One forward on the trace's timeline: the first call of the variant's per-forward annotation (`annotation`,
 // else the first user annotation that is not a ProfilerStep) and every complete ("X") event that begins
-// inside it, on its thread, or before the annotation's next call, on every other thread and GPU stream. Each span gets a lane, "<track> · <depth>"
-// (depth by nesting on its track), and times in ms from the forward's start. At most `cap` spans are kept.
+// inside it, on its thread, or before the annotation's next call, on every other thread and GPU stream. Each
+// span gets a lane, "<track> · <depth>" (depth by nesting on its track), and times in ms from the forward's
+// start. At most `cap` spans are kept; `note` says why there are none, or that they were cut.
 struct ForwardSpans {
   json rows = json::array();
   std::string note;
@@ -337,11 +337,11 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     return out;
   }
   struct Span {
-    std::string name, cat, track;
+    std::string name, cat;
     double ts, dur;
-    std::string track_key;
+    std::string track_key;  // "pid/tid"
   };
-  std::map<std::string, std::string> track_names;  // "pid/tid" -> thread_name (process_name for tid-less)
+  std::map<std::string, std::string> track_names;  // "pid/tid" -> its thread_name metadata
   std::vector<Span> spans;
   for (const json& e : *ev) {
     if (!e.is_object()) continue;
@@ -354,7 +354,7 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     if (ph != "X") continue;
     const double ts = num(e, "ts", NAN), dur = num(e, "dur", NAN);
     if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
-    spans.push_back({str(e, "name", "?"), str(e, "cat"), "", ts, dur, key});
+    spans.push_back({str(e, "name", "?"), str(e, "cat"), ts, dur, key});
   }
   auto is_forward = [&](const Span& sp) {
     return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep", 0) != 0
@@ -409,6 +409,7 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
   return out;
 }
 
+// Keeps at most `cap` points, keeping each bucket's peak so the chart shows the true high-water marks.
 std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, double>> pts, size_t cap) {
   if (pts.size() <= cap) return pts;
   std::vector<std::pair<double, double>> out;
@@ -939,13 +940,13 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   } else if (compare) {
     // No roofline.json: place each op of each summary with compare.json's measured machine peaks.
     m = machine_of(member(*compare, {"machine"}));
+    analysis::MachinePeaks peaks;
+    peaks.fp32_gflops = m.fp32;
+    peaks.bf16_gflops = m.bf16;
     for (const VariantData& v : vs) {
       for (const OpRow& r : v.ops) {
         if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.total_ns <= 0) continue;
         const double ai = r.flops / r.bytes, g = r.flops / r.total_ns;  // FLOP/ns = GFLOP/s
-        analysis::MachinePeaks peaks;
-        peaks.fp32_gflops = m.fp32;
-        peaks.bf16_gflops = m.bf16;
         OpCost c;
         c.flops = r.flops;
         c.bf16_flops = r.bf16_flops;
@@ -1085,8 +1086,7 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
       r["order"] = i;
       rows.push_back(std::move(r));
     }
-    if (v.forward_spans.empty() || v.forward_note.find("the first ") != std::string::npos)
-      notes.push_back(v.name + ": " + v.forward_note);
+    if (!v.forward_note.empty()) notes.push_back(v.name + ": " + v.forward_note);
   }
   if (rows.empty()) {
     pg.note("No timeline: no trace in this directory holds a forward (run `attnprof compare` or `attnprof "
@@ -1390,7 +1390,7 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
             if (const json* m = member(*v.summary, {k}); m && annotation.empty()) annotation = str(*m, "annotation");
         ForwardSpans f = forward_timeline(*t.doc, annotation, kMaxSpans);
         v.forward_spans = std::move(f.rows);
-        v.forward_note = v.trace_file + ": " + f.note;
+        if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
       } else {
         v.forward_note = t.note;
       }
