@@ -111,6 +111,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
 // Bytes the flash kernel moves: Q and O once, K and V once per Q block they are visited by.
 double flash_bytes(const AttnProblem& p);
+// A fused forward's cost model (the flash variants, SDPA's flash backend, cuDNN): fused_attention_cost with
+// flash_bytes, all counted as read (the split is only known inside the kernel, which records its own).
+OpCost flash_cost(const AttnProblem& p);
 
 // --- the registry ------------------------------------------------------------------------------------
 class Runner {

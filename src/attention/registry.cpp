@@ -41,12 +41,12 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-flash", "cpu", "sdpa_fwd", "scaled_dot_product_attention, flash backend (dispatches to the flash kernel)",
       flash_unsupported,
-      [](const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); }, fused_tolerance,
+      flash_cost, fused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Flash); }});
   r.push_back(Variant{
       "flash", "cpu", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: tiled, online softmax, causal block skipping, SIMD per ISA",
-      flash_unsupported, [](const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); },
+      flash_unsupported, flash_cost,
       fused_tolerance, variants::make_flash});
   return r;
 }

@@ -150,8 +150,7 @@ OpCost sdpa_math_cost(const AttnProblem& p) {
   c += ops::softmax_cost(s, f);
   c += ops::matmul_cost(s, kv, f);
   if (p.dtype == DType::BF16) c += ops::copy_cost(q, f, p.dtype);
-  c = c.with_flops(attention_flops(p));  // its matmuls are fp32 (upcast): no bf16 FLOPs
-  return c;
+  return c.with_flops(attention_flops(p));  // its matmuls are fp32 (upcast): no bf16 FLOPs
 }
 
 }  // namespace variants

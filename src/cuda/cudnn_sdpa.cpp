@@ -727,7 +727,7 @@ class SdpaCudnnRunner final : public DeviceRunner {
     zc.add_shape(q.shape());
     zc.add_shape(k.shape());
     zc.add_shape(v.shape());
-    zc.set_cost(fused_attention_cost(p_, flash_bytes(p_), 0.0));
+    zc.set_cost(flash_cost(p_));
     DeviceOutput out;
     out.out = DeviceTensor::empty(qs, DType::BF16);
     if (plan_->lowering().stats) out.lse = DeviceTensor::empty({p_.B, p_.Hq, p_.Nq, 1}, DType::F32);

@@ -45,7 +45,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
-  z.set_cost(fused_attention_cost(p, flash_bytes(p), 0.0));
+  z.set_cost(flash_cost(p));
   DeviceOutput out;
   out.out = DeviceTensor::empty(q.shape(), DType::BF16);
   if (with_lse) out.lse = DeviceTensor::empty({p.B, p.Hq, p.Nq, 1}, DType::F32);
@@ -241,12 +241,12 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-cudnn", "cuda", "sdpa_fwd",
       "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16, no mask or causal)",
-      sdpa_cudnn_unsupported, [](const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); },
+      sdpa_cudnn_unsupported, flash_cost,
       fused_tolerance, sdpa_cudnn_prepare});
   r.push_back(Variant{
       "flash", "cuda", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: bf16 mma.sync tensor cores, online softmax, causal block skipping",
-      flash_unsupported, [](const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); },
+      flash_unsupported, flash_cost,
       fused_tolerance, [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<FlashRunner>(p, o);
       }});

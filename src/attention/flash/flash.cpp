@@ -21,6 +21,8 @@ double flash_bytes(const AttnProblem& p) {
   return qo + kv + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
 }
 
+OpCost flash_cost(const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); }
+
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
   const AttnProblem p = AttnProblem::from(q, k, v, o);
