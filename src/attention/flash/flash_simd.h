@@ -11,8 +11,8 @@
 //   1. Qᵀ block -> scratch (fp32 [D][kBr], or bf16 pairs [D/2][kBr] for vdpbf16ps).
 //   2. For each K/V block of kBc keys (causal: only blocks left of the diagonal):
 //      Sᵀ = K·Qᵀ with an MR×NR register-blocked micro-kernel (MR keys × NR vectors of rows);
-//      online softmax in base 2 (scale·log2e applied inside the exponent by one FMA, vectorised exp2), masks applied
-//      here, causal masking only in diagonal blocks;
+//      online softmax in base 2 (scale·log2e applied inside the exponent by one FMA, vectorised exp2),
+//      masks applied here, causal masking only in diagonal blocks;
 //      O = diag(α)·O + P·V with an MR×NV micro-kernel (MR rows × NV vectors of D) that rescales O as it
 //      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
 //   3. O / ℓ stored once (deferred normalisation), L = m + log ℓ; a row that saw no key gives 0, -inf.
