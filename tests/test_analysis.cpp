@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <unistd.h>
 
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
@@ -135,4 +137,45 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   }
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);
+}
+
+// Free page reporting is read from the balloon driver's feature bits (bit 5) in a sysfs tree; this one is
+// fake, so the test says the same on every machine.
+TEST(MachineMemory, ReclaimNoteFollowsTheBalloonsReportingBit) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "attnprof_test_fake_sysfs";
+  fs::remove_all(root);
+  EXPECT_FALSE(memory_reclaim_note(root.string()).has_value());  // no sysfs at all
+
+  const fs::path drv = root / "bus/virtio/drivers/virtio_balloon";
+  fs::create_directories(drv / "virtio0");
+  fs::create_directories(drv / "bind-like-entry");  // not a device: ignored
+  auto write = [](const fs::path& p, const std::string& s) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << s << "\n";
+  };
+  write(drv / "bind-like-entry/features", "11111111");
+  write(drv / "virtio0/features", "0110000100000000");  // stats, deflate-on-OOM; no reporting
+  EXPECT_FALSE(memory_reclaim_note(root.string()).has_value());
+  write(drv / "virtio0/features", "garbage!");
+  EXPECT_FALSE(memory_reclaim_note(root.string()).has_value());
+  write(drv / "virtio0/features", "0110");  // too short to hold bit 5
+  EXPECT_FALSE(memory_reclaim_note(root.string()).has_value());
+
+  write(drv / "virtio0/features", "0110010100000000");  // as the development VM's balloon
+  std::optional<std::string> note = memory_reclaim_note(root.string());
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("free page reporting"), std::string::npos) << *note;
+  EXPECT_EQ(note->find("blocks of"), std::string::npos) << *note;  // order unknown: no block size
+
+  write(root / "module/page_reporting/parameters/page_reporting_order", "9");
+  note = memory_reclaim_note(root.string());
+  ASSERT_TRUE(note.has_value());
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (page == 4096) EXPECT_NE(note->find("in blocks of 2 MiB"), std::string::npos) << *note;
+  write(root / "module/page_reporting/parameters/page_reporting_order", "-1");  // nonsense: no block size
+  note = memory_reclaim_note(root.string());
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->find("blocks of"), std::string::npos) << *note;
+  fs::remove_all(root);
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/npy.h"
@@ -231,6 +232,11 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       const bool flagged = r.out.find("Noisy: " + v["name"].get<std::string>() + "'s forwards") != std::string::npos;
       EXPECT_EQ(flagged, spread > 1.15) << r.out;
     }
+    // The machine's memory note is recorded always, and printed only to explain a noisy row.
+    const std::string reclaim = attnprof::analysis::memory_reclaim_note().value_or("");
+    EXPECT_EQ(j["machine"]["memory_reclaim"], reclaim);
+    const bool any_noisy = r.out.find("Noisy: ") != std::string::npos;
+    EXPECT_EQ(r.out.find("Memory: ") != std::string::npos, any_noisy && !reclaim.empty()) << r.out;
     // What the blog saw: in-place naive records fewer ops than naive (no clone/copy_ for masked_fill).
     EXPECT_LT(j["variants"][1]["ops"].get<double>(), j["variants"][0]["ops"].get<double>());
     EXPECT_TRUE(fs::exists(out() / "compare.txt"));

@@ -309,6 +309,27 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   EXPECT_TRUE(roof);
 }
 
+TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
+  TempDir d("noisy");
+  json c = json::parse(slurp(kFixtures / "compare.json"));
+  c["variants"][0]["forward_ms"] = {10.0, 20.0, 11.0};  // spread 2.0: flagged
+  c["variants"][1]["forward_ms"] = {10.0, 11.0, 11.4};  // spread 1.14: not flagged
+  c["machine"]["memory_reclaim"] = "this VM gives freed memory back to its hypervisor";
+  spit(d.path / "compare.json", c.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Noisy: naive&#39;s forwards took 10.000ms / 20.000ms / 11.000ms (slowest 2.00x the fastest)"),
+            std::string::npos);
+  EXPECT_EQ(page.find("Noisy: inplace"), std::string::npos);
+  EXPECT_NE(page.find("Memory: this VM gives freed memory back to its hypervisor."), std::string::npos);
+
+  // No noisy row: the memory note has nothing to explain and stays out.
+  c["variants"][0]["forward_ms"] = {10.0, 10.5};
+  spit(d.path / "compare.json", c.dump());
+  const std::string quiet = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(quiet.find("Noisy:"), std::string::npos);
+  EXPECT_EQ(quiet.find("Memory: this VM"), std::string::npos);
+}
+
 TEST(HtmlReport, MemoryTimelineFromTraceCounters) {
   TempDir d("trace-memory");
   json s = json::parse(slurp(kFixtures / "naive.summary.json"));

@@ -92,28 +92,11 @@ void write_row_files(const Row& row, const std::string& out) {
   write_json(out_path(out, row.name + ".summary.json"), sj);
 }
 
-// Slowest over fastest timed forward: 1 on a quiet machine, well above it when something else took the CPU
-// (or the GPU) during one of them.
-double spread(const std::vector<double>& ms) {
-  if (ms.empty()) return 0.0;
-  const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
-  return *lo > 0 ? *hi / *lo : 0.0;
-}
-
-// Rows whose forwards disagree by more than kNoisySpread: their median may stand on disturbed forwards, and
-// the table says so instead of leaving a reader to trust it (on a shared VM two rows running the same kernel
-// once differed 2x).
-constexpr double kNoisySpread = 1.15;
 std::string noisy_rows_note(const std::vector<Row>& rows) {
   std::string s;
-  for (const Row& r : rows) {
-    if (r.r.status != RunOutcome::Status::Ok || r.forward_ms.size() < 2 || spread(r.forward_ms) <= kNoisySpread) continue;
-    std::string f;
-    for (double ms : r.forward_ms) f += (f.empty() ? "" : " / ") + report::format_time_ns(ms * 1e6);
-    s += fmt::format("Noisy: {}'s forwards took {} (slowest {:.2f}x the fastest): another process, or cold caches "
-                     "at this size; re-run or raise --iters before comparing it.\n",
-                     r.name, f, spread(r.forward_ms));
-  }
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      if (std::string n = report::noisy_forwards_note(r.name, r.forward_ms); !n.empty()) s += n + "\n";
   return s;
 }
 
@@ -130,7 +113,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
-          {"spread", ran && r.forward_ms.size() > 1 ? json(spread(r.forward_ms)) : json()},
+          {"spread", ran && r.forward_ms.size() > 1 ? json(report::forward_spread(r.forward_ms)) : json()},
           {"gflops", when(ran, r.gflops)},
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},
@@ -312,7 +295,9 @@ void run_compare(const CompareArgs& a) {
   }
 
   const std::string sdpa_auto{sdpa_backend_name(sdpa_select_backend(in.p))};
+  const std::optional<std::string> reclaim = analysis::memory_reclaim_note();
   nlohmann::json j = problem_json(in, o, t);
+  j["machine"]["memory_reclaim"] = reclaim.value_or("");
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
 
@@ -330,7 +315,10 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",
                       sdpa_auto);
-  text += noisy_rows_note(rows);
+  const std::string noisy = noisy_rows_note(rows);
+  text += noisy;
+  // A noisy row on a machine that hands freed memory back to its hypervisor: that is the likely cause.
+  if (!noisy.empty() && reclaim) text += "Memory: " + *reclaim + ".\n";
   finish(o, j, text);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
 }

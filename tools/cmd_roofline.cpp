@@ -22,10 +22,11 @@ struct RooflineArgs {
   std::string device = "cpu";
 };
 
-nlohmann::json machine_json(const analysis::MachinePeaks& m) {
+nlohmann::json machine_json(const analysis::MachinePeaks& m, bool gpu) {
   nlohmann::json j = m;
   j["ridge_fp32"] = m.bandwidth_gbs > 0 ? m.fp32_gflops / m.bandwidth_gbs : 0.0;
   j["ridge_bf16"] = m.bandwidth_gbs > 0 ? m.bf16_gflops / m.bandwidth_gbs : 0.0;
+  if (!gpu) j["memory_reclaim"] = analysis::memory_reclaim_note().value_or("");
   return j;
 }
 
@@ -50,6 +51,7 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu) {
     t += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
   t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
   t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+  if (const auto note = analysis::memory_reclaim_note()) t += "  Memory: " + *note + "\n";
   return t;
 }
 
@@ -76,7 +78,7 @@ void run_roofline(const RooflineArgs& a) {
                       {"dtype", std::string(dtype_name(in.p.dtype))},
                       {"device", a.device},
                       {"threads", threads},
-                      {"machine", machine_json(m)},
+                      {"machine", machine_json(m, gpu)},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
   if (!variants.empty()) {
@@ -142,7 +144,9 @@ void run_roofline(const RooflineArgs& a) {
               "  matmuls and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops and fp32\n"
               "  matmuls (SDPA math upcasts to fp32); an op with both is judged by the time its FLOPs take at each.\n";
       text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
-      text += "Over 100%: the op's data stayed in cache; the roofline's slope is DRAM (STREAM) bandwidth.\n";
+      text += "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
+              "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"
+              "  stayed in cache.\n";
       text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
     }
   }

@@ -132,6 +132,14 @@ void to_json(nlohmann::json& j, const MachinePeaks& m);
 // The cache is a JSON file keyed by CPU model, ISA and thread count ($XDG_CACHE_HOME/attnprof/peaks.json).
 MachinePeaks machine_peaks(int threads, bool force_measure = false);
 
+// Whether this machine gives freed memory back to a hypervisor (a virtio-balloon device with free page
+// reporting, as on Firecracker and cloud VMs): memory freed and not reused within about 2 s is taken back,
+// and the next first touch of it waits for the host to back it again (on the development VM ≈ 1 GB/s
+// against ≈ 17 GB/s for pages the guest still holds; docs/performance.md). Ops that allocate fresh buffers
+// then vary from run to run. Returns a one-line explanation, or nothing when the machine does not do this.
+// `sysfs` is where sysfs is mounted (tests point it at a fake tree).
+std::optional<std::string> memory_reclaim_note(const std::string& sysfs = "/sys");
+
 struct RooflinePoint {
   double intensity = 0.0;       // FLOP per byte from the cost model
   double achieved_gflops = 0.0;

@@ -121,4 +121,13 @@ void write_text_atomic(const std::string& path, const std::string& contents);
 std::string format_time_ns(double ns);
 std::string format_bytes(int64_t bytes);
 
+// Slowest over fastest of a variant's timed forwards (0 when there are none): 1 on a quiet machine.
+double forward_spread(const std::vector<double>& forward_ms);
+// Forwards that disagree by more than this are reported: their median may stand on disturbed forwards (on a
+// shared VM two rows running the same kernel once differed 2x).
+inline constexpr double kNoisySpread = 1.15;
+// "Noisy: flash's forwards took 82.651ms / 44.868ms (slowest 1.84x the fastest): ..." when the spread is above
+// kNoisySpread, else "". compare's text and the HTML report say it in the same words.
+std::string noisy_forwards_note(std::string_view variant, const std::vector<double>& forward_ms);
+
 }  // namespace attnprof::report

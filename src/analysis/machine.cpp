@@ -253,6 +253,39 @@ MachinePeaks from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+std::optional<std::string> memory_reclaim_note(const std::string& sysfs) {
+  // The balloon driver lists each device's negotiated features as a string of '0'/'1', bit 0 first;
+  // bit 5 is VIRTIO_BALLOON_F_REPORTING (free page reporting).
+  constexpr size_t kReportingBit = 5;
+  std::error_code ec;
+  bool reporting = false;
+  for (std::filesystem::directory_iterator it(sysfs + "/bus/virtio/drivers/virtio_balloon", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename().string().rfind("virtio", 0) != 0) continue;
+    std::ifstream in(it->path() / "features");
+    std::string bits;
+    if (in >> bits && bits.size() > kReportingBit && bits.find_first_not_of("01") == std::string::npos &&
+        bits[kReportingBit] == '1')
+      reporting = true;
+  }
+  if (!reporting) return std::nullopt;
+  // The kernel reports free blocks of 2^order pages and waits ~2 s (page_reporting_delay) before it does.
+  std::string blocks;
+  std::ifstream order_in(sysfs + "/module/page_reporting/parameters/page_reporting_order");
+  int order = -1;
+  if (order_in >> order && order >= 0 && order <= 20) {
+    const long sys_page = ::sysconf(_SC_PAGESIZE);
+    const long page = sys_page > 0 ? sys_page : 4096;
+    const double mib = double(page) * double(int64_t(1) << order) / double(1 << 20);
+    blocks = mib >= 1.0 ? fmt::format(" in blocks of {:g} MiB", mib) : fmt::format(" in blocks of {:g} KiB", mib * 1024);
+  }
+  return fmt::format(
+      "this VM gives freed memory back to its hypervisor (virtio-balloon free page reporting{}): memory freed and "
+      "not reused within about 2 s is taken back, and touching it again waits for the host, so ops that allocate "
+      "fresh buffers (naive's N×N tensors) vary from forward to forward",
+      blocks);
+}
+
 MachinePeaks machine_peaks(int threads, bool force_measure) {
   ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
   const std::string cpu = cpu_model();

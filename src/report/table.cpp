@@ -25,6 +25,22 @@ std::string format_time_ns(double ns) {
   return fmt::format("{:.3f}us", us);
 }
 
+double forward_spread(const std::vector<double>& forward_ms) {
+  if (forward_ms.empty()) return 0.0;
+  const auto [lo, hi] = std::minmax_element(forward_ms.begin(), forward_ms.end());
+  return *lo > 0 ? *hi / *lo : 0.0;
+}
+
+std::string noisy_forwards_note(std::string_view variant, const std::vector<double>& forward_ms) {
+  const double s = forward_spread(forward_ms);
+  if (forward_ms.size() < 2 || s <= kNoisySpread) return {};
+  std::string f;
+  for (double ms : forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
+  return fmt::format("Noisy: {}'s forwards took {} (slowest {:.2f}x the fastest): another process, or cold caches "
+                     "at this size; re-run or raise --iters before comparing it.",
+                     variant, f, s);
+}
+
 std::string format_bytes(int64_t bytes) {
   constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
   const double b = double(bytes), a = std::fabs(b);
