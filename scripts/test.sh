@@ -17,6 +17,7 @@ echo "== one tiny iteration of each benchmark"
 build/bench/bench_attention --benchmark_filter=smoke --benchmark_min_time=0 | tail -n 3
 build/bench/bench_profiler --benchmark_filter='BM_Zone_Enabled$|BM_Zone_CompiledOut|BM_TraceExport_Text' \
   --benchmark_min_time=0 | tail -n 3
+build/bench/bench_memory --benchmark_filter='reused/256|held/256' --benchmark_min_time=0 | tail -n 2
 
 echo "== browser test of the HTML report"
 ATTNPROF_REQUIRE_BROWSER=${ATTNPROF_REQUIRE_BROWSER:-${CI:+1}} tests/browser/run.sh build
