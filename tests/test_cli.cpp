@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +147,10 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   EXPECT_EQ(summary["run"]["status"], "ok");
   EXPECT_EQ(summary["run"]["forward_ms"].size(), 3u);
   EXPECT_GT(summary["run"]["ms_per_forward"].get<double>(), 0.0);
+  // The forwards are flagged as noisy exactly when the slowest is more than 1.15x the fastest.
+  const auto f = summary["run"]["forward_ms"].get<std::vector<double>>();
+  const double spread = *std::max_element(f.begin(), f.end()) / *std::min_element(f.begin(), f.end());
+  EXPECT_EQ(r.out.find("Noisy: naive's forwards took") != std::string::npos, spread > 1.15) << r.out;
   EXPECT_LE(summary["run"]["max_abs_err"].get<double>(), summary["run"]["tolerance"]["atol"].get<double>() + 1e-12 +
                                                              summary["run"]["tolerance"]["rtol"].get<double>() * 10);
   EXPECT_EQ(slurp(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
