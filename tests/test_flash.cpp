@@ -88,6 +88,17 @@ TEST(Flash, LongSequenceAndRaggedCausal) {
   }
 }
 
+// Causal lengths on both sides of every block and vector boundary (16-lane row groups, 64-key blocks,
+// 256-row query blocks), where a diagonal block's row groups see all, part or none of its keys.
+TEST(Flash, CausalBlockBoundaries) {
+  const int64_t lengths[] = {1, 17, 63, 65, 255, 257, 330};
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t nq : lengths)
+      for (int64_t nk : lengths)
+        check_all_isas(make(1, 1, 1, nq, nk, 24, t, true, uint64_t(nq * 1000 + nk)),
+                       fmt::format("Nq={} Nk={} causal {}", nq, nk, dtype_name(t)));
+}
+
 TEST(Flash, LogsumexpMatchesReference) {
   // Scores of magnitude ~30 (scale 4): the running max and exp2 range reduction must keep lse exact.
   Inputs in = make(2, 2, 2, 200, 333, 32, DType::F32, false);

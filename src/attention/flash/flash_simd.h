@@ -386,9 +386,25 @@ inline void forward(const Params& p, bool bf16_dot) {
         const bool scale_first = !explicit_mask && !(qscale > 0.0f);
         const V vq = F::set1(explicit_mask || scale_first ? 1.0f : qscale), vq_first = F::set1(qscale);
         for (int64_t r0 = 0; r0 < rows; r0 += W) {
+          // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
+          // view); the keys past it are masked for every row, so they need no max and no exponential,
+          // only P = 0 where a P·V micro-tile that straddles into the next group reads them. A group that
+          // sees no key of the block keeps m and ℓ (α = 1).
+          const int64_t vis = diagonal ? std::clamp<int64_t>(i0 + r0 + W - j0, 0, cols) : cols;
+#if FLASH_BF16_DOT
+          if (bf16_dot)
+            for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
+              F::store(reinterpret_cast<float*>(P2 + c2 * kBr + r0), F::zero());
+          else
+#endif
+            for (int64_t c = vis; c < cols; ++c) F::store(St + c * kBr + r0, F::zero());
+          if (vis == 0) {
+            F::store(alpha + r0, F::set1(1.0f));
+            continue;
+          }
           const V m_old = F::load(m + r0);
           V smax = F::set1(ninf);
-          for (int64_t c = 0; c < cols; ++c) {
+          for (int64_t c = 0; c < vis; ++c) {
             V x = F::load(St + c * kBr + r0);
             if (scale_first) x = F::mul(x, vq_first);
             // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
@@ -406,15 +422,15 @@ inline void forward(const Params& p, bool bf16_dot) {
           int64_t c = 0;
 #if FLASH_BF16_DOT
           if (bf16_dot) {
-            for (; c < cols; c += 2) {
+            for (; c < vis; c += 2) {
               const V e0 = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
-              const V e1 = c + 1 < cols ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
+              const V e1 = c + 1 < vis ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
               vsum = F::add(vsum, F::add(e0, e1));
               store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
             }
           }
 #endif
-          for (; c < cols; ++c) {
+          for (; c < vis; ++c) {
             const V e = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
             vsum = F::add(vsum, e);
             F::store(St + c * kBr + r0, e);
