@@ -317,17 +317,17 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
   c["machine"]["memory_reclaim"] = "this VM gives freed memory back to its hypervisor";
   spit(d.path / "compare.json", c.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
-  EXPECT_NE(page.find("Noisy: naive&#39;s forwards took 10.000ms / 20.000ms / 11.000ms (slowest 2.00x the fastest)"),
+  EXPECT_NE(page.find("Noisy: naive took 10.000ms / 20.000ms / 11.000ms per forward (slowest 2.00x the fastest)"),
             std::string::npos);
   EXPECT_EQ(page.find("Noisy: inplace"), std::string::npos);
-  EXPECT_NE(page.find("Memory: this VM gives freed memory back to its hypervisor."), std::string::npos);
+  EXPECT_NE(page.find("Note: this VM gives freed memory back to its hypervisor."), std::string::npos);
 
   // No noisy row: the memory note has nothing to explain and stays out.
   c["variants"][0]["forward_ms"] = {10.0, 10.5};
   spit(d.path / "compare.json", c.dump());
   const std::string quiet = render_html_report(d.path.string(), stub_library());
   EXPECT_EQ(quiet.find("Noisy:"), std::string::npos);
-  EXPECT_EQ(quiet.find("Memory: this VM"), std::string::npos);
+  EXPECT_EQ(quiet.find("Note: this VM"), std::string::npos);
 }
 
 TEST(HtmlReport, MemoryTimelineFromTraceCounters) {

@@ -116,6 +116,27 @@ TEST(Format, TimesAndBytesAsTorchPrintsThem) {
   EXPECT_EQ(report::format_bytes(int64_t(3) << 30), "3.00 Gb");
 }
 
+// Noisy forwards: one line per subject above 1.15x, the advice once (singular or plural), the machine's
+// note last, and nothing at all when every subject is steady.
+TEST(Format, NoisyNotesNameEachNoisySubjectOnce) {
+  const std::string vm = "this VM gives freed memory back to its hypervisor";
+  EXPECT_TRUE(report::noisy_notes({{"flash", {10.0, 11.4, 10.2}}, {"naive", {5.0}}}, vm).empty());
+  EXPECT_TRUE(report::noisy_notes({}, vm).empty());
+
+  std::vector<std::string> one = report::noisy_notes({{"flash", {44.868, 82.651}}, {"naive", {10.0, 10.1}}}, "");
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0], "Noisy: flash took 44.868ms / 82.651ms per forward (slowest 1.84x the fastest).");
+  EXPECT_EQ(one[1].rfind("Its median may stand on disturbed forwards", 0), 0u) << one[1];
+
+  const std::vector<std::string> two =
+      report::noisy_notes({{"naive at N=512", {1.0, 2.0}}, {"flash at N=512", {1.0, 1.0}}, {"naive at N=1024", {3.0, 1.0}}}, vm);
+  ASSERT_EQ(two.size(), 4u);
+  EXPECT_EQ(two[0].rfind("Noisy: naive at N=512 took", 0), 0u) << two[0];
+  EXPECT_EQ(two[1].rfind("Noisy: naive at N=1024 took 3.000ms / 1.000ms per forward (slowest 3.00x", 0), 0u) << two[1];
+  EXPECT_EQ(two[2].rfind("Their medians may stand on disturbed forwards", 0), 0u) << two[2];
+  EXPECT_EQ(two[3], "Note: " + vm + ".");
+}
+
 // The real torch 1.13 table from shared/reference, reproduced from the same numbers: every torch column,
 // width, alignment, rule and the footer line. (Our own columns are switched off for this comparison.)
 TEST(Table, MatchesTorchGoldenLayout) {

@@ -92,11 +92,13 @@ void write_row_files(const Row& row, const std::string& out) {
   write_json(out_path(out, row.name + ".summary.json"), sj);
 }
 
-std::string noisy_rows_note(const std::vector<Row>& rows) {
-  std::string s;
+// The rows whose forwards disagree (their medians may stand on disturbed forwards), and `machine_note` with them.
+std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machine_note) {
+  std::vector<report::Timings> timings;
   for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Ok)
-      if (std::string n = report::noisy_forwards_note(r.name, r.forward_ms); !n.empty()) s += n + "\n";
+    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms});
+  std::string s;
+  for (const std::string& line : report::noisy_notes(timings, machine_note)) s += line + "\n";
   return s;
 }
 
@@ -249,7 +251,7 @@ void run_compare_cuda(const CompareArgs& a) {
   if (!cupti_note.empty())
     text += fmt::format("CUPTI could not collect ({}): activities are '--' and the tables are host-side only.\n",
                         cupti_note);
-  text += noisy_rows_note(rows);
+  text += noisy_rows_note(rows, "");
   text += tables;
   nlohmann::json j = problem_json(in, o, t);
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"variants", nlohmann::json::array()}});
@@ -315,10 +317,8 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",
                       sdpa_auto);
-  const std::string noisy = noisy_rows_note(rows);
-  text += noisy;
-  // A noisy row on a machine that hands freed memory back to its hypervisor: that is the likely cause.
-  if (!noisy.empty() && reclaim) text += "Memory: " + *reclaim + ".\n";
+  // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
+  text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
 }

@@ -130,11 +130,9 @@ void run_profile(const ProfileArgs& a) {
               r.median_ns > 0 ? flops / r.median_ns : 0.0);
   std::vector<double> forward_ms;
   for (double ns : r.forward_ns) forward_ms.push_back(ns * 1e-6);
-  if (const std::string noisy = report::noisy_forwards_note(v.name, forward_ms); !noisy.empty()) {
-    std::printf("%s\n", noisy.c_str());
-    if (!gpu)
-      if (const auto reclaim = analysis::memory_reclaim_note()) std::printf("Memory: %s.\n", reclaim->c_str());
-  }
+  const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
+  for (const std::string& line : report::noisy_notes({{v.name, forward_ms}}, machine_note))
+    std::printf("%s\n", line.c_str());
   std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
               o.save_output.empty() ? "" : ", ", o.save_output.c_str());
 }

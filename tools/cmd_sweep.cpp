@@ -54,6 +54,7 @@ struct Point {
   std::string variant;
   int64_t seq = 0;
   double ms = 0;
+  std::vector<double> forward_ms;  // every timed forward (host); the GPU keeps only the median
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
   std::string status = "ok", note;
@@ -109,6 +110,7 @@ void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, P
     pt.peak_bytes = std::max(pt.peak_bytes, memory_stats().peak_bytes - before);
   }
   pt.ms = median(ms);
+  pt.forward_ms = std::move(ms);
 }
 
 // One point on the GPU: inputs uploaded once, one forward for the device memory peak above the inputs, then
@@ -225,6 +227,9 @@ void run_sweep(const SweepArgs& a) {
     j["points"].push_back({{"variant", p.variant},
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
+                           {"forward_ms", p.forward_ms},
+                           {"spread", ok && p.forward_ms.size() > 1 ? nlohmann::json(report::forward_spread(p.forward_ms))
+                                                                    : nlohmann::json()},
                            {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
@@ -243,6 +248,12 @@ void run_sweep(const SweepArgs& a) {
     text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
                                            report::format_bytes(p.peak_bytes), p.max_abs_err)
                              : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
+  std::vector<report::Timings> timings;
+  for (const Point& p : points)
+    if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms});
+  for (const std::string& line :
+       report::noisy_notes(timings, gpu ? "" : analysis::memory_reclaim_note().value_or("")))
+    text += line + "\n";
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
   for (const Variant* v : variants) {
     std::vector<double> x, t, mem;

@@ -126,8 +126,15 @@ double forward_spread(const std::vector<double>& forward_ms);
 // Forwards that disagree by more than this are reported: their median may stand on disturbed forwards (on a
 // shared VM two rows running the same kernel once differed 2x).
 inline constexpr double kNoisySpread = 1.15;
-// "Noisy: flash's forwards took 82.651ms / 44.868ms (slowest 1.84x the fastest): ..." when the spread is above
-// kNoisySpread, else "". compare's text and the HTML report say it in the same words.
-std::string noisy_forwards_note(std::string_view variant, const std::vector<double>& forward_ms);
+// What compare, profile, sweep and the HTML report say under their tables when timed forwards disagree, one
+// line each: "Noisy: flash took 82.651ms / 44.868ms per forward (slowest 1.84x the fastest)." for every
+// subject (a variant, or a sweep point "naive at N=4096") whose spread is above kNoisySpread, then what to do
+// about it once, then `machine_note` (analysis::memory_reclaim_note) when it is not empty. Nothing when no
+// subject is noisy.
+struct Timings {
+  std::string subject;
+  std::vector<double> forward_ms;
+};
+std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::string_view machine_note);
 
 }  // namespace attnprof::report

@@ -568,7 +568,7 @@ void section_compare(Page& pg, const Input& in) {
                   "<th>ops</th><th>bytes moved</th><th>bytes-bound ms</th><th>max |err|</th><th>NMSE</th>"
                   "</tr></thead><tbody>\n";
   json bars = json::array();
-  std::vector<std::string> noisy;
+  std::vector<Timings> timings;
   if (variants && variants->is_array()) {
     for (const json& v : *variants) {
       const std::string name = str(v, "name", "?");
@@ -599,7 +599,7 @@ void section_compare(Page& pg, const Input& in) {
         std::vector<double> ms;
         for (const json& x : *f)
           if (x.is_number()) ms.push_back(x.get<double>());
-        if (std::string n = noisy_forwards_note(name, ms); !n.empty()) noisy.push_back(std::move(n));
+        timings.push_back({name, std::move(ms)});
       }
     }
   }
@@ -633,9 +633,8 @@ void section_compare(Page& pg, const Input& in) {
              : "ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
                "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every "
                "variant with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
-  for (const std::string& n : noisy) pg.note(n);
-  if (const json* m = member(c, {"machine"}); !noisy.empty() && m && !str(*m, "memory_reclaim").empty())
-    pg.note("Memory: " + str(*m, "memory_reclaim") + ".");
+  const json* machine = member(c, {"machine"});
+  for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;

@@ -31,14 +31,23 @@ double forward_spread(const std::vector<double>& forward_ms) {
   return *lo > 0 ? *hi / *lo : 0.0;
 }
 
-std::string noisy_forwards_note(std::string_view variant, const std::vector<double>& forward_ms) {
-  const double s = forward_spread(forward_ms);
-  if (forward_ms.size() < 2 || s <= kNoisySpread) return {};
-  std::string f;
-  for (double ms : forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
-  return fmt::format("Noisy: {}'s forwards took {} (slowest {:.2f}x the fastest): another process, or cold caches "
-                     "at this size; re-run or raise --iters before comparing it.",
-                     variant, f, s);
+std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::string_view machine_note) {
+  std::vector<std::string> lines;
+  for (const Timings& t : timings) {
+    const double s = forward_spread(t.forward_ms);
+    if (t.forward_ms.size() < 2 || s <= kNoisySpread) continue;
+    std::string f;
+    for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
+    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.2f}x the fastest).", t.subject, f, s));
+  }
+  if (lines.empty()) return lines;
+  lines.push_back(lines.size() == 1
+                      ? "Its median may stand on disturbed forwards (another process, or cold caches at small sizes): "
+                        "re-run, or raise --iters, before comparing it."
+                      : "Their medians may stand on disturbed forwards (another process, or cold caches at small "
+                        "sizes): re-run, or raise --iters, before comparing them.");
+  if (!machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
+  return lines;
 }
 
 std::string format_bytes(int64_t bytes) {
