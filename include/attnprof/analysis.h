@@ -135,7 +135,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure = false);
 // Whether this machine gives freed memory back to a hypervisor (a virtio-balloon device with free page
 // reporting, as on Firecracker and cloud VMs): memory freed and not reused within about 2 s is taken back,
 // and the next first touch of it waits for the host to back it again (on the development VM ≈ 1 GB/s
-// against ≈ 17 GB/s for pages the guest still holds; docs/performance.md). Ops that allocate fresh buffers
+// against ≈ 15–17 GB/s for pages the guest still holds; docs/performance.md). Ops that allocate fresh buffers
 // then vary from run to run. Returns a one-line explanation, or nothing when the machine does not do this.
 // `sysfs` is where sysfs is mounted (tests point it at a fake tree).
 std::optional<std::string> memory_reclaim_note(const std::string& sysfs = "/sys");
