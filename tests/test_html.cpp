@@ -14,6 +14,8 @@
 #include <tuple>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
+
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/html.h"
@@ -321,6 +323,17 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
             std::string::npos);
   EXPECT_EQ(page.find("Noisy: inplace"), std::string::npos);
   EXPECT_NE(page.find("Note: this VM gives freed memory back to its hypervisor."), std::string::npos);
+
+  // A sweep point is named by its variant and length; sweep.json carries no machine note.
+  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  sweep["points"][0]["forward_ms"] = {4.0, 6.0};
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string with_sweep = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(with_sweep.find(fmt::format("Noisy: {} at N={} took 4.000ms / 6.000ms per forward (slowest 1.50x",
+                                        sweep["points"][0]["variant"].get<std::string>(),
+                                        sweep["points"][0]["seq"].get<int>())),
+            std::string::npos);
+  fs::remove(d.path / "sweep.json");
 
   // No noisy row: the memory note has nothing to explain and stays out.
   c["variants"][0]["forward_ms"] = {10.0, 10.5};

@@ -554,6 +554,15 @@ std::string td(const std::string& s, bool numeric = false) {
 }
 
 // --- the comparison table and a bar of ms per forward against the bytes-bound lower bound ---
+// A compare row's or sweep point's timed forwards (files from before they were recorded have none).
+std::vector<double> forward_ms(const json& entry) {
+  std::vector<double> ms;
+  if (const json* f = member(entry, {"forward_ms"}); f && f->is_array())
+    for (const json& x : *f)
+      if (x.is_number()) ms.push_back(x.get<double>());
+  return ms;
+}
+
 void section_compare(Page& pg, const Input& in) {
   pg.h2("compare", "Comparison");
   if (!in.doc) {
@@ -595,12 +604,7 @@ void section_compare(Page& pg, const Input& in) {
       if (std::isfinite(num(v, "ms", NAN)))
         bars.push_back({{"variant", name}, {"ms", num(v, "ms")}, {"bound_ms", num(v, "bound_ms", 0.0)},
                         {"gflops", num(v, "gflops", 0.0)}});
-      if (const json* f = member(v, {"forward_ms"}); f && f->is_array()) {
-        std::vector<double> ms;
-        for (const json& x : *f)
-          if (x.is_number()) ms.push_back(x.get<double>());
-        timings.push_back({name, std::move(ms)});
-      }
+      timings.push_back({name, forward_ms(v)});
     }
   }
   t += "</tbody></table>\n";
@@ -815,6 +819,7 @@ void section_sweep(Page& pg, const Input& in) {
   std::map<std::string, std::pair<double, double>> range;  // variant -> (min seq, max seq) of measured points
   json time_pts = json::array(), mem_pts = json::array();
   std::vector<std::string> skipped;
+  std::vector<Timings> timings;
   if (const json* pts = member(s, {"points"}); pts && pts->is_array()) {
     for (const json& p : *pts) {
       const std::string v = str(p, "variant", "?");
@@ -826,6 +831,7 @@ void section_sweep(Page& pg, const Input& in) {
         continue;
       }
       if (!std::isfinite(seq) || seq <= 0) continue;
+      timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p)});
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);
@@ -907,6 +913,7 @@ void section_sweep(Page& pg, const Input& in) {
     for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";
     pg.raw(list + "</ul>\n");
   }
+  for (const std::string& line : noisy_notes(timings, "")) pg.note(line);
   pg.end_section();
 }
 
