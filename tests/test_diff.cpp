@@ -261,6 +261,49 @@ TEST(Diff, CompareRunsVariantByVariant) {
   EXPECT_EQ(report::diff_compare_runs(bad, next).base_label, "P on Test CPU");
 }
 
+// A speed-up between runs whose forwards spread is marked: the difference may be the machine's.
+TEST(Diff, CompareRunsMarkSpeedUpsFromNoisyForwards) {
+  json base = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01), variant("flash", "ok", 50, 10, 1, 0.008)});
+  json next = compare_run("P", {variant("naive", "ok", 50, 1000, 8, 0.01), variant("flash", "ok", 40, 10, 1, 0.008)});
+  base["variants"][0]["forward_ms"] = {100.0, 101.0, 99.0};
+  next["variants"][0]["forward_ms"] = {50.0, 51.0, 50.5};
+  base["variants"][1]["forward_ms"] = {50.0, 48.0, 49.0};
+  next["variants"][1]["forward_ms"] = {40.0, 80.0, 39.0};  // spread 2.05
+  const report::RunDiff d = report::diff_compare_runs(base, next);
+  EXPECT_EQ(d.rows[1].new_forward_ms, (std::vector<double>{40.0, 80.0, 39.0}));
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("2.00x "), std::string::npos) << t;  // naive: steady on both sides, unmarked
+  EXPECT_NE(t.find("1.25x*"), std::string::npos) << t;
+  EXPECT_NE(t.find("*: the forwards of one side spread by more than 15 %"), std::string::npos) << t;
+  EXPECT_NE(t.find("Noisy: flash (new) took 40.000ms / 80.000ms / 39.000ms per forward (slowest 2.05x"),
+            std::string::npos) << t;
+  EXPECT_EQ(t.find("Noisy: naive"), std::string::npos) << t;
+  const json j = report::diff_json(d);
+  EXPECT_NEAR(j["rows"][1]["new_spread"].get<double>(), 80.0 / 39.0, 1e-12);
+  EXPECT_NEAR(j["rows"][0]["base_spread"].get<double>(), 101.0 / 99.0, 1e-12);
+
+  // Files from before forwards were recorded: no marks, no notes.
+  const std::string old = report::diff_table(report::diff_compare_runs(
+      compare_run("P", {variant("flash", "ok", 50, 10, 1, 0.008)}), compare_run("P", {variant("flash", "ok", 40, 10, 1, 0.008)})));
+  EXPECT_EQ(old.find('*'), std::string::npos) << old;
+  EXPECT_TRUE(report::diff_json(report::diff_compare_runs(base, base))["rows"][1]["base_spread"].is_number());
+
+  // A corrupt list of forwards is refused with the field named.
+  json bad = next;
+  bad["variants"][1]["forward_ms"] = {40.0, "slow"};
+  try {
+    report::diff_compare_runs(base, bad);
+    ADD_FAILURE() << "a string among the forwards was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("new variant 'flash': field 'forward_ms' holds something that is not a number"),
+              std::string::npos) << e.what();
+  }
+  bad["variants"][1]["forward_ms"] = {40.0, -3.0};
+  EXPECT_THROW(report::diff_compare_runs(base, bad), Error);
+  bad["variants"][1]["forward_ms"] = 40.0;
+  EXPECT_THROW(report::diff_compare_runs(base, bad), Error);
+}
+
 }  // namespace
 
 // The JSON fuzz corpus (fuzz/corpus/json, written by fuzz/make_json_corpus.py from the report fixtures),

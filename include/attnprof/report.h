@@ -102,6 +102,7 @@ struct RunDiffRow {
   double base_peak = -1, new_peak = -1;
   double base_ops = -1, new_ops = -1;
   double base_err = -1, new_err = -1;
+  std::vector<double> base_forward_ms, new_forward_ms;  // every timed forward (empty in older files)
 };
 struct RunDiff {
   std::string base_label, new_label;  // problem and machine of each run

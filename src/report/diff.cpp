@@ -332,6 +332,19 @@ double maybe(const json& o, const char* key, const std::string& what) {
   return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
+// A row's timed forwards: an array of non-negative numbers, or nothing (older files, rows that did not run).
+std::vector<double> forwards(const json& o, const std::string& what) {
+  std::vector<double> ms;
+  const auto it = o.find("forward_ms");
+  if (it == o.end() || it->is_null()) return ms;
+  if (!it->is_array()) ATTNPROF_FAIL("{}: field 'forward_ms' is not an array", what);
+  for (const json& x : *it) {
+    if (!x.is_number()) ATTNPROF_FAIL("{}: field 'forward_ms' holds something that is not a number", what);
+    ms.push_back(checked(x.get<double>(), "forward_ms", what, /*may_be_negative=*/false));
+  }
+  return ms;
+}
+
 void check_compare(const json& c, const char* which) {
   if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
@@ -358,6 +371,7 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
     (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
     (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
     (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
+    (is_base ? r.base_forward_ms : r.new_forward_ms) = forwards(v, what);
   };
   for (const auto& [doc, is_base] : {std::pair<const json*, bool>{&base, true}, {&next, false}}) {
     for (const json& v : (*doc)["variants"]) {
@@ -384,9 +398,18 @@ std::string diff_table(const RunDiff& d) {
                                        "Ops new", "Err base", "Err new");
   const std::string rule(head.size(), '-');
   s += rule + "\n" + head + "\n" + rule + "\n";
+  std::vector<Timings> timings;
+  bool any_noisy = false;
   for (const RunDiffRow& r : d.rows) {
+    timings.push_back({r.variant + " (base)", r.base_forward_ms});
+    timings.push_back({r.variant + " (new)", r.new_forward_ms});
     std::string ratio = "--";
-    if (r.base_ms > 0 && r.new_ms > 0) ratio = fmt::format("{:.2f}x", r.base_ms / r.new_ms);
+    if (r.base_ms > 0 && r.new_ms > 0) {
+      // '*': one side's forwards spread beyond the noise threshold, so the speed-up may be the machine's.
+      const bool noisy = forward_spread(r.base_forward_ms) > kNoisySpread || forward_spread(r.new_forward_ms) > kNoisySpread;
+      any_noisy = any_noisy || noisy;
+      ratio = fmt::format("{:.2f}x{}", r.base_ms / r.new_ms, noisy ? "*" : "");
+    }
     else if (r.base_status.empty()) ratio = "new only";
     else if (r.new_status.empty()) ratio = "base only";
     else ratio = r.base_status + "/" + r.new_status;  // e.g. ok/skipped: one side did not run
@@ -399,6 +422,8 @@ std::string diff_table(const RunDiff& d) {
   s += rule + "\n";
   s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: profiler zones on a CPU, device activities "
        "on a GPU.\n";
+  if (any_noisy) s += "*: the forwards of one side spread by more than 15 %: that speed-up may be the machine's, not the code's.\n";
+  for (const std::string& line : noisy_notes(timings, "")) s += line + "\n";
   return s;
 }
 
@@ -417,7 +442,9 @@ json diff_json(const RunDiff& d) {
                     {"base_ops", num_or_null(r.base_ops)},
                     {"new_ops", num_or_null(r.new_ops)},
                     {"base_max_abs_err", num_or_null(r.base_err)},
-                    {"new_max_abs_err", num_or_null(r.new_err)}});
+                    {"new_max_abs_err", num_or_null(r.new_err)},
+                    {"base_spread", r.base_forward_ms.size() > 1 ? json(forward_spread(r.base_forward_ms)) : json()},
+                    {"new_spread", r.new_forward_ms.size() > 1 ? json(forward_spread(r.new_forward_ms)) : json()}});
   return {{"kind", "diff-compare"},
           {"attnprof_version", ATTNPROF_VERSION},
           {"base", d.base_label},
