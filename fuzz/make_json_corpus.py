@@ -65,6 +65,14 @@ bad["variants"][0]["ms"] = None
 bad["variants"][1]["name"] = 7
 seed("runs_bad_fields", 1, bad, cpu["compare.json"])
 seed("runs_not_compare", 1, cpu["sweep.json"], cpu["compare.json"])
+noisy = json.loads(json.dumps(cpu["compare.json"]))
+for i, v in enumerate(noisy["variants"]):
+    if v.get("ms") is not None:
+        v["forward_ms"] = [v["ms"], v["ms"] * (2.0 if i == 0 else 1.01), v["ms"]]  # the first row noisy
+seed("runs_noisy_forwards", 1, cpu["compare.json"], noisy)
+bad = json.loads(json.dumps(noisy))
+bad["variants"][0]["forward_ms"] = [1.0, "slow", None]
+seed("runs_bad_forwards", 1, noisy, bad)
 
 # mode 2: a report directory
 order = ["compare.json", "naive.summary.json", "inplace.summary.json", "sweep.json", "roofline.json",
@@ -81,5 +89,10 @@ huge = json.loads(json.dumps(cpu["compare.json"]))
 huge["variants"][0]["peak_bytes"] = -1e308
 seed("report_huge_numbers", 2, huge, cpu["naive.summary.json"], "", cpu["sweep.json"], "", "",
      '{"schema":"attnprof.summary/1","rows":[{"name":"mul","calls":1e300}]}')
+noisy_sweep = json.loads(json.dumps(cpu["sweep.json"]))
+for p in noisy_sweep["points"]:
+    if p.get("ms") is not None:
+        p["forward_ms"] = [p["ms"], p["ms"] * 1.5]
+seed("report_noisy_forwards", 2, noisy, "", "", noisy_sweep, "", "", "")
 seed("report_invalid_utf8", 2, b"{\"kind\":\"compare\",\"machine\":{\"cpu\":\"\xff\xfe\"}}", b"\xc3(", b"{")
 print(f"wrote {len(os.listdir(out))} seeds to {out}")

@@ -331,6 +331,8 @@ TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
       {"diff_string_time", JsonOutcome::Refused},     {"diff_rows_object", JsonOutcome::Refused},
       {"runs_cpu_cpu", JsonOutcome::Diffed},          {"runs_cpu_cuda", JsonOutcome::Diffed},
       {"runs_bad_fields", JsonOutcome::Refused},      {"runs_not_compare", JsonOutcome::Refused},
+      {"runs_noisy_forwards", JsonOutcome::Diffed},   {"runs_bad_forwards", JsonOutcome::Refused},
+      {"report_noisy_forwards", JsonOutcome::Rendered},
       {"report_cpu", JsonOutcome::Rendered},          {"report_cuda", JsonOutcome::Rendered},
       {"report_truncated", JsonOutcome::Rendered},    {"report_wrong_types", JsonOutcome::Rendered},
       {"report_invalid_utf8", JsonOutcome::Rendered}};
