@@ -115,7 +115,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
-          {"spread", ran && r.forward_ms.size() > 1 ? json(report::forward_spread(r.forward_ms)) : json()},
+          {"spread", when(ran, report::spread_json(r.forward_ms))},
           {"gflops", when(ran, r.gflops)},
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},

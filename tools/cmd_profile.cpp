@@ -86,8 +86,9 @@ void run_profile(const ProfileArgs& a) {
   }
   const double flops = attention_flops(in.p);
   run["ms_per_forward"] = r.median_ns * 1e-6;
-  run["forward_ms"] = nlohmann::json::array();
-  for (double ns : r.forward_ns) run["forward_ms"].push_back(ns * 1e-6);
+  std::vector<double> forward_ms;
+  for (double ns : r.forward_ns) forward_ms.push_back(ns * 1e-6);
+  run["forward_ms"] = forward_ms;
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
   run["ops_per_forward"] = r.ops_per_forward;  // device activities per forward with --device cuda
@@ -128,8 +129,6 @@ void run_profile(const ProfileArgs& a) {
   std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (causal FLOPs halved)\n",
               report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
               r.median_ns > 0 ? flops / r.median_ns : 0.0);
-  std::vector<double> forward_ms;
-  for (double ns : r.forward_ns) forward_ms.push_back(ns * 1e-6);
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   for (const std::string& line : report::noisy_notes({{v.name, forward_ms}}, machine_note))
     std::printf("%s\n", line.c_str());

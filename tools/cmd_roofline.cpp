@@ -22,16 +22,17 @@ struct RooflineArgs {
   std::string device = "cpu";
 };
 
-nlohmann::json machine_json(const analysis::MachinePeaks& m, bool gpu) {
+// `memory_reclaim`: analysis::memory_reclaim_note() or "" on a CPU; a GPU's datasheet ceilings have none.
+nlohmann::json machine_json(const analysis::MachinePeaks& m, bool gpu, const std::string& memory_reclaim) {
   nlohmann::json j = m;
   j["ridge_fp32"] = m.bandwidth_gbs > 0 ? m.fp32_gflops / m.bandwidth_gbs : 0.0;
   j["ridge_bf16"] = m.bandwidth_gbs > 0 ? m.bf16_gflops / m.bandwidth_gbs : 0.0;
-  if (!gpu) j["memory_reclaim"] = analysis::memory_reclaim_note().value_or("");
+  if (!gpu) j["memory_reclaim"] = memory_reclaim;
   return j;
 }
 
 // The ceilings, as the first lines of roofline.txt.
-std::string peaks_text(const analysis::MachinePeaks& m, bool gpu) {
+std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::string& memory_reclaim) {
   if (gpu) {
     std::string t = fmt::format("GPU: {} ({}, {} SMs; datasheet ceilings at the boost clock)\n", m.cpu, m.isa, m.threads);
     t += fmt::format("  bf16 tensor-core peak {:10.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
@@ -51,7 +52,7 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu) {
     t += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
   t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
   t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
-  if (const auto note = analysis::memory_reclaim_note()) t += "  Memory: " + *note + "\n";
+  if (!memory_reclaim.empty()) t += "  Memory: " + memory_reclaim + "\n";
   return t;
 }
 
@@ -70,7 +71,8 @@ void run_roofline(const RooflineArgs& a) {
 
   if (!gpu) progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
   const analysis::MachinePeaks m = gpu ? cuda::gpu_peaks(cuda::device_info()) : analysis::machine_peaks(threads, a.remeasure);
-  std::string text = peaks_text(m, gpu);
+  const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
+  std::string text = peaks_text(m, gpu, reclaim);
 
   nlohmann::json j = {{"kind", "roofline"},
                       {"attnprof_version", ATTNPROF_VERSION},
@@ -78,7 +80,7 @@ void run_roofline(const RooflineArgs& a) {
                       {"dtype", std::string(dtype_name(in.p.dtype))},
                       {"device", a.device},
                       {"threads", threads},
-                      {"machine", machine_json(m, gpu)},
+                      {"machine", machine_json(m, gpu, reclaim)},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
   if (!variants.empty()) {

@@ -228,8 +228,7 @@ void run_sweep(const SweepArgs& a) {
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"forward_ms", p.forward_ms},
-                           {"spread", ok && p.forward_ms.size() > 1 ? nlohmann::json(report::forward_spread(p.forward_ms))
-                                                                    : nlohmann::json()},
+                           {"spread", ok ? report::spread_json(p.forward_ms) : nlohmann::json()},
                            {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},

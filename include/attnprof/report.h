@@ -124,9 +124,12 @@ std::string format_bytes(int64_t bytes);
 
 // Slowest over fastest of a variant's timed forwards (0 when there are none): 1 on a quiet machine.
 double forward_spread(const std::vector<double>& forward_ms);
+// The spread as the JSON outputs carry it: null with fewer than two forwards.
+nlohmann::json spread_json(const std::vector<double>& forward_ms);
 // Forwards that disagree by more than this are reported: their median may stand on disturbed forwards (on a
 // shared VM two rows running the same kernel once differed 2x).
 inline constexpr double kNoisySpread = 1.15;
+inline bool is_noisy(const std::vector<double>& forward_ms) { return forward_spread(forward_ms) > kNoisySpread; }
 // What compare, profile, sweep and the HTML report say under their tables when timed forwards disagree, one
 // line each: "Noisy: flash took 82.651ms / 44.868ms per forward (slowest 1.84x the fastest)." for every
 // subject (a variant, or a sweep point "naive at N=4096") whose spread is above kNoisySpread, then what to do

@@ -406,7 +406,7 @@ std::string diff_table(const RunDiff& d) {
     std::string ratio = "--";
     if (r.base_ms > 0 && r.new_ms > 0) {
       // '*': one side's forwards spread beyond the noise threshold, so the speed-up may be the machine's.
-      const bool noisy = forward_spread(r.base_forward_ms) > kNoisySpread || forward_spread(r.new_forward_ms) > kNoisySpread;
+      const bool noisy = is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms);
       any_noisy = any_noisy || noisy;
       ratio = fmt::format("{:.2f}x{}", r.base_ms / r.new_ms, noisy ? "*" : "");
     }
@@ -422,7 +422,10 @@ std::string diff_table(const RunDiff& d) {
   s += rule + "\n";
   s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: profiler zones on a CPU, device activities "
        "on a GPU.\n";
-  if (any_noisy) s += "*: the forwards of one side spread by more than 15 %: that speed-up may be the machine's, not the code's.\n";
+  if (any_noisy)
+    s += fmt::format("*: the forwards of one side spread by more than {:.0f} %: that speed-up may be the machine's, not "
+                     "the code's.\n",
+                     (kNoisySpread - 1.0) * 100.0);
   for (const std::string& line : noisy_notes(timings, "")) s += line + "\n";
   return s;
 }
@@ -443,8 +446,8 @@ json diff_json(const RunDiff& d) {
                     {"new_ops", num_or_null(r.new_ops)},
                     {"base_max_abs_err", num_or_null(r.base_err)},
                     {"new_max_abs_err", num_or_null(r.new_err)},
-                    {"base_spread", r.base_forward_ms.size() > 1 ? json(forward_spread(r.base_forward_ms)) : json()},
-                    {"new_spread", r.new_forward_ms.size() > 1 ? json(forward_spread(r.new_forward_ms)) : json()}});
+                    {"base_spread", spread_json(r.base_forward_ms)},
+                    {"new_spread", spread_json(r.new_forward_ms)}});
   return {{"kind", "diff-compare"},
           {"attnprof_version", ATTNPROF_VERSION},
           {"base", d.base_label},

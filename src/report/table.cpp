@@ -31,14 +31,18 @@ double forward_spread(const std::vector<double>& forward_ms) {
   return *lo > 0 ? *hi / *lo : 0.0;
 }
 
+nlohmann::json spread_json(const std::vector<double>& forward_ms) {
+  return forward_ms.size() > 1 ? nlohmann::json(forward_spread(forward_ms)) : nlohmann::json();
+}
+
 std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::string_view machine_note) {
   std::vector<std::string> lines;
   for (const Timings& t : timings) {
-    const double s = forward_spread(t.forward_ms);
-    if (t.forward_ms.size() < 2 || s <= kNoisySpread) continue;
+    if (!is_noisy(t.forward_ms)) continue;
     std::string f;
     for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
-    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.2f}x the fastest).", t.subject, f, s));
+    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.2f}x the fastest).", t.subject, f,
+                                forward_spread(t.forward_ms)));
   }
   if (lines.empty()) return lines;
   lines.push_back(lines.size() == 1
