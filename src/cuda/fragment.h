@@ -1,4 +1,4 @@
-// Internal: the index math of the flash kernel (flash.cu), as __host__ __device__ functions so that the
+// Internal: the index math of the flash kernel (flash_kernel.cuh), as __host__ __device__ functions so that the
 // kernel and the host unit tests (tests/test_cuda_layout.cpp) run the same formulas. Pure integer code,
 // no CUDA headers: it compiles as plain C++ too.
 //
@@ -77,6 +77,8 @@ struct TileConfig {
   constexpr int min_blocks(int d) const { return d == 64 ? min_blocks64 : 0; }
   static constexpr int stride(int d) { return d + 8; }  // elements: 16 bytes of skew per row
   constexpr int smem_bytes(int d) const { return 2 /*stages*/ * 2 /*K, V*/ * block_n * stride(d) * 2; }
+  // Thread blocks of a launch: one per (query tile, batch·head).
+  constexpr long long grid_blocks(int nq, int bh) const { return (long long)((nq + block_m() - 1) / block_m()) * bh; }
   // 16-byte chunks of one K (or V) tile each thread copies per stage.
   constexpr int chunks_per_thread(int d) const { return block_n * (d / 8) / threads(); }
 };

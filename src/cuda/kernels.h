@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/flash_params.h"
+
 namespace attnprof::cuda::kernels {
 
 // y[i] = x[i] * s  (y may equal x: mul_)
@@ -22,16 +24,6 @@ void convert(const void* x, void* y, int64_t n, bool x_bf16, bool y_bf16, cudaSt
 // mask[i,j] = (j - i >= diagonal): torch.triu(ones(Nq, Nk, bool), diagonal).
 void triu_mask(uint8_t* mask, int64_t nq, int64_t nk, int64_t diagonal, cudaStream_t stream);
 
-struct FlashParams {
-  const void* q;      // [B, Hq, Nq, D] bf16, contiguous
-  const void* k;      // [B, Hkv, Nk, D]
-  const void* v;
-  void* o;            // [B, Hq, Nq, D] bf16
-  float* lse;         // [B, Hq, Nq] fp32 natural-log logsumexp, or nullptr
-  int B, Hq, Hkv, Nq, Nk, D;
-  float scale;        // softmax scale (1/sqrt(D) by default)
-  bool causal;        // top-left aligned: query i sees keys j <= i
-};
 // FlashAttention-2 forward, bf16 tensor-core MMA (sm_80+). D must be 64 or 128, scale > 0. Launches the
 // tile configuration flash_config_for(D) (fragment.h: kFlashConfigs).
 void flash_forward(const FlashParams& p, cudaStream_t stream);

@@ -3,7 +3,7 @@
 //   inplace     mul_, masked_fill_, softmax_ on the scores: no copy (5 activities)
 //   sdpa-math   SDPA's math backend composed: fp32 upcast, q and k pre-scaled, causal mask rebuilt every call
 //   sdpa-cudnn  cuDNN 9's fused flash attention, the SDPA graph composed through the backend API (cudnn_sdpa.h)
-//   flash       the hand-written FlashAttention-2 kernel of flash.cu
+//   flash       the hand-written FlashAttention-2 kernel of flash_kernel.cuh (launched by flash.cu)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
