@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -107,6 +108,9 @@ class Device {
     buffers_.push_back({static_cast<const unsigned char*>(p), bytes, name, writable});
   }
   Copies copies() const { return copies_; }
+  // Warp-level instructions executed so far (one per warp, not per lane), by Op.
+  uint64_t executed(int op) const { return executed_[size_t(op)].load(); }
+  void count(int op) { executed_[size_t(op)].fetch_add(1); }
 
   // Runs `kernel()` on a grid of `grid` blocks of `threads` threads (a multiple of 32) with `smem_bytes` of
   // dynamic shared memory, block after block. Returns the problems found (empty: none).
@@ -199,6 +203,7 @@ class Device {
   Copies copies_;
   std::vector<Buffer> buffers_;
   std::mutex mu_;
+  std::array<std::atomic<uint64_t>, 8> executed_{};
   std::vector<std::string> errors_;
 };
 
@@ -227,6 +232,7 @@ auto collective(int op, const In& in, F&& f) {
   mine.seq = th.collectives;
   std::memcpy(mine.data, &in, sizeof(In));
   w.bar.arrive_and_wait();
+  if (th.lane == 0) th.dev->count(op);
   for (int l = 0; l < 32; ++l) {
     const Warp::Slot& s = set[size_t(l)];
     if (l != th.lane && (s.seq != th.collectives || s.op != op)) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -31,6 +32,7 @@ namespace {
 struct Emulated {
   AttnOutput out;
   std::vector<std::string> errors;
+  uint64_t mmas = 0;  // mma.sync executed, per warp
 };
 
 // One launch of configuration C at head dim D, as flash.cu's launch<D, C> makes it.
@@ -54,6 +56,7 @@ Emulated run_flash(const Inputs& in, simt::Copies copies) {
   auto* kernel = kernels::flash_fwd_kernel<D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
   e.errors = dev.launch(unsigned(c.grid_blocks(fp.Nq, fp.B * fp.Hq)), unsigned(c.threads()), size_t(c.smem_bytes(D)),
                         [&fp, kernel] { kernel(fp); });
+  e.mmas = dev.executed(simt::kMma);
   return e;
 }
 
@@ -111,6 +114,40 @@ TEST(CudaFlashEmulated, DefaultConfigsMatchReferenceWithEarlyCopies) {
   static_assert(frag::default_config(64) == 0 && frag::default_config(128) == 1);
   expect_config_matches_reference<64, 0>(simt::Copies::AtIssue);
   expect_config_matches_reference<128, 1>(simt::Copies::AtIssue);
+}
+
+// Causal block skipping, seen in the instructions executed: a warp runs the MMAs of a K/V tile only when
+// some row of its own sees some key of the tile. The tiles are counted by brute force over (row, key) pairs,
+// not with the kernel's tile functions.
+TEST(CudaFlashEmulated, CausalSkipsTheTilesNoRowOfTheWarpSees) {
+  constexpr int D = 64, C = 0;
+  constexpr frag::TileConfig c = frag::kFlashConfigs[C];
+  constexpr int64_t kWarpRows = 16 * c.m_tiles;
+  // Per warp and tile: S = Q·Kᵀ (block_n/8 n-tiles × D/16 k-chunks) and O += P·V (block_n/16 × D/8).
+  constexpr uint64_t kMmasPerTile = uint64_t(c.m_tiles) * (c.block_n / 8 * D / 16 + c.block_n / 16 * D / 8);
+  for (const auto [nq, nk] : {std::pair{256, 256}, std::pair{200, 230}, std::pair{130, 70}}) {
+    uint64_t mmas[2] = {0, 0};
+    for (bool causal : {false, true}) {
+      const Case cs{1, 1, 1, nq, nk, D, causal ? MaskKind::Causal : MaskKind::None};
+      SCOPED_TRACE(testing_cases::case_name(cs, DType::BF16));
+      const Inputs in = make_inputs(cs, DType::BF16, 3);
+      const Emulated e = run_flash<D, C>(in, simt::Copies::AtWait);
+      for (const std::string& err : e.errors) ADD_FAILURE() << err;
+      uint64_t pairs = 0;  // (warp, tile) pairs with a visible (row, key)
+      const int64_t warps = (nq + c.block_m() - 1) / c.block_m() * c.warps;
+      for (int64_t w = 0; w < warps; ++w)
+        for (int64_t t = 0; t * c.block_n < nk; ++t) {
+          bool seen = false;
+          for (int64_t row = w * kWarpRows; row < std::min<int64_t>((w + 1) * kWarpRows, nq) && !seen; ++row)
+            for (int64_t key = t * c.block_n; key < std::min<int64_t>((t + 1) * c.block_n, nk) && !seen; ++key)
+              seen = !causal || key <= row;
+          pairs += seen;
+        }
+      EXPECT_EQ(e.mmas, pairs * kMmasPerTile * uint64_t(cs.B * cs.Hq));
+      mmas[causal] = e.mmas;
+    }
+    if (nq == nk) EXPECT_LT(double(mmas[1]), 0.7 * double(mmas[0])) << "causal should skip about half the tiles";
+  }
 }
 
 // ---- the emulation itself --------------------------------------------------------------------------------
