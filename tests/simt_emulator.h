@@ -19,7 +19,9 @@
 // with the Device (stores only into writable ones); no cp.async group is left unwaited at exit. Shared
 // memory starts as 0xFF bytes (bf16 NaN), so reading a tile before its copy landed poisons the output.
 // cp.async copies land either at the wait that covers them (Copies::AtWait, the latest the hardware may)
-// or when issued (Copies::AtIssue, the earliest): a kernel must be right under both.
+// or when issued (Copies::AtIssue, the earliest): a kernel must be right under both. A block whose threads
+// wait on each other in different barriers is a deadlock: after a timeout the emulator prints where each
+// thread waits and aborts, instead of hanging the test.
 #pragma once
 
 #include <fmt/format.h>
@@ -27,7 +29,11 @@
 #include <array>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -68,14 +74,23 @@ struct Warp {
   std::array<std::array<Slot, 32>, 2> slots;
 };
 
+// Where a thread is, for the deadlock report: running, inside collective Op, in __syncthreads, or exited.
+enum Where { kRunning = 0, kInSync = 100, kExited = 200 };
+
 struct Block {
-  Block(int threads, size_t smem_bytes) : bar(threads), warps(size_t(threads / 32)), bytes(smem_bytes) {
+  Block(int threads, size_t smem_bytes)
+      : bar(threads), warps(size_t(threads / 32)), where(new std::atomic<int>[size_t(threads)]), bytes(smem_bytes) {
+    for (int t = 0; t < threads; ++t) where[size_t(t)] = kRunning;
     raw.reset(new unsigned char[smem_bytes + 128]);
     smem = raw.get() + (128 - reinterpret_cast<uintptr_t>(raw.get()) % 128) % 128;
     std::memset(smem, 0xFF, smem_bytes);  // bf16 NaN: a read before the data landed shows in the output
   }
   std::barrier<> bar;
   std::vector<Warp> warps;
+  std::unique_ptr<std::atomic<int>[]> where;  // per thread
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned exited = 0;  // under mu
   std::unique_ptr<unsigned char[]> raw;
   unsigned char* smem = nullptr;
   size_t bytes = 0;
@@ -99,6 +114,17 @@ struct Thread {
 inline thread_local Thread* t_thread = nullptr;
 inline Thread& self() { return *t_thread; }
 
+enum Op { kMma = 1, kLdmatrix, kLdmatrixTrans, kShfl };
+inline const char* op_name(int op) {
+  switch (op) {
+    case kMma: return "mma.sync";
+    case kLdmatrix: return "ldmatrix";
+    case kLdmatrixTrans: return "ldmatrix.trans";
+    case kShfl: return "shfl.sync";
+  }
+  return "?";
+}
+
 class Device {
  public:
   explicit Device(Copies copies = Copies::AtWait) : copies_(copies) {}
@@ -111,6 +137,9 @@ class Device {
   // Warp-level instructions executed so far (one per warp, not per lane), by Op.
   uint64_t executed(int op) const { return executed_[size_t(op)].load(); }
   void count(int op) { executed_[size_t(op)].fetch_add(1); }
+  // A block whose threads have not all exited after this long is deadlocked (threads waiting on each other
+  // in different barriers or collectives): launch() prints where every thread is and aborts the process.
+  void set_deadlock_timeout(std::chrono::milliseconds t) { deadlock_timeout_ = t; }
 
   // Runs `kernel()` on a grid of `grid` blocks of `threads` threads (a multiple of 32) with `smem_bytes` of
   // dynamic shared memory, block after block. Returns the problems found (empty: none).
@@ -134,6 +163,9 @@ class Device {
             th.dev->exit_thread(th);
           });
         }
+        std::unique_lock<std::mutex> lock(block.mu);
+        if (!block.cv.wait_for(lock, deadlock_timeout_, [&] { return block.exited == threads; }))
+          report_deadlock(block, b, threads);
       }
       for (const Thread& th : state)
         if (th.syncs != state[0].syncs)
@@ -192,6 +224,26 @@ class Device {
     // collective that still expects it reports the missing lane).
     th.warp->bar.arrive_and_drop();
     th.block->bar.arrive_and_drop();
+    th.block->where[th.thread_idx.x] = kExited;
+    {
+      std::lock_guard<std::mutex> lock(th.block->mu);
+      ++th.block->exited;
+    }
+    th.block->cv.notify_one();
+  }
+
+  [[noreturn]] void report_deadlock(const Block& block, unsigned b, unsigned threads) const {
+    std::fprintf(stderr, "simt emulator: deadlock in block %u after %lld ms; threads not exited:\n", b,
+                 static_cast<long long>(deadlock_timeout_.count()));
+    for (unsigned t = 0, shown = 0; t < threads && shown < 16; ++t) {
+      const int w = block.where[t];
+      if (w == kExited) continue;
+      ++shown;
+      std::fprintf(stderr, "  thread %u (warp %u lane %u): %s\n", t, t / 32, t % 32,
+                   w == kInSync ? "in __syncthreads" : w == kRunning ? "running" : op_name(w));
+    }
+    std::fflush(stderr);
+    std::abort();  // the waiting threads cannot be cancelled
   }
 
   struct Buffer {
@@ -201,22 +253,12 @@ class Device {
     bool writable;
   };
   Copies copies_;
+  std::chrono::milliseconds deadlock_timeout_{120'000};
   std::vector<Buffer> buffers_;
   std::mutex mu_;
   std::array<std::atomic<uint64_t>, 8> executed_{};
   std::vector<std::string> errors_;
 };
-
-enum Op { kMma = 1, kLdmatrix, kLdmatrixTrans, kShfl };
-inline const char* op_name(int op) {
-  switch (op) {
-    case kMma: return "mma.sync";
-    case kLdmatrix: return "ldmatrix";
-    case kLdmatrixTrans: return "ldmatrix.trans";
-    case kShfl: return "shfl.sync";
-  }
-  return "?";
-}
 
 // A warp-collective instruction: every lane deposits `in`, and once all 32 have, each computes its result
 // from all of them with `f(get)`, get(lane) returning that lane's input.
@@ -231,7 +273,9 @@ auto collective(int op, const In& in, F&& f) {
   mine.op = op;
   mine.seq = th.collectives;
   std::memcpy(mine.data, &in, sizeof(In));
+  th.block->where[th.thread_idx.x] = op;
   w.bar.arrive_and_wait();
+  th.block->where[th.thread_idx.x] = kRunning;
   if (th.lane == 0) th.dev->count(op);
   for (int l = 0; l < 32; ++l) {
     const Warp::Slot& s = set[size_t(l)];
@@ -274,7 +318,9 @@ inline void apply(const std::vector<Thread::Copy>& copies) {
 inline void __syncthreads() {
   attnprof::simt::Thread& th = attnprof::simt::self();
   ++th.syncs;
+  th.block->where[th.thread_idx.x] = attnprof::simt::kInSync;
   th.block->bar.arrive_and_wait();
+  th.block->where[th.thread_idx.x] = attnprof::simt::kRunning;
 }
 
 template <class T>

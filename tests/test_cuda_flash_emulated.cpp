@@ -255,3 +255,21 @@ TEST(SimtEmulator, ReportsDivergenceBadAddressesAndUnwaitedCopies) {
     EXPECT_NE(errors[0].find("read-only buffer q"), std::string::npos) << errors[0];
   }
 }
+
+// A warp whose lane 0 waits at __syncthreads while the others wait in a shuffle for it never finishes: the
+// emulator says where each thread is and aborts rather than hang.
+TEST(SimtEmulatorDeathTest, DeadlockIsReportedNotHung) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        simt::Device dev;
+        dev.set_deadlock_timeout(std::chrono::milliseconds(300));
+        (void)dev.launch(1, 32, 0, [] {
+          if (threadIdx.x == 0)
+            __syncthreads();
+          else
+            (void)__shfl_xor_sync(0xffffffffu, 1.0f, 1);
+        });
+      },
+      R"(deadlock in block 0 .*thread 0 \(warp 0 lane 0\): in __syncthreads.*thread 1 \(warp 0 lane 1\): shfl\.sync)");
+}
