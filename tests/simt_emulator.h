@@ -145,8 +145,11 @@ class Device {
   // dynamic shared memory, block after block. Returns the problems found (empty: none).
   template <class Kernel>
   std::vector<std::string> launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel) {
-    if (threads == 0 || threads % 32 != 0 || threads > 1024) fail(fmt::format("bad block size {}", threads));
-    for (unsigned b = 0; b < grid && errors_.empty() && threads % 32 == 0 && threads <= 1024; ++b) {
+    if (threads == 0 || threads % 32 != 0 || threads > 1024) {
+      fail(fmt::format("bad block size {}", threads));
+      return errors_;
+    }
+    for (unsigned b = 0; b < grid && errors_.empty(); ++b) {
       Block block(int(threads), smem_bytes);
       std::vector<Thread> state(threads);
       {
@@ -291,13 +294,29 @@ auto collective(int op, const In& in, F&& f) {
     std::memcpy(&v, set[size_t(l)].data, sizeof(In));
     return v;
   };
-  auto out = f(get);
-  return out;
+  return f(get);
 }
 
-inline float bf16_lo(uint32_t r) { return bf16_to_float(uint16_t(r & 0xFFFF)); }
-inline float bf16_hi(uint32_t r) { return bf16_to_float(uint16_t(r >> 16)); }
-inline float bf16_half(uint32_t r, int half) { return half ? bf16_hi(r) : bf16_lo(r); }
+// The bf16 in the low (half 0) or high (half 1) 16 bits of a register.
+inline float bf16_half(uint32_t r, int half) { return bf16_to_float(uint16_t(r >> (16 * half))); }
+
+// fp32 to and from a kernel's storage type: float, or bf16 held as uint16_t (round to nearest even).
+template <class T>
+T to_storage(float f) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>);
+  if constexpr (std::is_same_v<T, float>)
+    return f;
+  else
+    return float_to_bf16(f);
+}
+template <class T>
+float from_storage(T v) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>);
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return bf16_to_float(v);
+}
 
 inline void apply(const std::vector<Thread::Copy>& copies) {
   for (const Thread::Copy& c : copies) {
@@ -451,23 +470,15 @@ inline void st_f32(float* p, float v) {
 // and bf16 storage, bounds-checked, and __expf (ex2.approx-based on the GPU, within 2 ulp of exp).
 template <class T>
 float load(const T* p, int64_t i) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>);
   T v{};
   if (simt::self().dev->check_global(p + i, sizeof(T), sizeof(T), false, "element load"))
     std::memcpy(&v, p + i, sizeof(T));
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else
-    return bf16_to_float(v);
+  return simt::from_storage(v);
 }
 template <class T>
 void store(T* p, int64_t i, float v) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>);
-  if (!simt::self().dev->check_global(p + i, sizeof(T), sizeof(T), true, "element store")) return;
-  if constexpr (std::is_same_v<T, float>)
-    p[i] = v;
-  else
-    p[i] = float_to_bf16(v);
+  if (simt::self().dev->check_global(p + i, sizeof(T), sizeof(T), true, "element store"))
+    p[i] = simt::to_storage<T>(v);
 }
 
 }  // namespace

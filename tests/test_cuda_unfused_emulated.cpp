@@ -20,6 +20,8 @@
 using namespace attnprof;
 namespace kernels = attnprof::cuda::kernels;
 using kernels::bf16;
+using simt::from_storage;
+using simt::to_storage;
 
 namespace {
 
@@ -30,21 +32,6 @@ float value_at(int64_t i) {
   uint64_t s = uint64_t(i) * 6364136223846793005ull + 1442695040888963407ull;
   s ^= s >> 29;
   return float(int64_t(s % 8001) - 4000) / 1000.0f;
-}
-
-template <class T>
-T to_storage(float f) {
-  if constexpr (std::is_same_v<T, float>)
-    return f;
-  else
-    return float_to_bf16(f);
-}
-template <class T>
-float from_storage(T v) {
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else
-    return bf16_to_float(v);
 }
 
 void expect_clean(const std::vector<std::string>& errors) {
