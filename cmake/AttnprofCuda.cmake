@@ -21,6 +21,14 @@ if(NOT ATTNPROF_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "attnprof: CUDA backend ${ATTNPROF_HAVE_CUDA}")
 
+# nvcc's settings for the backend's kernels, given to the kernel library (src/cuda) and to the PTX builds
+# of the same sources that tests/test_cuda_codegen.cpp reads, so that the test sees what the library ships.
+function(attnprof_cuda_kernel_settings target)
+  set_target_properties(${target} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
+endfunction()
+
 # cuDNN 9 for the sdpa-cudnn variant (src/cuda/cudnn_sdpa.cpp): its headers at build time; the library is
 # loaded at run time (dlopen), so no binary needs libcudnn to start. Looked for in the CUDA toolkit first,
 # then CUDNN_ROOT and the system paths. Sets ATTNPROF_HAVE_CUDNN, CUDNN_INCLUDE_DIR, CUDNN_LIBRARY.
