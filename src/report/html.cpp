@@ -1,30 +1,27 @@
 // report/html.cpp: the self-contained HTML report (see include/attnprof/html.h).
 //
-// The page is built in three parts: HTML written here (tables, notes, links: every string escaped), the
+// The run directory is read by html_run.cpp (lenient: a missing file becomes a note). The page is built in
+// three parts: HTML written here (tables, notes, links: every string escaped), the
 // Vega-Lite specs built here as JSON with their data inline (so a test can read exactly what is drawn), and
 // a few lines of JavaScript that hand each spec to vega-embed. Field names in the specs are fixed; names from
 // the run (variants, ops, files) only ever appear as data values, never inside Vega expressions.
 #include "attnprof/html.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
+#include "report/html_run.h"
 
 #ifndef ATTNPROF_VERSION
 #define ATTNPROF_VERSION "0.0.0"
@@ -86,80 +83,15 @@ std::string href_for_file(std::string_view name) {
 
 namespace {
 
-// ---- reading inputs ----------------------------------------------------------------------------------------
-std::optional<std::string> read_file(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return std::nullopt;
-  if (p.extension() == ".gz") {
-    gzFile f = gzopen(p.c_str(), "rb");
-    if (!f) return std::nullopt;
-    std::string out;
-    std::array<char, 1 << 16> buf;
-    int n;
-    while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) out.append(buf.data(), n);
-    const bool ok = n == 0;
-    gzclose(f);
-    if (!ok) return std::nullopt;
-    return out;
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A JSON input: parsed, or absent, or unreadable (a note says which; the report still renders).
-struct Input {
-  std::optional<json> doc;
-  std::string note;  // why it is missing, "" when present
-};
-
-Input read_json(const fs::path& p) {
-  Input in;
-  auto text = read_file(p);
-  if (!text) {
-    in.note = fmt::format("{} not found", p.filename().string());
-    return in;
-  }
-  try {
-    in.doc = json::parse(*text);
-  } catch (const std::exception& e) {
-    in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), e.what());
-    return in;
-  }
-  if (const std::string bad = detail::first_number_out_of_range(*in.doc); !bad.empty()) {
-    in.doc.reset();
-    in.note = fmt::format("{} is not a file attnprof wrote: {} is out of range (beyond ±2^53)",
-                          p.filename().string(), bad);
-  }
-  return in;
-}
-
-double num(const json& j, std::string_view key, double def = 0.0) {
-  if (!j.is_object()) return def;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return def;
-  return it->get<double>();
-}
-
-std::string str(const json& j, std::string_view key, std::string def = "") {
-  if (!j.is_object()) return def;
-  auto it = j.find(key);
-  if (it == j.end()) return def;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_number() || it->is_boolean()) return it->dump();
-  return def;
-}
-
-const json* member(const json& j, std::initializer_list<std::string_view> keys) {
-  if (!j.is_object()) return nullptr;
-  for (auto k : keys) {
-    auto it = j.find(k);
-    if (it != j.end() && !it->is_null()) return &*it;
-  }
-  return nullptr;
-}
+using html_run::Input;
+using html_run::is_annotation;
+using html_run::member;
+using html_run::num;
+using html_run::OpRow;
+using html_run::read_file;
+using html_run::read_json;
+using html_run::str;
+using html_run::VariantData;
 
 // ---- number formatting for the HTML tables -----------------------------------------------------------------
 std::string fmt_bytes(double b) {
@@ -181,234 +113,6 @@ std::string fmt_sci(double v) {
   return fmt::format("{:.2e}", v);
 }
 
-// ---- per-variant data from <variant>.summary.json ----------------------------------------------------------
-struct OpRow {
-  std::string name, category;
-  double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bf16_flops = 0, bytes = 0;
-};
-
-bool bf16_problem(const json& summary) {
-  const json* m = member(summary, {"metadata"});
-  return m && str(*m, "dtype") == "bf16";
-}
-
-// A cost object's FLOPs on bf16 units; in a summary written before the field existed, all of a bf16 problem's.
-double bf16_flops_of(const json& cost, double flops, bool bf16_problem) {
-  if (cost.is_object() && cost.contains("bf16_flops")) return num(cost, "bf16_flops");
-  return bf16_problem ? flops : 0.0;
-}
-
-struct VariantData {
-  std::string name;
-  std::string summary_file, trace_file;
-  std::optional<json> summary;
-  std::vector<OpRow> ops;
-  double forwards = 1;          // calls of the per-forward annotation, when one is found
-  bool per_forward = false;
-  std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
-  std::string memory_source;
-  json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
-  std::string forward_note;            // why there are none, or that they were cut; "" when all are there
-  std::string table;            // torch-style table text, when available
-};
-
-bool is_annotation(const OpRow& r) {
-  return r.category == "user_annotation" || r.name.rfind("ProfilerStep", 0) == 0;
-}
-
-// A summary of a CUDA profile (it has a "device" section) is drawn in device time: Self CUDA per kernel /
-// copy / fill row; the host ops that launched them keep no time, FLOPs or bytes of their own there, so nothing
-// is counted twice.
-std::vector<OpRow> parse_rows(const json& s) {
-  std::vector<OpRow> rows;
-  const json* arr = member(s, {"ops", "rows", "key_averages", "events"});
-  if (!arr || !arr->is_array()) return rows;
-  const bool device = s.is_object() && s.contains("device") && s["device"].is_object();
-  const bool bf16 = bf16_problem(s);
-  for (const json& r : *arr) {
-    if (!r.is_object()) continue;
-    OpRow o;
-    o.name = str(r, "name", "?");
-    o.category = str(r, "category", str(r, "cat", ""));
-    o.calls = num(r, "calls", num(r, "count", 0));
-    o.self_ns = num(r, "self_ns", num(r, "self_cpu_time_ns", 0));
-    o.total_ns = num(r, "total_ns", num(r, "cpu_time_total_ns", 0));
-    // Bytes and FLOPs that the op itself moves: the zone's own cost model when the summary has it.
-    if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
-      o.flops = num(*sc, "flops");
-      o.bf16_flops = bf16_flops_of(*sc, o.flops, bf16);
-      o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
-    } else {
-      o.flops = num(r, "self_flops", num(r, "flops"));
-      o.bf16_flops = bf16_flops_of(r, o.flops, bf16);
-      o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
-    }
-    if (device) {
-      const bool activity = o.category == "kernel" || o.category == "gpu_memcpy" || o.category == "gpu_memset";
-      o.self_ns = num(r, "self_cuda_ns");
-      o.total_ns = num(r, "cuda_total_ns");
-      if (!activity) o.flops = o.bf16_flops = o.bytes = 0;
-    }
-    rows.push_back(std::move(o));
-  }
-  return rows;
-}
-
-// Memory timeline: a list of points, each {t_us|t_ms|t_ns|ts, bytes|total|live_bytes} or [t_us, bytes].
-std::vector<std::pair<double, double>> parse_timeline(const json& tl) {
-  std::vector<std::pair<double, double>> pts;
-  if (!tl.is_array()) return pts;
-  for (const json& p : tl) {
-    double t = NAN, b = NAN;
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
-      t = p[0].get<double>() * 1e-3;
-      b = p[1].get<double>();
-    } else if (p.is_object()) {
-      if (p.contains("t_ms")) t = num(p, "t_ms");
-      else if (p.contains("t_us")) t = num(p, "t_us") * 1e-3;
-      else if (p.contains("t_ns")) t = num(p, "t_ns") * 1e-6;
-      else if (p.contains("ts")) t = num(p, "ts") * 1e-3;
-      else if (p.contains("t")) t = num(p, "t") * 1e-3;
-      b = num(p, "bytes", num(p, "total", num(p, "live_bytes", num(p, "total_bytes", NAN))));
-    }
-    if (std::isfinite(t) && std::isfinite(b)) pts.emplace_back(t, b);
-  }
-  return pts;
-}
-
-std::vector<std::pair<double, double>> timeline_from_summary(const json& s) {
-  // A CUDA profile: device memory is the memory that matters (the host holds only the inputs).
-  if (const json* dev = member(s, {"device"}); dev && dev->is_object())
-    if (const json* tl = member(*dev, {"timeline"}); tl && tl->is_array() && !tl->empty()) return parse_timeline(*tl);
-  if (const json* mem = member(s, {"memory"}); mem && mem->is_object()) {
-    if (const json* tl = member(*mem, {"timeline", "events", "samples"})) return parse_timeline(*tl);
-  }
-  if (const json* tl = member(s, {"memory_timeline", "timeline"})) return parse_timeline(*tl);
-  return {};
-}
-
-// Counter events of a Chrome trace: "C" events (one series per args key) or Kineto's "[memory]" instants.
-std::vector<std::pair<double, double>> timeline_from_trace(const json& t) {
-  std::vector<std::pair<double, double>> pts, instants;
-  const json* ev = t.is_array() ? &t : member(t, {"traceEvents"});
-  if (!ev || !ev->is_array()) return pts;
-  for (const json& e : *ev) {
-    if (!e.is_object()) continue;
-    const std::string ph = str(e, "ph");
-    const std::string name = str(e, "name");
-    if (ph != "C" && name != "[memory]") continue;
-    const json* args = member(e, {"args"});
-    if (!args || !args->is_object()) continue;
-    double b = NAN;
-    for (const char* k : {"Allocated bytes", "Total Allocated", "allocated", "live_bytes", "bytes"}) {
-      if (args->contains(k) && (*args)[k].is_number()) { b = (*args)[k].get<double>(); break; }
-    }
-    if (!std::isfinite(b) && ph == "C") {
-      for (auto it = args->begin(); it != args->end(); ++it)
-        if (it->is_number()) { b = it->get<double>(); break; }
-    }
-    const double ts = num(e, "ts", NAN);
-    if (std::isfinite(b) && std::isfinite(ts)) (ph == "C" ? pts : instants).emplace_back(ts * 1e-3, b);
-  }
-  if (pts.empty()) pts = std::move(instants);
-  std::sort(pts.begin(), pts.end());
-  if (!pts.empty()) {
-    const double t0 = pts.front().first;
-    for (auto& p : pts) p.first -= t0;
-  }
-  return pts;
-}
-
-// One forward on the trace's timeline: the first call of the variant's per-forward annotation (`annotation`,
-// else the first user annotation that is not a ProfilerStep) and every complete ("X") event that begins
-// inside it, on its thread, or before the annotation's next call, on every other thread and GPU stream. Each
-// span gets a lane, "<track> · <depth>" (depth by nesting on its track), and times in ms from the forward's
-// start. At most `cap` spans are kept; `note` says why there are none, or that they were cut.
-struct ForwardSpans {
-  json rows = json::array();
-  std::string note;
-};
-
-ForwardSpans forward_timeline(const json& t, const std::string& annotation, size_t cap) {
-  ForwardSpans out;
-  const json* ev = t.is_array() ? &t : member(t, {"traceEvents"});
-  if (!ev || !ev->is_array()) {
-    out.note = "no traceEvents";
-    return out;
-  }
-  struct Span {
-    std::string name, cat;
-    double ts, dur;
-    std::string track_key;  // "pid/tid"
-  };
-  std::map<std::string, std::string> track_names;  // "pid/tid" -> its thread_name metadata
-  std::vector<Span> spans;
-  for (const json& e : *ev) {
-    if (!e.is_object()) continue;
-    const std::string ph = str(e, "ph");
-    const std::string key = str(e, "pid") + "/" + str(e, "tid");
-    if (ph == "M" && str(e, "name") == "thread_name") {
-      if (const json* a = member(e, {"args"})) track_names[key] = str(*a, "name");
-      continue;
-    }
-    if (ph != "X") continue;
-    const double ts = num(e, "ts", NAN), dur = num(e, "dur", NAN);
-    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
-    spans.push_back({str(e, "name", "?"), str(e, "cat"), ts, dur, key});
-  }
-  auto is_forward = [&](const Span& sp) {
-    return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep", 0) != 0
-                              : sp.name == annotation;
-  };
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;  // parents before the children they enclose
-  });
-  const auto first = std::find_if(spans.begin(), spans.end(), is_forward);
-  if (first == spans.end()) {
-    out.note = annotation.empty() ? "no per-forward annotation in the trace"
-                                  : fmt::format("no '{}' span in the trace", annotation);
-    return out;
-  }
-  const double t0 = first->ts;
-  const std::string fwd_name = first->name;
-  double t_end = INFINITY;
-  for (auto it = first + 1; it != spans.end(); ++it)
-    if (it->name == fwd_name && it->track_key == first->track_key) {
-      t_end = it->ts;
-      break;
-    }
-  // Depth per track: a stack of the ends of the open spans.
-  std::map<std::string, std::vector<double>> open;
-  std::map<std::string, int> track_order;
-  size_t kept = 0, total = 0;
-  const double fwd_end = first->ts + first->dur;
-  for (auto it = first; it != spans.end() && it->ts < t_end; ++it) {
-    // On the forward's own thread, what begins after it ended is the step's bookkeeping (the next
-    // ProfilerStep); other threads and GPU streams may still be running its work.
-    if (it->track_key == first->track_key && it->ts >= fwd_end) continue;
-    ++total;
-    std::vector<double>& stack = open[it->track_key];
-    while (!stack.empty() && stack.back() <= it->ts) stack.pop_back();
-    const int depth = int(stack.size());
-    stack.push_back(it->ts + it->dur);
-    if (kept >= cap) continue;
-    if (!track_order.count(it->track_key)) track_order.emplace(it->track_key, int(track_order.size()));
-    const auto named = track_names.find(it->track_key);
-    const std::string track = named != track_names.end() && !named->second.empty() ? named->second
-                                                                                    : "track " + it->track_key;
-    out.rows.push_back({{"name", it->name},
-                        {"cat", it->cat},
-                        {"lane", fmt::format("{} · {}", track, depth)},
-                        {"lane_order", track_order[it->track_key] * 64 + std::min(depth, 63)},
-                        {"start", (it->ts - t0) * 1e-3},
-                        {"end", (it->ts + it->dur - t0) * 1e-3},
-                        {"ms", it->dur * 1e-3}});
-    ++kept;
-  }
-  if (total > kept) out.note = fmt::format("the first {} of {} spans", kept, total);
-  return out;
-}
-
 // Keeps at most `cap` points, keeping each bucket's peak so the chart shows the true high-water marks.
 std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, double>> pts, size_t cap) {
   if (pts.size() <= cap) return pts;
@@ -425,80 +129,6 @@ std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, 
 }
 
 // The summary's rows back into key averages, so report::table prints them exactly as the CLI does.
-analysis::KeyAverages key_averages_from_summary(const json& s) {
-  analysis::KeyAverages ka;
-  const json* rows = member(s, {"rows"});
-  if (!rows || !rows->is_array()) return ka;
-  const bool bf16 = bf16_problem(s);
-  auto cost = [bf16](const json& r, const char* key) {
-    OpCost c;
-    if (const json* j = member(r, {key}); j && j->is_object()) {
-      c.flops = num(*j, "flops");
-      c.bytes_read = num(*j, "bytes_read");
-      c.bytes_written = num(*j, "bytes_written");
-      c.bf16_flops = bf16_flops_of(*j, c.flops, bf16);
-    }
-    return c;
-  };
-  for (const json& r : *rows) {
-    if (!r.is_object()) continue;
-    analysis::OpStats o;
-    o.name = str(r, "name", "?");
-    o.category = str(r, "category");
-    o.input_shapes = str(r, "input_shapes");
-    o.calls = int64_t(num(r, "calls"));
-    o.self_ns = num(r, "self_ns");
-    o.total_ns = num(r, "total_ns");
-    o.mem_bytes = int64_t(num(r, "mem_bytes"));
-    o.self_mem_bytes = int64_t(num(r, "self_mem_bytes"));
-    o.freed_bytes = int64_t(num(r, "freed_bytes"));
-    o.cost = cost(r, "cost");
-    o.self_cost = cost(r, "self_cost");
-    o.task_clock_ns = int64_t(num(r, "task_clock_ns", -1));
-    o.page_faults = int64_t(num(r, "page_faults", -1));
-    o.self_device_ns = num(r, "self_cuda_ns");
-    o.device_total_ns = num(r, "cuda_total_ns");
-    o.device_mem_bytes = int64_t(num(r, "cuda_mem_bytes"));
-    o.self_device_mem_bytes = int64_t(num(r, "self_cuda_mem_bytes"));
-    ka.rows.push_back(std::move(o));
-  }
-  const json empty = json::object();
-  const json* totals = member(s, {"totals"});
-  const json* overhead = member(s, {"overhead"});
-  const json* memory = member(s, {"memory"});
-  ka.self_total_ns = num(totals ? *totals : empty, "self_cpu_time_total_ns");
-  ka.zones = int64_t(num(totals ? *totals : empty, "zones"));
-  ka.zone_overhead_ns = num(overhead ? *overhead : empty, "zone_overhead_ns");
-  ka.overhead_subtracted_ns = num(overhead ? *overhead : empty, "subtracted_ns");
-  ka.peak_bytes = int64_t(num(memory ? *memory : empty, "peak_bytes"));
-  ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
-  if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
-  if (const json* d = member(s, {"device"}); d && d->is_object()) {
-    ka.has_device = true;
-    ka.device_name = str(*d, "name");
-    ka.device_self_total_ns = num(*d, "self_cuda_time_total_ns");
-    ka.device_peak_bytes = int64_t(num(*d, "peak_bytes"));
-  }
-  return ka;
-}
-
-std::string read_table_text(const fs::path& dir, const VariantData& v) {
-  if (v.summary) {
-    if (const json* t = member(*v.summary, {"table", "torch_table"}); t && t->is_string()) return t->get<std::string>();
-  }
-  if (auto text = read_file(dir / (v.name + ".table.txt"))) return *text;
-  if (!v.summary) return "";
-  analysis::KeyAverages ka = key_averages_from_summary(*v.summary);
-  if (ka.rows.empty()) return "";
-  TableOptions opt;  // the blog's key_averages().table(sort_by="cpu_time_total", row_limit=15)
-  opt.sort_by = ka.has_device ? "cuda_time_total" : "cpu_time_total";
-  opt.row_limit = 15;
-  try {
-    return table(ka, opt);
-  } catch (const std::exception& e) {
-    return fmt::format("(the table could not be rebuilt from {}: {})", v.summary_file, e.what());
-  }
-}
 
 // ---- page assembly -----------------------------------------------------------------------------------------
 constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";  // an identifier; never fetched
@@ -1259,28 +889,6 @@ std::string package_version(const fs::path& pkg_dir) {
   return in.doc ? str(*in.doc, "version", "?") : "?";
 }
 
-std::string atomic_write(const fs::path& path, const std::string& contents) {
-  const fs::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) ATTNPROF_FAIL("report: cannot write {} (is the directory writable?)", path.string());
-    out.write(contents.data(), std::streamsize(contents.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      ATTNPROF_FAIL("report: writing {} failed", path.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    ATTNPROF_FAIL("report: cannot rename the temporary file onto {}", path.string());
-  }
-  return path.string();
-}
-
 }  // namespace
 
 // ---- the chart library -------------------------------------------------------------------------------------
@@ -1334,87 +942,12 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
 // ---- the page ----------------------------------------------------------------------------------------------
 std::string render_html_report(const std::string& out_dir, const ChartLibrary& lib, const HtmlOptions& opt) {
   const fs::path dir(out_dir);
-  Input compare = read_json(dir / "compare.json");
-  Input sweep = read_json(dir / "sweep.json");
-  Input roofline = read_json(dir / "roofline.json");
-
-  // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory.
-  std::vector<VariantData> vs;
-  std::set<std::string> seen, seen_files;
-  auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
-    if (summary_file.empty()) summary_file = name + ".summary.json";
-    if (!seen.insert(name).second || !seen_files.insert(summary_file).second) return;
-    VariantData v;
-    v.name = name;
-    v.summary_file = std::move(summary_file);
-    v.trace_file = std::move(trace_file);
-    vs.push_back(std::move(v));
-  };
-  if (compare.doc) {
-    if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
-      for (const json& v : *arr)
-        if (v.is_object() && v.contains("name")) {
-          const bool ran = std::isfinite(num(v, "ms", NAN));
-          if (ran)
-            add_variant(str(v, "name"), fs::path(str(v, "summary")).filename().string(),
-                        fs::path(str(v, "trace")).filename().string());
-        }
-  }
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string n = it->path().filename().string();
-    const std::string suf = ".summary.json";
-    if (n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0) found.push_back(n);
-  }
-  std::sort(found.begin(), found.end());
-  for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "");
-
-  std::vector<std::string> op_notes;
-  for (VariantData& v : vs) {
-    Input s = read_json(dir / v.summary_file);
-    if (!s.doc) {
-      op_notes.push_back(v.name + ": " + s.note);
-    } else {
-      v.summary = std::move(s.doc);
-      v.ops = parse_rows(*v.summary);
-      for (const OpRow& r : v.ops)
-        if (r.category == "user_annotation" && r.name.rfind("ProfilerStep", 0) != 0 && r.calls > 0) {
-          v.forwards = r.calls;  // the per-forward annotation (attn_fwd, sdpa_fwd, ...)
-          v.per_forward = true;
-          break;
-        }
-      v.memory = timeline_from_summary(*v.summary);
-      if (!v.memory.empty())
-        v.memory_source = v.summary->contains("device") ? v.summary_file + " (device memory)" : v.summary_file;
-      if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
-    }
-    if (v.trace_file.empty()) {
-      for (const char* suf : {".trace.json", ".trace.json.gz"})
-        if (fs::is_regular_file(dir / (v.name + suf), ec)) { v.trace_file = v.name + suf; break; }
-    }
-    if (!v.trace_file.empty()) {
-      Input t = read_json(dir / v.trace_file);
-      if (t.doc) {
-        if (v.memory.empty()) {
-          v.memory = timeline_from_trace(*t.doc);
-          if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
-        }
-        std::string annotation;
-        if (v.summary)
-          for (const char* k : {"run", "metadata"})
-            if (const json* m = member(*v.summary, {k}); m && annotation.empty()) annotation = str(*m, "annotation");
-        ForwardSpans f = forward_timeline(*t.doc, annotation, kMaxSpans);
-        v.forward_spans = std::move(f.rows);
-        if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
-      } else {
-        v.forward_note = t.note;
-      }
-    } else {
-      v.forward_note = "no trace file";
-    }
-    v.table = read_table_text(dir, v);
-  }
+  const html_run::Run run = html_run::read_run(dir, kMaxSpans);
+  const Input& compare = run.compare;
+  const Input& sweep = run.sweep;
+  const Input& roofline = run.roofline;
+  const std::vector<VariantData>& vs = run.variants;
+  const std::vector<std::string>& op_notes = run.op_notes;
 
   Page pg;
   auto add_name = [&](const std::string& n) {
@@ -1467,7 +1000,9 @@ std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt
   std::error_code ec;
   if (!fs::is_directory(out_dir, ec)) ATTNPROF_FAIL("report: {} is not a directory", out_dir);
   const ChartLibrary lib = load_chart_library(opt.web_dir);
-  return atomic_write(fs::path(out_dir) / opt.file_name, render_html_report(out_dir, lib, opt));
+  const std::string path = (fs::path(out_dir) / opt.file_name).string();
+  write_text_atomic(path, render_html_report(out_dir, lib, opt));
+  return path;
 }
 
 }  // namespace attnprof::report

@@ -1,0 +1,71 @@
+// report/html_run.h (internal): what the HTML report reads from a run directory: compare.json, sweep.json,
+// roofline.json, every <variant>.summary.json with its trace and table. Reading is lenient: a missing or
+// damaged file becomes a note that the page shows in place of its section, never an error.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace attnprof::report::html_run {
+
+using json = nlohmann::json;
+
+// A JSON input: parsed, or absent, or unreadable (a note says which; the report still renders).
+struct Input {
+  std::optional<json> doc;
+  std::string note;  // why it is missing, "" when present
+};
+
+// A file's bytes (gzip-compressed ones inflated), or nothing when it cannot be read.
+std::optional<std::string> read_file(const std::filesystem::path& p);
+// A JSON file attnprof wrote, or a note saying why it is not there.
+Input read_json(const std::filesystem::path& p);
+
+// Lenient accessors: a number, a string (numbers and booleans as their JSON text) or the first present member.
+double num(const json& j, std::string_view key, double def = 0.0);
+std::string str(const json& j, std::string_view key, std::string def = "");
+const json* member(const json& j, std::initializer_list<std::string_view> keys);
+
+// One row of a profile's key averages, as the summary stores it.
+struct OpRow {
+  std::string name, category;
+  double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bf16_flops = 0, bytes = 0;
+};
+
+// A user annotation (the per-forward zone, ProfilerStep#), not an op.
+bool is_annotation(const OpRow& r);
+
+// Everything the page shows of one variant.
+struct VariantData {
+  std::string name;
+  std::string summary_file, trace_file;
+  std::optional<json> summary;
+  std::vector<OpRow> ops;
+  double forwards = 1;          // calls of the per-forward annotation, when one is found
+  bool per_forward = false;
+  std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
+  std::string memory_source;
+  json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
+  std::string forward_note;            // why there are none, or that they were cut; "" when all are there
+  std::string table;            // torch-style table text, when available
+};
+
+// The whole run: the three run-level files and every variant, in compare.json's order, then any other
+// <variant>.summary.json in the directory. `op_notes` says which summaries could not be read.
+struct Run {
+  Input compare, sweep, roofline;
+  std::vector<VariantData> variants;
+  std::vector<std::string> op_notes;
+};
+// `max_spans`: the most trace events of one forward kept per variant for the timeline.
+Run read_run(const std::filesystem::path& dir, size_t max_spans);
+
+}  // namespace attnprof::report::html_run
