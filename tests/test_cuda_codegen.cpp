@@ -17,18 +17,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "attnprof/dtype.h"
 #include "cuda/fragment.h"
+#include "io/file.h"
 #include "simt_emulator.h"  // its pack_bf16 / exp2_ftz, compared with what the PTX does
 
 namespace {
@@ -68,13 +67,6 @@ std::string trim(const std::string& s) {
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The PTX files of each architecture the build compiled for: ATTNPROF_PTX is "sm_80=a.ptx|b.ptx>sm_90a=...".
 std::vector<std::pair<std::string, std::vector<std::string>>> ptx_by_gpu() {
@@ -174,15 +166,23 @@ struct Evaluation {
 Evaluation evaluate(const std::vector<Instr>& body) {
   Evaluation ev;
   std::map<std::string, std::string> val;
+  auto reg = [&](const std::string& r) {
+    auto it = val.find(r);
+    return it != val.end() ? it->second : "<undefined " + r + ">";
+  };
+  // "[%rd2+4]": (what %rd2 holds, 4)
+  auto address = [&](const std::string& a) {
+    const std::string in = a.substr(1, a.size() - 2);
+    const size_t plus = in.find('+');
+    const std::string base = in.substr(0, plus);
+    return std::pair{base[0] == '%' ? reg(base) : base, plus == std::string::npos ? 0 : std::stoi(in.substr(plus + 1))};
+  };
   auto of = [&](const std::string& a) -> std::string {
     if (a.empty()) return a;
-    if (a[0] == '%') return val.count(a) ? val[a] : "<undefined " + a + ">";
+    if (a[0] == '%') return reg(a);
     if (a[0] == '[') {
-      const std::string in = a.substr(1, a.size() - 2);
-      const size_t plus = in.find('+');
-      const std::string base = in.substr(0, plus);
-      const std::string b = base[0] == '%' ? (val.count(base) ? val[base] : "<undefined " + base + ">") : base;
-      return "[" + b + (plus == std::string::npos ? "" : in.substr(plus)) + "]";
+      const auto [base, off] = address(a);
+      return "[" + base + (off ? fmt::format("+{}", off) : "") + "]";
     }
     return a;  // an immediate
   };
@@ -205,10 +205,8 @@ Evaluation evaluate(const std::vector<Instr>& body) {
     const bool no_dest = stores || starts_with(in.op, "cp.async") || starts_with(in.op, "bar") ||
                          in.op == "ret" || starts_with(in.op, "bra") || in.args.empty();
     if (stores) {
-      const std::string addr = ex.args[0][0];  // "[base+off]"
-      const size_t plus = addr.find('+');
-      const std::string base = addr.substr(1, (plus == std::string::npos ? addr.size() - 1 : plus) - 1);
-      const int off = plus == std::string::npos ? 0 : std::stoi(addr.substr(plus + 1));
+      const auto [base, off] = address(in.args[0]);
+      // a vector store's elements at consecutive 32-bit words (the probes store nothing wider)
       for (size_t i = 0; i < ex.args[1].size(); ++i) ev.stores[{base, off + 4 * int(i)}] = ex.args[1][i];
     } else if (!no_dest) {
       const std::vector<std::string> dst = group(in.args[0]);
@@ -236,7 +234,8 @@ const std::string& probe_ptx() {
   static const std::string text = [] {
     for (const auto& [gpu, files] : ptx_by_gpu())  // the probes are the same source for every architecture
       for (const auto& p : files)
-        if (fs::path(p).filename().string().find("cuda_codegen_probe") != std::string::npos) return read_file(p);
+        if (fs::path(p).filename().string().find("cuda_codegen_probe") != std::string::npos)
+          return attnprof::io::read_file(p);
     return std::string();
   }();
   return text;
@@ -304,8 +303,9 @@ TEST(CudaCodegen, MmaBindsAToAOperandBToBAndCToTheAccumulators) {
 
 TEST(CudaCodegen, LdmatrixGivesRegisterIInROfEitherForm) {
   SKIP_WITHOUT_PTX();
-  for (const auto& [name, op] : {std::pair<std::string, std::string>{"probe_ldmatrix", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
-                                 {"probe_ldmatrix_trans", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}}) {
+  using Probe = std::pair<std::string, std::string>;  // kernel, the instruction it must issue
+  for (const auto& [name, op] : {Probe{"probe_ldmatrix", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
+                                 Probe{"probe_ldmatrix_trans", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}}) {
     SCOPED_TRACE(name);
     const Evaluation ev = probe(name);
     const Executed* l = ev.find("ldmatrix");
@@ -374,7 +374,7 @@ std::vector<KernelResources> assemble(const std::string& ptx, const std::string&
   const std::string cmd = fmt::format("'{}' -v --gpu-name {} '{}' -o /dev/null >'{}' 2>&1", ATTNPROF_PTXAS, gpu, ptx,
                                       log.string());
   const int rc = std::system(cmd.c_str());
-  const std::string out = read_file(log.string());
+  const std::string out = attnprof::io::read_file(log.string());
   fs::remove(log);
   EXPECT_EQ(rc, 0) << cmd << "\n" << out;
   std::vector<KernelResources> ks;
