@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -18,6 +17,7 @@
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/npy.h"
+#include "io/file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,12 +40,8 @@ struct Result {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// A file the test expects to exist; io::read_file throws, naming the path, when it does not.
+std::string slurp(const fs::path& p) { return io::read_file(p.string()); }
 
 class Cli : public ::testing::Test {
  protected:

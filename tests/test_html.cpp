@@ -10,7 +10,6 @@
 #include <regex>
 #include <map>
 #include <set>
-#include <sstream>
 #include <tuple>
 #include <sys/wait.h>
 
@@ -21,6 +20,7 @@
 #include "attnprof/html.h"
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
+#include "io/file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,12 +40,8 @@ ChartLibrary stub_library() {
   return lib;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// A file the test expects to exist; io::read_file throws, naming the path, when it does not.
+std::string slurp(const fs::path& p) { return attnprof::io::read_file(p.string()); }
 
 void spit(const fs::path& p, const std::string& s) {
   std::ofstream out(p, std::ios::binary);

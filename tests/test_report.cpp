@@ -6,7 +6,6 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
 #include "attnprof/report.h"
+#include "io/file.h"
 #include "trace_checker.h"
 
 using namespace attnprof;
@@ -94,11 +94,6 @@ std::string gunzip_file(const std::string& path) {
   while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
   gzclose(f);
   return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -419,7 +414,7 @@ TEST(Write, GzipRoundTripAndPlainFile) {
   const std::string text = report::chrome_trace_text(r);
   const std::string gz = (dir.path / "t.json.gz").string();
   report::write_chrome_trace(r, gz);
-  const std::string raw = read_file(gz);
+  const std::string raw = io::read_file(gz);
   ASSERT_GE(raw.size(), 2u);
   EXPECT_EQ(uint8_t(raw[0]), 0x1f);  // gzip magic
   EXPECT_EQ(uint8_t(raw[1]), 0x8b);
@@ -427,7 +422,7 @@ TEST(Write, GzipRoundTripAndPlainFile) {
   EXPECT_EQ(nlohmann::json::parse(back), nlohmann::json::parse(text));
   const std::string plain = (dir.path / "t.json").string();
   report::write_text_atomic(plain, text);
-  EXPECT_EQ(read_file(plain), text);
+  EXPECT_EQ(io::read_file(plain), text);
   EXPECT_EQ(dir.entries().size(), 2u);  // no temporary files left behind
 }
 
