@@ -40,9 +40,6 @@ struct Result {
   std::string out, err;
 };
 
-// A file the test expects to exist; io::read_file throws, naming the path, when it does not.
-std::string slurp(const fs::path& p) { return io::read_file(p.string()); }
-
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,8 +59,8 @@ class Cli : public ::testing::Test {
     const int rc = std::system(cmd.c_str());
     Result r;
     r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-    r.out = slurp(dir_ / "stdout.txt");
-    r.err = slurp(dir_ / "stderr.txt");
+    r.out = io::read_file(dir_ / "stdout.txt");
+    r.err = io::read_file(dir_ / "stderr.txt");
     return r;
   }
   fs::path out() const { return dir_ / "out"; }
@@ -71,7 +68,7 @@ class Cli : public ::testing::Test {
   json read_json(const std::string& name) {
     const fs::path p = out() / name;
     EXPECT_TRUE(fs::exists(p)) << p;
-    return json::parse(slurp(p));
+    return json::parse(io::read_file(p));
   }
   // Bad input: exit 2, exactly one line "attnprof: error: ..." containing `expect`, nothing written.
   void expect_bad(const std::string& args, const std::string& expect) {
@@ -150,7 +147,7 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   EXPECT_EQ(r.out.find("Noisy: naive took") != std::string::npos, spread > 1.15) << r.out;
   EXPECT_LE(summary["run"]["max_abs_err"].get<double>(), summary["run"]["tolerance"]["atol"].get<double>() + 1e-12 +
                                                              summary["run"]["tolerance"]["rtol"].get<double>() * 10);
-  EXPECT_EQ(slurp(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
+  EXPECT_EQ(io::read_file(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
   // Nothing but the three files (no temporaries left behind).
   int files = 0;
   for (const auto& f : fs::directory_iterator(out())) files += f.is_regular_file();
@@ -225,7 +222,7 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       EXPECT_LE(v["max_abs_err"].get<double>(),
                 v["tolerance"]["atol"].get<double>() + 4 * v["tolerance"]["rtol"].get<double>());
       EXPECT_TRUE(fs::exists(out() / v["trace"].get<std::string>()));
-      EXPECT_TRUE(json::parse(slurp(out() / v["summary"].get<std::string>())).contains("run"));
+      EXPECT_TRUE(json::parse(io::read_file(out() / v["summary"].get<std::string>())).contains("run"));
       // spread = slowest / fastest timed forward; the table flags a row above 1.15 as noisy, and only then.
       const auto f = v["forward_ms"].get<std::vector<double>>();
       ASSERT_EQ(f.size(), 2u);
@@ -283,7 +280,7 @@ TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
   for (const json& v : j["variants"]) {
     const std::string trace = v["trace"].get<std::string>();
     EXPECT_EQ(trace, v["name"].get<std::string>() + ".trace.json.gz");
-    const std::string bytes = slurp(out() / trace);
+    const std::string bytes = io::read_file(out() / trace);
     ASSERT_GT(bytes.size(), 2u);
     EXPECT_EQ(uint8_t(bytes[0]), 0x1f) << "gzip magic";
     EXPECT_EQ(uint8_t(bytes[1]), 0x8b) << "gzip magic";
@@ -336,7 +333,7 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   EXPECT_NEAR(e["naive/memory"], 2.0, 0.1);
   EXPECT_GT(e["flash/memory"], 0.6);
   EXPECT_LT(e["flash/memory"], 1.2);
-  const std::string csv = slurp(out() / "sweep.csv");
+  const std::string csv = io::read_file(out() / "sweep.csv");
   EXPECT_EQ(csv.rfind("variant,seq,ms,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
 }
@@ -485,7 +482,7 @@ TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {
   const Result r = run("compare --iters 1 --warmup 0 --variants inplace,flash --html" + kSmall + out_flag());
   if (r.code == 2 && r.err.find("npm ci") != std::string::npos) GTEST_SKIP() << "chart library not installed: " << r.err;
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string page = slurp(out() / "report.html");
+  const std::string page = io::read_file(out() / "report.html");
   EXPECT_NE(page.find("</html>"), std::string::npos);
   EXPECT_NE(page.find("flash"), std::string::npos);
   EXPECT_NE(r.err.find("report.html"), std::string::npos) << r.err;

@@ -40,9 +40,6 @@ ChartLibrary stub_library() {
   return lib;
 }
 
-// A file the test expects to exist; io::read_file throws, naming the path, when it does not.
-std::string slurp(const fs::path& p) { return attnprof::io::read_file(p.string()); }
-
 void spit(const fs::path& p, const std::string& s) {
   std::ofstream out(p, std::ios::binary);
   out << s;
@@ -226,17 +223,17 @@ TEST(HtmlReport, SelfContained) {
 TEST(HtmlReport, HostileNamesCannotBreakThePage) {
   TempDir d("hostile");
   const std::string evil = "x</script><script>alert(1)</script><img src=x onerror=alert(2)>&amp;\"'";
-  json compare = json::parse(slurp(kFixtures / "compare.json"));
+  json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
   compare["variants"][0]["name"] = evil;
   compare["variants"][0]["summary"] = "evil.summary.json";
   compare["variants"][0]["trace"] = "e<v>i&l\".trace.json";
   spit(d.path / "compare.json", compare.dump());
-  json summary = json::parse(slurp(kFixtures / "naive.summary.json"));
+  json summary = json::parse(attnprof::io::read_file(kFixtures / "naive.summary.json"));
   summary["ops"][2]["name"] = evil;
   summary["table"] = std::string("Name  ") + evil + "\n";
   spit(d.path / "evil.summary.json", summary.dump());
   spit(d.path / "e<v>i&l\".trace.json", R"({"traceEvents":[]})");
-  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
   sweep["points"][0]["variant"] = evil;
   sweep["fits"][0]["variant"] = evil;
   spit(d.path / "sweep.json", sweep.dump());
@@ -283,7 +280,7 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
 
   // So is well-formed JSON with a number no attnprof file holds (it would print as nonsense, or be undefined
   // when converted to an integer): the section is left out with the field named.
-  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
   sweep["points"][1]["peak_bytes"] = 1.8446744073709552e19;
   spit(d.path / "sweep.json", sweep.dump());
   const std::string out_of_range = render_html_report(d.path.string(), stub_library());
@@ -309,7 +306,7 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
 
 TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
   TempDir d("noisy");
-  json c = json::parse(slurp(kFixtures / "compare.json"));
+  json c = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
   c["variants"][0]["forward_ms"] = {10.0, 20.0, 11.0};  // spread 2.0: flagged
   c["variants"][1]["forward_ms"] = {10.0, 11.0, 11.4};  // spread 1.14: not flagged
   c["machine"]["memory_reclaim"] = "this VM gives freed memory back to its hypervisor";
@@ -321,7 +318,7 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
   EXPECT_NE(page.find("Note: this VM gives freed memory back to its hypervisor."), std::string::npos);
 
   // A sweep point is named by its variant and length; sweep.json carries no machine note.
-  json sweep = json::parse(slurp(kFixtures / "sweep.json"));
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
   sweep["points"][0]["forward_ms"] = {4.0, 6.0};
   spit(d.path / "sweep.json", sweep.dump());
   const std::string with_sweep = render_html_report(d.path.string(), stub_library());
@@ -341,7 +338,7 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
 
 TEST(HtmlReport, MemoryTimelineFromTraceCounters) {
   TempDir d("trace-memory");
-  json s = json::parse(slurp(kFixtures / "naive.summary.json"));
+  json s = json::parse(attnprof::io::read_file(kFixtures / "naive.summary.json"));
   s.erase("memory");
   spit(d.path / "naive.summary.json", s.dump());
   fs::copy_file(kFixtures / "naive.trace.json", d.path / "naive.trace.json");
@@ -363,7 +360,7 @@ TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
   opt.web_dir = web.string();
   const std::string path = write_html_report(d.path.string(), opt);
   EXPECT_EQ(fs::path(path).filename(), "report.html");
-  const std::string page = slurp(path);
+  const std::string page = attnprof::io::read_file(path);
   EXPECT_NE(page.find("Vega 9.9.9"), std::string::npos);
   EXPECT_NE(page.rfind("</html>\n"), std::string::npos);
 
@@ -399,7 +396,7 @@ TEST(HtmlReportCli, WritesThePageAndRejectsAMissingDirectory) {
     if (e.path().extension() == ".json") fs::copy_file(e.path(), d.path / e.path().filename());
   const std::string log = (d.path / "log.txt").string();
   const int rc = std::system((bin.string() + " report --out " + d.path.string() + " >" + log + " 2>&1").c_str());
-  const std::string out = slurp(log);
+  const std::string out = attnprof::io::read_file(log);
   if (WEXITSTATUS(rc) == 2 && out.find("npm ci --prefix web") != std::string::npos)
     GTEST_SKIP() << "chart library not installed: " << out;
   ASSERT_EQ(WEXITSTATUS(rc), 0) << out;
@@ -410,7 +407,7 @@ TEST(HtmlReportCli, WritesThePageAndRejectsAMissingDirectory) {
   const fs::path missing = d.path / "no-such-dir";
   const int rc2 = std::system((bin.string() + " report --out " + missing.string() + " >" + log + " 2>&1").c_str());
   EXPECT_EQ(WEXITSTATUS(rc2), 2);
-  const std::string err = slurp(log);
+  const std::string err = attnprof::io::read_file(log);
   EXPECT_EQ(err.rfind("attnprof: error: report: --out", 0), 0u) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
   EXPECT_FALSE(fs::exists(missing));
