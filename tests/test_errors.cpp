@@ -100,7 +100,7 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
   Tensor q = rnd({1, 4, 512, 64}), k = rnd({1, 4, 512, 64}), v = rnd({1, 4, 512, 64});
   AttnOptions o{.is_causal = true};
   AttnProblem p = AttnProblem::from(q, k, v, o);
-  const int64_t need = naive_peak_bytes(p, false);
+  const int64_t need = int64_t(naive_peak_bytes(p, false));
   set_memory_budget(memory_stats().current_bytes + need / 2);
   try {
     find_variant("naive").prepare(p, o);
@@ -119,6 +119,29 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
   set_memory_budget(0);
   EXPECT_EQ(memory_budget(), physical_memory_bytes());
   EXPECT_NO_THROW(find_variant("naive").prepare(p, o));
+}
+
+TEST(Errors, BudgetCheckOfAHugeShapeDoesNotOverflow) {
+  // Nq·Nk = 2^62: the scores of B=Hq=2 need 2^65 bf16 bytes, past int64. The estimate must stay positive and
+  // the refusal must come before any allocation, with the true size.
+  AttnProblem p;
+  p.B = p.Hq = p.Hkv = 2;
+  p.Nq = p.Nk = int64_t(1) << 31;
+  p.D = 64;
+  p.dtype = DType::BF16;
+  p.mask = MaskKind::Causal;
+  const double need = naive_peak_bytes(p, false);
+  EXPECT_GT(need, 2.0 * 4.0 * std::ldexp(1.0, 62) * 2.0 * 0.999);
+  AttnOptions o{.is_causal = true};
+  for (const char* name : {"naive", "inplace", "sdpa-math"})
+    expect_error([&] { find_variant(name).prepare(p, o); }, {"needs ", " bytes", "over the memory budget"});
+  try {
+    find_variant("naive").prepare(p, o);
+    ADD_FAILURE() << "no OutOfBudget";
+  } catch (const OutOfBudget& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("needs {:.0f} bytes", need)), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("needs -"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Errors, UnknownVariantAndBackend) {

@@ -160,7 +160,7 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
   } else {
     const AttnProblem p = problem_of(o, seq);
     const double es = double(dtype_size(p.dtype));
-    check_memory_budget(int64_t(es * double(p.B) * double(p.D) * (double(p.Hq * p.Nq) + 2.0 * double(p.Hkv * p.Nk))),
+    check_memory_budget(es * double(p.B) * double(p.D) * (double(p.Hq) * double(p.Nq) + 2.0 * double(p.Hkv) * double(p.Nk)),
                         fmt::format("the random inputs of {}", p.str()));
     in.q = Tensor::empty({p.B, p.Hq, p.Nq, p.D}, p.dtype);
     in.k = Tensor::empty({p.B, p.Hkv, p.Nk, p.D}, p.dtype);

@@ -38,7 +38,9 @@ void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
 int64_t physical_memory_bytes();
 // Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request, `hint`
-// (optional) says what to do instead and ends the message.
-void check_memory_budget(int64_t bytes, std::string_view what, std::string_view hint = {});
+// (optional) says what to do instead and ends the message. `bytes` is a double so that callers estimate
+// sizes in floating point (exact to 2^53 bytes) and an absurd shape is refused with its true size, never
+// wrapped round to a negative or small integer.
+void check_memory_budget(double bytes, std::string_view what, std::string_view hint = {});
 
 }  // namespace attnprof

@@ -140,6 +140,6 @@ const Variant& find_variant(std::string_view name);  // Error listing the known 
 std::string variant_names();                         // "naive, inplace, sdpa-math, sdpa-flash, flash"
 
 // Bytes the naive (out-of-place) path would hold at its peak, as checked against the memory budget.
-int64_t naive_peak_bytes(const AttnProblem& p, bool inplace);
+double naive_peak_bytes(const AttnProblem& p, bool inplace);
 
 }  // namespace attnprof

@@ -14,16 +14,16 @@
 
 namespace attnprof {
 
-int64_t naive_peak_bytes(const AttnProblem& p, bool inplace) {
+double naive_peak_bytes(const AttnProblem& p, bool inplace) {
   // Live at the peak: q, k, v, the out-of-place step's input and output scores (two B·Hq·Nq·Nk tensors;
-  // one for in-place), the prepared mask and the output.
-  const int64_t es = int64_t(dtype_size(p.dtype));
-  const int64_t scores = p.B * p.Hq * p.Nq * p.Nk * es;
-  const int64_t io = int64_t(attention_io_bytes(p));
-  const int64_t mask = p.mask == MaskKind::Causal ? p.Nq * p.Nk                                     // triu
-                       : p.mask == MaskKind::Bool ? p.mask_shape[0] * p.mask_shape[1] * p.Nq * p.Nk  // logical_not
-                                                  : 0;
-  return io + (inplace ? 1 : 2) * scores + mask;
+  // one for in-place), the prepared mask and the output. In double: at a shape too large to run, the
+  // integer product would overflow.
+  const double nn = double(p.Nq) * double(p.Nk);
+  const double scores = double(p.B) * double(p.Hq) * nn * double(dtype_size(p.dtype));
+  const double mask = p.mask == MaskKind::Causal ? nn                                                    // triu
+                      : p.mask == MaskKind::Bool ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * nn  // logical_not
+                                                 : 0.0;
+  return attention_io_bytes(p) + (inplace ? 1 : 2) * scores + mask;
 }
 
 namespace {

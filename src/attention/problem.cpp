@@ -88,7 +88,7 @@ OpCost fused_attention_cost(const AttnProblem& p, double bytes_read, double byte
 
 double attention_io_bytes(const AttnProblem& p) {
   const double es = double(dtype_size(p.dtype));
-  return es * double(p.B) * double(p.D) * (2.0 * double(p.Hq * p.Nq) + 2.0 * double(p.Hkv * p.Nk));
+  return es * double(p.B) * double(p.D) * (2.0 * double(p.Hq) * double(p.Nq) + 2.0 * double(p.Hkv) * double(p.Nk));
 }
 
 }  // namespace attnprof

@@ -94,9 +94,10 @@ class SdpaRunner final : public Runner {
     if (auto why = sdpa_backend_unsupported(backend_, p))
       ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
     if (backend_ == SdpaBackend::Math) {
-      const int64_t es = 4;  // the math path computes in fp32
-      check_memory_budget(int64_t(attention_io_bytes(p)) * (p.dtype == DType::BF16 ? 3 : 1) +
-                              2 * p.B * p.Hq * p.Nq * p.Nk * es + p.Nq * p.Nk,
+      const double es = 4;  // the math path computes in fp32
+      const double nn = double(p.Nq) * double(p.Nk);
+      check_memory_budget(attention_io_bytes(p) * (p.dtype == DType::BF16 ? 3 : 1) +
+                              2 * double(p.B) * double(p.Hq) * nn * es + nn,
                           fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
                           "the flash backend needs no N×N buffer, try --backend flash");
     }

@@ -64,13 +64,13 @@ int64_t memory_budget() {
   return b > 0 ? b : physical_memory_bytes();
 }
 
-void check_memory_budget(int64_t bytes, std::string_view what, std::string_view hint) {
-  int64_t budget = memory_budget();
-  int64_t live = g_counters.current();
-  if (bytes < 0 || live + bytes > budget) {
-    throw OutOfBudget(fmt::format("{} needs {} bytes ({:.2f} GiB) with {:.2f} GiB already live, over the memory "
+void check_memory_budget(double bytes, std::string_view what, std::string_view hint) {
+  const int64_t budget = memory_budget();
+  const int64_t live = g_counters.current();
+  if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({:.2f} GiB) with {:.2f} GiB already live, over the memory "
                                   "budget of {} bytes ({:.2f} GiB){}{}",
-                                  what, bytes, double(bytes) / (1 << 30), double(live) / (1 << 30), budget,
+                                  what, bytes, bytes / (1 << 30), double(live) / (1 << 30), budget,
                                   double(budget) / (1 << 30), hint.empty() ? "" : "; ", hint),
                       __FILE__, __LINE__);
   }

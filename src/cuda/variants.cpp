@@ -72,14 +72,14 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void check_device_budget(int64_t bytes, const std::string& what) {
+void check_device_budget(double bytes, const std::string& what) {
   size_t free_b = 0, total_b = 0;
   ATTNPROF_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t avail = int64_t(free_b) + (device_reserved_bytes() - device_memory_stats().current_bytes);
-  if (bytes > avail)
-    throw OutOfBudget(fmt::format("{} needs {} bytes ({:.2f} GiB) of device memory, {:.2f} GiB free; the flash "
+  if (!(bytes <= double(avail)))
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({:.2f} GiB) of device memory, {:.2f} GiB free; the flash "
                                   "variant needs no N×N buffer, try it instead",
-                                  what, bytes, double(bytes) / (1 << 30), double(avail) / (1 << 30)),
+                                  what, bytes, bytes / (1 << 30), double(avail) / (1 << 30)),
                       __FILE__, __LINE__);
 }
 
@@ -126,8 +126,8 @@ class NaiveRunner final : public DeviceRunner {
 class SdpaMathRunner final : public DeviceRunner {
  public:
   SdpaMathRunner(const AttnProblem& p, const AttnOptions& o) : p_(p) {
-    const int64_t f32_scores = p.B * p.Hq * p.Nq * p.Nk * 4;
-    check_device_budget(2 * f32_scores + 4 * int64_t(attention_io_bytes(p)), fmt::format("sdpa-math at {}", p.str()));
+    const double f32_scores = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * 4;
+    check_device_budget(2 * f32_scores + 4 * attention_io_bytes(p), fmt::format("sdpa-math at {}", p.str()));
     if (p.mask == MaskKind::Bool) bool_fill_ = dops::mask_from_host(ops::logical_not(o.attn_mask));
   }
 
@@ -176,7 +176,8 @@ std::optional<std::string> no_device() {
 std::optional<std::string> unfused_unsupported(const AttnProblem& p) {
   if (auto why = no_device()) return why;
   if (p.mask == MaskKind::Additive) return std::string("additive attn_mask is not implemented on CUDA yet");
-  if (p.B * p.Hq * p.Nq * p.Nk >= (int64_t(1) << 31) || p.Nq * (p.Hq / p.Hkv) >= (int64_t(1) << 31))
+  const double limit = double(int64_t(1) << 31);  // in double: the integer products could overflow
+  if (double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) >= limit || double(p.Nq) * double(p.Hq / p.Hkv) >= limit)
     return std::string("scores of 2^31 elements or more exceed the 32-bit cuBLAS dimensions used here");
   return std::nullopt;
 }
