@@ -84,7 +84,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   if (o.iters < 0) o.iters = d.iters;
   sub->add_option("--warmup", o.warmup, "warm-up forwards before timing")->capture_default_str();
   sub->add_option("--iters", o.iters, "timed forwards")->capture_default_str();
-  sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")->capture_default_str();
+  sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")
+      ->check(CLI::Validator(  // CLI11 would read -1 as 2^64-1 for an unsigned option
+          [](const std::string& s) { return s.starts_with('-') ? "must be 0 or more, got " + s : std::string(); },
+          "", "non-negative"))
+      ->capture_default_str();
   sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
