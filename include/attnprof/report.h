@@ -23,7 +23,7 @@ struct TableOptions {
   // with device times also cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage,
   // self_cuda_memory_usage.
   std::string sort_by = "cpu_time_total";
-  int row_limit = -1;                 // -1: all rows
+  int row_limit = -1;                 // 0 or less: all rows (as torch's row_limit)
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
   bool extra_columns = true;          // GFLOP/s, GB/s, FLOP/B (and Bound when peaks are given)
   std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column (each op's own ceiling)
@@ -37,7 +37,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {})
 
 // CUDA profiles: the device activities alone (one row per kernel / copy / fill name), torch-style, with
 // attnprof's Grid, Block, Regs (per thread), SMem (static + dynamic per block) and TFLOP/s (when the
-// launching op's cost model applied); sorted by CUDA total; footer "Self CUDA time total".
+// launching op's cost model applied); sorted by CUDA total; footer "Self CUDA time total". `row_limit` as
+// in TableOptions.
 std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
 
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,

@@ -261,7 +261,7 @@ std::string device_table(const prof::ProfileResult& r, int row_limit) {
   size_t name_width = 4;
   for (const auto& row : rows) name_width = std::max(name_width, row.name.size() + 4);
   name_width = std::min(name_width, kMaxNameWidth);
-  if (row_limit >= 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
+  if (row_limit > 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
   Layout layout;
   const std::vector<std::string> header = {"Name",       "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
                                            "# of Calls", "Grid",      "Block",       "Regs",       "SMem",
