@@ -467,10 +467,16 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   };
   bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read /nonexistent/x.summary.json");
   bad("diff " + naive + " " + (out() / "compare.txt").string(), "not valid JSON");
-  bad("diff " + naive + " " + (out() / "compare.json").string(), "cannot diff a compare.json against a summary");
+  const std::string cmp = (out() / "compare.json").string();
+  bad("diff " + naive + " " + cmp, "cannot diff " + cmp + " (a compare.json) against " + naive);
   bad("diff " + naive + " " + (out() / "naive.trace.json").string(), "not an attnprof summary");
   bad("diff " + naive, "new is required");
-  bad("diff " + out().string() + " " + naive, "cannot diff a compare.json against a summary");
+  bad("diff " + out().string() + " " + naive, "cannot diff " + cmp + " (a compare.json) against " + naive);
+  // A directory whose compare.json lost its "kind" is named as the file at fault.
+  fs::create_directories(out() / "old");
+  io::write_file_atomic((out() / "old" / "compare.json").string(), R"({"variants": [{"name": 5}]})");
+  bad("diff " + out().string() + " " + (out() / "old").string(),
+      "against " + (out() / "old" / "compare.json").string() + ", which has no \"kind\": \"compare\"");
 
   // Two runs, variant by variant: a directory stands for its compare.json.
   const Result runs = run("diff " + out().string() + " " + (out() / "compare.json").string() + " --json");

@@ -26,7 +26,8 @@ struct DiffArgs {
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
-nlohmann::json load(std::string path) {
+// A directory stands for the compare.json inside it; `path` becomes that file.
+nlohmann::json load(std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "compare.json").string();
   std::ifstream f(path, std::ios::binary);
@@ -46,14 +47,21 @@ std::string file_label(const std::string& path) {
 
 void run_diff(const DiffArgs& a) {
   ATTNPROF_CHECK(a.row_limit >= -1, "--row-limit must be -1 (all) or more, got {}", a.row_limit);
-  const nlohmann::json base = load(a.base), next = load(a.next);
-  auto is_compare = [](const nlohmann::json& j) { return j.is_object() && j.value("kind", "") == "compare"; };
+  std::string base_path = a.base, next_path = a.next;
+  const nlohmann::json base = load(base_path), next = load(next_path);
+  auto is_compare = [](const nlohmann::json& j) {
+    return j.is_object() && j.contains("kind") && j["kind"].is_string() && j["kind"] == "compare";
+  };
   std::string text;
   nlohmann::json j;
-  if (is_compare(base) || is_compare(next)) {
-    ATTNPROF_CHECK(is_compare(base) && is_compare(next),
-                   "cannot diff a compare.json against a summary: give two compare.json (or two directories) or "
-                   "two <variant>.summary.json");
+  if (is_compare(base) != is_compare(next)) {
+    const std::string& run = is_compare(base) ? base_path : next_path;
+    const std::string& other = is_compare(base) ? next_path : base_path;
+    ATTNPROF_FAIL("cannot diff {} (a compare.json) against {}, which has no \"kind\": \"compare\": give two "
+                  "compare.json (or two directories holding one) or two <variant>.summary.json",
+                  run, other);
+  }
+  if (is_compare(base)) {
     const report::RunDiff d = report::diff_compare_runs(base, next);
     text = report::diff_table(d);
     j = report::diff_json(d);
