@@ -257,7 +257,9 @@ TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
 }
 
 TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
-  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --variants sdpa,flash --json" + kSmall + out_flag());
+  // A variant named twice, directly or through "sdpa", runs once, where it was first named.
+  const Result r =
+      run("compare --iters 1 --warmup 0 --dtype fp32 --variants sdpa,flash,sdpa-flash,flash --json" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   std::vector<std::string> names;
@@ -339,8 +341,8 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
 }
 
 TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
-  // Naive at N=512 needs several N×N fp32 buffers (> 1 MiB); flash fits.
-  const Result r = run("sweep --seq 64,128,512 --variants naive,flash --shape 1,1,64,32 --dtype fp32 --threads 1 "
+  // Naive at N=512 needs several N×N fp32 buffers (> 1 MiB); flash fits. Naive named twice runs once.
+  const Result r = run("sweep --seq 64,128,512 --variants naive,flash,naive --shape 1,1,64,32 --dtype fp32 --threads 1 "
                     "--iters 1 --memory-budget 1M --json" + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -420,6 +422,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("compare --shape 99999999,99999,99999,64", "needs 38399231619847");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
+  expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("profile", "variant is required");

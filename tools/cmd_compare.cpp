@@ -40,16 +40,20 @@ struct Row {
   std::string trace;               // its trace file's name in --out
 };
 
-// The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them.
+// The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them; each
+// once, in the order first named ("naive,naive" and "sdpa,sdpa-math" would otherwise write the same files twice).
 std::vector<const Variant*> selected(const std::string& list, const std::vector<Variant>& reg) {
   std::vector<const Variant*> out;
   std::string names;
   for (const Variant& v : reg) names += (names.empty() ? "" : ", ") + v.name;
   for (const std::string& name : list.empty() ? std::vector<std::string>{} : split_list(list)) {
-    const size_t before = out.size();
+    bool matched = false;
     for (const Variant& v : reg)
-      if (v.name == name || (name == "sdpa" && v.name.starts_with("sdpa-"))) out.push_back(&v);
-    if (out.size() == before) ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}", name, names);
+      if (v.name == name || (name == "sdpa" && v.name.starts_with("sdpa-"))) {
+        matched = true;
+        if (std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
+      }
+    if (!matched) ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}", name, names);
   }
   if (list.empty())
     for (const Variant& v : reg) out.push_back(&v);

@@ -5,6 +5,7 @@
 // sweeps the CUDA registry on the GPU: CUDA-event times and device memory.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -46,7 +47,12 @@ std::vector<int64_t> parse_seq(const std::string& s) {
     for (int64_t n = first; n <= last; n *= 2) out.push_back(n);
     return out;
   }
-  for (const std::string& part : split_list(s)) out.push_back(num(part));
+  for (const std::string& part : split_list(s)) {
+    const int64_t n = num(part);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      ATTNPROF_FAIL("--seq '{}' lists N={} twice: each length is one point of the scaling fit", s, n);
+    out.push_back(n);
+  }
   return out;
 }
 
@@ -163,8 +169,10 @@ void run_sweep(const SweepArgs& a) {
   const std::vector<std::string> names = split_list(a.variants);
   std::vector<const Variant*> variants;
   const AttnProblem first = problem_of(o, seqs.front());
-  for (const std::string& n : names)
-    variants.push_back(&resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", first));
+  for (const std::string& n : names) {  // a variant named twice ("naive,naive", "sdpa,sdpa-flash") runs once
+    const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", first);
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+  }
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
   const std::string gpu_name = gpu ? cuda::device_info().name : "";
