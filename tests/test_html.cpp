@@ -370,10 +370,22 @@ TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
   EXPECT_EQ(page2.find("'</script>"), std::string::npos);
   EXPECT_NE(page2.find("src=\"data:text/javascript;base64,"), std::string::npos);
 
-  // With no library anywhere the error says what to install.
+  // A named directory without the library is an error naming it, even where the search would find a copy.
+  const std::string missing = (d.path / "nothing-here").string();
+  EXPECT_EQ(chart_library_candidates(missing), std::vector<std::string>{missing});
+  try {
+    (void)load_chart_library(missing);
+    ADD_FAILURE() << "no error for a --web-dir without the library";
+  } catch (const attnprof::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + missing + "' (--web-dir) holds no node_modules/vega"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("npm ci --prefix " + missing), std::string::npos) << e.what();
+  }
+
+  // With no library anywhere the search's error says what to install.
   ::setenv("ATTNPROF_WEB_DIR", (d.path / "nowhere").c_str(), 1);
   try {
-    (void)load_chart_library((d.path / "nothing-here").string());
+    (void)load_chart_library();
     // The build tree's own web/ may hold a real install; then the search legitimately succeeds.
     SUCCEED();
   } catch (const attnprof::Error& e) {

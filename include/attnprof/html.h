@@ -10,9 +10,9 @@
 // (Vega, Vega-Lite, vega-embed) inlined from the npm packages pinned in web/package.json. The page opens from
 // file:// and asks the network for nothing.
 //
-// The chart library is found, in this order, under: HtmlOptions::web_dir, $ATTNPROF_WEB_DIR, the
-// directories beside and above the running executable (web/, share/attnprof/web/), and the source tree's
-// web/ configured at build time. Each candidate must hold node_modules/vega/build/vega.min.js. When none does,
+// The chart library is found under HtmlOptions::web_dir when it is set (and nowhere else), otherwise, in
+// this order, under $ATTNPROF_WEB_DIR, the directories beside and above the running executable (web/,
+// share/attnprof/web/), and the source tree's web/ configured at build time. Each candidate must hold node_modules/vega/build/vega.min.js. When none does,
 // write_html_report throws Error naming what to install (`npm ci --prefix web`, which scripts/setup.sh runs).
 #pragma once
 
@@ -25,7 +25,8 @@
 namespace attnprof::report {
 
 struct HtmlOptions {
-  std::string web_dir;                   // directory holding node_modules/{vega,vega-lite,vega-embed}; "" = search
+  std::string web_dir;                   // directory holding node_modules/{vega,vega-lite,vega-embed}, the only
+                                         // one tried; "" = search
   std::string title = "attnprof report";
   std::string file_name = "report.html"; // written inside the output directory
 };
@@ -37,7 +38,7 @@ struct ChartLibrary {
   std::string vega_version, vega_lite_version, vega_embed_version;
 };
 
-// Directories searched for the chart library, in order (for error messages and docs).
+// Directories searched for the chart library, in order (for error messages and docs); just `web_dir` when given.
 std::vector<std::string> chart_library_candidates(const std::string& web_dir = "");
 // Loads the library; throws Error listing the directories tried and what to install.
 ChartLibrary load_chart_library(const std::string& web_dir = "");

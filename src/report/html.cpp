@@ -893,8 +893,10 @@ std::string package_version(const fs::path& pkg_dir) {
 
 // ---- the chart library -------------------------------------------------------------------------------------
 std::vector<std::string> chart_library_candidates(const std::string& web_dir) {
+  // A directory the caller names is the only one tried: falling back would hide a typo and inline a library
+  // the user did not ask for.
+  if (!web_dir.empty()) return {web_dir};
   std::vector<std::string> c;
-  if (!web_dir.empty()) c.push_back(web_dir);
   if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) c.push_back(env);
   if (std::string exe = executable_dir(); !exe.empty()) {
     const fs::path e(exe);
@@ -930,6 +932,11 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
     lib.vega_embed_version = package_version(nm / "vega-embed");
     return lib;
   }
+  if (!web_dir.empty())
+    ATTNPROF_FAIL("report: the chart library directory '{}' (--web-dir) holds no node_modules/vega/build/vega.min.js; "
+                  "run `npm ci --prefix {}` with a copy of web/package.json there, or leave --web-dir out to search "
+                  "$ATTNPROF_WEB_DIR and web/",
+                  web_dir, web_dir);
   std::string tried;
   for (const auto& d : candidates) tried += "\n  " + d + "/node_modules/vega/build/vega.min.js";
   ATTNPROF_FAIL(
