@@ -170,6 +170,11 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   int shaped = 0;
   for (const json& row : j["rows"]) shaped += row["name"] == "matmul" && !row["input_shapes"].get<std::string>().empty();
   EXPECT_EQ(shaped, 2);
+  // Not asked for: the note says how to ask.
+  const Result off = run("profile naive --row-limit 1" + kSmall + out_flag());
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_NE(off.out.find("Counters: counters off (turn them on with `attnprof profile --counters`"), std::string::npos)
+      << off.out;
 }
 
 TEST_F(Cli, ProfileJsonAndSdpaBackends) {

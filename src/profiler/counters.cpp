@@ -45,7 +45,7 @@ bool session_begin(bool enable) {
   g_note.clear();
   g_enabled = false;
   if (!enable) {
-    g_note = "counters off (ProfilerOptions::software_counters = false)";
+    g_note = "counters off (turn them on with `attnprof profile --counters`, ProfilerOptions::software_counters)";
     return false;
   }
   int hw = open_counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
