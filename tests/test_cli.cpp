@@ -431,6 +431,12 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("profile", "variant is required");
+  const Result none = run("");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.err, "attnprof: error: a command is required: profile, compare, sweep, roofline, report, diff (see "
+                      "attnprof --help)\n");
+  expect_bad("comapre" + kSmall, "unknown command 'comapre': expected one of profile, compare, sweep, roofline, report, diff");
+  expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
   expect_bad("profile naive --seed -1" + kSmall, "--seed: must be 0 or more, got -1");

@@ -40,6 +40,20 @@ int main(int argc, char** argv) {
 #define ATTNPROF_ADD_COMMAND(name) attnprof::cli::add_##name##_command(app);
   ATTNPROF_COMMANDS(ATTNPROF_ADD_COMMAND)
 #undef ATTNPROF_ADD_COMMAND
+  // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
+  std::string commands;
+  bool known = false;
+  const std::string first = argc > 1 ? argv[1] : "";
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+    known = known || sub->get_name() == first;
+  }
+  if (argc < 2) return fail("a command is required: " + commands + " (see attnprof --help)");
+  if (!known && first != "-h" && first != "--help" && first != "--version")
+    return fail(first.starts_with('-') ? "unknown option '" + first + "' before the command: expected one of " + commands +
+                                             " (options go after it; see attnprof --help)"
+                                       : "unknown command '" + first + "': expected one of " + commands +
+                                             " (see attnprof --help)");
   try {
     app.parse(argc, argv);  // the chosen subcommand runs in its callback
   } catch (const CLI::CallForHelp& e) {
