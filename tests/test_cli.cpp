@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <string>
 
@@ -544,4 +545,36 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   expect_bad("profile flash --threads 1 --q " + write("huge.npy", huge) + kv, "size mismatch");
   expect_bad("profile flash --threads 1 --q " + (dir_ / "missing.npy").string() + kv, "cannot open");
   expect_bad("profile flash --threads 1 --q " + good, "--q, --k and --v must be given together");
+  // Non-finite values would make the fp64 reference meaningless: refused, naming the file and the first one.
+  Tensor nan_q = t.clone();
+  nan_q.set(0, 0, 2, 5, std::numeric_limits<float>::quiet_NaN());
+  const std::string nan_path = write_npy(dir_ / "nan.npy", nan_q);
+  expect_bad("compare --threads 1 --q " + nan_path + kv,
+             "--q " + nan_path + " holds non-finite values as fp32 (1 NaN and 0 Inf, the first at [0, 0, 2, 5])");
+  Tensor inf_v = t.clone();
+  inf_v.set(0, 0, 3, 7, -std::numeric_limits<float>::infinity());
+  const std::string inf_path = write_npy(dir_ / "inf.npy", inf_v);
+  expect_bad("profile flash --threads 1 --q " + good + " --k " + good + " --v " + inf_path,
+             "--v " + inf_path + " holds non-finite values as fp32 (0 NaN and 1 Inf, the first at [0, 0, 3, 7])");
+}
+
+TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
+  // q = 1e30 everywhere: fp32 scores overflow to inf in every variant while the fp64 reference stays finite, so
+  // every variant fails validation: a real failure, not an injected one.
+  fs::create_directories(dir_);
+  const std::string big = write_npy(dir_ / "big.npy", Tensor::full({1, 1, 8, 8}, DType::F32, 1e30f));
+  const std::string small = write_npy(dir_ / "small.npy", randn({1, 1, 8, 8}, DType::F32, 4));
+  const std::string files = " --dtype fp32 --threads 1 --iters 1 --q " + big + " --k " + small + " --v " + small;
+  const Result r = run("compare --variants naive,flash" + files + out_flag());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("FAIL (not timed)"), std::string::npos) << r.out;  // the table still printed
+  EXPECT_NE(r.err.find("attnprof: naive, flash failed validation against the fp64 reference"), std::string::npos)
+      << r.err;
+  const json j = read_json("compare.json");  // and written
+  ASSERT_EQ(j["variants"].size(), 2u);
+  for (const json& v : j["variants"]) EXPECT_EQ(v["status"], "failed") << v.dump();
+  const Result roof = run("roofline naive" + files + out_flag());
+  EXPECT_EQ(roof.code, 1) << roof.err;
+  EXPECT_NE(roof.err.find("attnprof: naive failed validation"), std::string::npos) << roof.err;
+  EXPECT_EQ(read_json("roofline.json")["skipped"][0]["status"], "failed");
 }

@@ -1,6 +1,8 @@
 // Bad input gets a clear error naming the problem, never a crash (issue: the engine).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "attnprof/allocator.h"
 #include "attnprof/attention.h"
 #include "attnprof/error.h"
@@ -142,6 +144,27 @@ TEST(Errors, BudgetCheckOfAHugeShapeDoesNotOverflow) {
     EXPECT_NE(std::string(e.what()).find(fmt::format("needs {:.0f} bytes", need)), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("needs -"), std::string::npos) << e.what();
   }
+}
+
+TEST(Errors, ReferenceRefusesNonFiniteInputs) {
+  // std::max drops a NaN from the row maximum, so an unchecked oracle would call a NaN row "fully masked" and
+  // expect zeros, agreeing with a variant that made the same mistake.
+  Tensor q = rnd({1, 2, 8, 16}), k = rnd({1, 2, 8, 16}), v = rnd({1, 2, 8, 16});
+  k.set(0, 1, 4, 3, std::numeric_limits<float>::quiet_NaN());
+  AttnOptions o{.is_causal = true};
+  expect_error([&] { reference_attention(q, k, v, o); },
+               {"k holds non-finite values (1 NaN and 0 Inf, the first at [0, 1, 4, 3])", "no reference"});
+  // An additive mask may hold -inf (masked out), not +inf or NaN.
+  Tensor q2 = rnd({1, 2, 8, 16});
+  AttnOptions add;
+  add.attn_mask = Tensor::zeros({1, 1, 8, 8}, DType::F32);
+  add.attn_mask.set(0, 0, 1, 2, -std::numeric_limits<float>::infinity());
+  Tensor k2 = rnd({1, 2, 8, 16});
+  EXPECT_NO_THROW(reference_attention(q2, k2, k2, add));
+  add.attn_mask.set(0, 0, 5, 6, std::numeric_limits<float>::infinity());
+  expect_error([&] { reference_attention(q2, k2, k2, add); },
+               {"additive attn_mask holds values other than finite numbers and -inf (0 NaN and 1 Inf, the first at "
+                "[0, 0, 5, 6])"});
 }
 
 TEST(Errors, UnknownVariantAndBackend) {

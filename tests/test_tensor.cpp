@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
@@ -47,6 +48,20 @@ TEST(Tensor, Bf16RoundTripAndRounding) {
   fill_randn(f, 3);
   Tensor b = f.to(DType::BF16);
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(b.get(0, 0, 1, j), f.get(0, 0, 1, j), std::fabs(f.get(0, 0, 1, j)) / 128);
+}
+
+TEST(Tensor, NonfiniteSummaryCountsAndLocates) {
+  Tensor t = Tensor::zeros({2, 3, 4, 5}, DType::BF16);
+  EXPECT_EQ(nonfinite_summary(t), "");
+  t.set(1, 2, 0, 4, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(nonfinite_summary(t), "0 NaN and 1 Inf, the first at [1, 2, 0, 4]");
+  EXPECT_EQ(nonfinite_summary(t, /*allow_neg_inf=*/true), "");
+  t.set(0, 1, 3, 0, std::numeric_limits<float>::quiet_NaN());
+  t.set(1, 0, 0, 0, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(nonfinite_summary(t), "1 NaN and 2 Inf, the first at [0, 1, 3, 0]");
+  EXPECT_EQ(nonfinite_summary(t, true), "1 NaN and 1 Inf, the first at [0, 1, 3, 0]");
+  // A strided view is read through its strides: the transpose moves the first one.
+  EXPECT_EQ(nonfinite_summary(t.transpose()), "1 NaN and 2 Inf, the first at [0, 1, 0, 3]");
 }
 
 TEST(Tensor, RandnIsReproducibleAndStandard) {

@@ -193,6 +193,13 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
 }
 
 // Writes compare.json, compare.txt and (with --html) the report, then prints the table or the JSON.
+std::vector<std::string> failed_names(const std::vector<Row>& rows) {
+  std::vector<std::string> out;
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Failed) out.push_back(r.name);
+  return out;
+}
+
 void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text) {
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
@@ -261,6 +268,7 @@ void run_compare_cuda(const CompareArgs& a) {
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   finish(o, j, text);
+  exit_if_validation_failed(failed_names(rows));
 }
 
 void run_compare(const CompareArgs& a) {
@@ -325,6 +333,7 @@ void run_compare(const CompareArgs& a) {
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
+  exit_if_validation_failed(failed_names(rows));
 }
 
 }  // namespace

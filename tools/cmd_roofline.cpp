@@ -3,6 +3,7 @@
 // arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
 // `--device cuda`: the GPU's datasheet ceilings, and every kernel, copy and fill of the CUDA variants placed in
 // device time (CUPTI).
+#include <algorithm>
 #include <cstdio>
 
 #include "attnprof/cuda.h"
@@ -64,8 +65,10 @@ void run_roofline(const RooflineArgs& a) {
   const Inputs in = make_inputs(o);
   std::vector<const Variant*> variants;
   if (!a.peaks_only)
-    for (const std::string& n : a.variants)
-      variants.push_back(&resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", in.p));
+    for (const std::string& n : a.variants) {  // a variant named twice is placed once
+      const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", in.p);
+      if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+    }
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
 
@@ -83,6 +86,7 @@ void run_roofline(const RooflineArgs& a) {
                       {"machine", machine_json(m, gpu, reclaim)},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
+  std::vector<std::string> failed;  // variants that failed validation: placed nowhere, exit code 1
   if (!variants.empty()) {
     progress("computing the fp64 reference");
     const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
@@ -103,6 +107,7 @@ void run_roofline(const RooflineArgs& a) {
         r.note = "no device activity to place: " + r.cupti_note;
       }
       if (r.status != RunOutcome::Status::Ok) {
+        if (r.status == RunOutcome::Status::Failed) failed.push_back(v->name);
         text += fmt::format("{:<12}{}: {}\n", v->name, status_name(r.status), r.note);
         j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
         continue;
@@ -156,6 +161,7 @@ void run_roofline(const RooflineArgs& a) {
   report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
+  exit_if_validation_failed(failed);
 }
 
 }  // namespace

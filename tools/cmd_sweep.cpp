@@ -297,6 +297,10 @@ void run_sweep(const SweepArgs& a) {
   write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
+  std::vector<std::string> failed;
+  for (const Point& p : points)
+    if (p.status == "failed") failed.push_back(fmt::format("{} at N={}", p.variant, p.seq));
+  exit_if_validation_failed(failed);
 }
 
 }  // namespace

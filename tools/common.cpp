@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "attnprof/allocator.h"
 #include "attnprof/cuda.h"
@@ -157,6 +158,13 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
       if (in.k.dtype() != t) in.k = in.k.to(t);
       if (in.v.dtype() != t) in.v = in.v.to(t);
     }
+    for (const auto& [t, flag, path] : {std::tuple<const Tensor&, const char*, const std::string&>{in.q, "--q", o.q_path},
+                                        {in.k, "--k", o.k_path},
+                                        {in.v, "--v", o.v_path}})
+      if (const std::string bad = nonfinite_summary(t); !bad.empty())
+        ATTNPROF_FAIL("{} {} holds non-finite values as {} ({}): attention of NaN or Inf inputs cannot be validated "
+                      "against the fp64 reference",
+                      flag, path, dtype_name(t.dtype()), bad);
     if (in.q.dtype() != in.k.dtype() || in.q.dtype() != in.v.dtype())
       ATTNPROF_FAIL("q, k and v files have different dtypes ({}, {}, {}): pass --dtype to convert them",
                     dtype_name(in.q.dtype()), dtype_name(in.k.dtype()), dtype_name(in.v.dtype()));
@@ -270,6 +278,16 @@ double elapsed_s(double since_s) { return now_s() - since_s; }
 void progress(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+}
+
+void exit_if_validation_failed(const std::vector<std::string>& failed) {
+  if (failed.empty()) return;
+  std::string names;
+  for (const std::string& n : failed) names += (names.empty() ? "" : ", ") + n;
+  std::fflush(stdout);
+  std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
+               names.c_str());
+  std::exit(1);
 }
 
 const char* status_name(RunOutcome::Status s) {

@@ -153,4 +153,9 @@ void write_html_if_asked(const CommonOptions& o);
 // Progress lines on stderr (the --json stdout stays machine-readable).
 void progress(const std::string& line);
 
+// Called once a command has written and printed its results: when any variant failed validation against the
+// fp64 reference (`failed` names them), says so on stderr and exits 1, so that a script sees the failure.
+// Exit codes: 0 all validated, 1 a validation failure (results still written), 2 bad input.
+void exit_if_validation_failed(const std::vector<std::string>& failed);
+
 }  // namespace attnprof::cli

@@ -94,4 +94,9 @@ class Tensor {
 // every platform. bf16 tensors receive the samples rounded to bf16.
 void fill_randn(Tensor& t, uint64_t seed);
 
+// The non-finite elements of `t`, described for an error message ("1 NaN and 2 Inf, the first at
+// [0, 0, 0, 5]"), or "" when every element is finite. With `allow_neg_inf`, -inf counts as finite (an
+// additive mask's "masked out").
+std::string nonfinite_summary(const Tensor& t, bool allow_neg_inf = false);
+
 }  // namespace attnprof

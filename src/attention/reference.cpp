@@ -1,6 +1,8 @@
 // The oracle: attention in fp64 straight from its definition, one query row at a time.
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "attnprof/attention.h"
 #include "attnprof/error.h"
@@ -9,6 +11,16 @@ namespace attnprof {
 
 Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   const AttnProblem p = AttnProblem::from(q, k, v, o);
+  // A NaN would vanish in the row maximum (std::max drops it) and turn the row into a "fully masked" row of
+  // zeros: an oracle that agreed with a wrong output. Non-finite inputs have no reference.
+  for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}})
+    if (const std::string bad = nonfinite_summary(*t); !bad.empty())
+      ATTNPROF_FAIL("{} holds non-finite values ({}): attention of NaN or Inf inputs has no reference to validate "
+                    "against",
+                    name, bad);
+  if (p.mask == MaskKind::Additive)
+    if (const std::string bad = nonfinite_summary(o.attn_mask, /*allow_neg_inf=*/true); !bad.empty())
+      ATTNPROF_FAIL("the additive attn_mask holds values other than finite numbers and -inf ({})", bad);
   const double scale = p.effective_scale();
   const int64_t group = p.Hq / p.Hkv;
   Reference r;

@@ -160,4 +160,21 @@ void fill_randn(Tensor& t, uint64_t seed) {
   }
 }
 
+std::string nonfinite_summary(const Tensor& t, bool allow_neg_inf) {
+  if (!t.defined()) return "";
+  int64_t nans = 0, infs = 0;
+  Shape4 first{-1, -1, -1, -1};
+  for (int64_t b = 0; b < t.shape(0); ++b)
+    for (int64_t h = 0; h < t.shape(1); ++h)
+      for (int64_t i = 0; i < t.shape(2); ++i)
+        for (int64_t j = 0; j < t.shape(3); ++j) {
+          const float x = t.get(b, h, i, j);
+          if (std::isfinite(x) || (allow_neg_inf && x < 0 && std::isinf(x))) continue;
+          ++(std::isnan(x) ? nans : infs);
+          if (first[0] < 0) first = {b, h, i, j};
+        }
+  if (nans + infs == 0) return "";
+  return fmt::format("{} NaN and {} Inf, the first at {}", nans, infs, shape_str(first));
+}
+
 }  // namespace attnprof
