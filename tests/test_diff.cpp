@@ -109,6 +109,24 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   EXPECT_TRUE(j["rows"][0]["new_name"] == "mul_");
 }
 
+TEST(Diff, DifferentProblemsAreFlaggedUnknownOnesAreNot) {
+  const std::string note = "note: the runs are of different problems";
+  json other = naive_summary();
+  other["run"]["problem"] = "Q";
+  const std::string differ = report::diff_table(report::diff_summaries(naive_summary(), other));
+  EXPECT_NE(differ.find("problems: base P; new Q\n" + note), std::string::npos) << differ;
+  const std::string same = report::diff_table(report::diff_summaries(naive_summary(), naive_summary()));
+  EXPECT_NE(same.find("problem: P\n"), std::string::npos) << same;
+  EXPECT_EQ(same.find(note), std::string::npos) << same;
+  // A summary that names no problem: unknown is not "different".
+  json anon = naive_summary();
+  anon["run"].erase("problem");
+  anon["metadata"].erase("problem");
+  const std::string unknown = report::diff_table(report::diff_summaries(naive_summary(), anon));
+  EXPECT_NE(unknown.find("problems: base P; new ?"), std::string::npos) << unknown;
+  EXPECT_EQ(unknown.find(note), std::string::npos) << unknown;
+}
+
 TEST(Diff, RowLimitAndTheReverseDirection) {
   const report::ProfileDiff d = report::diff_summaries(inplace_summary(), naive_summary());
   auto rows = by_label(d);

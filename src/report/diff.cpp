@@ -211,6 +211,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!d.base.problem.empty() && d.base.problem == d.next.problem) s += fmt::format("problem: {}\n", d.base.problem);
   else s += fmt::format("problems: base {}; new {}\n", d.base.problem.empty() ? "?" : d.base.problem,
                         d.next.problem.empty() ? "?" : d.next.problem);
+  if (!d.base.problem.empty() && !d.next.problem.empty() && d.base.problem != d.next.problem)
+    s += "note: the runs are of different problems; the ratios compare different work.\n";
   if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0)
     s += fmt::format("time per forward: {:.3f} ms -> {:.3f} ms ({:.2f}x {})\n", d.base.ms_per_forward,
                      d.next.ms_per_forward,
