@@ -424,6 +424,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --backend math" + kSmall, "--backend applies only to the sdpa variant");
   expect_bad("profile naive --dtype fp16" + kSmall, "fp16");
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
+  expect_bad("profile naive --memory-budget 0" + kSmall, "--memory-budget must be a positive size, got '0'");
+  expect_bad("profile naive --memory-budget 99999999999G" + kSmall, "--memory-budget '99999999999G' is too large");
   // Inputs of 3.8e23 bytes: refused with that size, not with an int64 wrapped round to a negative count.
   expect_bad("compare --shape 99999999,99999,99999,64", "needs 38399231619847");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");

@@ -62,7 +62,8 @@ int64_t parse_bytes(const std::string& s) {
   else if (!unit.empty())
     ATTNPROF_FAIL("malformed --memory-budget '{}': unknown unit '{}' (use K, M, G or T)", s, unit);
   const double bytes = v * mult;
-  if (!(bytes >= 1) || bytes > 9e18) ATTNPROF_FAIL("--memory-budget must be a positive size, got '{}'", s);
+  if (!(bytes >= 1)) ATTNPROF_FAIL("--memory-budget must be a positive size, got '{}'", s);
+  if (bytes > 9e18) ATTNPROF_FAIL("--memory-budget '{}' is too large: at most 9e18 bytes (about 7.8 EiB)", s);
   return int64_t(bytes);
 }
 
