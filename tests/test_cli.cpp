@@ -442,6 +442,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
+  expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
   expect_bad("profile naive --seed -1" + kSmall, "--seed: must be 0 or more, got -1");
   expect_bad("compare --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("compare --device cuda" + kSmall, "--device cuda");

@@ -78,7 +78,15 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)");
   sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)");
   o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 (default: bf16, as the blog)");
-  sub->add_flag("--causal,!--no-causal", o.causal, "causal mask (default on, as the blog)");
+  // Two flags rather than CLI11's "--causal,!--no-causal", whose help line reads "--causal,--no-causal{false}".
+  // CLI11 runs flag callbacks in the order they are defined, not given, so both at once is refused.
+  auto causal_flag = [&o](bool on) {
+    if (o.causal_flag_seen && o.causal != on) throw CLI::ValidationError("--causal and --no-causal contradict each other");
+    o.causal_flag_seen = true;
+    o.causal = on;
+  };
+  sub->add_flag_callback("--causal", [=] { causal_flag(true); }, "causal mask (the default, as the blog)");
+  sub->add_flag_callback("--no-causal", [=] { causal_flag(false); }, "no mask: every query sees every key");
   sub->add_option("--threads", o.threads,
                   fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: the {} hardware threads)",
                               hardware_threads() * 4, hardware_threads()));

@@ -26,6 +26,7 @@ struct CommonOptions {
   int64_t kv_heads = 0;                // 0: same as H
   std::string dtype = "bf16";
   bool causal = true;
+  bool causal_flag_seen = false;  // --causal or --no-causal was given (both at once is an error)
   int threads = 0;                     // 0: all hardware threads
   int warmup = -1;                     // -1: the subcommand's default
   int iters = -1;
