@@ -115,6 +115,28 @@ TEST(Npy, Float16IsConvertedToFloat32) {
   EXPECT_EQ(npy::half_to_float(0x3555), 0.333251953125f);
 }
 
+TEST(Npy, Float64IsRoundedToFloat32) {
+  std::string bytes = preamble_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 2, 2), }");
+  const double v[4] = {0.1, -3.0, 1e-50 /* below fp32's subnormals: 0 */, 1e300 /* beyond its range: inf */};
+  bytes.append(reinterpret_cast<const char*>(v), sizeof v);
+  EXPECT_EQ(npy::parse_header(bytes.data(), bytes.size()).data_bytes, 32u);
+  const Tensor t = npy::load_from_memory(bytes.data(), bytes.size());
+  EXPECT_EQ(t.dtype(), DType::F32);
+  EXPECT_EQ(t.get(0, 0, 0, 0), 0.1f);  // round to nearest
+  EXPECT_EQ(t.get(0, 0, 0, 1), -3.0f);
+  EXPECT_EQ(t.get(0, 0, 1, 0), 0.0f);
+  EXPECT_TRUE(std::isinf(t.get(0, 0, 1, 1)));
+  // Eight bytes per element: a file with float32's size for this shape is a size mismatch.
+  std::string short_data = preamble_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 2, 2), }");
+  short_data.append(16, '\0');
+  try {
+    (void)npy::load_from_memory(short_data.data(), short_data.size());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("size mismatch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Npy, RefusesEveryCorruption) {
   const std::string good = npy::to_bytes(ramp({1, 2, 3, 4}, DType::F32));
   struct Case {
@@ -136,7 +158,7 @@ TEST(Npy, RefusesEveryCorruption) {
       {good.substr(0, good.size() - 1), "size mismatch"},
       {good + "x", "size mismatch"},
       {image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 3, 4), }", 96), "size mismatch"},
-      {image("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 1, 1), }", 8), "unsupported dtype '<f8'"},
+      {image("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 1, 1, 1), }", 8), "unsupported dtype '<i8'"},
       {image("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 1, 1, 1), }", 4), "big-endian"},
       {image("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1, 1, 1), }", 4), "Fortran-order"},
       {image("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 1), }", 16), "expected a 4-D array"},

@@ -105,7 +105,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the N×N paths may use, e.g. 8G (default: physical memory)");
   if (d.file_inputs) {
-    sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4, <f2 -> fp32, bf16 as <u2)");
+    sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4, <f2, <f8 -> fp32, bf16 as <u2)");
     sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");
     sub->add_option("--v", o.v_path, "values from a .npy file [B,Hkv,Nk,D]");
   }

@@ -2,7 +2,8 @@
 // against any other implementation.
 //
 //   Tensor q = npy::load("q.npy");                 // 4-D [B, H, N, D]: '<f4' -> fp32, '<u2' -> bf16,
-//                                                  // '<f2' -> converted to fp32 (attnprof has no fp16 type)
+//                                                  // '<f2', '<f8' -> converted to fp32 (attnprof has no
+//                                                  // fp16 type, and fp64 is only its reference's precision)
 //   npy::save("out.npy", out);                     // fp32 as '<f4', bf16 as '<u2'; written atomically
 //   npy::Header h = npy::parse_header(bytes, n);   // the validating header parser on its own
 //
@@ -23,8 +24,8 @@
 
 namespace attnprof::npy {
 
-// Element types the reader understands. F16 is converted to fp32 on load.
-enum class ElemType { F32, F16, BF16 };
+// Element types the reader understands. F16 and F64 are converted to fp32 on load.
+enum class ElemType { F32, F16, BF16, F64 };
 
 struct Header {
   int major = 1, minor = 0;

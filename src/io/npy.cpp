@@ -19,7 +19,7 @@ namespace {
 
 constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
-size_t elem_size(ElemType e) { return e == ElemType::F32 ? 4 : 2; }
+size_t elem_size(ElemType e) { return e == ElemType::F64 ? 8 : e == ElemType::F32 ? 4 : 2; }
 
 // A cursor over the header dict text.
 class Scanner {
@@ -119,12 +119,13 @@ class Scanner {
 ElemType parse_descr(const std::string& d, std::string_view what) {
   if (d == "<f4") return ElemType::F32;
   if (d == "<f2") return ElemType::F16;
+  if (d == "<f8") return ElemType::F64;
   if (d == "<u2") return ElemType::BF16;
   if (!d.empty() && d[0] == '>')
     ATTNPROF_FAIL("{}: big-endian dtype '{}' is not supported: save the array as little-endian ('<')", what, d);
   ATTNPROF_FAIL(
-      "{}: unsupported dtype '{}': expected '<f4' (float32), '<f2' (float16, converted to float32) or '<u2' "
-      "(bfloat16 bits stored as uint16)",
+      "{}: unsupported dtype '{}': expected '<f4' (float32), '<f8' or '<f2' (float64 or float16, converted to "
+      "float32) or '<u2' (bfloat16 bits stored as uint16)",
       what, d);
 }
 
@@ -213,9 +214,19 @@ void check_size(const Header& h, uint64_t file_bytes, std::string_view what) {
                   fmt::join(h.shape, ", "), h.descr, h.data_bytes, have);
 }
 
-// Copies raw little-endian data into a freshly allocated tensor, converting fp16 to fp32.
+// Copies raw little-endian data into a freshly allocated tensor, converting fp16 and fp64 to fp32.
 Tensor from_raw(const Header& h, const unsigned char* src) {
   const Shape4 shape{h.shape[0], h.shape[1], h.shape[2], h.shape[3]};
+  if (h.elem == ElemType::F64) {  // NumPy's default dtype: rounded to nearest fp32 (beyond its range: ±inf)
+    Tensor t = Tensor::empty(shape, DType::F32);
+    float* dst = t.data<float>();
+    for (int64_t i = 0; i < h.numel; ++i) {
+      double x;
+      std::memcpy(&x, src + 8 * i, 8);
+      dst[i] = float(x);
+    }
+    return t;
+  }
   if (h.elem == ElemType::F16) {
     Tensor t = Tensor::empty(shape, DType::F32);
     float* dst = t.data<float>();
