@@ -8,8 +8,11 @@
 #include <optional>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
+#include "io/file.h"
 
 using namespace attnprof;
 using namespace attnprof::analysis;
@@ -134,6 +137,24 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
     EXPECT_GT(e.fp32_gflops, 1.0) << bad;
     EXPECT_LT(e.fp32_gflops, 1e6) << bad;
     EXPECT_NE(e.fp32_gflops, 7.0) << bad;
+  }
+  // An entry is this machine's only with its CPU signature (family, model, stepping): a hypervisor's generic
+  // model name ("AMD EPYC") is shared by CPU generations whose peaks differ.
+  const nlohmann::json cached = nlohmann::json::parse(attnprof::io::read_file(file.string()));
+  ASSERT_EQ(cached["entries"].size(), 1u);
+  const std::string signature = cached["entries"][0].at("cpu_signature").get<std::string>();
+  EXPECT_NE(signature.find(" family "), std::string::npos) << signature;
+  for (const std::string& sig : {signature, std::string("OtherVendor family 1 model 2 stepping 3"), std::string()}) {
+    {
+      std::ofstream out(file);
+      out << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+          << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
+      if (!sig.empty()) out << R"(, "cpu_signature": ")" << sig << '"';
+      out << "}]}";
+    }
+    const MachinePeaks f = machine_peaks(1);
+    if (sig == signature) EXPECT_EQ(f.fp32_gflops, 7.0) << "the matching entry is read as cached";
+    else EXPECT_NE(f.fp32_gflops, 7.0) << "an entry of another CPU (or none recorded) is not used: '" << sig << "'";
   }
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);

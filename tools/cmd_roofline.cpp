@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fmt/ranges.h>
+
 #include "attnprof/cuda.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
@@ -20,6 +22,7 @@ struct RooflineArgs {
   std::string backend;
   bool remeasure = false;
   bool peaks_only = false;
+  bool variants_given = false;  // named on the command line (not the default list)
   std::string device = "cpu";
 };
 
@@ -61,6 +64,14 @@ void run_roofline(const RooflineArgs& a) {
   const CommonOptions& o = a.common;
   const bool gpu = use_cuda(a.device);
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
+  ATTNPROF_CHECK(!(a.peaks_only && a.variants_given), "--peaks-only places no variants: drop {} or --peaks-only",
+                 fmt::join(a.variants, " "));
+  ATTNPROF_CHECK(a.backend.empty() || a.peaks_only ||
+                     std::find(a.variants.begin(), a.variants.end(), "sdpa") != a.variants.end(),
+                 "--backend applies to the variant 'sdpa', which is not among {} (name sdpa, or sdpa-math / "
+                 "sdpa-flash directly)",
+                 fmt::join(a.variants, " "));
+  ATTNPROF_CHECK(a.backend.empty() || !a.peaks_only, "--peaks-only places no variants: --backend has nothing to choose for");
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   std::vector<const Variant*> variants;
@@ -170,13 +181,17 @@ void add_roofline_command(CLI::App& app) {
   auto args = std::make_shared<RooflineArgs>();
   args->variants = {"naive", "inplace", "sdpa-math", "flash"};
   CLI::App* sub = app.add_subcommand("roofline", "machine peaks and every op of a profile on the roofline");
-  sub->add_option("variants", args->variants, "variants to place (default: naive inplace sdpa-math flash)");
+  CLI::Option* variants =
+      sub->add_option("variants", args->variants, "variants to place (default: naive inplace sdpa-math flash)");
   sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
   sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
   sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
-  sub->callback([args] { run_roofline(*args); });
+  sub->callback([args, variants] {
+    args->variants_given = variants->count() > 0;
+    run_roofline(*args);
+  });
 }
 
 }  // namespace attnprof::cli

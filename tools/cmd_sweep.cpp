@@ -167,6 +167,8 @@ void run_sweep(const SweepArgs& a) {
   apply_runtime_options(o);
   const std::vector<int64_t> seqs = parse_seq(a.seq);
   const std::vector<std::string> names = split_list(a.variants);
+  ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
+                 "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   std::vector<const Variant*> variants;
   const AttnProblem first = problem_of(o, seqs.front());
   for (const std::string& n : names) {  // a variant named twice ("naive,naive", "sdpa,sdpa-flash") runs once

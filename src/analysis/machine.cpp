@@ -205,6 +205,27 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+// What tells one CPU generation from another when the hypervisor shows a generic model name ("AMD EPYC" is
+// Zen 4 and Zen 5 alike, whose AVX-512 peaks differ by 2x): vendor, family, model and stepping.
+std::string cpu_signature() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor, family, model, stepping;
+  auto value = [&line] {
+    const auto colon = line.find(':');
+    std::string v = colon == std::string::npos ? "" : line.substr(colon + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    return v;
+  };
+  while (std::getline(in, line) && !line.empty()) {  // the first processor's block
+    if (line.rfind("vendor_id", 0) == 0) vendor = value();
+    else if (line.rfind("cpu family", 0) == 0) family = value();
+    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value();
+    else if (line.rfind("stepping", 0) == 0) stepping = value();
+  }
+  return fmt::format("{} family {} model {} stepping {}", vendor.empty() ? "?" : vendor, family.empty() ? "?" : family,
+                     model.empty() ? "?" : model, stepping.empty() ? "?" : stepping);
+}
+
 double load_average() {
   std::ifstream in("/proc/loadavg");
   double l = 0.0;
@@ -289,12 +310,15 @@ std::optional<std::string> memory_reclaim_note(const std::string& sysfs) {
 MachinePeaks machine_peaks(int threads, bool force_measure) {
   ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
   const std::string cpu = cpu_model();
+  const std::string signature = cpu_signature();
   const Isa isa = best_isa();
   const std::string isa_s(isa_name(isa));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
 
-  // The cache: {"version": 1, "entries": [MachinePeaks...]}. Anything unreadable is ignored with a note.
+  // The cache: {"version": 1, "entries": [MachinePeaks + "cpu_signature" + "load_average"...]}, one entry per
+  // (CPU signature, ISA, threads). An entry without the signature (an older cache) matches nothing. Anything
+  // unreadable is ignored with a note.
   nlohmann::json cache = {{"version", 1}, {"entries", nlohmann::json::array()}};
   if (!path.empty() && ::access(path.c_str(), F_OK) == 0) {
     try {
@@ -308,11 +332,14 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
                    path.c_str(), e.what());
     }
   }
+  auto same_machine = [&](const nlohmann::json& e) {
+    const MachinePeaks m = from_json(e);
+    return m.cpu == cpu && m.isa == isa_s && m.threads == threads && e.contains("cpu_signature") &&
+           e["cpu_signature"] == signature;
+  };
   if (!force_measure)
-    for (const auto& e : cache["entries"]) {
-      MachinePeaks m = from_json(e);
-      if (m.cpu == cpu && m.isa == isa_s && m.threads == threads) return m;
-    }
+    for (const auto& e : cache["entries"])
+      if (same_machine(e)) return from_json(e);
 
   // Peaks measured on a busy machine are low and would be cached; say so (the figures stay honest: they are
   // what was measured) and record the load next to them.
@@ -334,11 +361,14 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
 
   if (!path.empty()) {
     auto& entries = cache["entries"];
-    for (auto it = entries.begin(); it != entries.end();) {
-      const MachinePeaks old = from_json(*it);
-      it = (old.cpu == cpu && old.isa == isa_s && old.threads == threads) ? entries.erase(it) : it + 1;
+    for (auto it = entries.begin(); it != entries.end();) {  // replaced: this machine's entry, and unsigned ones
+      const MachinePeaks old = from_json(*it);                 // of its model name an older cache left
+      const bool unsigned_same =
+          !it->contains("cpu_signature") && old.cpu == cpu && old.isa == isa_s && old.threads == threads;
+      it = same_machine(*it) || unsigned_same ? entries.erase(it) : it + 1;
     }
     nlohmann::json entry = m;
+    entry["cpu_signature"] = signature;
     entry["load_average"] = load;
     entries.push_back(std::move(entry));
     try {
