@@ -240,6 +240,8 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     // The machine's memory note is recorded always, and printed only to explain a noisy row.
     const std::string reclaim = attnprof::analysis::memory_reclaim_note().value_or("");
     EXPECT_EQ(j["machine"]["memory_reclaim"], reclaim);
+    // The CPU's signature tells generations apart where the model name is generic ("AMD EPYC").
+    EXPECT_NE(j["machine"].value("cpu_signature", "").find(" family "), std::string::npos) << j["machine"].dump();
     const bool any_noisy = r.out.find("Noisy: ") != std::string::npos;
     EXPECT_EQ(r.out.find("Note: this VM") != std::string::npos, any_noisy && !reclaim.empty()) << r.out;
     // What the blog saw: in-place naive records fewer ops than naive (no clone/copy_ for masked_fill).

@@ -116,6 +116,7 @@ std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_
 // ---- the machine and the roofline --------------------------------------------------------------------
 struct MachinePeaks {
   std::string cpu;             // model name from /proc/cpuinfo
+  std::string cpu_signature;   // "AuthenticAMD family 26 model 2 stepping 1"; "" for a GPU's datasheet figures
   std::string isa;             // the SIMD target the peaks were measured with
   int threads = 1;
   double fp32_gflops = 0.0;    // FMA throughput
@@ -124,12 +125,14 @@ struct MachinePeaks {
   double sgemm_gflops = 0.0;   // OpenBLAS sgemm 2048³, the practical fp32 ceiling
 };
 
-// {"cpu", "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops"}: the form every
-// JSON output (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
+// {"cpu", "cpu_signature" (when known), "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs",
+// "sgemm_gflops"}: the form every JSON output (peaks cache, compare.json, roofline.json) uses, via nlohmann's
+// `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
-// The cache is a JSON file keyed by CPU model, ISA and thread count ($XDG_CACHE_HOME/attnprof/peaks.json).
+// The cache is a JSON file keyed by CPU model and signature, ISA and thread count
+// ($XDG_CACHE_HOME/attnprof/peaks.json).
 MachinePeaks machine_peaks(int threads, bool force_measure = false);
 
 // Whether this machine gives freed memory back to a hypervisor (a virtio-balloon device with free page

@@ -249,6 +249,7 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
        {"bf16_gflops", m.bf16_gflops},
        {"bandwidth_gbs", m.bandwidth_gbs},
        {"sgemm_gflops", m.sgemm_gflops}};
+  if (!m.cpu_signature.empty()) j["cpu_signature"] = m.cpu_signature;
 }
 
 namespace {
@@ -256,6 +257,10 @@ namespace {
 MachinePeaks from_json(const nlohmann::json& j) {
   MachinePeaks m;
   m.cpu = j.at("cpu").get<std::string>();
+  if (j.contains("cpu_signature")) {
+    if (!j["cpu_signature"].is_string()) throw std::runtime_error("cpu_signature is not a string");
+    m.cpu_signature = j["cpu_signature"].get<std::string>();
+  }
   m.isa = j.at("isa").get<std::string>();
   const nlohmann::json& threads = j.at("threads");
   if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 65536)
@@ -334,8 +339,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   }
   auto same_machine = [&](const nlohmann::json& e) {
     const MachinePeaks m = from_json(e);
-    return m.cpu == cpu && m.isa == isa_s && m.threads == threads && e.contains("cpu_signature") &&
-           e["cpu_signature"] == signature;
+    return m.cpu == cpu && m.cpu_signature == signature && m.isa == isa_s && m.threads == threads;
   };
   if (!force_measure)
     for (const auto& e : cache["entries"])
@@ -352,6 +356,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
                  load, hw);
   MachinePeaks m;
   m.cpu = cpu;
+  m.cpu_signature = signature;
   m.isa = isa_s;
   m.threads = threads;
   m.fp32_gflops = measure_fp32(threads, isa);
@@ -367,8 +372,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
           !it->contains("cpu_signature") && old.cpu == cpu && old.isa == isa_s && old.threads == threads;
       it = same_machine(*it) || unsigned_same ? entries.erase(it) : it + 1;
     }
-    nlohmann::json entry = m;
-    entry["cpu_signature"] = signature;
+    nlohmann::json entry = m;  // with its cpu_signature
     entry["load_average"] = load;
     entries.push_back(std::move(entry));
     try {

@@ -319,6 +319,7 @@ std::string run_label(const json& c) {
   if (c.contains("gpu") && c["gpu"].is_string()) where = c["gpu"].get<std::string>();
   else if (c.contains("machine") && c["machine"].is_object()) {
     where = text(c["machine"], "cpu");
+    if (const std::string sig = text(c["machine"], "cpu_signature"); !sig.empty()) where += " (" + sig + ")";
     const double threads = c.contains("threads") && c["threads"].is_number() ? c["threads"].get<double>() : 0.0;
     if (threads >= 1 && threads <= 1e6) where += fmt::format(", {:.0f} threads", threads);
   }
