@@ -561,6 +561,7 @@ Machine machine_of(const json* m) {
   out.bf16 = num(*m, "bf16_gflops");
   out.bw = num(*m, "bandwidth_gbs");
   out.cpu = str(*m, "cpu");
+  if (const std::string sig = str(*m, "cpu_signature"); !sig.empty()) out.cpu += " (" + sig + ")";
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
   return out;
 }
