@@ -433,6 +433,13 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
+  // Options that would be silently ignored are refused.
+  expect_bad("sweep --variants naive --backend math" + kSmall,
+             "--backend applies to the variant 'sdpa', which --variants 'naive' does not name");
+  expect_bad("roofline --backend math" + kSmall,
+             "--backend applies to the variant 'sdpa', which is not among naive inplace sdpa-math flash");
+  expect_bad("roofline naive --peaks-only" + kSmall, "--peaks-only places no variants: drop naive or --peaks-only");
+  expect_bad("roofline --peaks-only --backend math" + kSmall, "--peaks-only places no variants: --backend");
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("profile", "variant is required");
