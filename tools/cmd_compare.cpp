@@ -192,7 +192,7 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
   return s + rule + "\n";
 }
 
-// Writes compare.json, compare.txt and (with --html) the report, then prints the table or the JSON.
+// The variants whose rows failed validation (for the exit code).
 std::vector<std::string> failed_names(const std::vector<Row>& rows) {
   std::vector<std::string> out;
   for (const Row& r : rows)
@@ -200,6 +200,7 @@ std::vector<std::string> failed_names(const std::vector<Row>& rows) {
   return out;
 }
 
+// Writes compare.json, compare.txt and (with --html) the report, then prints the table or the JSON.
 void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text) {
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);

@@ -67,20 +67,16 @@ void run_roofline(const RooflineArgs& a) {
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
   ATTNPROF_CHECK(!(a.peaks_only && a.variants_given), "--peaks-only places no variants: drop {} or --peaks-only",
                  fmt::join(a.variants, " "));
-  ATTNPROF_CHECK(a.backend.empty() || a.peaks_only ||
-                     std::find(a.variants.begin(), a.variants.end(), "sdpa") != a.variants.end(),
+  ATTNPROF_CHECK(!(a.peaks_only && !a.backend.empty()),
+                 "--peaks-only places no variants: --backend has nothing to choose for");
+  ATTNPROF_CHECK(a.backend.empty() || std::find(a.variants.begin(), a.variants.end(), "sdpa") != a.variants.end(),
                  "--backend applies to the variant 'sdpa', which is not among {} (name sdpa, or sdpa-math / "
                  "sdpa-flash directly)",
                  fmt::join(a.variants, " "));
-  ATTNPROF_CHECK(a.backend.empty() || !a.peaks_only, "--peaks-only places no variants: --backend has nothing to choose for");
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
-  std::vector<const Variant*> variants;
-  if (!a.peaks_only)
-    for (const std::string& n : a.variants) {  // a variant named twice is placed once
-      const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", in.p);
-      if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
-    }
+  const std::vector<const Variant*> variants =
+      a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
 

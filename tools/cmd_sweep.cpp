@@ -169,12 +169,7 @@ void run_sweep(const SweepArgs& a) {
   const std::vector<std::string> names = split_list(a.variants);
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
-  std::vector<const Variant*> variants;
-  const AttnProblem first = problem_of(o, seqs.front());
-  for (const std::string& n : names) {  // a variant named twice ("naive,naive", "sdpa,sdpa-flash") runs once
-    const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? a.backend : "", first);
-    if (std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
-  }
+  const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()));
   prepare_out_dir(o.out);
   const int threads = ops::num_threads();
   const std::string gpu_name = gpu ? cuda::device_info().name : "";

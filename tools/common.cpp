@@ -10,6 +10,8 @@
 #include <thread>
 #include <tuple>
 
+#include <fmt/ranges.h>
+
 #include "attnprof/allocator.h"
 #include "attnprof/cuda.h"
 #include "attnprof/html.h"
@@ -291,12 +293,20 @@ void progress(const std::string& line) {
 
 void exit_if_validation_failed(const std::vector<std::string>& failed) {
   if (failed.empty()) return;
-  std::string names;
-  for (const std::string& n : failed) names += (names.empty() ? "" : ", ") + n;
   std::fflush(stdout);
   std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
-               names.c_str());
+               fmt::format("{}", fmt::join(failed, ", ")).c_str());
   std::exit(1);
+}
+
+std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
+                                                const std::string& backend, const AttnProblem& p) {
+  std::vector<const Variant*> out;
+  for (const std::string& n : names) {
+    const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? backend : "", p);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
 }
 
 const char* status_name(RunOutcome::Status s) {

@@ -77,6 +77,10 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
 const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
 // resolve_variant or resolve_cuda_variant.
 const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::string& backend, const AttnProblem& p);
+// Every name through resolve_variant_on (`backend` goes to "sdpa" only), each variant once, in the order first
+// named: "naive,naive" and "sdpa,sdpa-flash" would otherwise run one variant twice.
+std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
+                                                const std::string& backend, const AttnProblem& p);
 
 // --device: true for "cuda" (Error when no usable GPU is there), false for "cpu", Error for anything else.
 bool use_cuda(const std::string& device);

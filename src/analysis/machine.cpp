@@ -337,13 +337,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
                    path.c_str(), e.what());
     }
   }
-  auto same_machine = [&](const nlohmann::json& e) {
-    const MachinePeaks m = from_json(e);
-    return m.cpu == cpu && m.cpu_signature == signature && m.isa == isa_s && m.threads == threads;
-  };
+  // This machine's key, less the signature: an entry matches with the signature equal, and an unsigned one
+  // (an older cache) is replaced when this machine's peaks are written.
+  auto same_key = [&](const MachinePeaks& m) { return m.cpu == cpu && m.isa == isa_s && m.threads == threads; };
   if (!force_measure)
     for (const auto& e : cache["entries"])
-      if (same_machine(e)) return from_json(e);
+      if (MachinePeaks m = from_json(e); same_key(m) && m.cpu_signature == signature) return m;
 
   // Peaks measured on a busy machine are low and would be cached; say so (the figures stay honest: they are
   // what was measured) and record the load next to them.
@@ -366,11 +365,10 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
 
   if (!path.empty()) {
     auto& entries = cache["entries"];
-    for (auto it = entries.begin(); it != entries.end();) {  // replaced: this machine's entry, and unsigned ones
-      const MachinePeaks old = from_json(*it);                 // of its model name an older cache left
-      const bool unsigned_same =
-          !it->contains("cpu_signature") && old.cpu == cpu && old.isa == isa_s && old.threads == threads;
-      it = same_machine(*it) || unsigned_same ? entries.erase(it) : it + 1;
+    for (auto it = entries.begin(); it != entries.end();) {
+      const MachinePeaks old = from_json(*it);
+      const bool replaced = same_key(old) && (old.cpu_signature == signature || old.cpu_signature.empty());
+      it = replaced ? entries.erase(it) : it + 1;
     }
     nlohmann::json entry = m;  // with its cpu_signature
     entry["load_average"] = load;
