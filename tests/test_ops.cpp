@@ -195,3 +195,47 @@ TEST(Ops, SoftmaxMatchesLoop) {
       }
   }
 }
+
+// matmul against an fp64 loop over the same (rounded) inputs: contiguous operands, kᵀ as a transposed view,
+// a broadcast (stride-0) operand and grouped heads (b with fewer heads than a), fp32 and bf16, on every ISA
+// target. bf16 below AVX-512 is widened to fp32 and multiplied by sgemm; from AVX-512 up it is oneDNN's bf16
+// matmul; both accumulate in fp32 and round once, so the error is one rounding of the result plus fp32 sums.
+TEST(Ops, MatmulMatchesFp64Loop) {
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16}) {
+      Tensor a = Tensor::empty({2, 4, 33, 40}, t);
+      fill_randn(a, 21);
+      Tensor b = Tensor::empty({2, 4, 40, 70}, t);
+      fill_randn(b, 22);
+      Tensor kt = Tensor::empty({2, 4, 70, 40}, t);
+      fill_randn(kt, 23);
+      Tensor grouped = Tensor::empty({2, 2, 40, 70}, t);
+      fill_randn(grouped, 24);
+      Tensor col = Tensor::empty({2, 4, 40, 1}, t);
+      fill_randn(col, 25);
+      const std::vector<std::pair<std::string, Tensor>> rhs = {
+          {"contiguous", b}, {"transposed", kt.transpose()}, {"grouped heads", grouped},
+          {"broadcast", col.expand({2, 4, 40, 70})}};
+      for (const auto& [name, bb] : rhs) {
+        const std::string what = fmt::format("matmul {} {} {}", isa_name(isa), dtype_name(t), name);
+        const Tensor c = ops::matmul(a, bb);
+        ASSERT_EQ(c.shape(), (Shape4{2, 4, 33, 70})) << what;
+        ASSERT_EQ(c.dtype(), t) << what;
+        const int64_t group = a.shape(1) / bb.shape(1);
+        double worst = 0.0;
+        for_each_element(c.shape(), [&](int64_t bi, int64_t h, int64_t i, int64_t j) {
+          double want = 0.0, mag = 0.0;
+          for (int64_t k = 0; k < 40; ++k) {
+            const double p = double(a.get(bi, h, i, k)) * double(bb.get(bi, h / group, k, j));
+            want += p;
+            mag += std::abs(p);
+          }
+          const double tol = (t == DType::BF16 ? std::ldexp(std::abs(want), -8) : 0.0) + 1e-5 * mag + 1e-30;
+          worst = std::max(worst, std::abs(double(c.get(bi, h, i, j)) - want) / tol);
+        });
+        EXPECT_LE(worst, 1.0) << what << ": worst error " << worst << " of the tolerance";
+      }
+    }
+  }
+}

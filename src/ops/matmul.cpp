@@ -1,14 +1,23 @@
 // matmul: batched GEMM over [B, H] through real GEMM libraries (never hand-written for the naive path).
 //   fp32 -> OpenBLAS cblas_sgemm, one call per (b, h); batches spread over OpenMP threads.
 //   bf16 -> oneDNN matmul with bf16 inputs, fp32 accumulation and a bf16 result, like PyTorch's CPU path.
+//           oneDNN 2.6 implements bf16 matmul only from AVX-512 (avx512_core) up; on other CPUs (AVX2-only
+//           ones) each (b, h) slice is widened to fp32, multiplied by cblas_sgemm and rounded to bf16 once:
+//           the same arithmetic (bf16 inputs, fp32 accumulation, one rounding), on the fp32 FMA units.
+//           Dispatch below AVX-512 (an AVX2 CPU, or an IsaOverride in the tests) takes this path too, so every
+//           machine's test suite runs both.
 #include <cblas.h>
 #include <omp.h>
+
+#include <vector>
 
 #include <dnnl.hpp>
 
 #include "attnprof/error.h"
+#include "attnprof/isa.h"
 #include "attnprof/ops.h"
 #include "attnprof/profiler.h"
+#include "kernels.h"
 
 namespace attnprof::ops {
 namespace {
@@ -104,6 +113,76 @@ void bf16_matmul(const Tensor& a, const Tensor& b, Tensor& c) {
   stream.wait();
 }
 
+// One operand slice (dims 2 and 3 of `t` at batch bi, head hi) widened to fp32 in `buf`, laid out for sgemm.
+// A unit stride along dim 3 keeps rows; along dim 2 (a transposed view such as kᵀ) keeps columns, passed as
+// CblasTrans; anything else is gathered element by element.
+void widen_slice(const Tensor& t, int64_t bi, int64_t hi, std::vector<float>& buf, CBLAS_TRANSPOSE& trans, int& ld) {
+  const int64_t R = t.shape(2), C = t.shape(3);
+  const uint16_t* base = t.data<uint16_t>() + bi * t.stride(0) + hi * t.stride(1);
+  const detail::RowKernels& k = detail::row_kernels();
+  buf.resize(size_t(R * C));
+  if (t.stride(3) == 1 || C == 1) {
+    for (int64_t r = 0; r < R; ++r) k.cvt_bf16_f32(base + r * t.stride(2), buf.data() + r * C, C);
+    trans = CblasNoTrans;
+    ld = int(std::max<int64_t>(C, 1));
+  } else if (t.stride(2) == 1) {
+    for (int64_t c = 0; c < C; ++c) k.cvt_bf16_f32(base + c * t.stride(3), buf.data() + c * R, R);
+    trans = CblasTrans;
+    ld = int(std::max<int64_t>(R, 1));
+  } else {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) buf[size_t(r * C + c)] = bf16_to_float(base[r * t.stride(2) + c * t.stride(3)]);
+    trans = CblasNoTrans;
+    ld = int(std::max<int64_t>(C, 1));
+  }
+}
+
+void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
+  const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
+  const int M = int(a.shape(2)), K = int(a.shape(3)), N = int(b.shape(3));
+  const int64_t batches = B * Ha;
+  const detail::RowKernels& k = detail::row_kernels();
+  struct Scratch {
+    std::vector<float> a, b, c;
+  };
+  auto one = [&](int64_t bh, Scratch& s) {
+    const int64_t bi = bh / Ha, hi = bh % Ha;
+    CBLAS_TRANSPOSE ta, tb;
+    int lda, ldb;
+    widen_slice(a, bi, hi, s.a, ta, lda);
+    widen_slice(b, bi, hi / group, s.b, tb, ldb);
+    s.c.resize(size_t(M) * size_t(N));
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, s.a.data(), lda, s.b.data(), ldb, 0.0f, s.c.data(), N);
+    uint16_t* pc = c.data<uint16_t>() + bi * c.stride(0) + hi * c.stride(1);
+    for (int64_t r = 0; r < M; ++r) k.cvt_f32_bf16(s.c.data() + r * N, pc + r * c.stride(2), N);
+  };
+  if (batches >= omp_get_max_threads() && batches > 1) {
+#pragma omp parallel
+    {
+      Scratch s;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t bh = 0; bh < batches; ++bh) one(bh, s);
+    }
+  } else {
+    Scratch s;
+    for (int64_t bh = 0; bh < batches; ++bh) one(bh, s);  // BLAS threads inside each call
+  }
+}
+
+// Whether this oneDNN has a bf16 matmul for this CPU: asked once, with a tiny problem.
+bool dnnl_bf16_matmul_available() {
+  static const bool ok = [] {
+    try {
+      const auto md = desc4({1, 1, 2, 2}, {4, 4, 2, 1});
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), dnnl_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return ok;
+}
+
 }  // namespace
 
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
@@ -126,6 +205,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
   if (a.dtype() == DType::F32) {
     sgemm_batched(a, b, c);
+  } else if (best_isa() != Isa::AVX512 || !dnnl_bf16_matmul_available()) {
+    bf16_matmul_widened(a, b, c);
   } else {
     try {
       bf16_matmul(a, b, c);
