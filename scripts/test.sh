@@ -7,22 +7,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+# Each phase starts with its elapsed time so far, so a slow CI run shows where the minutes went.
+phase() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$1"; }
 
-echo "== release build and tests"
+phase "release build and tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$JOBS"
 ctest --test-dir build --output-on-failure -j"$JOBS"
 
-echo "== one tiny iteration of each benchmark"
+phase "one tiny iteration of each benchmark"
 build/bench/bench_attention --benchmark_filter=smoke --benchmark_min_time=0 | tail -n 3
 build/bench/bench_profiler --benchmark_filter='BM_Zone_Enabled$|BM_Zone_CompiledOut|BM_TraceExport_Text' \
   --benchmark_min_time=0 | tail -n 3
 build/bench/bench_memory --benchmark_filter='reused/256|held/256' --benchmark_min_time=0 | tail -n 2
 
-echo "== browser test of the HTML report"
+phase "browser test of the HTML report"
 ATTNPROF_REQUIRE_BROWSER=${ATTNPROF_REQUIRE_BROWSER:-${CI:+1}} tests/browser/run.sh build
 
-echo "== libFuzzer runs: the .npy reader, the JSON readers of diff and report (${FUZZ_SECONDS}s each)"
+phase "libFuzzer runs: the .npy reader, the JSON readers of diff and report (${FUZZ_SECONDS}s each)"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DATTNPROF_BUILD_FUZZ=ON \
   -DATTNPROF_BUILD_TESTS=OFF -DATTNPROF_BUILD_BENCH=OFF -DATTNPROF_CUDA=OFF >/dev/null
 cmake --build build-fuzz --target fuzz_npy fuzz_json -j"$JOBS"
@@ -32,9 +34,10 @@ build-fuzz/fuzz/fuzz_npy -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -pri
 build-fuzz/fuzz/fuzz_json -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
   -dict=fuzz/json.dict build-fuzz/corpus-json fuzz/corpus/json 2>&1 | tail -n 2
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+phase "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATTNPROF_SANITIZE=address,undefined \
   -DATTNPROF_BUILD_BENCH=OFF -DATTNPROF_CUDA=OFF >/dev/null
 cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+phase "done"
