@@ -9,8 +9,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <vector>
-
 #include <dnnl.hpp>
 
 #include "attnprof/error.h"
@@ -113,25 +111,24 @@ void bf16_matmul(const Tensor& a, const Tensor& b, Tensor& c) {
   stream.wait();
 }
 
-// One operand slice (dims 2 and 3 of `t` at batch bi, head hi) widened to fp32 in `buf`, laid out for sgemm.
-// A unit stride along dim 3 keeps rows; along dim 2 (a transposed view such as kᵀ) keeps columns, passed as
-// CblasTrans; anything else is gathered element by element.
-void widen_slice(const Tensor& t, int64_t bi, int64_t hi, std::vector<float>& buf, CBLAS_TRANSPOSE& trans, int& ld) {
+// One operand slice (dims 2 and 3 of `t` at batch bi, head hi) widened to fp32 in `buf` (R·C floats), laid
+// out for sgemm. A unit stride along dim 3 keeps rows; along dim 2 (a transposed view such as kᵀ) keeps
+// columns, passed as CblasTrans; anything else is gathered element by element.
+void widen_slice(const Tensor& t, int64_t bi, int64_t hi, float* buf, CBLAS_TRANSPOSE& trans, int& ld) {
   const int64_t R = t.shape(2), C = t.shape(3);
   const uint16_t* base = t.data<uint16_t>() + bi * t.stride(0) + hi * t.stride(1);
   const detail::RowKernels& k = detail::row_kernels();
-  buf.resize(size_t(R * C));
   if (t.stride(3) == 1 || C == 1) {
-    for (int64_t r = 0; r < R; ++r) k.cvt_bf16_f32(base + r * t.stride(2), buf.data() + r * C, C);
+    for (int64_t r = 0; r < R; ++r) k.cvt_bf16_f32(base + r * t.stride(2), buf + r * C, C);
     trans = CblasNoTrans;
     ld = int(std::max<int64_t>(C, 1));
   } else if (t.stride(2) == 1) {
-    for (int64_t c = 0; c < C; ++c) k.cvt_bf16_f32(base + c * t.stride(3), buf.data() + c * R, R);
+    for (int64_t c = 0; c < C; ++c) k.cvt_bf16_f32(base + c * t.stride(3), buf + c * R, R);
     trans = CblasTrans;
     ld = int(std::max<int64_t>(R, 1));
   } else {
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t c = 0; c < C; ++c) buf[size_t(r * C + c)] = bf16_to_float(base[r * t.stride(2) + c * t.stride(3)]);
+      for (int64_t c = 0; c < C; ++c) buf[r * C + c] = bf16_to_float(base[r * t.stride(2) + c * t.stride(3)]);
     trans = CblasNoTrans;
     ld = int(std::max<int64_t>(C, 1));
   }
@@ -141,31 +138,31 @@ void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
   const int M = int(a.shape(2)), K = int(a.shape(3)), N = int(b.shape(3));
   const int64_t batches = B * Ha;
+  const bool parallel = batches >= omp_get_max_threads() && batches > 1;
   const detail::RowKernels& k = detail::row_kernels();
-  struct Scratch {
-    std::vector<float> a, b, c;
-  };
-  auto one = [&](int64_t bh, Scratch& s) {
+  // fp32 copies of one (b, h) slice of a, b and c per thread. A tensor, so the tracked allocator counts it in
+  // the op's memory and the forward's peak, as the flash kernel's scratch is.
+  const int64_t a_sz = int64_t(M) * K, b_sz = int64_t(K) * N, per_thread = a_sz + b_sz + int64_t(M) * N;
+  const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  Tensor scratch = Tensor::empty({1, 1, threads, per_thread}, DType::F32);
+  auto one = [&](int64_t bh, float* sa) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
+    float* const sb = sa + a_sz;
+    float* const sc = sb + b_sz;
     CBLAS_TRANSPOSE ta, tb;
     int lda, ldb;
-    widen_slice(a, bi, hi, s.a, ta, lda);
-    widen_slice(b, bi, hi / group, s.b, tb, ldb);
-    s.c.resize(size_t(M) * size_t(N));
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, s.a.data(), lda, s.b.data(), ldb, 0.0f, s.c.data(), N);
+    widen_slice(a, bi, hi, sa, ta, lda);
+    widen_slice(b, bi, hi / group, sb, tb, ldb);
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, sa, lda, sb, ldb, 0.0f, sc, N);
     uint16_t* pc = c.data<uint16_t>() + bi * c.stride(0) + hi * c.stride(1);
-    for (int64_t r = 0; r < M; ++r) k.cvt_f32_bf16(s.c.data() + r * N, pc + r * c.stride(2), N);
+    for (int64_t r = 0; r < M; ++r) k.cvt_f32_bf16(sc + r * N, pc + r * c.stride(2), N);
   };
-  if (batches >= omp_get_max_threads() && batches > 1) {
-#pragma omp parallel
-    {
-      Scratch s;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t bh = 0; bh < batches; ++bh) one(bh, s);
-    }
+  float* const base = scratch.data<float>();
+  if (parallel) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < batches; ++bh) one(bh, base + omp_get_thread_num() * per_thread);
   } else {
-    Scratch s;
-    for (int64_t bh = 0; bh < batches; ++bh) one(bh, s);  // BLAS threads inside each call
+    for (int64_t bh = 0; bh < batches; ++bh) one(bh, base);  // BLAS threads inside each call
   }
 }
 
