@@ -1,4 +1,4 @@
-// The elementwise ops (mul, mul_, masked_fill(_), add(_), softmax(_), clone, to) against plain loops over
+// The elementwise ops (mul, mul_, masked_fill(_), add(_), softmax(_), clone, to) and matmul against plain loops over
 // Tensor::get/set, for fp32 and bf16, contiguous, strided (transposed views) and broadcast operands, on every
 // ISA target. mul/masked_fill/add/copies are exact (one fp32 operation, one rounding); softmax is compared
 // to an fp64 loop with a tolerance of a few ulps of the stored type.

@@ -4,8 +4,8 @@
 //           oneDNN 2.6 implements bf16 matmul only from AVX-512 (avx512_core) up; on other CPUs (AVX2-only
 //           ones) each (b, h) slice is widened to fp32, multiplied by cblas_sgemm and rounded to bf16 once:
 //           the same arithmetic (bf16 inputs, fp32 accumulation, one rounding), on the fp32 FMA units.
-//           Dispatch below AVX-512 (an AVX2 CPU, or an IsaOverride in the tests) takes this path too, so every
-//           machine's test suite runs both.
+//           Dispatch below AVX-512 (an IsaOverride in the tests) takes this path too, so the suite on an
+//           AVX-512 machine runs both paths.
 #include <cblas.h>
 #include <omp.h>
 
