@@ -18,6 +18,7 @@
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/npy.h"
+#include "attnprof/ops.h"
 #include "io/file.h"
 
 namespace fs = std::filesystem;
@@ -247,6 +248,10 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     // What the blog saw: in-place naive records fewer ops than naive (no clone/copy_ for masked_fill).
     EXPECT_LT(j["variants"][1]["ops"].get<double>(), j["variants"][0]["ops"].get<double>());
     EXPECT_TRUE(fs::exists(out() / "compare.txt"));
+    // The GEMM under naive/in-place's bf16 matmul is named, as the library chose it on this CPU.
+    EXPECT_EQ(j["machine"]["bf16_matmul"], ops::bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm");
+    const bool said = r.out.find("bf16 matmul (naive, inplace): " + ops::bf16_matmul_description()) != std::string::npos;
+    EXPECT_EQ(said, std::string(dtype) == "bf16") << r.out;
   }
 }
 

@@ -313,6 +313,7 @@ void run_compare(const CompareArgs& a) {
   const std::optional<std::string> reclaim = analysis::memory_reclaim_note();
   nlohmann::json j = problem_json(in, o, t);
   j["machine"]["memory_reclaim"] = reclaim.value_or("");
+  j["machine"]["bf16_matmul"] = ops::bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm";
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
 
@@ -330,6 +331,12 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",
                       sdpa_auto);
+  // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
+  // with another machine must know it.
+  const bool unfused = std::any_of(variants.begin(), variants.end(),
+                                   [](const Variant* v) { return v->name == "naive" || v->name == "inplace"; });
+  if (in.p.dtype == DType::BF16 && unfused)
+    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", ops::bf16_matmul_description());
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);

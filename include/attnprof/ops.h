@@ -19,15 +19,21 @@
 // and the command line refuse them rather than validate against them.
 #pragma once
 
+#include <string>
+
 #include "attnprof/cost.h"
 #include "attnprof/tensor.h"
 
 namespace attnprof::ops {
 
 // [B,Ha,M,K] x [B,Hb,K,N] -> [B,Ha,M,N]; Ha % Hb == 0. fp32: OpenBLAS sgemm; bf16: oneDNN (bf16 in, fp32
-// accumulate, bf16 out), as PyTorch's CPU matmul does.
+// accumulate, bf16 out), as PyTorch's CPU matmul does; below AVX-512, where oneDNN 2.6 has no bf16 matmul,
+// bf16 widened to fp32 for sgemm and the result rounded once.
 Tensor matmul(const Tensor& a, const Tensor& b);
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
+// What a bf16 matmul runs on here (best_isa() now): oneDNN's bf16 matmul, or the fp32 widening. For reports.
+bool bf16_matmul_uses_onednn();
+std::string bf16_matmul_description();
 
 Tensor transpose(const Tensor& a);  // view of the last two dims, recorded as a zero-cost op
 

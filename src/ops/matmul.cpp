@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
+#include <fmt/format.h>
 
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
@@ -182,6 +183,15 @@ bool dnnl_bf16_matmul_available() {
 
 }  // namespace
 
+bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_matmul_available(); }
+
+std::string bf16_matmul_description() {
+  if (bf16_matmul_uses_onednn()) return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
+  return fmt::format("bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once ({})",
+                     best_isa() == Isa::AVX512 ? "this oneDNN has no bf16 matmul for this CPU"
+                                               : "oneDNN 2.6 has no bf16 matmul below AVX-512");
+}
+
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
   const double es = double(dtype_size(dtype));
   const double batches = double(a[0] * a[1]);
@@ -202,7 +212,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
   if (a.dtype() == DType::F32) {
     sgemm_batched(a, b, c);
-  } else if (best_isa() != Isa::AVX512 || !dnnl_bf16_matmul_available()) {
+  } else if (!bf16_matmul_uses_onednn()) {
     bf16_matmul_widened(a, b, c);
   } else {
     try {
