@@ -251,6 +251,29 @@ TEST(Diff, CompareRunsVariantByVariant) {
   EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 2.0);
   EXPECT_TRUE(j["rows"][2]["speedup"].is_null());
 
+  EXPECT_TRUE(j["bf16_matmul"].is_null());
+  // Two bf16 runs whose unfused matmuls ran on different GEMMs (an AVX-512 machine and an AVX2 one) say so;
+  // fp32 runs, or a run that does not record it, do not.
+  json b16 = base, n16 = next;
+  b16["dtype"] = n16["dtype"] = "bf16";
+  b16["machine"]["bf16_matmul"] = "onednn";
+  n16["machine"] = {{"cpu", "Other CPU"}, {"bf16_matmul", "fp32-widened-sgemm"}};
+  const report::RunDiff g = report::diff_compare_runs(b16, n16);
+  EXPECT_EQ(g.base_bf16_matmul, "onednn");
+  EXPECT_EQ(g.new_bf16_matmul, "fp32-widened-sgemm");
+  EXPECT_NE(report::diff_table(g).find("ran on different GEMMs (base: onednn, new: fp32-widened-sgemm)"),
+            std::string::npos)
+      << report::diff_table(g);
+  EXPECT_EQ(report::diff_json(g)["bf16_matmul"]["new"], "fp32-widened-sgemm");
+  n16["machine"]["bf16_matmul"] = "onednn";
+  EXPECT_TRUE(report::diff_compare_runs(b16, n16).base_bf16_matmul.empty());
+  b16["dtype"] = n16["dtype"] = "fp32";
+  n16["machine"]["bf16_matmul"] = "fp32-widened-sgemm";
+  EXPECT_EQ(report::diff_table(report::diff_compare_runs(b16, n16)).find("different GEMMs"), std::string::npos);
+  n16["dtype"] = b16["dtype"] = "bf16";
+  n16["machine"].erase("bf16_matmul");
+  EXPECT_TRUE(report::diff_compare_runs(b16, n16).base_bf16_matmul.empty());
+
   json other = next;
   other["problem"] = "Q";
   EXPECT_FALSE(report::diff_compare_runs(base, other).same_problem);

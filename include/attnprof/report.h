@@ -108,6 +108,9 @@ struct RunDiffRow {
 struct RunDiff {
   std::string base_label, new_label;  // problem and machine of each run
   bool same_problem = true;
+  // Set when both runs are bf16 and name different GEMMs under naive/in-place's matmul (machine.bf16_matmul,
+  // e.g. "onednn" against "fp32-widened-sgemm"): their speed-ups then mix a library change with the code's.
+  std::string base_bf16_matmul, new_bf16_matmul;
   std::vector<RunDiffRow> rows;       // base's variants in its order, then those only the new run has
 };
 // Throws Error naming what is wrong when a document is not a compare.json.

@@ -367,6 +367,15 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   d.base_label = run_label(base);
   d.new_label = run_label(next);
   d.same_problem = text(base, "problem") == text(next, "problem");
+  auto gemm = [](const json& c) {
+    return text(c, "dtype") == "bf16" && c.contains("machine") && c["machine"].is_object()
+               ? text(c["machine"], "bf16_matmul")
+               : std::string();
+  };
+  if (const std::string b = gemm(base), n = gemm(next); !b.empty() && !n.empty() && b != n) {
+    d.base_bf16_matmul = b;
+    d.new_bf16_matmul = n;
+  }
   auto fill = [](RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
     const std::string status = text(v, "status").empty() ? "ok" : text(v, "status");
     (is_base ? r.base_status : r.new_status) = status;
@@ -396,6 +405,10 @@ std::string diff_table(const RunDiff& d) {
   std::string s = "attnprof diff — two compare runs\n";
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
   if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
+  if (!d.base_bf16_matmul.empty())
+    s += fmt::format("note: naive's and inplace's bf16 matmul ran on different GEMMs (base: {}, new: {}); their "
+                     "speed-ups include that change.\n",
+                     d.base_bf16_matmul, d.new_bf16_matmul);
   const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>10}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",
                                        "ms base", "ms new", "speed-up", "Peak base", "Peak new", "Ops base",
                                        "Ops new", "Err base", "Err new");
@@ -456,6 +469,9 @@ json diff_json(const RunDiff& d) {
           {"base", d.base_label},
           {"new", d.new_label},
           {"same_problem", d.same_problem},
+          {"bf16_matmul", d.base_bf16_matmul.empty()
+                              ? json()
+                              : json({{"base", d.base_bf16_matmul}, {"new", d.new_bf16_matmul}})},
           {"rows", rows}};
 }
 
