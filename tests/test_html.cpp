@@ -18,6 +18,7 @@
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/html.h"
+#include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
@@ -316,6 +317,18 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
             std::string::npos);
   EXPECT_EQ(page.find("Noisy: inplace"), std::string::npos);
   EXPECT_NE(page.find("Note: this VM gives freed memory back to its hypervisor."), std::string::npos);
+  // The GEMM under the unfused variants' bf16 matmul is named when compare recorded it for a bf16 run.
+  EXPECT_EQ(page.find("bf16 matmul (naive, inplace)"), std::string::npos);  // the fixture does not record it
+  for (const char* key : {"onednn", "fp32-widened-sgemm"}) {
+    json g = c;
+    g["dtype"] = "bf16";
+    g["machine"]["bf16_matmul"] = key;
+    spit(d.path / "compare.json", g.dump());
+    const std::string with_gemm = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(with_gemm.find(html_escape("bf16 matmul (naive, inplace): " + attnprof::ops::describe_bf16_matmul(key))), std::string::npos)
+        << key;
+  }
+  spit(d.path / "compare.json", c.dump());
 
   // A sweep point is named by its variant and length; sweep.json carries no machine note.
   json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));

@@ -313,7 +313,7 @@ void run_compare(const CompareArgs& a) {
   const std::optional<std::string> reclaim = analysis::memory_reclaim_note();
   nlohmann::json j = problem_json(in, o, t);
   j["machine"]["memory_reclaim"] = reclaim.value_or("");
-  j["machine"]["bf16_matmul"] = ops::bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm";
+  j["machine"]["bf16_matmul"] = ops::bf16_matmul_key();
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
 
@@ -336,7 +336,7 @@ void run_compare(const CompareArgs& a) {
   const bool unfused = std::any_of(variants.begin(), variants.end(),
                                    [](const Variant* v) { return v->name == "naive" || v->name == "inplace"; });
   if (in.p.dtype == DType::BF16 && unfused)
-    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", ops::bf16_matmul_description());
+    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", ops::describe_bf16_matmul(ops::bf16_matmul_key()));
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);

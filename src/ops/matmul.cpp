@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
-#include <fmt/format.h>
 
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
@@ -185,11 +184,14 @@ bool dnnl_bf16_matmul_available() {
 
 bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_matmul_available(); }
 
-std::string bf16_matmul_description() {
-  if (bf16_matmul_uses_onednn()) return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
-  return fmt::format("bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once ({})",
-                     best_isa() == Isa::AVX512 ? "this oneDNN has no bf16 matmul for this CPU"
-                                               : "oneDNN 2.6 has no bf16 matmul below AVX-512");
+std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
+
+std::string describe_bf16_matmul(std::string_view key) {
+  if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
+  if (key == "fp32-widened-sgemm")
+    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (oneDNN 2.6 has no bf16 matmul for "
+           "CPUs without AVX-512)";
+  return "";
 }
 
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
