@@ -19,6 +19,7 @@
 #include "attnprof/cuda.h"
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
+#include "attnprof/report.h"
 #include "io/file.h"
 
 namespace fs = std::filesystem;
@@ -250,7 +251,7 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     EXPECT_TRUE(fs::exists(out() / "compare.txt"));
     // The GEMM under naive/in-place's bf16 matmul is named, as the library chose it on this CPU.
     EXPECT_EQ(j["machine"]["bf16_matmul"], ops::bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm");
-    const std::string gemm = ops::describe_bf16_matmul(ops::bf16_matmul_key());
+    const std::string gemm = report::describe_bf16_matmul(ops::bf16_matmul_key());
     ASSERT_FALSE(gemm.empty());
     const bool said = r.out.find("bf16 matmul (naive, inplace): " + gemm) != std::string::npos;
     EXPECT_EQ(said, std::string(dtype) == "bf16") << r.out;

@@ -18,7 +18,6 @@
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/html.h"
-#include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
@@ -325,7 +324,7 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
     g["machine"]["bf16_matmul"] = key;
     spit(d.path / "compare.json", g.dump());
     const std::string with_gemm = render_html_report(d.path.string(), stub_library());
-    EXPECT_NE(with_gemm.find(html_escape("bf16 matmul (naive, inplace): " + attnprof::ops::describe_bf16_matmul(key))), std::string::npos)
+    EXPECT_NE(with_gemm.find(html_escape("bf16 matmul (naive, inplace): " + attnprof::report::describe_bf16_matmul(key))), std::string::npos)
         << key;
   }
   spit(d.path / "compare.json", c.dump());

@@ -336,7 +336,7 @@ void run_compare(const CompareArgs& a) {
   const bool unfused = std::any_of(variants.begin(), variants.end(),
                                    [](const Variant* v) { return v->name == "naive" || v->name == "inplace"; });
   if (in.p.dtype == DType::BF16 && unfused)
-    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", ops::describe_bf16_matmul(ops::bf16_matmul_key()));
+    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", report::describe_bf16_matmul(ops::bf16_matmul_key()));
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);

@@ -19,7 +19,6 @@
 // and the command line refuse them rather than validate against them.
 #pragma once
 
-#include <string>
 #include <string_view>
 
 #include "attnprof/cost.h"
@@ -32,12 +31,10 @@ namespace attnprof::ops {
 // bf16 widened to fp32 for sgemm and the result rounded once.
 Tensor matmul(const Tensor& a, const Tensor& b);
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
-// What a bf16 matmul runs on here (best_isa() now): oneDNN's bf16 matmul, or the fp32 widening. For reports:
-// the key is what compare.json records (machine.bf16_matmul), the description what tables and pages print
-// for a key ("" for one they do not know).
+// What a bf16 matmul runs on here (best_isa() now): oneDNN's bf16 matmul, or the fp32 widening. The key is
+// what compare.json records (machine.bf16_matmul); report::describe_bf16_matmul turns it into words.
 bool bf16_matmul_uses_onednn();
 std::string_view bf16_matmul_key();  // "onednn" | "fp32-widened-sgemm"
-std::string describe_bf16_matmul(std::string_view key);
 
 Tensor transpose(const Tensor& a);  // view of the last two dims, recorded as a zero-cost op
 

@@ -122,6 +122,10 @@ nlohmann::json diff_json(const RunDiff& d);
 // Throws Error naming the path when the directory cannot be written.
 void write_text_atomic(const std::string& path, const std::string& contents);
 
+// Words for compare.json's machine.bf16_matmul (ops::bf16_matmul_key()): the GEMM under naive's and in-place's
+// bf16 matmul. "" for a key it does not know.
+std::string describe_bf16_matmul(std::string_view key);
+
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);
 std::string format_bytes(int64_t bytes);

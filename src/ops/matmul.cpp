@@ -186,14 +186,6 @@ bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_m
 
 std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
 
-std::string describe_bf16_matmul(std::string_view key) {
-  if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
-  if (key == "fp32-widened-sgemm")
-    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (oneDNN 2.6 has no bf16 matmul for "
-           "CPUs without AVX-512)";
-  return "";
-}
-
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
   const double es = double(dtype_size(dtype));
   const double batches = double(a[0] * a[1]);

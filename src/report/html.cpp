@@ -19,7 +19,6 @@
 
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
-#include "attnprof/ops.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
 #include "report/html_run.h"
@@ -271,7 +270,7 @@ void section_compare(Page& pg, const Input& in) {
   const json* machine = member(c, {"machine"});
   for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
-  if (const std::string gemm = machine && str(c, "dtype") == "bf16" ? ops::describe_bf16_matmul(str(*machine, "bf16_matmul")) : "";
+  if (const std::string gemm = machine && str(c, "dtype") == "bf16" ? report::describe_bf16_matmul(str(*machine, "bf16_matmul")) : "";
       !gemm.empty())
     pg.note("bf16 matmul (naive, inplace): " + gemm + ".");
   if (!bars.empty()) {

@@ -54,6 +54,14 @@ std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::s
   return lines;
 }
 
+std::string describe_bf16_matmul(std::string_view key) {
+  if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
+  if (key == "fp32-widened-sgemm")
+    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (oneDNN 2.6 has no bf16 matmul for "
+           "CPUs without AVX-512)";
+  return "";
+}
+
 std::string format_bytes(int64_t bytes) {
   constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
   const double b = double(bytes), a = std::fabs(b);
