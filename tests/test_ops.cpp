@@ -239,3 +239,41 @@ TEST(Ops, MatmulMatchesFp64Loop) {
     }
   }
 }
+
+// The widened bf16 path (below AVX-512) multiplies a and c in panels of rows, about 2^20 fp32 values per
+// panel: a [600, 64] x [64, 2000] takes two panels of 300 rows, for a contiguous a and for a transposed
+// view of it. Checked on every ISA target against fp64 sums of the same bf16 inputs.
+TEST(Ops, MatmulAcrossRowPanelsMatchesFp64) {
+  const int64_t M = 600, K = 64, N = 2000;
+  Tensor a = Tensor::empty({1, 1, M, K}, DType::BF16);
+  fill_randn(a, 31);
+  Tensor at = Tensor::empty({1, 1, K, M}, DType::BF16);
+  fill_randn(at, 32);
+  Tensor b = Tensor::empty({1, 1, K, N}, DType::BF16);
+  fill_randn(b, 33);
+  std::vector<double> bf(size_t(K * N));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) bf[size_t(k * N + j)] = b.get(0, 0, k, j);
+  for (const auto& [name, lhs] : {std::pair<std::string, Tensor>{"contiguous", a}, {"transposed", at.transpose()}}) {
+    std::vector<double> af(size_t(M * K));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) af[size_t(i * K + k)] = lhs.get(0, 0, i, k);
+    for (Isa isa : available_isas()) {
+      IsaOverride use(isa);
+      const Tensor c = ops::matmul(lhs, b);
+      double worst = 0.0;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double want = 0.0, mag = 0.0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double p = af[size_t(i * K + k)] * bf[size_t(k * N + j)];
+            want += p;
+            mag += std::abs(p);
+          }
+          const double tol = std::ldexp(std::abs(want), -8) + 1e-5 * mag + 1e-30;
+          worst = std::max(worst, std::abs(double(c.get(0, 0, i, j)) - want) / tol);
+        }
+      EXPECT_LE(worst, 1.0) << name << " " << isa_name(isa) << ": worst error " << worst << " of the tolerance";
+    }
+  }
+}

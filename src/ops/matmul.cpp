@@ -9,8 +9,11 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+
 #include <dnnl.hpp>
 
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
@@ -111,12 +114,13 @@ void bf16_matmul(const Tensor& a, const Tensor& b, Tensor& c) {
   stream.wait();
 }
 
-// One operand slice (dims 2 and 3 of `t` at batch bi, head hi) widened to fp32 in `buf` (R·C floats), laid
-// out for sgemm. A unit stride along dim 3 keeps rows; along dim 2 (a transposed view such as kᵀ) keeps
-// columns, passed as CblasTrans; anything else is gathered element by element.
-void widen_slice(const Tensor& t, int64_t bi, int64_t hi, float* buf, CBLAS_TRANSPOSE& trans, int& ld) {
-  const int64_t R = t.shape(2), C = t.shape(3);
-  const uint16_t* base = t.data<uint16_t>() + bi * t.stride(0) + hi * t.stride(1);
+// Rows [r0, r0 + R) of one operand slice (dims 2 and 3 of `t` at batch bi, head hi) widened to fp32 in `buf`
+// (R·C floats), laid out for sgemm. A unit stride along dim 3 keeps rows; along dim 2 (a transposed view such
+// as kᵀ) keeps columns, passed as CblasTrans; anything else is gathered element by element.
+void widen_rows(const Tensor& t, int64_t bi, int64_t hi, int64_t r0, int64_t R, float* buf, CBLAS_TRANSPOSE& trans,
+                int& ld) {
+  const int64_t C = t.shape(3);
+  const uint16_t* base = t.data<uint16_t>() + bi * t.stride(0) + hi * t.stride(1) + r0 * t.stride(2);
   const detail::RowKernels& k = detail::row_kernels();
   if (t.stride(3) == 1 || C == 1) {
     for (int64_t r = 0; r < R; ++r) k.cvt_bf16_f32(base + r * t.stride(2), buf + r * C, C);
@@ -134,28 +138,40 @@ void widen_slice(const Tensor& t, int64_t bi, int64_t hi, float* buf, CBLAS_TRAN
   }
 }
 
+// Each thread widens one (b, h) slice of b whole, then a and c in panels of rows, so its scratch stays near
+// kPanelFloats beside b's slice (the attention matmuls' A side, the N×N probabilities, is never widened whole).
+constexpr int64_t kPanelFloats = int64_t(1) << 20;  // 4 MiB of fp32 per thread for a's and c's panels
+
 void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
-  const int M = int(a.shape(2)), K = int(a.shape(3)), N = int(b.shape(3));
+  const int64_t M = a.shape(2), K = a.shape(3), N = b.shape(3);
   const int64_t batches = B * Ha;
   const bool parallel = batches >= omp_get_max_threads() && batches > 1;
   const detail::RowKernels& k = detail::row_kernels();
-  // fp32 copies of one (b, h) slice of a, b and c per thread. A tensor, so the tracked allocator counts it in
-  // the op's memory and the forward's peak, as the flash kernel's scratch is.
-  const int64_t a_sz = int64_t(M) * K, b_sz = int64_t(K) * N, per_thread = a_sz + b_sz + int64_t(M) * N;
+  // Rows per panel: as many as fit kPanelFloats, then evened out (1024 rows in two panels of 512, not 963 + 61).
+  const int64_t fit = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(K + N, 1), 1, std::max<int64_t>(M, 1));
+  const int64_t panels = (std::max<int64_t>(M, 1) + fit - 1) / fit;
+  const int64_t panel = (std::max<int64_t>(M, 1) + panels - 1) / panels;
+  const int64_t b_sz = K * N, a_sz = panel * K, per_thread = b_sz + a_sz + panel * N;
   const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  // A tensor, so the tracked allocator counts the scratch in the op's memory and the forward's peak, as the
+  // flash kernel's scratch is; checked against the budget first like every large buffer.
+  check_memory_budget(4.0 * double(threads) * double(per_thread), "bf16 matmul's fp32 scratch (widened for sgemm)");
   Tensor scratch = Tensor::empty({1, 1, threads, per_thread}, DType::F32);
-  auto one = [&](int64_t bh, float* sa) {
+  auto one = [&](int64_t bh, float* sb) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
-    float* const sb = sa + a_sz;
-    float* const sc = sb + b_sz;
+    float* const sa = sb + b_sz;
+    float* const sc = sa + a_sz;
     CBLAS_TRANSPOSE ta, tb;
     int lda, ldb;
-    widen_slice(a, bi, hi, sa, ta, lda);
-    widen_slice(b, bi, hi / group, sb, tb, ldb);
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, sa, lda, sb, ldb, 0.0f, sc, N);
-    uint16_t* pc = c.data<uint16_t>() + bi * c.stride(0) + hi * c.stride(1);
-    for (int64_t r = 0; r < M; ++r) k.cvt_f32_bf16(sc + r * N, pc + r * c.stride(2), N);
+    widen_rows(b, bi, hi / group, 0, K, sb, tb, ldb);
+    uint16_t* const pc = c.data<uint16_t>() + bi * c.stride(0) + hi * c.stride(1);
+    for (int64_t m0 = 0; m0 < M; m0 += panel) {
+      const int64_t rows = std::min(panel, M - m0);
+      widen_rows(a, bi, hi, m0, rows, sa, ta, lda);
+      cblas_sgemm(CblasRowMajor, ta, tb, int(rows), int(N), int(K), 1.0f, sa, lda, sb, ldb, 0.0f, sc, int(N));
+      for (int64_t r = 0; r < rows; ++r) k.cvt_f32_bf16(sc + r * N, pc + (m0 + r) * c.stride(2), N);
+    }
   };
   float* const base = scratch.data<float>();
   if (parallel) {
