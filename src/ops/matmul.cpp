@@ -51,6 +51,10 @@ bool blas_layout(const Tensor& t, CBLAS_TRANSPOSE& trans, int& ld) {
   return false;
 }
 
+// Batches spread over OpenMP threads, one single-threaded sgemm each (OpenBLAS's OpenMP build runs serially
+// inside a parallel region), when there are at least as many as threads; else BLAS threads inside each call.
+bool batches_in_parallel(int64_t batches) { return batches >= omp_get_max_threads() && batches > 1; }
+
 void sgemm_batched(const Tensor& a0, const Tensor& b0, Tensor& c) {
   Tensor a = a0, b = b0;
   CBLAS_TRANSPOSE ta, tb;
@@ -75,8 +79,7 @@ void sgemm_batched(const Tensor& a0, const Tensor& b0, Tensor& c) {
                 pb + bi * b.stride(0) + (hi / group) * b.stride(1), ldb, 0.0f,
                 pc + bi * c.stride(0) + hi * c.stride(1), N);
   };
-  if (batches >= omp_get_max_threads() && batches > 1) {
-    // One single-threaded sgemm per batch (OpenBLAS's OpenMP build runs serially inside a parallel region).
+  if (batches_in_parallel(batches)) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < batches; ++bh) one(bh);
   } else {
@@ -146,7 +149,7 @@ void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
   const int64_t M = a.shape(2), K = a.shape(3), N = b.shape(3);
   const int64_t batches = B * Ha;
-  const bool parallel = batches >= omp_get_max_threads() && batches > 1;
+  const bool parallel = batches_in_parallel(batches);
   const detail::RowKernels& k = detail::row_kernels();
   // Rows per panel: as many as fit kPanelFloats, then evened out (1024 rows in two panels of 512, not 963 + 61).
   const int64_t fit = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(K + N, 1), 1, std::max<int64_t>(M, 1));

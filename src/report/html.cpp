@@ -270,8 +270,9 @@ void section_compare(Page& pg, const Input& in) {
   const json* machine = member(c, {"machine"});
   for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
-  if (const std::string gemm = machine && str(c, "dtype") == "bf16" ? report::describe_bf16_matmul(str(*machine, "bf16_matmul")) : "";
-      !gemm.empty())
+  const std::string gemm =
+      machine && str(c, "dtype") == "bf16" ? report::describe_bf16_matmul(str(*machine, "bf16_matmul")) : "";
+  if (!gemm.empty())
     pg.note("bf16 matmul (naive, inplace): " + gemm + ".");
   if (!bars.empty()) {
     json color = pg.variant_color();
