@@ -1,11 +1,7 @@
 // The machine's measured ceilings for the roofline: FMA and bf16-dot throughput per ISA, STREAM triad
 // bandwidth, and OpenBLAS sgemm as the practical fp32 ceiling. Measured once per (CPU, ISA, threads) and
 // cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
-//
-// Why the loops look the way they do (Zen 4 numbers from docs/FIELD-NOTES): FMA latency is 4 cycles and
-// there are two FMA pipes, so at least 8 independent accumulator chains are needed to keep both pipes busy;
-// we use 12. 512-bit FMAs are double-pumped on Zen 4, so the AVX-512 loop reaches the same FLOP/cycle as
-// AVX2; vdpbf16ps does 16 lanes × 2 products per instruction (64 FLOP/cycle/core).
+// The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,9 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <immintrin.h>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cblas.h>
@@ -28,84 +24,26 @@
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
-#include "core/isa_target.h"
+#include "analysis/peak_loops.h"
 #include "io/file.h"
 
 namespace attnprof::analysis {
 namespace {
 
-constexpr int kAcc = 12;       // independent accumulator chains per thread
+constexpr int kAcc = kPeakAccumulators;
 constexpr int64_t kIters = 1 << 22;
-
-// ---- per-ISA throughput loops (compiled with the target pragmas, baseline code outside) ----
-// Each returns a value derived from the accumulators so the compiler cannot drop the loop.
-
-float fma_loop_scalar(int64_t iters) {
-  float acc[kAcc];
-  for (int j = 0; j < kAcc; ++j) acc[j] = float(j) * 1e-3f;
-  const float a = 0.999999f, b = 1e-7f;
-  for (int64_t i = 0; i < iters; ++i)
-    for (int j = 0; j < kAcc; ++j) acc[j] = acc[j] * a + b;
-  float s = 0;
-  for (int j = 0; j < kAcc; ++j) s += acc[j];
-  return s;
-}
-
-ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
-float fma_loop_avx2(int64_t iters) {
-  __m256 acc[kAcc];
-  for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_set1_ps(float(j) * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
-  }
-  __m256 s = acc[0];
-  for (int j = 1; j < kAcc; ++j) s = _mm256_add_ps(s, acc[j]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[7];
-}
-ATTNPROF_TARGET_END
-
-ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
-float fma_loop_avx512(int64_t iters) {
-  __m512 acc[kAcc];
-  for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-  }
-  __m512 s = acc[0];
-  for (int j = 1; j < kAcc; ++j) s = _mm512_add_ps(s, acc[j]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0] + out[15];
-}
-
-float bf16_loop_avx512(int64_t iters) {
-  __m512 acc[kAcc];
-  for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
-  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
-  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(-1e-4f));
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
-  }
-  __m512 s = acc[0];
-  for (int j = 1; j < kAcc; ++j) s = _mm512_add_ps(s, acc[j]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0] + out[15];
-}
-ATTNPROF_TARGET_END
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 volatile float g_sink = 0.0f;
+
+// This thread's share [begin, end) of n elements, as `schedule(static)` would split them.
+std::pair<size_t, size_t> thread_range(size_t n) {
+  const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
+  return {n * t / nt, n * (t + 1) / nt};
+}
 
 // Runs `loop` on `threads` threads at once. Each thread keeps its own best rate over many short repetitions
 // and the rates are summed: FMA throughput is a per-core resource, and short best-of runs find the moments a
@@ -154,18 +92,20 @@ double measure_bandwidth(int threads) {
   double* A = a.get();
   double* B = b.get();
   double* C = c.get();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    A[i] = 0.0;
-    B[i] = 1.0;
-    C[i] = 2.0;
+#pragma omp parallel num_threads(threads)
+  {
+    const auto [begin, end] = thread_range(n);
+    triad_first_touch(A, B, C, begin, end);
   }
   double best = 0.0;
   for (int rep = 0; rep < 12; ++rep) {
     const double s = 0.5 + rep;
     const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (size_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
+#pragma omp parallel num_threads(threads)
+    {
+      const auto [begin, end] = thread_range(n);
+      triad_pass(A, B, C, s, begin, end);
+    }
     const double sec = seconds_since(t0);
     if (rep > 0) best = std::max(best, 24.0 * double(n) / sec * 1e-9);
   }

@@ -1,0 +1,99 @@
+// The loops machine_peaks() times: FMA and bf16-dot throughput per ISA, and the STREAM triad. This file is
+// compiled at -O2 in every build type (src/CMakeLists.txt) and left out of the sanitizers' instrumentation:
+// a ceiling measured at -O0, with a shadow check on every load or with the accumulators kept in a
+// redzoned stack array, would be a fraction of the machine's, and the peaks cache is shared by every build
+// on the machine. The loops touch only their own registers and the caller's arrays within [begin, end).
+//
+// Why the loops look the way they do (Zen 4 numbers from docs/FIELD-NOTES): FMA latency is 4 cycles and
+// there are two FMA pipes, so at least 8 independent accumulator chains are needed to keep both pipes busy;
+// we use 12. 512-bit FMAs are double-pumped on Zen 4, so the AVX-512 loop reaches the same FLOP/cycle as
+// AVX2; vdpbf16ps does 16 lanes × 2 products per instruction (64 FLOP/cycle/core).
+#include "analysis/peak_loops.h"
+
+#include <immintrin.h>
+
+#include "core/isa_target.h"
+
+// Not instrumented by AddressSanitizer or UndefinedBehaviorSanitizer (ATTNPROF_SANITIZE builds).
+#define ATTNPROF_PEAK_LOOP __attribute__((no_sanitize("address", "undefined")))
+
+namespace attnprof::analysis {
+
+// ---- per-ISA throughput loops (compiled with the target pragmas, baseline code outside) ----
+// Each returns a value derived from the accumulators so the compiler cannot drop the loop.
+
+ATTNPROF_PEAK_LOOP float fma_loop_scalar(int64_t iters) {
+  float acc[kPeakAccumulators];
+  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = float(j) * 1e-3f;
+  const float a = 0.999999f, b = 1e-7f;
+  for (int64_t i = 0; i < iters; ++i)
+    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = acc[j] * a + b;
+  float s = 0;
+  for (int j = 0; j < kPeakAccumulators; ++j) s += acc[j];
+  return s;
+}
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
+ATTNPROF_PEAK_LOOP float fma_loop_avx2(int64_t iters) {
+  __m256 acc[kPeakAccumulators];
+  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm256_set1_ps(float(j) * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
+  }
+  __m256 s = acc[0];
+  for (int j = 1; j < kPeakAccumulators; ++j) s = _mm256_add_ps(s, acc[j]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+ATTNPROF_TARGET_END
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
+ATTNPROF_PEAK_LOOP float fma_loop_avx512(int64_t iters) {
+  __m512 acc[kPeakAccumulators];
+  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kPeakAccumulators; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0] + out[15];
+}
+
+ATTNPROF_PEAK_LOOP float bf16_loop_avx512(int64_t iters) {
+  __m512 acc[kPeakAccumulators];
+  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(-1e-4f));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kPeakAccumulators; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0] + out[15];
+}
+ATTNPROF_TARGET_END
+
+ATTNPROF_PEAK_LOOP void triad_first_touch(double* a, double* b, double* c, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+}
+
+ATTNPROF_PEAK_LOOP void triad_pass(double* a, const double* b, const double* c, double s, size_t begin,
+                                   size_t end) {
+  for (size_t i = begin; i < end; ++i) a[i] = b[i] + s * c[i];
+}
+
+}  // namespace attnprof::analysis

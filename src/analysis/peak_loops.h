@@ -1,0 +1,25 @@
+// Internal: the loops machine_peaks() times. They live in their own file because a roofline ceiling is
+// only honest if it is measured with optimised code: src/CMakeLists.txt compiles peak_loops.cpp at -O2 in
+// every build type, so a Debug or sanitizer build measures (and caches) the same peaks a Release build does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnprof::analysis {
+
+constexpr int kPeakAccumulators = 12;  // independent accumulator chains per thread
+
+// `iters` rounds of one FMA (or bf16 dot) on each of kPeakAccumulators registers. Each returns a value
+// derived from the accumulators, so the loop cannot be dropped. The AVX2 and AVX-512 ones must only run on
+// CPUs that have those extensions.
+float fma_loop_scalar(int64_t iters);
+float fma_loop_avx2(int64_t iters);
+float fma_loop_avx512(int64_t iters);
+float bf16_loop_avx512(int64_t iters);
+
+// STREAM triad over elements [begin, end): a[i] = b[i] + s·c[i]; and the first touch of those elements.
+void triad_first_touch(double* a, double* b, double* c, size_t begin, size_t end);
+void triad_pass(double* a, const double* b, const double* c, double s, size_t begin, size_t end);
+
+}  // namespace attnprof::analysis
