@@ -102,15 +102,17 @@ static_assert(frag::kFlashConfigs[1].supports(64) && frag::kFlashConfigs[1].supp
 static_assert(frag::kFlashConfigs[2].supports(64) && frag::kFlashConfigs[2].supports(128));
 static_assert(frag::kFlashConfigs[3].supports(64) && !frag::kFlashConfigs[3].supports(128));
 
-// The sanitizer suite runs the emulator for its own memory safety, which the default configurations exercise
-// fully; the numbers of the other configurations are the release suite's (each costs half a minute of
-// thread switching under ASan, and CI has 2 cores).
+// The sanitizer suite runs the emulator for its own memory safety (the kernel's addresses are the emulator's
+// to check: every access is bounds-checked against the launch's buffers in every build), which one pass of
+// each default configuration exercises fully. The numbers of the other configurations, the early cp.async
+// landings and the MMA counts are the release suite's: each costs half a minute to a minute of fiber
+// switching under ASan, and CI has 2 cores.
 #if defined(__SANITIZE_ADDRESS__)
-#define NON_DEFAULT_CONFIG_UNDER_SANITIZER() \
-  GTEST_SKIP() << "non-default tile configuration: run by the release suite, not under sanitizers"
+#define RELEASE_SUITE_ONLY(what) GTEST_SKIP() << what << ": run by the release suite, not under sanitizers"
 #else
-#define NON_DEFAULT_CONFIG_UNDER_SANITIZER() (void)0
+#define RELEASE_SUITE_ONLY(what) (void)0
 #endif
+#define NON_DEFAULT_CONFIG_UNDER_SANITIZER() RELEASE_SUITE_ONLY("non-default tile configuration")
 
 TEST(CudaFlashEmulated, Config0D64MatchesReference) { expect_config_matches_reference<64, 0>(simt::Copies::AtWait); }
 TEST(CudaFlashEmulated, Config1D64MatchesReference) {
@@ -133,6 +135,7 @@ TEST(CudaFlashEmulated, Config2D128MatchesReference) {
 // The copies of the next K/V tile land as soon as they are issued: a stage refilled while a warp still
 // reads it would show here.
 TEST(CudaFlashEmulated, DefaultConfigsMatchReferenceWithEarlyCopies) {
+  RELEASE_SUITE_ONLY("the default configurations again, with cp.async landing at issue");
   static_assert(frag::default_config(64) == 0 && frag::default_config(128) == 1);
   expect_config_matches_reference<64, 0>(simt::Copies::AtIssue);
   expect_config_matches_reference<128, 1>(simt::Copies::AtIssue);
@@ -142,6 +145,7 @@ TEST(CudaFlashEmulated, DefaultConfigsMatchReferenceWithEarlyCopies) {
 // some row of its own sees some key of the tile. The tiles are counted by brute force over (row, key) pairs,
 // not with the kernel's tile functions.
 TEST(CudaFlashEmulated, CausalSkipsTheTilesNoRowOfTheWarpSees) {
+  RELEASE_SUITE_ONLY("MMA counts of the default D=64 configuration");
   constexpr int D = 64, C = 0;
   constexpr frag::TileConfig c = frag::kFlashConfigs[C];
   constexpr int64_t kWarpRows = 16 * c.m_tiles;
