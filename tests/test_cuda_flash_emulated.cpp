@@ -112,24 +112,23 @@ static_assert(frag::kFlashConfigs[3].supports(64) && !frag::kFlashConfigs[3].sup
 #else
 #define RELEASE_SUITE_ONLY(what) (void)0
 #endif
-#define NON_DEFAULT_CONFIG_UNDER_SANITIZER() RELEASE_SUITE_ONLY("non-default tile configuration")
 
 TEST(CudaFlashEmulated, Config0D64MatchesReference) { expect_config_matches_reference<64, 0>(simt::Copies::AtWait); }
 TEST(CudaFlashEmulated, Config1D64MatchesReference) {
-  NON_DEFAULT_CONFIG_UNDER_SANITIZER();
+  RELEASE_SUITE_ONLY("non-default tile configuration");
   expect_config_matches_reference<64, 1>(simt::Copies::AtWait);
 }
 TEST(CudaFlashEmulated, Config2D64MatchesReference) {
-  NON_DEFAULT_CONFIG_UNDER_SANITIZER();
+  RELEASE_SUITE_ONLY("non-default tile configuration");
   expect_config_matches_reference<64, 2>(simt::Copies::AtWait);
 }
 TEST(CudaFlashEmulated, Config3D64MatchesReference) {
-  NON_DEFAULT_CONFIG_UNDER_SANITIZER();
+  RELEASE_SUITE_ONLY("non-default tile configuration");
   expect_config_matches_reference<64, 3>(simt::Copies::AtWait);
 }
 TEST(CudaFlashEmulated, Config1D128MatchesReference) { expect_config_matches_reference<128, 1>(simt::Copies::AtWait); }
 TEST(CudaFlashEmulated, Config2D128MatchesReference) {
-  NON_DEFAULT_CONFIG_UNDER_SANITIZER();
+  RELEASE_SUITE_ONLY("non-default tile configuration");
   expect_config_matches_reference<128, 2>(simt::Copies::AtWait);
 }
 // The copies of the next K/V tile land as soon as they are issued: a stage refilled while a warp still

@@ -30,7 +30,6 @@
 namespace attnprof::analysis {
 namespace {
 
-constexpr int kAcc = kPeakAccumulators;
 constexpr int64_t kIters = 1 << 22;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -71,16 +70,16 @@ double throughput_gflops(int threads, Loop loop, double flops_per_iter) {
 
 double measure_fp32(int threads, Isa isa) {
   switch (isa) {
-    case Isa::AVX512: return throughput_gflops(threads, fma_loop_avx512, kAcc * 16 * 2.0);
-    case Isa::AVX2: return throughput_gflops(threads, fma_loop_avx2, kAcc * 8 * 2.0);
-    case Isa::Scalar: return throughput_gflops(threads, fma_loop_scalar, kAcc * 2.0);
+    case Isa::AVX512: return throughput_gflops(threads, fma_loop_avx512, kPeakAccumulators * 16 * 2.0);
+    case Isa::AVX2: return throughput_gflops(threads, fma_loop_avx2, kPeakAccumulators * 8 * 2.0);
+    case Isa::Scalar: return throughput_gflops(threads, fma_loop_scalar, kPeakAccumulators * 2.0);
   }
   return 0.0;
 }
 
 double measure_bf16(int threads, Isa isa) {
   if (isa != Isa::AVX512 || !cpu_has_avx512_bf16()) return 0.0;
-  return throughput_gflops(threads, bf16_loop_avx512, kAcc * 16 * 2 * 2.0);
+  return throughput_gflops(threads, bf16_loop_avx512, kPeakAccumulators * 16 * 2 * 2.0);
 }
 
 // STREAM triad a = b + s·c over arrays far larger than L3 (3 × 128 MB); bytes counted as STREAM does
