@@ -51,8 +51,8 @@ inline Inputs make_inputs(const Case& c, DType t, uint64_t seed) {
   return in;
 }
 
-// One variant's output against the fp64 reference: every element within the variant's tolerance; in bf16,
-// max error at most 2x the naive kernel's (`naive_err`: recorded here when `var` is naive, -1 until then);
+// One variant's output against the fp64 reference: every element within the variant's tolerance; in bf16
+// and fp16, max error at most 2x the naive kernel's (`naive_err`: recorded here when `var` is naive, -1 until then);
 // the logsumexp, when the variant returns one, within 1e-3.
 inline void expect_matches_reference(const Variant& var, const AttnOutput& out, const Reference& ref, DType t,
                                      double& naive_err) {
@@ -61,8 +61,8 @@ inline void expect_matches_reference(const Variant& var, const AttnOutput& out, 
   EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol << " rtol=" << tol.rtol
                       << ", max_abs=" << e.max_abs << " nmse=" << e.nmse;
   if (var.name == "naive") naive_err = e.max_abs;
-  if (t == DType::BF16 && naive_err >= 0)
-    EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << "bf16 error above 2x the naive bf16 kernel's";
+  if (is_half(t) && naive_err >= 0)
+    EXPECT_LE(e.max_abs, 2.0 * naive_err + 1e-6) << dtype_name(t) << " error above 2x the naive kernel's";
   if (out.lse.defined()) EXPECT_TRUE(compare_lse(out.lse, ref, Tolerance{1e-3, 1e-3}).ok());
 }
 

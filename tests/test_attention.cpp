@@ -26,7 +26,7 @@ const std::vector<Case> kCases = {
 }  // namespace
 
 TEST(Attention, EveryVariantMatchesReference) {
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     for (const Case& c : kCases) {
       Inputs in = make_inputs(c, t, 42);
       const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);

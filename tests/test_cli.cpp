@@ -204,7 +204,7 @@ TEST_F(Cli, ProfileJsonAndSdpaBackends) {
 }
 
 TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
-  for (const char* dtype : {"fp32", "bf16"}) {
+  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
     SCOPED_TRACE(dtype);
     const Result r = run(std::string("compare --iters 2 --warmup 0 --dtype ") + dtype + kSmall + out_flag());
     ASSERT_EQ(r.code, 0) << r.err;
@@ -255,6 +255,8 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     ASSERT_FALSE(gemm.empty());
     const bool said = r.out.find("bf16 matmul (naive, inplace): " + gemm) != std::string::npos;
     EXPECT_EQ(said, std::string(dtype) == "bf16") << r.out;
+    EXPECT_EQ(r.out.find("fp16 matmul (naive, inplace): fp16 widened to fp32") != std::string::npos,
+              std::string(dtype) == "fp16") << r.out;
   }
 }
 
@@ -432,7 +434,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile sdpa --backend flash --shape 1,1,16,320", "SDPA backend 'flash' cannot serve");
   expect_bad("profile sdpa --backend fast" + kSmall, "fast");
   expect_bad("profile naive --backend math" + kSmall, "--backend applies only to the sdpa variant");
-  expect_bad("profile naive --dtype fp16" + kSmall, "fp16");
+  expect_bad("profile naive --dtype fp8" + kSmall, "unsupported dtype 'fp8': expected fp32, bf16 or fp16");
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
   expect_bad("profile naive --memory-budget 0" + kSmall, "--memory-budget must be a positive size, got '0'");
   expect_bad("profile naive --memory-budget 99999999999G" + kSmall, "--memory-budget '99999999999G' is too large");

@@ -60,7 +60,7 @@ void check_all_isas(const Inputs& in, const std::string& what) {
 // P·V micro-tile, and odd D (bf16 pairs padded with a zero).
 TEST(Flash, EveryHeadDimTail) {
   for (int64_t D : {16, 17, 23, 24, 31, 33, 40, 48, 63, 65, 72, 80, 96, 100, 112, 127, 136, 160, 176, 200, 255, 256})
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (bool causal : {false, true}) {
         // Nq = 131 covers a full 128-row block, a ragged block and 6-row micro-tile remainders.
         Inputs in = make(1, 2, 1, 131, 75, D, t, causal, uint64_t(D));
@@ -69,7 +69,7 @@ TEST(Flash, EveryHeadDimTail) {
 }
 
 TEST(Flash, OneQueryRowLongKeys) {
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     Inputs in = make(1, 2, 2, 1, 4096, 64, t, false);
     check_all_isas(in, fmt::format("Nq=1 Nk=4096 {}", dtype_name(t)));
     // Causal is top-left aligned: the single query sees key 0 only, so the output is v[0].
@@ -81,7 +81,7 @@ TEST(Flash, OneQueryRowLongKeys) {
 }
 
 TEST(Flash, LongSequenceAndRaggedCausal) {
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     check_all_isas(make(1, 1, 1, 1500, 1500, 64, t, true), fmt::format("N=1500 causal {}", dtype_name(t)));
     check_all_isas(make(1, 2, 1, 300, 1100, 128, t, true), fmt::format("Nq<Nk causal GQA {}", dtype_name(t)));
     check_all_isas(make(1, 2, 2, 700, 129, 40, t, true), fmt::format("Nq>Nk causal {}", dtype_name(t)));
@@ -146,7 +146,7 @@ TEST(Flash, MasksThatEmptyRows) {
 
 TEST(Flash, NonContiguousInputs) {
   // k given as the transpose of a [B, H, D, N] tensor: last-dim stride != 1.
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     Inputs in = make(1, 2, 2, 65, 65, 40, t, true);
     Tensor kt = Tensor::empty({1, 2, 40, 65}, t);
     fill_randn(kt, 5);
@@ -158,7 +158,7 @@ TEST(Flash, NonContiguousInputs) {
 // Flash allocates no N×N buffer: during a forward the tracked peak grows by at most the output, the
 // logsumexp and 1 MiB of scratch per thread, far below one head's N×N scores (16 MiB at N = 2048).
 TEST(Flash, PeakMemoryIsOutputPlusScratch) {
-  for (DType t : {DType::F32, DType::BF16})
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
     for (int64_t D : {64, 256}) {
       Inputs in = make(1, 4, 4, 2048, 2048, D, t, true);
       const int64_t live = memory_stats().current_bytes;

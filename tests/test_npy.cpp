@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -58,8 +59,8 @@ void expect_equal(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST(Npy, RoundTripFp32AndBf16InMemory) {
-  for (DType t : {DType::F32, DType::BF16}) {
+TEST(Npy, RoundTripFp32Bf16AndFp16InMemory) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     const Tensor x = ramp({2, 3, 5, 4}, t);
     const std::string bytes = npy::to_bytes(x);
     EXPECT_EQ(npy::parse_header(bytes.data(), bytes.size()).data_offset % 64, 0u);  // NumPy's alignment
@@ -82,6 +83,7 @@ TEST(Npy, HeaderMatchesNumpysFormat) {
   EXPECT_EQ(bytes.find('\n') + 1, npy::parse_header(bytes.data(), bytes.size()).data_offset);  // header ends the preamble
   const std::string bf = npy::to_bytes(ramp({1, 1, 2, 2}, DType::BF16));
   EXPECT_NE(bf.find("'<u2'"), std::string::npos);
+  EXPECT_NE(npy::to_bytes(ramp({1, 1, 2, 2}, DType::F16)).find("'<f2'"), std::string::npos);
 }
 
 TEST(Npy, ReadsVersion2And3AndDoubleQuotesAndNoTrailingComma) {
@@ -102,17 +104,17 @@ TEST(Npy, ReadsVersion2And3AndDoubleQuotesAndNoTrailingComma) {
   }
 }
 
-TEST(Npy, Float16IsConvertedToFloat32) {
+TEST(Npy, Float16LoadsAsFp16) {
   std::string bytes = preamble_v1("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 1, 1, 4), }");
   const uint16_t halves[4] = {0x3c00 /*1*/, 0xc000 /*-2*/, 0x0001 /*2^-24*/, 0x7c00 /*inf*/};
   bytes.append(reinterpret_cast<const char*>(halves), 8);
   const Tensor t = npy::load_from_memory(bytes.data(), bytes.size());
-  EXPECT_EQ(t.dtype(), DType::F32);
+  EXPECT_EQ(t.dtype(), DType::F16);
   EXPECT_EQ(t.get(0, 0, 0, 0), 1.0f);
   EXPECT_EQ(t.get(0, 0, 0, 1), -2.0f);
   EXPECT_EQ(t.get(0, 0, 0, 2), std::ldexp(1.0f, -24));
   EXPECT_TRUE(std::isinf(t.get(0, 0, 0, 3)));
-  EXPECT_EQ(npy::half_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(std::memcmp(t.raw(), halves, 8), 0);  // the bits as stored
 }
 
 TEST(Npy, Float64IsRoundedToFloat32) {

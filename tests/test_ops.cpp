@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
 
@@ -17,7 +18,7 @@ using namespace attnprof;
 
 namespace {
 
-float round_to(DType t, float x) { return t == DType::BF16 ? bf16_to_float(float_to_bf16(x)) : x; }
+float round_to(DType t, float x) { return is_half(t) ? half_to_float(t, float_to_half(t, x)) : x; }
 
 // Operands: a contiguous [2,3,5,37] tensor (37: every vector tail) and the transpose of a [2,3,37,5] one.
 std::vector<std::pair<std::string, Tensor>> operands(DType t) {
@@ -73,7 +74,7 @@ std::vector<Tensor> bool_masks(const Shape4& s) {
 TEST(Ops, MulMatchesLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (auto& [name, a] : operands(t)) {
         const std::string what = fmt::format("mul {} {} {}", isa_name(isa), dtype_name(t), name);
         const float f = 0.125f * 3.0f + 1e-3f;
@@ -96,7 +97,7 @@ TEST(Ops, MaskedFillMatchesLoop) {
   const float ninf = -std::numeric_limits<float>::infinity();
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (auto& [name, a] : operands(t))
         for (const Tensor& m : bool_masks(a.shape())) {
           const std::string what =
@@ -113,9 +114,13 @@ TEST(Ops, MaskedFillMatchesLoop) {
 TEST(Ops, AddMatchesLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (auto& [name, a] : operands(t))
-        for (DType mt : {DType::F32, DType::BF16})
+        for (DType mt : {DType::F32, DType::BF16, DType::F16}) {
+          if (is_half(t) && is_half(mt) && t != mt) {  // bf16 + fp16: refused, as attn_mask is
+            EXPECT_THROW(ops::add(a, Tensor::zeros({1, 1, 1, 1}, mt)), Error);
+            continue;
+          }
           for (Shape4 ms : {Shape4{1, 1, a.shape(2), a.shape(3)}, Shape4{a.shape(0), a.shape(1), a.shape(2), a.shape(3)},
                             Shape4{1, a.shape(1), a.shape(2), 1}}) {
             Tensor m = Tensor::empty(ms, mt);
@@ -130,17 +135,18 @@ TEST(Ops, AddMatchesLoop) {
             ops::add_(c, m);
             expect_exact(c, want, what + " (in place)");
           }
+        }
   }
 }
 
 TEST(Ops, CopiesMatchLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (auto& [name, a] : operands(t)) {
         const std::string what = fmt::format("copy {} {} {}", isa_name(isa), dtype_name(t), name);
         expect_exact(ops::clone(a), [&](auto b, auto h, auto i, auto j) { return a.get(b, h, i, j); }, what);
-        for (DType to : {DType::F32, DType::BF16})
+        for (DType to : {DType::F32, DType::BF16, DType::F16})
           expect_exact(ops::to(a, to), [&](auto b, auto h, auto i, auto j) { return round_to(to, a.get(b, h, i, j)); },
                        what + " to " + std::string(dtype_name(to)));
       }
@@ -152,6 +158,10 @@ TEST(Ops, CopiesMatchLoop) {
     Tensor h = ops::to(s, DType::BF16);
     for (int64_t j = 0; j < 40; ++j)
       EXPECT_EQ(h.data<uint16_t>()[j], float_to_bf16(s.get(0, 0, 0, j))) << isa_name(isa) << " j=" << j;
+    // ... and fp32 -> fp16 (overflow to inf, subnormals, ties), bit for bit with float_to_f16.
+    Tensor g = ops::to(s, DType::F16);
+    for (int64_t j = 0; j < 40; ++j)
+      EXPECT_EQ(g.data<uint16_t>()[j], float_to_f16(s.get(0, 0, 0, j))) << isa_name(isa) << " j=" << j;
   }
 }
 
@@ -159,7 +169,7 @@ TEST(Ops, SoftmaxMatchesLoop) {
   const float ninf = -std::numeric_limits<float>::infinity();
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (auto& [name, a0] : operands(t)) {
         Tensor a = a0.clone();
         ops::mul_(a, 4.0);  // scores with a wide range
@@ -169,8 +179,10 @@ TEST(Ops, SoftmaxMatchesLoop) {
           if (j % 2) a.set(0, 1, 2, j, ninf);
         }
         const std::string what = fmt::format("softmax {} {} {}", isa_name(isa), dtype_name(t), name);
-        // relative: fp32 sums of up to 1000 terms (scalar target: one serial accumulator) / one bf16 ulp
-        const double tol = t == DType::F32 ? 1e-5 : 8e-3;
+        // relative: fp32 sums of up to 1000 terms (scalar target: one serial accumulator) / one bf16 or fp16
+        // ulp; absolute: fp16's subnormal spacing (2^-24) halved, for probabilities below 2^-14
+        const double tol = t == DType::F32 ? 1e-5 : t == DType::F16 ? 1e-3 : 8e-3;
+        const double atol = t == DType::F16 ? std::ldexp(1.0, -25) : 1e-30;
         for (bool inplace : {false, true}) {
           Tensor o = a.clone();
           if (inplace)
@@ -187,7 +199,7 @@ TEST(Ops, SoftmaxMatchesLoop) {
                 for (int64_t j = 0; j < a.shape(3); ++j) {
                   const double want = std::isinf(mx) ? 0.0 : std::exp(double(a.get(b, h, i, j)) - mx) / sum;
                   const double got = o.get(b, h, i, j);
-                  if (!(std::fabs(got - want) <= 1e-30 + tol * want)) ++bad;
+                  if (!(std::fabs(got - want) <= atol + tol * want)) ++bad;
                 }
               }
           EXPECT_EQ(bad, 0) << what << (inplace ? " (in place)" : "");
@@ -203,7 +215,7 @@ TEST(Ops, SoftmaxMatchesLoop) {
 TEST(Ops, MatmulMatchesFp64Loop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    for (DType t : {DType::F32, DType::BF16}) {
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       Tensor a = Tensor::empty({2, 4, 33, 40}, t);
       fill_randn(a, 21);
       Tensor b = Tensor::empty({2, 4, 40, 70}, t);
@@ -231,7 +243,10 @@ TEST(Ops, MatmulMatchesFp64Loop) {
             want += p;
             mag += std::abs(p);
           }
-          const double tol = (t == DType::BF16 ? std::ldexp(std::abs(want), -8) : 0.0) + 1e-5 * mag + 1e-30;
+          const double round = t == DType::BF16 ? std::ldexp(std::abs(want), -8)
+                               : t == DType::F16 ? std::ldexp(std::abs(want), -11) + std::ldexp(1.0, -25)
+                                                 : 0.0;  // one rounding of the result (fp16: or of a subnormal)
+          const double tol = round + 1e-5 * mag + 1e-30;
           worst = std::max(worst, std::abs(double(c.get(bi, h, i, j)) - want) / tol);
         });
         EXPECT_LE(worst, 1.0) << what << ": worst error " << worst << " of the tolerance";

@@ -1,5 +1,7 @@
 // Tensors, dtypes and the tracked allocator.
+#include <cpuid.h>
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -48,6 +50,86 @@ TEST(Tensor, Bf16RoundTripAndRounding) {
   fill_randn(f, 3);
   Tensor b = f.to(DType::BF16);
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(b.get(0, 0, 1, j), f.get(0, 0, 1, j), std::fabs(f.get(0, 0, 1, j)) / 128);
+}
+
+namespace {
+
+// The x86 F16C conversions (vcvtps2ph with round-to-nearest-even, vcvtph2ps): the hardware's answer that
+// float_to_f16 / f16_to_float must reproduce bit for bit.
+__attribute__((target("f16c"))) uint16_t hw_to_f16(float f) { return uint16_t(_cvtss_sh(f, 0)); }
+__attribute__((target("f16c"))) float hw_from_f16(uint16_t h) { return _cvtsh_ss(h); }
+bool cpu_has_f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1);
+}
+float bits_to_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace
+
+TEST(Tensor, Fp16ConversionsRoundToNearestEven) {
+  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);                       // the largest finite half
+  EXPECT_EQ(float_to_f16(65519.99f), 0x7bff);                      // below the midpoint to 2^16
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);                       // the tie rounds to even: inf
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);          // the smallest subnormal
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -25)), 0x0000);          // half of it ties to even: zero
+  EXPECT_EQ(float_to_f16(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(float_to_f16(1.0f + 1.0f / 2048), 0x3c00);             // 1 + 2^-11 ties to 1
+  EXPECT_EQ(float_to_f16(1.0f + 3.0f / 2048), 0x3c02);             // 1 + 3·2^-11 ties up to 1 + 2^-9
+  EXPECT_EQ(f16_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(f16_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(f16_to_float(0x8000), -0.0f);
+  EXPECT_TRUE(std::signbit(f16_to_float(0x8000)));
+  EXPECT_TRUE(std::isinf(f16_to_float(0xfc00)) && f16_to_float(0xfc00) < 0);
+  EXPECT_TRUE(std::isnan(f16_to_float(float_to_f16(NAN))));
+  // Every half survives half -> float -> half.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = f16_to_float(uint16_t(h));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(float_to_f16(f), h) << std::hex << h;
+  }
+  Tensor f = Tensor::empty({1, 1, 2, 3}, DType::F32);
+  fill_randn(f, 3);
+  Tensor h = f.to(DType::F16);
+  EXPECT_EQ(h.dtype(), DType::F16);
+  EXPECT_EQ(h.nbytes(), 12u);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(h.get(0, 0, 1, j), f.get(0, 0, 1, j), std::fabs(f.get(0, 0, 1, j)) / 1024);
+  EXPECT_EQ(parse_dtype("fp16"), DType::F16);
+  EXPECT_EQ(parse_dtype("half"), DType::F16);
+  EXPECT_THROW(parse_dtype("fp8"), Error);
+}
+
+TEST(Tensor, Fp16ConversionsMatchTheF16cHardware) {
+  if (!cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
+  // Every half to float.
+  for (uint32_t h = 0; h < 0x10000; ++h)
+    ASSERT_EQ(float_bits(f16_to_float(uint16_t(h))), float_bits(hw_from_f16(uint16_t(h)))) << std::hex << h;
+  // Float to half where rounding decides: each midpoint between neighbouring halves and the floats one
+  // ulp either side of it, for every finite half (both signs).
+  for (uint32_t h = 0; h < 0x7c00; ++h)
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const double lo = f16_to_float(uint16_t(h)), hi = h + 1 == 0x7c00 ? 65536.0 : f16_to_float(uint16_t(h + 1));
+      const uint32_t mid = float_bits(float(0.5 * (lo + hi)));  // exact in fp32
+      for (uint32_t u : {mid - 1, mid, mid + 1}) {
+        const float x = sign ? -bits_to_float(u) : bits_to_float(u);
+        ASSERT_EQ(float_to_f16(x), hw_to_f16(x)) << x;
+      }
+    }
+  // A sweep of all float bit patterns (NaNs, infinities, subnormals included), every 127th.
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 127) {
+    const float x = bits_to_float(uint32_t(u));
+    ASSERT_EQ(float_to_f16(x), hw_to_f16(x)) << std::hex << u;
+  }
 }
 
 TEST(Tensor, NonfiniteSummaryCountsAndLocates) {

@@ -79,7 +79,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   o.shape_opt = sub->add_option("--shape", o.shape, "B,H,N,D of the queries (default: the blog's 8,16,1024,64)");
   sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)");
   sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)");
-  o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 (default: bf16, as the blog)");
+  o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: bf16, as the blog)");
   // Two flags rather than CLI11's "--causal,!--no-causal", whose help line reads "--causal,--no-causal{false}".
   // CLI11 runs flag callbacks in the order they are defined, not given, so both at once is refused.
   auto causal_flag = [&o](bool on) {
@@ -107,7 +107,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the N×N paths may use, e.g. 8G (default: physical memory)");
   if (d.file_inputs) {
-    sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4, <f2, <f8 -> fp32, bf16 as <u2)");
+    sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4 fp32, <f2 fp16, <u2 bf16 bits, <f8 -> fp32)");
     sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");
     sub->add_option("--v", o.v_path, "values from a .npy file [B,Hkv,Nk,D]");
   }

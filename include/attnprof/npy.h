@@ -1,10 +1,10 @@
 // attnprof/npy.h: NumPy .npy files in and out, so real tensors can be profiled and outputs checked
 // against any other implementation.
 //
-//   Tensor q = npy::load("q.npy");                 // 4-D [B, H, N, D]: '<f4' -> fp32, '<u2' -> bf16,
-//                                                  // '<f2', '<f8' -> converted to fp32 (attnprof has no
-//                                                  // fp16 type, and fp64 is only its reference's precision)
-//   npy::save("out.npy", out);                     // fp32 as '<f4', bf16 as '<u2'; written atomically
+//   Tensor q = npy::load("q.npy");                 // 4-D [B, H, N, D]: '<f4' -> fp32, '<f2' -> fp16,
+//                                                  // '<u2' -> bf16, '<f8' -> rounded to fp32 (fp64 is
+//                                                  // only the reference's precision)
+//   npy::save("out.npy", out);                     // fp32 '<f4', fp16 '<f2', bf16 '<u2'; written atomically
 //   npy::Header h = npy::parse_header(bytes, n);   // the validating header parser on its own
 //
 // Supported: format versions 1.0, 2.0 and 3.0, little-endian (or byte-order-free) dtypes, C order. The reader
@@ -24,7 +24,7 @@
 
 namespace attnprof::npy {
 
-// Element types the reader understands. F16 and F64 are converted to fp32 on load.
+// Element types the reader understands. F64 is rounded to fp32 on load.
 enum class ElemType { F32, F16, BF16, F64 };
 
 struct Header {
@@ -58,8 +58,5 @@ Tensor load(const std::string& path);
 std::string to_bytes(const Tensor& t);
 // Writes a tensor to `path` through a temporary file and a rename (no partial files on failure).
 void save(const std::string& path, const Tensor& t);
-
-// IEEE half to float (exact), used for '<f2' inputs.
-float half_to_float(uint16_t h);
 
 }  // namespace attnprof::npy

@@ -75,7 +75,7 @@ class Tensor {
   Tensor contiguous() const;                       // *this if already contiguous, else clone()
   Tensor to(DType dtype) const;                    // contiguous copy converted to dtype
 
-  // Slow element access (reads bf16/bool as float). For tests, references and I/O, not kernels.
+  // Slow element access (reads bf16/fp16/bool as float). For tests, references and I/O, not kernels.
   float get(int64_t b, int64_t h, int64_t i, int64_t j) const;
   void set(int64_t b, int64_t h, int64_t i, int64_t j, float v);
   int64_t offset_of(int64_t b, int64_t h, int64_t i, int64_t j) const {
@@ -91,7 +91,7 @@ class Tensor {
 };
 
 // Fills with N(0,1) samples from a portable generator (mt19937_64 + Box-Muller): same seed, same bits on
-// every platform. bf16 tensors receive the samples rounded to bf16.
+// every platform. bf16 and fp16 tensors receive the samples rounded to their type.
 void fill_randn(Tensor& t, uint64_t seed);
 
 // The non-finite elements of `t`, described for an error message ("1 NaN and 2 Inf, the first at

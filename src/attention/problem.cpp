@@ -31,8 +31,8 @@ AttnProblem AttnProblem::from(const Tensor& q, const Tensor& k, const Tensor& v,
   ATTNPROF_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(),
                  "q, k and v must share a dtype: got q {}, k {}, v {}", dtype_name(q.dtype()), dtype_name(k.dtype()),
                  dtype_name(v.dtype()));
-  ATTNPROF_CHECK(q.dtype() == DType::F32 || q.dtype() == DType::BF16,
-                 "unsupported dtype {} for attention: expected fp32 or bf16", dtype_name(q.dtype()));
+  ATTNPROF_CHECK(q.dtype() == DType::F32 || is_half(q.dtype()),
+                 "unsupported dtype {} for attention: expected fp32, bf16 or fp16", dtype_name(q.dtype()));
   return from_shapes(q.shape(), k.shape(), v.shape(), q.dtype(), o);
 }
 
@@ -65,8 +65,11 @@ AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Sha
     const Tensor& m = o.attn_mask;
     ATTNPROF_CHECK(m.numel() > 0, "attn_mask of shape {} is empty", shape_str(m.shape()));
     ops::check_broadcast(m.shape(), {p.B, p.Hq, p.Nq, p.Nk}, "attn_mask");
-    ATTNPROF_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::F32 || m.dtype() == DType::BF16,
+    ATTNPROF_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::F32 || is_half(m.dtype()),
                    "attn_mask must be bool or floating point, got {}", dtype_name(m.dtype()));
+    ATTNPROF_CHECK(!is_half(m.dtype()) || !is_half(dtype) || m.dtype() == dtype,
+                   "a {} attn_mask cannot be added to {} scores: pass it as bool, fp32 or {}", dtype_name(m.dtype()),
+                   dtype_name(dtype), dtype_name(dtype));
     p.mask = m.dtype() == DType::Bool ? MaskKind::Bool : MaskKind::Additive;
     p.mask_shape = m.shape();
   } else if (o.is_causal) {

@@ -1,6 +1,6 @@
 // Variant 3: scaled_dot_product_attention, one fused entry point with backends, PyTorch's semantics.
-//   math:  the composed reference path, as PyTorch's _scaled_dot_product_attention_math: bf16 inputs are
-//          upcast to fp32, q and k are each scaled by sqrt(scale), the causal mask is rebuilt on every
+//   math:  the composed reference path, as PyTorch's _scaled_dot_product_attention_math: bf16 and fp16
+//          inputs are upcast to fp32, q and k are each scaled by sqrt(scale), the causal mask is rebuilt on every
 //          call, then matmul, masked_fill/add, softmax, matmul, and a cast back. (The blog found it 3.7×
 //          slower than in-place naive for exactly these reasons.)
 //   flash: attnprof's FlashAttention-2-style kernel (flash_attention).
@@ -55,7 +55,7 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   ATTNPROF_OP_ZONE(z, "_scaled_dot_product_attention_math");
   z.add_shape(q0.shape());
   z.add_shape(k0.shape());
-  const bool upcast = p.dtype == DType::BF16;
+  const bool upcast = is_half(p.dtype);
   Tensor q = upcast ? ops::to(q0, DType::F32) : q0;
   Tensor k = upcast ? ops::to(k0, DType::F32) : k0;
   Tensor v = upcast ? ops::to(v0, DType::F32) : v0;
@@ -96,7 +96,7 @@ class SdpaRunner final : public Runner {
     if (backend_ == SdpaBackend::Math) {
       const double es = 4;  // the math path computes in fp32
       const double nn = double(p.Nq) * double(p.Nk);
-      check_memory_budget(attention_io_bytes(p) * (p.dtype == DType::BF16 ? 3 : 1) +
+      check_memory_budget(attention_io_bytes(p) * (is_half(p.dtype) ? 3 : 1) +
                               2 * double(p.B) * double(p.Hq) * nn * es + nn,
                           fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
                           "the flash backend needs no N×N buffer, try --backend flash");
@@ -131,7 +131,7 @@ OpCost sdpa_math_cost(const AttnProblem& p) {
       s{p.B, p.Hq, p.Nq, p.Nk};
   const DType f = DType::F32;
   OpCost c;
-  if (p.dtype == DType::BF16) {
+  if (is_half(p.dtype)) {
     c += ops::copy_cost(q, p.dtype, f);
     c += ops::copy_cost(kv, p.dtype, f);
     c += ops::copy_cost(kv, p.dtype, f);
@@ -150,7 +150,7 @@ OpCost sdpa_math_cost(const AttnProblem& p) {
   }
   c += ops::softmax_cost(s, f);
   c += ops::matmul_cost(s, kv, f);
-  if (p.dtype == DType::BF16) c += ops::copy_cost(q, f, p.dtype);
+  if (is_half(p.dtype)) c += ops::copy_cost(q, f, p.dtype);
   return c.with_flops(attention_flops(p));  // its matmuls are fp32 (upcast): no bf16 FLOPs
 }
 

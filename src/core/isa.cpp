@@ -15,13 +15,14 @@ struct CpuFeatures {
   CpuFeatures() {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return;
-    const bool osxsave = (c >> 27) & 1, has_fma = (c >> 12) & 1;
+    const bool osxsave = (c >> 27) & 1, has_fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
     if (!osxsave) return;
     unsigned xcr0_lo, xcr0_hi;
     __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
     const bool ymm_os = (xcr0_lo & 0x6) == 0x6, zmm_os = (xcr0_lo & 0xe6) == 0xe6;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
-    avx2 = ymm_os && ((b >> 5) & 1) && has_fma;
+    // The avx2 target is compiled with fma, f16c (the fp16 loads and stores) and bmi2: all are required.
+    avx2 = ymm_os && ((b >> 5) & 1) && has_fma && f16c && ((b >> 8) & 1);
     fma = has_fma;
     const bool f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     avx512 = zmm_os && avx2 && f && dq && bw && vl;

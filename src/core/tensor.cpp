@@ -21,6 +21,7 @@ float load_as_float(const char* base, DType t, int64_t off) {
   switch (t) {
     case DType::F32: return reinterpret_cast<const float*>(base)[off];
     case DType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
+    case DType::F16: return f16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
     case DType::Bool: return reinterpret_cast<const uint8_t*>(base)[off] ? 1.0f : 0.0f;
   }
   return 0.0f;
@@ -30,6 +31,7 @@ void store_from_float(char* base, DType t, int64_t off, float v) {
   switch (t) {
     case DType::F32: reinterpret_cast<float*>(base)[off] = v; break;
     case DType::BF16: reinterpret_cast<uint16_t*>(base)[off] = float_to_bf16(v); break;
+    case DType::F16: reinterpret_cast<uint16_t*>(base)[off] = float_to_f16(v); break;
     case DType::Bool: reinterpret_cast<uint8_t*>(base)[off] = v != 0.0f; break;
   }
 }
@@ -112,17 +114,17 @@ Tensor Tensor::to(DType dtype) const {
     for (int64_t h = 0; h < shape_[1]; ++h)
       for (int64_t i = 0; i < shape_[2]; ++i) {
         const int64_t row = b * strides_[0] + h * strides_[1] + i * strides_[2];
-        if (dtype_ == DType::BF16 && dtype == DType::F32 && strides_[3] == 1) {
+        if (is_half(dtype_) && dtype == DType::F32 && strides_[3] == 1) {
           const uint16_t* s = reinterpret_cast<const uint16_t*>(src) + row;
           float* d = reinterpret_cast<float*>(dst) + o;
-          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = bf16_to_float(s[j]);
+          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = half_to_float(dtype_, s[j]);
           o += shape_[3];
           continue;
         }
-        if (dtype_ == DType::F32 && dtype == DType::BF16 && strides_[3] == 1) {
+        if (dtype_ == DType::F32 && is_half(dtype) && strides_[3] == 1) {
           const float* s = reinterpret_cast<const float*>(src) + row;
           uint16_t* d = reinterpret_cast<uint16_t*>(dst) + o;
-          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = float_to_bf16(s[j]);
+          for (int64_t j = 0; j < shape_[3]; ++j) d[j] = float_to_half(dtype, s[j]);
           o += shape_[3];
           continue;
         }

@@ -124,7 +124,7 @@ ElemType parse_descr(const std::string& d, std::string_view what) {
   if (!d.empty() && d[0] == '>')
     ATTNPROF_FAIL("{}: big-endian dtype '{}' is not supported: save the array as little-endian ('<')", what, d);
   ATTNPROF_FAIL(
-      "{}: unsupported dtype '{}': expected '<f4' (float32), '<f8' or '<f2' (float64 or float16, converted to "
+      "{}: unsupported dtype '{}': expected '<f4' (float32), '<f2' (float16), '<f8' (float64, rounded to "
       "float32) or '<u2' (bfloat16 bits stored as uint16)",
       what, d);
 }
@@ -227,40 +227,13 @@ Tensor from_raw(const Header& h, const unsigned char* src) {
     }
     return t;
   }
-  if (h.elem == ElemType::F16) {
-    Tensor t = Tensor::empty(shape, DType::F32);
-    float* dst = t.data<float>();
-    for (int64_t i = 0; i < h.numel; ++i) dst[i] = half_to_float(uint16_t(src[2 * i] | (src[2 * i + 1] << 8)));
-    return t;
-  }
-  Tensor t = Tensor::empty(shape, h.elem == ElemType::F32 ? DType::F32 : DType::BF16);
+  const DType t_dtype = h.elem == ElemType::F32 ? DType::F32 : h.elem == ElemType::F16 ? DType::F16 : DType::BF16;
+  Tensor t = Tensor::empty(shape, t_dtype);
   std::memcpy(t.raw(), src, h.data_bytes);  // x86 is little-endian, as the files are
   return t;
 }
 
 }  // namespace
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      man <<= 1;
-    } while ((man & 0x400u) == 0);
-    bits = sign | (uint32_t(112 - e) << 23) | ((man & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 Header parse_header(const void* data, size_t size, std::string_view what) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -306,12 +279,12 @@ Tensor load(const std::string& path) {
 
 std::string to_bytes(const Tensor& t0) {
   ATTNPROF_CHECK(t0.defined(), "cannot save an undefined tensor");
-  ATTNPROF_CHECK(t0.dtype() == DType::F32 || t0.dtype() == DType::BF16, "cannot save a {} tensor as .npy",
+  ATTNPROF_CHECK(t0.dtype() != DType::Bool, "cannot save a {} tensor as .npy",
                  dtype_name(t0.dtype()));
   const Tensor t = t0.contiguous();
   const Shape4& s = t.shape();
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}",
-                                 t.dtype() == DType::F32 ? "<f4" : "<u2", s[0], s[1], s[2], s[3]);
+                                 t.dtype() == DType::F32 ? "<f4" : t.dtype() == DType::F16 ? "<f2" : "<u2", s[0], s[1], s[2], s[3]);
   // NumPy pads with spaces so that magic + version + length + header is a multiple of 64, ending in '\n'.
   const size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');

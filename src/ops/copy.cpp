@@ -10,10 +10,11 @@
 namespace attnprof::ops {
 namespace {
 
-// Contiguous copy or fp32 <-> bf16 conversion, split over threads in cache-friendly chunks; nullopt-like
+// Contiguous copy or fp32 <-> bf16/fp16 conversion, split over threads in cache-friendly chunks; nullopt-like
 // empty Tensor when the layout needs the general strided path (Tensor::to).
 Tensor fast_copy(const Tensor& a, DType to) {
   if (!a.is_contiguous() || a.dtype() == DType::Bool || to == DType::Bool) return {};
+  if (a.dtype() != to && is_half(a.dtype()) && is_half(to)) return {};  // bf16 <-> fp16: through Tensor::to
   Tensor out = Tensor::empty(a.shape(), to);
   const int64_t n = a.numel(), chunk = 1 << 16;
   const int64_t chunks = (n + chunk - 1) / chunk;
@@ -26,9 +27,9 @@ Tensor fast_copy(const Tensor& a, DType to) {
       std::memcpy(static_cast<char*>(out.raw()) + i * int64_t(dtype_size(to)),
                   static_cast<const char*>(a.raw()) + i * int64_t(dtype_size(to)), size_t(len) * dtype_size(to));
     else if (from == DType::F32)
-      k.cvt_f32_bf16(a.data<float>() + i, out.data<uint16_t>() + i, len);
+      k.half(to).from_f32(a.data<float>() + i, out.data<uint16_t>() + i, len);
     else
-      k.cvt_bf16_f32(a.data<uint16_t>() + i, out.data<float>() + i, len);
+      k.half(from).to_f32(a.data<uint16_t>() + i, out.data<float>() + i, len);
   }
   return out;
 }

@@ -12,7 +12,7 @@ namespace {
 
 void check_float(const Tensor& a, const char* op) {
   ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
-  ATTNPROF_CHECK(a.dtype() == DType::F32 || a.dtype() == DType::BF16, "{} needs fp32 or bf16, got {}", op,
+  ATTNPROF_CHECK(a.dtype() == DType::F32 || is_half(a.dtype()), "{} needs fp32, bf16 or fp16, got {}", op,
                  dtype_name(a.dtype()));
 }
 
@@ -47,7 +47,7 @@ Tensor& mul_(Tensor& a, double s) {
     if (st == 1 && t == DType::F32) {
       k.scale_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n, f);
     } else if (st == 1) {
-      k.scale_bf16(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, f);
+      k.half(t).scale(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, f);
     } else {
       for (int64_t j = 0; j < n; ++j) detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) * f);
     }
@@ -76,7 +76,7 @@ Tensor mul(const Tensor& a, double s) {
     if (t == DType::F32 && st == 1) {
       k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
     } else if (st == 1) {
-      k.scale_bf16(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
+      k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
     } else {
       for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
     }
@@ -111,7 +111,7 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
       if (t == DType::F32)
         k.fill_f32(static_cast<float*>(base) + ro, mb + mo, n, value);
       else
-        k.fill_bf16(static_cast<uint16_t*>(base) + ro, mb + mo, n, value);
+        k.half(t).fill(static_cast<uint16_t*>(base) + ro, mb + mo, n, value);
       return;
     }
     for (int64_t j = 0; j < n; ++j)
@@ -141,6 +141,9 @@ Tensor& add_(Tensor& a, const Tensor& m) {
   check_float(a, "add_");
   check_float(m, "add_ (mask)");
   check_broadcast(m.shape(), a.shape(), "additive mask");
+  ATTNPROF_CHECK(!(is_half(a.dtype()) && is_half(m.dtype()) && a.dtype() != m.dtype()),
+                 "add_: a {} additive mask cannot be added to {} scores: use an fp32 mask or one of the scores' dtype",
+                 dtype_name(m.dtype()), dtype_name(a.dtype()));
   z.add_shape(a.shape());
   z.add_shape(m.shape());
   z.set_cost(add_cost(a.shape(), a.dtype(), m.shape(), m.dtype()));
@@ -158,9 +161,9 @@ Tensor& add_(Tensor& a, const Tensor& m) {
       const float* mf = static_cast<const float*>(mb) + mo;
       const uint16_t* mh = static_cast<const uint16_t*>(mb) + mo;
       if (t == DType::F32)
-        mt == DType::F32 ? k.add_f32_f32(af, mf, n) : k.add_f32_bf16(af, mh, n);
+        mt == DType::F32 ? k.add_f32_f32(af, mf, n) : k.half(mt).add_f32(af, mh, n);
       else
-        mt == DType::F32 ? k.add_bf16_f32(ah, mf, n) : k.add_bf16_bf16(ah, mh, n);
+        mt == DType::F32 ? k.half(t).add_to_half(ah, mf, n) : k.half(t).add_half(ah, mh, n);
       return;
     }
     for (int64_t j = 0; j < n; ++j)

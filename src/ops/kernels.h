@@ -5,22 +5,31 @@
 
 #include <cstdint>
 
+#include "attnprof/dtype.h"
+
 namespace attnprof::ops::detail {
+
+// The kernels of one 16-bit storage type (bf16 or fp16): loaded to fp32, computed in fp32, rounded once on
+// store to nearest even.
+struct HalfRowKernels {
+  void (*scale)(const uint16_t* a, uint16_t* out, int64_t n, float s);        // out may alias a
+  void (*fill)(uint16_t* a, const uint8_t* mask, int64_t n, float value);     // a[j] = value where mask[j]
+  void (*add_f32)(float* a, const uint16_t* m, int64_t n);                    // fp32 a += half m
+  void (*add_to_half)(uint16_t* a, const float* m, int64_t n);                // half a += fp32 m
+  void (*add_half)(uint16_t* a, const uint16_t* m, int64_t n);                // half a += half m (same type)
+  void (*from_f32)(const float* a, uint16_t* out, int64_t n);
+  void (*to_f32)(const uint16_t* a, float* out, int64_t n);
+  // softmax of one row; out may alias in; tmp holds n floats. All -inf -> zeros.
+  void (*softmax)(const uint16_t* in, uint16_t* out, int64_t n, float* tmp);
+};
 
 struct RowKernels {
   void (*scale_f32)(const float* a, float* out, int64_t n, float s);          // out may alias a
-  void (*scale_bf16)(const uint16_t* a, uint16_t* out, int64_t n, float s);
   void (*fill_f32)(float* a, const uint8_t* mask, int64_t n, float value);     // a[j] = value where mask[j]
-  void (*fill_bf16)(uint16_t* a, const uint8_t* mask, int64_t n, float value);
   void (*add_f32_f32)(float* a, const float* m, int64_t n);                    // a[j] += m[j]
-  void (*add_f32_bf16)(float* a, const uint16_t* m, int64_t n);
-  void (*add_bf16_f32)(uint16_t* a, const float* m, int64_t n);
-  void (*add_bf16_bf16)(uint16_t* a, const uint16_t* m, int64_t n);
-  void (*cvt_f32_bf16)(const float* a, uint16_t* out, int64_t n);
-  void (*cvt_bf16_f32)(const uint16_t* a, float* out, int64_t n);
-  // softmax of one row; out may alias in; tmp holds n floats (bf16 only). All -inf -> zeros.
-  void (*softmax_f32)(const float* in, float* out, int64_t n);
-  void (*softmax_bf16)(const uint16_t* in, uint16_t* out, int64_t n, float* tmp);
+  void (*softmax_f32)(const float* in, float* out, int64_t n);                 // out may alias in; all -inf -> 0
+  HalfRowKernels bf16, f16;
+  const HalfRowKernels& half(DType t) const { return t == DType::F16 ? f16 : bf16; }
 };
 
 const RowKernels& row_kernels_scalar();

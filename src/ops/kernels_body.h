@@ -1,6 +1,6 @@
 // Internal: the row kernels of kernels.h, written once over vector traits F (simd::Scalar, Avx2, Avx512)
-// and compiled per target. Every loop is a full-vector main part plus one masked tail; bf16 rounds once on
-// store, bit-identical to float_to_bf16. Included inside the target region with KERNELS_NS / KERNELS_VEC.
+// and compiled per target. Every loop is a full-vector main part plus one masked tail; bf16 and fp16 round
+// once on store, bit-identical to float_to_bf16 / float_to_f16. Included inside the target region with KERNELS_NS / KERNELS_VEC.
 #pragma once
 
 namespace attnprof::ops::detail::KERNELS_NS {
@@ -8,6 +8,22 @@ namespace attnprof::ops::detail::KERNELS_NS {
 using F = KERNELS_VEC;
 using V = typename F::V;
 inline constexpr int W = F::W;
+
+// The two 16-bit storage types through one interface, so each half kernel below is written once.
+struct Bf16Io {
+  static V load(const uint16_t* p) { return F::load_bf16(p); }
+  static V load_n(const uint16_t* p, int64_t n) { return F::load_bf16_n(p, n); }
+  static void store(uint16_t* p, V v) { F::store_bf16(p, v); }
+  static void store_n(uint16_t* p, V v, int64_t n) { F::store_bf16_n(p, v, n); }
+  static uint16_t round(float f) { return float_to_bf16(f); }
+};
+struct F16Io {
+  static V load(const uint16_t* p) { return F::load_f16(p); }
+  static V load_n(const uint16_t* p, int64_t n) { return F::load_f16_n(p, n); }
+  static void store(uint16_t* p, V v) { F::store_f16(p, v); }
+  static void store_n(uint16_t* p, V v, int64_t n) { F::store_f16_n(p, v, n); }
+  static uint16_t round(float f) { return float_to_f16(f); }
+};
 
 inline void scale_f32(const float* a, float* out, int64_t n, float s) {
   const V vs = F::set1(s);
@@ -20,13 +36,6 @@ inline void scale_f32(const float* a, float* out, int64_t n, float s) {
   for (; j < n; j += W) F::store_n(out + j, F::mul(F::load_n(a + j, n - j), vs), n - j);
 }
 
-inline void scale_bf16(const uint16_t* a, uint16_t* out, int64_t n, float s) {
-  const V vs = F::set1(s);
-  int64_t j = 0;
-  for (; j + W <= n; j += W) F::store_bf16(out + j, F::mul(F::load_bf16(a + j), vs));
-  for (; j < n; j += W) F::store_bf16_n(out + j, F::mul(F::load_bf16_n(a + j, n - j), vs), n - j);
-}
-
 inline void fill_f32(float* a, const uint8_t* mask, int64_t n, float value) {
   const V vv = F::set1(value);
   int64_t j = 0;
@@ -35,12 +44,20 @@ inline void fill_f32(float* a, const uint8_t* mask, int64_t n, float value) {
     if (mask[j]) a[j] = value;
 }
 
-inline void fill_bf16(uint16_t* a, const uint8_t* mask, int64_t n, float value) {
+template <class H>
+inline void scale_h(const uint16_t* a, uint16_t* out, int64_t n, float s) {
+  const V vs = F::set1(s);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) H::store(out + j, F::mul(H::load(a + j), vs));
+  for (; j < n; j += W) H::store_n(out + j, F::mul(H::load_n(a + j, n - j), vs), n - j);
+}
+
+template <class H>
+inline void fill_h(uint16_t* a, const uint8_t* mask, int64_t n, float value) {
   const V vv = F::set1(value);
   int64_t j = 0;
-  for (; j + W <= n; j += W)
-    F::store_bf16(a + j, F::select(F::nonzero_bytes(mask + j), vv, F::load_bf16(a + j)));
-  const uint16_t hv = float_to_bf16(value);
+  for (; j + W <= n; j += W) H::store(a + j, F::select(F::nonzero_bytes(mask + j), vv, H::load(a + j)));
+  const uint16_t hv = H::round(value);
   for (; j < n; ++j)
     if (mask[j]) a[j] = hv;
 }
@@ -54,31 +71,36 @@ inline void add_any(int64_t n, LoadA la, StoreA sa, LoadM lm) {
 inline auto ld_f32(const float* p) {
   return [p](int64_t j, int64_t k) { return k >= W ? F::load(p + j) : F::load_n(p + j, k); };
 }
-inline auto ld_bf16(const uint16_t* p) {
-  return [p](int64_t j, int64_t k) { return k >= W ? F::load_bf16(p + j) : F::load_bf16_n(p + j, k); };
+template <class H>
+inline auto ld_h(const uint16_t* p) {
+  return [p](int64_t j, int64_t k) { return k >= W ? H::load(p + j) : H::load_n(p + j, k); };
 }
 inline auto st_f32(float* p) {
   return [p](int64_t j, V v, int64_t k) { k >= W ? F::store(p + j, v) : F::store_n(p + j, v, k); };
 }
-inline auto st_bf16(uint16_t* p) {
-  return [p](int64_t j, V v, int64_t k) { k >= W ? F::store_bf16(p + j, v) : F::store_bf16_n(p + j, v, k); };
+template <class H>
+inline auto st_h(uint16_t* p) {
+  return [p](int64_t j, V v, int64_t k) { k >= W ? H::store(p + j, v) : H::store_n(p + j, v, k); };
 }
 inline void add_f32_f32(float* a, const float* m, int64_t n) { add_any(n, ld_f32(a), st_f32(a), ld_f32(m)); }
-inline void add_f32_bf16(float* a, const uint16_t* m, int64_t n) { add_any(n, ld_f32(a), st_f32(a), ld_bf16(m)); }
-inline void add_bf16_f32(uint16_t* a, const float* m, int64_t n) { add_any(n, ld_bf16(a), st_bf16(a), ld_f32(m)); }
-inline void add_bf16_bf16(uint16_t* a, const uint16_t* m, int64_t n) {
-  add_any(n, ld_bf16(a), st_bf16(a), ld_bf16(m));
-}
+template <class H>
+inline void add_f32_h(float* a, const uint16_t* m, int64_t n) { add_any(n, ld_f32(a), st_f32(a), ld_h<H>(m)); }
+template <class H>
+inline void add_h_f32(uint16_t* a, const float* m, int64_t n) { add_any(n, ld_h<H>(a), st_h<H>(a), ld_f32(m)); }
+template <class H>
+inline void add_h_h(uint16_t* a, const uint16_t* m, int64_t n) { add_any(n, ld_h<H>(a), st_h<H>(a), ld_h<H>(m)); }
 
-inline void cvt_f32_bf16(const float* a, uint16_t* out, int64_t n) {
+template <class H>
+inline void cvt_f32_h(const float* a, uint16_t* out, int64_t n) {
   int64_t j = 0;
-  for (; j + W <= n; j += W) F::store_bf16(out + j, F::load(a + j));
-  if (j < n) F::store_bf16_n(out + j, F::load_n(a + j, n - j), n - j);
+  for (; j + W <= n; j += W) H::store(out + j, F::load(a + j));
+  if (j < n) H::store_n(out + j, F::load_n(a + j, n - j), n - j);
 }
-inline void cvt_bf16_f32(const uint16_t* a, float* out, int64_t n) {
+template <class H>
+inline void cvt_h_f32(const uint16_t* a, float* out, int64_t n) {
   int64_t j = 0;
-  for (; j + W <= n; j += W) F::store(out + j, F::load_bf16(a + j));
-  if (j < n) F::store_n(out + j, F::load_bf16_n(a + j, n - j), n - j);
+  for (; j + W <= n; j += W) F::store(out + j, H::load(a + j));
+  if (j < n) F::store_n(out + j, H::load_n(a + j, n - j), n - j);
 }
 
 // softmax over fp32 values already in `x` (n of them), written to `out` through `st`.
@@ -117,14 +139,18 @@ inline void softmax_f32(const float* in, float* out, int64_t n) {
   // exponentials go straight to `out` (in place: over the inputs already consumed by the max pass)
   softmax_any(n, ld_f32(in), in, out, st_f32(out));
 }
-inline void softmax_bf16(const uint16_t* in, uint16_t* out, int64_t n, float* tmp) {
-  softmax_any(n, ld_bf16(in), nullptr, tmp, st_bf16(out));
+template <class H>
+inline void softmax_h(const uint16_t* in, uint16_t* out, int64_t n, float* tmp) {
+  softmax_any(n, ld_h<H>(in), nullptr, tmp, st_h<H>(out));
+}
+
+template <class H>
+constexpr HalfRowKernels half_table() {
+  return {scale_h<H>, fill_h<H>, add_f32_h<H>, add_h_f32<H>, add_h_h<H>, cvt_f32_h<H>, cvt_h_f32<H>, softmax_h<H>};
 }
 
 inline const RowKernels& table() {
-  static const RowKernels k{scale_f32,    scale_bf16,    fill_f32,     fill_bf16,   add_f32_f32,
-                            add_f32_bf16, add_bf16_f32,  add_bf16_bf16, cvt_f32_bf16, cvt_bf16_f32,
-                            softmax_f32,  softmax_bf16};
+  static const RowKernels k{scale_f32, fill_f32, add_f32_f32, softmax_f32, half_table<Bf16Io>(), half_table<F16Io>()};
   return k;
 }
 

@@ -6,6 +6,8 @@
 //           the same arithmetic (bf16 inputs, fp32 accumulation, one rounding), on the fp32 FMA units.
 //           Dispatch below AVX-512 (an IsaOverride in the tests) takes this path too, so the suite on an
 //           AVX-512 machine runs both paths.
+//   fp16 -> always the widened path (fp16 inputs, fp32 accumulation, one rounding to fp16): oneDNN's f16
+//           matmul needs AVX512-FP16, which these CPUs lack.
 #include <cblas.h>
 #include <omp.h>
 
@@ -124,18 +126,18 @@ void widen_rows(const Tensor& t, int64_t bi, int64_t hi, int64_t r0, int64_t R, 
                 int& ld) {
   const int64_t C = t.shape(3);
   const uint16_t* base = t.data<uint16_t>() + bi * t.stride(0) + hi * t.stride(1) + r0 * t.stride(2);
-  const detail::RowKernels& k = detail::row_kernels();
+  const detail::HalfRowKernels& k = detail::row_kernels().half(t.dtype());
   if (t.stride(3) == 1 || C == 1) {
-    for (int64_t r = 0; r < R; ++r) k.cvt_bf16_f32(base + r * t.stride(2), buf + r * C, C);
+    for (int64_t r = 0; r < R; ++r) k.to_f32(base + r * t.stride(2), buf + r * C, C);
     trans = CblasNoTrans;
     ld = int(std::max<int64_t>(C, 1));
   } else if (t.stride(2) == 1) {
-    for (int64_t c = 0; c < C; ++c) k.cvt_bf16_f32(base + c * t.stride(3), buf + c * R, R);
+    for (int64_t c = 0; c < C; ++c) k.to_f32(base + c * t.stride(3), buf + c * R, R);
     trans = CblasTrans;
     ld = int(std::max<int64_t>(R, 1));
   } else {
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t c = 0; c < C; ++c) buf[r * C + c] = bf16_to_float(base[r * t.stride(2) + c * t.stride(3)]);
+      for (int64_t c = 0; c < C; ++c) buf[r * C + c] = half_to_float(t.dtype(), base[r * t.stride(2) + c * t.stride(3)]);
     trans = CblasNoTrans;
     ld = int(std::max<int64_t>(C, 1));
   }
@@ -145,12 +147,12 @@ void widen_rows(const Tensor& t, int64_t bi, int64_t hi, int64_t r0, int64_t R, 
 // kPanelFloats beside b's slice (the attention matmuls' A side, the N×N probabilities, is never widened whole).
 constexpr int64_t kPanelFloats = int64_t(1) << 20;  // 4 MiB of fp32 per thread for a's and c's panels
 
-void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
+void half_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
   const int64_t M = a.shape(2), K = a.shape(3), N = b.shape(3);
   const int64_t batches = B * Ha;
   const bool parallel = batches_in_parallel(batches);
-  const detail::RowKernels& k = detail::row_kernels();
+  const detail::HalfRowKernels& k = detail::row_kernels().half(c.dtype());
   // Rows per panel: as many as fit kPanelFloats, then evened out (1024 rows in two panels of 512, not 963 + 61).
   const int64_t fit = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(K + N, 1), 1, std::max<int64_t>(M, 1));
   const int64_t panels = (std::max<int64_t>(M, 1) + fit - 1) / fit;
@@ -159,7 +161,8 @@ void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t threads = parallel ? omp_get_max_threads() : 1;
   // A tensor, so the tracked allocator counts the scratch in the op's memory and the forward's peak, as the
   // flash kernel's scratch is; checked against the budget first like every large buffer.
-  check_memory_budget(4.0 * double(threads) * double(per_thread), "bf16 matmul's fp32 scratch (widened for sgemm)");
+  check_memory_budget(4.0 * double(threads) * double(per_thread),
+                      fmt::format("{} matmul's fp32 scratch (widened for sgemm)", dtype_name(c.dtype())));
   Tensor scratch = Tensor::empty({1, 1, threads, per_thread}, DType::F32);
   auto one = [&](int64_t bh, float* sb) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
@@ -173,7 +176,7 @@ void bf16_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
       const int64_t rows = std::min(panel, M - m0);
       widen_rows(a, bi, hi, m0, rows, sa, ta, lda);
       cblas_sgemm(CblasRowMajor, ta, tb, int(rows), int(N), int(K), 1.0f, sa, lda, sb, ldb, 0.0f, sc, int(N));
-      for (int64_t r = 0; r < rows; ++r) k.cvt_f32_bf16(sc + r * N, pc + (m0 + r) * c.stride(2), N);
+      for (int64_t r = 0; r < rows; ++r) k.from_f32(sc + r * N, pc + (m0 + r) * c.stride(2), N);
     }
   };
   float* const base = scratch.data<float>();
@@ -225,8 +228,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
   if (a.dtype() == DType::F32) {
     sgemm_batched(a, b, c);
-  } else if (!bf16_matmul_uses_onednn()) {
-    bf16_matmul_widened(a, b, c);
+  } else if (a.dtype() == DType::F16 || !bf16_matmul_uses_onednn()) {
+    half_matmul_widened(a, b, c);  // fp16 always: oneDNN's f16 matmul needs AVX512-FP16
   } else {
     try {
       bf16_matmul(a, b, c);

@@ -1,4 +1,4 @@
-// softmax over the last dim, out of place and in place. Computed in fp32 for bf16 inputs.
+// softmax over the last dim, out of place and in place. Computed in fp32 for bf16 and fp16 inputs.
 // A row whose entries are all -inf yields zeros (PyTorch's eager softmax would give NaN; its flash
 // kernels give 0, and attnprof uses one convention for every variant).
 #include <cmath>
@@ -37,7 +37,7 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
 
 void check_float(const Tensor& a, const char* op) {
   ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
-  ATTNPROF_CHECK(a.dtype() == DType::F32 || a.dtype() == DType::BF16, "{} needs fp32 or bf16, got {}", op,
+  ATTNPROF_CHECK(a.dtype() == DType::F32 || is_half(a.dtype()), "{} needs fp32, bf16 or fp16, got {}", op,
                  dtype_name(a.dtype()));
 }
 
@@ -70,7 +70,7 @@ Tensor& softmax_(Tensor& a) {
       else if (t == DType::F32)
         k.softmax_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n);
       else
-        k.softmax_bf16(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, tmp.data());
+        k.half(t).softmax(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, tmp.data());
     }
   }
   return a;
@@ -99,7 +99,8 @@ Tensor softmax(const Tensor& a) {
       else if (t == DType::F32)
         k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n);
       else
-        k.softmax_bf16(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, tmp.data());
+        k.half(t).softmax(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n,
+                          tmp.data());
     }
   }
   return out;

@@ -89,6 +89,21 @@ struct Avx2 {
     for (int64_t i = 0; i < n && i < W; ++i) p[i] = t[i];
   }
 
+  // fp16 <-> fp32 by F16C (vcvtph2ps, vcvtps2ph with round to nearest even): bit-identical to f16_to_float /
+  // float_to_f16 (tests/test_tensor.cpp checks the hardware against them).
+  static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+  static V load_f16_n(const uint16_t* p, int64_t n) {
+    alignas(16) uint16_t t[8] = {};
+    for (int64_t i = 0; i < n && i < W; ++i) t[i] = p[i];
+    return load_f16(t);
+  }
+  static void store_f16(uint16_t* p, V v) { _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+  static void store_f16_n(uint16_t* p, V v, int64_t n) {
+    alignas(16) uint16_t t[8];
+    store_f16(t, v);
+    for (int64_t i = 0; i < n && i < W; ++i) p[i] = t[i];
+  }
+
   using Mask = V;
   static V nonzero_bytes(const uint8_t* m) {
     const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)m));

@@ -67,6 +67,16 @@ struct Avx512 {
   static void store_bf16(uint16_t* p, V v) { _mm256_storeu_si256((__m256i*)p, to_bf16(v)); }
   static void store_bf16_n(uint16_t* p, V v, int64_t n) { _mm256_mask_storeu_epi16(p, lanes(n), to_bf16(v)); }
 
+  // fp16 <-> fp32 (vcvtph2ps, vcvtps2ph round to nearest even), bit-identical to f16_to_float / float_to_f16.
+  static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+  static V load_f16_n(const uint16_t* p, int64_t n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes(n), p)); }
+  static void store_f16(uint16_t* p, V v) {
+    _mm256_storeu_si256((__m256i*)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void store_f16_n(uint16_t* p, V v, int64_t n) {
+    _mm256_mask_storeu_epi16(p, lanes(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+
   // Bool mask bytes (0/1) -> lane mask of nonzero bytes.
   using Mask = __mmask16;
   static __mmask16 nonzero_bytes(const uint8_t* m) {

@@ -34,6 +34,10 @@ struct Scalar {
   static V load_bf16_n(const uint16_t* p, int64_t n) { return n > 0 ? bf16_to_float(*p) : 0.0f; }
   static void store_bf16(uint16_t* p, V v) { *p = float_to_bf16(v); }
   static void store_bf16_n(uint16_t* p, V v, int64_t n) { if (n > 0) *p = float_to_bf16(v); }
+  static V load_f16(const uint16_t* p) { return f16_to_float(*p); }
+  static V load_f16_n(const uint16_t* p, int64_t n) { return n > 0 ? f16_to_float(*p) : 0.0f; }
+  static void store_f16(uint16_t* p, V v) { *p = float_to_f16(v); }
+  static void store_f16_n(uint16_t* p, V v, int64_t n) { if (n > 0) *p = float_to_f16(v); }
   static Mask nonzero_bytes(const uint8_t* m) { return *m != 0; }
   static V select(Mask k, V if_set, V otherwise) { return k ? if_set : otherwise; }
 };

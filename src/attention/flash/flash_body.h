@@ -26,7 +26,7 @@ inline constexpr int64_t kBr = 64;
 inline constexpr int64_t kBc = 64;
 
 inline float load1(const void* p, DType t, int64_t i) {
-  return t == DType::F32 ? static_cast<const float*>(p)[i] : bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+  return t == DType::F32 ? static_cast<const float*>(p)[i] : half_to_float(t, static_cast<const uint16_t*>(p)[i]);
 }
 
 inline void forward(const Params& p) {
@@ -117,7 +117,7 @@ inline void forward(const Params& p) {
           if (p.dtype == DType::F32)
             static_cast<float*>(p.o)[oo + d] = x;
           else
-            static_cast<uint16_t*>(p.o)[oo + d] = float_to_bf16(x);
+            static_cast<uint16_t*>(p.o)[oo + d] = float_to_half(p.dtype, x);
         }
         p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[size_t(r)] + std::log2(lr)) / kLog2e : ninf;
       }

@@ -213,7 +213,7 @@ inline void by_vecs(int64_t nv, Fn&& fn) {
 static_assert(kMr == 6, "by_rows covers 1..6 rows");
 
 inline float load1(const void* ptr, DType t, int64_t i) {
-  return t == DType::F32 ? static_cast<const float*>(ptr)[i] : bf16_to_float(static_cast<const uint16_t*>(ptr)[i]);
+  return t == DType::F32 ? static_cast<const float*>(ptr)[i] : half_to_float(t, static_cast<const uint16_t*>(ptr)[i]);
 }
 
 // Row of n values of dtype t starting at src (unit stride) -> fp32 dst[0:n), zeros up to n_pad.
@@ -223,8 +223,11 @@ inline void row_to_f32(const void* src, DType t, int64_t n, int64_t n_pad, float
   } else {
     const uint16_t* s = static_cast<const uint16_t*>(src);
     int64_t d = 0;
-    for (; d + W <= n; d += W) F::store(dst + d, F::load_bf16(s + d));
-    for (; d < n; ++d) dst[d] = bf16_to_float(s[d]);
+    if (t == DType::F16)
+      for (; d + W <= n; d += W) F::store(dst + d, F::load_f16(s + d));
+    else
+      for (; d + W <= n; d += W) F::store(dst + d, F::load_bf16(s + d));
+    for (; d < n; ++d) dst[d] = half_to_float(t, s[d]);
   }
   for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
 }
@@ -240,7 +243,7 @@ inline void forward(const Params& p, bool bf16_dot) {
   const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
   const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
   const int64_t nvec = Dp / W;
-  // fp32 K and V are read in place; bf16 without vdpbf16ps is widened per K/V block; V in place needs whole
+  // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place needs whole
   // vectors per row.
   const bool k_in_place = bf16_dot || p.dtype == DType::F32;
   const bool v_in_place = !bf16_dot && p.dtype == DType::F32 && D % W == 0;
@@ -295,7 +298,7 @@ inline void forward(const Params& p, bool bf16_dot) {
             for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = qr[d];
           } else {
             const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
-            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = bf16_to_float(qr[d]);
+            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
           }
         }
       }
@@ -473,6 +476,8 @@ inline void forward(const Params& p, bool bf16_dot) {
           const V x = F::mul(F::load(orow + d), inv);
           if (p.dtype == DType::F32)
             F::store_n(static_cast<float*>(p.o) + oo + d, x, D - d);
+          else if (p.dtype == DType::F16)
+            F::store_f16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
           else
             F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
         }
