@@ -25,7 +25,7 @@ message(STATUS "attnprof: CUDA backend ${ATTNPROF_HAVE_CUDA}")
 # of the same sources that tests/test_cuda_codegen.cpp reads, so that the test sees what the library ships.
 function(attnprof_cuda_kernel_settings target)
   set_target_properties(${target} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
-  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
 endfunction()
 

@@ -13,6 +13,14 @@ extern "C" __global__ void probe_mma(uint32_t a0, uint32_t a1, uint32_t a2, uint
   for (int i = 0; i < 4; ++i) out[i] = c[i];
 }
 
+extern "C" __global__ void probe_mma_f16(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1,
+                                         float c0, float c1, float c2, float c3, float* out) {
+  float c[4] = {c0, c1, c2, c3};
+  const uint32_t a[4] = {a0, a1, a2, a3};
+  mma_f16(c, a, b0, b1);
+  for (int i = 0; i < 4; ++i) out[i] = c[i];
+}
+
 extern "C" __global__ void probe_ldmatrix(const void* smem, uint32_t* out) {
   uint32_t r[4];
   ldmatrix_x4(r, smem);
@@ -32,6 +40,7 @@ extern "C" __global__ void probe_cp_async(void* smem, const void* gmem, int row,
 }
 
 extern "C" __global__ void probe_pack(float lo, float hi, uint32_t* out) { out[0] = pack_bf16(lo, hi); }
+extern "C" __global__ void probe_pack_f16(float lo, float hi, uint32_t* out) { out[0] = pack_f16(lo, hi); }
 
 extern "C" __global__ void probe_exp2(float x, float* out) { out[0] = exp2_ftz(x); }
 

@@ -3,8 +3,8 @@
 // that src/cuda/flash_ptx.cuh implements in PTX (include this file first, then the kernel):
 //   cp_async16 / cp_async_commit / cp_async_wait<N>   cp.async.cg 16 bytes, commit_group, wait_group
 //   ldmatrix_x4 / ldmatrix_x4_trans                    ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16
-//   mma_bf16                                           mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-//   exp2_ftz, pack_bf16, ld32, st32, st_f32, dynamic_smem
+//   mma_bf16 / mma_f16                                 mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}...f32
+//   exp2_ftz, pack_bf16, pack_f16, ld32, st32, st_f32, dynamic_smem
 // and those of src/cuda/kernels.cu (load, store, __expf) that src/cuda/unfused_kernels.cuh is written in,
 // and threadIdx, blockIdx, blockDim, gridDim, __syncthreads and __shfl_xor_sync.
 //
@@ -297,23 +297,36 @@ auto collective(int op, const In& in, F&& f) {
   return f(get);
 }
 
-// The bf16 in the low (half 0) or high (half 1) 16 bits of a register.
+// The bf16 or fp16 in the low (half 0) or high (half 1) 16 bits of a register.
 inline float bf16_half(uint32_t r, int half) { return bf16_to_float(uint16_t(r >> (16 * half))); }
+inline float f16_half(uint32_t r, int half) { return f16_to_float(uint16_t(r >> (16 * half))); }
 
-// fp32 to and from a kernel's storage type: float, or bf16 held as uint16_t (round to nearest even).
+// The kernels' fp16 storage type on the host (__half on the device): a type of its own, so that the
+// unfused kernels' load / store overloads tell it from bf16 (uint16_t).
+struct F16Bits {
+  uint16_t bits;
+};
+static_assert(sizeof(F16Bits) == 2);
+
+// fp32 to and from a kernel's storage type: float, bf16 held as uint16_t or fp16 as F16Bits (round to
+// nearest even).
 template <class T>
 T to_storage(float f) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>);
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t> || std::is_same_v<T, F16Bits>);
   if constexpr (std::is_same_v<T, float>)
     return f;
+  else if constexpr (std::is_same_v<T, F16Bits>)
+    return F16Bits{float_to_f16(f)};
   else
     return float_to_bf16(f);
 }
 template <class T>
 float from_storage(T v) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>);
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t> || std::is_same_v<T, F16Bits>);
   if constexpr (std::is_same_v<T, float>)
     return v;
+  else if constexpr (std::is_same_v<T, F16Bits>)
+    return f16_to_float(v.bits);
   else
     return bf16_to_float(v);
 }
@@ -353,7 +366,8 @@ T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
 namespace attnprof::cuda::kernels {
 namespace {
 
-using bf16 = uint16_t;  // storage only: the kernel converts through pack_bf16 and the MMAs
+using bf16 = uint16_t;        // storage only: the kernel converts through pack_bf16 and the MMAs
+using f16 = simt::F16Bits;    // likewise, through pack_f16 and mma_f16
 
 inline unsigned char* dynamic_smem() { return simt::self().block->smem; }
 
@@ -384,10 +398,12 @@ void cp_async_wait() {
   }
 }
 
-// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: D (16×8) = A (16×16) · B (16×8) + C, every lane's
-// registers placed by the PTX tables (ptx_tables.h); register r holds elements 2r (low half) and 2r+1.
-// Products of bf16 are exact in fp32; they are summed in fp32.
-inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32: D (16×8) = A (16×16) · B (16×8) + C, every
+// lane's registers placed by the PTX tables (ptx_tables.h); register r holds elements 2r (low half) and
+// 2r+1, read by `half` (bf16_half or f16_half). Products of either type are exact in fp32; they are summed
+// in fp32.
+template <class Half>
+inline void mma_any(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Half half) {
   using namespace testing_ptx;
   struct In {
     uint32_t a[4], b[2];
@@ -398,8 +414,8 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
     float A[16][16], B[16][8];
     for (int l = 0; l < 32; ++l) {
       const In x = get(l);
-      for (int i = 0; i < 8; ++i) A[ptx_a(l, i).row][ptx_a(l, i).col] = simt::bf16_half(x.a[i / 2], i % 2);
-      for (int i = 0; i < 4; ++i) B[ptx_b(l, i).row][ptx_b(l, i).col] = simt::bf16_half(x.b[i / 2], i % 2);
+      for (int i = 0; i < 8; ++i) A[ptx_a(l, i).row][ptx_a(l, i).col] = half(x.a[i / 2], i % 2);
+      for (int i = 0; i < 4; ++i) B[ptx_b(l, i).row][ptx_b(l, i).col] = half(x.b[i / 2], i % 2);
     }
     std::array<float, 4> out{};
     for (int i = 0; i < 4; ++i) {
@@ -411,6 +427,12 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
     return out;
   });
   for (int i = 0; i < 4; ++i) c[i] = d[size_t(i)];
+}
+inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  mma_any(c, a, b0, b1, simt::bf16_half);
+}
+inline void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  mma_any(c, a, b0, b1, simt::f16_half);
 }
 
 // ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lanes 8m .. 8m+7 give the addresses of rows 0..7 of
@@ -446,6 +468,8 @@ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) { ldmatrix_any
 inline uint32_t pack_bf16(float lo, float hi) {
   return uint32_t(float_to_bf16(lo)) | uint32_t(float_to_bf16(hi)) << 16;
 }
+// __floats2half2_rn (cvt.rn.f16x2.f32): the same with fp16.
+inline uint32_t pack_f16(float lo, float hi) { return uint32_t(float_to_f16(lo)) | uint32_t(float_to_f16(hi)) << 16; }
 
 // ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to zero.
 inline float exp2_ftz(float x) {
@@ -454,20 +478,24 @@ inline float exp2_ftz(float x) {
   return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
 }
 
-inline uint32_t ld32(const bf16* p) {
+template <class T>
+uint32_t ld32(const T* p) {
+  static_assert(sizeof(T) == 2);
   uint32_t v = 0;
   if (simt::self().dev->check_global(p, 4, 4, false, "32-bit load")) std::memcpy(&v, p, 4);
   return v;
 }
-inline void st32(bf16* p, uint32_t v) {
+template <class T>
+void st32(T* p, uint32_t v) {
+  static_assert(sizeof(T) == 2);
   if (simt::self().dev->check_global(p, 4, 4, true, "32-bit store")) std::memcpy(p, &v, 4);
 }
 inline void st_f32(float* p, float v) {
   if (simt::self().dev->check_global(p, 4, 4, true, "fp32 store")) *p = v;
 }
 
-// The primitives of src/cuda/kernels.cu (unfused_kernels.cuh): element loads and stores in fp32 for float
-// and bf16 storage, bounds-checked, and __expf (ex2.approx-based on the GPU, within 2 ulp of exp).
+// The primitives of src/cuda/kernels.cu (unfused_kernels.cuh): element loads and stores in fp32 for float,
+// bf16 and fp16 storage, bounds-checked, and __expf (ex2.approx-based on the GPU, within 2 ulp of exp).
 template <class T>
 float load(const T* p, int64_t i) {
   T v{};

@@ -177,7 +177,7 @@ const std::vector<Case> kGpuCases = {
 TEST(CudaGpu, EveryVariantMatchesReference) {
   REQUIRE_GPU();
   int ran = 0;
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     for (const Case& c : kGpuCases) {
       Inputs in = make_inputs(c, t, 42);
       const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
@@ -191,7 +191,7 @@ TEST(CudaGpu, EveryVariantMatchesReference) {
       }
     }
   }
-  EXPECT_GT(ran, 40);
+  EXPECT_GT(ran, 80);
 }
 
 TEST(CudaGpu, DeviceAllocatorTracksLiveAndPeak) {
@@ -277,8 +277,9 @@ TEST(CudaGpu, SdpaCudnnMatchesReferenceOrSaysWhy) {
   };
   std::string skipped;
   int ran = 0;
+  for (DType t : {DType::BF16, DType::F16})
   for (const Case& c : cases) {
-    Inputs in = make_inputs(c, DType::BF16, 11);
+    Inputs in = make_inputs(c, t, 11);
     const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
     SCOPED_TRACE(p.str());
     if (auto why = var.unsupported(p)) {
@@ -290,7 +291,7 @@ TEST(CudaGpu, SdpaCudnnMatchesReferenceOrSaysWhy) {
 #endif
     const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
     AttnOutput out = var.prepare(p, in.opt)->run(in.q, in.k, in.v);
-    const Tolerance tol = var.tolerance(DType::BF16);
+    const Tolerance tol = var.tolerance(t);
     const ErrorStats e = compare_to_reference(out.out, ref, tol);
     EXPECT_TRUE(e.ok()) << e.violations << " of " << e.count << " outside atol=" << tol.atol << " rtol=" << tol.rtol
                         << ", max_abs=" << e.max_abs << " nmse=" << e.nmse;

@@ -289,16 +289,22 @@ TEST(CudaCodegen, PtxReaderEvaluatesAHandWrittenKernel) {
 
 TEST(CudaCodegen, MmaBindsAToAOperandBToBAndCToTheAccumulators) {
   SKIP_WITHOUT_PTX();
-  const Evaluation ev = probe("probe_mma");
+  // The instructions the emulator implements: row-major A, column-major B, fp32 accumulators, bf16 or fp16
+  // inputs (mma_bf16, mma_f16).
+  using Probe = std::pair<std::string, std::string>;
+  for (const auto& [name, op] : {Probe{"probe_mma", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
+                                 Probe{"probe_mma_f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}}) {
+  SCOPED_TRACE(name);
+  const Evaluation ev = probe(name);
   const Executed* m = ev.find("mma");
-  ASSERT_NE(m, nullptr) << "no mma instruction in probe_mma";
-  // The instruction the emulator implements: row-major A, column-major B, fp32 accumulators, bf16 inputs.
-  EXPECT_EQ(m->op, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  ASSERT_NE(m, nullptr) << "no mma instruction in " << name;
+  EXPECT_EQ(m->op, op);
   ASSERT_EQ(m->args.size(), 4u);  // D, A, B, C
   EXPECT_EQ(m->args[1], (Strings{"param0", "param1", "param2", "param3"}));  // a[0..3]
   EXPECT_EQ(m->args[2], (Strings{"param4", "param5"}));                      // b0, b1
   EXPECT_EQ(m->args[3], (Strings{"param6", "param7", "param8", "param9"}));  // c[0..3] accumulated into
   for (int i = 0; i < 4; ++i) EXPECT_EQ(ev.stored("param10", 4 * i), fmt::format("mma[{}]", i)) << "c[" << i << "]";
+  }
 }
 
 TEST(CudaCodegen, LdmatrixGivesRegisterIInROfEitherForm) {
@@ -341,6 +347,11 @@ TEST(CudaCodegen, PackPutsLoInTheLowHalfAsTheEmulatorDoes) {
   const uint32_t packed = attnprof::cuda::kernels::pack_bf16(1.0f, 2.0f);
   EXPECT_EQ(packed & 0xFFFFu, 0x3F80u);  // 1.0 in bf16
   EXPECT_EQ(packed >> 16, 0x4000u);      // 2.0 in bf16
+  // pack_f16 (__floats2half2_rn): cvt.rn.f16x2.f32 with the same operand order, and the emulator's likewise.
+  EXPECT_EQ(probe("probe_pack_f16").stored("param2", 0), "cvt.rn.f16x2.f32(param1,param0)");
+  const uint32_t packed16 = attnprof::cuda::kernels::pack_f16(1.0f, 2.0f);
+  EXPECT_EQ(packed16 & 0xFFFFu, 0x3C00u);  // 1.0 in fp16
+  EXPECT_EQ(packed16 >> 16, 0x4000u);      // 2.0 in fp16
 }
 
 TEST(CudaCodegen, Exp2AndThe32BitLoadsAndStoresTouchWhatTheyAreGiven) {
@@ -399,18 +410,21 @@ std::vector<KernelResources> assemble(const std::string& ptx, const std::string&
 TEST(CudaCodegen, EveryKernelAssemblesWithoutSpillsWithinItsLaunchBounds) {
   SKIP_WITHOUT_PTX();
   namespace frag = attnprof::cuda::frag;
-  // Every flash instantiation flash.cu makes: (D, warps, m_tiles, block_n, min_blocks).
-  std::set<std::tuple<int, int, int, int, int>> expected;
-  for (const auto& c : frag::kFlashConfigs)
-    for (int d : {64, 128})
-      if (c.supports(d)) expected.insert({d, c.warps, c.m_tiles, c.block_n, c.min_blocks(d)});
-  static const std::regex flash_args(R"(flash_fwd_kernel<(\d+), (\d+), (\d+), (\d+), (\d+)>)");
+  // Every flash instantiation flash.cu makes: (element type, D, warps, m_tiles, block_n, min_blocks).
+  using Instance = std::tuple<std::string, int, int, int, int, int>;
+  std::set<Instance> expected;
+  for (const char* elem : {"ElemBf16", "ElemF16"})
+    for (const auto& c : frag::kFlashConfigs)
+      for (int d : {64, 128})
+        if (c.supports(d)) expected.insert({elem, d, c.warps, c.m_tiles, c.block_n, c.min_blocks(d)});
+  static const std::regex flash_args(
+      R"(flash_fwd_kernel<[^<>]*?(ElemBf16|ElemF16), (\d+), (\d+), (\d+), (\d+), (\d+)>)");
 
   const auto archs = ptx_by_gpu();
   ASSERT_FALSE(archs.empty()) << ATTNPROF_PTX;
   for (const auto& [gpu, files] : archs) {
     SCOPED_TRACE(gpu);
-    std::set<std::tuple<int, int, int, int, int>> seen;
+    std::set<Instance> seen;
     int kernels = 0;
     ASSERT_FALSE(files.empty());
     for (const auto& ptx : files) {
@@ -425,12 +439,13 @@ TEST(CudaCodegen, EveryKernelAssemblesWithoutSpillsWithinItsLaunchBounds) {
         EXPECT_LE(k.registers, 255);
         std::smatch m;
         if (std::regex_search(k.name, m, flash_args)) {
-          const int d = std::stoi(m[1]), warps = std::stoi(m[2]), min_blocks = std::stoi(m[5]);
-          seen.insert({d, warps, std::stoi(m[3]), std::stoi(m[4]), min_blocks});
+          const int d = std::stoi(m[2]), warps = std::stoi(m[3]), min_blocks = std::stoi(m[6]);
+          seen.insert({m[1], d, warps, std::stoi(m[4]), std::stoi(m[5]), min_blocks});
           // __launch_bounds__(threads, min_blocks): min_blocks blocks' registers must fit one SM's 64K.
           EXPECT_LE(k.registers * warps * 32 * std::max(min_blocks, 1), 65536);
-          std::printf("%-7s flash D=%-3d warps=%d m_tiles=%s block_n=%s min_blocks=%d: %3d registers\n", gpu.c_str(),
-                      d, warps, m[3].str().c_str(), m[4].str().c_str(), min_blocks, k.registers);
+          std::printf("%-7s flash %-8s D=%-3d warps=%d m_tiles=%s block_n=%s min_blocks=%d: %3d registers\n",
+                      gpu.c_str(), m[1].str().c_str(), d, warps, m[4].str().c_str(), m[5].str().c_str(), min_blocks,
+                      k.registers);
         }
       }
       EXPECT_EQ(warnings, "") << ptx;

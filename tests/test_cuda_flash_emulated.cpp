@@ -35,25 +35,29 @@ struct Emulated {
   uint64_t mmas = 0;  // mma.sync executed, per warp
 };
 
-// One launch of configuration C at head dim D, as flash.cu's launch<D, C> makes it.
+// One launch of configuration C at head dim D, as flash.cu's launch<E, D, C> makes it; the element type
+// (ElemBf16 or ElemF16) follows the inputs' dtype.
 template <int D, int C>
 Emulated run_flash(const Inputs& in, simt::Copies copies) {
   constexpr frag::TileConfig c = frag::kFlashConfigs[C];
   static_assert(c.supports(D));
   const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  const bool fp16 = p.dtype == DType::F16;
   Emulated e;
-  e.out.out = Tensor::zeros({p.B, p.Hq, p.Nq, D}, DType::BF16);
+  e.out.out = Tensor::zeros({p.B, p.Hq, p.Nq, D}, p.dtype);
   e.out.lse = Tensor::full({p.B, p.Hq, p.Nq, 1}, DType::F32, std::nanf(""));
   const kernels::FlashParams fp{in.q.raw(), in.k.raw(), in.v.raw(), e.out.out.raw(), e.out.lse.data<float>(),
                                 int(p.B),   int(p.Hq),  int(p.Hkv), int(p.Nq),       int(p.Nk),
-                                D,          float(p.effective_scale()),                in.opt.is_causal};
+                                D,          float(p.effective_scale()),                in.opt.is_causal,
+                                fp16};
   simt::Device dev(copies);
   dev.add_buffer(in.q.raw(), in.q.nbytes(), "q", false);
   dev.add_buffer(in.k.raw(), in.k.nbytes(), "k", false);
   dev.add_buffer(in.v.raw(), in.v.nbytes(), "v", false);
   dev.add_buffer(e.out.out.raw(), e.out.out.nbytes(), "o", true);
   dev.add_buffer(e.out.lse.raw(), e.out.lse.nbytes(), "lse", true);
-  auto* kernel = kernels::flash_fwd_kernel<D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
+  auto* kernel = fp16 ? kernels::flash_fwd_kernel<kernels::ElemF16, D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>
+                      : kernels::flash_fwd_kernel<kernels::ElemBf16, D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
   e.errors = dev.launch(unsigned(c.grid_blocks(fp.Nq, fp.B * fp.Hq)), unsigned(c.threads()), size_t(c.smem_bytes(D)),
                         [&fp, kernel] { kernel(fp); });
   e.mmas = dev.executed(simt::kMma);
@@ -73,23 +77,22 @@ std::vector<EmuCase> cases(int64_t d) {
 }
 
 template <int D, int C>
-void expect_config_matches_reference(simt::Copies copies) {
+void expect_config_matches_reference(simt::Copies copies, DType t = DType::BF16) {
   const Variant& flash = find_variant("flash");  // the tolerance every flash kernel is held to
   const Variant& naive = find_variant("naive");
   for (const auto& [c, scale] : cases(D)) {
-    Inputs in = make_inputs(c, DType::BF16, 7);
+    Inputs in = make_inputs(c, t, 7);
     if (scale != 0) in.opt.scale = scale;
     const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
-    SCOPED_TRACE(fmt::format("{} {} scale {} cp.async {}", frag::kFlashConfigs[C].name,
-                             testing_cases::case_name(c, DType::BF16), scale,
-                             copies == simt::Copies::AtWait ? "at wait" : "at issue"));
-    // The bf16 bar the CPU tests set: at most twice the naive kernel's error on the same inputs.
+    SCOPED_TRACE(fmt::format("{} {} scale {} cp.async {}", frag::kFlashConfigs[C].name, testing_cases::case_name(c, t),
+                             scale, copies == simt::Copies::AtWait ? "at wait" : "at issue"));
+    // The bar the CPU tests set for a half type: at most twice the naive kernel's error on the same inputs.
     const AttnOutput naive_out =
         naive.prepare(AttnProblem::from(in.q, in.k, in.v, in.opt), in.opt)->run(in.q, in.k, in.v);
-    double naive_err = compare_to_reference(naive_out.out, ref, naive.tolerance(DType::BF16)).max_abs;
+    double naive_err = compare_to_reference(naive_out.out, ref, naive.tolerance(t)).max_abs;
     const Emulated e = run_flash<D, C>(in, copies);
     for (const std::string& err : e.errors) ADD_FAILURE() << err;
-    testing_cases::expect_matches_reference(flash, e.out, ref, DType::BF16, naive_err);
+    testing_cases::expect_matches_reference(flash, e.out, ref, t, naive_err);
   }
 }
 
@@ -140,6 +143,14 @@ TEST(CudaFlashEmulated, DefaultConfigsMatchReferenceWithEarlyCopies) {
   expect_config_matches_reference<128, 1>(simt::Copies::AtIssue);
 }
 
+// The fp16 kernels (mma.sync .f16, P and O rounded to fp16): the default configurations against fp64 with
+// fp16's tolerance. Their addresses are the bf16 kernels', which the sanitizer suite runs.
+TEST(CudaFlashEmulated, Fp16DefaultConfigsMatchReference) {
+  RELEASE_SUITE_ONLY("fp16 (the same memory accesses as bf16)");
+  expect_config_matches_reference<64, 0>(simt::Copies::AtWait, DType::F16);
+  expect_config_matches_reference<128, 1>(simt::Copies::AtWait, DType::F16);
+}
+
 // Causal block skipping, seen in the instructions executed: a warp runs the MMAs of a K/V tile only when
 // some row of its own sees some key of the tile. The tiles are counted by brute force over (row, key) pairs,
 // not with the kernel's tile functions.
@@ -178,22 +189,28 @@ TEST(CudaFlashEmulated, CausalSkipsTheTilesNoRowOfTheWarpSees) {
 // ---- the emulation itself --------------------------------------------------------------------------------
 // Its mma layouts from the PTX tables, checked on one 16×16·16×8 product whose fragments are filled the way
 // the PTX ISA draws them (A row-major by element index, B by k), against a plain triple loop.
+// Both element types: the same small integers have different bits in bf16 and fp16, so an MMA that read one
+// type as the other would compute garbage.
 TEST(SimtEmulator, MmaComputesTheDocumentedProduct) {
   float A[16][16], B[16][8];
   for (int i = 0; i < 16; ++i)
     for (int k = 0; k < 16; ++k) A[i][k] = float((i * 3 + k * 5) % 7 - 3);
   for (int k = 0; k < 16; ++k)
     for (int j = 0; j < 8; ++j) B[k][j] = float((k * 2 + j * 7) % 5 - 2);
+  for (bool fp16 : {false, true}) {
+  SCOPED_TRACE(fp16 ? "fp16" : "bf16");
+  const auto pack = fp16 ? kernels::pack_f16 : kernels::pack_bf16;
+  const auto mma = fp16 ? kernels::mma_f16 : kernels::mma_bf16;
   std::vector<std::array<float, 4>> d(32);
   simt::Device dev;
   const auto errors = dev.launch(1, 32, 0, [&] {
     const int l = int(threadIdx.x), g = l / 4, t = l % 4;
     uint32_t a[4], b[2];
     for (int r = 0; r < 4; ++r)  // a0,a1: row g; a2,a3: row g+8; a4..a7 the same 8 columns further
-      a[r] = kernels::pack_bf16(A[g + 8 * (r % 2)][2 * t + 8 * (r / 2)], A[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + 1]);
-    for (int r = 0; r < 2; ++r) b[r] = kernels::pack_bf16(B[2 * t + 8 * r][g], B[2 * t + 8 * r + 1][g]);
+      a[r] = pack(A[g + 8 * (r % 2)][2 * t + 8 * (r / 2)], A[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + 1]);
+    for (int r = 0; r < 2; ++r) b[r] = pack(B[2 * t + 8 * r][g], B[2 * t + 8 * r + 1][g]);
     float c[4] = {1.0f, 2.0f, 3.0f, 4.0f};
-    kernels::mma_bf16(c, a, b[0], b[1]);
+    mma(c, a, b[0], b[1]);
     d[size_t(l)] = {c[0], c[1], c[2], c[3]};
   });
   EXPECT_TRUE(errors.empty()) << errors.front();
@@ -204,6 +221,7 @@ TEST(SimtEmulator, MmaComputesTheDocumentedProduct) {
       for (int k = 0; k < 16; ++k) want += A[row][k] * B[k][col];
       EXPECT_EQ(d[size_t(l)][size_t(i)], want) << "lane " << l << " c" << i;
     }
+  }
 }
 
 // ldmatrix.x4 and .trans of four 8×8 matrices of a 16×16 tile: lane l supplies row l%8 of matrix l/8.

@@ -20,6 +20,7 @@
 using namespace attnprof;
 namespace kernels = attnprof::cuda::kernels;
 using kernels::bf16;
+using kernels::f16;
 using simt::from_storage;
 using simt::to_storage;
 
@@ -60,7 +61,8 @@ void softmax(const T* x, T* y, int64_t rows, int64_t n, size_t bytes_x, size_t b
 template <class T>
 void check_softmax(int64_t n, bool in_place) {
   constexpr int64_t kRows = 13;  // two blocks, the second with three of its eight warps past the last row
-  SCOPED_TRACE(fmt::format("{} n={} {}", std::is_same_v<T, float> ? "fp32" : "bf16", n, in_place ? "in place" : ""));
+  constexpr const char* kType = std::is_same_v<T, float> ? "fp32" : std::is_same_v<T, f16> ? "fp16" : "bf16";
+  SCOPED_TRACE(fmt::format("{} n={} {}", kType, n, in_place ? "in place" : ""));
   std::vector<T> x(size_t(kRows * n)), y(x.size(), to_storage<T>(std::nanf("")));
   for (int64_t r = 0; r < kRows; ++r)
     for (int64_t j = 0; j < n; ++j) {
@@ -73,7 +75,8 @@ void check_softmax(int64_t n, bool in_place) {
   const std::vector<T> x0 = x;
   T* out = in_place ? x.data() : y.data();
   softmax<T>(x.data(), out, kRows, n, x.size() * sizeof(T), y.size() * sizeof(T));
-  const double rel = std::is_same_v<T, float> ? 2e-6 : 1.0 / 256;  // bf16: one rounding of the result
+  // one rounding of the result: bf16 2^-8 relative, fp16 2^-11 (and 2^-25 absolute below its normals)
+  const double rel = std::is_same_v<T, float> ? 2e-6 : std::is_same_v<T, f16> ? 1.0 / 2048 : 1.0 / 256;
   for (int64_t r = 0; r < kRows; ++r) {
     auto in = [&](int64_t j) { return double(from_storage(x0[size_t(r * n + j)])); };
     double mx = -INFINITY, sum = 0.0;
@@ -95,8 +98,10 @@ TEST(CudaUnfusedEmulated, SoftmaxMatchesFp64ForEveryKernelAndRowLength) {
   for (int64_t n : {1, 37, 128, 129, 1024, 1500}) {
     check_softmax<float>(n, false);
     check_softmax<bf16>(n, false);
+    check_softmax<f16>(n, false);
   }
   check_softmax<bf16>(100, true);  // y == x, as softmax_ launches it
+  check_softmax<f16>(1030, true);
   check_softmax<float>(1030, true);
 }
 
@@ -167,6 +172,29 @@ TEST(CudaUnfusedEmulated, ElementwiseKernelsRoundOnceOnStore) {
       kernels::convert_kernel<bf16, float>(xb.data(), yf.data(), n);
     }));
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(yf[size_t(i)], bf16_to_float(xb[size_t(i)])) << i;
+  }
+  // fp16: scale, and both conversions (overflow past 65504 and subnormals included), bit for bit.
+  {
+    std::vector<f16> xh(n), yh(n);
+    std::vector<float> big(n), back(n);
+    for (int64_t i = 0; i < n; ++i) {
+      xh[size_t(i)] = to_storage<f16>(xf[size_t(i)]);
+      big[size_t(i)] = xf[size_t(i)] * (i % 3 == 0 ? 3e4f : i % 3 == 1 ? 1e-5f : 1.0f);
+    }
+    simt::Device dev;
+    dev.add_buffer(xh.data(), n * 2, "xh", false);
+    dev.add_buffer(yh.data(), n * 2, "yh", true);
+    dev.add_buffer(big.data(), n * 4, "big", false);
+    dev.add_buffer(back.data(), n * 4, "back", true);
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::scale_kernel<f16>(xh.data(), yh.data(), n, 0.125f); }));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(yh[size_t(i)].bits, float_to_f16(f16_to_float(xh[size_t(i)].bits) * 0.125f)) << i;
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::convert_kernel<float, f16>(big.data(), yh.data(), n); }));
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::convert_kernel<f16, float>(yh.data(), back.data(), n); }));
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(yh[size_t(i)].bits, float_to_f16(big[size_t(i)])) << i;
+      ASSERT_EQ(back[size_t(i)], f16_to_float(yh[size_t(i)].bits)) << i;
+    }
   }
   for (int64_t diagonal : {int64_t(1), int64_t(-2), int64_t(0)}) {
     constexpr int64_t nq = 5, nk = 9;

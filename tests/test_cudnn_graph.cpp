@@ -37,6 +37,11 @@ AttnProblem problem(int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk, 
 
 AttnProblem blog() { return problem(8, 16, 16, 1024, 1024, 64, MaskKind::Causal); }
 AttnProblem ragged_gqa() { return problem(2, 8, 2, 100, 37, 128, MaskKind::None); }
+AttnProblem blog_fp16() {
+  AttnProblem p = blog();
+  p.dtype = DType::F16;
+  return p;
+}
 
 using A4 = std::array<int64_t, 4>;
 
@@ -242,7 +247,8 @@ TEST(CudnnGraph, ShapeSupport) {
   EXPECT_FALSE(sdpa_shape_unsupported(problem(1, 4, 1, 1, 1, 8, MaskKind::Causal)).has_value());
   AttnProblem f32 = blog();
   f32.dtype = DType::F32;
-  EXPECT_NE(sdpa_shape_unsupported(f32).value_or("").find("bf16"), std::string::npos);
+  EXPECT_NE(sdpa_shape_unsupported(f32).value_or("").find("bf16 or fp16"), std::string::npos);
+  EXPECT_FALSE(sdpa_shape_unsupported(blog_fp16()).has_value());
   AttnProblem masked = blog();
   masked.mask = MaskKind::Bool;
   EXPECT_NE(sdpa_shape_unsupported(masked).value_or("").find("attn_mask"), std::string::npos);
@@ -255,6 +261,18 @@ TEST(CudnnGraph, ShapeSupport) {
     EXPECT_THROW(describe_sdpa(p), Error) << d;
   }
   EXPECT_TRUE(sdpa_shape_unsupported(problem(1, 3, 2, 4, 4, 64, MaskKind::None)).has_value());
+}
+
+// fp16: the same graph with Q, K, V, O and P in fp16 (CUDNN_DATA_HALF), the scores and statistics in fp32.
+TEST(CudnnGraph, Fp16GraphKeepsItsIoInFp16) {
+  const SdpaGraphDesc g = describe_sdpa(blog_fp16());
+  for (const char* name : {"Q", "K^T", "V", "O", "P"}) {
+    ASSERT_NE(g.find(name), nullptr) << name;
+    EXPECT_EQ(g.find(name)->dtype, Dt::F16) << name;
+  }
+  EXPECT_EQ(g.find("S")->dtype, Dt::F32);
+  EXPECT_EQ(dt_name(Dt::F16), "fp16");
+  EXPECT_EQ(g.nodes.size(), describe_sdpa(blog()).nodes.size());
 }
 
 TEST(CudnnGraph, LoweringsTryTheLseOutputFirst) {
@@ -295,7 +313,7 @@ TEST(CudnnBackend, FinalizesEveryDescriptorOfTheBlogGraph) {
 TEST(CudnnBackend, FinalizesTheUnmaskedRaggedGqaGraph) {
   REQUIRE_LIBCUDNN();
   for (const AttnProblem& p : {ragged_gqa(), problem(1, 2, 2, 37, 100, 128, MaskKind::Causal),
-                               problem(3, 4, 4, 1, 513, 8, MaskKind::None)}) {
+                               problem(3, 4, 4, 1, 513, 8, MaskKind::None), blog_fp16()}) {
     SCOPED_TRACE(p.str());
     const SdpaGraphDesc g = describe_sdpa(p);
     std::unique_ptr<BackendGraph> bg;
@@ -373,6 +391,12 @@ TEST(CudnnDeviceless, EnginesAcceptTheBlogCausalGraph) {
   REQUIRE_DEVICELESS();
   expect_engine_accepts(blog(), gpu_h100());
   expect_engine_accepts(blog(), gpu_a100());
+}
+
+TEST(CudnnDeviceless, EnginesAcceptTheBlogCausalGraphInFp16) {
+  REQUIRE_DEVICELESS();
+  expect_engine_accepts(blog_fp16(), gpu_h100());
+  expect_engine_accepts(blog_fp16(), gpu_a100());
 }
 
 TEST(CudnnDeviceless, EnginesAcceptUnmaskedRaggedGqaAndRaggedCausal) {

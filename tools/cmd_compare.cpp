@@ -222,8 +222,10 @@ void run_compare_cuda(const CompareArgs& a) {
   Target t;
   t.m = cuda::gpu_peaks(dev);
   t.gpu = true;
-  t.peak = in.p.dtype == DType::BF16 ? t.m.bf16_gflops : t.m.fp32_gflops;
-  t.peak_kind = std::string(dtype_name(in.p.dtype)) + " tensor-core datasheet";
+  // bf16 and fp16 run at the same dense tensor-core rate on sm_80 and sm_90; fp32 on the CUDA cores.
+  t.peak = is_half(in.p.dtype) ? t.m.bf16_gflops : t.m.fp32_gflops;
+  t.peak_kind = is_half(in.p.dtype) ? std::string(dtype_name(in.p.dtype)) + " tensor-core datasheet"
+                                    : std::string("fp32 CUDA-core datasheet");
   progress(fmt::format("attnprof compare --device cuda: {} variants on {} at {}", variants.size(), dev.name,
                        in.p.str()));
   const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);

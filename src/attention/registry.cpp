@@ -5,7 +5,8 @@
 #include "attnprof/error.h"
 
 namespace attnprof {
-namespace {
+
+namespace variants {
 
 // Per-element |x - ref| <= atol + rtol·|ref| against the fp64 reference, inputs N(0,1).
 // fp32: every path accumulates in fp32; errors are ~1e-6, the bound leaves room for long rows (Nk 8192).
@@ -18,6 +19,13 @@ Tolerance unfused_tolerance(DType t) {
 Tolerance fused_tolerance(DType t) {
   return t == DType::F32 ? Tolerance{2e-4, 2e-3} : t == DType::F16 ? Tolerance{2.5e-3, 2.5e-3} : Tolerance{2e-2, 2e-2};
 }
+
+}  // namespace variants
+
+namespace {
+
+using variants::fused_tolerance;
+using variants::unfused_tolerance;
 
 std::optional<std::string> always(const AttnProblem&) { return std::nullopt; }
 

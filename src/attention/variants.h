@@ -13,6 +13,11 @@ OpCost naive_cost(const AttnProblem& p, bool inplace);
 std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, SdpaBackend backend);
 OpCost sdpa_math_cost(const AttnProblem& p);
 
+// The error bounds of the unfused paths (scores rounded between ops) and the fused ones (output rounded
+// once), per dtype: shared by the CPU and CUDA registries.
+Tolerance unfused_tolerance(DType t);
+Tolerance fused_tolerance(DType t);
+
 std::unique_ptr<Runner> make_flash(const AttnProblem& p, const AttnOptions& o);
 
 }  // namespace attnprof::variants

@@ -178,6 +178,7 @@ std::string_view dt_name(Dt t) {
   switch (t) {
     case Dt::F32: return "fp32";
     case Dt::BF16: return "bf16";
+    case Dt::F16: return "fp16";
     case Dt::I32: return "int32";
     case Dt::Bool: return "bool";
   }
@@ -190,6 +191,7 @@ cudnnDataType_t to_cudnn(Dt t) {
   switch (t) {
     case Dt::F32: return CUDNN_DATA_FLOAT;
     case Dt::BF16: return CUDNN_DATA_BFLOAT16;
+    case Dt::F16: return CUDNN_DATA_HALF;
     case Dt::I32: return CUDNN_DATA_INT32;
     case Dt::Bool: return CUDNN_DATA_BOOLEAN;
   }
@@ -241,8 +243,8 @@ const TensorDesc* SdpaGraphDesc::find(std::string_view name) const {
 }
 
 std::optional<std::string> sdpa_shape_unsupported(const AttnProblem& p) {
-  if (p.dtype != DType::BF16)
-    return fmt::format("cuDNN's fused attention takes bf16 q/k/v here (got {}; sdpa-math covers fp32)",
+  if (!is_half(p.dtype))
+    return fmt::format("cuDNN's fused attention takes bf16 or fp16 q/k/v (got {}; sdpa-math covers fp32)",
                        dtype_name(p.dtype));
   if (p.mask != MaskKind::None && p.mask != MaskKind::Causal)
     return fmt::format("an explicit {} attn_mask is not lowered to the cuDNN graph (is_causal and no mask are)",
@@ -267,10 +269,11 @@ SdpaGraphDesc describe_sdpa(const AttnProblem& p, const SdpaLowering& l) {
     return uid;
   };
   // Bound at execution. K is [b, hkv, sk, d] in memory; the graph reads it as Kᵀ [b, hkv, d, sk].
-  const int64_t q = add(kUidQ, "Q", {b, hq, sq, d}, contiguous({b, hq, sq, d}), Dt::BF16);
-  const int64_t k = add(kUidK, "K^T", {b, hk, d, sk}, {hk * sk * d, sk * d, 1, d}, Dt::BF16);
-  const int64_t v = add(kUidV, "V", {b, hk, sk, d}, contiguous({b, hk, sk, d}), Dt::BF16);
-  const int64_t o = add(kUidO, "O", {b, hq, sq, d}, contiguous({b, hq, sq, d}), Dt::BF16);
+  const Dt io = p.dtype == DType::F16 ? Dt::F16 : Dt::BF16;  // Q, K, V, O and the probabilities P
+  const int64_t q = add(kUidQ, "Q", {b, hq, sq, d}, contiguous({b, hq, sq, d}), io);
+  const int64_t k = add(kUidK, "K^T", {b, hk, d, sk}, {hk * sk * d, sk * d, 1, d}, io);
+  const int64_t v = add(kUidV, "V", {b, hk, sk, d}, contiguous({b, hk, sk, d}), io);
+  const int64_t o = add(kUidO, "O", {b, hq, sq, d}, contiguous({b, hq, sq, d}), io);
   const std::array<int64_t, 4> full{b, hq, sq, sk}, per_row{b, hq, sq, 1}, scalar{1, 1, 1, 1};
   if (l.stats) add(kUidStats, "lse", per_row, contiguous(per_row), Dt::F32);
   const int64_t scale = add(kUidScale, "attn_scale", scalar, scalar, Dt::F32, false, true);
@@ -335,7 +338,7 @@ SdpaGraphDesc describe_sdpa(const AttnProblem& p, const SdpaLowering& l) {
   const int64_t log_z = pointwise("log", Pw::Log, z, 0, virt("log Z", per_row, Dt::F32));
   pointwise("lse", Pw::Add, m, log_z, l.stats ? kUidStats : virt("lse", per_row, Dt::F32));
   // P in the I/O type: the fused engine feeds it to the second tensor-core GEMM.
-  const int64_t pr = pointwise("div", Pw::Div, e, z, virt("P", full, Dt::BF16));
+  const int64_t pr = pointwise("div", Pw::Div, e, z, virt("P", full, io));
   matmul("bmm2", pr, v, o);
   return g;
 }
@@ -722,14 +725,17 @@ class SdpaCudnnRunner final : public DeviceRunner {
     ATTNPROF_CHECK(q.shape() == qs && k.shape() == ks && v.shape() == ks,
                    "sdpa-cudnn was prepared for q {}, k/v {}; got q {}, k {}, v {}", shape_str(qs), shape_str(ks),
                    shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
-    ATTNPROF_CHECK(q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && v.dtype() == DType::BF16,
-                   "sdpa-cudnn takes bf16 q, k, v");
+    ATTNPROF_CHECK(q.dtype() == p_.dtype && k.dtype() == p_.dtype && v.dtype() == p_.dtype,
+                   "sdpa-cudnn was prepared for {} q, k, v; got {}, {}, {}", dtype_name(p_.dtype), dtype_name(q.dtype()),
+                   dtype_name(k.dtype()), dtype_name(v.dtype()));
     zc.add_shape(q.shape());
     zc.add_shape(k.shape());
     zc.add_shape(v.shape());
-    zc.set_cost(flash_cost(p_));
+    AttnProblem tc = p_;  // fp16's FLOPs are on the tensor cores too: the cost of the bf16 problem
+    tc.dtype = DType::BF16;
+    zc.set_cost(flash_cost(tc));
     DeviceOutput out;
-    out.out = DeviceTensor::empty(qs, DType::BF16);
+    out.out = DeviceTensor::empty(qs, p_.dtype);
     if (plan_->lowering().stats) out.lse = DeviceTensor::empty({p_.B, p_.Hq, p_.Nq, 1}, DType::F32);
     plan_->execute(q.raw(), k.raw(), v.raw(), out.out.raw(), out.lse.defined() ? out.lse.data<float>() : nullptr,
                    ws_);

@@ -5,7 +5,7 @@
 //                    ├─ MATMUL ─► S [b,hq,sq,skv] fp32 ─ MUL attn_scale ─► (causal) BINARY_SELECT(S, -inf, row >= col)
 //   Kᵀ [b,hkv,d,skv] ┘   (K's own memory: dims 2 and 3 swapped with their strides)              │
 //                                                                                               ▼
-//        REDUCTION MAX ─► M [b,hq,sq,1];  SUB M;  EXP;  REDUCTION ADD ─► Z;  DIV Z ─► P [b,hq,sq,skv] bf16 (virtual)
+//        REDUCTION MAX ─► M [b,hq,sq,1];  SUB M;  EXP;  REDUCTION ADD ─► Z;  DIV Z ─► P [b,hq,sq,skv] io (virtual)
 //        LOG Z, ADD M ─► lse [b,hq,sq,1] fp32 (an output, or virtual: the engines need the node either way)
 //   P × V [b,hkv,skv,d] ─ MATMUL ─► O [b,hq,sq,d]
 //
@@ -43,7 +43,7 @@ std::string library_file();                         // the file that was loaded 
 int64_t library_version();                          // cudnnGetVersion(), e.g. 91900; 0 when not loaded
 
 // ---- layer 1: the graph as data -------------------------------------------------------------------------
-enum class Dt { F32, BF16, I32, Bool };
+enum class Dt { F32, BF16, F16, I32, Bool };
 std::string_view dt_name(Dt t);
 
 enum class NodeKind { Matmul, Pointwise, Reduction };

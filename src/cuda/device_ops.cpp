@@ -1,4 +1,4 @@
-// Primitive device ops: cuBLAS strided-batched GEMMs (bf16 in, fp32 accumulate on tensor cores) and the
+// Primitive device ops: cuBLAS strided-batched GEMMs (bf16 or fp16 in, fp32 accumulate on tensor cores) and the
 // small kernels of kernels.cu, each inside a zone that carries its CPU twin's cost model.
 #include "cuda/device_ops.h"
 
@@ -13,22 +13,29 @@
 namespace attnprof::cuda::dops {
 namespace {
 
-bool is_bf16(const DeviceTensor& t) { return t.dtype() == DType::BF16; }
-
 cudaDataType_t cuda_type(DType t) {
-  ATTNPROF_CHECK(t == DType::BF16 || t == DType::F32, "device matmul needs fp32 or bf16, got {}", dtype_name(t));
-  return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  ATTNPROF_CHECK(t == DType::BF16 || t == DType::F16 || t == DType::F32, "device matmul needs fp32, bf16 or fp16, got {}",
+                 dtype_name(t));
+  return t == DType::BF16 ? CUDA_R_16BF : t == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+// The CPU twin's cost, with a half-type GEMM's FLOPs on the tensor cores (OpCost::bf16_flops: the 16-bit
+// dot-product units; on the CPU only bf16 has them, on a GPU bf16 and fp16 run at the same tensor-core rate).
+OpCost gemm_cost(const Shape4& a, const Shape4& b, DType t) {
+  OpCost c = ops::matmul_cost(a, b, t);
+  if (is_half(t)) c.bf16_flops = c.flops;
+  return c;
 }
 
 // One strided-batched GEMM (layout::qk_gemm / pv_gemm say how the row-major matmul maps onto cuBLAS's
-// column-major view); bf16 in, fp32 accumulate.
+// column-major view); bf16 or fp16 in, fp32 accumulate.
 void gemm(const layout::StridedGemm& g, const void* A, const void* B, void* C, DType dt) {
   ATTNPROF_CHECK(layout::fits_cublas_int(g), "device matmul: m={} n={} k={} batch={} exceed cuBLAS's int range",
                  g.m, g.n, g.k, g.batch);
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = cuda_type(dt);
   const auto op = [](bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; };
-  // fp32 stays true fp32 (torch's default, allow_tf32=False for matmul); bf16 accumulates in fp32.
+  // fp32 stays true fp32 (torch's default, allow_tf32=False for matmul); bf16 and fp16 accumulate in fp32.
   ATTNPROF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       detail::cublas(), op(g.trans_a), op(g.trans_b), int(g.m), int(g.n), int(g.k), &alpha, A, t, int(g.lda),
       g.stride_a, B, t, int(g.ldb), g.stride_b, &beta, C, t, int(g.ldc), g.stride_c, int(g.batch),
@@ -45,7 +52,7 @@ DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
   const Shape4 kt{B, Hkv, D, Nk};
   z.add_shape(q.shape());
   z.add_shape(kt);
-  z.set_cost(ops::matmul_cost(q.shape(), kt, q.dtype()));
+  z.set_cost(gemm_cost(q.shape(), kt, q.dtype()));
   DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
   gemm(layout::qk_gemm(B, Hq, Hkv, Nq, Nk, D), k.raw(), q.raw(), s.raw(), q.dtype());
   return s;
@@ -58,7 +65,7 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
   const int64_t Hkv = v.shape(1), D = v.shape(3);
   z.add_shape(p.shape());
   z.add_shape(v.shape());
-  z.set_cost(ops::matmul_cost(p.shape(), v.shape(), p.dtype()));
+  z.set_cost(gemm_cost(p.shape(), v.shape(), p.dtype()));
   DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
   gemm(layout::pv_gemm(B, Hq, Hkv, Nq, Nk, D), v.raw(), p.raw(), o.raw(), p.dtype());
   return o;
@@ -70,7 +77,7 @@ DeviceTensor mul(const DeviceTensor& a, double s) {
   z.add_shape(a.shape());
   z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
   DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
-  kernels::scale(a.raw(), out.raw(), a.numel(), float(s), is_bf16(a), detail::stream());
+  kernels::scale(a.raw(), out.raw(), a.numel(), float(s), a.dtype(), detail::stream());
   detail::check_launch("scale");
   return out;
 }
@@ -80,7 +87,7 @@ void mul_(DeviceTensor& a, double s) {
   NvtxRange nv("mul_");
   z.add_shape(a.shape());
   z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
-  kernels::scale(a.raw(), a.raw(), a.numel(), float(s), is_bf16(a), detail::stream());
+  kernels::scale(a.raw(), a.raw(), a.numel(), float(s), a.dtype(), detail::stream());
   detail::check_launch("scale");
 }
 
@@ -93,7 +100,7 @@ void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
   z.add_shape(mask.shape());
   z.set_cost(ops::masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
   kernels::masked_fill(a.raw(), mask.data<uint8_t>(), a.shape(0), a.shape(1), a.shape(2), a.shape(3), mask.shape(0),
-                       mask.shape(1), mask.shape(2), mask.shape(3), value, is_bf16(a), detail::stream());
+                       mask.shape(1), mask.shape(2), mask.shape(3), value, a.dtype(), detail::stream());
   detail::check_launch("masked_fill");
 }
 
@@ -124,7 +131,7 @@ DeviceTensor softmax(const DeviceTensor& a) {
   z.add_shape(a.shape());
   z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
   DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
-  kernels::softmax_rows(a.raw(), out.raw(), a.numel() / a.shape(3), a.shape(3), is_bf16(a), detail::stream());
+  kernels::softmax_rows(a.raw(), out.raw(), a.numel() / a.shape(3), a.shape(3), a.dtype(), detail::stream());
   detail::check_launch("softmax");
   return out;
 }
@@ -134,7 +141,7 @@ void softmax_(DeviceTensor& a) {
   NvtxRange nv("softmax_");
   z.add_shape(a.shape());
   z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
-  kernels::softmax_rows(a.raw(), a.raw(), a.numel() / a.shape(3), a.shape(3), is_bf16(a), detail::stream());
+  kernels::softmax_rows(a.raw(), a.raw(), a.numel() / a.shape(3), a.shape(3), a.dtype(), detail::stream());
   detail::check_launch("softmax");
 }
 
@@ -144,7 +151,9 @@ DeviceTensor to(const DeviceTensor& a, DType dtype) {
   z.add_shape(a.shape());
   z.set_cost(ops::copy_cost(a.shape(), a.dtype(), dtype));
   DeviceTensor out = DeviceTensor::empty(a.shape(), dtype);
-  kernels::convert(a.raw(), out.raw(), a.numel(), is_bf16(a), dtype == DType::BF16, detail::stream());
+  ATTNPROF_CHECK(a.dtype() == dtype || a.dtype() == DType::F32 || dtype == DType::F32,
+                 "device to(): {} -> {} is not a conversion to or from fp32", dtype_name(a.dtype()), dtype_name(dtype));
+  kernels::convert(a.raw(), out.raw(), a.numel(), a.dtype(), dtype, detail::stream());
   detail::check_launch("convert");
   return out;
 }

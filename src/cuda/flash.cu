@@ -1,5 +1,5 @@
-// The flash kernel's launch: one template instantiation per (head dim, tile configuration), chosen at run
-// time (flash_config_for). The kernel is flash_kernel.cuh, written in the PTX primitives of flash_ptx.cuh.
+// The flash kernel's launch: one template instantiation per (element type, head dim, tile configuration),
+// chosen at run time (flash_config_for). The kernel is flash_kernel.cuh, written in the PTX primitives of flash_ptx.cuh.
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -13,12 +13,12 @@
 namespace attnprof::cuda::kernels {
 namespace {
 
-template <int D, int C>
+template <class E, int D, int C>
 void launch(const FlashParams& p, cudaStream_t st) {
   constexpr frag::TileConfig c = frag::kFlashConfigs[C];
   if constexpr (c.supports(D)) {
     constexpr int smem = c.smem_bytes(D);
-    auto* kernel = flash_fwd_kernel<D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
+    auto* kernel = flash_fwd_kernel<E, D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
     if constexpr (smem > 48 * 1024) {
       // Opt-in above 48 KiB, once per process (one device). A failure surfaces as the launch's error.
       static const cudaError_t configured =
@@ -33,9 +33,17 @@ void launch(const FlashParams& p, cudaStream_t st) {
   }
 }
 
-template <int D, int... Cs>
+template <class E, int D, int... Cs>
 void dispatch(int config, const FlashParams& p, cudaStream_t st, std::integer_sequence<int, Cs...>) {
-  ((config == Cs ? launch<D, Cs>(p, st) : void()), ...);
+  ((config == Cs ? launch<E, D, Cs>(p, st) : void()), ...);
+}
+
+template <class E>
+void forward(int config, const FlashParams& p, cudaStream_t st) {
+  if (p.D == 64)
+    dispatch<E, 64>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+  else
+    dispatch<E, 128>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
 }
 
 std::atomic<int> g_config{-1};
@@ -51,10 +59,10 @@ int flash_config_for(int D) {
 
 void flash_forward(const FlashParams& p, cudaStream_t st) {
   const int config = flash_config_for(p.D);
-  if (p.D == 64)
-    dispatch<64>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+  if (p.fp16)
+    forward<ElemF16>(config, p, st);
   else
-    dispatch<128>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+    forward<ElemBf16>(config, p, st);
 }
 
 }  // namespace attnprof::cuda::kernels

@@ -1,4 +1,4 @@
-// Internal: the FlashAttention-2 forward kernel for bf16 on tensor cores (sm_80+: mma.sync m16n8k16,
+// Internal: the FlashAttention-2 forward kernel for bf16 and fp16 on tensor cores (sm_80+: mma.sync m16n8k16,
 // ldmatrix, cp.async).
 //
 // One thread block per (query tile, batch × head); each warp owns 16·m_tiles query rows for the whole
@@ -6,7 +6,7 @@
 //   for each K/V tile of block_n keys (causal: only tiles at or left of the diagonal):
 //     S = Q·Kᵀ (mma, fp32 accumulators)   mask only diagonal / ragged tiles
 //     m_new = max(m, rowmax(S·scale));  P = exp2(S·scale·log2e − m_new);  l = l·α + rowsum(P)
-//     O = O·α + P·V   (P re-used from the accumulators as the A operand, rounded to bf16)
+//     O = O·α + P·V   (P re-used from the accumulators as the A operand, rounded to the input type)
 //   O /= l once at the end; lse = (m + log2 l)·ln 2.
 // K/V tiles are double-buffered in shared memory with cp.async, so the next tile loads while this one
 // computes. Heavy (causal) query tiles are scheduled first to balance the tail.
@@ -16,6 +16,9 @@
 // each K/V fragment loaded from shared memory feeds two MMAs, halving shared-memory traffic per FLOP.
 // Row stride D+8 elements (16 bytes of skew) keeps the ldmatrix loads of K and V and the cp.async stores
 // bank-conflict free (tests/test_cuda_layout.cpp checks both). All index math is in fragment.h.
+//
+// The element type is a template parameter too (ElemBf16, ElemF16): it picks the MMA and the rounding of P
+// and O; data movement is the same 16-bit copies for both.
 //
 // Written in the primitives of flash_ptx.cuh (cp_async16, ldmatrix_x4, mma_bf16, ...), which the includer
 // defines first: flash.cu includes flash_ptx.cuh (PTX), tests/test_cuda_flash_emulated.cpp the host
@@ -32,8 +35,26 @@
 namespace attnprof::cuda::kernels {
 namespace {
 
-template <int D, int kWarps, int kMTiles, int kBlockN, int kMinBlocks>
+// The kernel's two element types: the storage type, the MMA that multiplies it (fp32 accumulate) and the
+// rounding of two fp32 values into one register of the type (lo in the low half).
+struct ElemBf16 {
+  using T = bf16;
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    mma_bf16(c, a, b0, b1);
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return pack_bf16(lo, hi); }
+};
+struct ElemF16 {
+  using T = f16;
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    mma_f16(c, a, b0, b1);
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return pack_f16(lo, hi); }
+};
+
+template <class E, int D, int kWarps, int kMTiles, int kBlockN, int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(const FlashParams p) {
+  using T = typename E::T;
   constexpr int kThreads = kWarps * 32;
   constexpr int kWarpRows = kMTiles * 16;
   constexpr int kBlockM = kWarps * kWarpRows;
@@ -45,15 +66,15 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
   constexpr int kChunksPerRow = D / 8;  // 16-byte chunks per K/V row
   static_assert(kBlockN % 16 == 0 && (kBlockN * kChunksPerRow) % kThreads == 0, "tile copy must divide evenly");
 
-  bf16* smem = reinterpret_cast<bf16*>(dynamic_smem());
+  T* smem = reinterpret_cast<T*>(dynamic_smem());
 
   const int m_blocks = frag::ceil_div(p.Nq, kBlockM);
   const frag::BlockWork work = frag::block_work(int(blockIdx.x), m_blocks, p.B * p.Hq);
   const int b = work.bh / p.Hq, h = work.bh - b * p.Hq, kvh = h / (p.Hq / p.Hkv);
   const int64_t q_row0 = int64_t(work.bh) * p.Nq;  // row of this head's query 0 in [B·Hq·Nq, D] (and lse)
-  const bf16* Q = static_cast<const bf16*>(p.q) + q_row0 * D;
-  const bf16* K = static_cast<const bf16*>(p.k) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
-  const bf16* V = static_cast<const bf16*>(p.v) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
+  const T* Q = static_cast<const T*>(p.q) + q_row0 * D;
+  const T* K = static_cast<const T*>(p.k) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
+  const T* V = static_cast<const T*>(p.v) + (int64_t(b) * p.Hkv + kvh) * p.Nk * D;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m0 = work.m_block * kBlockM;
@@ -81,8 +102,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
   const int warp_tiles = frag::warp_kv_tiles(r0, kWarpRows, kBlockN, p.Nq, p.Nk, p.causal);
 
   auto load_tile = [&](int nb, int stage) {
-    bf16* ks = smem + (2 * stage) * kTileElems;
-    bf16* vs = ks + kTileElems;
+    T* ks = smem + (2 * stage) * kTileElems;
+    T* vs = ks + kTileElems;
 #pragma unroll 1  // unrolled, the copy's addresses stay live across the loop: +50 registers
     for (int i = 0; i < kBlockN * kChunksPerRow / kThreads; ++i) {
       const frag::RowCol rc = frag::copy_chunk(i, int(threadIdx.x), kThreads, D);
@@ -118,8 +139,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
       cp_async_wait<0>();
     }
     __syncthreads();
-    const bf16* ks = smem + (2 * stage) * kTileElems;
-    const bf16* vs = ks + kTileElems;
+    const T* ks = smem + (2 * stage) * kTileElems;
+    const T* vs = ks + kTileElems;
     const int n0 = nb * kBlockN;
 
     // A warp whose rows see none of this tile's keys leaves its state alone. Warp-uniform branch; the
@@ -139,8 +160,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
           ldmatrix_x4(bk, ks + frag::k_ldsm_offset(lane, ntp, kc, kStride));
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
-            mma_bf16(s[mt][2 * ntp], qf[mt][kc], bk[0], bk[1]);
-            mma_bf16(s[mt][2 * ntp + 1], qf[mt][kc], bk[2], bk[3]);
+            E::mma(s[mt][2 * ntp], qf[mt][kc], bk[0], bk[1]);
+            E::mma(s[mt][2 * ntp + 1], qf[mt][kc], bk[2], bk[3]);
           }
         }
 
@@ -199,16 +220,16 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
         for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
           for (int reg = 0; reg < 4; ++reg)
-            a[mt][reg] = pack_bf16(s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 0)],
-                                   s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 1)]);
+            a[mt][reg] = E::pack(s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 0)],
+                                 s[mt][frag::p_ntile(kc, reg)][frag::p_elem(reg, 1)]);
 #pragma unroll
         for (int dt2 = 0; dt2 < D / 16; ++dt2) {
           uint32_t bv[4];
           ldmatrix_x4_trans(bv, vs + frag::v_ldsm_offset(lane, kc, dt2, kStride));
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
-            mma_bf16(o[mt][2 * dt2], a[mt], bv[0], bv[1]);
-            mma_bf16(o[mt][2 * dt2 + 1], a[mt], bv[2], bv[3]);
+            E::mma(o[mt][2 * dt2], a[mt], bv[0], bv[1]);
+            E::mma(o[mt][2 * dt2 + 1], a[mt], bv[2], bv[3]);
           }
         }
       }
@@ -216,7 +237,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
-  // Epilogue: finish the row sums across the quad, normalise once, store bf16 and the logsumexp.
+  // Epilogue: finish the row sums across the quad, normalise once, store O (rounded) and the logsumexp.
   // A row that saw no key (l = 0) stores zeros and lse = -inf, the reference's convention.
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
@@ -231,8 +252,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) flash_fwd_kernel(cons
       if (row >= p.Nq) continue;
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt)
-        st32(static_cast<bf16*>(p.o) + (q_row0 + row) * D + dt * 8 + rc.col,
-             pack_bf16(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv));
+        st32(static_cast<T*>(p.o) + (q_row0 + row) * D + dt * 8 + rc.col,
+             E::pack(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv));
       if (p.lse && (lane & 3) == 0)
         st_f32(p.lse + q_row0 + row, l > 0.0f ? (m_r[mt][r] + log2f(l)) * 0.6931471805599453f : -INFINITY);
     }

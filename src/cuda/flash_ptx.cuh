@@ -1,10 +1,11 @@
 // Internal: the device primitives the flash kernel (flash_kernel.cuh) is written in: cp.async, ldmatrix,
-// mma.sync, ex2.approx and plain 32-bit global loads and stores, as sm_80 PTX. flash.cu includes this file,
+// mma.sync (bf16 and fp16), ex2.approx and plain 32-bit global loads and stores, as sm_80 PTX. flash.cu includes this file,
 // then the kernel. The host emulation in tests/simt_emulator.h defines the same names with the same
 // contracts (PTX ISA semantics), so the kernel's very source also runs, lane by lane, without a GPU.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -12,6 +13,7 @@ namespace attnprof::cuda::kernels {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -28,6 +30,15 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same with fp16 A and B (IEEE binary16 products are exact in fp32 too).
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -52,6 +63,11 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+__device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);  // .x (low 16 bits) = lo, round to nearest even
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
 // 2^x, one MUFU.EX2. Flushing results below 2^-126 to zero changes no softmax weight that matters (they
 // are relative to the row max); exp2f's non-ftz form costs extra instructions around every exponential.
 __device__ __forceinline__ float exp2_ftz(float x) {
@@ -66,9 +82,15 @@ __device__ __forceinline__ unsigned char* dynamic_smem() {
   return smem_raw;
 }
 
-// 32-bit global load and store of a bf16 pair (4-byte aligned).
-__device__ __forceinline__ uint32_t ld32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-__device__ __forceinline__ void st32(bf16* p, uint32_t v) { *reinterpret_cast<uint32_t*>(p) = v; }
+// 32-bit global load and store of a pair of 16-bit elements (bf16 or fp16; 4-byte aligned).
+template <class T>
+__device__ __forceinline__ uint32_t ld32(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+template <class T>
+__device__ __forceinline__ void st32(T* p, uint32_t v) {
+  *reinterpret_cast<uint32_t*>(p) = v;
+}
 __device__ __forceinline__ void st_f32(float* p, float v) { *p = v; }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The launchers of the unfused variants' small kernels (unfused_kernels.cuh): scale, masked_fill, row
-// softmax, dtype conversion, triu mask. Two storage types only (float, bf16) keep nvcc's instantiations, and
-// CI's build time, small.
+// softmax, dtype conversion, triu mask. Three storage types (float, bf16, fp16); conversions only to and from
+// fp32 (what SDPA's math path needs), which keeps nvcc's instantiations, and CI's build time, small.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cmath>
 #include <type_traits>
@@ -11,11 +12,13 @@
 namespace attnprof::cuda::kernels {
 namespace {
 
-// The primitives unfused_kernels.cuh is written in: element load and store in fp32 for both storage types.
+// The primitives unfused_kernels.cuh is written in: element load and store in fp32 for each storage type.
 __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
 __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 
 }  // namespace
 }  // namespace attnprof::cuda::kernels
@@ -32,59 +35,72 @@ unsigned blocks_for(int64_t n) {
   return unsigned(b < 65535 * 32 ? b : 65535 * 32);
 }
 
+// Calls f with a typed (const-stripped) null pointer of t's storage type, to pick the instantiation.
+template <class F>
+void with_storage(DType t, F&& f) {
+  if (t == DType::BF16)
+    f(static_cast<__nv_bfloat16*>(nullptr));
+  else if (t == DType::F16)
+    f(static_cast<__half*>(nullptr));
+  else
+    f(static_cast<float*>(nullptr));
+}
+
 }  // namespace
 
-void scale(const void* x, void* y, int64_t n, float s, bool bf16, cudaStream_t st) {
+void scale(const void* x, void* y, int64_t n, float s, DType t, cudaStream_t st) {
   if (n <= 0) return;
-  if (bf16)
-    scale_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const __nv_bfloat16*>(x),
-                                                      static_cast<__nv_bfloat16*>(y), n, s);
-  else
-    scale_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const float*>(x), static_cast<float*>(y), n, s);
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    scale_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const T*>(x), static_cast<T*>(y), n, s);
+  });
 }
 
 void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm, int64_t Hm,
-                 int64_t Mq, int64_t Mk, float value, bool bf16, cudaStream_t st) {
+                 int64_t Mq, int64_t Mk, float value, DType t, cudaStream_t st) {
   const int64_t n = B * H * Nq * Nk;
   if (n <= 0) return;
   const layout::MaskStrides ms = layout::mask_strides(Bm, Hm, Mq, Mk);
-  if (bf16)
-    masked_fill_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<__nv_bfloat16*>(x), mask, H, Nq, Nk, n, ms,
-                                                            value);
-  else
-    masked_fill_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<float*>(x), mask, H, Nq, Nk, n, ms, value);
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    masked_fill_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<T*>(x), mask, H, Nq, Nk, n, ms, value);
+  });
 }
 
-void softmax_rows(const void* x, void* y, int64_t rows, int64_t n, bool bf16, cudaStream_t st) {
+void softmax_rows(const void* x, void* y, int64_t rows, int64_t n, DType t, cudaStream_t st) {
   if (rows <= 0 || n <= 0) return;
   const unsigned grid = unsigned((rows + kSoftmaxWarps - 1) / kSoftmaxWarps);
-  using bf = __nv_bfloat16;
-  auto run = [&](auto* xt, auto* yt) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(xt)>>;
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const T* xt = static_cast<const T*>(x);
+    T* yt = static_cast<T*>(y);
     if (softmax_per_lane(n) == 4)
       softmax_regs_kernel<T, 4><<<grid, kSoftmaxWarps * 32, 0, st>>>(xt, yt, rows, int(n));
     else if (softmax_per_lane(n) == 32)
       softmax_regs_kernel<T, 32><<<grid, kSoftmaxWarps * 32, 0, st>>>(xt, yt, rows, int(n));
     else
       softmax_kernel<<<grid, kSoftmaxWarps * 32, 0, st>>>(xt, yt, rows, n);
-  };
-  if (bf16)
-    run(static_cast<const bf*>(x), static_cast<bf*>(y));
-  else
-    run(static_cast<const float*>(x), static_cast<float*>(y));
+  });
 }
 
-void convert(const void* x, void* y, int64_t n, bool x_bf16, bool y_bf16, cudaStream_t st) {
+void convert(const void* x, void* y, int64_t n, DType from, DType to, cudaStream_t st) {
   if (n <= 0) return;
-  using bf = __nv_bfloat16;
-  if (x_bf16 && !y_bf16)
-    convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const bf*>(x), static_cast<float*>(y), n);
-  else if (!x_bf16 && y_bf16)
-    convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const float*>(x), static_cast<bf*>(y), n);
-  else if (x_bf16)
-    convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const bf*>(x), static_cast<bf*>(y), n);
-  else
-    convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const float*>(x), static_cast<float*>(y), n);
+  if (from == to) {  // a same-type copy, through the kernel like every conversion
+    with_storage(from, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+    });
+  } else if (from == DType::F32) {
+    with_storage(to, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const float*>(x), static_cast<T*>(y), n);
+    });
+  } else {  // to fp32 (the device op refuses a half -> other half conversion)
+    with_storage(from, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      convert_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<const T*>(x), static_cast<float*>(y), n);
+    });
+  }
 }
 
 void triu_mask(uint8_t* mask, int64_t nq, int64_t nk, int64_t diagonal, cudaStream_t st) {

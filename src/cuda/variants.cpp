@@ -36,18 +36,21 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
                              const AttnOptions& o, bool with_lse) {
   ATTNPROF_ZONE_AS(z, "flash_attention_fwd", "cpu_op");
   NvtxRange nv("flash_attention_fwd");
-  ATTNPROF_CHECK(q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && v.dtype() == DType::BF16,
-                 "the CUDA flash kernel takes bf16 q, k, v");
+  ATTNPROF_CHECK(is_half(q.dtype()) && k.dtype() == q.dtype() && v.dtype() == q.dtype(),
+                 "the CUDA flash kernel takes bf16 or fp16 q, k, v of one type (got {}, {}, {})", dtype_name(q.dtype()),
+                 dtype_name(k.dtype()), dtype_name(v.dtype()));
   ATTNPROF_CHECK(!o.attn_mask.defined(), "the CUDA flash kernel supports is_causal, not an explicit attn_mask");
   ATTNPROF_CHECK(q.shape(3) == 64 || q.shape(3) == 128, "the CUDA flash kernel needs head dim 64 or 128, got {}",
                  q.shape(3));
-  const AttnProblem p = AttnProblem::from_shapes(q.shape(), k.shape(), v.shape(), DType::BF16, o);
+  const AttnProblem p = AttnProblem::from_shapes(q.shape(), k.shape(), v.shape(), q.dtype(), o);
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
-  z.set_cost(flash_cost(p));
+  AttnProblem tc = p;  // the cost of the same problem in bf16: fp16's FLOPs are on the tensor cores too
+  tc.dtype = DType::BF16;
+  z.set_cost(flash_cost(tc));
   DeviceOutput out;
-  out.out = DeviceTensor::empty(q.shape(), DType::BF16);
+  out.out = DeviceTensor::empty(q.shape(), q.dtype());
   if (with_lse) out.lse = DeviceTensor::empty({p.B, p.Hq, p.Nq, 1}, DType::F32);
   kernels::FlashParams fp{};
   fp.q = q.raw();
@@ -63,6 +66,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   fp.D = int(p.D);
   fp.scale = float(p.effective_scale());
   fp.causal = o.is_causal;
+  fp.fp16 = q.dtype() == DType::F16;
   kernels::flash_forward(fp, detail::stream());
   detail::check_launch("flash_fwd_kernel");
   return out;
@@ -135,7 +139,7 @@ class SdpaMathRunner final : public DeviceRunner {
     NvtxRange nv("sdpa_fwd");
     ATTNPROF_ZONE_AS(z, "scaled_dot_product_attention", "cpu_op");
     ATTNPROF_ZONE_AS(zm, "_scaled_dot_product_attention_math", "cpu_op");
-    const bool upcast = p_.dtype == DType::BF16;
+    const bool upcast = is_half(p_.dtype);
     DeviceTensor q = upcast ? dops::to(q0, DType::F32) : q0;
     DeviceTensor k = upcast ? dops::to(k0, DType::F32) : k0;
     DeviceTensor v = upcast ? dops::to(v0, DType::F32) : v0;
@@ -184,7 +188,8 @@ std::optional<std::string> unfused_unsupported(const AttnProblem& p) {
 
 std::optional<std::string> flash_unsupported(const AttnProblem& p) {
   if (auto why = no_device()) return why;
-  if (p.dtype != DType::BF16) return fmt::format("the CUDA flash kernel is bf16 only (got {})", dtype_name(p.dtype));
+  if (!is_half(p.dtype))
+    return fmt::format("the CUDA flash kernel takes bf16 or fp16 (got {})", dtype_name(p.dtype));
   if (p.D != 64 && p.D != 128) return fmt::format("the CUDA flash kernel supports head dims 64 and 128 (got {})", p.D);
   if (p.mask != MaskKind::None && p.mask != MaskKind::Causal)
     return std::string("the CUDA flash kernel supports no mask or is_causal, not an explicit attn_mask");
@@ -214,21 +219,35 @@ std::unique_ptr<Runner> sdpa_cudnn_prepare(const AttnProblem& p, const AttnOptio
 #endif
 }
 
-Tolerance unfused_tolerance(DType t) { return t == DType::F32 ? Tolerance{2e-4, 2e-3} : Tolerance{4e-2, 4e-2}; }
-Tolerance fused_tolerance(DType t) { return t == DType::F32 ? Tolerance{2e-4, 2e-3} : Tolerance{2e-2, 2e-2}; }
+using variants::fused_tolerance;
+using variants::unfused_tolerance;
+
+// A variant's cost on the GPU: the CPU cost model's, with an fp16 problem's GEMM and fused-kernel FLOPs on the
+// tensor cores as a bf16 problem's are (OpCost::bf16_flops counts the 16-bit dot-product units; the bytes of
+// the two types are the same).
+template <class F>
+auto tensor_core_cost(F f) {
+  return [f](const AttnProblem& p) {
+    AttnProblem q = p;
+    if (q.dtype == DType::F16) q.dtype = DType::BF16;
+    return f(q);
+  };
+}
 
 std::vector<Variant> build() {
   std::vector<Variant> r;
   r.push_back(Variant{
       "naive", "cuda", "attn_fwd",
       "the blog's five ops on the GPU, out of place: cuBLAS GEMM, mul, Memcpy DtoD + masked_fill_, softmax, GEMM",
-      unfused_unsupported, [](const AttnProblem& p) { return variants::naive_cost(p, false); }, unfused_tolerance,
+      unfused_unsupported, tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, false); }),
+      unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<NaiveRunner>(p, o, false);
       }});
   r.push_back(Variant{
       "inplace", "cuda", "attn_fwd", "the same five ops in place on the GPU: mul_, masked_fill_, softmax_ (no copy)",
-      unfused_unsupported, [](const AttnProblem& p) { return variants::naive_cost(p, true); }, unfused_tolerance,
+      unfused_unsupported, tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, true); }),
+      unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<NaiveRunner>(p, o, true);
       }});
@@ -242,12 +261,11 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-cudnn", "cuda", "sdpa_fwd",
       "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16, no mask or causal)",
-      sdpa_cudnn_unsupported, flash_cost,
-      fused_tolerance, sdpa_cudnn_prepare});
+      sdpa_cudnn_unsupported, tensor_core_cost(flash_cost), fused_tolerance, sdpa_cudnn_prepare});
   r.push_back(Variant{
       "flash", "cuda", "flash_kernel_fwd",
-      "hand-written FlashAttention-2 kernel: bf16 mma.sync tensor cores, online softmax, causal block skipping",
-      flash_unsupported, flash_cost,
+      "hand-written FlashAttention-2 kernel: bf16/fp16 mma.sync tensor cores, online softmax, causal block skipping",
+      flash_unsupported, tensor_core_cost(flash_cost),
       fused_tolerance, [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<FlashRunner>(p, o);
       }});
