@@ -269,7 +269,7 @@ void register_all() {
 #endif
   for (OpKind k : {OpKind::Softmax, OpKind::SoftmaxInplace, OpKind::MulInplace, OpKind::MaskedFillInplace,
                    OpKind::AddInplace, OpKind::Clone})
-    for (DType t : {DType::F32, DType::BF16})
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
       for (int threads : {1, 2}) {
         const std::string name = fmt::format("ops/{}/{}/B8H16N1024N1024/t{}", op_name(k), dtype_name(t), threads);
         benchmark::RegisterBenchmark(name.c_str(), run_op, k, Shape4{8, 16, 1024, 1024}, t, threads)
@@ -279,7 +279,7 @@ void register_all() {
   for (const Variant& var : registry()) {
     for (const ShapeCfg& s : kShapes) {
       if (s.flash_only && var.name != "flash") continue;
-      for (DType t : {DType::F32, DType::BF16})
+      for (DType t : {DType::F32, DType::BF16, DType::F16})
         for (bool causal : {false, true})
           for (int threads : {1, 2}) {
             const std::string name = fmt::format("{}/{}/{}/B{}H{}N{}D{}/t{}{}", var.name, dtype_name(t),

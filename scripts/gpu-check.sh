@@ -4,7 +4,7 @@
 #   2. run tests/test_cuda: every CUDA variant against the fp64 reference, the allocator, the blog's
 #      kernel counts through CUPTI (6 naive / 5 in-place / 1 flash),
 #   3. attnprof-gpu-timing at the blog's shape [8,16,1024,64] bf16 causal: ms, TFLOP/s, % of bf16 peak,
-#      activities per forward, validation,
+#      activities per forward, validation; then the same in fp16 (default flash configuration only),
 #   4. `attnprof compare --device cuda` at that shape, then `attnprof profile naive|flash --device cuda`,
 #   5. PyTorch's F.scaled_dot_product_attention (flash, cuDNN, efficient, math backends) on the same shape
 #      as the peer, when python3 with a CUDA build of torch is there,
@@ -68,6 +68,10 @@ log "attnprof-gpu-timing --shape $SHAPE (bf16, causal)"
 timeout 180 "$BUILD/src/cuda/attnprof-gpu-timing" --shape "$SHAPE" --iters 50 --json "$OUT/timing.json" \
   2>&1 | tee "$OUT/timing.txt" || status=1
 
+log "attnprof-gpu-timing --shape $SHAPE --dtype fp16 (the kernels' other type; default flash configuration)"
+timeout 90 "$BUILD/src/cuda/attnprof-gpu-timing" --shape "$SHAPE" --dtype fp16 --iters 20 --no-configs \
+  --json "$OUT/timing_fp16.json" 2>&1 | tee "$OUT/timing_fp16.txt" || status=1
+
 log "attnprof compare --device cuda"
 CLI="$BUILD/tools/attnprof"
 if [[ -x "$CLI" ]]; then
@@ -118,6 +122,27 @@ for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUD
     except Exception as e:  # a backend this GPU/build lacks
         res["backends"][name] = {"error": str(e).splitlines()[0]}
         print(f"torch {name:9s} unavailable: {str(e).splitlines()[0]}")
+# fp16: the flash backend again, for attnprof's fp16 kernel to be set beside.
+q16, k16, v16 = (t.to(torch.float16) for t in (q, k, v))
+res["backends_fp16"] = {}
+for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
+    try:
+        with sdpa_kernel(be):
+            for _ in range(5):
+                F.scaled_dot_product_attention(q16, k16, v16, is_causal=True)
+            torch.cuda.synchronize()
+            ts = []
+            for _ in range(30):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record(); F.scaled_dot_product_attention(q16, k16, v16, is_causal=True); b.record()
+                b.synchronize(); ts.append(a.elapsed_time(b))
+        ts.sort()
+        med = ts[len(ts) // 2]
+        res["backends_fp16"][name] = {"median_ms": med, "tflops": flops / (med * 1e-3) / 1e12}
+        print(f"torch {name:9s} fp16 {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
+    except Exception as e:
+        res["backends_fp16"][name] = {"error": str(e).splitlines()[0]}
+        print(f"torch {name:9s} fp16 unavailable: {str(e).splitlines()[0]}")
 json.dump(res, open(sys.argv[2], "w"), indent=2)
 # The blog's view of the flash backend: torch.profiler's table, to set beside attnprof's device_table.
 try:
@@ -161,6 +186,12 @@ if ours and theirs:
           f"({'within' if r <= 1.5 else 'NOT within'} the 1.5x target)")
 else:
     print("flash vs PyTorch flash: not measured (see timing.txt / torch.txt)")
+t16 = json.load(open(os.path.join(out, "timing_fp16.json"))) if os.path.exists(os.path.join(out, "timing_fp16.json")) else None
+ours16 = next((v for v in (t16 or {}).get("variants", []) if v["name"] == "flash" and "median_ms" in v), None)
+theirs16 = ((p or {}).get("backends_fp16", {}).get("flash") or {}).get("median_ms")
+if ours16 and theirs16:
+    print(f"fp16 flash vs PyTorch fp16 flash: {ours16['median_ms']:.3f} ms vs {theirs16:.3f} ms = "
+          f"{ours16['median_ms'] / theirs16:.2f}x, valid={ours16.get('valid')}")
 PY
 log "attnprof sweep --device cuda (time and device memory against N, fitted exponents)"
 # Last, and on its own clock: the issue's numbers above must not wait for it.

@@ -150,14 +150,16 @@ void run_roofline(const RooflineArgs& a) {
       }
     }
     if (gpu) {
-      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the bf16 tensor-core one for\n"
-              "  bf16 GEMMs and attention kernels, the fp32 CUDA-core one for elementwise kernels and fp32 GEMMs.\n";
+      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
+              "  and fp16 GEMMs and attention kernels (one dense rate for both), the fp32 CUDA-core one for\n"
+              "  elementwise kernels and fp32 GEMMs.\n";
       text += "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n";
       text += "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
     } else {
       text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
-              "  matmuls and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops and fp32\n"
-              "  matmuls (SDPA math upcasts to fp32); an op with both is judged by the time its FLOPs take at each.\n";
+              "  matmuls and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops, fp32 and\n"
+              "  fp16 matmuls (fp16 is widened to fp32) and SDPA math (it upcasts to fp32); an op with both is judged\n"
+              "  by the time its FLOPs take at each.\n";
       text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
       text += "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
               "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"

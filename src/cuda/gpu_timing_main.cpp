@@ -1,5 +1,5 @@
 // attnprof-gpu-timing: the numbers docs/gpu.md records, independent of the CLI. For every CUDA variant at
-// one shape (default: the blog's [8,16,1024,64] bf16 causal): validation against the fp64 reference, the
+// one shape (default: the blog's [8,16,1024,64] bf16 causal; --dtype fp16 for fp16): validation against the fp64 reference, the
 // device activities of one profiled forward (CUPTI), and the forward's device time (CUDA events, median of
 // --iters) as ms, TFLOP/s (FlashAttention's causal-halved FLOPs) and % of the GPU's dense bf16 peak.
 //
@@ -8,8 +8,8 @@
 // not, D 64 and 128, logsumexp included) and at the timed shape, then timed there; the fastest valid one
 // is named, so one GPU run says which default to keep.
 //
-//   attnprof-gpu-timing [--shape 8,16,1024,64] [--iters 20] [--no-causal] [--json out.json] [--no-validate]
-//                       [--no-configs]
+//   attnprof-gpu-timing [--shape 8,16,1024,64] [--dtype bf16|fp16] [--iters 20] [--no-causal] [--json out.json]
+//                       [--no-validate] [--no-configs]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -51,17 +51,18 @@ struct SmallInputs {
   Reference ref;
 };
 
-// The small cases' inputs and fp64 references at head dim D, built once and shared by every configuration.
-const std::vector<SmallInputs>& small_inputs(int64_t D) {
-  static std::map<int64_t, std::vector<SmallInputs>> cache;
-  auto [it, fresh] = cache.try_emplace(D);
+// The small cases' inputs (of type t) and fp64 references at head dim D, built once and shared by every
+// configuration.
+const std::vector<SmallInputs>& small_inputs(int64_t D, DType t) {
+  static std::map<std::pair<int64_t, DType>, std::vector<SmallInputs>> cache;
+  auto [it, fresh] = cache.try_emplace({D, t});
   if (!fresh) return it->second;
   uint64_t seed = 100;
   for (const SmallCase& c : kSmallCases) {
     SmallInputs in;
-    in.q = Tensor::empty({c.B, c.Hq, c.Nq, D}, DType::BF16);
-    in.k = Tensor::empty({c.B, c.Hkv, c.Nk, D}, DType::BF16);
-    in.v = Tensor::empty({c.B, c.Hkv, c.Nk, D}, DType::BF16);
+    in.q = Tensor::empty({c.B, c.Hq, c.Nq, D}, t);
+    in.k = Tensor::empty({c.B, c.Hkv, c.Nk, D}, t);
+    in.v = Tensor::empty({c.B, c.Hkv, c.Nk, D}, t);
     fill_randn(in.q, seed++);
     fill_randn(in.k, seed++);
     fill_randn(in.v, seed++);
@@ -73,10 +74,10 @@ const std::vector<SmallInputs>& small_inputs(int64_t D) {
   return it->second;
 }
 
-int check_small_cases(int64_t D, std::string& why, double& worst) {
+int check_small_cases(int64_t D, DType t, std::string& why, double& worst) {
   const Variant& var = cuda::find_cuda_variant("flash");
   int failed = 0;
-  for (const SmallInputs& in : small_inputs(D)) {
+  for (const SmallInputs& in : small_inputs(D, t)) {
     const Tensor &q = in.q, &k = in.k, &v = in.v;
     const AttnOptions& opt = in.opt;
     const Reference& ref = in.ref;
@@ -154,7 +155,7 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
           small[di] = "-";
           continue;
         }
-        const int bad = check_small_cases(d, why, worst);
+        const int bad = check_small_cases(d, p.dtype, why, worst);
         small[di] = bad == 0 ? "ok" : fmt::format("{}bad", bad);
         small_ok &= bad == 0;
         e[fmt::format("small_d{}_failed", d)] = bad;
@@ -224,6 +225,7 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
 int main(int argc, char** argv) {
   Shape4 shape{8, 16, 1024, 64};
   int iters = 20;
+  DType dtype = DType::BF16;
   bool causal = true, validate = true, configs = true;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -233,6 +235,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--shape wants B,H,N,D\n");
         return 2;
       }
+    } else if (a == "--dtype" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      if (d != "bf16" && d != "fp16") {
+        std::fprintf(stderr, "--dtype wants bf16 or fp16 (the flash kernel's types), got '%s'\n", d.c_str());
+        return 2;
+      }
+      dtype = parse_dtype(d);
     } else if (a == "--iters" && i + 1 < argc) {
       iters = std::atoi(argv[++i]);
     } else if (a == "--json" && i + 1 < argc) {
@@ -245,8 +254,8 @@ int main(int argc, char** argv) {
       configs = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--shape B,H,N,D] [--iters N] [--no-causal] [--json PATH] [--no-validate] "
-                   "[--no-configs]\n",
+                   "usage: %s [--shape B,H,N,D] [--dtype bf16|fp16] [--iters N] [--no-causal] [--json PATH] "
+                   "[--no-validate] [--no-configs]\n",
                    argv[0]);
       return 2;
     }
@@ -260,8 +269,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s, sm_%d%d, %d SMs, %.2f GHz, %.1f GiB, %.0f GB/s, dense bf16 peak %.1f TFLOP/s\n",
                 dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz,
                 double(dev.memory_bytes) / (1 << 30), dev.bandwidth_gbs, dev.bf16_tflops);
-    Tensor q = Tensor::empty(shape, DType::BF16), k = Tensor::empty(shape, DType::BF16),
-           v = Tensor::empty(shape, DType::BF16);
+    Tensor q = Tensor::empty(shape, dtype), k = Tensor::empty(shape, dtype), v = Tensor::empty(shape, dtype);
     fill_randn(q, 0);
     fill_randn(k, 1);
     fill_randn(v, 2);
