@@ -103,46 +103,35 @@ q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in
 flops = 4 * B * H * N * N * D / 2  # causal: halved (FlashAttention's convention, as attnprof reports)
 res = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
        "shape": [B, H, N, D], "flops": flops, "backends": {}}
-for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-                 ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)]:
-    try:
-        with sdpa_kernel(be):
-            for _ in range(5):
-                F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            torch.cuda.synchronize()
-            ts = []
-            for _ in range(50):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record(); F.scaled_dot_product_attention(q, k, v, is_causal=True); b.record()
-                b.synchronize(); ts.append(a.elapsed_time(b))
-        ts.sort()
-        med = ts[len(ts) // 2]
-        res["backends"][name] = {"median_ms": med, "min_ms": ts[0], "tflops": flops / (med * 1e-3) / 1e12}
-        print(f"torch {name:9s} {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
-    except Exception as e:  # a backend this GPU/build lacks
-        res["backends"][name] = {"error": str(e).splitlines()[0]}
-        print(f"torch {name:9s} unavailable: {str(e).splitlines()[0]}")
-# fp16: the flash backend again, for attnprof's fp16 kernel to be set beside.
+def timed(be, q, k, v, iters):
+    """Median and min ms of one causal SDPA forward on backend `be` (CUDA events, after 5 warm-up calls)."""
+    with sdpa_kernel(be):
+        for _ in range(5):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(iters):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); F.scaled_dot_product_attention(q, k, v, is_causal=True); b.record()
+            b.synchronize(); ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2], ts[0]
+def measure(key, label, backends, q, k, v, iters):
+    res[key] = {}
+    for name, be in backends:
+        try:
+            med, lo = timed(be, q, k, v, iters)
+            res[key][name] = {"median_ms": med, "min_ms": lo, "tflops": flops / (med * 1e-3) / 1e12}
+            print(f"torch {name:9s}{label} {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
+        except Exception as e:  # a backend this GPU/build lacks
+            res[key][name] = {"error": str(e).splitlines()[0]}
+            print(f"torch {name:9s}{label} unavailable: {str(e).splitlines()[0]}")
+measure("backends", "", [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                         ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)], q, k, v, 50)
+# fp16: the flash and cuDNN backends again, for attnprof's fp16 kernels to be set beside.
 q16, k16, v16 = (t.to(torch.float16) for t in (q, k, v))
-res["backends_fp16"] = {}
-for name, be in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
-    try:
-        with sdpa_kernel(be):
-            for _ in range(5):
-                F.scaled_dot_product_attention(q16, k16, v16, is_causal=True)
-            torch.cuda.synchronize()
-            ts = []
-            for _ in range(30):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record(); F.scaled_dot_product_attention(q16, k16, v16, is_causal=True); b.record()
-                b.synchronize(); ts.append(a.elapsed_time(b))
-        ts.sort()
-        med = ts[len(ts) // 2]
-        res["backends_fp16"][name] = {"median_ms": med, "tflops": flops / (med * 1e-3) / 1e12}
-        print(f"torch {name:9s} fp16 {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
-    except Exception as e:
-        res["backends_fp16"][name] = {"error": str(e).splitlines()[0]}
-        print(f"torch {name:9s} fp16 unavailable: {str(e).splitlines()[0]}")
+measure("backends_fp16", " fp16", [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)],
+        q16, k16, v16, 30)
 json.dump(res, open(sys.argv[2], "w"), indent=2)
 # The blog's view of the flash backend: torch.profiler's table, to set beside attnprof's device_table.
 try:
