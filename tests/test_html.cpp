@@ -327,6 +327,16 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
     EXPECT_NE(with_gemm.find(html_escape("bf16 matmul (naive, inplace): " + attnprof::report::describe_bf16_matmul(key))), std::string::npos)
         << key;
   }
+  {  // an fp16 CPU run: always the widened GEMM, whatever the bf16 one was
+    json g = c;
+    g["dtype"] = "fp16";
+    g["machine"]["bf16_matmul"] = "onednn";
+    spit(d.path / "compare.json", g.dump());
+    const std::string fp16 = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(fp16.find(html_escape("fp16 matmul (naive, inplace): " + attnprof::report::describe_fp16_matmul())),
+              std::string::npos);
+    EXPECT_EQ(fp16.find("bf16 matmul (naive, inplace)"), std::string::npos);
+  }
   spit(d.path / "compare.json", c.dump());
 
   // A sweep point is named by its variant and length; sweep.json carries no machine note.

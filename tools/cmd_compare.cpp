@@ -340,8 +340,8 @@ void run_compare(const CompareArgs& a) {
   if (in.p.dtype == DType::BF16 && unfused)
     text += fmt::format("bf16 matmul (naive, inplace): {}.\n", report::describe_bf16_matmul(ops::bf16_matmul_key()));
   if (in.p.dtype == DType::F16 && unfused)
-    text += "fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's fp16 "
-            "matmul needs AVX512-FP16); every fp16 op computes in fp32 on the FMA units.\n";
+    text += fmt::format("fp16 matmul (naive, inplace): {}; every fp16 op computes in fp32 on the FMA units.\n",
+                        report::describe_fp16_matmul());
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);

@@ -125,6 +125,8 @@ void write_text_atomic(const std::string& path, const std::string& contents);
 // Words for compare.json's machine.bf16_matmul (ops::bf16_matmul_key()): the GEMM under naive's and in-place's
 // bf16 matmul. "" for a key it does not know.
 std::string describe_bf16_matmul(std::string_view key);
+// The same for fp16 on the CPU: always widened to fp32 for sgemm.
+std::string describe_fp16_matmul();
 
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);

@@ -270,10 +270,14 @@ void section_compare(Page& pg, const Input& in) {
   const json* machine = member(c, {"machine"});
   for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
-  const std::string gemm =
-      machine && str(c, "dtype") == "bf16" ? report::describe_bf16_matmul(str(*machine, "bf16_matmul")) : "";
-  if (!gemm.empty())
-    pg.note("bf16 matmul (naive, inplace): " + gemm + ".");
+  // A CPU run records the bf16 GEMM it used; its fp16 GEMM is always the widened one.
+  const std::string dtype = str(c, "dtype");
+  const bool cpu_run = machine && !str(*machine, "bf16_matmul").empty();
+  const std::string gemm = !cpu_run            ? ""
+                           : dtype == "bf16"   ? report::describe_bf16_matmul(str(*machine, "bf16_matmul"))
+                           : dtype == "fp16"   ? report::describe_fp16_matmul()
+                                               : "";
+  if (!gemm.empty()) pg.note(dtype + " matmul (naive, inplace): " + gemm + ".");
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;

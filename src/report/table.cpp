@@ -62,6 +62,10 @@ std::string describe_bf16_matmul(std::string_view key) {
   return "";
 }
 
+std::string describe_fp16_matmul() {
+  return "fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's fp16 matmul needs AVX512-FP16)";
+}
+
 std::string format_bytes(int64_t bytes) {
   constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
   const double b = double(bytes), a = std::fabs(b);
