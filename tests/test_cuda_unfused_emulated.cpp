@@ -186,11 +186,17 @@ TEST(CudaUnfusedEmulated, ElementwiseKernelsRoundOnceOnStore) {
     dev.add_buffer(yh.data(), n * 2, "yh", true);
     dev.add_buffer(big.data(), n * 4, "big", false);
     dev.add_buffer(back.data(), n * 4, "back", true);
-    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::scale_kernel<f16>(xh.data(), yh.data(), n, 0.125f); }));
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] {
+      kernels::scale_kernel<f16>(xh.data(), yh.data(), n, 0.125f);
+    }));
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(yh[size_t(i)].bits, float_to_f16(f16_to_float(xh[size_t(i)].bits) * 0.125f)) << i;
-    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::convert_kernel<float, f16>(big.data(), yh.data(), n); }));
-    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] { kernels::convert_kernel<f16, float>(yh.data(), back.data(), n); }));
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] {
+      kernels::convert_kernel<float, f16>(big.data(), yh.data(), n);
+    }));
+    expect_clean(dev.launch(4, kernels::kThreads, 0, [&] {
+      kernels::convert_kernel<f16, float>(yh.data(), back.data(), n);
+    }));
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(yh[size_t(i)].bits, float_to_f16(big[size_t(i)])) << i;
       ASSERT_EQ(back[size_t(i)], f16_to_float(yh[size_t(i)].bits)) << i;

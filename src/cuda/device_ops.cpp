@@ -14,8 +14,8 @@ namespace attnprof::cuda::dops {
 namespace {
 
 cudaDataType_t cuda_type(DType t) {
-  ATTNPROF_CHECK(t == DType::BF16 || t == DType::F16 || t == DType::F32, "device matmul needs fp32, bf16 or fp16, got {}",
-                 dtype_name(t));
+  ATTNPROF_CHECK(t == DType::BF16 || t == DType::F16 || t == DType::F32,
+                 "device matmul needs fp32, bf16 or fp16, got {}", dtype_name(t));
   return t == DType::BF16 ? CUDA_R_16BF : t == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 

@@ -1,5 +1,6 @@
 // The flash kernel's launch: one template instantiation per (element type, head dim, tile configuration),
-// chosen at run time (flash_config_for). The kernel is flash_kernel.cuh, written in the PTX primitives of flash_ptx.cuh.
+// chosen at run time (flash_config_for). The kernel is flash_kernel.cuh, written in the PTX primitives of
+// flash_ptx.cuh.
 #include <atomic>
 #include <climits>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Internal: the device primitives the flash kernel (flash_kernel.cuh) is written in: cp.async, ldmatrix,
-// mma.sync (bf16 and fp16), ex2.approx and plain 32-bit global loads and stores, as sm_80 PTX. flash.cu includes this file,
-// then the kernel. The host emulation in tests/simt_emulator.h defines the same names with the same
+// mma.sync (bf16 and fp16), ex2.approx and plain 32-bit global loads and stores, as sm_80 PTX. flash.cu
+// includes this file, then the kernel. The host emulation in tests/simt_emulator.h defines the same names with the same
 // contracts (PTX ISA semantics), so the kernel's very source also runs, lane by lane, without a GPU.
 #pragma once
 

@@ -1,6 +1,6 @@
 // attnprof-gpu-timing: the numbers docs/gpu.md records, independent of the CLI. For every CUDA variant at
-// one shape (default: the blog's [8,16,1024,64] bf16 causal; --dtype fp16 for fp16): validation against the fp64 reference, the
-// device activities of one profiled forward (CUPTI), and the forward's device time (CUDA events, median of
+// one shape (default: the blog's [8,16,1024,64] bf16 causal; --dtype fp16 for fp16): validation against the
+// fp64 reference, the device activities of one profiled forward (CUPTI), and the forward's device time (CUDA events, median of
 // --iters) as ms, TFLOP/s (FlashAttention's causal-halved FLOPs) and % of the GPU's dense bf16 peak.
 //
 // Then every tile configuration of the flash kernel (fragment.h: kFlashConfigs): each is first validated

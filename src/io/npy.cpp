@@ -283,8 +283,9 @@ std::string to_bytes(const Tensor& t0) {
                  dtype_name(t0.dtype()));
   const Tensor t = t0.contiguous();
   const Shape4& s = t.shape();
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}",
-                                 t.dtype() == DType::F32 ? "<f4" : t.dtype() == DType::F16 ? "<f2" : "<u2", s[0], s[1], s[2], s[3]);
+  const char* descr = t.dtype() == DType::F32 ? "<f4" : t.dtype() == DType::F16 ? "<f2" : "<u2";
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}", descr,
+                                 s[0], s[1], s[2], s[3]);
   // NumPy pads with spaces so that magic + version + length + header is a multiple of 64, ending in '\n'.
   const size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');

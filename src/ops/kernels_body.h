@@ -1,6 +1,7 @@
 // Internal: the row kernels of kernels.h, written once over vector traits F (simd::Scalar, Avx2, Avx512)
 // and compiled per target. Every loop is a full-vector main part plus one masked tail; bf16 and fp16 round
-// once on store, bit-identical to float_to_bf16 / float_to_f16. Included inside the target region with KERNELS_NS / KERNELS_VEC.
+// once on store, bit-identical to float_to_bf16 / float_to_f16. Included inside the target region with
+// KERNELS_NS / KERNELS_VEC.
 #pragma once
 
 namespace attnprof::ops::detail::KERNELS_NS {

@@ -97,7 +97,9 @@ struct Avx2 {
     for (int64_t i = 0; i < n && i < W; ++i) t[i] = p[i];
     return load_f16(t);
   }
-  static void store_f16(uint16_t* p, V v) { _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+  static void store_f16(uint16_t* p, V v) {
+    _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
   static void store_f16_n(uint16_t* p, V v, int64_t n) {
     alignas(16) uint16_t t[8];
     store_f16(t, v);

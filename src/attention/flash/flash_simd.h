@@ -243,8 +243,8 @@ inline void forward(const Params& p, bool bf16_dot) {
   const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
   const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
   const int64_t nvec = Dp / W;
-  // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place needs whole
-  // vectors per row.
+  // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place
+  // needs whole vectors per row.
   const bool k_in_place = bf16_dot || p.dtype == DType::F32;
   const bool v_in_place = !bf16_dot && p.dtype == DType::F32 && D % W == 0;
 
