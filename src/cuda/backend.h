@@ -34,6 +34,15 @@ void check_launch(const char* what);  // cudaGetLastError after a kernel launch
 // backend's stream is created, the first thing any device work does.
 void install_nvtx_mirror() noexcept;
 
+// The dtype and problem the CPU cost model is asked about on the GPU: fp16 runs on the tensor cores at bf16's
+// dense rate, so it is costed as bf16 (the same bytes; OpCost::bf16_flops counts the 16-bit dot-product units,
+// which on the CPU only bf16 has).
+constexpr DType tensor_core_dtype(DType t) { return t == DType::F16 ? DType::BF16 : t; }
+inline AttnProblem tensor_core_problem(AttnProblem p) {
+  p.dtype = tensor_core_dtype(p.dtype);
+  return p;
+}
+
 // Device memory events, logged while a collector runs and the profiler records memory.
 void set_mem_capture(bool on);
 std::vector<DeviceMemRecord> take_mem_records();

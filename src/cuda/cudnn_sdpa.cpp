@@ -731,9 +731,7 @@ class SdpaCudnnRunner final : public DeviceRunner {
     zc.add_shape(q.shape());
     zc.add_shape(k.shape());
     zc.add_shape(v.shape());
-    AttnProblem tc = p_;  // fp16's FLOPs are on the tensor cores too: the cost of the bf16 problem
-    tc.dtype = DType::BF16;
-    zc.set_cost(flash_cost(tc));
+    zc.set_cost(flash_cost(detail::tensor_core_problem(p_)));
     DeviceOutput out;
     out.out = DeviceTensor::empty(qs, p_.dtype);
     if (plan_->lowering().stats) out.lse = DeviceTensor::empty({p_.B, p_.Hq, p_.Nq, 1}, DType::F32);

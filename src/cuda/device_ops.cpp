@@ -19,13 +19,6 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::BF16 ? CUDA_R_16BF : t == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
-// The CPU twin's cost, with a half-type GEMM's FLOPs on the tensor cores (OpCost::bf16_flops: the 16-bit
-// dot-product units; on the CPU only bf16 has them, on a GPU bf16 and fp16 run at the same tensor-core rate).
-OpCost gemm_cost(const Shape4& a, const Shape4& b, DType t) {
-  OpCost c = ops::matmul_cost(a, b, t);
-  if (is_half(t)) c.bf16_flops = c.flops;
-  return c;
-}
 
 // One strided-batched GEMM (layout::qk_gemm / pv_gemm say how the row-major matmul maps onto cuBLAS's
 // column-major view); bf16 or fp16 in, fp32 accumulate.
@@ -52,7 +45,7 @@ DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
   const Shape4 kt{B, Hkv, D, Nk};
   z.add_shape(q.shape());
   z.add_shape(kt);
-  z.set_cost(gemm_cost(q.shape(), kt, q.dtype()));
+  z.set_cost(ops::matmul_cost(q.shape(), kt, detail::tensor_core_dtype(q.dtype())));
   DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
   gemm(layout::qk_gemm(B, Hq, Hkv, Nq, Nk, D), k.raw(), q.raw(), s.raw(), q.dtype());
   return s;
@@ -65,7 +58,7 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
   const int64_t Hkv = v.shape(1), D = v.shape(3);
   z.add_shape(p.shape());
   z.add_shape(v.shape());
-  z.set_cost(gemm_cost(p.shape(), v.shape(), p.dtype()));
+  z.set_cost(ops::matmul_cost(p.shape(), v.shape(), detail::tensor_core_dtype(p.dtype())));
   DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
   gemm(layout::pv_gemm(B, Hq, Hkv, Nq, Nk, D), v.raw(), p.raw(), o.raw(), p.dtype());
   return o;

@@ -46,9 +46,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
-  AttnProblem tc = p;  // the cost of the same problem in bf16: fp16's FLOPs are on the tensor cores too
-  tc.dtype = DType::BF16;
-  z.set_cost(flash_cost(tc));
+  z.set_cost(flash_cost(detail::tensor_core_problem(p)));
   DeviceOutput out;
   out.out = DeviceTensor::empty(q.shape(), q.dtype());
   if (with_lse) out.lse = DeviceTensor::empty({p.B, p.Hq, p.Nq, 1}, DType::F32);
@@ -222,16 +220,10 @@ std::unique_ptr<Runner> sdpa_cudnn_prepare(const AttnProblem& p, const AttnOptio
 using variants::fused_tolerance;
 using variants::unfused_tolerance;
 
-// A variant's cost on the GPU: the CPU cost model's, with an fp16 problem's GEMM and fused-kernel FLOPs on the
-// tensor cores as a bf16 problem's are (OpCost::bf16_flops counts the 16-bit dot-product units; the bytes of
-// the two types are the same).
+// A variant's cost on the GPU: the CPU cost model's for detail::tensor_core_problem(p).
 template <class F>
 auto tensor_core_cost(F f) {
-  return [f](const AttnProblem& p) {
-    AttnProblem q = p;
-    if (q.dtype == DType::F16) q.dtype = DType::BF16;
-    return f(q);
-  };
+  return [f](const AttnProblem& p) { return f(detail::tensor_core_problem(p)); };
 }
 
 std::vector<Variant> build() {
