@@ -333,8 +333,8 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
     g["machine"]["bf16_matmul"] = "onednn";
     spit(d.path / "compare.json", g.dump());
     const std::string fp16 = render_html_report(d.path.string(), stub_library());
-    EXPECT_NE(fp16.find(html_escape("fp16 matmul (naive, inplace): " + attnprof::report::describe_fp16_matmul())),
-              std::string::npos);
+    EXPECT_NE(fp16.find(html_escape(attnprof::report::unfused_matmul_note("fp16", "onednn"))), std::string::npos);
+    EXPECT_NE(fp16.find("fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm"), std::string::npos);
     EXPECT_EQ(fp16.find("bf16 matmul (naive, inplace)"), std::string::npos);
   }
   spit(d.path / "compare.json", c.dump());

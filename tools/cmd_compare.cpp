@@ -337,11 +337,9 @@ void run_compare(const CompareArgs& a) {
   // with another machine must know it.
   const bool unfused = std::any_of(variants.begin(), variants.end(),
                                    [](const Variant* v) { return v->name == "naive" || v->name == "inplace"; });
-  if (in.p.dtype == DType::BF16 && unfused)
-    text += fmt::format("bf16 matmul (naive, inplace): {}.\n", report::describe_bf16_matmul(ops::bf16_matmul_key()));
-  if (in.p.dtype == DType::F16 && unfused)
-    text += fmt::format("fp16 matmul (naive, inplace): {}; every fp16 op computes in fp32 on the FMA units.\n",
-                        report::describe_fp16_matmul());
+  if (const std::string note = report::unfused_matmul_note(dtype_name(in.p.dtype), ops::bf16_matmul_key());
+      unfused && !note.empty())
+    text += note + "\n";
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
   finish(o, j, text);

@@ -125,8 +125,10 @@ void write_text_atomic(const std::string& path, const std::string& contents);
 // Words for compare.json's machine.bf16_matmul (ops::bf16_matmul_key()): the GEMM under naive's and in-place's
 // bf16 matmul. "" for a key it does not know.
 std::string describe_bf16_matmul(std::string_view key);
-// The same for fp16 on the CPU: always widened to fp32 for sgemm.
-std::string describe_fp16_matmul();
+// The note under a CPU run's table that names the GEMM naive and in-place ran on, for the run's dtype ("bf16":
+// the one `bf16_key` names; "fp16": always widened to fp32 for sgemm): "bf16 matmul (naive, inplace): ...".
+// "" for fp32 or a bf16 key it does not know. compare prints it and the HTML report shows it.
+std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key);
 
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);

@@ -270,14 +270,10 @@ void section_compare(Page& pg, const Input& in) {
   const json* machine = member(c, {"machine"});
   for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
-  // A CPU run records the bf16 GEMM it used; its fp16 GEMM is always the widened one.
-  const std::string dtype = str(c, "dtype");
-  const bool cpu_run = machine && !str(*machine, "bf16_matmul").empty();
-  const std::string gemm = !cpu_run            ? ""
-                           : dtype == "bf16"   ? report::describe_bf16_matmul(str(*machine, "bf16_matmul"))
-                           : dtype == "fp16"   ? report::describe_fp16_matmul()
-                                               : "";
-  if (!gemm.empty()) pg.note(dtype + " matmul (naive, inplace): " + gemm + ".");
+  // A CPU run records the bf16 GEMM it used (a GPU run none); its fp16 GEMM is always the widened one.
+  const std::string gemm_key = machine ? str(*machine, "bf16_matmul") : "";
+  const std::string gemm_note = gemm_key.empty() ? "" : report::unfused_matmul_note(str(c, "dtype"), gemm_key);
+  if (!gemm_note.empty()) pg.note(gemm_note);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;

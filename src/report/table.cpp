@@ -62,8 +62,12 @@ std::string describe_bf16_matmul(std::string_view key) {
   return "";
 }
 
-std::string describe_fp16_matmul() {
-  return "fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's fp16 matmul needs AVX512-FP16)";
+std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key) {
+  if (dtype == "fp16")
+    return "fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's "
+           "fp16 matmul needs AVX512-FP16); every fp16 op computes in fp32 on the FMA units.";
+  const std::string gemm = dtype == "bf16" ? describe_bf16_matmul(bf16_key) : "";
+  return gemm.empty() ? "" : "bf16 matmul (naive, inplace): " + gemm + ".";
 }
 
 std::string format_bytes(int64_t bytes) {
