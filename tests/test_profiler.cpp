@@ -45,13 +45,13 @@ prof::ZoneEvent zone(const char* name, uint64_t t0, uint64_t t1, int32_t parent,
 
 }  // namespace
 
-TEST(KeyAverages, SelfTimeIsTotalMinusChildrenMinusOverheadExactly) {
+TEST(KeyAverages, OverheadComesOffSelfAndTotalTimesExactly) {
   prof::ProfileResult r;
   r.ns_per_tick = 1.0;
   r.zone_overhead_ns = 10.0;
   prof::ThreadTrace t;
-  t.zones = {zone("outer", 0, 1000, -1, 0),  // children 200 + 300 + 2×10 overhead -> self 480
-             zone("a", 100, 300, 0, 1, 5),   // child 50 + 10 -> self 140
+  t.zones = {zone("outer", 0, 1000, -1, 0),  // 3 nested zones: total 970; children 190 + 300 -> self 480
+             zone("a", 100, 300, 0, 1, 5),   // 1 nested zone: total 190; child 50 -> self 140
              zone("leaf", 120, 170, 1, 2, 7),
              zone("b", 400, 700, 0, 1, 11),
              zone("tiny", 800, 805, -1, 0)};  // a second root
@@ -67,13 +67,19 @@ TEST(KeyAverages, SelfTimeIsTotalMinusChildrenMinusOverheadExactly) {
   const auto* leaf = row(ka, "leaf");
   const auto* crowded = row(ka, "crowded");
   ASSERT_TRUE(outer && a && b && leaf && crowded);
-  EXPECT_DOUBLE_EQ(outer->total_ns, 1000.0);
+  EXPECT_DOUBLE_EQ(outer->total_ns, 1000.0 - 3 * 10.0);
   EXPECT_DOUBLE_EQ(outer->self_ns, 1000.0 - 200.0 - 300.0 - 2 * 10.0);
+  EXPECT_DOUBLE_EQ(a->total_ns, 200.0 - 10.0);
   EXPECT_DOUBLE_EQ(a->self_ns, 200.0 - 50.0 - 10.0);
+  EXPECT_DOUBLE_EQ(b->total_ns, 300.0);
   EXPECT_DOUBLE_EQ(b->self_ns, 300.0);
   EXPECT_DOUBLE_EQ(leaf->total_ns, 50.0 + 10.0);
   EXPECT_EQ(leaf->calls, 2);
+  EXPECT_DOUBLE_EQ(crowded->total_ns, 15.0 - 10.0);
   EXPECT_DOUBLE_EQ(crowded->self_ns, 0.0);  // 15 - 10 - 10 < 0
+  // Self + children's totals = total at every level, so Self CPU % sums to 100% and no CPU total % passes it.
+  EXPECT_DOUBLE_EQ(a->self_ns + 50.0, a->total_ns);
+  EXPECT_DOUBLE_EQ(outer->self_ns + a->total_ns + b->total_ns, outer->total_ns);
   // Inclusive costs: own plus children's.
   EXPECT_DOUBLE_EQ(outer->cost.flops, 5 + 7 + 11);
   EXPECT_DOUBLE_EQ(outer->self_cost.flops, 0.0);
@@ -152,8 +158,13 @@ TEST(Profiler, RecordedNestingAddsUp) {
   EXPECT_EQ(child->calls, 3);
   EXPECT_EQ(outer->category, "user_annotation");
   EXPECT_EQ(child->category, "cpu_op");
-  // children's totals + self + overhead correction = parent total (no clamping at these durations)
-  EXPECT_NEAR(child->total_ns + outer->self_ns + 3 * r.zone_overhead_ns, outer->total_ns, 1e-6 * outer->total_ns);
+  // children's totals + self = parent total (no clamping at these durations); the parent's total is its
+  // measured duration less the three children's calibrated overhead.
+  EXPECT_NEAR(child->total_ns + outer->self_ns, outer->total_ns, 1e-6 * outer->total_ns);
+  const std::vector<double> measured = analysis::zone_durations_ns(r, "outer");
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(measured[0] - 3 * r.zone_overhead_ns, outer->total_ns, 1e-6 * outer->total_ns);
+  for (const auto& s : ka.rows) EXPECT_LE(s.total_ns, ka.self_total_ns * (1.0 + 1e-12)) << s.name;  // <= 100%
   EXPECT_GE(outer->self_ns, 40'000.0);
   // A plain start()/stop() run records no ProfilerStep zone (torch records steps only with a schedule).
   for (const auto& s : ka.rows) EXPECT_EQ(s.name.rfind("ProfilerStep", 0), std::string::npos) << s.name;

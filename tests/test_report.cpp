@@ -178,7 +178,7 @@ TEST(Table, MatchesTorchGoldenLayout) {
   // Then attnprof's footer: the overhead that was subtracted.
   EXPECT_TRUE(std::regex_search(t.substr(golden.size()),
                                 std::regex(R"(^Profiler overhead: [0-9.]+ ns per zone \(calibrated\), [0-9]+ zones, )"
-                                           R"([0-9.]+(us|ms|s) subtracted from self times\n)")));
+                                           R"([0-9.]+(us|ms|s) subtracted from self and total times\n)")));
 }
 
 TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
@@ -214,7 +214,7 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +transpose .* -- +-- +-- +--  $)"))) << ls[5];
   EXPECT_EQ(ls[6], ls[0]);
   EXPECT_EQ(ls[7], "Self CPU time total: 401.000us");
-  EXPECT_EQ(ls[8], "Profiler overhead: 20.0 ns per zone (calibrated), 8 zones, 0.120us subtracted from self times");
+  EXPECT_EQ(ls[8], "Profiler overhead: 20.0 ns per zone (calibrated), 8 zones, 0.120us subtracted from self and total times");
   EXPECT_EQ(ls[9], "Counters: " + ka.counters_note);
   // Every numeric column is 12 wide with two-space gaps: all rows have the rule's length.
   for (size_t i = 1; i <= 5; ++i) EXPECT_EQ(ls[i].size(), ls[0].size()) << i;

@@ -38,8 +38,9 @@ struct OpStats {
   std::string category;        // cpu_op, user_annotation
   std::string input_shapes;    // "[[8, 16, 1024, 64], [8, 16, 64, 1024]]" when grouped by shape, else ""
   int64_t calls = 0;
-  double self_ns = 0.0;        // total minus direct children's totals minus calibrated zone overhead
-  double total_ns = 0.0;       // wall time inside the zone, summed over calls (nested calls counted once)
+  double self_ns = 0.0;        // total minus direct children's totals
+  double total_ns = 0.0;       // wall time inside the zone less the calibrated overhead of the zones nested in
+                               // it, summed over calls (nested calls of the same name counted once)
   int64_t mem_bytes = 0;       // bytes allocated inside the zone including children (never negative)
   int64_t self_mem_bytes = 0;  // bytes allocated directly in the zone, not in children
   int64_t freed_bytes = 0;     // bytes freed inside the zone including children
@@ -71,7 +72,9 @@ struct KeyAverages {
   int64_t zones = 0;              // number of zone events aggregated
   int64_t peak_bytes = 0;         // peak live bytes of the tracked allocator during the profile
   int64_t start_bytes = 0;        // live bytes when recording began
-  double overhead_subtracted_ns = 0.0;  // zone overhead actually taken off self times (after clamping at 0)
+  int64_t outside_zones_bytes = 0;  // bytes allocated while no zone was open on the allocating thread (no row
+                                    // holds them; the table footer names them when there are any)
+  double overhead_subtracted_ns = 0.0;  // zone overhead taken off self (and so total) times, after clamping at 0
   std::string counters_note;      // what software/hardware counters were available (from the profile)
   // Device side: set when the profile has device activity (CUDA backend). Device activity rows (one per
   // kernel / copy / fill name) follow the zone rows.

@@ -106,7 +106,7 @@ struct ProfileResult {
   std::vector<ThreadTrace> threads;
   double ns_per_tick = 1.0;
   uint64_t origin_ticks = 0;      // tick value that maps to t = 0 in reports
-  double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self times
+  double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self and total times
   int64_t start_bytes = 0;        // live tracked-allocator bytes when the kept recording window began
   bool counters_recorded = false; // software counters were read on annotation zones
   std::string clock;              // "tsc" or "steady_clock"

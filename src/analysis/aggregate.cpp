@@ -1,10 +1,12 @@
 // key_averages: per-op aggregates over one profile (torch.profiler's key_averages), done honestly.
 //
 // Per zone, on its own thread's tree (zones from different threads are independent trees):
-//   total = t1 - t0
-//   self  = max(0, total - Σ direct children's totals - n_direct_children × calibrated zone overhead)
+//   total = (t1 - t0) - n_nested_zones × calibrated zone overhead
+//   self  = max(0, total - Σ direct children's totals)  [= raw self - n_direct_children × overhead]
 // The overhead term is what one child zone adds to its parent beyond its own measured duration (its two
-// timestamps, buffer writes): torch.profiler leaves it in the parent's self time (pytorch#82793).
+// timestamps, buffer writes): torch.profiler leaves it in the parent's self time (pytorch#82793). It is taken
+// off totals as well as self times, so that self + children's totals = total still holds, Self CPU % sums to
+// 100% and no CPU total % can exceed it. The trace keeps the measured timestamps.
 // Memory: allocations are attributed to the innermost zone open on the allocating thread. self_mem counts
 // bytes allocated directly in a zone, mem counts them including children; frees are reported separately, so
 // neither can go negative (torch nets frees into Self CPU Mem and prints negatives, pytorch#70028).
@@ -48,11 +50,11 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
                                 double& subtracted_ns) {
   const size_t n = t.zones.size();
   std::vector<ZoneDerived> d(n);
-  std::vector<double> child_ns(n, 0.0);
-  std::vector<int32_t> children(n, 0);
+  std::vector<double> measured_ns(n, 0.0), child_measured_ns(n, 0.0), child_ns(n, 0.0);
+  std::vector<int32_t> nested(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const prof::ZoneEvent& e = t.zones[i];
-    d[i].total_ns = e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0;
+    measured_ns[i] = e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0;
     d[i].inclusive = e.cost;
   }
   for (const prof::MemEvent& m : t.mem) {
@@ -61,20 +63,22 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
     else d[size_t(m.zone)].freed -= m.delta;
   }
   for (size_t i = 0; i < n; ++i) d[i].alloc = d[i].self_alloc;
-  // Children always come after their parent (zones are stored in order of opening): one backward pass.
+  // Children always come after their parent (zones are stored in order of opening), so one backward pass
+  // sees every zone's descendants before the zone itself.
   for (size_t i = n; i-- > 0;) {
+    d[i].total_ns = std::max(0.0, measured_ns[i] - double(nested[i]) * overhead_ns);
     const int32_t p = t.zones[i].parent;
     if (p < 0 || size_t(p) >= i) continue;
     child_ns[size_t(p)] += d[i].total_ns;
-    children[size_t(p)] += 1;
+    child_measured_ns[size_t(p)] += measured_ns[i];
+    nested[size_t(p)] += 1 + nested[i];
     d[size_t(p)].inclusive += d[i].inclusive;
     d[size_t(p)].alloc += d[i].alloc;
     d[size_t(p)].freed += d[i].freed;
   }
   for (size_t i = 0; i < n; ++i) {
-    const double raw = d[i].total_ns - child_ns[i];
-    d[i].self_ns = std::max(0.0, raw - double(children[i]) * overhead_ns);
-    subtracted_ns += std::max(0.0, raw) - d[i].self_ns;
+    d[i].self_ns = std::max(0.0, d[i].total_ns - child_ns[i]);
+    subtracted_ns += std::max(0.0, measured_ns[i] - child_measured_ns[i]) - d[i].self_ns;
   }
   return d;
 }
@@ -137,7 +141,10 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         }
       }
     }
-    for (const prof::MemEvent& m : t.mem) ka.peak_bytes = std::max(ka.peak_bytes, m.total);
+    for (const prof::MemEvent& m : t.mem) {
+      ka.peak_bytes = std::max(ka.peak_bytes, m.total);
+      if (m.delta > 0 && (m.zone < 0 || size_t(m.zone) >= t.zones.size())) ka.outside_zones_bytes += m.delta;
+    }
   }
   if (r.has_device) {
     ka.has_device = true;

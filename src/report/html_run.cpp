@@ -348,6 +348,7 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   ka.overhead_subtracted_ns = num(overhead ? *overhead : empty, "subtracted_ns");
   ka.peak_bytes = int64_t(num(memory ? *memory : empty, "peak_bytes"));
   ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
+  ka.outside_zones_bytes = int64_t(num(memory ? *memory : empty, "outside_zones_bytes", 0));
   if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
   if (const json* d = member(s, {"device"}); d && d->is_object()) {
     ka.has_device = true;

@@ -89,6 +89,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
   j["memory"] = {{"start_bytes", ka.start_bytes},
                  {"peak_bytes", ka.peak_bytes},
                  {"end_bytes", timeline.empty() ? ka.start_bytes : timeline.back().second},
+                 {"outside_zones_bytes", ka.outside_zones_bytes},
                  {"timeline", std::move(tl)}};
   j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
   if (ka.has_device) {

@@ -264,8 +264,11 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   out += fmt::format("Self CPU time total: {}\n", format_time_ns(total));
   if (dev) out += fmt::format("Self CUDA time total: {}\n", format_time_ns(ka.device_self_total_ns));
   out += fmt::format(
-      "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self times\n",
+      "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self and total times\n",
       ka.zone_overhead_ns, ka.zones, format_time_ns(ka.overhead_subtracted_ns));
+  if (ka.outside_zones_bytes > 0)
+    out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
+                       format_bytes(ka.outside_zones_bytes));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
   return out;
 }
