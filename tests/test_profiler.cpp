@@ -11,7 +11,9 @@
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/ops.h"
+#include "attnprof/isa.h"
 #include "attnprof/profiler.h"
+#include "attnprof/report.h"
 
 using namespace attnprof;
 
@@ -367,6 +369,50 @@ TEST(Profiler, OpenMPWorkersAreSeparateThreads) {
   EXPECT_EQ(worker_zones.size(), 2u);  // two threads, each with its own buffer and tid
   for (const auto& t : r.threads) EXPECT_FALSE(t.name.empty());
   EXPECT_EQ(row(analysis::key_averages(r), "worker_op")->calls, 2);
+}
+
+TEST(Profiler, MemoryOnAThreadWithNoOpenZoneIsNamedNotLost) {
+  // A worker of a parallel region opened by an op has no zone of its own: what it allocates is in no row,
+  // and key_averages says how much instead of dropping it.
+  prof::Profiler p;
+  p.start();
+  {
+    ATTNPROF_ANNOTATE("parallel_region");
+#pragma omp parallel num_threads(2)
+    {
+      void* b = tracked_alloc(4096);
+      tracked_free(b, 4096);
+    }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  const auto ka = analysis::key_averages(r);
+  const auto* region = row(ka, "parallel_region");
+  ASSERT_TRUE(region);
+  int64_t on_workers = 0;  // a team of two may still run on one thread; then the master's block is billed
+  for (const auto& t : r.threads)
+    for (const auto& m : t.mem)
+      if (m.delta > 0 && m.zone < 0) on_workers += m.delta;
+  EXPECT_EQ(ka.outside_zones_bytes, on_workers);
+  EXPECT_EQ(region->mem_bytes + ka.outside_zones_bytes, 2 * 4096);
+  const std::string table = report::table(ka);
+  EXPECT_EQ(table.find("Memory outside zones") != std::string::npos, on_workers > 0) << table;
+}
+
+TEST(Profiler, FlashScratchIsBilledToTheKernelOnEveryIsa) {
+  // The flash kernel's per-thread scratch is allocated by the calling thread (ThreadScratch), so its zone
+  // holds all of it and nothing is left outside zones, whichever body runs.
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    const NaiveRun run = profile_variant("flash", DType::BF16, 1, 4, 300, 64);
+    const auto ka = analysis::key_averages(run.result);
+    const auto* k = row(ka, "flash_attention_fwd");
+    ASSERT_TRUE(k) << isa_name(isa);
+    EXPECT_EQ(ka.outside_zones_bytes, 0) << isa_name(isa);
+    const int64_t out = 4 * 300 * 64 * 2 + 4 * 300 * 4;  // O in bf16 and the fp32 logsumexp
+    EXPECT_GT(k->self_mem_bytes, out) << isa_name(isa);  // the outputs and the scratch
+    EXPECT_EQ(ka.peak_bytes - ka.start_bytes, k->self_mem_bytes) << isa_name(isa);
+  }
 }
 
 TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {

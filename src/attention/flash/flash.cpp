@@ -4,11 +4,23 @@
 #include <cmath>
 
 #include "attention/variants.h"
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/profiler.h"
 
 namespace attnprof {
+
+namespace flash {
+
+ThreadScratch::ThreadScratch(size_t bytes_per_thread, int threads)
+    : stride_((bytes_per_thread + 4095) / 4096 * 4096), threads_(threads < 1 ? 1 : threads) {
+  base_ = static_cast<char*>(tracked_alloc(stride_ * size_t(threads_)));
+}
+
+ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)); }
+
+}  // namespace flash
 
 double flash_bytes(const AttnProblem& p) {
   // Q and O once; K and V once per Q block of 256 rows (kBr in flash_simd.h) that visits them (about half of

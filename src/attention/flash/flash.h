@@ -1,6 +1,7 @@
 // Internal: the flash kernel's parameter block and its per-ISA entry points.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "attnprof/attention.h"
@@ -21,6 +22,25 @@ struct Params {
   const void* mask_ptr = nullptr;       // Bool (1 = attend) or additive
   DType mask_dtype = DType::Bool;
   Shape4 ms{};                          // mask strides after broadcasting to [B, Hq, Nq, Nk] (0 = broadcast)
+};
+
+// Every thread's scratch for one kernel call, allocated by the calling thread before the parallel region
+// opens. The profiler bills memory to the zone open on the allocating thread and an OpenMP worker has none,
+// so scratch a worker allocated itself would belong to no op; and a failed allocation throws here instead
+// of inside the region. Each thread's slice starts on its own page. Defined in flash.cpp (baseline code).
+class ThreadScratch {
+ public:
+  ThreadScratch(size_t bytes_per_thread, int threads);
+  ~ThreadScratch();
+  ThreadScratch(const ThreadScratch&) = delete;
+  ThreadScratch& operator=(const ThreadScratch&) = delete;
+  int threads() const { return threads_; }
+  float* slice(int thread) const { return reinterpret_cast<float*>(base_ + stride_ * size_t(thread)); }
+
+ private:
+  size_t stride_ = 0;
+  int threads_ = 1;
+  char* base_ = nullptr;
 };
 
 // One body per target (flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp), each runs the whole forward.

@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "attention/flash/flash.h"
-#include "attnprof/allocator.h"
 #include "attnprof/isa.h"
 #include "core/isa_target.h"
 

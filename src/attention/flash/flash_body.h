@@ -6,7 +6,8 @@
 // blocks of Bc keys: S = Q·Kᵀ·scale (+mask), keep the running row max m and sum ℓ, rescale the
 // unnormalised output by exp(m_old − m_new), accumulate P·V, divide by ℓ once at the end and store
 // L = m + log ℓ. Causal: K/V blocks wholly above the diagonal are skipped and only diagonal blocks are
-// masked. No N×N buffer exists: the scratch per thread is Br×(D + Bc) floats.
+// masked. No N×N buffer exists: the scratch per thread is about Br×(3·D + Bc) + 2·Bc·D floats, from the
+// tracked allocator (ThreadScratch in flash.h).
 #pragma once
 
 #include <omp.h>
@@ -14,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "attention/flash/flash.h"
 
@@ -36,10 +36,18 @@ inline void forward(const Params& p) {
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
   const bool causal = p.mask == MaskKind::Causal;
-#pragma omp parallel
+  // Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
+  const int64_t floats = 2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr;
+  const ThreadScratch scratch(size_t(floats) * sizeof(float), tasks > 1 ? omp_get_max_threads() : 1);
+#pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {
-    std::vector<float> Q(static_cast<size_t>(kBr * D)), K(static_cast<size_t>(kBc * D)), V(static_cast<size_t>(kBc * D)), S(static_cast<size_t>(kBr * kBc)),
-        acc(static_cast<size_t>(kBr * D)), m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
+    float* const Q = scratch.slice(omp_get_thread_num());
+    float* const K = Q + kBr * D;
+    float* const V = K + kBc * D;
+    float* const S = V + kBc * D;
+    float* const acc = S + kBr * kBc;
+    float* const m = acc + kBr * D;
+    float* const l = m + kBr;
     // Causal work grows with the Q block index: hand out the heaviest blocks first.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
@@ -52,9 +60,9 @@ inline void forward(const Params& p) {
         const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
         for (int64_t d = 0; d < D; ++d) Q[size_t(r * D + d)] = load1(p.q, p.dtype, off + d) * qscale;
       }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      std::fill(m.begin(), m.end(), ninf);
-      std::fill(l.begin(), l.end(), 0.0f);
+      std::fill(acc, acc + kBr * D, 0.0f);
+      std::fill(m, m + kBr, ninf);
+      std::fill(l, l + kBr, 0.0f);
       const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
       for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
         const int64_t cols = std::min(kBc, kv_end - j0);

@@ -16,7 +16,8 @@
 //      O = diag(α)·O + P·V with an MR×NV micro-kernel (MR rows × NV vectors of D) that rescales O as it
 //      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
 //   3. O / ℓ stored once (deferred normalisation), L = m + log ℓ; a row that saw no key gives 0, -inf.
-// Scratch per thread comes from the tracked allocator, so memory_stats() counts it:
+// Scratch per thread comes from the tracked allocator, through ThreadScratch (flash.h: allocated by the calling
+// thread, so the profiler bills it to flash_attention_fwd), and memory_stats() counts it:
 // 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBc·kBr + 3·kBr) bytes, 0.72 MiB at D = 256 (kBr = 256, kBc = 64).
 #pragma once
 
@@ -254,9 +255,10 @@ inline void forward(const Params& p, bool bf16_dot) {
                 o_sz = kBr * Dp;
   const size_t scratch_bytes = size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * kBr) * sizeof(float);
 
-#pragma omp parallel if (tasks > 1)
+  const ThreadScratch scratch(scratch_bytes, tasks > 1 ? omp_get_max_threads() : 1);
+#pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {
-    float* const base = static_cast<float*>(tracked_alloc(scratch_bytes));
+    float* const base = scratch.slice(omp_get_thread_num());
     float* const Qt = base;
     float* const St = Qt + q_sz;
     [[maybe_unused]] uint32_t* const P2 = reinterpret_cast<uint32_t*>(St + s_sz);
@@ -484,7 +486,6 @@ inline void forward(const Params& p, bool bf16_dot) {
         p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] + std::log2(lr)) / kLog2e : ninf;
       }
     }
-    tracked_free(base, scratch_bytes);
   }
 }
 
