@@ -43,6 +43,24 @@ TEST(CudaClock, MapsDeviceNanosecondsOntoHostTicks) {
   EXPECT_NEAR(double(m.to_ticks(5'000'000'000 + 1'500'000)), 3'001'000.0, 1.0);
 }
 
+TEST(CudaClock, KeepsNanosecondsAtEpochScaleTimestamps) {
+  // CUPTI's device timestamps are ns since the epoch (Linux: CLOCK_REALTIME), near 1.8e18, where a double's
+  // step is 256 ns; host ticks (TSC) can pass 2^53 after months of uptime. 100 ns apart must stay 100 apart.
+  const uint64_t dev0 = 1'764'600'000'123'456'789ull, host0 = (uint64_t(1) << 55) + 12'345;
+  const cuda::ClockMap m = cuda::fit_clock({{host0 - 3, host0 + 3, dev0}}, 1.0);
+  EXPECT_EQ(m.to_ticks(dev0), host0);
+  for (uint64_t d : {uint64_t(1), uint64_t(100), uint64_t(200), uint64_t(300), uint64_t(1100)}) {
+    EXPECT_EQ(m.to_ticks(dev0 + d), host0 + d) << d;
+    EXPECT_EQ(m.to_ticks(dev0 - d), host0 - d) << d;
+  }
+  // Before the host clock's zero: clamped at 0, not wrapped round.
+  EXPECT_EQ(cuda::fit_clock({{10, 10, dev0}}, 1.0).to_ticks(dev0 - 1000), 0u);
+  // The drift fit at that scale: 0.5% over one second.
+  const cuda::ClockMap d = cuda::fit_clock({{host0, host0, dev0}, {host0 + 1'005'000'000, host0 + 1'005'000'000,
+                                                                   dev0 + 1'000'000'000}}, 1.0);
+  EXPECT_NEAR(d.ticks_per_ns, 1.005, 1e-12);
+}
+
 TEST(CudaClock, FitsSmallDriftAndRejectsNonsense) {
   // 0.5% drift is fitted; a rate 5% off the nominal one is rejected.
   std::vector<cuda::ClockSample> drift = {{0, 0, 0}, {1'005'000'000, 1'005'000'000, 1'000'000'000}};

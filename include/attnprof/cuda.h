@@ -163,10 +163,11 @@ struct ClockSample {
   uint64_t device_ns = 0;
 };
 
-// host_ticks = host0 + (device_ns - device0) * ticks_per_ns.
+// host_ticks = host0 + (device_ns - device0) * ticks_per_ns. The anchors stay integers: CUPTI's timestamps
+// are ns since the epoch (about 1.8e18), where a double's step is 256 ns; only differences become doubles.
 struct ClockMap {
-  double device0_ns = 0.0;
-  double host0_ticks = 0.0;
+  uint64_t device0_ns = 0;
+  uint64_t host0_ticks = 0;
   double ticks_per_ns = 1.0;
   uint64_t to_ticks(uint64_t device_ns) const;
 };

@@ -16,30 +16,31 @@ namespace attnprof::cuda {
 
 // ---- clock ----------------------------------------------------------------------------------------------
 uint64_t ClockMap::to_ticks(uint64_t device_ns) const {
-  const double t = host0_ticks + (double(device_ns) - device0_ns) * ticks_per_ns;
-  return t <= 0.0 ? 0 : uint64_t(std::llround(t));
+  const int64_t offset = std::llround(double(int64_t(device_ns - device0_ns)) * ticks_per_ns);
+  if (offset < 0 && uint64_t(-offset) > host0_ticks) return 0;
+  return host0_ticks + uint64_t(offset);
 }
 
 ClockMap fit_clock(const std::vector<ClockSample>& samples, double ns_per_tick) {
   ATTNPROF_CHECK(!samples.empty(), "fit_clock needs at least one clock sample");
   ATTNPROF_CHECK(ns_per_tick > 0.0, "ns_per_tick must be positive, got {}", ns_per_tick);
   const double nominal = 1.0 / ns_per_tick;
-  auto mid = [](const ClockSample& s) { return 0.5 * (double(s.host_before) + double(s.host_after)); };
+  auto mid = [](const ClockSample& s) { return s.host_before + (s.host_after - s.host_before) / 2; };
   // Anchor: the sample whose host bracket is tightest (least uncertainty about when the device was read).
   size_t best = 0;
   for (size_t i = 1; i < samples.size(); ++i)
     if (samples[i].host_after - samples[i].host_before < samples[best].host_after - samples[best].host_before)
       best = i;
   ClockMap m;
-  m.device0_ns = double(samples[best].device_ns);
+  m.device0_ns = samples[best].device_ns;
   m.host0_ticks = mid(samples[best]);
   m.ticks_per_ns = nominal;
   if (samples.size() >= 2) {
     const ClockSample& a = samples.front();
     const ClockSample& b = samples.back();
-    const double dd = double(b.device_ns) - double(a.device_ns);
+    const double dd = double(int64_t(b.device_ns - a.device_ns));
     if (dd >= 1e6) {
-      const double rate = (mid(b) - mid(a)) / dd;
+      const double rate = double(int64_t(mid(b) - mid(a))) / dd;
       if (std::fabs(rate / nominal - 1.0) <= 0.01) m.ticks_per_ns = rate;
     }
   }
