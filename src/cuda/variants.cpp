@@ -18,6 +18,7 @@
 #endif
 #include "cuda/device_ops.h"
 #include "cuda/kernels.h"
+#include "cuda/unfused_layout.h"
 
 namespace attnprof::cuda {
 
@@ -178,9 +179,16 @@ std::optional<std::string> no_device() {
 std::optional<std::string> unfused_unsupported(const AttnProblem& p) {
   if (auto why = no_device()) return why;
   if (p.mask == MaskKind::Additive) return std::string("additive attn_mask is not implemented on CUDA yet");
-  const double limit = double(int64_t(1) << 31);  // in double: the integer products could overflow
-  if (double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) >= limit || double(p.Nq) * double(p.Hq / p.Hkv) >= limit)
-    return std::string("scores of 2^31 elements or more exceed the 32-bit cuBLAS dimensions used here");
+  // cuBLAS takes each GEMM's m, n, k, leading dimensions and batch count as int; the strides and every small
+  // kernel's indices are 64-bit, so the scores tensor itself may pass 2^31 elements (B=8, H=16, N=4096 has
+  // exactly 2^31). The softmax launches one block per 8 rows, under gridDim.x's 2^31-1.
+  if (!layout::fits_cublas_int(layout::qk_gemm(p.B, p.Hq, p.Hkv, p.Nq, p.Nk, p.D)) ||
+      !layout::fits_cublas_int(layout::pv_gemm(p.B, p.Hq, p.Hkv, p.Nq, p.Nk, p.D)))
+    return fmt::format("B={} Hq={} Hkv={} Nq={} Nk={} D={} exceed cuBLAS's int GEMM dimensions", p.B, p.Hq, p.Hkv,
+                       p.Nq, p.Nk, p.D);
+  if (double(p.B) * double(p.Hq) * double(p.Nq) / 8.0 > 2147483647.0)
+    return fmt::format("B·Hq·Nq = {:.0f} rows exceed the softmax kernel's grid (2^31-1 blocks of 8 rows)",
+                       double(p.B) * double(p.Hq) * double(p.Nq));
   return std::nullopt;
 }
 
