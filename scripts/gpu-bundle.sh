@@ -33,5 +33,6 @@ ls "$DEST.tmp/lib" > "$DEST.tmp/libs.txt"
 tar -cJf "$DEST.tmp/libs.tar.xz" -C "$DEST.tmp/lib" .
 rm -rf "$DEST.tmp/lib"
 git rev-parse HEAD > "$DEST.tmp/commit" 2>/dev/null || true
+scripts/source-sum.sh > "$DEST.tmp/source-sum"  # gpu-check.sh compares it with the tree it runs in
 rm -rf "$DEST" && mv "$DEST.tmp" "$DEST"
 echo "wrote $DEST ($(du -sh "$DEST" | cut -f1)): $(tr '\n' ' ' < "$DEST/libs.txt")"
