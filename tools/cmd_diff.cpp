@@ -30,6 +30,9 @@ struct DiffArgs {
 nlohmann::json load(std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "compare.json").string();
+  // Checked before opening: /dev/zero would be read forever, and opening a FIFO blocks until a writer comes.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
   std::ifstream f(path, std::ios::binary);
   ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
   std::ostringstream bytes;

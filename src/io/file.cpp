@@ -1,44 +1,28 @@
 #include "io/file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "attnprof/error.h"
+#include "io/atomic_file.h"
 
 namespace attnprof::io {
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) ATTNPROF_FAIL("cannot write '{}': {}", path, std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      ATTNPROF_FAIL("cannot write '{}': {}", path, std::strerror(err));
-    }
-    done += size_t(n);
-  }
-  if (::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    ATTNPROF_FAIL("cannot write '{}': {}", path, std::strerror(err));
-  }
+  AtomicFile f(path, AtomicFile::Gzip::Never);
+  f.write(bytes);
+  f.commit();
 }
 
 std::string read_file(const std::string& path) {
+  // Only a regular file: /dev/zero would be read forever, and opening a FIFO blocks until a writer comes.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) ATTNPROF_FAIL("cannot read '{}': {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) ATTNPROF_FAIL("cannot read '{}': it is not a regular file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) ATTNPROF_FAIL("cannot read '{}': {}", path, std::strerror(errno));
   std::ostringstream ss;

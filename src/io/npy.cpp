@@ -250,10 +250,12 @@ Tensor load_from_memory(const void* data, size_t size, std::string_view what) {
 }
 
 Tensor load(const std::string& path) {
+  // stat before open: opening a FIFO would block until a writer came.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) ATTNPROF_FAIL("cannot open '{}': {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) ATTNPROF_FAIL("'{}' is not a regular file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) ATTNPROF_FAIL("cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) ATTNPROF_FAIL("'{}' is not a regular file", path);
   const uint64_t file_bytes = uint64_t(st.st_size);
   // Preamble first, then exactly the header it declares: nothing large is read before validation.
   std::string head(size_t(std::min<uint64_t>(file_bytes, 12)), '\0');

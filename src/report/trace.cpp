@@ -32,7 +32,7 @@
 #include <fmt/format.h>
 
 #include "attnprof/report.h"
-#include "report/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace attnprof::report {
 namespace {
@@ -405,7 +405,7 @@ nlohmann::json chrome_trace_json(const prof::ProfileResult& r, const TraceOption
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r) { return chrome_trace_json(r, TraceOptions{}); }
 
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, const TraceOptions& opt) {
-  detail::AtomicFile f(path);
+  io::AtomicFile f(path);
   stream_trace(r, opt, [&](std::string_view chunk) { f.write(chunk); });
   f.commit();
 }

@@ -1,0 +1,146 @@
+// Whole-or-nothing file output: a temporary file in the target's directory, then rename(2).
+// A reader never sees a half-written trace, and a failed write leaves no file behind.
+// The target is what the path names after symbolic links: a link to a regular file has its target replaced
+// (the link stays a link), and a path that names no regular file (/dev/null, /dev/stdout, a FIFO) is
+// written straight through, since renaming over it would replace the device or pipe with a plain file.
+// Paths ending in ".gz" are gzip-compressed (zlib level 1: traces still shrink ~10x and export stays fast).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "attnprof/error.h"
+#include "io/atomic_file.h"
+
+namespace attnprof::io {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+struct AtomicFile::Impl {
+  std::string path, tmp;  // tmp empty: writing straight into `path` (not a regular file)
+  int fd = -1;
+  bool gz = false;
+  z_stream zs{};
+  std::string zbuf;
+
+  [[noreturn]] void fail(const char* what, int err) {
+    abort_file();
+    ATTNPROF_FAIL("cannot write '{}': {} ({})", path, what, std::strerror(err));
+  }
+  void abort_file() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+    tmp.clear();
+    if (gz) deflateEnd(&zs);
+    gz = false;
+  }
+  void raw_write(const char* p, size_t left) {
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write failed", errno);
+      }
+      p += n;
+      left -= size_t(n);
+    }
+  }
+  void deflate_chunk(std::string_view in, int flush) {
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    zs.avail_in = uInt(in.size());
+    do {
+      zs.next_out = reinterpret_cast<Bytef*>(zbuf.data());
+      zs.avail_out = uInt(zbuf.size());
+      const int rc = deflate(&zs, flush);
+      if (rc == Z_STREAM_ERROR) fail("gzip compression failed", EIO);
+      raw_write(zbuf.data(), zbuf.size() - zs.avail_out);
+    } while (zs.avail_out == 0 || zs.avail_in > 0);
+  }
+};
+
+AtomicFile::AtomicFile(std::string path, Gzip gzip) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
+  m.path = std::move(path);
+  const bool compress = gzip == Gzip::ByExtension && ends_with(m.path, ".gz");  // the name asked for, not a link's
+  struct stat link {}, target {};
+  const bool exists = ::stat(m.path.c_str(), &target) == 0;
+  const bool is_link = ::lstat(m.path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  ATTNPROF_CHECK(exists || !is_link, "cannot write '{}': it is a symbolic link to a file that does not exist", m.path);
+  ATTNPROF_CHECK(!exists || !S_ISDIR(target.st_mode), "cannot write '{}': it is a directory", m.path);
+  if (exists && !S_ISREG(target.st_mode)) {
+    // A device or a pipe: open it for writing (a FIFO without a reader fails with ENXIO instead of blocking).
+    m.fd = ::open(m.path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (m.fd < 0) {
+      const int err = errno;
+      ATTNPROF_FAIL("cannot write '{}': it is not a regular file and cannot be opened for writing ({})", m.path,
+                    err == ENXIO ? "a FIFO with no reader" : std::strerror(err));
+    }
+    const int flags = ::fcntl(m.fd, F_GETFL);
+    if (flags >= 0) ::fcntl(m.fd, F_SETFL, flags & ~O_NONBLOCK);
+  } else {
+    if (is_link) {  // replace the link's target, beside it, and keep the link
+      char resolved[PATH_MAX];
+      if (::realpath(m.path.c_str(), resolved) == nullptr)
+        ATTNPROF_FAIL("cannot write '{}': cannot resolve the symbolic link ({})", m.path, std::strerror(errno));
+      m.path = resolved;
+    }
+    m.tmp = m.path + ".tmp.XXXXXX";
+    m.fd = ::mkstemp(m.tmp.data());
+    if (m.fd < 0) {
+      const int err = errno;
+      m.tmp.clear();
+      ATTNPROF_FAIL("cannot write '{}': cannot create a temporary file in its directory ({})", m.path,
+                    std::strerror(err));
+    }
+  }
+  if (compress) {
+    // windowBits 15 + 16: a gzip header and trailer rather than a raw zlib stream.
+    if (deflateInit2(&m.zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      m.fail("zlib initialisation failed", ENOMEM);
+    m.gz = true;
+    m.zbuf.resize(1 << 18);
+  }
+}
+
+AtomicFile::~AtomicFile() { impl_->abort_file(); }
+
+void AtomicFile::write(std::string_view bytes) {
+  Impl& m = *impl_;
+  ATTNPROF_CHECK(m.fd >= 0, "cannot write '{}': file already committed or failed", m.path);
+  if (m.gz) m.deflate_chunk(bytes, Z_NO_FLUSH);
+  else m.raw_write(bytes.data(), bytes.size());
+}
+
+void AtomicFile::commit() {
+  Impl& m = *impl_;
+  ATTNPROF_CHECK(m.fd >= 0, "cannot write '{}': file already committed or failed", m.path);
+  if (m.gz) {
+    m.deflate_chunk({}, Z_FINISH);
+    deflateEnd(&m.zs);
+    m.gz = false;
+  }
+  const bool direct = m.tmp.empty();
+  // mkstemp creates 0600; a report is an ordinary readable file. (Reading the umask would need umask(2),
+  // which is process-wide and racy, so 0644 it is.)
+  if (!direct && ::fchmod(m.fd, 0644) != 0) m.fail("chmod failed", errno);
+  const int fd = m.fd;
+  m.fd = -1;
+  if (::close(fd) != 0) m.fail("close failed", errno);
+  if (direct) return;
+  if (::rename(m.tmp.c_str(), m.path.c_str()) != 0) m.fail("rename from its temporary file failed", errno);
+  m.tmp.clear();  // committed: nothing to remove
+}
+
+}  // namespace attnprof::io
