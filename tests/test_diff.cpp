@@ -209,6 +209,26 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["rows"][3]["calls"] = -2;
   expect_error(bad, "field 'calls' is -2, out of range (expected a non-negative number up to 2^53)");
+  // What no attnprof summary holds: another schema, a fractional or missing count, a row without its time,
+  // a name with a control character (a NUL would cut the printed table short).
+  bad = naive_summary();
+  bad["schema"] = "attnprof.summary/2";
+  expect_error(bad, "schema 'attnprof.summary/2' is not one this attnprof reads");
+  bad = naive_summary();
+  bad["rows"][3]["calls"] = 1.5;
+  expect_error(bad, "field 'calls' is 1.5, not a whole number of at least 1");
+  bad = naive_summary();
+  bad["rows"][3].erase("calls");
+  expect_error(bad, "field 'calls' is missing");
+  bad = naive_summary();
+  bad["rows"][3].erase("self_ns");
+  expect_error(bad, "field 'self_ns' is missing");
+  bad = naive_summary();
+  bad["rows"][3]["name"] = std::string("mat\0mul", 7);
+  expect_error(bad, "holds a control character (byte 0x00)");
+  bad = naive_summary();
+  bad["rows"][3]["name"] = "soft\x1b[2Jmax";
+  expect_error(bad, "holds a control character (byte 0x1b)");
   bad = naive_summary();
   bad["rows"][3]["self_mem_bytes"] = -200;  // an op may free more than it allocates: accepted
   EXPECT_NO_THROW(report::diff_summaries(bad, naive_summary()));
@@ -297,6 +317,24 @@ TEST(Diff, CompareRunsVariantByVariant) {
               std::string::npos)
         << e.what();
   }
+  // One variant twice in one run, or a status no compare writes: a crafted file, not a result.
+  auto refused = [&](const json& b, const std::string& needle) {
+    try {
+      report::diff_compare_runs(b, next);
+      ADD_FAILURE() << "accepted: " << b.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  bad = base;
+  bad["variants"][1]["name"] = bad["variants"][0]["name"];
+  refused(bad, "appears twice in one compare.json");
+  bad = base;
+  bad["variants"][0]["status"] = "bogus";
+  refused(bad, "status 'bogus' is none of ok, failed, skipped");
+  bad = base;
+  bad["variants"][0]["name"] = "na\nive";
+  refused(bad, "holds a control character (byte 0x0a)");
   bad = base;
   bad["threads"] = 1e300;  // not a thread count: left out of the label, not converted to int
   EXPECT_EQ(report::diff_compare_runs(bad, next).base_label, "P on Test CPU");
@@ -366,7 +404,7 @@ TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
   const std::map<std::string, JsonOutcome> expected = {
       {"diff_naive_inplace", JsonOutcome::Diffed},    {"diff_naive_flash", JsonOutcome::Diffed},
       {"diff_naive_sdpa_math", JsonOutcome::Diffed},  {"diff_cuda_naive_flash", JsonOutcome::Diffed},
-      {"diff_zero_calls", JsonOutcome::Diffed},       {"diff_odd_names", JsonOutcome::Diffed},
+      {"diff_zero_calls", JsonOutcome::Refused},      {"diff_odd_names", JsonOutcome::Diffed},
       {"diff_huge_number", JsonOutcome::Refused},     {"report_huge_numbers", JsonOutcome::Rendered},
       {"diff_cpu_vs_cuda", JsonOutcome::Refused},     {"diff_not_a_summary", JsonOutcome::Refused},
       {"diff_string_time", JsonOutcome::Refused},     {"diff_rows_object", JsonOutcome::Refused},

@@ -34,6 +34,34 @@ double number(const json& o, const char* key, const std::string& what, bool may_
   return checked(it->get<double>(), key, what, may_be_negative);
 }
 
+// A count: present, integral and at least `min` (a summary's calls, a forward count).
+double count(const json& o, const char* key, const std::string& what, double min) {
+  const auto it = o.find(key);
+  if (it == o.end()) ATTNPROF_FAIL("{}: field '{}' is missing", what, key);
+  if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
+  const double v = checked(it->get<double>(), key, what, /*may_be_negative=*/false);
+  if (v != std::floor(v) || v < min) ATTNPROF_FAIL("{}: field '{}' is {}, not a whole number of at least {}", what, key, v, min);
+  return v;
+}
+
+// A required number (a row's time).
+double required(const json& o, const char* key, const std::string& what) {
+  const auto it = o.find(key);
+  if (it == o.end()) ATTNPROF_FAIL("{}: field '{}' is missing", what, key);
+  if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
+  return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
+}
+
+// A name printed in a table: attnprof writes none with control characters (a NUL would cut the line short,
+// an escape sequence would reach the terminal), so such a name marks a corrupt or crafted file.
+const std::string& printable_name(const std::string& name, const std::string& what) {
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      ATTNPROF_FAIL("{}: the name '{}...' holds a control character (byte 0x{:02x}), which attnprof never writes",
+                    what, name.substr(0, name.find(c)), static_cast<unsigned char>(c));
+  return name;
+}
+
 std::string text(const json& o, const char* key) {
   const auto it = o.find(key);
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -55,9 +83,11 @@ struct Parsed {
 
 Parsed parse(const json& s, const std::string& label, const char* which) {
   const std::string what = fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'");
-  if (!s.is_object() || text(s, "schema").rfind("attnprof.summary/", 0) != 0)
+  if (!s.is_object() || !s.contains("schema"))
     ATTNPROF_FAIL("{}: not an attnprof summary (expected \"schema\": \"attnprof.summary/1\"; write one with "
                   "`attnprof profile` or `attnprof compare`)", what);
+  if (text(s, "schema") != "attnprof.summary/1")
+    ATTNPROF_FAIL("{}: schema '{}' is not one this attnprof reads (attnprof.summary/1)", what, text(s, "schema"));
   const auto rows = s.find("rows");
   if (rows == s.end() || !rows->is_array()) ATTNPROF_FAIL("{}: no \"rows\" array", what);
   const json empty = json::object();
@@ -73,6 +103,8 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
   for (const json& r : *rows) {
     if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
       ATTNPROF_FAIL("{}: a row without a \"name\"", what);
+    (void)printable_name(r["name"].get<std::string>(), what);
+    (void)count(r, "calls", fmt::format("{} row '{}'", what, r["name"].get<std::string>()), 1);
     if (!annotation.empty() && r["name"] == annotation) p.side.forwards = std::max(1.0, number(r, "calls", what));
   }
   if (annotation.empty() && run.contains("forward_ms") && run["forward_ms"].is_array() && !run["forward_ms"].empty())
@@ -96,7 +128,9 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
     const std::string cat = text(r, "category");
     if (analysis::is_annotation(name, cat)) continue;
     OpFigures o;
+    const std::string row_what = fmt::format("{} row '{}'", what, name);
     o.calls = number(r, "calls", what) / f;
+    (void)required(r, p.device ? "self_cuda_ns" : "self_ns", row_what);
     const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
     const json& cost = r.contains("cost") && r["cost"].is_object() ? r["cost"] : empty;
     if (p.device) {
@@ -378,6 +412,8 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   }
   auto fill = [](RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
     const std::string status = text(v, "status").empty() ? "ok" : text(v, "status");
+    if (status != "ok" && status != "failed" && status != "skipped")
+      ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
     (is_base ? r.base_status : r.new_status) = status;
     (is_base ? r.base_ms : r.new_ms) = maybe(v, "ms", what);
     (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
@@ -388,8 +424,12 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   for (const auto& [doc, is_base] : {std::pair<const json*, bool>{&base, true}, {&next, false}}) {
     for (const json& v : (*doc)["variants"]) {
       const std::string name = v.is_object() ? text(v, "name") : "";
-      if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", is_base ? "base" : "new");
+      const char* which = is_base ? "base" : "new";
+      if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", which);
+      (void)printable_name(name, which);
       auto it = std::find_if(d.rows.begin(), d.rows.end(), [&](const RunDiffRow& r) { return r.variant == name; });
+      if (it != d.rows.end() && !(is_base ? it->base_status : it->new_status).empty())
+        ATTNPROF_FAIL("{}: variant '{}' appears twice in one compare.json", which, name);
       if (it == d.rows.end()) {
         d.rows.push_back({});
         d.rows.back().variant = name;
