@@ -1,6 +1,7 @@
 // End-to-end tests of the attnprof command line: each subcommand on small shapes (outputs exist, parse and
 // say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -462,7 +463,15 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
   expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
-  expect_bad("profile naive --seed -1" + kSmall, "--seed: must be 0 or more, got -1");
+  expect_bad("profile naive --seed -1" + kSmall, "--seed: must be a decimal integer 0 or more, got -1");
+  expect_bad("profile naive --seed 18446744073709551616" + kSmall, "--seed: must be at most 2^64-1");  // not clamped
+  expect_bad("profile naive --seed 0x10" + kSmall, "--seed: must be a decimal integer");
+  expect_bad("profile naive --kv-len 0" + kSmall, "--kv-len: must be a positive integer, got 0");
+  expect_bad("profile naive --kv-heads 0" + kSmall, "--kv-heads: must be a positive integer, got 0");
+  expect_bad("profile naive --memory-budget ''" + kSmall, "--memory-budget: an empty value");  // not "the default"
+  expect_bad("compare --variants ''" + kSmall, "--variants: an empty value");
+  expect_bad("sweep --seq 4611686018427387904..9223372036854775807" + kSmall, "--seq: 4611686018427387904 is too long");
+  expect_bad("sweep --seq 64,128 --kv-len 16" + kSmall, "--kv-len does not apply to sweep");
   expect_bad("compare --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("compare --device cuda" + kSmall, "--device cuda");
   expect_bad("profile naive --device tpu" + kSmall, "unknown --device 'tpu'");
@@ -503,6 +512,11 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
     EXPECT_TRUE(b.out.empty()) << b.out;
   };
   bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read /nonexistent/x.summary.json");
+  // Not regular files: refused before reading (/dev/zero never ends, a FIFO blocks until a writer comes).
+  bad("diff /dev/zero " + naive, "cannot read /dev/zero: it is not a regular file");
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  bad("diff " + naive + " " + fifo, "cannot read " + fifo + ": it is not a regular file");
   bad("diff " + naive + " " + (out() / "compare.txt").string(), "not valid JSON");
   const std::string cmp = (out() / "compare.json").string();
   bad("diff " + naive + " " + cmp, "cannot diff " + cmp + " (a compare.json) against " + naive);
@@ -522,6 +536,41 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   EXPECT_EQ(rj["kind"], "diff-compare");
   ASSERT_EQ(rj["rows"].size(), 2u);
   for (const json& row : rj["rows"]) EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), 1.0) << row["variant"];
+}
+
+TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
+  const Result c = run("compare --iters 1 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string pair = (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string();
+  // A symbolic link: its target gets the diff, the link stays a link.
+  { std::ofstream(dir_ / "target.txt") << "old"; }
+  fs::create_symlink("target.txt", dir_ / "link.txt");
+  const Result l = run("diff " + pair + " --save " + (dir_ / "link.txt").string());
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.txt"));
+  EXPECT_NE(io::read_file(dir_ / "target.txt").find("mul -> mul_"), std::string::npos);
+  // A FIFO nobody reads: an error naming it, not a plain file renamed over it, not a hang.
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result f = run("diff " + pair + " --save " + fifo.string());
+  EXPECT_EQ(f.code, 2) << f.err;
+  EXPECT_NE(f.err.find("a FIFO with no reader"), std::string::npos) << f.err;
+  EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
+  // stdout that cannot be written (a full disk): exit 2 and say so, not 0 with a cut-off document.
+  if (fs::exists("/dev/full")) {
+    const std::string err = (dir_ / "full.err").string();
+    const int rc = std::system((kBinary + " diff " + pair + " --json >/dev/full 2>" + err).c_str());
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 2);
+    EXPECT_NE(io::read_file(err).find("cannot write to standard output"), std::string::npos) << io::read_file(err);
+  }
+}
+
+TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {
+  // naive's N×N scores are refused by the budget before any fp64 reference work (minutes at large N).
+  const Result r = run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("naive cannot run"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("computing the fp64 reference"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {

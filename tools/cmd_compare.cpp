@@ -228,7 +228,7 @@ void run_compare_cuda(const CompareArgs& a) {
                                     : std::string("fp32 CUDA-core datasheet");
   progress(fmt::format("attnprof compare --device cuda: {} variants on {} at {}", variants.size(), dev.name,
                        in.p.str()));
-  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+  LazyReference ref(in);
   RunPlan plan;
   plan.warmup = o.warmup;
   plan.schedule = {.wait = 0, .warmup = 0, .active = 1};
@@ -290,8 +290,7 @@ void run_compare(const CompareArgs& a) {
   const bool bf16 = in.p.dtype == DType::BF16 && t.m.bf16_gflops > 0;
   t.peak = bf16 ? t.m.bf16_gflops : t.m.fp32_gflops;
   t.peak_kind = bf16 ? "bf16 dot-product" : "fp32 FMA";
-  progress("computing the fp64 reference");
-  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+  LazyReference ref(in);
 
   RunPlan plan;
   plan.warmup = o.warmup;

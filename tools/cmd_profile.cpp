@@ -3,8 +3,12 @@
 // inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
 // --device cuda: the CUDA variant on the GPU, each recorded forward also through CUPTI (Self CUDA columns,
 // the kernel table, GPU stream tracks in the trace).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "attnprof/cuda.h"
@@ -43,8 +47,14 @@ void run_profile(const ProfileArgs& a) {
   }
   if (!o.save_output.empty()) {  // checked before anything runs or is written
     const std::filesystem::path parent = std::filesystem::path(o.save_output).parent_path();
-    if (!std::filesystem::is_directory(parent.empty() ? std::filesystem::path(".") : parent))
+    const std::filesystem::path dir = parent.empty() ? std::filesystem::path(".") : parent;
+    if (!std::filesystem::is_directory(dir))
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
+    if (std::filesystem::is_directory(o.save_output))
+      ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
+    if (::access(dir.c_str(), W_OK) != 0)
+      ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not writable ({})", o.save_output, dir.string(),
+                    std::strerror(errno));
   }
   prepare_out_dir(o.out);
 
@@ -53,8 +63,7 @@ void run_profile(const ProfileArgs& a) {
   const std::string where = gpu ? dev.name : fmt::format("{} threads", threads);
   progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
   const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(dev) : analysis::machine_peaks(threads);
-  progress("computing the fp64 reference");
-  const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+  LazyReference ref(in);  // computed after the variant is prepared: over-budget runs stop before fp64 work
 
   RunPlan plan;
   plan.warmup = o.warmup;

@@ -96,8 +96,7 @@ void run_roofline(const RooflineArgs& a) {
                       {"skipped", nlohmann::json::array()}};
   std::vector<std::string> failed;  // variants that failed validation: placed nowhere, exit code 1
   if (!variants.empty()) {
-    progress("computing the fp64 reference");
-    const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+    LazyReference ref(in);
     RunPlan plan;
     plan.warmup = o.warmup;
     plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
@@ -169,6 +168,7 @@ void run_roofline(const RooflineArgs& a) {
   }
   write_json(out_path(o.out, "roofline.json"), j);
   report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
+  write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
   exit_if_validation_failed(failed);

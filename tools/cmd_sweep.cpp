@@ -26,6 +26,9 @@ struct SweepArgs {
   std::string device = "cpu";
 };
 
+// Longer sequences could not be held by any machine (and doubling past 2^62 would overflow).
+constexpr int64_t kMaxSeq = int64_t(1) << 31;
+
 std::vector<int64_t> parse_seq(const std::string& s) {
   auto num = [&](const std::string& t) -> int64_t {
     size_t pos = 0;
@@ -38,6 +41,7 @@ std::vector<int64_t> parse_seq(const std::string& s) {
     if (pos == 0 || pos != t.size())
       ATTNPROF_FAIL("malformed --seq '{}': expected FIRST..LAST (doubling) or a list like 256,768,1024", s);
     if (v <= 0) ATTNPROF_FAIL("--seq: sequence lengths must be positive, got {}", v);
+    if (v > kMaxSeq) ATTNPROF_FAIL("--seq: {} is too long: at most 2^31 = {}", v, kMaxSeq);
     return v;
   };
   std::vector<int64_t> out;
@@ -166,6 +170,7 @@ void run_sweep(const SweepArgs& a) {
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   const std::vector<int64_t> seqs = parse_seq(a.seq);
+  ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
   const std::vector<std::string> names = split_list(a.variants);
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -77,8 +80,16 @@ int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrenc
 
 void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   o.shape_opt = sub->add_option("--shape", o.shape, "B,H,N,D of the queries (default: the blog's 8,16,1024,64)");
-  sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)");
-  sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)");
+  const CLI::Validator positive(
+      [](const std::string& s) {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return ec == std::errc() && end == s.data() + s.size() && v > 0 ? std::string()
+                                                                          : "must be a positive integer, got " + s;
+      },
+      "", "positive");
+  sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)")->check(positive);
+  sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)")->check(positive);
   o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: bf16, as the blog)");
   // Two flags rather than CLI11's "--causal,!--no-causal", whose help line reads "--causal,--no-causal{false}".
   // CLI11 runs flag callbacks in the order they are defined, not given, so both at once is refused.
@@ -97,8 +108,14 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--warmup", o.warmup, "warm-up forwards before timing")->capture_default_str();
   sub->add_option("--iters", o.iters, "timed forwards")->capture_default_str();
   sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")
-      ->check(CLI::Validator(  // CLI11 would read -1 as 2^64-1 for an unsigned option
-          [](const std::string& s) { return s.starts_with('-') ? "must be 0 or more, got " + s : std::string(); },
+      ->check(CLI::Validator(  // decimal and in range: CLI11 reads -1 as 2^64-1 and clamps 2^64 to 2^64-1
+          [](const std::string& s) {
+            uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec == std::errc() && end == s.data() + s.size()) return std::string();
+            return ec == std::errc::result_out_of_range ? "must be at most 2^64-1 = 18446744073709551615, got " + s
+                                                        : "must be a decimal integer 0 or more, got " + s;
+          },
           "", "non-negative"))
       ->capture_default_str();
   sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
@@ -160,6 +177,14 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
       ATTNPROF_FAIL("--shape conflicts with --q/--k/--v: the shapes come from the files");
     if (o.kv_len > 0 || o.kv_heads > 0)
       ATTNPROF_FAIL("--kv-len/--kv-heads conflict with --q/--k/--v: the shapes come from the files");
+    // The files are read whole: their sizes against the budget first, as the random inputs' are.
+    double file_bytes = 0.0;
+    for (const std::string* path : {&o.q_path, &o.k_path, &o.v_path}) {
+      std::error_code ec;
+      const auto n = std::filesystem::file_size(*path, ec);
+      if (!ec) file_bytes += double(n);
+    }
+    check_memory_budget(file_bytes, fmt::format("the input files {}, {}, {}", o.q_path, o.k_path, o.v_path));
     in.q = npy::load(o.q_path);
     in.k = npy::load(o.k_path);
     in.v = npy::load(o.v_path);
@@ -291,9 +316,18 @@ void progress(const std::string& line) {
   std::fflush(stderr);
 }
 
+int stdout_status(int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "attnprof: error: cannot write to standard output: %s\n",
+                 std::strerror(errno ? errno : EIO));
+    return 2;
+  }
+  return code;
+}
+
 void exit_if_validation_failed(const std::vector<std::string>& failed) {
   if (failed.empty()) return;
-  std::fflush(stdout);
+  if (stdout_status(0) != 0) std::exit(2);
   std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
                fmt::format("{}", fmt::join(failed, ", ")).c_str());
   std::exit(1);
@@ -360,7 +394,15 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
 
 }  // namespace
 
-RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+const Reference& LazyReference::get() {
+  if (!ref_) {
+    progress("computing the fp64 reference");
+    ref_ = reference_attention(in_.q, in_.k, in_.v, in_.opt);
+  }
+  return *ref_;
+}
+
+RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
                        const std::string& label) {
   RunOutcome r;
   r.tol = v.tolerance(in.p.dtype);
@@ -393,7 +435,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
     const MemoryStats ms = memory_stats();
     r.peak_bytes = ms.peak_bytes;
     r.peak_extra_bytes = ms.peak_bytes - before;
-    if (!validate(o.out, ref, plan, r)) return r;
+    if (!validate(o.out, ref.get(), plan, r)) return r;
   }
   if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
   for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
@@ -431,7 +473,7 @@ DevicePeak device_forward_peak(cuda::DeviceRunner& dev, const cuda::DeviceTensor
   return {total - live, total};
 }
 
-RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
                             const std::string& label) {
   RunOutcome r;
   r.tol = v.tolerance(in.p.dtype);
@@ -453,7 +495,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference&
   if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
   {
     const AttnOutput o = runner->run(in.q, in.k, in.v);
-    if (!validate(o.out, ref, plan, r)) return r;
+    if (!validate(o.out, ref.get(), plan, r)) return r;
   }
   const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
                            dv = cuda::DeviceTensor::from_host(in.v);

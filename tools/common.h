@@ -129,9 +129,22 @@ struct RunOutcome {
 };
 const char* status_name(RunOutcome::Status s);
 
+// The fp64 reference of one set of inputs, computed when a variant first needs it: a variant refused by its
+// support check or the memory budget is known before minutes of fp64 work, and a run whose every variant is
+// refused computes none.
+class LazyReference {
+ public:
+  explicit LazyReference(const Inputs& in) : in_(in) {}
+  const Reference& get();
+
+ private:
+  const Inputs& in_;
+  std::optional<Reference> ref_;
+};
+
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
 // warm-up, then the profiled forwards, each inside the variant's annotation.
-RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
                        const std::string& progress_label);
 
 // The same for a CUDA variant (cuda::cuda_registry()): validated through Runner::run (upload, forward, copy
@@ -141,7 +154,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, const Reference& ref,
 // e.g. by Nsight Systems, cupti_note says so and only the host side is recorded), then plan.event_iters
 // forwards timed with CUDA events (event_ms, median_event_ms). forward_ns are the recorded annotations:
 // launches plus device time up to the synchronise.
-RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, const Reference& ref, const RunPlan& plan,
+RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
                             const std::string& progress_label);
 
 // Device memory of one forward of `dev` on inputs already on the device, synchronised before and after:
@@ -162,5 +175,9 @@ void progress(const std::string& line);
 // fp64 reference (`failed` names them), says so on stderr and exits 1, so that a script sees the failure.
 // Exit codes: 0 all validated, 1 a validation failure (results still written), 2 bad input.
 void exit_if_validation_failed(const std::vector<std::string>& failed);
+
+// Flushes stdout and returns `code`, or 2 after an error line when stdout could not be written (a full disk,
+// /dev/full, a file size limit): a --json consumer must not take a cut-off document for a result.
+int stdout_status(int code);
 
 }  // namespace attnprof::cli

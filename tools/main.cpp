@@ -4,11 +4,13 @@
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "attnprof/error.h"
+#include "common.h"
 
 #define ATTNPROF_COMMANDS(X) X(profile) X(compare) X(sweep) X(roofline) X(report) X(diff)
 
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
 #define ATTNPROF_ADD_COMMAND(name) attnprof::cli::add_##name##_command(app);
   ATTNPROF_COMMANDS(ATTNPROF_ADD_COMMAND)
 #undef ATTNPROF_ADD_COMMAND
+  // An option given an empty value (--memory-budget "", --save "") is a mistake, never "the default".
+  const CLI::Validator non_empty([](std::string& s) { return s.empty() ? std::string("an empty value") : std::string(); },
+                                 "", "non-empty");
+  for (CLI::App* sub : app.get_subcommands({}))
+    for (CLI::Option* opt : sub->get_options())
+      if (opt->get_items_expected_min() > 0) opt->check(non_empty);
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
   std::string commands;
   bool known = false;
@@ -66,9 +74,12 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const attnprof::Error& e) {
     return fail(e.what());
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory: the system refused an allocation (a ulimit, or less free memory than the run "
+                "needs); try a smaller --shape or a --memory-budget under what is free");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attnprof: internal error: %s\n", e.what());
-    return 1;
+    return 2;  // 1 means a validation failure; anything that stops a run early is 2
   }
-  return 0;
+  return attnprof::cli::stdout_status(0);
 }
