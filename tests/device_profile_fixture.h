@@ -28,7 +28,7 @@ prof::ProfileResult synthetic_profile() {
   prof::ThreadTrace t;
   t.tid = 0;
   t.name = "main";
-  t.zones.push_back(zone("ProfilerStep#2", "cpu_op", 100, 10000, -1, 0));       // 0
+  t.zones.push_back(zone("ProfilerStep#2", "user_annotation", 100, 10000, -1, 0));       // 0
   t.zones.push_back(zone("attn_fwd", "user_annotation", 200, 9000, 0, 1));       // 1
   t.zones.push_back(zone("matmul", "cpu_op", 300, 400, 1, 2));                   // 2
   t.zones[2].cost = OpCost{1000.0, 64.0, 32.0, /*bf16_flops=*/1000.0};  // a bf16 GEMM

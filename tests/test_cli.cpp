@@ -201,7 +201,7 @@ TEST_F(Cli, ProfileJsonAndSdpaBackends) {
   ASSERT_EQ(r.code, 0) << r.err;
   j = json::parse(r.out);
   EXPECT_EQ(j["run"]["annotation"], "flash_kernel_fwd");
-  EXPECT_NE(j["run"]["problem"].get<std::string>().find("none"), std::string::npos) << j["run"]["problem"];
+  EXPECT_NE(j["run"]["problem"].get<std::string>().find("no-mask"), std::string::npos) << j["run"]["problem"];
 }
 
 TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {

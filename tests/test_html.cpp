@@ -154,11 +154,11 @@ TEST(HtmlReport, TimelineShowsTheFirstForwardWithLanesAndDepths) {
   };
   const json trace = {{"traceEvents",
                        {thread(1, 0, "main"), thread(1, 7, "worker"), thread(2, 3, "stream 3"),
-                        x("ProfilerStep#1", "cpu_op", 1, 0, 0, 100), x("attn_fwd", "user_annotation", 1, 0, 10, 80),
+                        x("ProfilerStep#1", "user_annotation", 1, 0, 0, 100), x("attn_fwd", "user_annotation", 1, 0, 10, 80),
                         x("matmul", "cpu_op", 1, 0, 12, 20), x("omp_task", "cpu_op", 1, 7, 15, 5),
                         x("masked_fill", "cpu_op", 1, 0, 40, 30), x("copy_", "cpu_op", 1, 0, 41, 10),
                         x("gemm_kernel", "kernel", 2, 3, 95, 4),  // after the annotation, before the next one
-                        x("ProfilerStep#2", "cpu_op", 1, 0, 100, 100), x("attn_fwd", "user_annotation", 1, 0, 110, 80),
+                        x("ProfilerStep#2", "user_annotation", 1, 0, 100, 100), x("attn_fwd", "user_annotation", 1, 0, 110, 80),
                         x("matmul", "cpu_op", 1, 0, 112, 20)}}};
   spit(d.path / "naive.trace.json", trace.dump());
   spit(d.path / "naive.summary.json",

@@ -318,7 +318,10 @@ TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
   const auto ka = analysis::key_averages(p.result());
   std::vector<std::string> steps;
   for (const auto& s : ka.rows)
-    if (s.name.rfind("ProfilerStep#", 0) == 0) steps.push_back(s.name);
+    if (s.name.rfind("ProfilerStep#", 0) == 0) {
+      steps.push_back(s.name);
+      EXPECT_EQ(s.category, "user_annotation") << s.name;  // as Kineto writes it (torch's record_function)
+    }
   EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
   ASSERT_TRUE(row(ka, "work"));
   EXPECT_EQ(row(ka, "work")->calls, 3);
@@ -412,6 +415,20 @@ TEST(Profiler, FlashScratchIsBilledToTheKernelOnEveryIsa) {
     const int64_t out = 4 * 300 * 64 * 2 + 4 * 300 * 4;  // O in bf16 and the fp32 logsumexp
     EXPECT_GT(k->self_mem_bytes, out) << isa_name(isa);  // the outputs and the scratch
     EXPECT_EQ(ka.peak_bytes - ka.start_bytes, k->self_mem_bytes) << isa_name(isa);
+  }
+}
+
+TEST(Profiler, SdpaEntryPointsRecordQueryKeyAndValueShapes) {
+  // torch records every input of _scaled_dot_product_*; so does attnprof (v was missing from math, all three
+  // from the flash entry point, so --group-by-input-shape showed [] for it).
+  for (const char* name : {"sdpa-math", "sdpa-flash"}) {
+    const NaiveRun run = profile_variant(name, DType::F32, 1, 2, 48, 16);
+    const auto ka = analysis::key_averages(run.result, {.group_by_input_shape = true});
+    const std::string zone = std::string(name) == "sdpa-math" ? "_scaled_dot_product_attention_math"
+                                                              : "_scaled_dot_product_flash_attention";
+    const auto* r = row(ka, zone);
+    ASSERT_TRUE(r) << name;
+    EXPECT_EQ(r->input_shapes, "[[1, 2, 48, 16], [1, 2, 48, 16], [1, 2, 48, 16]]") << name;
   }
 }
 

@@ -92,7 +92,7 @@ void write_row_files(const Row& row, const std::string& out) {
                {"ms_per_forward", row.ms},
                {"max_abs_err", row.r.err.max_abs},
                {"peak_extra_bytes", row.r.peak_extra_bytes},
-               {"ops_per_forward", row.ops ? nlohmann::json(*row.ops) : nlohmann::json()}};
+               {"ops_per_forward", row.ops ? report::count_json(*row.ops) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
 }
 
@@ -124,7 +124,7 @@ nlohmann::json row_json(const Row& r) {
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},
           {"peak_total_bytes", when(validated, r.r.peak_bytes)},
-          {"ops", r.ops ? json(*r.ops) : json()},
+          {"ops", r.ops ? report::count_json(*r.ops) : json()},
           {"bytes", r.bytes},
           {"bound_ms", r.bound_ms},
           {"max_abs_err", when(validated, r.r.err.max_abs)},
@@ -257,11 +257,12 @@ void run_compare_cuda(const CompareArgs& a) {
   }
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
-  text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward, causal FLOPs halved; % peak of the {} datasheet "
+  text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward{}; % peak of the {} datasheet "
                       "peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
-                      attention_flops(in.p), dtype_name(in.p.dtype), t.peak * 1e-3, t.m.bandwidth_gbs);
+                      attention_flops(in.p), in.p.mask == MaskKind::Causal ? ", causal FLOPs halved" : "",
+                      dtype_name(in.p.dtype), t.peak * 1e-3, t.m.bandwidth_gbs);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
-          "one forward allocates above its inputs.\n";
+          "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
   if (!cupti_note.empty())
     text += fmt::format("CUPTI could not collect ({}): activities are '--' and the tables are host-side only.\n",
                         cupti_note);
@@ -320,14 +321,15 @@ void run_compare(const CompareArgs& a) {
 
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} threads, inputs {}", in.p.str(), threads, in.source), t);
-  text += fmt::format(
-      "GFLOP/s: attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward, causal FLOPs halved (FlashAttention's convention).\n",
-      attention_flops(in.p));
+  text += fmt::format("GFLOP/s: attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward{}.\n", attention_flops(in.p),
+                      in.p.mask == MaskKind::Causal ? ", causal FLOPs halved (FlashAttention's convention)" : "");
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} threads ({}; sgemm {:.1f} GFLOP/s).\n",
                       t.peak_kind, t.peak, t.m.threads, t.m.isa, t.m.sgemm_gflops);
   text += fmt::format("Bound ms: bytes moved (cost model) / measured STREAM triad bandwidth {:.1f} GB/s.\n",
                       t.m.bandwidth_gbs);
-  text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator).\n";
+  text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
+          "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
+          "(1 Mb = 2^20 B).\n";
   text += "Ops: profiler zones per forward (ops and their children, without the annotation).\n";
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",

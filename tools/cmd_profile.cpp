@@ -98,7 +98,7 @@ void run_profile(const ProfileArgs& a) {
   run["forward_ms"] = forward_ms;
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
-  run["ops_per_forward"] = r.ops_per_forward;  // device activities per forward with --device cuda
+  run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
   if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
 
   report::TableOptions topt;
@@ -133,9 +133,12 @@ void run_profile(const ProfileArgs& a) {
   std::printf("%s", table.c_str());
   if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
   if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());
-  std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (causal FLOPs halved)\n",
+  std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (%s)\n",
               report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
-              r.median_ns > 0 ? flops / r.median_ns : 0.0);
+              r.median_ns > 0 ? flops / r.median_ns : 0.0,
+              in.p.mask == MaskKind::Causal ? "attention FLOPs 4·B·H·Nq·Nk·D, halved as causal; the table's GFLOP/s "
+                                              "count what each op computed, masked scores included"
+                                            : "attention FLOPs 4·B·H·Nq·Nk·D");
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   for (const std::string& line : report::noisy_notes({{v.name, forward_ms}}, machine_note))
     std::printf("%s\n", line.c_str());

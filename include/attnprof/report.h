@@ -118,6 +118,9 @@ RunDiff diff_compare_runs(const nlohmann::json& base, const nlohmann::json& next
 std::string diff_table(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);
 
+// A count or byte figure held as a double, as JSON: an integer when it is whole (8, not 8.0), else the double.
+nlohmann::json count_json(double v);
+
 // Writes `contents` to `path` through a temporary file + rename; gzip when `path` ends in ".gz".
 // Throws Error naming the path when the directory cannot be written.
 void write_text_atomic(const std::string& path, const std::string& contents);

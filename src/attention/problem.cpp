@@ -9,7 +9,7 @@ namespace attnprof {
 
 std::string_view mask_kind_name(MaskKind m) {
   switch (m) {
-    case MaskKind::None: return "none";
+    case MaskKind::None: return "no-mask";
     case MaskKind::Causal: return "causal";
     case MaskKind::Bool: return "bool-mask";
     case MaskKind::Additive: return "additive-mask";

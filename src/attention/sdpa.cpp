@@ -55,6 +55,7 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   ATTNPROF_OP_ZONE(z, "_scaled_dot_product_attention_math");
   z.add_shape(q0.shape());
   z.add_shape(k0.shape());
+  z.add_shape(v0.shape());
   const bool upcast = is_half(p.dtype);
   Tensor q = upcast ? ops::to(q0, DType::F32) : q0;
   Tensor k = upcast ? ops::to(k0, DType::F32) : k0;
@@ -84,6 +85,9 @@ Tensor sdpa_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const At
     ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend), *why);
   if (backend == SdpaBackend::Math) return sdpa_math(q, k, v, p, o);
   ATTNPROF_OP_ZONE(zf, "_scaled_dot_product_flash_attention");
+  zf.add_shape(q.shape());
+  zf.add_shape(k.shape());
+  zf.add_shape(v.shape());
   return flash_attention(q, k, v, o).out;
 }
 

@@ -142,7 +142,9 @@ void Profiler::enter_step() {
   detail::g_recording.store(ph == Phase::Warmup || ph == Phase::Active);
   if (ph == Phase::Active && opts_.step_annotations && schedule_given()) {
     step_buf_ = detail::thread_buffer();
-    step_zone_ = detail::open_zone(step_buf_, detail::intern("ProfilerStep#" + std::to_string(step_)), "cpu_op");
+    // Kineto writes ProfilerStep#N as a user_annotation (torch records it through record_function).
+    step_zone_ =
+        detail::open_zone(step_buf_, detail::intern("ProfilerStep#" + std::to_string(step_)), "user_annotation");
   }
 }
 

@@ -314,10 +314,10 @@ json diff_json(const ProfileDiff& d) {
   auto side = [](const ProfileSide& p) {
     return json{{"label", p.label},
                 {"problem", p.problem},
-                {"forwards", p.forwards},
+                {"forwards", count_json(p.forwards)},
                 {"ms_per_forward", p.ms_per_forward > 0 ? json(p.ms_per_forward) : json()},
-                {"peak_bytes", p.peak_bytes},
-                {"ops_per_forward", p.ops_per_forward},
+                {"peak_bytes", count_json(p.peak_bytes)},
+                {"ops_per_forward", count_json(p.ops_per_forward)},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()}};
   };
   json rows = json::array();
@@ -325,8 +325,8 @@ json diff_json(const ProfileDiff& d) {
     rows.push_back({{"base_name", r.base_name.empty() ? json() : json(r.base_name)},
                     {"new_name", r.new_name.empty() ? json() : json(r.new_name)},
                     {"change", r.change},
-                    {"base_calls", r.base_calls},
-                    {"new_calls", r.new_calls},
+                    {"base_calls", count_json(r.base_calls)},
+                    {"new_calls", count_json(r.new_calls)},
                     {"base_ns", r.base_ns},
                     {"new_ns", r.new_ns},
                     {"delta_ns", r.new_ns - r.base_ns},
@@ -488,6 +488,7 @@ std::string diff_table(const RunDiff& d) {
 
 json diff_json(const RunDiff& d) {
   auto num_or_null = [](double x) { return x >= 0 ? json(x) : json(); };
+  auto count_or_null = [](double x) { return x >= 0 ? count_json(x) : json(); };
   json rows = json::array();
   for (const RunDiffRow& r : d.rows)
     rows.push_back({{"variant", r.variant},
@@ -496,10 +497,10 @@ json diff_json(const RunDiff& d) {
                     {"base_ms", num_or_null(r.base_ms)},
                     {"new_ms", num_or_null(r.new_ms)},
                     {"speedup", r.base_ms > 0 && r.new_ms > 0 ? json(r.base_ms / r.new_ms) : json()},
-                    {"base_peak_bytes", num_or_null(r.base_peak)},
-                    {"new_peak_bytes", num_or_null(r.new_peak)},
-                    {"base_ops", num_or_null(r.base_ops)},
-                    {"new_ops", num_or_null(r.new_ops)},
+                    {"base_peak_bytes", count_or_null(r.base_peak)},
+                    {"new_peak_bytes", count_or_null(r.new_peak)},
+                    {"base_ops", count_or_null(r.base_ops)},
+                    {"new_ops", count_or_null(r.new_ops)},
                     {"base_max_abs_err", num_or_null(r.base_err)},
                     {"new_max_abs_err", num_or_null(r.new_err)},
                     {"base_spread", spread_json(r.base_forward_ms)},
