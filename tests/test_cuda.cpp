@@ -132,8 +132,19 @@ TEST(CudaDevice, GpuPeaksFeedTheRoofline) {
   a100.bandwidth_gbs = 2039.0;
   const analysis::MachinePeaks p = cuda::gpu_peaks(a100);
   EXPECT_EQ(p.isa, "sm_80");
-  EXPECT_NEAR(p.bf16_gflops, 311869.4, 1.0);  // 312 TFLOP/s dense bf16
+  EXPECT_NEAR(p.bf16_gflops, 312000.0, 1.0);  // the datasheet's 312 TFLOP/s dense bf16 (rate × clock: 311.9)
   EXPECT_NEAR(p.fp32_gflops, 19491.8, 1.0);   // 19.5 TFLOP/s fp32
+  // Hopper reports its 1.98 GHz maximum clock; the datasheet's 989.4 TFLOP/s (1.83 GHz) is the peak used.
+  cuda::DeviceInfo h200;
+  h200.name = "NVIDIA H200";
+  h200.cc_major = 9;
+  h200.sms = 132;
+  h200.sm_clock_ghz = 1.98;
+  EXPECT_NEAR(cuda::gpu_peaks(h200).bf16_gflops, 989400.0, 1.0);
+  EXPECT_NEAR(cuda::gpu_peaks(h200).fp32_gflops, 132 * 256 * 1.98, 1.0);  // 66.9 TFLOP/s, the datasheet's fp32
+  EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA H100 80GB HBM3", 132), 989.4);
+  EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA H100 PCIe", 114), 0.0);  // not listed: rate × clock
+  EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA GeForce RTX 4090", 128), 0.0);
   // The blog's flash forward: 17.2 GFLOP in 146.8 us moving ~16.8 MB is compute-side, at ~37% of peak.
   const analysis::RooflinePoint pt = analysis::place(OpCost{17.18e9, 12.6e6, 4.2e6, 17.18e9}, 146.8e3, p);
   EXPECT_FALSE(pt.memory_bound);

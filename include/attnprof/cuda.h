@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,13 +60,20 @@ struct DeviceInfo {
   double sm_clock_ghz = 0.0;     // boost clock
   int64_t memory_bytes = 0;
   double bandwidth_gbs = 0.0;    // theoretical DRAM bandwidth from the memory clock and bus width
-  double bf16_tflops = 0.0;      // dense tensor-core bf16 peak (per-SM rate by architecture × SMs × clock)
+  double bf16_tflops = 0.0;      // dense tensor-core bf16 peak: the datasheet's where the name identifies the
+                                 // product (datasheet_bf16_tflops), else per-SM rate × SMs × clock
+  std::string bf16_peak_source;  // "datasheet" or "per-SM rate × SMs × reported clock"
 };
 DeviceInfo device_info(int id = 0);
 // Dense bf16 tensor-core FLOP per clock per SM for compute capability major.minor (0 when unknown):
 // sm_80 2048, sm_86/87/89 1024, sm_90 4096, sm_100 8192 (A100: 108 SMs × 1.41 GHz × 2048 = 312 TFLOP/s;
 // H100 SXM: 132 × 1.83 GHz × 4096 = 989 TFLOP/s).
 double bf16_flop_per_clock_per_sm(int cc_major, int cc_minor);
+
+// NVIDIA's dense bf16 tensor-core figure for the products whose name and SM count identify them (A100, H100
+// SXM, H200, GH200), else 0. Hopper reports its 1.98 GHz maximum clock, while its datasheet's 989 TFLOP/s
+// are 132 SMs × 4096 × 1.83 GHz: rate × clock would overstate the peak by 8%.
+double datasheet_bf16_tflops(std::string_view name, int sms);
 
 // Dense non-tensor fp32 FLOP per clock per SM (2 × FP32 lanes): sm_80 128, sm_86/89 256, sm_90 256, sm_100 256.
 double fp32_flop_per_clock_per_sm(int cc_major, int cc_minor);

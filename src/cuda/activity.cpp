@@ -71,12 +71,21 @@ double fp32_flop_per_clock_per_sm(int major, int minor) {
   return 0.0;
 }
 
+double datasheet_bf16_tflops(std::string_view name, int sms) {
+  auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  if (has("NVL") || has("PCIe")) return 0.0;  // lower-power variants: their own figures, not listed here
+  if (has("A100") && sms == 108) return 312.0;
+  if ((has("H100") || has("H200") || has("GH200")) && sms == 132) return 989.4;
+  return 0.0;
+}
+
 analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
   analysis::MachinePeaks p;
   p.cpu = d.name;
   p.isa = fmt::format("sm_{}{}", d.cc_major, d.cc_minor);
   p.threads = d.sms;
-  p.bf16_gflops = bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
+  const double sheet = datasheet_bf16_tflops(d.name, d.sms);
+  p.bf16_gflops = sheet > 0 ? sheet * 1e3 : bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
   p.fp32_gflops = fp32_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
   p.sgemm_gflops = p.fp32_gflops;
   p.bandwidth_gbs = d.bandwidth_gbs;

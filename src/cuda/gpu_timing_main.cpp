@@ -265,9 +265,9 @@ int main(int argc, char** argv) {
   }
   try {
     const cuda::DeviceInfo dev = cuda::device_info(0);
-    std::printf("device: %s, sm_%d%d, %d SMs, %.2f GHz, %.1f GiB, %.0f GB/s, dense bf16 peak %.1f TFLOP/s\n",
+    std::printf("device: %s, sm_%d%d, %d SMs, %.2f GHz, %.1f GiB, %.0f GB/s, dense bf16 peak %.1f TFLOP/s (%s)\n",
                 dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz,
-                double(dev.memory_bytes) / (1 << 30), dev.bandwidth_gbs, dev.bf16_tflops);
+                double(dev.memory_bytes) / (1 << 30), dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source.c_str());
     Tensor q = Tensor::empty(shape, dtype), k = Tensor::empty(shape, dtype), v = Tensor::empty(shape, dtype);
     fill_randn(q, 0);
     fill_randn(k, 1);
