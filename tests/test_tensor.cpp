@@ -102,6 +102,8 @@ TEST(Tensor, Fp16ConversionsRoundToNearestEven) {
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(h.get(0, 0, 1, j), f.get(0, 0, 1, j), std::fabs(f.get(0, 0, 1, j)) / 1024);
   EXPECT_EQ(parse_dtype("fp16"), DType::F16);
   EXPECT_EQ(parse_dtype("half"), DType::F16);
+  EXPECT_EQ(parse_dtype("FP32"), DType::F32);  // any case
+  EXPECT_EQ(parse_dtype("BFloat16"), DType::BF16);
   EXPECT_THROW(parse_dtype("fp8"), Error);
 }
 
