@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -563,6 +564,27 @@ TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 2);
     EXPECT_NE(io::read_file(err).find("cannot write to standard output"), std::string::npos) << io::read_file(err);
   }
+}
+
+TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
+  // A run that cannot write its summary (a file size limit here, a full disk in life) must leave the
+  // previous run's trace, summary and table as they were, not a new trace beside an old summary.
+  const Result first = run("profile naive --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(first.code, 0) << first.err;
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(out())) before[e.path().filename().string()] = io::read_file(e.path());
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_GT(before["naive.summary.json"].size(), 8192u);  // over the limit below
+  ASSERT_LT(before["naive.trace.json"].size(), 8192u);    // under it: written, then discarded with the batch
+  const std::string cmd = "bash -c \"trap '' XFSZ; ulimit -f 8; " + kBinary +
+                          " profile naive --iters 1 --warmup 0 --shape 1,2,48,32 --threads 1 " + out_flag() +
+                          "\" >/dev/null 2>" + (dir_ / "err.txt").string();
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 2);
+  EXPECT_NE(io::read_file(dir_ / "err.txt").find("File too large"), std::string::npos) << io::read_file(dir_ / "err.txt");
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(out())) after[e.path().filename().string()] = io::read_file(e.path());
+  EXPECT_TRUE(after == before) << "files changed or temporary files left: " << after.size();
 }
 
 TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {

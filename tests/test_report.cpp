@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -455,6 +456,36 @@ TEST(Write, FailureNamesThePathAndLeavesNoFile) {
     fs::permissions(dir.path / "ro", fs::perms::owner_all);
     EXPECT_TRUE(fs::is_empty(dir.path / "ro"));
   }
+}
+
+TEST(Write, BatchReplacesFilesTogetherOrNotAtAll) {
+  TempDir dir;
+  const std::string a = (dir.path / "a.txt").string(), b = (dir.path / "b.txt").string();
+  report::write_text_atomic(a, "old a");
+  report::write_text_atomic(b, "old b");
+  {
+    report::FileBatch batch;
+    report::write_text_atomic(a, "new a");
+    EXPECT_EQ(io::read_file(a), "old a");  // staged, complete, not yet in place
+    report::write_text_atomic(b, "new b");
+    batch.commit();
+  }
+  EXPECT_EQ(io::read_file(a), "new a");
+  EXPECT_EQ(io::read_file(b), "new b");
+  {
+    report::FileBatch batch;  // a command that fails after its first file: nothing changes
+    report::write_text_atomic(a, "half a run");
+    // A cache written inside the batch with now = true lands at once and outlives the failure.
+    io::write_file_atomic((dir.path / "cache.json").string(), "{}", /*now=*/true);
+  }
+  EXPECT_EQ(io::read_file(a), "new a");
+  EXPECT_EQ(io::read_file(dir.path / "cache.json"), "{}");
+  std::vector<std::string> entries = dir.entries();
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"a.txt", "b.txt", "cache.json"}));  // no temporary files
+  // After a batch, files are written at once again.
+  report::write_text_atomic(b, "after");
+  EXPECT_EQ(io::read_file(b), "after");
 }
 
 TEST(Summary, EveryRowTotalsMemoryAndSchema) {

@@ -200,10 +200,12 @@ std::vector<std::string> failed_names(const std::vector<Row>& rows) {
   return out;
 }
 
-// Writes compare.json, compare.txt and (with --html) the report, then prints the table or the JSON.
-void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text) {
+// Writes compare.json and compare.txt, commits them with the variants' files in `outputs`, writes (with
+// --html) the report from them, then prints the table or the JSON.
+void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text, report::FileBatch& outputs) {
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  outputs.commit();
   write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
@@ -218,6 +220,7 @@ void run_compare_cuda(const CompareArgs& a) {
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
   prepare_out_dir(o.out);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const cuda::DeviceInfo dev = cuda::device_info();
   Target t;
   t.m = cuda::gpu_peaks(dev);
@@ -271,7 +274,7 @@ void run_compare_cuda(const CompareArgs& a) {
   nlohmann::json j = problem_json(in, o, t);
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
-  finish(o, j, text);
+  finish(o, j, text, outputs);
   exit_if_validation_failed(failed_names(rows));
 }
 
@@ -282,6 +285,7 @@ void run_compare(const CompareArgs& a) {
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   prepare_out_dir(o.out);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();
   progress(fmt::format("attnprof compare: {} variants at {}, {} threads", variants.size(), in.p.str(), threads));
@@ -343,7 +347,7 @@ void run_compare(const CompareArgs& a) {
     text += note + "\n";
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""));
-  finish(o, j, text);
+  finish(o, j, text, outputs);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
   exit_if_validation_failed(failed_names(rows));
 }

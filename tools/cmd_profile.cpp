@@ -57,6 +57,7 @@ void run_profile(const ProfileArgs& a) {
                     std::strerror(errno));
   }
   prepare_out_dir(o.out);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
 
   const int threads = ops::num_threads();
   const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
@@ -117,6 +118,7 @@ void run_profile(const ProfileArgs& a) {
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
+  outputs.commit();
   write_html_if_asked(o);
 
   if (o.json) {

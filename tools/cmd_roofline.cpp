@@ -78,6 +78,7 @@ void run_roofline(const RooflineArgs& a) {
   const std::vector<const Variant*> variants =
       a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
   prepare_out_dir(o.out);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
 
   if (!gpu) progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
@@ -168,6 +169,7 @@ void run_roofline(const RooflineArgs& a) {
   }
   write_json(out_path(o.out, "roofline.json"), j);
   report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
+  outputs.commit();
   write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());

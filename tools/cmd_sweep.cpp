@@ -176,6 +176,7 @@ void run_sweep(const SweepArgs& a) {
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()));
   prepare_out_dir(o.out);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const std::string gpu_name = gpu ? cuda::device_info().name : "";
 
@@ -296,6 +297,7 @@ void run_sweep(const SweepArgs& a) {
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
   write_json(out_path(o.out, "sweep.json"), j);
   report::write_text_atomic(out_path(o.out, "sweep.txt"), text);
+  outputs.commit();
   write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());

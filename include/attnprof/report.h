@@ -8,6 +8,7 @@
 // Every file is written whole or not at all: to a temporary file in the same directory, then renamed.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -117,6 +118,22 @@ struct RunDiff {
 RunDiff diff_compare_runs(const nlohmann::json& base, const nlohmann::json& next);
 std::string diff_table(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);
+
+// One command's output files, replaced together or not at all. While a FileBatch is open on a thread, every
+// file that thread writes (write_text_atomic, the trace writer, npy::save) is completed in a temporary file
+// beside its target and renamed by commit(); a batch destroyed uncommitted (an error half-way) removes them,
+// so the directory keeps the previous run's files whole instead of a mix of two runs.
+class FileBatch {
+ public:
+  FileBatch();
+  ~FileBatch();  // uncommitted: removes every staged temporary file
+  FileBatch(const FileBatch&) = delete;
+  FileBatch& operator=(const FileBatch&) = delete;
+  void commit();  // renames every staged file into place; throws Error naming a file that cannot be
+
+ private:
+  std::unique_ptr<struct FileBatchState> state_;
+};
 
 // A count or byte figure held as a double, as JSON: an integer when it is whole (8, not 8.0), else the double.
 nlohmann::json count_json(double v);

@@ -315,7 +315,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
     try {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);  // ~/.cache may not exist yet; a failure shows below
-      io::write_file_atomic(path, cache.dump(2) + "\n");
+      io::write_file_atomic(path, cache.dump(2) + "\n", /*now=*/true);  // a cache outlives a failed command
     } catch (const Error& e) {
       std::fprintf(stderr, "attnprof: note: could not cache machine peaks: %s\n", e.what());
     }

@@ -30,6 +30,7 @@ struct AtomicFile::Impl {
   std::string path, tmp;  // tmp empty: writing straight into `path` (not a regular file)
   int fd = -1;
   bool gz = false;
+  bool batched = true;  // Commit::WithBatch
   z_stream zs{};
   std::string zbuf;
 
@@ -69,8 +70,9 @@ struct AtomicFile::Impl {
   }
 };
 
-AtomicFile::AtomicFile(std::string path, Gzip gzip) : impl_(std::make_unique<Impl>()) {
+AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.batched = when == Commit::WithBatch;
   ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
   m.path = std::move(path);
   const bool compress = gzip == Gzip::ByExtension && ends_with(m.path, ".gz");  // the name asked for, not a link's
@@ -139,8 +141,40 @@ void AtomicFile::commit() {
   m.fd = -1;
   if (::close(fd) != 0) m.fail("close failed", errno);
   if (direct) return;
+  if (detail::Batch* b = detail::current_batch(); b && m.batched) {
+    b->files.push_back({m.tmp, m.path});  // the batch renames it, or removes it if never committed
+    m.tmp.clear();
+    return;
+  }
   if (::rename(m.tmp.c_str(), m.path.c_str()) != 0) m.fail("rename from its temporary file failed", errno);
   m.tmp.clear();  // committed: nothing to remove
 }
+
+namespace detail {
+
+Batch*& current_batch() {
+  thread_local Batch* current = nullptr;
+  return current;
+}
+
+void commit_staged(Batch& b) {
+  for (size_t i = 0; i < b.files.size(); ++i) {
+    if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0) {
+      const int err = errno;
+      const std::string path = b.files[i].path;
+      b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(i) + 1);
+      discard_staged(b);
+      ATTNPROF_FAIL("cannot write '{}': rename from its temporary file failed ({})", path, std::strerror(err));
+    }
+  }
+  b.files.clear();
+}
+
+void discard_staged(Batch& b) {
+  for (const Staged& f : b.files) ::unlink(f.tmp.c_str());
+  b.files.clear();
+}
+
+}  // namespace detail
 
 }  // namespace attnprof::io

@@ -9,23 +9,41 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnprof::io {
 
 class AtomicFile {
  public:
   enum class Gzip { ByExtension, Never };  // ByExtension: compress when the path ends in ".gz"
-  explicit AtomicFile(std::string path, Gzip gzip = Gzip::ByExtension);  // throws Error naming `path`
+  enum class Commit { WithBatch, Now };     // WithBatch: staged in the thread's open FileBatch, if any
+  explicit AtomicFile(std::string path, Gzip gzip = Gzip::ByExtension,
+                      Commit when = Commit::WithBatch);  // throws Error naming `path`
   ~AtomicFile();                          // not committed: the temporary file is removed
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(std::string_view bytes);  // throws Error naming the path (and removes the temporary file)
-  void commit();                       // flush, close, rename onto the path
+  void commit();  // flush, close, rename onto the path (or hand the complete file to the open FileBatch)
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The staging behind report::FileBatch (see report.h): files committed while a batch is open on this thread
+// wait, complete, in their temporary files, and are renamed together by commit_staged().
+namespace detail {
+struct Staged {
+  std::string tmp, path;
+};
+struct Batch {
+  std::vector<Staged> files;
+  Batch* outer = nullptr;
+};
+Batch*& current_batch();
+void commit_staged(Batch& b);   // renames every staged file, in the order they were written
+void discard_staged(Batch& b);  // removes every staged temporary file
+}  // namespace detail
 
 }  // namespace attnprof::io

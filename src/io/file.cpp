@@ -12,8 +12,8 @@
 
 namespace attnprof::io {
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  AtomicFile f(path, AtomicFile::Gzip::Never);
+void write_file_atomic(const std::string& path, std::string_view bytes, bool now) {
+  AtomicFile f(path, AtomicFile::Gzip::Never, now ? AtomicFile::Commit::Now : AtomicFile::Commit::WithBatch);
   f.write(bytes);
   f.commit();
 }

@@ -12,7 +12,8 @@ namespace attnprof::io {
 
 // Writes `bytes` to `path` via a temporary file + rename (never gzip). Throws Error naming the path on
 // failure and removes the temporary file.
-void write_file_atomic(const std::string& path, std::string_view bytes);
+// `now`: renamed at once even inside a report::FileBatch (a cache that must survive the command failing).
+void write_file_atomic(const std::string& path, std::string_view bytes, bool now = false);
 
 // The whole file as bytes; throws Error naming the path when it cannot be read or is not a regular file.
 std::string read_file(const std::string& path);

@@ -6,6 +6,25 @@
 
 namespace attnprof::report {
 
+struct FileBatchState {
+  io::detail::Batch batch;
+};
+
+FileBatch::FileBatch() : state_(std::make_unique<FileBatchState>()) {
+  state_->batch.outer = io::detail::current_batch();
+  io::detail::current_batch() = &state_->batch;
+}
+
+FileBatch::~FileBatch() {
+  io::detail::discard_staged(state_->batch);
+  if (io::detail::current_batch() == &state_->batch) io::detail::current_batch() = state_->batch.outer;
+}
+
+void FileBatch::commit() {
+  if (io::detail::current_batch() == &state_->batch) io::detail::current_batch() = state_->batch.outer;
+  io::detail::commit_staged(state_->batch);
+}
+
 nlohmann::json count_json(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) return int64_t(v);
   return v;
