@@ -278,6 +278,34 @@ TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
   for (const char* v : {"naive", "inplace", "sdpa-math", "flash"}) EXPECT_EQ(find_variant(v).cost(p32).bf16_flops, 0.0) << v;
 }
 
+TEST(CostModel, CausalFlopsCountThePairsTheMaskLeavesVisible) {
+  auto prob = [](int64_t nq, int64_t nk, bool causal) {
+    return AttnProblem::from_shapes({1, 2, nq, 64}, {1, 2, nk, 64}, {1, 2, nk, 64}, DType::F32,
+                                    AttnOptions{.is_causal = causal});
+  };
+  const double per_pair = 4.0 * 1 * 2 * 64;
+  // Nq == Nk: FlashAttention's halving, exactly.
+  EXPECT_DOUBLE_EQ(attention_flops(prob(1024, 1024, true)), per_pair * 1024.0 * 1024.0 / 2.0);
+  EXPECT_DOUBLE_EQ(attention_flops(prob(1024, 1024, false)), per_pair * 1024.0 * 1024.0);
+  // Top-left causal with Nk > Nq: no query sees a key past Nq, so 4096 keys cost what 128 do (half of
+  // Nq·Nk would be 32× too many).
+  EXPECT_DOUBLE_EQ(attention_flops(prob(128, 4096, true)), attention_flops(prob(128, 128, true)));
+  // Nq > Nk: rows past Nk see every key.
+  EXPECT_DOUBLE_EQ(attention_flops(prob(2048, 128, true)), per_pair * (2048.0 * 128.0 - 128.0 * 128.0 / 2.0));
+  // Against a count of the visible pairs (the diagonal counted half, as the N²/2 convention does).
+  for (auto [nq, nk] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {5, 17}, {300, 300}, {64, 1000}, {1000, 64}}) {
+    double pairs = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t j = 0; j < nk; ++j) pairs += j < i ? 1.0 : j == i ? 0.5 : 0.0;
+    EXPECT_DOUBLE_EQ(causal_visible_pairs(nq, nk), pairs) << nq << "x" << nk;
+  }
+  // The flash kernel's bytes follow the same rows: keys past Nq are never read.
+  EXPECT_DOUBLE_EQ(find_variant("flash").cost(prob(128, 4096, true)).bytes(),
+                   find_variant("flash").cost(prob(128, 128, true)).bytes());
+  EXPECT_GT(find_variant("flash").cost(prob(128, 4096, false)).bytes(),
+            find_variant("flash").cost(prob(128, 128, false)).bytes());
+}
+
 TEST(Profiler, MemoryAttributionAndPeak) {
   const int64_t B = 1, H = 2, N = 40, D = 16;
   const NaiveRun run = profile_variant("naive", DType::F32, B, H, N, D);

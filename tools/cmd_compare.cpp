@@ -146,7 +146,8 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"warmup", o.warmup},
           {"iters", o.iters},
           {"attention_flops", attention_flops(in.p)},
-          {"flops_convention", "4*B*Hq*Nq*Nk*D per forward, causal FLOPs halved"},
+          {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair: Nq*Nk, causal Nq^2/2 "
+                               "(Nq <= Nk) or Nq*Nk - Nk^2/2 (Nq > Nk), halved when Nq == Nk"},
           {"peak_kind", t.peak_kind},
           {"peak_gflops", t.peak},
           {"bandwidth_gbs", t.m.bandwidth_gbs},
@@ -260,10 +261,8 @@ void run_compare_cuda(const CompareArgs& a) {
   }
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
-  text += fmt::format("TFLOP/s: attention FLOPs {:.3g} per forward{}; % peak of the {} datasheet "
-                      "peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
-                      attention_flops(in.p), in.p.mask == MaskKind::Causal ? ", causal FLOPs halved" : "",
-                      dtype_name(in.p.dtype), t.peak * 1e-3, t.m.bandwidth_gbs);
+  text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
+                      flops_legend(in.p), dtype_name(in.p.dtype), t.peak * 1e-3, t.m.bandwidth_gbs);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
           "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
   if (!cupti_note.empty())
@@ -325,8 +324,7 @@ void run_compare(const CompareArgs& a) {
 
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} threads, inputs {}", in.p.str(), threads, in.source), t);
-  text += fmt::format("GFLOP/s: attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward{}.\n", attention_flops(in.p),
-                      in.p.mask == MaskKind::Causal ? ", causal FLOPs halved (FlashAttention's convention)" : "");
+  text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} threads ({}; sgemm {:.1f} GFLOP/s).\n",
                       t.peak_kind, t.peak, t.m.threads, t.m.isa, t.m.sgemm_gflops);
   text += fmt::format("Bound ms: bytes moved (cost model) / measured STREAM triad bandwidth {:.1f} GB/s.\n",

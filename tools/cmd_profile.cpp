@@ -138,9 +138,10 @@ void run_profile(const ProfileArgs& a) {
   std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (%s)\n",
               report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
               r.median_ns > 0 ? flops / r.median_ns : 0.0,
-              in.p.mask == MaskKind::Causal ? "attention FLOPs 4·B·H·Nq·Nk·D, halved as causal; the table's GFLOP/s "
-                                              "count what each op computed, masked scores included"
-                                            : "attention FLOPs 4·B·H·Nq·Nk·D");
+              (flops_legend(in.p) + (in.p.mask == MaskKind::Causal ? "; the table's GFLOP/s count what each op "
+                                                                     "computed, masked scores included"
+                                                                   : ""))
+                  .c_str());
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   for (const std::string& line : report::noisy_notes({{v.name, forward_ms}}, machine_note))
     std::printf("%s\n", line.c_str());

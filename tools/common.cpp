@@ -311,6 +311,18 @@ double now_s() {
 }
 double elapsed_s(double since_s) { return now_s() - since_s; }
 
+std::string flops_legend(const AttnProblem& p) {
+  const double f = attention_flops(p);
+  if (p.mask != MaskKind::Causal) return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward", f);
+  if (p.Nq == p.Nk)
+    return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward, causal FLOPs halved (FlashAttention's "
+                       "convention)", f);
+  return p.Nq < p.Nk
+             ? fmt::format("attention FLOPs 4·B·H·D·Nq²/2 = {:.3g} per forward (causal: no query sees a key past Nq)", f)
+             : fmt::format("attention FLOPs 4·B·H·D·(Nq·Nk − Nk²/2) = {:.3g} per forward (causal: rows past Nk see "
+                           "every key)", f);
+}
+
 void progress(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);

@@ -168,6 +168,9 @@ DevicePeak device_forward_peak(cuda::DeviceRunner& dev, const cuda::DeviceTensor
 // With --html: writes report.html into --out from every result file there (attnprof report), and says so.
 void write_html_if_asked(const CommonOptions& o);
 
+// The legend of a GFLOP/s figure: how attention_flops counted this problem, and the count.
+std::string flops_legend(const AttnProblem& p);
+
 // Progress lines on stderr (the --json stdout stays machine-readable).
 void progress(const std::string& line);
 

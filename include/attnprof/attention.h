@@ -63,8 +63,13 @@ struct AttnProblem {
 };
 
 // FlashAttention's FLOP convention: 4·B·Hq·Nq·Nk·D for the forward, halved when causal (Nq == Nk).
+// With Nq != Nk, causal counts the pairs the top-left aligned mask leaves visible: Nq²/2 when Nq <= Nk
+// (keys past Nq are never seen), Nq·Nk − Nk²/2 when Nq > Nk (rows past Nk see every key) — not half of
+// Nq·Nk, which would be 32× too many at Nq=128, Nk=4096.
 // Every variant reports these "useful" FLOPs so that GFLOP/s compare across variants.
 double attention_flops(const AttnProblem& p);
+// The area of the visible region of an nq × nk causal (top-left) score matrix, diagonal counted half.
+double causal_visible_pairs(int64_t nq, int64_t nk);
 // The cost of a fused kernel (flash, cuDNN): attention_flops, all on bf16 dot-product units for a bf16 problem
 // (its two GEMMs; the softmax's arithmetic is outside the convention), and the bytes it moves.
 OpCost fused_attention_cost(const AttnProblem& p, double bytes_read, double bytes_written);

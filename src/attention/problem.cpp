@@ -78,9 +78,16 @@ AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Sha
   return p;
 }
 
+double causal_visible_pairs(int64_t nq, int64_t nk) {
+  // Top-left aligned: query i sees keys 0..i. The visible region's area, the diagonal counted half, so that
+  // Nq == Nk gives exactly N²/2 (FlashAttention's halving).
+  const double q = double(nq), k = double(nk);
+  return q <= k ? q * q / 2.0 : q * k - k * k / 2.0;
+}
+
 double attention_flops(const AttnProblem& p) {
-  double f = 4.0 * double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * double(p.D);
-  return p.mask == MaskKind::Causal ? f / 2.0 : f;
+  const double pairs = p.mask == MaskKind::Causal ? causal_visible_pairs(p.Nq, p.Nk) : double(p.Nq) * double(p.Nk);
+  return 4.0 * double(p.B) * double(p.Hq) * double(p.D) * pairs;
 }
 
 OpCost fused_attention_cost(const AttnProblem& p, double bytes_read, double bytes_written) {

@@ -68,9 +68,9 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
   const int64_t budget = memory_budget();
   const int64_t live = g_counters.current();
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
-    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({:.2f} GiB) with {:.2f} GiB already live, over the memory "
-                                  "budget of {} bytes ({:.2f} GiB){}{}",
-                                  what, bytes, bytes / (1 << 30), double(live) / (1 << 30), budget,
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({:.2f} GiB) with {} bytes ({:.2f} GiB) already live, over "
+                                  "the memory budget of {} bytes ({:.2f} GiB){}{}",
+                                  what, bytes, bytes / (1 << 30), live, double(live) / (1 << 30), budget,
                                   double(budget) / (1 << 30), hint.empty() ? "" : "; ", hint),
                       __FILE__, __LINE__);
   }

@@ -540,7 +540,7 @@ void section_sweep(Page& pg, const Input& in) {
   if (!mem_pts.empty())
     pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory, MiB (log scale)"),
              "Peak tracked memory against N, log–log: the naive variants hold the N×N scores (exponent ≈ 2), "
-             "FlashAttention only O(N) buffers (exponent ≈ 1).");
+             "FlashAttention only its O(N) output beside a fixed scratch (exponent ≈ 1 once the output dominates).");
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
   if (!skipped.empty()) {

@@ -1,6 +1,7 @@
 // The flash variant's entry point: validate, describe the tensors to the kernel, dispatch per ISA.
 #include "attention/flash/flash.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attention/variants.h"
@@ -23,13 +24,15 @@ ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)
 }  // namespace flash
 
 double flash_bytes(const AttnProblem& p) {
-  // Q and O once; K and V once per Q block of 256 rows (kBr in flash_simd.h) that visits them (about half of
-  // them when causal).
+  // Q and O once; K and V rows once per Q block of 256 rows (kBr in flash_simd.h) that reads them: every key
+  // without a mask, causal only the keys up to the block's last row (top-left: none past Nq).
   const double es = double(dtype_size(p.dtype));
-  const double q_blocks = std::ceil(double(p.Nq) / 256.0);
-  const double kv_visits = p.mask == MaskKind::Causal ? (q_blocks + 1.0) / 2.0 : q_blocks;
+  const int64_t q_blocks = (p.Nq + 255) / 256;
+  double kv_rows = 0.0;  // K (or V) rows read, summed over the Q blocks
+  for (int64_t qb = 0; qb < q_blocks; ++qb)
+    kv_rows += p.mask == MaskKind::Causal ? double(std::min(p.Nk, std::min(p.Nq, (qb + 1) * 256))) : double(p.Nk);
   const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
-  const double kv = 2.0 * es * double(p.B * p.Hq * p.Nk * p.D) * kv_visits;
+  const double kv = 2.0 * es * double(p.B * p.Hq * p.D) * kv_rows;
   return qo + kv + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
 }
 
