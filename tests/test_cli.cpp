@@ -396,6 +396,9 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
     if (op["flops"].get<double>() > 0)
       EXPECT_EQ(op["bound"], op["intensity"].get<double>() < op["ridge_intensity"].get<double>() ? "memory" : "compute")
           << op.dump();
+    EXPECT_NEAR(op["fraction_of_bandwidth"].get<double>(),
+                op["achieved_gbs"].get<double>() / j["machine"]["bandwidth_gbs"].get<double>(), 1e-9)
+        << op.dump();
     const std::string key = op["variant"].get<std::string>() + "/" + op["name"].get<std::string>();
     bound[key] = op["bound"];
     ridge[key] = op["ridge_intensity"].get<double>();

@@ -140,6 +140,9 @@ void run_roofline(const RooflineArgs& a) {
                             {"attainable_gflops", pt.attainable_gflops},
                             {"ridge_intensity", pt.ridge_intensity},
                             {"fraction_of_attainable", pt.fraction_of_attainable},
+                            // what the table's %bw shows for ops without FLOPs (copies), whose
+                            // fraction_of_attainable is 0: achieved GB/s over the bandwidth ceiling
+                            {"fraction_of_bandwidth", m.bandwidth_gbs > 0 ? gbs / m.bandwidth_gbs : 0.0},
                             {"bound", bound}});
         // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
         const std::string pct = op.cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
