@@ -3,12 +3,8 @@
 // inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
 // --device cuda: the CUDA variant on the GPU, each recorded forward also through CUPTI (Self CUDA columns,
 // the kernel table, GPU stream tracks in the trace).
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 
 #include "attnprof/cuda.h"
@@ -52,9 +48,7 @@ void run_profile(const ProfileArgs& a) {
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
     if (std::filesystem::is_directory(o.save_output))
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
-    if (::access(dir.c_str(), W_OK) != 0)
-      ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not writable ({})", o.save_output, dir.string(),
-                    std::strerror(errno));
+    check_writable_dir(dir.string(), "--save-output's directory");
   }
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all

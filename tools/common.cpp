@@ -151,8 +151,6 @@ void apply_runtime_options(const CommonOptions& o) {
 
 AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
   const Shape4 s = parse_shape(o.shape);
-  if (o.kv_len < 0) ATTNPROF_FAIL("--kv-len must be positive, got {}", o.kv_len);
-  if (o.kv_heads < 0) ATTNPROF_FAIL("--kv-heads must be positive, got {}", o.kv_heads);
   AttnProblem p;
   p.B = s[0];
   p.Hq = s[1];
@@ -269,17 +267,21 @@ const Variant& resolve_cuda_variant(const std::string& name, const std::string& 
   return v;
 }
 
+void check_writable_dir(const std::string& dir, std::string_view what) {
+  // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
+  std::string probe = out_path(dir, ".attnprof-write-probe.XXXXXX");
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) ATTNPROF_FAIL("{} '{}' is not writable: {}", what, dir, std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 void prepare_out_dir(const std::string& dir) {
-  ATTNPROF_CHECK(!dir.empty(), "--out must not be empty");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
   if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
-  std::string probe = out_path(dir, ".attnprof-write-probe.XXXXXX");
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) ATTNPROF_FAIL("output directory '{}' is not writable: {}", dir, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  check_writable_dir(dir, "output directory");
 }
 
 std::string out_path(const std::string& dir, const std::string& file) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -88,6 +89,8 @@ bool use_cuda(const std::string& device);
 // Creates --out (and checks it is writable) only after every input has been validated, so bad input
 // leaves nothing behind.
 void prepare_out_dir(const std::string& dir);
+// Throws "<what> '<dir>' is not writable: ..." unless a file can be created in `dir`.
+void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);
 // "<variant>.trace.json", or ".trace.json.gz" with --gzip.
 std::string trace_file(const std::string& variant, const CommonOptions& o);

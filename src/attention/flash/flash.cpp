@@ -2,7 +2,6 @@
 #include "attention/flash/flash.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "attention/variants.h"
 #include "attnprof/allocator.h"
