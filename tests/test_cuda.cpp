@@ -145,6 +145,14 @@ TEST(CudaDevice, GpuPeaksFeedTheRoofline) {
   EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA H100 80GB HBM3", 132), 989.4);
   EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA H100 PCIe", 114), 0.0);  // not listed: rate × clock
   EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA GeForce RTX 4090", 128), 0.0);
+  std::string source;
+  EXPECT_DOUBLE_EQ(cuda::bf16_peak_tflops(h200, &source), 989.4);
+  EXPECT_EQ(source, "datasheet");
+  cuda::DeviceInfo unlisted = h200;
+  unlisted.name = "NVIDIA H100 PCIe";
+  unlisted.sms = 114;
+  EXPECT_NEAR(cuda::bf16_peak_tflops(unlisted, &source), 4096 * 114 * 1.98e-3, 1e-9);
+  EXPECT_EQ(source, "per-SM rate × SMs × reported clock");
   // The blog's flash forward: 17.2 GFLOP in 146.8 us moving ~16.8 MB is compute-side, at ~37% of peak.
   const analysis::RooflinePoint pt = analysis::place(OpCost{17.18e9, 12.6e6, 4.2e6, 17.18e9}, 146.8e3, p);
   EXPECT_FALSE(pt.memory_bound);

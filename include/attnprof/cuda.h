@@ -74,6 +74,9 @@ double bf16_flop_per_clock_per_sm(int cc_major, int cc_minor);
 // SXM, H200, GH200), else 0. Hopper reports its 1.98 GHz maximum clock, while its datasheet's 989 TFLOP/s
 // are 132 SMs × 4096 × 1.83 GHz: rate × clock would overstate the peak by 8%.
 double datasheet_bf16_tflops(std::string_view name, int sms);
+// The dense bf16 peak of `d` in TFLOP/s: the datasheet's figure where datasheet_bf16_tflops knows the product,
+// else per-SM rate × SMs × clock; `source`, when given, says which.
+double bf16_peak_tflops(const DeviceInfo& d, std::string* source = nullptr);
 
 // Dense non-tensor fp32 FLOP per clock per SM (2 × FP32 lanes): sm_80 128, sm_86/89 256, sm_90 256, sm_100 256.
 double fp32_flop_per_clock_per_sm(int cc_major, int cc_minor);

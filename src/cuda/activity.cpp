@@ -79,13 +79,18 @@ double datasheet_bf16_tflops(std::string_view name, int sms) {
   return 0.0;
 }
 
+double bf16_peak_tflops(const DeviceInfo& d, std::string* source) {
+  const double sheet = datasheet_bf16_tflops(d.name, d.sms);
+  if (source) *source = sheet > 0 ? "datasheet" : "per-SM rate × SMs × reported clock";
+  return sheet > 0 ? sheet : bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz * 1e-3;
+}
+
 analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
   analysis::MachinePeaks p;
   p.cpu = d.name;
   p.isa = fmt::format("sm_{}{}", d.cc_major, d.cc_minor);
   p.threads = d.sms;
-  const double sheet = datasheet_bf16_tflops(d.name, d.sms);
-  p.bf16_gflops = sheet > 0 ? sheet * 1e3 : bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
+  p.bf16_gflops = bf16_peak_tflops(d) * 1e3;
   p.fp32_gflops = fp32_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
   p.sgemm_gflops = p.fp32_gflops;
   p.bandwidth_gbs = d.bandwidth_gbs;

@@ -58,12 +58,7 @@ DeviceInfo device_info(int id) {
   d.sm_clock_ghz = clock_khz * 1e-6;
   d.memory_bytes = int64_t(prop.totalGlobalMem);
   d.bandwidth_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) * 1e-9;  // double data rate
-  d.bf16_tflops = datasheet_bf16_tflops(d.name, d.sms);
-  d.bf16_peak_source = "datasheet";
-  if (d.bf16_tflops <= 0) {
-    d.bf16_tflops = bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz * 1e-3;
-    d.bf16_peak_source = "per-SM rate × SMs × reported clock";
-  }
+  d.bf16_tflops = bf16_peak_tflops(d, &d.bf16_peak_source);
   return d;
 }
 
