@@ -1,7 +1,9 @@
 // The flash forward compiled for the avx512 target (see flash_simd.h and core/isa_target.h).
 // gcc 12 reports its own _mm512_undefined_* placeholders as uninitialised; they are not.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // Std and intrinsic headers come before the target pragma so that their inline code keeps baseline codegen.
 #include <immintrin.h>
 #include <omp.h>

@@ -233,10 +233,27 @@ inline void row_to_f32(const void* src, DType t, int64_t n, int64_t n_pad, float
   for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
 }
 
-inline void forward(const Params& p, bool bf16_dot) {
-  const int64_t D = p.D, Dp = round_up(D, W), D2 = (D + 1) / 2, group = p.Hq / p.Hkv;
+// Scratch layout of one thread (floats): Qᵀ [Dp][kBr] | Sᵀ [kBc][kBr] | P pairs [kBc/2][kBr] | K [kBc][Dp] |
+// V [kBc][Dp] | O [kBr][Dp] | m, l, α [kBr] each.
+struct Layout {
+  int64_t Dp, q_sz, s_sz, p_sz, k_sz, v_sz, o_sz;
+  explicit Layout(int64_t D)
+      : Dp(round_up(D, W)), q_sz(Dp * kBr), s_sz(kBc * kBr), p_sz(kBc / 2 * kBr), k_sz(kBc * Dp),
+        v_sz(kBc * Dp), o_sz(kBr * Dp) {}
+  size_t bytes() const { return size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * kBr) * sizeof(float); }
+};
+
+inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + kBr - 1) / kBr); }
+
+// One thread's share of forward(): the (batch, head, Q block) tasks the schedule hands it, in its scratch
+// slice `base`. It is a function of its own rather than the parallel region's body so that the SIMD target
+// applies to it under clang too: clang outlines a parallel region into a new function, which does not
+// inherit the target of the function around it.
+inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
+  const Layout lay(p.D);
+  const int64_t D = p.D, Dp = lay.Dp, D2 = (D + 1) / 2, group = p.Hq / p.Hkv;
   const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
-  const int64_t bh_count = p.B * p.Hq, tasks = bh_count * q_blocks;
+  const int64_t bh_count = p.B * p.Hq, tasks = task_count(p);
   const int64_t es = int64_t(dtype_size(p.dtype));
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -249,244 +266,240 @@ inline void forward(const Params& p, bool bf16_dot) {
   const bool k_in_place = bf16_dot || p.dtype == DType::F32;
   const bool v_in_place = !bf16_dot && p.dtype == DType::F32 && D % W == 0;
 
-  // Scratch layout (floats): Qᵀ [Dp][kBr] | Sᵀ [kBc][kBr] | P pairs [kBc/2][kBr] | K [kBc][Dp] | V [kBc][Dp] |
-  // O [kBr][Dp] | m, l, α [kBr] each.
-  const int64_t q_sz = Dp * kBr, s_sz = kBc * kBr, p_sz = kBc / 2 * kBr, k_sz = kBc * Dp, v_sz = kBc * Dp,
-                o_sz = kBr * Dp;
-  const size_t scratch_bytes = size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * kBr) * sizeof(float);
+  float* const Qt = base;
+  float* const St = Qt + lay.q_sz;
+  [[maybe_unused]] uint32_t* const P2 = reinterpret_cast<uint32_t*>(St + lay.s_sz);
+  float* const Kf = St + lay.s_sz + lay.p_sz;
+  float* const Vf = Kf + lay.k_sz;
+  float* const O = Vf + lay.v_sz;
+  float* const m = O + lay.o_sz;
+  float* const l = m + kBr;
+  float* const alpha = l + kBr;
+  uint32_t* const Qt2 = reinterpret_cast<uint32_t*>(Qt);
+  uint32_t* const V2 = reinterpret_cast<uint32_t*>(Vf);
 
-  const ThreadScratch scratch(scratch_bytes, tasks > 1 ? omp_get_max_threads() : 1);
-#pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
-  {
-    float* const base = scratch.slice(omp_get_thread_num());
-    float* const Qt = base;
-    float* const St = Qt + q_sz;
-    [[maybe_unused]] uint32_t* const P2 = reinterpret_cast<uint32_t*>(St + s_sz);
-    float* const Kf = St + s_sz + p_sz;
-    float* const Vf = Kf + k_sz;
-    float* const O = Vf + v_sz;
-    float* const m = O + o_sz;
-    float* const l = m + kBr;
-    float* const alpha = l + kBr;
-    uint32_t* const Qt2 = reinterpret_cast<uint32_t*>(Qt);
-    uint32_t* const V2 = reinterpret_cast<uint32_t*>(Vf);
-
-    // Causal work grows with the Q block index: hand out the heaviest blocks first.
+  // Causal work grows with the Q block index: hand out the heaviest blocks first.
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t qb = causal ? q_blocks - 1 - t / bh_count : t / bh_count;
-      const int64_t bh = t % bh_count;
-      const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
-      const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
-      const int64_t rows_p = round_up(rows, kRp);  // rows the Q·Kᵀ micro-tiles cover (zeros past `rows`)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t qb = causal ? q_blocks - 1 - t / bh_count : t / bh_count;
+    const int64_t bh = t % bh_count;
+    const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
+    const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
+    const int64_t rows_p = round_up(rows, kRp);  // rows the Q·Kᵀ micro-tiles cover (zeros past `rows`)
 
-      // 1. Qᵀ (unscaled; the scale is folded into the softmax).
-      const int64_t qo = b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
-      if (bf16_dot) {
-        const uint16_t* q = static_cast<const uint16_t*>(p.q) + qo;
-        for (int64_t r = 0; r < rows_p; ++r) {
-          const uint16_t* qr = q + r * p.qs[2];
-          for (int64_t d2 = 0; d2 < D2; ++d2)
-            Qt2[d2 * kBr + r] = r >= rows ? 0u
-                                : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
-                                                 : uint32_t(qr[2 * d2]);
-        }
-      } else {
-        for (int64_t r = 0; r < rows_p; ++r) {
-          if (r >= rows) {
-            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = 0.0f;
-          } else if (p.dtype == DType::F32) {
-            const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
-            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = qr[d];
-          } else {
-            const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
-            for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
-          }
+    // 1. Qᵀ (unscaled; the scale is folded into the softmax).
+    const int64_t qo = b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
+    if (bf16_dot) {
+      const uint16_t* q = static_cast<const uint16_t*>(p.q) + qo;
+      for (int64_t r = 0; r < rows_p; ++r) {
+        const uint16_t* qr = q + r * p.qs[2];
+        for (int64_t d2 = 0; d2 < D2; ++d2)
+          Qt2[d2 * kBr + r] = r >= rows ? 0u
+                              : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
+                                               : uint32_t(qr[2 * d2]);
+      }
+    } else {
+      for (int64_t r = 0; r < rows_p; ++r) {
+        if (r >= rows) {
+          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = 0.0f;
+        } else if (p.dtype == DType::F32) {
+          const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
+          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = qr[d];
+        } else {
+          const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
+          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
         }
       }
-      std::fill(O, O + rows * Dp, 0.0f);
-      std::fill(m, m + kBr, ninf);
-      std::fill(l, l + kBr, 0.0f);
+    }
+    std::fill(O, O + rows * Dp, 0.0f);
+    std::fill(m, m + kBr, ninf);
+    std::fill(l, l + kBr, 0.0f);
 
-      const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
-      for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
-        const int64_t cols = std::min(kBc, kv_end - j0);
-        const int64_t ko = b * p.ks[0] + hk * p.ks[1] + j0 * p.ks[2];
-        const int64_t vo = b * p.vs[0] + hk * p.vs[1] + j0 * p.vs[2];
+    const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
+    for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
+      const int64_t cols = std::min(kBc, kv_end - j0);
+      const int64_t ko = b * p.ks[0] + hk * p.ks[1] + j0 * p.ks[2];
+      const int64_t vo = b * p.vs[0] + hk * p.vs[1] + j0 * p.vs[2];
 
-        // 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
-        const void* kbase = static_cast<const char*>(p.k) + ko * es;
-        int64_t ldk = p.ks[2];
-        if (!k_in_place) {
-          for (int64_t c = 0; c < cols; ++c)
-            row_to_f32(static_cast<const char*>(kbase) + c * p.ks[2] * es, p.dtype, D, D, Kf + c * Dp);
-          kbase = Kf;
-          ldk = Dp;
-        }
-        const float* vrows = Vf;
-        int64_t ldv = Dp;
-        if (bf16_dot) {
-          const uint16_t* vb = static_cast<const uint16_t*>(p.v) + vo;
-          for (int64_t c2 = 0; c2 < (cols + 1) / 2; ++c2) {
-            const uint16_t* v0 = vb + (2 * c2) * p.vs[2];
-            const uint16_t* v1 = 2 * c2 + 1 < cols ? vb + (2 * c2 + 1) * p.vs[2] : nullptr;
-            uint32_t* dst = V2 + c2 * Dp;
-            int64_t d = 0;
-            if (v1) {
-              for (; d + 16 <= D; d += 16) {
-                const __m256i a = _mm256_loadu_si256((const __m256i*)(v0 + d));
-                const __m256i c = _mm256_loadu_si256((const __m256i*)(v1 + d));
-                const __m256i lo = _mm256_unpacklo_epi16(a, c), hi = _mm256_unpackhi_epi16(a, c);
-                _mm256_storeu_si256((__m256i*)(dst + d), _mm256_permute2x128_si256(lo, hi, 0x20));
-                _mm256_storeu_si256((__m256i*)(dst + d + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
-              }
-            }
-            for (; d < D; ++d) dst[d] = uint32_t(v0[d]) | (v1 ? uint32_t(v1[d]) << 16 : 0u);
-            for (; d < Dp; ++d) dst[d] = 0;
-          }
-        } else if (v_in_place) {
-          vrows = static_cast<const float*>(p.v) + vo;
-          ldv = p.vs[2];
-        } else {
-          for (int64_t c = 0; c < cols; ++c)
-            row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, Vf + c * Dp);
-        }
-
-        // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a
-        // panel only needs the keys its last row can see; the tiles left out are fully masked below (the
-        // softmax overwrites every lane of them with -inf), so their stale contents are never read.
-        const bool diagonal = causal && j0 + cols - 1 > i0;
-        for (int64_t r0 = 0; r0 < rows_p; r0 += kRp) {
-          const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + kRp - j0, 0, cols) : cols;
-          for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
-            by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
-#if FLASH_BF16_DOT
-              if (bf16_dot) {
-                qk_bf16<mr>(static_cast<const uint16_t*>(kbase) + c0 * ldk, ldk, Qt2 + r0, D, St + c0 * kBr + r0);
-                return;
-              }
-#endif
-              qk_f32<mr>(static_cast<const float*>(kbase) + c0 * ldk, ldk, Qt + r0, D, St + c0 * kBr + r0);
-            });
-          }
-        }
-
-        // 2c. Online softmax, 16 (8) rows at a time, along keys.
-        if (explicit_mask) {  // rare path: apply the mask element by element on the scaled scores
-          for (int64_t c = 0; c < cols; ++c) {
-            float* s = St + c * kBr;
-            for (int64_t r = 0; r < rows; ++r) {
-              const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + (j0 + c) * p.ms[3];
-              if (p.mask == MaskKind::Bool)
-                s[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? s[r] * qscale : ninf;
-              else
-                s[r] = s[r] * qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
+      // 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
+      const void* kbase = static_cast<const char*>(p.k) + ko * es;
+      int64_t ldk = p.ks[2];
+      if (!k_in_place) {
+        for (int64_t c = 0; c < cols; ++c)
+          row_to_f32(static_cast<const char*>(kbase) + c * p.ks[2] * es, p.dtype, D, D, Kf + c * Dp);
+        kbase = Kf;
+        ldk = Dp;
+      }
+      const float* vrows = Vf;
+      int64_t ldv = Dp;
+      if (bf16_dot) {
+        const uint16_t* vb = static_cast<const uint16_t*>(p.v) + vo;
+        for (int64_t c2 = 0; c2 < (cols + 1) / 2; ++c2) {
+          const uint16_t* v0 = vb + (2 * c2) * p.vs[2];
+          const uint16_t* v1 = 2 * c2 + 1 < cols ? vb + (2 * c2 + 1) * p.vs[2] : nullptr;
+          uint32_t* dst = V2 + c2 * Dp;
+          int64_t d = 0;
+          if (v1) {
+            for (; d + 16 <= D; d += 16) {
+              const __m256i a = _mm256_loadu_si256((const __m256i*)(v0 + d));
+              const __m256i c = _mm256_loadu_si256((const __m256i*)(v1 + d));
+              const __m256i lo = _mm256_unpacklo_epi16(a, c), hi = _mm256_unpackhi_epi16(a, c);
+              _mm256_storeu_si256((__m256i*)(dst + d), _mm256_permute2x128_si256(lo, hi, 0x20));
+              _mm256_storeu_si256((__m256i*)(dst + d + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
             }
           }
+          for (; d < D; ++d) dst[d] = uint32_t(v0[d]) | (v1 ? uint32_t(v1[d]) << 16 : 0u);
+          for (; d < Dp; ++d) dst[d] = 0;
         }
-        // The scale is applied inside the exponent, exp2(s·scale − m) as one FMA, so the first pass over the
-        // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
-        // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
-        // order: those scores are scaled in the first pass instead.
-        const bool scale_first = !explicit_mask && !(qscale > 0.0f);
-        const V vq = F::set1(explicit_mask || scale_first ? 1.0f : qscale), vq_first = F::set1(qscale);
-        for (int64_t r0 = 0; r0 < rows; r0 += W) {
-          // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
-          // view); the keys past it are masked for every row, so they need no max and no exponential,
-          // only P = 0 where a P·V micro-tile that straddles into the next group reads them. A group that
-          // sees no key of the block keeps m and ℓ (α = 1).
-          const int64_t vis = diagonal ? std::clamp<int64_t>(i0 + r0 + W - j0, 0, cols) : cols;
-#if FLASH_BF16_DOT
-          if (bf16_dot)
-            for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
-              F::store(reinterpret_cast<float*>(P2 + c2 * kBr + r0), F::zero());
-          else
-#endif
-            for (int64_t c = vis; c < cols; ++c) F::store(St + c * kBr + r0, F::zero());
-          if (vis == 0) {
-            F::store(alpha + r0, F::set1(1.0f));
-            continue;
-          }
-          const V m_old = F::load(m + r0);
-          V smax = F::set1(ninf);
-          for (int64_t c = 0; c < vis; ++c) {
-            V x = F::load(St + c * kBr + r0);
-            if (scale_first) x = F::mul(x, vq_first);
-            // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
-            if (diagonal) x = F::mask_first(x, j0 + c - i0 - r0, ninf);
-            if (diagonal || scale_first) F::store(St + c * kBr + r0, x);
-            smax = F::max(smax, x);
-          }
-          const V vmax = F::max(m_old, F::mul(smax, vq));
-          // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
-          // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
-          const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
-          const V neg_m = F::sub(F::zero(), m_safe);
-          const V a = F::exp2(F::add(m_old, neg_m));
-          V vsum = F::zero();
-          int64_t c = 0;
-#if FLASH_BF16_DOT
-          if (bf16_dot) {
-            for (; c < vis; c += 2) {
-              const V e0 = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
-              const V e1 = c + 1 < vis ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
-              vsum = F::add(vsum, F::add(e0, e1));
-              store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
-            }
-          }
-#endif
-          for (; c < vis; ++c) {
-            const V e = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
-            vsum = F::add(vsum, e);
-            F::store(St + c * kBr + r0, e);
-          }
-          F::store(l + r0, F::fma(F::load(l + r0), a, vsum));
-          F::store(m + r0, vmax);
-          F::store(alpha + r0, a);
-        }
+      } else if (v_in_place) {
+        vrows = static_cast<const float*>(p.v) + vo;
+        ldv = p.vs[2];
+      } else {
+        for (int64_t c = 0; c < cols; ++c)
+          row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, Vf + c * Dp);
+      }
 
-        // 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past
-        // the last row's key, and rows that see no key of this block keep α = 1 and O as it is, so the
-        // micro-tile stops there (or is skipped).
-        for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-          const int64_t mr_n = std::min<int64_t>(kMr, rows - r0);
-          const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + mr_n - j0, 0, cols) : cols;
-          if (kc == 0) continue;
-          by_rows(mr_n, [&](auto mr) {
-            for (int64_t v0 = 0; v0 < nvec; v0 += kNv) {
-              by_vecs(std::min<int64_t>(kNv, nvec - v0), [&](auto nv) {
+      // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a
+      // panel only needs the keys its last row can see; the tiles left out are fully masked below (the
+      // softmax overwrites every lane of them with -inf), so their stale contents are never read.
+      const bool diagonal = causal && j0 + cols - 1 > i0;
+      for (int64_t r0 = 0; r0 < rows_p; r0 += kRp) {
+        const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + kRp - j0, 0, cols) : cols;
+        for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
+          by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
 #if FLASH_BF16_DOT
-                if (bf16_dot) {
-                  pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (kc + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
-                  return;
-                }
-#endif
-                pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, kc, O + r0 * Dp + v0 * W, Dp, alpha + r0);
-              });
+            if (bf16_dot) {
+              qk_bf16<mr>(static_cast<const uint16_t*>(kbase) + c0 * ldk, ldk, Qt2 + r0, D, St + c0 * kBr + r0);
+              return;
             }
+#endif
+            qk_f32<mr>(static_cast<const float*>(kbase) + c0 * ldk, ldk, Qt + r0, D, St + c0 * kBr + r0);
           });
         }
       }
 
-      // 3. O / ℓ and the logsumexp.
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t oo = b * p.os[0] + h * p.os[1] + (i0 + r) * p.os[2];
-        const float lr = l[r];
-        const V inv = F::set1(lr > 0.0f ? 1.0f / lr : 0.0f);  // a row that saw no key gives zeros
-        const float* orow = O + r * Dp;
-        for (int64_t d = 0; d < D; d += W) {
-          const V x = F::mul(F::load(orow + d), inv);
-          if (p.dtype == DType::F32)
-            F::store_n(static_cast<float*>(p.o) + oo + d, x, D - d);
-          else if (p.dtype == DType::F16)
-            F::store_f16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
-          else
-            F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
+      // 2c. Online softmax, 16 (8) rows at a time, along keys.
+      if (explicit_mask) {  // rare path: apply the mask element by element on the scaled scores
+        for (int64_t c = 0; c < cols; ++c) {
+          float* s = St + c * kBr;
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + (j0 + c) * p.ms[3];
+            if (p.mask == MaskKind::Bool)
+              s[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? s[r] * qscale : ninf;
+            else
+              s[r] = s[r] * qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
+          }
         }
-        p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] + std::log2(lr)) / kLog2e : ninf;
+      }
+      // The scale is applied inside the exponent, exp2(s·scale − m) as one FMA, so the first pass over the
+      // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
+      // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
+      // order: those scores are scaled in the first pass instead.
+      const bool scale_first = !explicit_mask && !(qscale > 0.0f);
+      const V vq = F::set1(explicit_mask || scale_first ? 1.0f : qscale), vq_first = F::set1(qscale);
+      for (int64_t r0 = 0; r0 < rows; r0 += W) {
+        // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
+        // view); the keys past it are masked for every row, so they need no max and no exponential,
+        // only P = 0 where a P·V micro-tile that straddles into the next group reads them. A group that
+        // sees no key of the block keeps m and ℓ (α = 1).
+        const int64_t vis = diagonal ? std::clamp<int64_t>(i0 + r0 + W - j0, 0, cols) : cols;
+#if FLASH_BF16_DOT
+        if (bf16_dot)
+          for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
+            F::store(reinterpret_cast<float*>(P2 + c2 * kBr + r0), F::zero());
+        else
+#endif
+          for (int64_t c = vis; c < cols; ++c) F::store(St + c * kBr + r0, F::zero());
+        if (vis == 0) {
+          F::store(alpha + r0, F::set1(1.0f));
+          continue;
+        }
+        const V m_old = F::load(m + r0);
+        V smax = F::set1(ninf);
+        for (int64_t c = 0; c < vis; ++c) {
+          V x = F::load(St + c * kBr + r0);
+          if (scale_first) x = F::mul(x, vq_first);
+          // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
+          if (diagonal) x = F::mask_first(x, j0 + c - i0 - r0, ninf);
+          if (diagonal || scale_first) F::store(St + c * kBr + r0, x);
+          smax = F::max(smax, x);
+        }
+        const V vmax = F::max(m_old, F::mul(smax, vq));
+        // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
+        // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
+        const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
+        const V neg_m = F::sub(F::zero(), m_safe);
+        const V a = F::exp2(F::add(m_old, neg_m));
+        V vsum = F::zero();
+        int64_t c = 0;
+#if FLASH_BF16_DOT
+        if (bf16_dot) {
+          for (; c < vis; c += 2) {
+            const V e0 = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
+            const V e1 = c + 1 < vis ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
+            vsum = F::add(vsum, F::add(e0, e1));
+            store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
+          }
+        }
+#endif
+        for (; c < vis; ++c) {
+          const V e = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
+          vsum = F::add(vsum, e);
+          F::store(St + c * kBr + r0, e);
+        }
+        F::store(l + r0, F::fma(F::load(l + r0), a, vsum));
+        F::store(m + r0, vmax);
+        F::store(alpha + r0, a);
+      }
+
+      // 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past
+      // the last row's key, and rows that see no key of this block keep α = 1 and O as it is, so the
+      // micro-tile stops there (or is skipped).
+      for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+        const int64_t mr_n = std::min<int64_t>(kMr, rows - r0);
+        const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + mr_n - j0, 0, cols) : cols;
+        if (kc == 0) continue;
+        by_rows(mr_n, [&](auto mr) {
+          for (int64_t v0 = 0; v0 < nvec; v0 += kNv) {
+            by_vecs(std::min<int64_t>(kNv, nvec - v0), [&](auto nv) {
+#if FLASH_BF16_DOT
+              if (bf16_dot) {
+                pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (kc + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+                return;
+              }
+#endif
+              pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, kc, O + r0 * Dp + v0 * W, Dp, alpha + r0);
+            });
+          }
+        });
       }
     }
+
+    // 3. O / ℓ and the logsumexp.
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t oo = b * p.os[0] + h * p.os[1] + (i0 + r) * p.os[2];
+      const float lr = l[r];
+      const V inv = F::set1(lr > 0.0f ? 1.0f / lr : 0.0f);  // a row that saw no key gives zeros
+      const float* orow = O + r * Dp;
+      for (int64_t d = 0; d < D; d += W) {
+        const V x = F::mul(F::load(orow + d), inv);
+        if (p.dtype == DType::F32)
+          F::store_n(static_cast<float*>(p.o) + oo + d, x, D - d);
+        else if (p.dtype == DType::F16)
+          F::store_f16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
+        else
+          F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
+      }
+      p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] + std::log2(lr)) / kLog2e : ninf;
+    }
   }
+}
+
+inline void forward(const Params& p, bool bf16_dot) {
+  const int64_t tasks = task_count(p);
+  const ThreadScratch scratch(Layout(p.D).bytes(), tasks > 1 ? omp_get_max_threads() : 1);
+#pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
+  forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()));
 }
 
 }  // namespace attnprof::flash::FLASH_NS
