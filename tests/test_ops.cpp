@@ -98,8 +98,9 @@ TEST(Ops, MaskedFillMatchesLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
     for (DType t : {DType::F32, DType::BF16, DType::F16})
-      for (auto& [name, a] : operands(t))
-        for (const Tensor& m : bool_masks(a.shape())) {
+      for (auto& [name, operand] : operands(t))
+        for (const Tensor& m : bool_masks(operand.shape())) {
+          const Tensor& a = operand;  // a plain reference: clang before 16 cannot capture a structured binding in a lambda
           const std::string what =
               fmt::format("masked_fill {} {} {} mask {}", isa_name(isa), dtype_name(t), name, shape_str(m.shape()));
           auto want = [&](auto b, auto h, auto i, auto j) { return get_b(m, b, h, i, j) != 0 ? ninf : a.get(b, h, i, j); };
@@ -115,8 +116,9 @@ TEST(Ops, AddMatchesLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
     for (DType t : {DType::F32, DType::BF16, DType::F16})
-      for (auto& [name, a] : operands(t))
+      for (auto& [name, operand] : operands(t))
         for (DType mt : {DType::F32, DType::BF16, DType::F16}) {
+          const Tensor& a = operand;  // a plain reference: clang before 16 cannot capture a structured binding in a lambda
           if (is_half(t) && is_half(mt) && t != mt) {  // bf16 + fp16: refused, as attn_mask is
             EXPECT_THROW(ops::add(a, Tensor::zeros({1, 1, 1, 1}, mt)), Error);
             continue;
@@ -143,7 +145,8 @@ TEST(Ops, CopiesMatchLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
     for (DType t : {DType::F32, DType::BF16, DType::F16})
-      for (auto& [name, a] : operands(t)) {
+      for (auto& [name, operand] : operands(t)) {
+        const Tensor& a = operand;  // a plain reference: clang before 16 cannot capture a structured binding in a lambda
         const std::string what = fmt::format("copy {} {} {}", isa_name(isa), dtype_name(t), name);
         expect_exact(ops::clone(a), [&](auto b, auto h, auto i, auto j) { return a.get(b, h, i, j); }, what);
         for (DType to : {DType::F32, DType::BF16, DType::F16})
@@ -229,7 +232,8 @@ TEST(Ops, MatmulMatchesFp64Loop) {
       const std::vector<std::pair<std::string, Tensor>> rhs = {
           {"contiguous", b}, {"transposed", kt.transpose()}, {"grouped heads", grouped},
           {"broadcast", col.expand({2, 4, 40, 70})}};
-      for (const auto& [name, bb] : rhs) {
+      for (const auto& [name, operand] : rhs) {
+        const Tensor& bb = operand;  // a plain reference: clang before 16 cannot capture a structured binding in a lambda
         const std::string what = fmt::format("matmul {} {} {}", isa_name(isa), dtype_name(t), name);
         const Tensor c = ops::matmul(a, bb);
         ASSERT_EQ(c.shape(), (Shape4{2, 4, 33, 70})) << what;

@@ -12,7 +12,9 @@
 #include "ops/kernels.h"
 // gcc 12 reports its own _mm512_undefined_* placeholders as uninitialised; they are not.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
 #include "ops/vec_avx512.h"
