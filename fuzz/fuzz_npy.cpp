@@ -1,6 +1,6 @@
-// libFuzzer target for the .npy reader. Build with clang:
+// libFuzzer target for the .npy reader. Build with clang (scripts/test.sh builds it in its sanitizer build):
 //   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DATTNPROF_BUILD_FUZZ=ON \
-//         -DATTNPROF_BUILD_TESTS=OFF -DATTNPROF_BUILD_BENCH=OFF -DATTNPROF_CUDA=OFF
+//         -DCMAKE_BUILD_TYPE=Release -DATTNPROF_BUILD_TESTS=OFF -DATTNPROF_BUILD_BENCH=OFF -DATTNPROF_CUDA=OFF
 //   cmake --build build-fuzz --target fuzz_npy
 //   mkdir -p build-fuzz/corpus
 //   build-fuzz/fuzz/fuzz_npy -max_total_time=30 -rss_limit_mb=2048 build-fuzz/corpus fuzz/corpus/npy

@@ -34,7 +34,7 @@ const std::string kBinary = std::string(ATTNPROF_BINARY_DIR) + "/tools/attnprof"
 // Small shapes and one thread keep each run well under a second (machine peaks are measured once and cached).
 const std::string kSmall = " --shape 1,2,64,32 --threads 1 ";
 
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+#if defined(NDEBUG) && !defined(ATTNPROF_SANITIZED)
 constexpr bool kTimingMeaningful = true;
 #else
 constexpr bool kTimingMeaningful = false;

@@ -110,7 +110,7 @@ static_assert(frag::kFlashConfigs[3].supports(64) && !frag::kFlashConfigs[3].sup
 // each default configuration exercises fully. The numbers of the other configurations, the early cp.async
 // landings and the MMA counts are the release suite's: each costs half a minute to a minute of fiber
 // switching under ASan, and CI has 2 cores.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ATTNPROF_SANITIZED)
 #define RELEASE_SUITE_ONLY(what) GTEST_SKIP() << what << ": run by the release suite, not under sanitizers"
 #else
 #define RELEASE_SUITE_ONLY(what) (void)0

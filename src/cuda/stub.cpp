@@ -53,7 +53,7 @@ prof::ProfileResult profile_device_forward(DeviceRunner&, const DeviceTensor&, c
                                            const DeviceTensor&, std::string_view) {
   no_cuda("profile_device_forward");
 }
-NvtxRange::NvtxRange(const char*) noexcept {}
+NvtxRange::NvtxRange(const char*) noexcept { pushed_ = false; }  // nothing to push without CUDA
 NvtxRange::~NvtxRange() = default;
 
 }  // namespace attnprof::cuda
