@@ -572,6 +572,9 @@ TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
 TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
   // A run that cannot write its summary (a file size limit here, a full disk in life) must leave the
   // previous run's trace, summary and table as they were, not a new trace beside an old summary.
+#ifdef ATTNPROF_TSAN
+  GTEST_SKIP() << "a ThreadSanitizer binary dies at start-up (SIGBUS in its runtime) under `ulimit -f`";
+#endif
   const Result first = run("profile naive --iters 1 --warmup 0" + kSmall + out_flag());
   ASSERT_EQ(first.code, 0) << first.err;
   std::map<std::string, std::string> before;
