@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/peak_loops.h"
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "io/file.h"
@@ -124,7 +126,7 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_EQ(a.fp32_gflops, b.fp32_gflops);
   EXPECT_EQ(a.bandwidth_gbs, b.bandwidth_gbs);
   // A corrupt cache is ignored and rewritten.
-  { std::ofstream(file) << "{\"version\": 1, \"entries\": [ {\"cpu\": "; }
+  { std::ofstream(file) << "{\"version\": 2, \"entries\": [ {\"cpu\": "; }
   const MachinePeaks c = machine_peaks(1);
   EXPECT_GT(c.fp32_gflops, 1.0);
   const MachinePeaks d = machine_peaks(1);  // from the rewritten cache
@@ -133,7 +135,7 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   for (const char* bad : {R"("threads": 1, "fp32_gflops": 1e300)", R"("threads": 1.5, "fp32_gflops": 7)",
                           R"("threads": 1e300, "fp32_gflops": 7)"}) {
     {
-      std::ofstream(file) << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+      std::ofstream(file) << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                           << R"(", "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << bad << "}]}";
     }
     const MachinePeaks e = machine_peaks(1);
@@ -150,7 +152,7 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   for (const std::string& sig : {signature, std::string("OtherVendor family 1 model 2 stepping 3"), std::string()}) {
     {
       std::ofstream out(file);
-      out << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+      out << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
           << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
       if (!sig.empty()) out << R"(, "cpu_signature": ")" << sig << '"';
       out << "}]}";
@@ -159,8 +161,38 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
     if (sig == signature) EXPECT_EQ(f.fp32_gflops, 7.0) << "the matching entry is read as cached";
     else EXPECT_NE(f.fp32_gflops, 7.0) << "an entry of another CPU (or none recorded) is not used: '" << sig << "'";
   }
+  // A version-1 cache summed per-thread rates (too high where threads share a core): its entries, even this
+  // machine's, are measured again, and the rewritten cache is version 2.
+  {
+    std::ofstream(file) << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+                        << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
+                        << R"("cpu_signature": ")" << signature << R"("}]})";
+  }
+  EXPECT_NE(machine_peaks(1).fp32_gflops, 7.0) << "a version-1 entry was used";
+  EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string())).at("version"), 2);
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+std::mutex g_one_at_a_time;
+// A resource only one thread can use at a time, as a core's FMA units are for two threads on one core.
+float one_at_a_time_loop(int64_t iters) {
+  std::lock_guard<std::mutex> lock(g_one_at_a_time);
+  volatile float x = 0.0f;
+  for (int64_t i = 0; i < iters; ++i) x = x + 1.0f;
+  return x;
+}
+}  // namespace
+
+TEST(MachinePeaks, ThreadsThatShareOneResourceMeasureItOnce) {
+  // The peak of 4 threads taking turns on one resource is that resource's rate, not 4 times it: each thread
+  // alone finds moments the resource is free, so adding per-thread best rates would say ~4x.
+  const double one = attnprof::analysis::team_gflops(1, one_at_a_time_loop, 1 << 20, 5, 1.0);
+  const double four = attnprof::analysis::team_gflops(4, one_at_a_time_loop, 1 << 20, 5, 1.0);
+  ASSERT_GT(one, 0.0);
+  EXPECT_LT(four, 2.5 * one) << "one thread " << one << " GFLOP/s, four sharing it " << four;
+  EXPECT_GT(four, 0.25 * one) << "one thread " << one << " GFLOP/s, four sharing it " << four;
 }
 
 // Free page reporting is read from the balloon driver's feature bits (bit 5) in a sysfs tree; this one is

@@ -44,28 +44,41 @@ std::pair<size_t, size_t> thread_range(size_t n) {
   return {n * t / nt, n * (t + 1) / nt};
 }
 
-// Runs `loop` on `threads` threads at once. Each thread keeps its own best rate over many short repetitions
-// and the rates are summed: FMA throughput is a per-core resource, and short best-of runs find the moments a
-// core was not shared with other processes (on a busy machine a long single run would measure the sharing).
-template <class Loop>
-double throughput_gflops(int threads, Loop loop, double flops_per_iter) {
-  constexpr int64_t iters = kIters / 4;  // ~6 ms per repetition at full speed
-  constexpr int reps = 15;
-  double total = 0.0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
+}  // namespace
+
+// Each repetition starts at a barrier and ends at the barrier the last thread reaches, so the rate is what the
+// team did together. Summing each thread's own best rate instead would count a core twice when two threads
+// share it (more threads than cores, or SMT siblings): each finds moments it had the core to itself.
+double team_gflops(int threads, float (*loop)(int64_t), int64_t iters, int reps, double flops_per_iter) {
+  double best = 0.0;
+  float sink_all = 0.0f;
+  std::chrono::steady_clock::time_point t0;
+#pragma omp parallel num_threads(threads)
   {
-    float sink = loop(iters / 4);  // wake the core up, settle the clocks
-    double best = 0.0;
+    float sink = loop(std::max<int64_t>(1, iters / 4));  // wake the core up, settle the clocks
     for (int rep = 0; rep < reps; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
+#pragma omp barrier
+#pragma omp master
+      t0 = std::chrono::steady_clock::now();
+#pragma omp barrier
       sink += loop(iters);
-      best = std::max(best, flops_per_iter * double(iters) / seconds_since(t0) * 1e-9);
+#pragma omp barrier
+#pragma omp master
+      best = std::max(best, double(omp_get_num_threads()) * flops_per_iter * double(iters) / seconds_since(t0) * 1e-9);
     }
-    total += best;
 #pragma omp critical
-    g_sink = g_sink + sink;
+    sink_all += sink;
   }
-  return total;
+  g_sink = g_sink + sink_all;
+  return best;
+}
+
+namespace {
+
+// ~6 ms per repetition at full speed; the best of 15 finds a moment the cores were not shared with other
+// processes (on a busy machine one long run would measure the sharing).
+double throughput_gflops(int threads, float (*loop)(int64_t), double flops_per_iter) {
+  return team_gflops(threads, loop, kIters / 4, 15, flops_per_iter);
 }
 
 double measure_fp32(int threads, Isa isa) {
@@ -260,14 +273,22 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
 
-  // The cache: {"version": 1, "entries": [MachinePeaks + "cpu_signature" + "load_average"...]}, one entry per
-  // (CPU signature, ISA, threads). An entry without the signature (an older cache) matches nothing. Anything
-  // unreadable is ignored with a note.
-  nlohmann::json cache = {{"version", 1}, {"entries", nlohmann::json::array()}};
+  // The cache: {"version": 2, "entries": [MachinePeaks + "cpu_signature" + "load_average"...]}, one entry per
+  // (CPU signature, ISA, threads). An entry without the signature matches nothing. Anything unreadable is
+  // ignored with a note. Version 1 summed each thread's best FMA rate, which overstated the peak wherever two
+  // threads shared a core (--threads above the core count): its entries are measured again.
+  constexpr int kCacheVersion = 2;
+  nlohmann::json cache = {{"version", kCacheVersion}, {"entries", nlohmann::json::array()}};
   if (!path.empty() && ::access(path.c_str(), F_OK) == 0) {
     try {
       nlohmann::json j = nlohmann::json::parse(io::read_file(path));
-      if (!j.is_object() || j.value("version", 0) != 1 || !j.at("entries").is_array())
+      if (j.is_object() && j.contains("version") && j["version"].is_number_integer() &&
+          j["version"].get<int64_t>() >= 1 && j["version"].get<int64_t>() < kCacheVersion) {
+        std::fprintf(stderr, "attnprof: note: the machine-peaks cache %s is from an older attnprof; re-measuring\n",
+                     path.c_str());
+        j = cache;
+      }
+      if (!j.is_object() || j.value("version", 0) != kCacheVersion || !j.at("entries").is_array())
         throw std::runtime_error("unexpected layout");
       for (const auto& e : j.at("entries")) (void)from_json(e);  // validate every entry
       cache = std::move(j);
@@ -287,7 +308,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   // what was measured) and record the load next to them.
   const double load = load_average();
   const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-  if (load > double(hw) - double(threads) + 0.5)
+  if (load > double(hw) - double(std::min(threads, hw)) + 0.5)
     std::fprintf(stderr,
                  "attnprof: note: the machine is busy (load average %.1f on %d CPUs): measured peaks may be low; "
                  "re-measure on an idle machine with `attnprof roofline --peaks-only --remeasure`\n",

@@ -22,4 +22,9 @@ float bf16_loop_avx512(int64_t iters);
 void triad_first_touch(double* a, double* b, double* c, size_t begin, size_t end);
 void triad_pass(double* a, const double* b, const double* c, double s, size_t begin, size_t end);
 
+// How machine_peaks() times a loop (machine.cpp): `threads` threads run loop(iters) at once, `reps` times;
+// the best combined rate in GFLOP/s, timed from the barrier that starts a repetition to the one the last
+// thread reaches. Threads that share a core share its rate: 8 threads on 2 cores measure 2 cores' peak.
+double team_gflops(int threads, float (*loop)(int64_t), int64_t iters, int reps, double flops_per_iter);
+
 }  // namespace attnprof::analysis
