@@ -434,6 +434,10 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --shape 8,16,1024", "malformed --shape");
   expect_bad("profile naive --shape 0,16,64,64", "B must be positive");
   expect_bad("profile naive --shape 1,-2,64,64", "H must be positive");
+  // A head dim the kernel cannot serve is refused before 600 MB of random inputs are drawn (one line: no
+  // progress was printed, so nothing ran).
+  expect_bad("profile flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
+  expect_bad("roofline flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
   expect_bad("profile naive --threads 100000 --shape 1,1,16,16", "--threads 100000 is out of range");
   expect_bad("profile naive --threads 0 --shape 1,1,16,16 --kv-heads 3", "--kv-heads 3 must divide");
   expect_bad("profile sdpa --backend flash --shape 1,1,16,320", "SDPA backend 'flash' cannot serve");
@@ -599,6 +603,12 @@ TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("naive cannot run"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("computing the fp64 reference"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out())) << "the output directory it created is removed with the run";
+  // A directory that was there before the run stays, empty as it was.
+  fs::create_directories(out());
+  EXPECT_EQ(run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag()).code, 2);
+  EXPECT_TRUE(fs::is_directory(out()));
+  EXPECT_TRUE(fs::is_empty(out()));
 }
 
 TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {

@@ -74,6 +74,7 @@ void run_roofline(const RooflineArgs& a) {
                  "sdpa-flash directly)",
                  fmt::join(a.variants, " "));
   apply_runtime_options(o);
+  if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants =
       a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);

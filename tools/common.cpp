@@ -72,9 +72,9 @@ int64_t parse_bytes(const std::string& s) {
   return int64_t(bytes);
 }
 
-bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty(); }
-
 }  // namespace
+
+bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty(); }
 
 int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrency())); }
 
@@ -276,12 +276,31 @@ void check_writable_dir(const std::string& dir, std::string_view what) {
   ::unlink(probe.c_str());
 }
 
+namespace {
+std::vector<std::filesystem::path> g_created_dirs;  // by prepare_out_dir, deepest first
+}  // namespace
+
 void prepare_out_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::vector<fs::path> missing;  // the levels create_directories is about to make, deepest first
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !ec && p.has_relative_path() && !fs::exists(p, ec);
+       p = p.parent_path())
+    missing.push_back(p);
+  fs::create_directories(dir, ec);
   if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
+  g_created_dirs.insert(g_created_dirs.begin(), missing.begin(), missing.end());
   if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
   check_writable_dir(dir, "output directory");
+}
+
+void remove_created_dirs_if_empty() noexcept {
+  for (const auto& d : g_created_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d, ec) || !std::filesystem::is_empty(d, ec) || ec) return;
+    std::filesystem::remove(d, ec);
+  }
+  g_created_dirs.clear();
 }
 
 std::string out_path(const std::string& dir, const std::string& file) {

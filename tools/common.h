@@ -67,6 +67,8 @@ struct Inputs {
 // Random N(0,1) inputs of the --shape (with `seq` overriding N and the KV length when > 0), or the .npy
 // files. Validates everything through AttnProblem::from.
 Inputs make_inputs(const CommonOptions& o, int64_t seq = 0);
+// True when the inputs come from --q/--k/--v files (their shapes are known only once they are read).
+bool use_files(const CommonOptions& o);
 // Just the problem the flags describe (cheap: no tensors), for budget checks and cost models.
 AttnProblem problem_of(const CommonOptions& o, int64_t seq = 0);
 
@@ -89,6 +91,9 @@ bool use_cuda(const std::string& device);
 // Creates --out (and checks it is writable) only after every input has been validated, so bad input
 // leaves nothing behind.
 void prepare_out_dir(const std::string& dir);
+// A run stopped by an error (exit 2) after prepare_out_dir: removes the directories it created, deepest
+// first, while they are still empty, so "nothing is written" holds for the directory too.
+void remove_created_dirs_if_empty() noexcept;
 // Throws "<what> '<dir>' is not writable: ..." unless a file can be created in `dir`.
 void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);

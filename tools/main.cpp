@@ -23,6 +23,7 @@ ATTNPROF_COMMANDS(ATTNPROF_DECLARE_COMMAND)
 namespace {
 
 int fail(std::string msg) {
+  attnprof::cli::remove_created_dirs_if_empty();
   for (char& c : msg)
     if (c == '\n' || c == '\r') c = ' ';
   while (!msg.empty() && msg.back() == ' ') msg.pop_back();
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
     return fail("out of memory: the system refused an allocation (a ulimit, or less free memory than the run "
                 "needs); try a smaller --shape or a --memory-budget under what is free");
   } catch (const std::exception& e) {
+    attnprof::cli::remove_created_dirs_if_empty();
     std::fprintf(stderr, "attnprof: internal error: %s\n", e.what());
     return 2;  // 1 means a validation failure; anything that stops a run early is 2
   }
