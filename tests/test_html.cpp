@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +288,58 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
   EXPECT_NE(out_of_range.find("sweep.json is not a file attnprof wrote: &#39;peak_bytes&#39; = 1.8446744073709552e+19 is out of range"),
             std::string::npos);
   EXPECT_TRUE(data_block(out_of_range)["charts"].empty());
+}
+
+// The variants a chart of `kind` draws data for.
+std::set<std::string> chart_variants(const json& data, const std::string& kind) {
+  std::set<std::string> out;
+  for (const json& c : data["charts"])
+    if (c["kind"] == kind)
+      for (const json& r : c["spec"]["data"]["values"]) out.insert(r.value("variant", ""));
+  return out;
+}
+
+TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
+  // An earlier run of another shape left its files in the directory: drawing them beside this run's would
+  // compare different problems (the step-by-step changes, the roofline, the tables).
+  TempDir d("other-problem");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const std::string mine = "B=1 Hq=2 Hkv=2 Nq=128 Nk=128 D=32 bf16 causal", old = "B=1 Hq=2 Hkv=2 Nq=256 Nk=256 D=64 bf16 causal";
+  auto set_problem = [&](const std::string& file, const char* where, const std::string& problem) {
+    json j = json::parse(attnprof::io::read_file(d.path / file));
+    if (*where) j[where]["problem"] = problem;
+    else j["problem"] = problem;
+    spit(d.path / file, j.dump());
+  };
+  set_problem("compare.json", "", mine);
+  set_problem("naive.summary.json", "metadata", mine);
+  set_problem("inplace.summary.json", "run", old);
+  set_problem("roofline.json", "", old);
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Files left out of this page"), std::string::npos);
+  EXPECT_NE(page.find("inplace.summary.json is left out: it is of " + old + ", not of this run&#39;s problem " + mine +
+                      " (compare.json&#39;s)"),
+            std::string::npos);
+  EXPECT_NE(page.find("roofline.json is left out"), std::string::npos);
+  EXPECT_EQ(page.find("naive.summary.json is left out"), std::string::npos);
+  EXPECT_EQ(page.find("flash.summary.json is left out"), std::string::npos) << "no problem recorded: kept";
+  const json data = data_block(page);
+  const std::set<std::string> drawn = chart_variants(data, "time-by-op");
+  EXPECT_TRUE(drawn.count("naive") && drawn.count("flash")) << data.dump();
+  EXPECT_FALSE(drawn.count("inplace"));
+
+  // Without compare.json the newest file's problem is the run's.
+  fs::remove(d.path / "compare.json");
+  set_problem("inplace.summary.json", "run", old);  // rewritten last: the newest
+  fs::last_write_time(d.path / "inplace.summary.json", fs::file_time_type::clock::now() + std::chrono::seconds(5));
+  const std::string page2 = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page2.find("naive.summary.json is left out: it is of " + mine + ", not of this run&#39;s problem " + old +
+                       " (the newest file&#39;s (inplace.summary.json))"),
+            std::string::npos);
+  EXPECT_EQ(page2.find("roofline.json is left out"), std::string::npos);
+  const std::set<std::string> drawn2 = chart_variants(data_block(page2), "time-by-op");
+  EXPECT_TRUE(drawn2.count("inplace") && !drawn2.count("naive"));
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -971,6 +971,11 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
     if (in->doc)
       if (const json* arr = member(*in->doc, {"points", "ops"}); arr && arr->is_array())
         for (const json& p : *arr) add_name(str(p, "variant"));
+  if (!run.notes.empty()) {
+    pg.h2("left-out", "Files left out of this page");
+    for (const auto& n : run.notes) pg.note(n);
+    pg.end_section();
+  }
   section_compare(pg, compare);
   section_ops(pg, vs, op_notes);
   section_changes(pg, vs);

@@ -418,9 +418,65 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   std::sort(found.begin(), found.end());
   for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "");
 
-  std::vector<std::string>& op_notes = run.op_notes;
+  // A directory keeps what every earlier run left in it. A summary of another problem must not be drawn beside
+  // this run's: the step-by-step changes, rooflines and tables would compare different problems. The run's
+  // problem is compare.json's; without one, that of the newest summary or roofline.json.
+  auto problem_in = [](const json& doc) {
+    for (const char* k : {"run", "metadata"})
+      if (const json* m = member(doc, {k}); m && m->is_object())
+        if (std::string p = str(*m, "problem"); !p.empty()) return p;
+    return str(doc, "problem");
+  };
+  std::vector<Input> summaries;
+  std::string reference, reference_from;
+  if (compare.doc) {
+    reference = str(*compare.doc, "problem");
+    reference_from = "compare.json's";
+  }
+  fs::file_time_type newest{};
+  auto consider = [&](const json& doc, const std::string& file) {
+    if (compare.doc) return;
+    const std::string p = problem_in(doc);
+    std::error_code tec;
+    const fs::file_time_type t = fs::last_write_time(dir / file, tec);
+    if (!p.empty() && !tec && (reference.empty() || t > newest)) {
+      reference = p;
+      newest = t;
+      reference_from = "the newest file's (" + file + ")";
+    }
+  };
   for (VariantData& v : vs) {
-    Input s = read_json(dir / v.summary_file);
+    summaries.push_back(read_json(dir / v.summary_file));
+    if (summaries.back().doc) consider(*summaries.back().doc, v.summary_file);
+  }
+  if (run.roofline.doc) consider(*run.roofline.doc, "roofline.json");
+  auto other_problem = [&](const json& doc) {
+    const std::string p = problem_in(doc);
+    return !reference.empty() && !p.empty() && p != reference ? p : std::string();
+  };
+  auto left_out = [&](const std::string& file, const std::string& p) {
+    return fmt::format("{} is left out: it is of {}, not of this run's problem {} ({}). It is from an earlier run "
+                       "in this directory; give each problem its own --out, or compare two runs with `attnprof diff`.",
+                       file, p, reference, reference_from);
+  };
+  if (run.roofline.doc)
+    if (const std::string p = other_problem(*run.roofline.doc); !p.empty()) {
+      run.notes.push_back(left_out("roofline.json", p));
+      run.roofline.doc.reset();
+      run.roofline.note = "roofline.json is of another problem (see the top of the page)";
+    }
+
+  std::vector<std::string>& op_notes = run.op_notes;
+  std::vector<bool> keep(vs.size(), true);
+  for (size_t i = 0; i < vs.size(); ++i) {
+    VariantData& v = vs[i];
+    Input s = std::move(summaries[i]);
+    if (s.doc)
+      if (const std::string p = other_problem(*s.doc); !p.empty()) {
+        run.notes.push_back(left_out(v.summary_file, p));
+        keep[i] = false;
+        continue;
+      }
     if (!s.doc) {
       op_notes.push_back(v.name + ": " + s.note);
     } else {
@@ -463,6 +519,8 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     }
     v.table = read_table_text(dir, v);
   }
+  for (size_t i = vs.size(); i-- > 0;)
+    if (!keep[i]) vs.erase(vs.begin() + std::ptrdiff_t(i));
   return run;
 }
 

@@ -64,6 +64,7 @@ struct Run {
   Input compare, sweep, roofline;
   std::vector<VariantData> variants;
   std::vector<std::string> op_notes;
+  std::vector<std::string> notes;  // files left out of the page (another problem than the run's), shown first
 };
 // `max_spans`: the most trace events of one forward kept per variant for the timeline.
 Run read_run(const std::filesystem::path& dir, size_t max_spans);
