@@ -232,7 +232,23 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["rows"][3]["self_mem_bytes"] = -200;  // an op may free more than it allocates: accepted
   EXPECT_NO_THROW(report::diff_summaries(bad, naive_summary()));
+  // Every per-forward figure is divided by the annotation's calls: an annotation with no row would leave the
+  // figures twice too large here, so the file is refused, whether the row or the name was changed.
+  bad = naive_summary();
+  bad["rows"].erase(1);
+  expect_error(bad, "its annotation 'attn_fwd' has no row");
+  bad = naive_summary();
+  bad["run"]["annotation"] = "zzz";
+  expect_error(bad, "its annotation 'zzz' has no row");
+  // An error or a time no measurement gives: a negative max error, a positive time under the clock's 1 ns.
+  bad = naive_summary();
+  bad["run"]["max_abs_err"] = -1;
+  expect_error(bad, "field 'max_abs_err' is -1, out of range");
+  bad = naive_summary();
+  bad["run"]["ms_per_forward"] = 1e-300;
+  expect_error(bad, "field 'ms_per_forward' is 1e-300 ms, under the profiler's 1 ns resolution");
 }
+
 
 json compare_run(const std::string& problem, std::vector<json> variants) {
   return {{"kind", "compare"}, {"problem", problem}, {"machine", {{"cpu", "Test CPU"}}}, {"threads", 2},
@@ -242,6 +258,19 @@ json variant(const std::string& name, const std::string& status, double ms, doub
   auto n = [](double x) { return x >= 0 ? json(x) : json(); };
   return {{"name", name}, {"status", status}, {"ms", n(ms)}, {"peak_bytes", n(peak)}, {"ops", n(ops)},
           {"max_abs_err", n(err)}};
+}
+
+TEST(Diff, EqualTimesAreTheSameAndHugeRatiosStayShort) {
+  const std::string same = report::diff_table(report::diff_summaries(naive_summary(), naive_summary()));
+  EXPECT_NE(same.find("time per forward: 10.000 ms -> 10.000 ms (same)"), std::string::npos) << same;
+  json fast = naive_summary();
+  fast["run"]["ms_per_forward"] = 1e-6;  // 1 ns, the clock's resolution
+  const std::string big = report::diff_table(report::diff_summaries(naive_summary(), fast));
+  EXPECT_NE(big.find("(1e+07x faster)"), std::string::npos) << big;
+  const json a = compare_run("P", {variant("naive", "ok", 9e15, -1, -1, -1)});
+  const json b = compare_run("P", {variant("naive", "ok", 1e-6, -1, -1, -1)});
+  const std::string t = report::diff_table(report::diff_compare_runs(a, b));
+  EXPECT_NE(t.find(" 9e+21x"), std::string::npos) << "a ratio printed in full, 22 digits: " << t;
 }
 
 TEST(Diff, CompareRunsVariantByVariant) {

@@ -52,6 +52,19 @@ double required(const json& o, const char* key, const std::string& what) {
   return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
+// A time in ms: attnprof's clock counts nanoseconds, so a positive time under 1 ns is no time it measured (and
+// would print a speed-up hundreds of digits long).
+double time_ms(double ms, const char* key, const std::string& what) {
+  if (ms > 0 && ms < 1e-6)
+    ATTNPROF_FAIL("{}: field '{}' is {} ms, under the profiler's 1 ns resolution (attnprof never writes it)", what, key, ms);
+  return ms;
+}
+
+// A ratio of two times, readable at any size: 1.37, 250, 1.2e+07.
+std::string ratio_text(double r) {
+  return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
+}
+
 // A name printed in a table: attnprof writes none with control characters (a NUL would cut the line short,
 // an escape sequence would reach the terminal), so such a name marks a corrupt or crafted file.
 const std::string& printable_name(const std::string& name, const std::string& what) {
@@ -100,20 +113,29 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
   const std::string annotation = !text(run, "annotation").empty() ? text(run, "annotation") : text(meta, "annotation");
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
+  bool annotated = false;
   for (const json& r : *rows) {
     if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
       ATTNPROF_FAIL("{}: a row without a \"name\"", what);
     (void)printable_name(r["name"].get<std::string>(), what);
     (void)count(r, "calls", fmt::format("{} row '{}'", what, r["name"].get<std::string>()), 1);
-    if (!annotation.empty() && r["name"] == annotation) p.side.forwards = std::max(1.0, number(r, "calls", what));
+    if (!annotation.empty() && r["name"] == annotation) {
+      p.side.forwards = std::max(1.0, number(r, "calls", what));
+      annotated = true;
+    }
   }
+  // Every per-forward figure is divided by that count: a summary that names its annotation and has no row for
+  // it would give figures several times too large.
+  if (!annotation.empty() && !annotated)
+    ATTNPROF_FAIL("{}: its annotation '{}' has no row, so its forwards cannot be counted (attnprof writes one row "
+                  "per annotation)", what, annotation);
   if (annotation.empty() && run.contains("forward_ms") && run["forward_ms"].is_array() && !run["forward_ms"].empty())
     p.side.forwards = double(run["forward_ms"].size());
   const double f = p.side.forwards;
 
-  p.side.ms_per_forward = number(run, "ms_per_forward", what);
+  p.side.ms_per_forward = time_ms(number(run, "ms_per_forward", what), "ms_per_forward", what);
   p.side.ops_per_forward = number(run, "ops_per_forward", what);
-  p.side.max_abs_err = run.contains("max_abs_err") && run["max_abs_err"].is_number() ? run["max_abs_err"].get<double>() : -1;
+  p.side.max_abs_err = run.contains("max_abs_err") && !run["max_abs_err"].is_null() ? number(run, "max_abs_err", what) : -1;
   if (p.device) {
     p.side.peak_bytes = run.contains("peak_extra_bytes") ? number(run, "peak_extra_bytes", what)
                                                          : number(s["device"], "peak_bytes", what);
@@ -247,12 +269,12 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                         d.next.problem.empty() ? "?" : d.next.problem);
   if (!d.base.problem.empty() && !d.next.problem.empty() && d.base.problem != d.next.problem)
     s += "note: the runs are of different problems; the ratios compare different work.\n";
-  if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0)
-    s += fmt::format("time per forward: {:.3f} ms -> {:.3f} ms ({:.2f}x {})\n", d.base.ms_per_forward,
-                     d.next.ms_per_forward,
-                     d.next.ms_per_forward < d.base.ms_per_forward ? d.base.ms_per_forward / d.next.ms_per_forward
-                                                                     : d.next.ms_per_forward / d.base.ms_per_forward,
-                     d.next.ms_per_forward < d.base.ms_per_forward ? "faster" : "slower");
+  if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0) {
+    const double b = d.base.ms_per_forward, n = d.next.ms_per_forward;
+    const std::string r = ratio_text(n < b ? b / n : n / b);
+    s += fmt::format("time per forward: {:.3f} ms -> {:.3f} ms ({})\n", b, n,
+                     r == "1.00" ? std::string("same") : r + "x " + (n < b ? "faster" : "slower"));
+  }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
   if (d.base.ops_per_forward > 0 || d.next.ops_per_forward > 0)
@@ -366,7 +388,8 @@ double maybe(const json& o, const char* key, const std::string& what) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return -1;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
-  return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
+  const double v = checked(it->get<double>(), key, what, /*may_be_negative=*/false);
+  return std::string_view(key) == "ms" ? time_ms(v, key, what) : v;
 }
 
 // A row's timed forwards: an array of non-negative numbers, or nothing (older files, rows that did not run).
@@ -377,7 +400,7 @@ std::vector<double> forwards(const json& o, const std::string& what) {
   if (!it->is_array()) ATTNPROF_FAIL("{}: field 'forward_ms' is not an array", what);
   for (const json& x : *it) {
     if (!x.is_number()) ATTNPROF_FAIL("{}: field 'forward_ms' holds something that is not a number", what);
-    ms.push_back(checked(x.get<double>(), "forward_ms", what, /*may_be_negative=*/false));
+    ms.push_back(time_ms(checked(x.get<double>(), "forward_ms", what, /*may_be_negative=*/false), "forward_ms", what));
   }
   return ms;
 }
@@ -464,7 +487,7 @@ std::string diff_table(const RunDiff& d) {
       // '*': one side's forwards spread beyond the noise threshold, so the speed-up may be the machine's.
       const bool noisy = is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms);
       any_noisy = any_noisy || noisy;
-      ratio = fmt::format("{:.2f}x{}", r.base_ms / r.new_ms, noisy ? "*" : "");
+      ratio = ratio_text(r.base_ms / r.new_ms) + "x" + (noisy ? "*" : "");
     }
     else if (r.base_status.empty()) ratio = "new only";
     else if (r.new_status.empty()) ratio = "base only";
