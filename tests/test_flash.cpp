@@ -106,6 +106,18 @@ TEST(Flash, LogsumexpMatchesReference) {
   check_all_isas(in, "large scale");
 }
 
+// Scaled scores of magnitude ~1e11 (q times 1e10, fp32): every exponent must stay <= 0. An FMA
+// s·scale - round(max·scale) gives the row maximum the rounding residual as its exponent, past exp2's range at
+// this size, and the row becomes inf or NaN.
+TEST(Flash, HugeScoresStayFinite) {
+  for (bool causal : {false, true}) {
+    Inputs in = make(1, 2, 2, 100, 100, 32, DType::F32, causal, 5);
+    float* q = static_cast<float*>(in.q.raw());
+    for (int64_t i = 0; i < in.q.numel(); ++i) q[i] *= 1e10f;
+    check_all_isas(in, fmt::format("q x 1e10 {}", causal ? "causal" : "none"));
+  }
+}
+
 // The kernel applies a positive scale inside the exponent and finds the row maxima on unscaled scores; a
 // negative scale reverses their order and takes the other path (scores scaled first). Both against fp64,
 // causal (diagonal blocks) and not, fp32 and bf16, on every ISA.

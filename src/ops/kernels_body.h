@@ -105,7 +105,9 @@ inline void cvt_h_f32(const uint16_t* a, float* out, int64_t n) {
 }
 
 // softmax over fp32 values already in `x` (n of them), written to `out` through `st`.
-// exp(x - max) = exp2(x·log2e - max·log2e): one FMA, then the vectorised exp2.
+// exp(x - max) = exp2((x - max)·log2e). Not one FMA x·log2e - round(max·log2e): the max's own exponent
+// would be the rounding residual, up to half an ulp of max·log2e, which is positive half the time and past
+// 2^7 once |max| exceeds ~1.5e9: exp2 then overflows, and the row is inf or NaN. x - max is <= 0 exactly.
 template <class Load, class Store>
 inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st) {
   constexpr float kLog2e = 1.4426950408889634f;
@@ -120,11 +122,11 @@ inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st
     return;
   }
   (void)xs;
-  const V l2e = F::set1(kLog2e), off = F::set1(-mx * kLog2e);
+  const V l2e = F::set1(kLog2e), vmx = F::set1(mx);
   V vsum = F::zero();
   for (j = 0; j < n; j += W) {
     const int64_t k = std::min<int64_t>(W, n - j);
-    V e = F::exp2(F::fma(ld(j, k), l2e, off));
+    V e = F::exp2(F::mul(F::sub(ld(j, k), vmx), l2e));
     if (k < W) e = F::keep_first(e, k, 0.0f);
     vsum = F::add(vsum, e);
     if (k >= W) F::store(ex + j, e); else F::store_n(ex + j, e, k);

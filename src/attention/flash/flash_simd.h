@@ -11,7 +11,7 @@
 //   1. Qᵀ block -> scratch (fp32 [D][kBr], or bf16 pairs [D/2][kBr] for vdpbf16ps).
 //   2. For each K/V block of kBc keys (causal: only blocks left of the diagonal):
 //      Sᵀ = K·Qᵀ with an MR×NR register-blocked micro-kernel (MR keys × NR vectors of rows);
-//      online softmax in base 2 (scale·log2e applied inside the exponent by one FMA, vectorised exp2),
+//      online softmax in base 2 (scale·log2e applied inside the exponent, (s − m)·scale, vectorised exp2),
 //      masks applied here, causal masking only in diagonal blocks;
 //      O = diag(α)·O + P·V with an MR×NV micro-kernel (MR rows × NV vectors of D) that rescales O as it
 //      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
@@ -260,6 +260,10 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
   const bool causal = p.mask == MaskKind::Causal;
   const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
   const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
+  // Sᵀ holds unscaled scores, and the exponent applies qscale, except where the scores are scaled before the
+  // softmax (an explicit mask adds to scaled scores; a negative scale reverses the order of the maxima).
+  // The running max m is in Sᵀ's units, so m·m_scale is the base-2 max.
+  const float m_scale = explicit_mask || !(qscale > 0.0f) ? 1.0f : qscale;
   const int64_t nvec = Dp / W;
   // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place
   // needs whole vectors per row.
@@ -391,12 +395,12 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
           }
         }
       }
-      // The scale is applied inside the exponent, exp2(s·scale − m) as one FMA, so the first pass over the
+      // The scale is applied inside the exponent, exp2((s − m)·scale), so the first pass over the
       // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
       // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
       // order: those scores are scaled in the first pass instead.
       const bool scale_first = !explicit_mask && !(qscale > 0.0f);
-      const V vq = F::set1(explicit_mask || scale_first ? 1.0f : qscale), vq_first = F::set1(qscale);
+      const V vq = F::set1(m_scale), vq_first = F::set1(qscale);
       for (int64_t r0 = 0; r0 < rows; r0 += W) {
         // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
         // view); the keys past it are masked for every row, so they need no max and no exponential,
@@ -424,26 +428,30 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
           if (diagonal || scale_first) F::store(St + c * kBr + r0, x);
           smax = F::max(smax, x);
         }
-        const V vmax = F::max(m_old, F::mul(smax, vq));
+        // m is kept in the units of Sᵀ (unscaled scores, or scaled ones on the mask and negative-scale
+        // paths), so every exponent is (s − m)·vq: s − m is <= 0 exactly, and so is its product with vq > 0.
+        // Not s·vq − m·vq: m·vq is rounded, and the exact s·vq of an FMA (written out, or formed by the
+        // compiler from a multiply and an add) leaves the row maximum the rounding residual as its exponent,
+        // positive half the time and past exp2's range once the scaled scores pass ~1.5e9: inf, then NaN.
+        const V vmax = F::max(m_old, smax);
         // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
         // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
         const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
-        const V neg_m = F::sub(F::zero(), m_safe);
-        const V a = F::exp2(F::add(m_old, neg_m));
+        const V a = F::exp2(F::mul(F::sub(m_old, m_safe), vq));
         V vsum = F::zero();
         int64_t c = 0;
 #if FLASH_BF16_DOT
         if (bf16_dot) {
           for (; c < vis; c += 2) {
-            const V e0 = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
-            const V e1 = c + 1 < vis ? F::exp2(F::fma(F::load(St + (c + 1) * kBr + r0), vq, neg_m)) : F::zero();
+            const V e0 = F::exp2(F::mul(F::sub(F::load(St + c * kBr + r0), m_safe), vq));
+            const V e1 = c + 1 < vis ? F::exp2(F::mul(F::sub(F::load(St + (c + 1) * kBr + r0), m_safe), vq)) : F::zero();
             vsum = F::add(vsum, F::add(e0, e1));
             store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
           }
         }
 #endif
         for (; c < vis; ++c) {
-          const V e = F::exp2(F::fma(F::load(St + c * kBr + r0), vq, neg_m));
+          const V e = F::exp2(F::mul(F::sub(F::load(St + c * kBr + r0), m_safe), vq));
           vsum = F::add(vsum, e);
           F::store(St + c * kBr + r0, e);
         }
@@ -490,7 +498,7 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
         else
           F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
       }
-      p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] + std::log2(lr)) / kLog2e : ninf;
+      p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] * m_scale + std::log2(lr)) / kLog2e : ninf;
     }
   }
 }
