@@ -287,7 +287,7 @@ void run_compare(const CompareArgs& a) {
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();
-  progress(fmt::format("attnprof compare: {} variants at {}, {} threads", variants.size(), in.p.str(), threads));
+  progress(fmt::format("attnprof compare: {} variants at {}, {}", variants.size(), in.p.str(), threads_text(threads)));
   progress("measuring (or loading cached) machine peaks");
   Target t;
   t.m = analysis::machine_peaks(threads);
@@ -323,10 +323,10 @@ void run_compare(const CompareArgs& a) {
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
 
   std::string text = render_rows(
-      rows, fmt::format("attnprof compare — {}, {} threads, inputs {}", in.p.str(), threads, in.source), t);
+      rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
-  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} threads ({}; sgemm {:.1f} GFLOP/s).\n",
-                      t.peak_kind, t.peak, t.m.threads, t.m.isa, t.m.sgemm_gflops);
+  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).\n",
+                      t.peak_kind, t.peak, threads_text(t.m.threads), t.m.isa, t.m.sgemm_gflops);
   text += fmt::format("Bound ms: bytes moved (cost model) / measured STREAM triad bandwidth {:.1f} GB/s.\n",
                       t.m.bandwidth_gbs);
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "

@@ -46,8 +46,8 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
     t += fmt::format("  DRAM bandwidth        {:10.1f} GB/s\n", m.bandwidth_gbs);
     return t;
   }
-  std::string t = fmt::format("Machine: {} ({}{}, {} threads)\n", m.cpu,
-                              m.cpu_signature.empty() ? "" : m.cpu_signature + "; ", m.isa, m.threads);
+  std::string t = fmt::format("Machine: {} ({}{}, {})\n", m.cpu,
+                              m.cpu_signature.empty() ? "" : m.cpu_signature + "; ", m.isa, threads_text(m.threads));
   t += fmt::format("  fp32 FMA peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.fp32_gflops,
                    m.fp32_gflops / m.bandwidth_gbs);
   if (m.bf16_gflops > 0)

@@ -252,7 +252,7 @@ void run_sweep(const SweepArgs& a) {
   }
   std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {}\n", o.shape, a.seq, o.dtype,
                                  o.causal ? "causal" : "no mask",
-                                 gpu ? gpu_name + " (CUDA events, device memory)" : fmt::format("{} threads", threads));
+                                 gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
   text += fmt::format("{:<12}{:>8}{:>12}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", "Peak mem", "Max err");
   for (const Point& p : points)
     text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,

@@ -67,6 +67,8 @@ struct Inputs {
 // Random N(0,1) inputs of the --shape (with `seq` overriding N and the KV length when > 0), or the .npy
 // files. Validates everything through AttnProblem::from.
 Inputs make_inputs(const CommonOptions& o, int64_t seq = 0);
+// "1 thread", "2 threads".
+inline std::string threads_text(int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
 // True when the inputs come from --q/--k/--v files (their shapes are known only once they are read).
 bool use_files(const CommonOptions& o);
 // Just the problem the flags describe (cheap: no tensors), for budget checks and cost models.
