@@ -668,12 +668,13 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
 }
 
 TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
-  // q = 1e30 everywhere: fp32 scores overflow to inf in every variant while the fp64 reference stays finite, so
-  // every variant fails validation: a real failure, not an injected one.
+  // q = k = 1e30 everywhere: the scores, 8e60, overflow fp32 to inf in every variant (inf - inf in the
+  // softmax is NaN) while the fp64 reference stays finite, so every variant fails validation: a real failure,
+  // not an injected one.
   fs::create_directories(dir_);
   const std::string big = write_npy(dir_ / "big.npy", Tensor::full({1, 1, 8, 8}, DType::F32, 1e30f));
   const std::string small = write_npy(dir_ / "small.npy", randn({1, 1, 8, 8}, DType::F32, 4));
-  const std::string files = " --dtype fp32 --threads 1 --iters 1 --q " + big + " --k " + small + " --v " + small;
+  const std::string files = " --dtype fp32 --threads 1 --iters 1 --q " + big + " --k " + big + " --v " + small;
   const Result r = run("compare --variants naive,flash" + files + out_flag());
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.out.find("FAIL (not timed)"), std::string::npos) << r.out;  // the table still printed
