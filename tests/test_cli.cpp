@@ -311,6 +311,21 @@ TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
   const Result p = run("profile flash --gzip --json" + kSmall + out_flag());
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_EQ(fs::path(json::parse(p.out)["files"]["trace"].get<std::string>()).filename(), "flash.trace.json.gz");
+  // Switching format replaces the trace: the other one would sit beside the new summary as if it were current.
+  ASSERT_EQ(run("profile flash --iters 1 --warmup 0" + kSmall + out_flag()).code, 0);
+  EXPECT_TRUE(fs::exists(out() / "flash.trace.json"));
+  EXPECT_FALSE(fs::exists(out() / "flash.trace.json.gz"));
+  ASSERT_EQ(run("compare --iters 1 --warmup 0 --variants flash --gzip" + kSmall + out_flag()).code, 0);
+  EXPECT_FALSE(fs::exists(out() / "flash.trace.json"));
+  EXPECT_TRUE(fs::exists(out() / "flash.trace.json.gz"));
+}
+
+TEST_F(Cli, SaveOutputMayNameTheOutDirectoryBeforeTheRunCreatesIt) {
+  ASSERT_FALSE(fs::exists(out()));
+  const Result r = run("profile flash --iters 1 --warmup 0" + kSmall + out_flag() + " --save-output " +
+                       (out() / "o.npy").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(npy::load((out() / "o.npy").string()).shape(), (Shape4{1, 2, 64, 32}));
 }
 
 TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
@@ -379,8 +394,17 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
 }
 
 TEST_F(Cli, RooflinePlacesEveryOp) {
+  // --peaks-only prints the peaks and writes nothing: no --out directory appears ...
+  const Result peaks = run("roofline --peaks-only --threads 1" + out_flag());
+  ASSERT_EQ(peaks.code, 0) << peaks.err;
+  EXPECT_NE(peaks.out.find("fp32 FMA peak"), std::string::npos) << peaks.out;
+  EXPECT_FALSE(fs::exists(out()));
   const Result r = run("roofline naive flash --iters 1 --warmup 0" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
+  // ... and an earlier roofline there stays as it was.
+  const std::string placed = io::read_file(out() / "roofline.json");
+  ASSERT_EQ(run("roofline --peaks-only --threads 1" + out_flag()).code, 0);
+  EXPECT_EQ(io::read_file(out() / "roofline.json"), placed);
   EXPECT_NE(r.out.find("STREAM triad"), std::string::npos);
   const json j = read_json("roofline.json");
   EXPECT_EQ(j["kind"], "roofline");
@@ -468,7 +492,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
                       "attnprof --help)\n");
   expect_bad("comapre" + kSmall, "unknown command 'comapre': expected one of profile, compare, sweep, roofline, report, diff");
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
-  expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall, "cannot write --save-output");
+  expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
+             "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");
+  expect_bad("roofline --peaks-only --html" + kSmall, "--peaks-only writes no files: drop --html");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
   expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
   expect_bad("profile naive --seed -1" + kSmall, "--seed: must be a decimal integer 0 or more, got -1");

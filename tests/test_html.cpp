@@ -340,6 +340,17 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   EXPECT_EQ(page2.find("roofline.json is left out"), std::string::npos);
   const std::set<std::string> drawn2 = chart_variants(data_block(page2), "time-by-op");
   EXPECT_TRUE(drawn2.count("inplace") && !drawn2.count("naive"));
+
+  // A roofline.json that placed no op (an older --peaks-only wrote one, naming the default problem) does not
+  // decide the run's problem, however new it is.
+  json empty_roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
+  empty_roof["ops"] = json::array();
+  empty_roof["problem"] = "B=8 Hq=16 Hkv=16 Nq=1024 Nk=1024 D=64 bf16 causal";
+  spit(d.path / "roofline.json", empty_roof.dump());
+  fs::last_write_time(d.path / "roofline.json", fs::file_time_type::clock::now() + std::chrono::seconds(10));
+  const std::string page3 = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(page3.find("inplace.summary.json is left out"), std::string::npos);
+  EXPECT_TRUE(chart_variants(data_block(page3), "time-by-op").count("inplace"));
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -207,6 +207,8 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& 
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
   outputs.commit();
+  for (const nlohmann::json& v : j["variants"])
+    if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
   write_html_if_asked(o);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());

@@ -45,13 +45,19 @@ void run_profile(const ProfileArgs& a) {
     (void)report::table(empty, check);
   }
   if (!o.save_output.empty()) {  // checked before anything runs or is written
-    const std::filesystem::path parent = std::filesystem::path(o.save_output).parent_path();
-    const std::filesystem::path dir = parent.empty() ? std::filesystem::path(".") : parent;
-    if (!std::filesystem::is_directory(dir))
+    namespace fs = std::filesystem;
+    const fs::path parent = fs::path(o.save_output).parent_path();
+    const fs::path dir = parent.empty() ? fs::path(".") : parent;
+    std::error_code ec;
+    // A file inside --out may name it before the run creates it (prepare_out_dir checks it then).
+    const bool in_out = fs::weakly_canonical(dir, ec) == fs::weakly_canonical(o.out, ec) && !ec;
+    if (!in_out && !fs::exists(dir))
+      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' does not exist", o.save_output, parent.string());
+    if (!in_out && !fs::is_directory(dir))
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
-    if (std::filesystem::is_directory(o.save_output))
+    if (fs::is_directory(o.save_output))
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
-    check_writable_dir(dir.string(), "--save-output's directory");
+    if (!in_out) check_writable_dir(dir.string(), "--save-output's directory");
   }
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
@@ -116,6 +122,7 @@ void run_profile(const ProfileArgs& a) {
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
   outputs.commit();
+  remove_other_format_trace(o.out, v.name, o);
   write_html_if_asked(o);
 
   if (o.json) {

@@ -73,12 +73,15 @@ void run_roofline(const RooflineArgs& a) {
                  "--backend applies to the variant 'sdpa', which is not among {} (name sdpa, or sdpa-math / "
                  "sdpa-flash directly)",
                  fmt::join(a.variants, " "));
+  // --peaks-only measures and prints the peaks (and caches them): no inputs are drawn and nothing is written
+  // to --out, so an earlier roofline there stays as it was.
+  ATTNPROF_CHECK(!(a.peaks_only && o.html), "--peaks-only writes no files: drop --html (or --peaks-only)");
   apply_runtime_options(o);
   if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
-  const Inputs in = make_inputs(o);
+  const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);
   const std::vector<const Variant*> variants =
       a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
-  prepare_out_dir(o.out);
+  if (!a.peaks_only) prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
 
@@ -89,13 +92,15 @@ void run_roofline(const RooflineArgs& a) {
 
   nlohmann::json j = {{"kind", "roofline"},
                       {"attnprof_version", ATTNPROF_VERSION},
-                      {"problem", in.p.str()},
-                      {"dtype", std::string(dtype_name(in.p.dtype))},
                       {"device", a.device},
                       {"threads", threads},
                       {"machine", machine_json(m, gpu, reclaim)},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
+  if (!a.peaks_only) {
+    j["problem"] = in.p.str();
+    j["dtype"] = std::string(dtype_name(in.p.dtype));
+  }
   std::vector<std::string> failed;  // variants that failed validation: placed nowhere, exit code 1
   if (!variants.empty()) {
     LazyReference ref(in);
@@ -171,10 +176,12 @@ void run_roofline(const RooflineArgs& a) {
       text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
     }
   }
-  write_json(out_path(o.out, "roofline.json"), j);
-  report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
-  outputs.commit();
-  write_html_if_asked(o);
+  if (!a.peaks_only) {
+    write_json(out_path(o.out, "roofline.json"), j);
+    report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
+    outputs.commit();
+    write_html_if_asked(o);
+  }
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
   exit_if_validation_failed(failed);

@@ -138,6 +138,13 @@ std::string trace_file(const std::string& variant, const CommonOptions& o) {
   return variant + (o.gzip ? ".trace.json.gz" : ".trace.json");
 }
 
+void remove_other_format_trace(const std::string& out, const std::string& variant, const CommonOptions& o) {
+  CommonOptions other = o;
+  other.gzip = !o.gzip;
+  std::error_code ec;
+  std::filesystem::remove(out_path(out, trace_file(variant, other)), ec);
+}
+
 void apply_runtime_options(const CommonOptions& o) {
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))

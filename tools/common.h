@@ -101,6 +101,9 @@ void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);
 // "<variant>.trace.json", or ".trace.json.gz" with --gzip.
 std::string trace_file(const std::string& variant, const CommonOptions& o);
+// Once a run's files are committed: removes the variant's trace in the other format (an earlier run with or
+// without --gzip), which would otherwise sit beside the new summary as if it were this run's.
+void remove_other_format_trace(const std::string& out, const std::string& variant, const CommonOptions& o);
 void write_json(const std::string& path, const nlohmann::json& j);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).

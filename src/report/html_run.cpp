@@ -449,7 +449,11 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     summaries.push_back(read_json(dir / v.summary_file));
     if (summaries.back().doc) consider(*summaries.back().doc, v.summary_file);
   }
-  if (run.roofline.doc) consider(*run.roofline.doc, "roofline.json");
+  // A roofline.json that placed no op (an older attnprof's --peaks-only wrote one, naming the default problem)
+  // says nothing about the run's problem.
+  if (run.roofline.doc)
+    if (const json* ops = member(*run.roofline.doc, {"ops"}); ops && ops->is_array() && !ops->empty())
+      consider(*run.roofline.doc, "roofline.json");
   auto other_problem = [&](const json& doc) {
     const std::string p = problem_in(doc);
     return !reference.empty() && !p.empty() && p != reference ? p : std::string();
