@@ -388,8 +388,7 @@ double maybe(const json& o, const char* key, const std::string& what) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return -1;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
-  const double v = checked(it->get<double>(), key, what, /*may_be_negative=*/false);
-  return std::string_view(key) == "ms" ? time_ms(v, key, what) : v;
+  return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
 // A row's timed forwards: an array of non-negative numbers, or nothing (older files, rows that did not run).
@@ -438,7 +437,7 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
     if (status != "ok" && status != "failed" && status != "skipped")
       ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
     (is_base ? r.base_status : r.new_status) = status;
-    (is_base ? r.base_ms : r.new_ms) = maybe(v, "ms", what);
+    (is_base ? r.base_ms : r.new_ms) = time_ms(maybe(v, "ms", what), "ms", what);
     (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
     (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
     (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);

@@ -261,9 +261,10 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
   const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
   const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
   // Sᵀ holds unscaled scores, and the exponent applies qscale, except where the scores are scaled before the
-  // softmax (an explicit mask adds to scaled scores; a negative scale reverses the order of the maxima).
-  // The running max m is in Sᵀ's units, so m·m_scale is the base-2 max.
-  const float m_scale = explicit_mask || !(qscale > 0.0f) ? 1.0f : qscale;
+  // softmax: an explicit mask adds to scaled scores, and a negative scale reverses the order of the maxima (the
+  // first softmax pass scales them). The running max m is in Sᵀ's units, so m·m_scale is the base-2 max.
+  const bool scale_first = !explicit_mask && !(qscale > 0.0f);
+  const float m_scale = explicit_mask || scale_first ? 1.0f : qscale;
   const int64_t nvec = Dp / W;
   // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place
   // needs whole vectors per row.
@@ -399,7 +400,6 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
       // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
       // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
       // order: those scores are scaled in the first pass instead.
-      const bool scale_first = !explicit_mask && !(qscale > 0.0f);
       const V vq = F::set1(m_scale), vq_first = F::set1(qscale);
       for (int64_t r0 = 0; r0 < rows; r0 += W) {
         // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
@@ -437,21 +437,22 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
         // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
         // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
         const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
-        const V a = F::exp2(F::mul(F::sub(m_old, m_safe), vq));
+        auto exp_rel = [&](V x) { return F::exp2(F::mul(F::sub(x, m_safe), vq)); };  // 2^((x − m)·vq), x <= m
+        const V a = exp_rel(m_old);
         V vsum = F::zero();
         int64_t c = 0;
 #if FLASH_BF16_DOT
         if (bf16_dot) {
           for (; c < vis; c += 2) {
-            const V e0 = F::exp2(F::mul(F::sub(F::load(St + c * kBr + r0), m_safe), vq));
-            const V e1 = c + 1 < vis ? F::exp2(F::mul(F::sub(F::load(St + (c + 1) * kBr + r0), m_safe), vq)) : F::zero();
+            const V e0 = exp_rel(F::load(St + c * kBr + r0));
+            const V e1 = c + 1 < vis ? exp_rel(F::load(St + (c + 1) * kBr + r0)) : F::zero();
             vsum = F::add(vsum, F::add(e0, e1));
             store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
           }
         }
 #endif
         for (; c < vis; ++c) {
-          const V e = F::exp2(F::mul(F::sub(F::load(St + c * kBr + r0), m_safe), vq));
+          const V e = exp_rel(F::load(St + c * kBr + r0));
           vsum = F::add(vsum, e);
           F::store(St + c * kBr + r0, e);
         }
