@@ -144,7 +144,13 @@ const std::vector<Variant>& registry();
 const Variant& find_variant(std::string_view name);  // Error listing the known names when not found
 std::string variant_names();                         // "naive, inplace, sdpa-math, sdpa-flash, flash"
 
-// Bytes the naive (out-of-place) path would hold at its peak, as checked against the memory budget.
-double naive_peak_bytes(const AttnProblem& p, bool inplace);
+// Bytes the naive (or in-place) path allocates at its peak beyond its inputs q, k and v, which the caller
+// already holds (the budget check adds the live bytes to it). matmul_scratch is the most either matmul
+// allocates beside its operands: naive_matmul_scratch_bytes(p) on the CPU (the widened half-precision
+// sgemm's fp32 panels), 0 on a GPU, where cuBLAS's workspace is not ours.
+double naive_peak_bytes(const AttnProblem& p, bool inplace, double matmul_scratch);
+double naive_matmul_scratch_bytes(const AttnProblem& p);
+// The same for SDPA's math backend, which computes in fp32 (see sdpa.cpp for its moments).
+double sdpa_math_peak_bytes(const AttnProblem& p);
 
 }  // namespace attnprof

@@ -35,6 +35,9 @@ OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
 // what compare.json records (machine.bf16_matmul); report::describe_bf16_matmul turns it into words.
 bool bf16_matmul_uses_onednn();
 std::string_view bf16_matmul_key();  // "onednn" | "fp32-widened-sgemm"
+// Bytes of fp32 scratch matmul(a, b) allocates here (the widened path: fp16 always, bf16 without oneDNN's);
+// 0 where it needs none (fp32, oneDNN's bf16). Live only during the call, beside a, b and the result.
+double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype);
 
 Tensor transpose(const Tensor& a);  // view of the last two dims, recorded as a zero-cost op
 

@@ -2,6 +2,7 @@
 //   naive:   every step allocates its result; masked_fill copies (clone + fill).
 //   inplace: mul_, masked_fill_, softmax_ reuse the scores tensor; no copy.
 // The causal mask is an N×N bool tensor built once in prepare(), as the blog builds it outside forward().
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,16 +15,23 @@
 
 namespace attnprof {
 
-double naive_peak_bytes(const AttnProblem& p, bool inplace) {
-  // Live at the peak: q, k, v, the out-of-place step's input and output scores (two B·Hq·Nq·Nk tensors;
-  // one for in-place), the prepared mask and the output. In double: at a shape too large to run, the
-  // integer product would overflow.
+double naive_matmul_scratch_bytes(const AttnProblem& p) {
+  const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk}, v{p.B, p.Hkv, p.Nk, p.D};
+  return std::max(ops::matmul_scratch_bytes(q, kt, p.dtype), ops::matmul_scratch_bytes(s, v, p.dtype));
+}
+
+double naive_peak_bytes(const AttnProblem& p, bool inplace, double matmul_scratch) {
+  // Beyond q, k and v, which the caller holds: the prepared mask throughout, then at the worst moment either
+  // an out-of-place step's input and output scores (two B·Hq·Nq·Nk tensors; one for in-place) or, in the
+  // second matmul, the probabilities beside the output and the matmul's scratch. In double: at a shape too
+  // large to run, the integer product would overflow.
   const double nn = double(p.Nq) * double(p.Nk);
   const double scores = double(p.B) * double(p.Hq) * nn * double(dtype_size(p.dtype));
+  const double out = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.D) * double(dtype_size(p.dtype));
   const double mask = p.mask == MaskKind::Causal ? nn                                                    // triu
                       : p.mask == MaskKind::Bool ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * nn  // logical_not
                                                  : 0.0;
-  return attention_io_bytes(p) + (inplace ? 1 : 2) * scores + mask;
+  return mask + std::max((inplace ? 1 : 2) * scores, scores + matmul_scratch + out);
 }
 
 namespace {
@@ -31,7 +39,7 @@ namespace {
 class NaiveRunner final : public Runner {
  public:
   NaiveRunner(const AttnProblem& p, const AttnOptions& o, bool inplace) : p_(p), inplace_(inplace) {
-    check_memory_budget(naive_peak_bytes(p, inplace),
+    check_memory_budget(naive_peak_bytes(p, inplace, naive_matmul_scratch_bytes(p)),
                         fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()),
                         "the flash variant needs no N×N buffer, try it instead");
     if (p.mask == MaskKind::Causal) fill_mask_ = ops::triu_mask(p.Nq, p.Nk, 1);

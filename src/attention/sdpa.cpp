@@ -48,6 +48,23 @@ SdpaBackend sdpa_select_backend(const AttnProblem& p) {
   return sdpa_backend_unsupported(SdpaBackend::Flash, p) ? SdpaBackend::Math : SdpaBackend::Flash;
 }
 
+// What sdpa_math allocates at its peak beyond the caller's q, k and v, all in fp32: the upcast copies (half
+// inputs), the √scale-scaled q and k, which replace them once made, then the worst of three moments: scaling
+// q (both copies live), a masked_fill (its input and output scores, and the causal mask it rebuilds), and the
+// second matmul (the probabilities beside the fp32 output, and the cast-back output of a half input).
+double sdpa_math_peak_bytes(const AttnProblem& p) {
+  const double f4 = 4, bh = double(p.B) * double(p.Hq), d = double(p.D);
+  const double q = bh * double(p.Nq) * d * f4, kv = double(p.B) * double(p.Hkv) * double(p.Nk) * d * f4;
+  const double scores = bh * double(p.Nq) * double(p.Nk) * f4;
+  const bool upcast = is_half(p.dtype);
+  const double held = q + kv + (upcast ? kv : 0.0);  // scaled q and k, and v's fp32 copy
+  const double mask = p.mask == MaskKind::Causal ? double(p.Nq) * double(p.Nk)
+                      : p.mask == MaskKind::Bool ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.Nq) * double(p.Nk)
+                                                 : 0.0;
+  const double out_half = upcast ? q * double(dtype_size(p.dtype)) / f4 : 0.0;
+  return held + std::max({upcast ? q : 0.0, 2 * scores + mask, scores + q + out_half});
+}
+
 namespace {
 
 Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const AttnProblem& p,
@@ -97,14 +114,9 @@ class SdpaRunner final : public Runner {
     if (b == SdpaBackend::Auto) backend_ = sdpa_select_backend(p);
     if (auto why = sdpa_backend_unsupported(backend_, p))
       ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
-    if (backend_ == SdpaBackend::Math) {
-      const double es = 4;  // the math path computes in fp32
-      const double nn = double(p.Nq) * double(p.Nk);
-      check_memory_budget(attention_io_bytes(p) * (is_half(p.dtype) ? 3 : 1) +
-                              2 * double(p.B) * double(p.Hq) * nn * es + nn,
-                          fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
+    if (backend_ == SdpaBackend::Math)
+      check_memory_budget(sdpa_math_peak_bytes(p), fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
                           "the flash backend needs no N×N buffer, try --backend flash");
-    }
   }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
     return {sdpa_dispatch(q, k, v, o_, backend_, p_), {}};

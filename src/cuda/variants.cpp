@@ -96,7 +96,7 @@ DeviceTensor fill_mask_for(const AttnProblem& p, const AttnOptions& o) {
 class NaiveRunner final : public DeviceRunner {
  public:
   NaiveRunner(const AttnProblem& p, const AttnOptions& o, bool inplace) : p_(p), inplace_(inplace) {
-    check_device_budget(naive_peak_bytes(p, inplace),
+    check_device_budget(naive_peak_bytes(p, inplace, 0.0),
                         fmt::format("{} attention at {}", inplace ? "in-place" : "naive", p.str()));
     fill_mask_ = fill_mask_for(p, o);
   }
@@ -129,8 +129,8 @@ class NaiveRunner final : public DeviceRunner {
 class SdpaMathRunner final : public DeviceRunner {
  public:
   SdpaMathRunner(const AttnProblem& p, const AttnOptions& o) : p_(p) {
-    const double f32_scores = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * 4;
-    check_device_budget(2 * f32_scores + 4 * attention_io_bytes(p), fmt::format("sdpa-math at {}", p.str()));
+    // The same moments as the CPU math path (the inputs are already on the device, outside `free`).
+    check_device_budget(sdpa_math_peak_bytes(p), fmt::format("sdpa-math at {}", p.str()));
     if (p.mask == MaskKind::Bool) bool_fill_ = dops::mask_from_host(ops::logical_not(o.attn_mask));
   }
 

@@ -147,23 +147,39 @@ void widen_rows(const Tensor& t, int64_t bi, int64_t hi, int64_t r0, int64_t R, 
 // kPanelFloats beside b's slice (the attention matmuls' A side, the N×N probabilities, is never widened whole).
 constexpr int64_t kPanelFloats = int64_t(1) << 20;  // 4 MiB of fp32 per thread for a's and c's panels
 
+// The widened path's scratch layout for [B,Ha,M,K] x [..,K,N]: per thread, b's whole slice, then a's and c's
+// panels of `panel` rows. One plan serves the kernel and matmul_scratch_bytes, so the budget pre-checks of
+// the naive variants count exactly what the kernel allocates.
+struct WidenedPlan {
+  int64_t panel, b_sz, a_sz, per_thread, threads;
+  double bytes() const { return 4.0 * double(threads) * double(per_thread); }
+};
+
+WidenedPlan widened_plan(int64_t batches, int64_t M, int64_t K, int64_t N) {
+  // Rows per panel: as many as fit kPanelFloats, then evened out (1024 rows in two panels of 512, not 963 + 61).
+  const int64_t fit = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(K + N, 1), 1, std::max<int64_t>(M, 1));
+  const int64_t panels = (std::max<int64_t>(M, 1) + fit - 1) / fit;
+  WidenedPlan w;
+  w.panel = (std::max<int64_t>(M, 1) + panels - 1) / panels;
+  w.b_sz = K * N;
+  w.a_sz = w.panel * K;
+  w.per_thread = w.b_sz + w.a_sz + w.panel * N;
+  w.threads = batches_in_parallel(batches) ? omp_get_max_threads() : 1;
+  return w;
+}
+
 void half_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   const int64_t B = a.shape(0), Ha = a.shape(1), group = Ha / b.shape(1);
   const int64_t M = a.shape(2), K = a.shape(3), N = b.shape(3);
   const int64_t batches = B * Ha;
   const bool parallel = batches_in_parallel(batches);
   const detail::HalfRowKernels& k = detail::row_kernels().half(c.dtype());
-  // Rows per panel: as many as fit kPanelFloats, then evened out (1024 rows in two panels of 512, not 963 + 61).
-  const int64_t fit = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(K + N, 1), 1, std::max<int64_t>(M, 1));
-  const int64_t panels = (std::max<int64_t>(M, 1) + fit - 1) / fit;
-  const int64_t panel = (std::max<int64_t>(M, 1) + panels - 1) / panels;
-  const int64_t b_sz = K * N, a_sz = panel * K, per_thread = b_sz + a_sz + panel * N;
-  const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  const WidenedPlan w = widened_plan(batches, M, K, N);
+  const int64_t panel = w.panel, b_sz = w.b_sz, a_sz = w.a_sz, per_thread = w.per_thread;
   // A tensor, so the tracked allocator counts the scratch in the op's memory and the forward's peak, as the
   // flash kernel's scratch is; checked against the budget first like every large buffer.
-  check_memory_budget(4.0 * double(threads) * double(per_thread),
-                      fmt::format("{} matmul's fp32 scratch (widened for sgemm)", dtype_name(c.dtype())));
-  Tensor scratch = Tensor::empty({1, 1, threads, per_thread}, DType::F32);
+  check_memory_budget(w.bytes(), fmt::format("{} matmul's fp32 scratch (widened for sgemm)", dtype_name(c.dtype())));
+  Tensor scratch = Tensor::empty({1, 1, w.threads, per_thread}, DType::F32);
   auto one = [&](int64_t bh, float* sb) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
     float* const sa = sb + b_sz;
@@ -205,6 +221,11 @@ bool dnnl_bf16_matmul_available() {
 }  // namespace
 
 bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_matmul_available(); }
+
+double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype) {
+  const bool widened = dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn());
+  return widened ? widened_plan(a[0] * a[1], a[2], a[3], b[3]).bytes() : 0.0;
+}
 
 std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
 
