@@ -62,6 +62,10 @@ void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, c
 
 // Machine-readable summary: metadata, per-op rows, totals, overhead, memory.
 nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka);
+// What a summary records under `key` ("problem", "variant", "annotation"): the commands' "run" object, else the
+// profiler's "metadata", else the top level (roofline.json); "" when none holds a non-empty string. The one
+// rule report and diff read a file's problem and annotation by.
+std::string recorded(const nlohmann::json& doc, std::string_view key);
 
 // ---- two profiles side by side ----------------------------------------------------------------------
 // One op of a profile diff, per forward on each side (a side's figures are 0 when the op is absent there).

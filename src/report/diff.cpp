@@ -104,13 +104,12 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
   const auto rows = s.find("rows");
   if (rows == s.end() || !rows->is_array()) ATTNPROF_FAIL("{}: no \"rows\" array", what);
   const json empty = json::object();
-  const json& meta = s.contains("metadata") && s["metadata"].is_object() ? s["metadata"] : empty;
   const json& run = s.contains("run") && s["run"].is_object() ? s["run"] : empty;
   Parsed p;
   p.device = s.contains("device") && s["device"].is_object();
-  p.side.label = !text(run, "variant").empty() ? text(run, "variant") : !text(meta, "variant").empty() ? text(meta, "variant") : label;
-  p.side.problem = !text(run, "problem").empty() ? text(run, "problem") : text(meta, "problem");
-  const std::string annotation = !text(run, "annotation").empty() ? text(run, "annotation") : text(meta, "annotation");
+  p.side.label = !recorded(s, "variant").empty() ? recorded(s, "variant") : label;
+  p.side.problem = recorded(s, "problem");
+  const std::string annotation = recorded(s, "annotation");
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
   bool annotated = false;

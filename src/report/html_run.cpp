@@ -421,12 +421,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   // A directory keeps what every earlier run left in it. A summary of another problem must not be drawn beside
   // this run's: the step-by-step changes, rooflines and tables would compare different problems. The run's
   // problem is compare.json's; without one, that of the newest summary or roofline.json.
-  auto problem_in = [](const json& doc) {
-    for (const char* k : {"run", "metadata"})
-      if (const json* m = member(doc, {k}); m && m->is_object())
-        if (std::string p = str(*m, "problem"); !p.empty()) return p;
-    return str(doc, "problem");
-  };
+  auto problem_in = [](const json& doc) { return recorded(doc, "problem"); };
   std::vector<Input> summaries;
   std::string reference, reference_from;
   if (compare.doc) {
@@ -508,10 +503,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
           v.memory = timeline_from_trace(*t.doc);
           if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
         }
-        std::string annotation;
-        if (v.summary)
-          for (const char* k : {"run", "metadata"})
-            if (const json* m = member(*v.summary, {k}); m && annotation.empty()) annotation = str(*m, "annotation");
+        const std::string annotation = v.summary ? recorded(*v.summary, "annotation") : std::string();
         ForwardSpans f = forward_timeline(*t.doc, annotation, max_spans);
         v.forward_spans = std::move(f.rows);
         if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;

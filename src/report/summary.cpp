@@ -13,6 +13,18 @@ nlohmann::json cost_json(const OpCost& c) {
 
 }  // namespace
 
+std::string recorded(const nlohmann::json& doc, std::string_view key) {
+  if (!doc.is_object()) return {};
+  auto text = [&](const nlohmann::json& o) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  for (const char* section : {"run", "metadata"})
+    if (const auto it = doc.find(section); it != doc.end() && it->is_object())
+      if (std::string v = text(*it); !v.empty()) return v;
+  return text(doc);
+}
+
 nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka) {
   using nlohmann::json;
   json j;
