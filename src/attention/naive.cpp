@@ -15,6 +15,13 @@
 
 namespace attnprof {
 
+double variants::fill_mask_bytes(const AttnProblem& p) {
+  const double nn = double(p.Nq) * double(p.Nk);
+  if (p.mask == MaskKind::Causal) return nn;
+  if (p.mask == MaskKind::Bool) return double(p.mask_shape[0]) * double(p.mask_shape[1]) * nn;
+  return 0.0;
+}
+
 double naive_matmul_scratch_bytes(const AttnProblem& p) {
   const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk}, v{p.B, p.Hkv, p.Nk, p.D};
   return std::max(ops::matmul_scratch_bytes(q, kt, p.dtype), ops::matmul_scratch_bytes(s, v, p.dtype));
@@ -28,10 +35,7 @@ double naive_peak_bytes(const AttnProblem& p, bool inplace, double matmul_scratc
   const double nn = double(p.Nq) * double(p.Nk);
   const double scores = double(p.B) * double(p.Hq) * nn * double(dtype_size(p.dtype));
   const double out = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.D) * double(dtype_size(p.dtype));
-  const double mask = p.mask == MaskKind::Causal ? nn                                                    // triu
-                      : p.mask == MaskKind::Bool ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * nn  // logical_not
-                                                 : 0.0;
-  return mask + std::max((inplace ? 1 : 2) * scores, scores + matmul_scratch + out);
+  return variants::fill_mask_bytes(p) + std::max((inplace ? 1 : 2) * scores, scores + matmul_scratch + out);
 }
 
 namespace {

@@ -58,9 +58,7 @@ double sdpa_math_peak_bytes(const AttnProblem& p) {
   const double scores = bh * double(p.Nq) * double(p.Nk) * f4;
   const bool upcast = is_half(p.dtype);
   const double held = q + kv + (upcast ? kv : 0.0);  // scaled q and k, and v's fp32 copy
-  const double mask = p.mask == MaskKind::Causal ? double(p.Nq) * double(p.Nk)
-                      : p.mask == MaskKind::Bool ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.Nq) * double(p.Nk)
-                                                 : 0.0;
+  const double mask = variants::fill_mask_bytes(p);
   const double out_half = upcast ? q * double(dtype_size(p.dtype)) / f4 : 0.0;
   return held + std::max({upcast ? q : 0.0, 2 * scores + mask, scores + q + out_half});
 }
