@@ -691,6 +691,15 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   const std::string inf_path = write_npy(dir_ / "inf.npy", inf_v);
   expect_bad("profile flash --threads 1 --q " + good + " --k " + good + " --v " + inf_path,
              "--v " + inf_path + " holds non-finite values as fp32 (0 NaN and 1 Inf, the first at [0, 0, 3, 7])");
+  // Files that are each valid but do not fit together: the message names the files, not only the tensors.
+  const std::string longer = write_npy(dir_ / "longer.npy", randn({1, 1, 6, 8}, DType::F32, 1));
+  expect_bad("profile flash --threads 1 --q " + good + " --k " + good + " --v " + longer,
+             "the input files do not fit together (--q " + good + ", --k " + good + ", --v " + longer +
+                 "): k and v shapes differ: k [1, 1, 4, 8], v [1, 1, 6, 8]");
+  const std::string half = write_npy(dir_ / "half.npy", randn({1, 1, 4, 8}, DType::F16, 2));
+  expect_bad("profile flash --threads 1 --q " + good + " --k " + half + " --v " + good,
+             "the input files have different dtypes (--q " + good + " fp32, --k " + half + " fp16, --v " + good +
+                 " fp32): pass --dtype to convert them");
 }
 
 TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {

@@ -180,6 +180,10 @@ TEST(Npy, RefusesEveryCorruption) {
       {image("['descr', '<f4']", 4), "expected '{'"},
       {image("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1)} junk", 4), "trailing characters"},
   };
+  // A header quoted in a message is one line of what the file holds: padding off, a newline inside it escaped.
+  const std::string quoted = error_of(image("{'descr': '<f4, 'fortran_order':\nFalse, 'shape': (1, 1, 1, 1)}", 4));
+  EXPECT_NE(quoted.find("of header '{'descr': '<f4, 'fortran_order':\\nFalse, 'shape': (1, 1, 1, 1)}'"),
+            std::string::npos) << quoted;
   for (const Case& c : cases) {
     const std::string msg = error_of(c.bytes);
     EXPECT_NE(msg.find(c.expect), std::string::npos) << "expected '" << c.expect << "', got '" << msg << "'";

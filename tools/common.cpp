@@ -207,8 +207,9 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
                       "against the fp64 reference",
                       flag, path, dtype_name(t.dtype()), bad);
     if (in.q.dtype() != in.k.dtype() || in.q.dtype() != in.v.dtype())
-      ATTNPROF_FAIL("q, k and v files have different dtypes ({}, {}, {}): pass --dtype to convert them",
-                    dtype_name(in.q.dtype()), dtype_name(in.k.dtype()), dtype_name(in.v.dtype()));
+      ATTNPROF_FAIL("the input files have different dtypes (--q {} {}, --k {} {}, --v {} {}): pass --dtype to "
+                    "convert them", o.q_path, dtype_name(in.q.dtype()), o.k_path, dtype_name(in.k.dtype()), o.v_path,
+                    dtype_name(in.v.dtype()));
     in.source = fmt::format("files {}, {}, {}", o.q_path, o.k_path, o.v_path);
   } else {
     const AttnProblem p = problem_of(o, seq);
@@ -223,7 +224,16 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
     fill_randn(in.v, o.seed + 2);
     in.source = fmt::format("random N(0,1), seed {}", o.seed);
   }
-  in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  if (o.q_path.empty()) {
+    in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+    return in;
+  }
+  try {  // files that disagree with each other: name them, not just the tensors
+    in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+  } catch (const Error& e) {
+    ATTNPROF_FAIL("the input files do not fit together (--q {}, --k {}, --v {}): {}", o.q_path, o.k_path, o.v_path,
+                  e.what());
+  }
   return in;
 }
 

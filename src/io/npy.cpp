@@ -105,10 +105,17 @@ class Scanner {
   }
 
  private:
+  // The header as one line: its padding (spaces and the closing newline) left off, other control and
+  // non-ASCII bytes escaped (\n, \xNN), cut at 200 characters.
   std::string printable() const {
+    std::string_view h = s_;
+    while (!h.empty() && (h.back() == ' ' || h.back() == '\n')) h.remove_suffix(1);
     std::string out;
-    for (char c : s_.substr(0, 200)) out += (c >= 32 && c < 127) ? c : '?';
-    if (s_.size() > 200) out += "...";
+    for (char c : h.substr(0, 200)) {
+      const auto u = static_cast<unsigned char>(c);
+      out += c == '\n' ? std::string("\\n") : (u >= 32 && u < 127) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+    }
+    if (h.size() > 200) out += "...";
     return out;
   }
   std::string_view s_;

@@ -944,9 +944,9 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
                   "$ATTNPROF_WEB_DIR and web/",
                   web_dir, web_dir);
   std::string tried;
-  for (const auto& d : candidates) tried += "\n  " + d + "/node_modules/vega/build/vega.min.js";
+  for (const auto& d : candidates) tried += (tried.empty() ? " " : ", ") + d + "/node_modules/vega/build/vega.min.js";
   ATTNPROF_FAIL(
-      "report: the chart library (vega, vega-lite, vega-embed from npm) is not installed; looked for:{}\n"
+      "report: the chart library (vega, vega-lite, vega-embed from npm) is not installed; looked for{}; "
       "install it with `npm ci --prefix web` in the attnprof source tree (scripts/setup.sh does this), "
       "or point ATTNPROF_WEB_DIR at a directory whose node_modules holds them",
       tried);
