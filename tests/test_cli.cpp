@@ -233,6 +233,10 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
                 v["tolerance"]["atol"].get<double>() + 4 * v["tolerance"]["rtol"].get<double>());
       EXPECT_TRUE(fs::exists(out() / v["trace"].get<std::string>()));
       EXPECT_TRUE(json::parse(io::read_file(out() / v["summary"].get<std::string>())).contains("run"));
+      // The torch-style table of the same run, as profile writes it (report draws it beside the summary).
+      const std::string table = io::read_file(out() / (v["name"].get<std::string>() + ".table.txt"));
+      EXPECT_NE(table.find("Self CPU %"), std::string::npos);
+      EXPECT_NE(table.find("Self CPU time total"), std::string::npos);
       // spread = slowest / fastest timed forward; the table flags a row above 1.15 as noisy, and only then.
       const auto f = v["forward_ms"].get<std::vector<double>>();
       ASSERT_EQ(f.size(), 2u);
@@ -373,6 +377,20 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   const std::string csv = io::read_file(out() / "sweep.csv");
   EXPECT_EQ(csv.rfind("variant,seq,ms,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+}
+
+TEST_F(Cli, SweepRecordsTheProblemItsPointsShare) {
+  // Grouped-query heads and the batch are part of what a sweep measured: in the text and in sweep.json.
+  const Result r = run("sweep --seq 64,128 --variants flash --shape 2,4,64,32 --kv-heads 2 --threads 1 --iters 1" +
+                       out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("attnprof sweep — B=2 Hq=4 Hkv=2 D=32 with N = 64,128, bf16 causal, 1 thread"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in torch's binary units (1 Mb = 2^20 B)"), std::string::npos) << r.out;
+  const json j = read_json("sweep.json");
+  EXPECT_EQ(j["shape"], (json{{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"D", 32}}));
+  ASSERT_TRUE(j["machine"].is_object());
+  EXPECT_TRUE(j["machine"]["memory_reclaim"].is_string());
 }
 
 TEST_F(Cli, SweepSkipsPointsOverTheBudget) {

@@ -163,7 +163,10 @@ TEST(HtmlReport, TimelineShowsTheFirstForwardWithLanesAndDepths) {
                         x("matmul", "cpu_op", 1, 0, 112, 20)}}};
   spit(d.path / "naive.trace.json", trace.dump());
   spit(d.path / "naive.summary.json",
-       json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}}}, {"rows", json::array()}}.dump());
+       json{{"schema", "attnprof.summary/1"},
+            {"metadata", {{"annotation", "attn_fwd"}}},
+            {"rows", {{{"name", "attn_fwd"}, {"category", "user_annotation"}, {"calls", 2}, {"self_ns", 0}}}}}
+           .dump());
   const json data = data_block(render_html_report(d.path.string(), stub_library()));
   const json* spans = nullptr;
   for (const json& c : data["charts"])
@@ -351,6 +354,119 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   const std::string page3 = render_html_report(d.path.string(), stub_library());
   EXPECT_EQ(page3.find("inplace.summary.json is left out"), std::string::npos);
   EXPECT_TRUE(chart_variants(data_block(page3), "time-by-op").count("inplace"));
+}
+
+TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
+  TempDir d("earlier-run");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const auto now = fs::file_time_type::clock::now();
+  // This run's compare skipped inplace; inplace.summary.json is an earlier run's (older than compare.json).
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  for (json& v : compare["variants"])
+    if (v["name"] == "inplace") v = {{"name", "inplace"}, {"status", "skipped"}, {"note", "over the memory budget"}};
+  spit(d.path / "compare.json", compare.dump());
+  spit(d.path / "inplace.trace.json", "{\"traceEvents\": []}");
+  fs::last_write_time(d.path / "inplace.summary.json", now - std::chrono::seconds(60));
+  // naive's table text is an earlier profile's: older than the summary beside it.
+  spit(d.path / "naive.table.txt", "AN EARLIER RUN'S TABLE\n");
+  fs::last_write_time(d.path / "naive.table.txt", now - std::chrono::seconds(60));
+  // flash's table text is of the same run (written with its summary).
+  spit(d.path / "flash.table.txt", "THIS RUN'S FLASH TABLE\n");
+  fs::last_write_time(d.path / "flash.table.txt", now + std::chrono::seconds(1));
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("inplace.summary.json is left out: compare.json did not run inplace (skipped: over the memory "
+                      "budget), so the file is an earlier run&#39;s in this directory."),
+            std::string::npos);
+  EXPECT_FALSE(chart_variants(data_block(page), "time-by-op").count("inplace"));
+  const size_t trace_at = page.find("inplace.trace.json</a>");
+  ASSERT_NE(trace_at, std::string::npos);
+  EXPECT_NE(page.substr(trace_at, 200).find("; an earlier run&#39;s, left out of this page (see its top))"),
+            std::string::npos) << page.substr(trace_at, 200);
+  EXPECT_EQ(page.find("AN EARLIER RUN"), std::string::npos);
+  EXPECT_NE(page.find("naive: naive.table.txt is older than naive.summary.json (an earlier run&#39;s), so its table is "
+                      "rebuilt from the summary"),
+            std::string::npos);
+  EXPECT_NE(page.find("THIS RUN&#39;S FLASH TABLE"), std::string::npos);
+  // A summary newer than compare.json (a later `profile inplace`) is this directory's latest and is drawn.
+  fs::last_write_time(d.path / "inplace.summary.json", now + std::chrono::seconds(5));
+  const std::string later = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(later.find("inplace.summary.json is left out"), std::string::npos);
+  EXPECT_TRUE(chart_variants(data_block(later), "time-by-op").count("inplace"));
+}
+
+TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
+  TempDir d("corrupt-figures");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  for (json& r : naive["rows"])
+    if (r["name"] != "attn_fwd" && r.value("category", "") != "user_annotation") {
+      r["total_ns"] = "oops";
+      break;
+    }
+  spit(d.path / "naive.summary.json", naive.dump());
+  json inplace = json::parse(attnprof::io::read_file(d.path / "inplace.summary.json"));
+  inplace["rows"][1] = nullptr;
+  spit(d.path / "inplace.summary.json", inplace.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive.summary.json is left out: naive.summary.json row"), std::string::npos);
+  EXPECT_NE(page.find("field &#39;total_ns&#39; is not a number (attnprof does not write such a file)."), std::string::npos);
+  EXPECT_NE(page.find("inplace.summary.json is left out: inplace.summary.json: a row without a &quot;name&quot;"),
+            std::string::npos);
+  const std::set<std::string> drawn = chart_variants(data_block(page), "time-by-op");
+  EXPECT_TRUE(drawn.count("flash") && !drawn.count("naive") && !drawn.count("inplace"));
+
+  // compare.json: a time as a string, a negative byte count.
+  for (const auto& [field, value, why] : {std::tuple<const char*, json, const char*>{"ms", "8.157", "field &#39;ms&#39; is not a number"},
+                                          {"peak_bytes", -5, "field &#39;peak_bytes&#39; is -5, out of range"}}) {
+    json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+    compare["variants"][0][field] = value;
+    spit(d.path / "compare.json", compare.dump());
+    const std::string p2 = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(p2.find(std::string("compare.json variant &#39;naive&#39;: ") + why), std::string::npos) << field;
+    EXPECT_NE(p2.find("(not drawn: attnprof does not write such a file)"), std::string::npos) << field;
+    EXPECT_EQ(p2.find("<td>-5 B</td>"), std::string::npos);
+  }
+}
+
+TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
+  TempDir d("sweep-problem");
+  for (const char* f : {"compare.json", "sweep.json"}) fs::copy_file(kFixtures / f, d.path / f);
+  json sweep = json::parse(attnprof::io::read_file(d.path / "sweep.json"));
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  compare["shape"] = {{"B", 8}, {"Hq", 16}, {"Hkv", 16}, {"Nq", 1024}, {"Nk", 1024}, {"D", 64}};
+  compare["dtype"] = "bf16";
+  compare["causal"] = true;
+  spit(d.path / "compare.json", compare.dump());
+  sweep["shape"] = {{"B", 8}, {"Hq", 16}, {"Hkv", 4}, {"D", 64}};
+  sweep["dtype"] = "bf16";
+  sweep["causal"] = true;
+  sweep["threads"] = 1;
+  sweep["machine"] = {{"memory_reclaim", "this VM hands freed memory back"}};
+  // Two points for one variant: a line through both, no error estimate.
+  json pts = json::array();
+  for (const json& p : sweep["points"])
+    if (p["variant"] == "flash" && pts.size() < 2) pts.push_back(p);
+  ASSERT_EQ(pts.size(), 2u);
+  pts[1]["forward_ms"] = {10.0, 30.0, 12.0};  // noisy
+  sweep["points"] = pts;
+  sweep["fits"] = {{{"variant", "flash"}, {"metric", "time"}, {"exponent", 1.823}, {"coefficient", 3.98e-5},
+                    {"r2", 1.0}, {"stderr", 0.0}, {"points", 2}}};
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Every point: B=8 Hq=16 Hkv=4 D=64 · bf16 · causal · 1 thread · N = the point&#39;s length"),
+            std::string::npos);
+  EXPECT_NE(page.find("This sweep is of B=8 Hq=16 Hkv=4 D=64 bf16 causal at every N, not of the comparison&#39;s "
+                      "B=8 Hq=16 Hkv=16 D=64 bf16 causal"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num\">1.823</td><td class=\"num\">–</td>"), std::string::npos);
+  EXPECT_EQ(page.find("<td class=\"num\">1.0000</td>"), std::string::npos);
+  EXPECT_NE(page.find("this VM hands freed memory back"), std::string::npos);
+  // The same problem: no note.
+  sweep["shape"]["Hkv"] = 16;
+  spit(d.path / "sweep.json", sweep.dump());
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("This sweep is of"), std::string::npos);
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -84,8 +84,9 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   return row;
 }
 
-// <variant>.trace.json and <variant>.summary.json of a row that ran.
-void write_row_files(const Row& row, const std::string& out) {
+// <variant>.trace.json, <variant>.summary.json and <variant>.table.txt (the torch-style table, as profile
+// writes it) of a row that ran: all three from this run, so no file of an earlier run stays beside them.
+void write_row_files(const Row& row, const std::string& out, const std::string& table) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name},
@@ -94,6 +95,7 @@ void write_row_files(const Row& row, const std::string& out) {
                {"peak_extra_bytes", row.r.peak_extra_bytes},
                {"ops_per_forward", row.ops ? report::count_json(*row.ops) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
+  report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
 }
 
 // The rows whose forwards disagree (their medians may stand on disturbed forwards), and `machine_note` with them.
@@ -246,13 +248,14 @@ void run_compare_cuda(const CompareArgs& a) {
     Row row = make_row(*v, run_cuda_variant(*v, in, ref, plan, v->name), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       if (!row.r.cupti_note.empty()) cupti_note = row.r.cupti_note;
-      write_row_files(row, o.out);
+      const std::string table = row.r.result.has_device
+                                    ? report::table(row.r.ka, {.sort_by = "cuda_time_total", .peaks = t.m}) +
+                                          report::device_table(row.r.result)
+                                    : report::table(row.r.ka, {.peaks = std::nullopt});
+      write_row_files(row, o.out, table);
       tables += row.r.result.has_device
-                    ? fmt::format("\n{} (one forward, CUPTI):\n{}{}", v->name,
-                                  report::table(row.r.ka, {.sort_by = "cuda_time_total", .peaks = t.m}),
-                                  report::device_table(row.r.result))
-                    : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note,
-                                  report::table(row.r.ka, {.peaks = std::nullopt}));
+                    ? fmt::format("\n{} (one forward, CUPTI):\n{}", v->name, table)
+                    : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note, table);
       progress(fmt::format("{}: {:.3f} ms/forward, {} device activities", v->name, row.ms,
                            row.ops ? fmt::format("{:.0f}", *row.ops) : "--"));
     } else {
@@ -307,7 +310,8 @@ void run_compare(const CompareArgs& a) {
     const std::string label = fmt::format("[{}/{}] {}", i + 1, variants.size(), v.name);
     Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
-      write_row_files(row, o.out);
+      // The table profile prints by default: sorted by CPU total, 15 rows, each op's roofline verdict.
+      write_row_files(row, o.out, report::table(row.r.ka, {.sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m}));
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
       progress(fmt::format("{}: {}: {}", label, status_name(row.r.status), row.r.note));

@@ -219,10 +219,14 @@ void run_sweep(const SweepArgs& a) {
   bar.update(total, "done");
   bar.done();
 
+  // The problem every point shares (N varies), as compare.json records its shape, so report can tell a
+  // sweep of grouped-query heads or another batch from the run beside it.
+  const AttnProblem ps = problem_of(o, seqs.front());
+  const std::string shared = fmt::format("B={} Hq={} Hkv={} D={}", ps.B, ps.Hq, ps.Hkv, ps.D);
   nlohmann::json j = {{"kind", "sweep"},
                       {"attnprof_version", ATTNPROF_VERSION},
                       {"device", a.device},
-                      {"shape", o.shape},
+                      {"shape", {{"B", ps.B}, {"Hq", ps.Hq}, {"Hkv", ps.Hkv}, {"D", ps.D}}},
                       {"dtype", o.dtype},
                       {"causal", o.causal},
                       {"threads", threads},
@@ -231,7 +235,9 @@ void run_sweep(const SweepArgs& a) {
                       {"memory_budget", memory_budget()},
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
+  const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
+  else j["machine"] = {{"memory_reclaim", reclaim}};  // why a noisy point may be the machine's, as compare.json
   std::string csv = "variant,seq,ms,peak_bytes,status,note\n";
   for (const Point& p : points) {
     const bool ok = p.status == "ok";
@@ -250,7 +256,7 @@ void run_sweep(const SweepArgs& a) {
     csv += fmt::format("{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
                        ok ? std::to_string(p.peak_bytes) : "", p.status, note);
   }
-  std::string text = fmt::format("attnprof sweep — shape {} with N = {}, {} {}, {}\n", o.shape, a.seq, o.dtype,
+  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, a.seq, o.dtype,
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
   text += fmt::format("{:<12}{:>8}{:>12}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", "Peak mem", "Max err");
@@ -261,8 +267,7 @@ void run_sweep(const SweepArgs& a) {
   std::vector<report::Timings> timings;
   for (const Point& p : points)
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms});
-  for (const std::string& line :
-       report::noisy_notes(timings, gpu ? "" : analysis::memory_reclaim_note().value_or("")))
+  for (const std::string& line : report::noisy_notes(timings, reclaim))
     text += line + "\n";
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
   for (const Variant* v : variants) {
@@ -295,8 +300,9 @@ void run_sweep(const SweepArgs& a) {
     }
   }
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
-  text += fmt::format("Memory: {}bytes one forward allocates at its peak above its inputs (expect exponent ≈ 2 naive; "
-                      "flash ≈ 1 once its output outgrows its fixed per-thread scratch, less at small N).\n",
+  text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
+                      "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
+                      "per-thread scratch (less at small N).\n",
                       gpu ? "device " : "");
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
   write_json(out_path(o.out, "sweep.json"), j);

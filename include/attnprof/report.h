@@ -90,6 +90,13 @@ struct ProfileDiff {
   std::vector<DiffRow> rows;  // by the size of the change in time, largest first
   double base_ns = 0, new_ns = 0;  // sums of the rows' self times per forward
 };
+
+// The checks diff applies to a summary or a compare.json, for readers that show them otherwise (report): an
+// Error naming `what` and the first field attnprof would never write (a row without a name, a time that is not
+// a number, a negative byte count, a status "ok" without a time...).
+void check_summary(const nlohmann::json& summary, const std::string& what);
+void check_compare_json(const nlohmann::json& compare, const std::string& what);
+
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
 // of implementation removed, added or turned in place, and where the time went. Annotations and
 // ProfilerStep#N are left out (their time is the sum of the rows). Throws Error naming what is wrong when a

@@ -94,8 +94,8 @@ struct Parsed {
   std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
 };
 
-Parsed parse(const json& s, const std::string& label, const char* which) {
-  const std::string what = fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'");
+// A summary read as diff and report read it; `what` names it in every error.
+Parsed parse_as(const json& s, const std::string& what, const std::string& label) {
   if (!s.is_object() || !s.contains("schema"))
     ATTNPROF_FAIL("{}: not an attnprof summary (expected \"schema\": \"attnprof.summary/1\"; write one with "
                   "`attnprof profile` or `attnprof compare`)", what);
@@ -152,6 +152,8 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
     const std::string row_what = fmt::format("{} row '{}'", what, name);
     o.calls = number(r, "calls", what) / f;
     (void)required(r, p.device ? "self_cuda_ns" : "self_ns", row_what);
+    (void)number(r, "total_ns", row_what);
+    (void)number(r, "flops", row_what);
     const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
     const json& cost = r.contains("cost") && r["cost"].is_object() ? r["cost"] : empty;
     if (p.device) {
@@ -179,7 +181,13 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
   return p;
 }
 
+Parsed parse(const json& s, const std::string& label, const char* which) {
+  return parse_as(s, fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'"), label);
+}
+
 }  // namespace
+
+void check_summary(const json& s, const std::string& what) { (void)parse_as(s, what, ""); }
 
 std::string DiffRow::label() const {
   if (base_name.empty()) return new_name;
@@ -403,10 +411,50 @@ std::vector<double> forwards(const json& o, const std::string& what) {
   return ms;
 }
 
-void check_compare(const json& c, const char* which) {
+void check_compare(const json& c, const std::string& which) {
   if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
+}
+
+// One side's figures of a compare.json row; anything attnprof never writes is an error naming the row.
+void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
+  // Files written before "status" existed say "skipped": "<why>" (or true) and "ok": false instead.
+  std::string status = text(v, "status");
+  if (status.empty()) {
+    const auto sk = v.find("skipped"), ok = v.find("ok");
+    const bool skipped = sk != v.end() && ((sk->is_string() && !sk->get<std::string>().empty()) ||
+                                           (sk->is_boolean() && sk->get<bool>()));
+    status = skipped ? "skipped" : ok != v.end() && ok->is_boolean() && !ok->get<bool>() ? "failed" : "ok";
+  }
+  if (status != "ok" && status != "failed" && status != "skipped")
+    ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
+  (is_base ? r.base_status : r.new_status) = status;
+  (is_base ? r.base_ms : r.new_ms) = time_ms(maybe(v, "ms", what), "ms", what);
+  if (status == "ok" && (is_base ? r.base_ms : r.new_ms) < 0)
+    ATTNPROF_FAIL("{}: status 'ok' without a time ('ms'); attnprof writes one for every variant that ran", what);
+  (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
+  (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
+  (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
+  (is_base ? r.base_forward_ms : r.new_forward_ms) = forwards(v, what);
+}
+
+// Every row of one compare.json into d, as the base or the new side (`which` names it in errors).
+void add_compare_rows(RunDiff& d, const json& doc, bool is_base, const std::string& which) {
+  for (const json& v : doc["variants"]) {
+    const std::string name = v.is_object() ? text(v, "name") : "";
+    if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", which);
+    (void)printable_name(name, which);
+    auto it = std::find_if(d.rows.begin(), d.rows.end(), [&](const RunDiffRow& r) { return r.variant == name; });
+    if (it != d.rows.end() && !(is_base ? it->base_status : it->new_status).empty())
+      ATTNPROF_FAIL("{}: variant '{}' appears twice in one compare.json", which, name);
+    if (it == d.rows.end()) {
+      d.rows.push_back({});
+      d.rows.back().variant = name;
+      it = d.rows.end() - 1;
+    }
+    fill(*it, v, is_base, fmt::format("{} variant '{}'", which, name));
+  }
 }
 
 std::string ms_cell(double ms) { return ms >= 0 ? fmt::format("{:.3f}", ms) : "--"; }
@@ -431,35 +479,15 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
     d.base_bf16_matmul = b;
     d.new_bf16_matmul = n;
   }
-  auto fill = [](RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
-    const std::string status = text(v, "status").empty() ? "ok" : text(v, "status");
-    if (status != "ok" && status != "failed" && status != "skipped")
-      ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
-    (is_base ? r.base_status : r.new_status) = status;
-    (is_base ? r.base_ms : r.new_ms) = time_ms(maybe(v, "ms", what), "ms", what);
-    (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
-    (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
-    (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
-    (is_base ? r.base_forward_ms : r.new_forward_ms) = forwards(v, what);
-  };
-  for (const auto& [doc, is_base] : {std::pair<const json*, bool>{&base, true}, {&next, false}}) {
-    for (const json& v : (*doc)["variants"]) {
-      const std::string name = v.is_object() ? text(v, "name") : "";
-      const char* which = is_base ? "base" : "new";
-      if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", which);
-      (void)printable_name(name, which);
-      auto it = std::find_if(d.rows.begin(), d.rows.end(), [&](const RunDiffRow& r) { return r.variant == name; });
-      if (it != d.rows.end() && !(is_base ? it->base_status : it->new_status).empty())
-        ATTNPROF_FAIL("{}: variant '{}' appears twice in one compare.json", which, name);
-      if (it == d.rows.end()) {
-        d.rows.push_back({});
-        d.rows.back().variant = name;
-        it = d.rows.end() - 1;
-      }
-      fill(*it, v, is_base, fmt::format("{} variant '{}'", is_base ? "base" : "new", name));
-    }
-  }
+  add_compare_rows(d, base, true, "base");
+  add_compare_rows(d, next, false, "new");
   return d;
+}
+
+void check_compare_json(const json& c, const std::string& what) {
+  check_compare(c, what);
+  RunDiff d;
+  add_compare_rows(d, c, true, what);
 }
 
 std::string diff_table(const RunDiff& d) {

@@ -193,6 +193,40 @@ std::vector<double> forward_ms(const json& entry) {
   return ms;
 }
 
+// What a compare.json or sweep.json says it ran: its shape's fields in the problem's order, dtype, mask,
+// threads and GPU, as one line ("B=8 Hq=16 ... · bf16 · causal · 2 threads ").
+std::string run_meta(const json& c) {
+  std::string meta;
+  if (const json* sh = member(c, {"shape"})) {
+    if (sh->is_object()) {
+      // In the order of the problem's shape, then any other keys.
+      std::vector<std::string> keys = {"B", "H", "Hq", "Hkv", "N", "Nq", "Nk", "D"};
+      for (auto it = sh->begin(); it != sh->end(); ++it)
+        if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
+      for (const auto& k : keys)
+        if (sh->contains(k)) meta += fmt::format("{}={} ", k, (*sh)[k].is_string() ? (*sh)[k].get<std::string>() : (*sh)[k].dump());
+    } else {
+      meta += "shape " + (sh->is_string() ? sh->get<std::string>() : sh->dump()) + " ";
+    }
+  }
+  if (c.contains("dtype")) meta += "· " + str(c, "dtype") + " ";
+  if (c.contains("causal") && c["causal"].is_boolean()) meta += c["causal"].get<bool>() ? "· causal " : "· no mask ";
+  if (const double th = num(c, "threads", NAN); std::isfinite(th)) meta += fmt::format("· {} thread{} ", str(c, "threads"), th == 1 ? "" : "s");
+  if (str(c, "device") == "cuda") meta += "· on " + str(c, "gpu", "a CUDA GPU") + " ";
+  return meta;
+}
+
+// The part of a run's problem that a sweep keeps for every point (all but N): "B=1 Hq=4 Hkv=2 D=64 bf16
+// causal", or "" when the file does not say (an older sweep.json's shape is a string).
+std::string problem_but_n(const json& c) {
+  const json* sh = member(c, {"shape"});
+  if (!sh || !sh->is_object() || !c.contains("causal") || !c["causal"].is_boolean()) return "";
+  for (const char* k : {"B", "Hq", "Hkv", "D"})
+    if (!sh->contains(k) || !(*sh)[k].is_number_integer()) return "";
+  return fmt::format("B={} Hq={} Hkv={} D={} {} {}", (*sh)["B"].dump(), (*sh)["Hq"].dump(), (*sh)["Hkv"].dump(),
+                     (*sh)["D"].dump(), str(c, "dtype"), c["causal"].get<bool>() ? "causal" : "no mask");
+}
+
 void section_compare(Page& pg, const Input& in) {
   pg.h2("compare", "Comparison");
   if (!in.doc) {
@@ -238,24 +272,8 @@ void section_compare(Page& pg, const Input& in) {
     }
   }
   t += "</tbody></table>\n";
-  std::string meta;
-  if (const json* sh = member(c, {"shape"})) {
-    if (sh->is_object()) {
-      // In the order of the problem's shape, then any other keys.
-      std::vector<std::string> keys = {"B", "H", "Hq", "Hkv", "N", "Nq", "Nk", "D"};
-      for (auto it = sh->begin(); it != sh->end(); ++it)
-        if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
-      for (const auto& k : keys)
-        if (sh->contains(k)) meta += fmt::format("{}={} ", k, (*sh)[k].is_string() ? (*sh)[k].get<std::string>() : (*sh)[k].dump());
-    } else {
-      meta += "shape " + (sh->is_string() ? sh->get<std::string>() : sh->dump()) + " ";
-    }
-  }
-  if (c.contains("dtype")) meta += "· " + str(c, "dtype") + " ";
-  if (c.contains("causal") && c["causal"].is_boolean()) meta += c["causal"].get<bool>() ? "· causal " : "· no mask ";
-  if (c.contains("threads")) meta += "· " + str(c, "threads") + " threads ";
+  std::string meta = run_meta(c);
   const bool gpu = str(c, "device") == "cuda";
-  if (gpu) meta += "· on " + str(c, "gpu", "a CUDA GPU") + " ";
   if (c.contains("inputs")) meta += "· inputs: " + str(c, "inputs") + " ";
   if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
@@ -443,7 +461,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
 }
 
 // --- the scaling sweep, log-log, with the fitted power laws ---
-void section_sweep(Page& pg, const Input& in) {
+void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare) {
   pg.h2("sweep", "Scaling with sequence length");
   if (!in.doc) {
     pg.note(in.note + ": run `attnprof sweep --out DIR` to fill this section.");
@@ -451,6 +469,14 @@ void section_sweep(Page& pg, const Input& in) {
     return;
   }
   const json& s = *in.doc;
+  // A sweep is its own study, drawn whatever its problem; the page says which, and says so when it is not
+  // the comparison's (an earlier run in the same directory).
+  if (const std::string meta = run_meta(s); !meta.empty()) pg.p("Every point: " + meta + "· N = the point's length");
+  if (compare)
+    if (const std::string mine = problem_but_n(s), theirs = problem_but_n(*compare);
+        !mine.empty() && !theirs.empty() && mine != theirs)
+      pg.note(fmt::format("This sweep is of {} at every N, not of the comparison's {}: sweep.json is from another "
+                          "run in this directory.", mine, theirs));
   std::map<std::string, std::pair<double, double>> range;  // variant -> (min seq, max seq) of measured points
   json time_pts = json::array(), mem_pts = json::array();
   std::vector<std::string> skipped;
@@ -478,16 +504,20 @@ void section_sweep(Page& pg, const Input& in) {
   }
   json time_fit = json::array(), mem_fit = json::array();
   std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
-                          "<th>± std. error</th><th>coefficient</th><th>R²</th><th>points</th></tr></thead><tbody>\n";
+                          "<th>± std. error</th><th>coefficient a (ms, or bytes for memory)</th><th>R²</th>"
+                          "<th>points</th></tr></thead><tbody>\n";
   bool any_fit = false;
   if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
     for (const json& f : *fits) {
       const std::string v = str(f, "variant", "?");
       const std::string metric = str(f, "metric", "time");
       const double b = num(f, "exponent", NAN), a = num(f, "coefficient", NAN);
-      fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) + td(fmt_num(num(f, "stderr", NAN), 3), true) +
-                   td(fmt_sci(a), true) + td(fmt_num(num(f, "r2", NAN), 4), true) +
-                   td(fmt_num(num(f, "points", NAN), 0), true) + "</tr>\n";
+      // Two points fix a line exactly: no error estimate, and R² is 1 by construction, so neither is shown.
+      const bool two = num(f, "points", NAN) == 2;
+      fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
+                   td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
+                   td(two ? "–" : fmt_num(num(f, "r2", NAN), 4), true) + td(fmt_num(num(f, "points", NAN), 0), true) +
+                   "</tr>\n";
       any_fit = true;
       auto r = range.find(v);
       if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
@@ -548,7 +578,12 @@ void section_sweep(Page& pg, const Input& in) {
     for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";
     pg.raw(list + "</ul>\n");
   }
-  for (const std::string& line : noisy_notes(timings, "")) pg.note(line);
+  if (const json* fits = member(s, {"fits"});
+      fits && fits->is_array() && std::any_of(fits->begin(), fits->end(), [](const json& f) { return num(f, "points", NAN) == 2; }))
+    pg.note("A fit through two points is a line through both: it has no error estimate and its R² is 1 by "
+            "construction (shown as –).");
+  const json* machine = member(s, {"machine"});
+  for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   pg.end_section();
 }
 
@@ -789,7 +824,8 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
 }
 
 // --- traces ---
-void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData>& vs) {
+void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData>& vs,
+                    const std::set<std::string>& left_out) {
   pg.h2("traces", "Traces");
   std::set<std::string> files;
   std::error_code ec;
@@ -810,8 +846,9 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
          "(<i>Load</i>). The links below point at the files next to this page.</p>\n<ul>\n");
   for (const auto& f : files) {
     const auto size = fs::file_size(dir / f, ec);
+    const std::string why = left_out.count(f) ? "; an earlier run's, left out of this page (see its top)" : "";
     pg.raw("<li><a href=\"" + html_escape(href_for_file(f)) + "\">" + html_escape(f) + "</a> <span class=\"note\">(" +
-           html_escape(ec ? std::string("?") : fmt_bytes(double(size))) + ")</span></li>\n");
+           html_escape((ec ? std::string("?") : fmt_bytes(double(size))) + why) + ")</span></li>\n");
   }
   pg.raw("</ul>\n");
   pg.end_section();
@@ -979,12 +1016,12 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
   section_compare(pg, compare);
   section_ops(pg, vs, op_notes);
   section_changes(pg, vs);
-  section_sweep(pg, sweep);
+  section_sweep(pg, sweep, compare.doc);
   section_roofline(pg, roofline, compare.doc, vs);
   section_memory(pg, vs);
   section_timeline(pg, vs);
   section_tables(pg, vs);
-  section_traces(pg, dir, vs);
+  section_traces(pg, dir, vs, run.left_out);
 
   std::string subtitle = "attnprof " ATTNPROF_VERSION;
   if (compare.doc) {

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "attnprof/analysis.h"
+#include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
 
@@ -359,11 +360,20 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   return ka;
 }
 
-std::string read_table_text(const fs::path& dir, const VariantData& v) {
+// The variant's torch-style table: its .table.txt when that is of the same run as the summary (profile and
+// compare write both), else rebuilt from the summary, with a note when an older .table.txt was passed over.
+std::string read_table_text(const fs::path& dir, const VariantData& v, std::vector<std::string>& notes) {
   if (v.summary) {
     if (const json* t = member(*v.summary, {"table", "torch_table"}); t && t->is_string()) return t->get<std::string>();
   }
-  if (auto text = read_file(dir / (v.name + ".table.txt"))) return *text;
+  const std::string table_file = v.name + ".table.txt";
+  if (auto text = read_file(dir / table_file)) {
+    std::error_code tec, sec;
+    const auto tt = fs::last_write_time(dir / table_file, tec), st = fs::last_write_time(dir / v.summary_file, sec);
+    if (!v.summary || tec || sec || tt >= st) return *text;
+    notes.push_back(fmt::format("{}: {} is older than {} (an earlier run's), so its table is rebuilt from the summary",
+                                v.name, table_file, v.summary_file));
+  }
   if (!v.summary) return "";
   analysis::KeyAverages ka = key_averages_from_summary(*v.summary);
   if (ka.rows.empty()) return "";
@@ -382,6 +392,14 @@ std::string read_table_text(const fs::path& dir, const VariantData& v) {
 Run read_run(const fs::path& dir, size_t max_spans) {
   Run run;
   run.compare = read_json(dir / "compare.json");
+  // A compare.json with figures attnprof never writes (a time that is not a number, a negative byte count, a
+  // row without a name) is not drawn with guessed values: the section says what is wrong instead.
+  if (run.compare.doc) try {
+      check_compare_json(*run.compare.doc, "compare.json");
+    } catch (const Error& e) {
+      run.compare.doc.reset();
+      run.compare.note = fmt::format("{} (not drawn: attnprof does not write such a file)", e.what());
+    }
   run.sweep = read_json(dir / "sweep.json");
   run.roofline = read_json(dir / "roofline.json");
   const Input& compare = run.compare;
@@ -465,15 +483,51 @@ Run read_run(const fs::path& dir, size_t max_spans) {
       run.roofline.note = "roofline.json is of another problem (see the top of the page)";
     }
 
+  // The variants compare.json did not run (skipped over the budget, failed validation), with the reason.
+  std::map<std::string, std::string> not_run;
+  if (compare.doc)
+    if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
+      for (const json& v : *arr)
+        if (v.is_object() && !std::isfinite(num(v, "ms", NAN))) {
+          const std::string why = str(v, "note");
+          not_run[str(v, "name")] = str(v, "status", "skipped") + (why.empty() ? "" : ": " + why);
+        }
+  std::error_code cec;
+  const fs::file_time_type compare_time = fs::last_write_time(dir / "compare.json", cec);
+  auto older_than_compare = [&](const std::string& file) {
+    std::error_code fec;
+    const fs::file_time_type t = fs::last_write_time(dir / file, fec);
+    return compare.doc && !cec && !fec && t < compare_time;
+  };
+
   std::vector<std::string>& op_notes = run.op_notes;
   std::vector<bool> keep(vs.size(), true);
+  auto leave_out = [&](size_t i, std::string note) {
+    run.notes.push_back(std::move(note));
+    run.left_out.insert(vs[i].summary_file);
+    for (const char* suf : {".trace.json", ".trace.json.gz", ".table.txt"}) run.left_out.insert(vs[i].name + suf);
+    if (!vs[i].trace_file.empty()) run.left_out.insert(vs[i].trace_file);
+    keep[i] = false;
+  };
   for (size_t i = 0; i < vs.size(); ++i) {
     VariantData& v = vs[i];
     Input s = std::move(summaries[i]);
     if (s.doc)
       if (const std::string p = other_problem(*s.doc); !p.empty()) {
-        run.notes.push_back(left_out(v.summary_file, p));
-        keep[i] = false;
+        leave_out(i, left_out(v.summary_file, p));
+        continue;
+      }
+    // compare.json says this run did not run the variant: a summary older than it is an earlier run's, and
+    // beside this run's figures it would compare the two runs without saying so.
+    if (const auto nr = not_run.find(v.name); s.doc && nr != not_run.end() && older_than_compare(v.summary_file)) {
+      leave_out(i, fmt::format("{} is left out: compare.json did not run {} ({}), so the file is an earlier run's "
+                               "in this directory.", v.summary_file, v.name, nr->second));
+      continue;
+    }
+    if (s.doc) try {
+        check_summary(*s.doc, v.summary_file);
+      } catch (const Error& e) {
+        leave_out(i, fmt::format("{} is left out: {} (attnprof does not write such a file).", v.summary_file, e.what()));
         continue;
       }
     if (!s.doc) {
@@ -513,7 +567,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     } else {
       v.forward_note = "no trace file";
     }
-    v.table = read_table_text(dir, v);
+    v.table = read_table_text(dir, v, op_notes);
   }
   for (size_t i = vs.size(); i-- > 0;)
     if (!keep[i]) vs.erase(vs.begin() + std::ptrdiff_t(i));

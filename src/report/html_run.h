@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,6 +66,7 @@ struct Run {
   std::vector<VariantData> variants;
   std::vector<std::string> op_notes;
   std::vector<std::string> notes;  // files left out of the page (another problem than the run's), shown first
+  std::set<std::string> left_out;  // their names, and the traces and tables of the same variants
 };
 // `max_spans`: the most trace events of one forward kept per variant for the timeline.
 Run read_run(const std::filesystem::path& dir, size_t max_spans);
