@@ -1,137 +1,302 @@
 #!/usr/bin/env bash
-# The GPU check of issue 7, as one script for a machine with an NVIDIA GPU (a few minutes):
-#   1. build the CUDA backend (sm_80 + sm_90a) with its tests and the timing tool,
-#   2. run tests/test_cuda: every CUDA variant against the fp64 reference, the allocator, the blog's
-#      kernel counts through CUPTI (6 naive / 5 in-place / 1 flash),
-#   3. attnprof-gpu-timing at the blog's shape [8,16,1024,64] bf16 causal: ms, TFLOP/s, % of bf16 peak,
-#      activities per forward, validation, every flash tile configuration,
-#   4. PyTorch's F.scaled_dot_product_attention (flash, cuDNN, efficient, math backends) on the same shape
-#      as the peer, when python3 with a CUDA build of torch is there,
-#   5. `attnprof compare --device cuda` at that shape,
-#   6. a summary: our flash against PyTorch's flash (target: within 1.5x),
-#   7. extras: the timing in fp16 (default flash configuration), `attnprof profile naive|flash --device cuda`,
-#      `attnprof sweep --device cuda` (naive and flash from N = 512 to 4096) and `attnprof roofline --device
-#      cuda` (both into compare/, for the report).
-# Everything is written to a scratch directory ($RESULTS, default a fresh /tmp/gpu-check.*) and, whatever
-# happens, packed at exit into $OUT (default attnprof-out/gpu-check; a device runner sets $OUT) as
-# gpu-check.tgz plus the seven text files that carry the issue's figures (steps.log, machine.txt,
-# test_cuda.txt, timing.txt, torch.txt, compare.txt, summary.txt): eight files, what a device runner brings
-# back. The whole script keeps to BUDGET_S seconds (default 450): each step's cap is cut to the time left, so
-# the issue's steps (tests, timing, peer, compare, summary) run first and the extras (fp16, profiles, sweep,
-# roofline) take what remains. Exit status: 0 when the tests pass.
+# The GPU check of issue 7, as one script for a machine with an NVIDIA GPU (about five minutes):
+#   essential, in this order (docs/gpu.md, "One device call"):
+#     1. tests/test_cuda: every CUDA variant against the fp64 reference, the allocator, the blog's kernel counts
+#        through CUPTI (6 naive / 5 in-place / 1 flash),
+#     2. `attnprof compare --device cuda` at the blog's shape [8,16,1024,64] bf16 causal,
+#     3. the peer: PyTorch's F.scaled_dot_product_attention at that shape (flash backend first, then cuDNN,
+#        efficient, math, fp16 and torch.profiler's table), when python3 has a CUDA build of torch,
+#     4. attnprof-gpu-timing at that shape: ms, TFLOP/s, % of bf16 peak, activities per forward, validation,
+#     5. a summary: our flash against PyTorch's flash (target: within 1.5x);
+#   extras, only while the budget lasts, each skipped with a note when it does not: the flash tile
+#   configuration search, the fp16 timing, `attnprof profile naive|flash`, `attnprof sweep` and `attnprof
+#   roofline` (--device cuda, into compare/).
+#
+# Time: the whole script keeps to BUDGET_S seconds (default 330, for a device call of timeout_s 400). Each step
+# runs under `timeout -k 10 CAP`, its cap cut to what is left of the budget less the time kept for the
+# essential steps after it; a step is not started with under 20 s left. Results are written as each step
+# finishes, so a SIGKILL at the device call's limit still returns every finished step: the seven text files
+# below live in $OUT itself (the running step's file grows there line by line), everything else in a scratch
+# directory ($RESULTS, default a fresh /tmp/gpu-check.*) that is packed into $OUT/gpu-check.tgz after every
+# step. $OUT (default attnprof-out/gpu-check; a device runner sets it) holds at most eight files, what a device
+# runner brings back: steps.log, machine.txt, test_cuda.txt, compare.txt, torch.txt, timing.txt, summary.txt
+# and gpu-check.tgz.
+#
+# BUNDLE=DIR: run the binaries of scripts/gpu-bundle.sh (no build here). The bundle records a manifest of the
+# sources it was built from; when this tree's differs the script refuses (exit 1, the reason and the files in
+# steps.log and summary.txt) unless ALLOW_STALE_BUNDLE=1. PREBUILT=1: use the binaries already in $BUILD.
+# Otherwise it builds $BUILD (default build-cuda) first. No usable CUDA device: exit 2 after machine.txt is
+# written (ALLOW_NO_GPU=1 runs the steps anyway, to exercise the script). Exit 0 when the tests pass and the
+# timing ran, else 1.
+#
+#   scripts/gpu-check.sh --source-manifest   # the manifest alone (gpu-bundle.sh records it)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+
+# The files the bundle's binaries are built from, as "sha256  path" lines: every C/C++/CUDA source and header
+# and every CMake file under the directories the build reads, and the script that configures the build. Only
+# source files are taken (no fixtures, no node_modules), so files that a device copy leaves behind (git-ignored
+# ones) never count.
+source_manifest() {
+  {
+    find CMakeLists.txt cmake src include tests tools \( -name node_modules -o -path tests/browser \) -prune -o \
+      -type f \( -name '*.c' -o -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' -o -name '*.h' -o -name '*.hh' \
+      -o -name '*.hpp' -o -name '*.inc' -o -name '*.inl' -o -name '*.ipp' -o -name '*.cu' -o -name '*.cuh' \
+      -o -name '*.cmake' -o -name '*.in' -o -name CMakeLists.txt \) -print 2>/dev/null
+    echo scripts/gpu-bundle.sh
+  } | LC_ALL=C sort -u | xargs -d '\n' sha256sum
+}
+if [[ "${1:-}" == --source-manifest ]]; then
+  source_manifest
+  exit
+fi
+
 OUT=${OUT:-attnprof-out/gpu-check}
 JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD:-build-cuda}
-BUDGET_S=${BUDGET_S:-450}
+BUDGET_S=${BUDGET_S:-330}
+RESERVE_S=15   # kept at every step for the summary and the last pack
+MIN_STEP_S=20  # a step is not started with less
 SHAPE=8,16,1024,64
+FIGS=(steps.log machine.txt test_cuda.txt compare.txt torch.txt timing.txt summary.txt)
 mkdir -p "$OUT"
+for f in "${FIGS[@]}" gpu-check.tgz; do rm -f "$OUT/$f"; done  # a local $OUT may hold an older run's
 R=${RESULTS:-$(mktemp -d /tmp/gpu-check.XXXXXX)}
 mkdir -p "$R"
+STAGE=$(mktemp -d /tmp/gpu-check-pack.XXXXXX)
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
-log() { echo "== $* [$SECONDS s]" | tee -a "$R/steps.log"; }
 status=0
 
+log() { echo "== $* [${SECONDS}s]" | tee -a "$OUT/steps.log"; }
+note() { echo "$*" | tee -a "$OUT/steps.log"; }
+
+# Packs the scratch directory and the text files into $OUT/gpu-check.tgz (written beside, then renamed, so a
+# kill mid-pack leaves the previous whole archive). Called after every step and at exit.
 pack() {
-  tar -czf "$OUT/gpu-check.tgz.tmp" -C "$R" . && mv "$OUT/gpu-check.tgz.tmp" "$OUT/gpu-check.tgz"
-  if [[ $(stat -c %s "$OUT/gpu-check.tgz" 2>/dev/null || echo 0) -gt 15000000 ]]; then  # a runner's 16 MiB per file
-    tar -czf "$OUT/gpu-check.tgz.tmp" --exclude='*.trace.json' -C "$R" . && mv "$OUT/gpu-check.tgz.tmp" "$OUT/gpu-check.tgz"
-    echo "(gpu-check.tgz: traces left out, over 15 MB with them; they stay in $R)" | tee -a "$OUT/steps.log"
+  local figs=() f
+  for f in "${FIGS[@]}"; do [[ -f "$OUT/$f" ]] && figs+=("$f"); done
+  tar -czf "$STAGE/gpu-check.tgz" -C "$R" . -C "$OUT" "${figs[@]}" 2>/dev/null
+  if [[ $(stat -c %s "$STAGE/gpu-check.tgz" 2>/dev/null || echo 0) -gt 15000000 ]]; then  # a runner's 16 MiB a file
+    tar -czf "$STAGE/gpu-check.tgz" --exclude='*.trace.json' -C "$R" . -C "$OUT" "${figs[@]}" 2>/dev/null
+    [[ -f "$R/traces-left-out" ]] ||
+      { touch "$R/traces-left-out"; note "(gpu-check.tgz: traces left out, over 15 MB with them; they stay in $R)"; }
   fi
-  for f in steps.log machine.txt test_cuda.txt timing.txt torch.txt compare.txt summary.txt; do
-    [[ -f "$R/$f" ]] && cp "$R/$f" "$OUT/"
-  done
+  if [[ $(stat -c %d "$STAGE") == $(stat -c %d "$OUT") ]]; then
+    mv -f "$STAGE/gpu-check.tgz" "$OUT/gpu-check.tgz"
+  else  # another file system: copy beside, then rename
+    cp -f "$STAGE/gpu-check.tgz" "$OUT/.gpu-check.tgz.part" && mv -f "$OUT/.gpu-check.tgz.part" "$OUT/gpu-check.tgz"
+  fi
+}
+# shellcheck disable=SC2317  # run by the EXIT trap
+finish() {
+  pack
+  rm -rf "$STAGE"
   echo "outputs: $R, packed into $OUT/gpu-check.tgz"
 }
-trap pack EXIT
+trap finish EXIT
+trap 'note "(stopped by a signal at ${SECONDS}s)"; exit 143' TERM INT HUP
 
-# cap SECONDS: the step's limit, cut to what is left of the budget (15 s kept for the summary and packing);
-# prints nothing and fails when too little is left for the step to be worth starting.
-cap() {
-  local left=$(( BUDGET_S - SECONDS - 15 ))
-  (( left >= 20 )) || { echo "(skipped: the ${BUDGET_S} s budget is spent)" | tee -a "$R/steps.log" >&2; return 1; }
-  echo $(( $1 < left ? $1 : left ))
+# step ID TITLE CAP KEEP LOG CMD...: runs CMD (stdin /dev/null, stdout and stderr appended to LOG) under
+# `timeout -k 10`, its cap cut to the budget left less KEEP seconds (kept for the essential steps after it),
+# though never under MIN_STEP_S: an earlier step matters more than a later one. Skips it with a note when
+# under MIN_STEP_S are left. Records "ID outcome seconds" in
+# $R/step-status.txt, prints LOG's tail and packs $OUT. Returns CMD's status: 124 or 137 when stopped at its
+# cap, 200 when skipped.
+step() {
+  local id=$1 name=$2 cap=$3 keep=$4 logf=$5 t0=$SECONDS left t rc
+  shift 5
+  log "$name"
+  left=$(( BUDGET_S - SECONDS - RESERVE_S ))
+  if (( left < MIN_STEP_S )); then
+    note "(skipped: $name: ${left}s of the ${BUDGET_S}s budget left, under ${MIN_STEP_S}s)"
+    echo "$id skipped 0" >> "$R/step-status.txt"
+    pack
+    return 200
+  fi
+  t=$(( left - keep > MIN_STEP_S ? left - keep : MIN_STEP_S ))
+  t=$(( cap < t ? cap : t ))
+  timeout -k 10 "$t" "$@" >> "$logf" 2>&1 < /dev/null
+  rc=$?
+  if (( rc == 124 || rc == 137 )); then
+    note "(stopped: $name reached its ${t}s cap; what it wrote is kept)"
+    echo "$id stopped $(( SECONDS - t0 ))" >> "$R/step-status.txt"
+  else
+    echo "$id $( (( rc == 0 )) && echo ok || echo "exit-$rc") $(( SECONDS - t0 ))" >> "$R/step-status.txt"
+  fi
+  tail -n "${TAIL_LINES:-12}" "$logf"
+  note "($id: exit $rc after $(( SECONDS - t0 ))s)"
+  pack
+  return $rc
 }
-# Python (the peer, the summary) runs with the machine's own library path, not the bundle's.
-py() { LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 "$@"; }
 
-log "machine"
-{ date -u; uname -a; nvidia-smi 2>&1 || echo "nvidia-smi: not found"; /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2;
-  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv 2>&1 || true; } \
-  > "$R/machine.txt"
-head -24 "$R/machine.txt"
+log "gpu-check: budget ${BUDGET_S}s, shape $SHAPE, OUT=$OUT, scratch $R"
 
-log "build ($BUILD, CUDA on, sm_80;sm_90a)"
-t0=$(date +%s)
-# BUNDLE=DIR: binaries and their non-CUDA shared libraries packed by scripts/gpu-bundle.sh on a machine with
-# the Debian packages of scripts/setup.sh, for a GPU machine whose image has only CUDA (no build there).
-# PREBUILT=1: use binaries already in $BUILD.
+# ---- the bundle: refuse a stale one before anything is spent on it ----
 if [[ -n "${BUNDLE:-}" ]]; then
-  [[ -x "$BUNDLE/build-cuda/tests/test_cuda" ]] || { echo "BUNDLE=$BUNDLE holds no build-cuda/tests/test_cuda"; exit 1; }
+  log "bundle $BUNDLE"
+  for f in build-cuda/tests/test_cuda build-cuda/src/cuda/attnprof-gpu-timing build-cuda/tools/attnprof libs.tar.xz; do
+    [[ -e "$BUNDLE/$f" ]] || { note "REFUSED: BUNDLE=$BUNDLE holds no $f: rebuild it with scripts/gpu-bundle.sh" |
+                                 tee "$OUT/summary.txt"; exit 1; }
+  done
+  note "built from commit $(cat "$BUNDLE/commit" 2>/dev/null || echo '?') at $(cat "$BUNDLE/built-at" 2>/dev/null || echo '?')"
+  source_manifest > "$R/source-manifest.txt"
+  if [[ ! -f "$BUNDLE/source-manifest.txt" ]]; then
+    why="the bundle records no source manifest (made by an older scripts/gpu-bundle.sh), so its sources cannot be checked"
+  elif [[ $(sha256sum < "$BUNDLE/source-manifest.txt") != $(sha256sum < "$R/source-manifest.txt") ]]; then
+    why="the bundle was built from other sources than this tree"
+    # path -> hash on each side: changed, new in this tree, gone from it.
+    awk 'FNR == NR { b[$2] = $1; next } { t[$2] = $1 }
+         END { for (p in t) if (!(p in b)) print "  new here:  " p; else if (b[p] != t[p]) print "  changed:   " p
+               for (p in b) if (!(p in t)) print "  gone here: " p }' \
+      "$BUNDLE/source-manifest.txt" "$R/source-manifest.txt" | LC_ALL=C sort > "$R/stale-files.txt"
+  else
+    why=""
+    note "bundle sources: match this tree ($(wc -l < "$R/source-manifest.txt") files)"
+  fi
+  if [[ -n "$why" ]]; then
+    {
+      if [[ "${ALLOW_STALE_BUNDLE:-0}" == 1 ]]; then
+        echo "WARNING (ALLOW_STALE_BUNDLE=1): $why; every figure below is the bundle's code, not this tree's."
+      else
+        echo "REFUSED: $why."
+        echo "Nothing was run on the GPU: these binaries' results would be taken for this tree's. Run"
+        echo "scripts/gpu-bundle.sh after the last source edit, then the device call again (ALLOW_STALE_BUNDLE=1"
+        echo "runs the old binaries anyway)."
+      fi
+      [[ -s "$R/stale-files.txt" ]] && { echo "files that differ ($(wc -l < "$R/stale-files.txt")):"; head -40 "$R/stale-files.txt"; }
+    } > "$R/stale-note.txt"
+    tee -a "$OUT/steps.log" < "$R/stale-note.txt"
+    if [[ "${ALLOW_STALE_BUNDLE:-0}" != 1 ]]; then
+      cp "$R/stale-note.txt" "$OUT/summary.txt"
+      exit 1
+    fi
+  fi
   libs=$(mktemp -d /tmp/attnprof-libs.XXXXXX)
-  tar -xJf "$BUNDLE/libs.tar.xz" -C "$libs"
+  tar -xJf "$BUNDLE/libs.tar.xz" -C "$libs" ||
+    { note "REFUSED: $BUNDLE/libs.tar.xz does not unpack" | tee "$OUT/summary.txt"; exit 1; }
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   BUILD="$BUNDLE/build-cuda"
   PREBUILT=1
-  echo "using the bundle in $BUNDLE (built from $(cat "$BUNDLE/commit" 2>/dev/null || echo '?'))" | tee -a "$R/steps.log"
-  # The source tree's checksum, as gpu-bundle.sh records it: a bundle built from other sources says so loudly.
-  if [[ "$(cat "$BUNDLE/source-sum" 2>/dev/null)" != "$(scripts/source-sum.sh)" ]]; then
-    echo "WARNING: the bundle was built from other sources than this tree (source-sum differs): rebuild it with" \
-      "scripts/gpu-bundle.sh before the device call; these results are the bundle's code, not this tree's" |
-      tee -a "$R/steps.log"
-  fi
 fi
-if [[ "${PREBUILT:-0}" == 1 && -x "$BUILD/tests/test_cuda" ]]; then
+
+# ---- the machine and the libraries the binaries will load ----
+log "machine"
+{
+  echo "# date, kernel"; date -u; uname -a
+  echo; echo "# nvidia-smi"; timeout -k 5 30 nvidia-smi 2>&1 || echo "(nvidia-smi: failed or not found)"
+  echo; echo "# nvidia-smi --query-gpu"
+  timeout -k 5 30 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,clocks.max.mem,pstate,temperature.gpu,power.draw,driver_version \
+    --format=csv 2>&1 || true
+  echo; echo "# nvcc"; { /usr/local/cuda/bin/nvcc --version 2>&1 || nvcc --version 2>&1; } | tail -2
+} > "$OUT/machine.txt" 2>&1
+head -20 "$OUT/machine.txt"
+
+if [[ "${PREBUILT:-0}" == 1 ]]; then
   # CUDA's own libraries: the toolkit's (CUPTI in extras/ on runfile installs), then those of PyTorch's
-  # nvidia-* wheels (cuDNN is loaded at run time, and loads its sub-libraries by name, so its directory must
-  # be on the path too).
-  wheels=$(py -c 'import glob, os, sys; print(":".join(sorted({d for p in sys.path for d in glob.glob(os.path.join(p, "nvidia", "*", "lib"))})))' 2>/dev/null || true)
+  # nvidia-* wheels (cuDNN loads its sub-libraries by name, so its directory must be on the path too).
+  wheels=$(LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout -k 5 30 python3 -c 'import glob, os, sys; print(":".join(sorted({d for p in sys.path for d in glob.glob(os.path.join(p, "nvidia", "*", "lib"))})))' 2>/dev/null || true)
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib${wheels:+:$wheels}"
-  ldd "$BUILD/tests/test_cuda" "$BUILD/tools/attnprof" > "$R/ldd.txt" 2>&1
-  if grep -q "not found" "$R/ldd.txt"; then
-    echo "missing shared libraries:"; grep "not found" "$R/ldd.txt" | sort -u
-  fi
-  echo "using prebuilt binaries in $BUILD" | tee -a "$R/steps.log"
-elif ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DATTNPROF_CUDA=ON -DATTNPROF_BUILD_BENCH=OFF &&
-       cmake --build "$BUILD" -j"$JOBS" --target test_cuda attnprof_gpu_timing; } > "$R/build.log" 2>&1; then
-  tail -40 "$R/build.log"; echo "build failed (log: $R/build.log)"; exit 1
-fi
-# The CLI is built when it is there; its absence must not stop the GPU numbers.
-[[ "${PREBUILT:-0}" == 1 ]] || cmake --build "$BUILD" -j"$JOBS" --target attnprof_cli >> "$R/build.log" 2>&1 ||
-  echo "(attnprof CLI not built)" | tee -a "$R/steps.log"
-echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$R/steps.log"
-CLI="$BUILD/tools/attnprof"
-
-log "tests/test_cuda"
-if t=$(cap 200); then
-  timeout "$t" "$BUILD/tests/test_cuda" --gtest_color=no > "$R/test_cuda.txt" 2>&1 || status=1
-  tail -25 "$R/test_cuda.txt"
+  note "using prebuilt binaries in $BUILD"
 else
-  status=1
+  log "build ($BUILD, CUDA on)"
+  t0=$SECONDS
+  if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DATTNPROF_CUDA=ON -DATTNPROF_BUILD_BENCH=OFF &&
+         cmake --build "$BUILD" -j"$JOBS" --target test_cuda attnprof_gpu_timing; } > "$R/build.log" 2>&1; then
+    tail -40 "$R/build.log"; note "build failed (log in gpu-check.tgz: build.log)"; exit 1
+  fi
+  # The CLI is built when it is there; its absence must not stop the GPU numbers.
+  cmake --build "$BUILD" -j"$JOBS" --target attnprof_cli >> "$R/build.log" 2>&1 || note "(attnprof CLI not built)"
+  note "build: $(( SECONDS - t0 ))s"
 fi
+CLI="$BUILD/tools/attnprof"
+TIMING="$BUILD/src/cuda/attnprof-gpu-timing"
+TESTS="$BUILD/tests/test_cuda"
 
-log "attnprof-gpu-timing --shape $SHAPE (bf16, causal)"
-if t=$(cap 150); then
-  timeout "$t" stdbuf -oL "$BUILD/src/cuda/attnprof-gpu-timing" --shape "$SHAPE" --iters 50 --json "$R/timing.json" \
-    2>&1 | tee "$R/timing.txt" || status=1
+# Every candidate file for a library, in the order the loader and the programs look: LD_LIBRARY_PATH's
+# directories, the ldconfig cache, then the toolkit's and the system's usual directories.
+lib_candidates() {
+  local name=$1 d f dirs
+  IFS=: read -ra dirs <<< "${LD_LIBRARY_PATH:-}"
+  for d in "${dirs[@]}"; do [[ -n "$d" ]] && for f in "$d"/$name; do [[ -e "$f" ]] && echo "$f"; done; done
+  ldconfig -p 2>/dev/null | awk 'NR > 1 { print $NF }' | while read -r f; do
+    # shellcheck disable=SC2053  # $name is a glob
+    [[ "${f##*/}" == $name ]] && echo "$f"
+  done
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/extras/CUPTI/lib64 /usr/lib/x86_64-linux-gnu; do
+    for f in "$d"/$name; do [[ -e "$f" ]] && echo "$f"; done
+  done
+}
+# cuDNN: the first libcudnn.so.9 the loader would find by name, so the program (ATTNPROF_CUDNN_LIBRARY comes
+# first in cudnn_sdpa.cpp) and the sub-libraries it loads by name come from one installation.
+# (Each file once, by what it resolves to.)
+uniq_files() { while read -r f; do echo "$(readlink -f "$f") $f"; done | awk '!seen[$1]++ { print $2 }'; }
+mapfile -t cudnn_found < <(lib_candidates 'libcudnn.so.9' | uniq_files)
+mapfile -t cupti_found < <(lib_candidates 'libcupti.so.*' | uniq_files)
+if (( ${#cudnn_found[@]} )); then
+  export ATTNPROF_CUDNN_LIBRARY="${cudnn_found[0]}"
+  cudnn_dir=$(dirname "$ATTNPROF_CUDNN_LIBRARY")
+  [[ ":$LD_LIBRARY_PATH:" == *":$cudnn_dir:"* ]] || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_dir"
 fi
+{
+  echo; echo "# LD_LIBRARY_PATH the binaries run with"; echo "$LD_LIBRARY_PATH"
+  echo; echo "# cuDNN libcudnn.so.9 found (in search order)"
+  for f in "${cudnn_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
+  (( ${#cudnn_found[@]} )) || echo "(none: sdpa-cudnn will say it cannot load cuDNN)"
+  echo "ATTNPROF_CUDNN_LIBRARY=${ATTNPROF_CUDNN_LIBRARY:-(unset)}"
+  echo; echo "# CUPTI libcupti.so* found (in search order)"
+  for f in "${cupti_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
+  (( ${#cupti_found[@]} )) || echo "(none)"
+  for b in "$TESTS" "$TIMING" "$CLI"; do
+    echo; echo "# ldd $b"
+    if [[ -x "$b" ]]; then ldd "$b" 2>&1 || echo "(ldd failed)"; else echo "(missing)"; fi
+  done
+} >> "$OUT/machine.txt" 2>&1
+if grep -q "=> not found" "$OUT/machine.txt"; then
+  note "missing shared libraries (machine.txt):"; grep "=> not found" "$OUT/machine.txt" | sort -u | tee -a "$OUT/steps.log"
+fi
+note "cuDNN: ${ATTNPROF_CUDNN_LIBRARY:-none found}; CUPTI: ${cupti_found[0]:-none found}"
 
-log "PyTorch peer: F.scaled_dot_product_attention at $SHAPE bf16 causal"
-if ! py -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  echo "(no python3 with a CUDA build of torch: the peer is not measured)" | tee "$R/torch.txt"
-elif t=$(cap 120); then
-  PYTHONUNBUFFERED=1 timeout "$t" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 - "$SHAPE" "$R/torch.json" \
-    <<'PY' 2>&1 | tee "$R/torch.txt"
-import json, sys, torch
-import torch.nn.functional as F
-from torch.nn.attention import sdpa_kernel, SDPBackend
+# ---- a usable CUDA device, or stop here ----
+log "CUDA device"
+{ echo; echo "# attnprof-gpu-timing --device-info"; timeout -k 5 60 "$TIMING" --device-info; } >> "$OUT/machine.txt" 2>&1
+rc=$?
+tail -1 "$OUT/machine.txt"
+if (( rc != 0 )); then
+  {
+    echo "NO GPU: no usable CUDA device here (attnprof-gpu-timing --device-info: exit $rc, \"$(tail -1 "$OUT/machine.txt")\")."
+    echo "machine.txt has nvidia-smi, the libraries found and ldd of every binary."
+  } > "$R/no-gpu.txt"
+  tee -a "$OUT/steps.log" < "$R/no-gpu.txt"
+  if [[ "${ALLOW_NO_GPU:-0}" != 1 ]]; then
+    cat "$R/stale-note.txt" "$R/no-gpu.txt" > "$OUT/summary.txt" 2>/dev/null
+    exit 2
+  fi
+  note "(ALLOW_NO_GPU=1: running the steps anyway)"
+fi
+pack
+
+# ---- the programs the Python steps run (written out, so each runs under timeout with stdin free) ----
+cat > "$R/peer.py" <<'PY'
+import json, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+except Exception as e:
+    print(f"(no usable torch: {e}): the peer is not measured"); sys.exit(3)
+if not torch.cuda.is_available():
+    print("(torch sees no CUDA device: the peer is not measured)"); sys.exit(3)
 B, H, N, D = map(int, sys.argv[1].split(","))
+out_path = sys.argv[2]
 torch.manual_seed(0)
 q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 flops = 4 * B * H * N * N * D / 2  # causal: halved (FlashAttention's convention, as attnprof reports)
-res = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
-       "shape": [B, H, N, D], "flops": flops, "backends": {}}
+res = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+       "device": torch.cuda.get_device_name(), "shape": [B, H, N, D], "flops": flops, "backends": {}}
+def save():  # after every backend: a run stopped later keeps these
+    with open(out_path + ".tmp", "w") as f:
+        json.dump(res, f, indent=2)
+    import os; os.replace(out_path + ".tmp", out_path)
 def timed(be, q, k, v, iters):
     """Median and min ms of one causal SDPA forward on backend `be` (CUDA events, after 5 warm-up calls)."""
     with sdpa_kernel(be):
@@ -146,22 +311,25 @@ def timed(be, q, k, v, iters):
     ts.sort()
     return ts[len(ts) // 2], ts[0]
 def measure(key, label, backends, q, k, v, iters):
-    res[key] = {}
+    res.setdefault(key, {})
     for name, be in backends:
         try:
             med, lo = timed(be, q, k, v, iters)
             res[key][name] = {"median_ms": med, "min_ms": lo, "tflops": flops / (med * 1e-3) / 1e12}
             print(f"torch {name:9s}{label} {med:8.3f} ms  {flops / (med * 1e-3) / 1e12:7.1f} TFLOP/s")
         except Exception as e:  # a backend this GPU/build lacks
-            res[key][name] = {"error": str(e).splitlines()[0]}
-            print(f"torch {name:9s}{label} unavailable: {str(e).splitlines()[0]}")
-measure("backends", "", [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-                         ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)], q, k, v, 50)
+            res[key][name] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+            print(f"torch {name:9s}{label} unavailable: {res[key][name]['error']}")
+        save()
+print(f"torch {res['torch']} (CUDA {res['cuda']}, cuDNN {res['cudnn']}) on {res['device']}, {sys.argv[1]} bf16 causal")
+# The peer first: the flash backend, in bf16.
+measure("backends", "", [("flash", SDPBackend.FLASH_ATTENTION)], q, k, v, 50)
+measure("backends", "", [("cudnn", SDPBackend.CUDNN_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                         ("math", SDPBackend.MATH)], q, k, v, 30)
 # fp16: the flash and cuDNN backends again, for attnprof's fp16 kernels to be set beside.
 q16, k16, v16 = (t.to(torch.float16) for t in (q, k, v))
 measure("backends_fp16", " fp16", [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)],
         q16, k16, v16, 30)
-json.dump(res, open(sys.argv[2], "w"), indent=2)
 # The blog's view of the flash backend: torch.profiler's table, to set beside attnprof's device_table.
 try:
     from torch.profiler import profile, record_function, ProfilerActivity, schedule
@@ -173,92 +341,123 @@ try:
                     F.scaled_dot_product_attention(q, k, v, is_causal=True)
                 prof.step()
     table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=15)
-    open(sys.argv[2].replace(".json", "_profile.txt"), "w").write(table)
+    open(out_path.replace(".json", "_profile.txt"), "w").write(table)
     print(table)
 except Exception as e:
     print(f"torch.profiler table not produced: {e}")
 PY
-fi
 
-log "attnprof compare --device cuda"
-if [[ ! -x "$CLI" ]]; then
-  echo "(no attnprof CLI binary)" | tee "$R/compare.txt"
-elif t=$(cap 120); then
-  timeout "$t" "$CLI" compare --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$R/compare" \
-    > "$R/compare.txt" 2>&1 || echo "(compare --device cuda failed: see compare.txt)" | tee -a "$R/steps.log"
-  head -60 "$R/compare.txt"
-fi
-
-log "summary"
-py - "$R" <<'PY' 2>&1 | tee "$R/summary.txt"
+cat > "$R/summary.py" <<'PY'
 import json, os, sys
-out = sys.argv[1]
-t = json.load(open(os.path.join(out, "timing.json"))) if os.path.exists(os.path.join(out, "timing.json")) else None
-p = json.load(open(os.path.join(out, "torch.json"))) if os.path.exists(os.path.join(out, "torch.json")) else None
+out, figs = sys.argv[1], sys.argv[2]
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+for name in ("stale-note.txt", "no-gpu.txt"):
+    if os.path.exists(os.path.join(out, name)):
+        print(open(os.path.join(out, name)).read().rstrip())
+try:  # each step's outcome
+    steps = [l.split() for l in open(os.path.join(out, "step-status.txt")) if l.strip()]
+except OSError:
+    steps = []
+print("steps: " + ", ".join(f"{s[0]} {s[1]}" + (f" {s[2]}s" if s[1] != "skipped" else "") for s in steps))
+try:  # googletest's verdict
+    lines = open(os.path.join(figs, "test_cuda.txt"), errors="replace").read().splitlines()
+    verdict = [l for l in lines if l.startswith(("[  PASSED  ]", "[  FAILED  ]", "[  SKIPPED ]"))]
+    print("test_cuda: " + ("; ".join(verdict[:6]) if verdict else "no verdict (stopped or crashed: see test_cuda.txt)"))
+except OSError:
+    print("test_cuda: not run")
+t, p, c = load("timing.json"), load("torch.json"), load("compare/compare.json")
 if t:
-    print(f"{t['device']}: {t['problem']}, bf16 peak {t['bf16_peak_tflops']:.0f} TFLOP/s")
+    print(f"{t['device']}: {t['problem']}, bf16 peak {t['bf16_peak_tflops']:.0f} TFLOP/s"
+          + ("" if t.get("complete") else " (timing stopped before the end)"))
     for v in t["variants"]:
         if "median_ms" in v:
             print(f"  attnprof {v['name']:10s} {v['median_ms']:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
                   f"{v['pct_bf16_peak']:5.1f}% of peak, valid={v.get('valid')}, {v.get('activities_per_forward', '?')} activities")
         else:
             print(f"  attnprof {v['name']:10s} {v.get('unsupported') or v.get('error')}")
+if c:
+    print("compare --device cuda: " + ", ".join(
+        f"{v['name']} {v['ms']:.3f} ms" if isinstance(v.get("ms"), (int, float)) else f"{v['name']} {v.get('status')}"
+        for v in c.get("variants", [])))
 ours = next((v for v in (t or {}).get("variants", []) if v["name"] == "flash" and "median_ms" in v), None)
+ours_ms, src = (ours["median_ms"], "attnprof-gpu-timing") if ours else (None, None)
+if ours_ms is None:
+    cv = next((v for v in (c or {}).get("variants", []) if v.get("name") == "flash"), None)
+    if cv and isinstance(cv.get("ms"), (int, float)):
+        ours_ms, src = cv["ms"], "compare --device cuda"
 theirs = ((p or {}).get("backends", {}).get("flash") or {}).get("median_ms")
-if ours and theirs:
-    r = ours["median_ms"] / theirs
-    print(f"flash vs PyTorch flash: {ours['median_ms']:.3f} ms vs {theirs:.3f} ms = {r:.2f}x "
+if ours_ms and theirs:
+    r = ours_ms / theirs
+    print(f"flash vs PyTorch flash: {ours_ms:.3f} ms ({src}) vs {theirs:.3f} ms = {r:.2f}x "
           f"({'within' if r <= 1.5 else 'NOT within'} the 1.5x target)")
 else:
-    print("flash vs PyTorch flash: not measured (see timing.txt / torch.txt)")
-PY
-
-# The extras, in the time that is left.
-log "attnprof-gpu-timing --shape $SHAPE --dtype fp16 (the kernels' other type; default flash configuration)"
-if t=$(cap 90); then
-  timeout "$t" stdbuf -oL "$BUILD/src/cuda/attnprof-gpu-timing" --shape "$SHAPE" --dtype fp16 --iters 20 --no-configs \
-    --json "$R/timing_fp16.json" 2>&1 | tee "$R/timing_fp16.txt" || status=1
-  # The fp16 line of the summary, now that there is an fp16 timing.
-  py - "$R" <<'PY' 2>&1 | tee -a "$R/summary.txt"
-import json, os, sys
-out = sys.argv[1]
-def load(name):
-    path = os.path.join(out, name)
-    return json.load(open(path)) if os.path.exists(path) else None
-t16, p = load("timing_fp16.json"), load("torch.json")
+    print("flash vs PyTorch flash: not measured (see timing.txt, compare.txt, torch.txt)")
+tc = load("timing_configs.json")
+if tc and tc.get("flash_configs"):
+    print(f"flash configurations: fastest valid {tc.get('flash_fastest', 'none')}, default {tc.get('flash_default')}"
+          + ("" if tc.get("complete") else f" (stopped after {len(tc['flash_configs'])} configurations)"))
+t16 = load("timing_fp16.json")
 ours16 = next((v for v in (t16 or {}).get("variants", []) if v["name"] == "flash" and "median_ms" in v), None)
 theirs16 = ((p or {}).get("backends_fp16", {}).get("flash") or {}).get("median_ms")
 if ours16 and theirs16:
     print(f"fp16 flash vs PyTorch fp16 flash: {ours16['median_ms']:.3f} ms vs {theirs16:.3f} ms = "
           f"{ours16['median_ms'] / theirs16:.2f}x, valid={ours16.get('valid')}")
-else:
-    print("fp16 flash vs PyTorch fp16 flash: not measured (see timing_fp16.txt / torch.txt)")
 PY
+
+# summarize: (re)writes $OUT/summary.txt from what the steps left (python3 with the machine's library path).
+summarize() {
+  LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout -k 5 30 python3 "$R/summary.py" "$R" "$OUT" > "$R/summary.tmp" 2>&1
+  mv -f "$R/summary.tmp" "$OUT/summary.txt"
+}
+
+# ---- essential steps: CAP, then the seconds KEEP for the essential steps after it ----
+PY_ENV=(env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" PYTHONUNBUFFERED=1)
+
+step tests "tests/test_cuda (every CUDA variant against the fp64 reference)" 150 100 "$OUT/test_cuda.txt" \
+  stdbuf -oL "$TESTS" --gtest_color=no || status=1
+
+if [[ -x "$CLI" ]]; then
+  step compare "attnprof compare --device cuda --shape $SHAPE --dtype bf16 --causal" 90 60 "$OUT/compare.txt" \
+    "$CLI" compare --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$R/compare" ||
+    note "(compare --device cuda did not finish cleanly: see compare.txt)"
+else
+  note "(no attnprof CLI binary: compare not run)" | tee "$OUT/compare.txt"
 fi
 
-log "attnprof profile naive|flash --device cuda (the blog's tables, sorted by CUDA total)"
+step peer "PyTorch peer: F.scaled_dot_product_attention at $SHAPE bf16 causal (flash first)" 75 35 "$OUT/torch.txt" \
+  "${PY_ENV[@]}" python3 "$R/peer.py" "$SHAPE" "$R/torch.json"
+
+step timing "attnprof-gpu-timing --shape $SHAPE (bf16 causal, every variant)" 75 0 "$OUT/timing.txt" \
+  stdbuf -oL "$TIMING" --shape "$SHAPE" --iters 50 --no-configs --json "$R/timing.json" || status=1
+
+log "summary"
+summarize
+cat "$OUT/summary.txt"
+pack
+
+# ---- extras, while the budget lasts ----
+TAIL_LINES=6
+step configs "extra: flash tile configurations at $SHAPE (attnprof-gpu-timing --configs-only)" 90 0 "$R/timing_configs.txt" \
+  stdbuf -oL "$TIMING" --shape "$SHAPE" --iters 30 --configs-only --json "$R/timing_configs.json"
+step fp16 "extra: attnprof-gpu-timing --dtype fp16 (default flash configuration)" 60 0 "$R/timing_fp16.txt" \
+  stdbuf -oL "$TIMING" --shape "$SHAPE" --dtype fp16 --iters 20 --no-configs --json "$R/timing_fp16.json"
 if [[ -x "$CLI" ]]; then
   for v in naive flash; do
-    t=$(cap 60) || break
-    timeout "$t" "$CLI" profile "$v" --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$R/profile" \
-      > "$R/profile-$v.txt" 2>&1 || echo "(profile $v --device cuda failed: see profile-$v.txt)" | tee -a "$R/steps.log"
+    step "profile-$v" "extra: attnprof profile $v --device cuda" 40 0 "$R/profile-$v.txt" \
+      "$CLI" profile "$v" --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$R/profile"
   done
-  [[ -f "$R/profile-naive.txt" ]] && head -30 "$R/profile-naive.txt"
-fi
-
-log "attnprof sweep --device cuda (time and device memory against N, fitted exponents)"
-if [[ -x "$CLI" ]] && t=$(cap 90); then
-  timeout "$t" "$CLI" sweep --device cuda --shape "$SHAPE" --seq 512..4096 --variants naive,flash --warmup 1 \
-    --out "$R/compare" > "$R/sweep.txt" 2>&1 || echo "(sweep --device cuda failed: see sweep.txt)" | tee -a "$R/steps.log"
-  tail -8 "$R/sweep.txt"
-fi
-
-log "attnprof roofline --device cuda (every kernel against the GPU's ceilings)"
-if [[ -x "$CLI" ]] && t=$(cap 60); then
-  timeout "$t" "$CLI" roofline --device cuda --shape "$SHAPE" --out "$R/compare" > "$R/roofline.txt" 2>&1 ||
-    echo "(roofline --device cuda failed: see roofline.txt)" | tee -a "$R/steps.log"
-  tail -12 "$R/roofline.txt"
+  step sweep "extra: attnprof sweep --device cuda (naive, flash; N 512..4096)" 75 0 "$R/sweep.txt" \
+    "$CLI" sweep --device cuda --shape "$SHAPE" --seq 512..4096 --variants naive,flash --warmup 1 --out "$R/compare"
+  step roofline "extra: attnprof roofline --device cuda" 45 0 "$R/roofline.txt" \
+    "$CLI" roofline --device cuda --shape "$SHAPE" --out "$R/compare"
 fi
 
 log "done (status $status)"
+summarize
+cat "$OUT/summary.txt"
 exit $status

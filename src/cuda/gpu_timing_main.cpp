@@ -8,12 +8,18 @@
 // not, D 64 and 128, logsumexp included) and at the timed shape, then timed there; the fastest valid one
 // is named, so one GPU run says which default to keep.
 //
+// The JSON file is rewritten (temporary file + rename) after every variant and every configuration, with
+// "complete": false until the end, so a run stopped at a time limit keeps what it finished.
+// --configs-only skips the variants (the configuration search as a step of its own); --device-info prints
+// the device and exits (3 with the reason when there is no usable CUDA device: scripts/gpu-check.sh's probe).
+//
 //   attnprof-gpu-timing [--shape 8,16,1024,64] [--dtype bf16|fp16] [--iters 20] [--no-causal] [--json out.json]
-//                       [--no-validate] [--no-configs]
+//                       [--no-validate] [--no-configs | --configs-only] [--device-info]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <vector>
@@ -126,9 +132,11 @@ double kernel_median_ms(cuda::DeviceRunner& d, const cuda::DeviceTensor& dq, con
 
 // Every flash tile configuration for the problem's head dim: small-case validation (both head dims),
 // validation at the timed shape, CUDA-event timing; the fastest valid one is printed and recorded.
+// `save` is called after each configuration, with out["flash_configs"] holding those done so far.
 void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
                         const AttnOptions& opt, const Reference& ref, bool validate, const cuda::DeviceTensor& dq,
-                        const cuda::DeviceTensor& dk, const cuda::DeviceTensor& dv, int iters, nlohmann::json& out) {
+                        const cuda::DeviceTensor& dk, const cuda::DeviceTensor& dv, int iters, nlohmann::json& out,
+                        const std::function<void()>& save) {
   const Variant& var = cuda::find_cuda_variant("flash");
   if (var.unsupported(p)) return;
   const int def = cuda::dops::flash_config_for(p.D);
@@ -136,7 +144,9 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
               std::size(kSmallCases), p.str().c_str());
   std::printf("%-13s %5s %4s %6s %6s %11s %6s %9s %10s %10s %8s\n", "config", "rows", "keys", "warps", "rows/w",
               "small 64/128", "full", "max_abs", "ms/fwd", "kernel us", "TFLOP/s");
-  nlohmann::json rows = nlohmann::json::array();
+  std::fflush(stdout);
+  out["flash_default"] = cuda::frag::kFlashConfigs[def].name;
+  nlohmann::json& rows = out["flash_configs"] = nlohmann::json::array();
   int best = -1;
   double best_ms = 0.0;
   for (int c = 0; c < cuda::frag::kFlashConfigCount; ++c) {
@@ -164,7 +174,9 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
       if (!tc.supports(int(p.D))) {
         std::printf("%-13s %5d %4d %6d %6d %5s/%-5s %6s\n", tc.name, tc.block_m(), tc.block_n, tc.warps,
                     16 * tc.m_tiles, small[0].c_str(), small[1].c_str(), "(not for this D)");
+        std::fflush(stdout);
         rows.push_back(e);
+        save();
         continue;
       }
       std::string full = "-";
@@ -205,10 +217,12 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
       std::printf("%-13s error: %s\n", tc.name, ex.what());
       e["error"] = ex.what();
     }
+    std::fflush(stdout);
     rows.push_back(e);
+    if (best >= 0) out["flash_fastest"] = cuda::frag::kFlashConfigs[best].name;  // so far
+    save();
   }
   cuda::dops::set_flash_config(-1);
-  out["flash_configs"] = rows;
   if (best >= 0) {
     std::printf("fastest valid flash configuration: %s (%.4f ms kernel); default for D=%ld: %s\n",
                 cuda::frag::kFlashConfigs[best].name, best_ms, long(p.D), cuda::frag::kFlashConfigs[def].name);
@@ -216,7 +230,6 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
   } else {
     std::printf("no flash configuration passed validation\n");
   }
-  out["flash_default"] = cuda::frag::kFlashConfigs[def].name;
 }
 
 }  // namespace
@@ -225,7 +238,7 @@ int main(int argc, char** argv) {
   Shape4 shape{8, 16, 1024, 64};
   int iters = 20;
   DType dtype = DType::BF16;
-  bool causal = true, validate = true, configs = true;
+  bool causal = true, validate = true, configs = true, variants = true, device_info_only = false;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -251,13 +264,21 @@ int main(int argc, char** argv) {
       validate = false;
     } else if (a == "--no-configs") {
       configs = false;
+    } else if (a == "--configs-only") {
+      variants = false;
+    } else if (a == "--device-info") {
+      device_info_only = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--shape B,H,N,D] [--dtype bf16|fp16] [--iters N] [--no-causal] [--json PATH] "
-                   "[--no-validate] [--no-configs]\n",
+                   "[--no-validate] [--no-configs | --configs-only] [--device-info]\n",
                    argv[0]);
       return 2;
     }
+  }
+  if (!configs && !variants) {
+    std::fprintf(stderr, "--no-configs and --configs-only leave nothing to run\n");
+    return 2;
   }
   if (!cuda::available()) {
     std::fprintf(stderr, "attnprof-gpu-timing: %s\n", cuda::unavailable_reason().c_str());
@@ -268,6 +289,8 @@ int main(int argc, char** argv) {
     std::printf("device: %s, sm_%d%d, %d SMs, %.2f GHz, %.1f GiB, %.0f GB/s, dense bf16 peak %.1f TFLOP/s (%s)\n",
                 dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz,
                 double(dev.memory_bytes) / (1 << 30), dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source.c_str());
+    std::fflush(stdout);
+    if (device_info_only) return 0;
     Tensor q = Tensor::empty(shape, dtype), k = Tensor::empty(shape, dtype), v = Tensor::empty(shape, dtype);
     fill_randn(q, 0);
     fill_randn(k, 1);
@@ -292,16 +315,28 @@ int main(int argc, char** argv) {
                           {"bandwidth_gbs", dev.bandwidth_gbs},
                           {"problem", p.str()},
                           {"flops", attention_flops(p)},
+                          {"iters", iters},
+                          {"complete", false},
                           {"variants", nlohmann::json::array()}};
+    // Rewritten after every variant and configuration (temporary file + rename: a reader, or a run stopped
+    // here, sees the previous whole file), "complete": true only at the end.
+    const auto save = [&] {
+      if (!json_path.empty()) report::write_text_atomic(json_path, out.dump(2) + "\n");
+    };
+    save();
     std::string tables;
-    std::printf("\n%-11s %10s %10s %9s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "valid", "max_abs",
-                "device activities per forward");
-    for (const Variant& var : cuda::cuda_registry()) {
+    if (variants)
+      std::printf("\n%-11s %10s %10s %9s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "valid", "max_abs",
+                  "device activities per forward");
+    static const std::vector<Variant> kNone;
+    for (const Variant& var : variants ? cuda::cuda_registry() : kNone) {
       nlohmann::json e = {{"name", var.name}};
       if (auto why = var.unsupported(p)) {
         std::printf("%-11s unsupported: %s\n", var.name.c_str(), why->c_str());
+        std::fflush(stdout);
         e["unsupported"] = *why;
         out["variants"].push_back(e);
+        save();
         continue;
       }
       try {
@@ -353,13 +388,17 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       } catch (const std::exception& ex) {
         std::printf("%-11s error: %s\n", var.name.c_str(), ex.what());
+        std::fflush(stdout);
         e["error"] = ex.what();
       }
       out["variants"].push_back(e);
+      save();
     }
     std::printf("%s", tables.c_str());
-    if (configs) time_flash_configs(p, q, k, v, opt, ref, validate, dq, dk, dv, iters, out);
-    if (!json_path.empty()) report::write_text_atomic(json_path, out.dump(2) + "\n");
+    std::fflush(stdout);
+    if (configs) time_flash_configs(p, q, k, v, opt, ref, validate, dq, dk, dv, iters, out, save);
+    out["complete"] = true;
+    save();
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "attnprof-gpu-timing: %s\n", ex.what());
     return 1;
