@@ -221,14 +221,16 @@ TEST(CudaGpu, EveryVariantMatchesReference) {
       const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
       double naive_err = -1.0;
       for (const Variant& var : cuda::cuda_registry()) {
-        if (var.unsupported(p)) continue;
+        // sdpa-cudnn has its own test below (16 cases, its lse too): each new problem costs it a cuDNN plan
+        // compiled at run time, and 20 more here would spend the one GPU run's minutes on the same checks.
+        if (var.name == "sdpa-cudnn" || var.unsupported(p)) continue;
         SCOPED_TRACE(fmt::format("cuda {} {} {}", var.name, p.str(), dtype_name(t)));
         expect_matches_reference(var, var.prepare(p, in.opt)->run(in.q, in.k, in.v), ref, t, naive_err);
         ++ran;
       }
     }
   }
-  EXPECT_GT(ran, 80);
+  EXPECT_GT(ran, 75);
 }
 
 TEST(CudaGpu, DeviceAllocatorTracksLiveAndPeak) {

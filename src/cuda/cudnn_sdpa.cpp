@@ -641,7 +641,10 @@ std::shared_ptr<const SdpaPlan> SdpaPlan::build(const AttnProblem& p, std::strin
     r->engine_ = fmt::format("engine {} (heuristics {}, {}; {} plan(s) tried)", chosen.engine, chosen.heuristics,
                              chosen.message, log.size() - first);
     r->scale_ = float(p.effective_scale());
-    r->neg_inf_ = -std::numeric_limits<float>::infinity();
+    // The causal fill: the most negative finite float, as cudnn-frontend passes to these engines. With -inf a
+    // row whose first tile is all masked would compute exp(-inf - (-inf)) = NaN in an engine that does not
+    // guard it; a finite fill gives weights the next tile's rescale zeroes (and exp underflows to 0 anyway).
+    r->neg_inf_ = std::numeric_limits<float>::lowest();
     return r;
   }
   if (why) {

@@ -248,7 +248,9 @@ void ActivityCollector::start() {
 DeviceCapture ActivityCollector::stop() {
   ATTNPROF_CHECK(running_, "ActivityCollector::stop() before start()");
   running_ = false;
-  (void)cudaDeviceSynchronize();  // every activity has ended before the buffers are flushed
+  // Every activity has ended before the buffers are flushed. A kernel that faulted is reported here, once
+  // CUPTI is torn down, rather than later against an unrelated call.
+  const cudaError_t sync = cudaDeviceSynchronize();
   g_active.store(false);
   detail::set_mem_capture(false);
   sample_clock_into(g_samples);
@@ -265,6 +267,8 @@ DeviceCapture ActivityCollector::stop() {
   cap.mem = detail::take_mem_records();
   cap.clock_samples = g_samples;
   cap.device_name = g_device_name;
+  if (sync != cudaSuccess)
+    ATTNPROF_FAIL("a kernel failed in the profiled forward: {} ({})", cudaGetErrorString(sync), cudaGetErrorName(sync));
   return cap;
 }
 
