@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -370,7 +371,8 @@ std::string read_table_text(const fs::path& dir, const VariantData& v, std::vect
   if (auto text = read_file(dir / table_file)) {
     std::error_code tec, sec;
     const auto tt = fs::last_write_time(dir / table_file, tec), st = fs::last_write_time(dir / v.summary_file, sec);
-    if (!v.summary || tec || sec || tt >= st) return *text;
+    // Two seconds of slack: a copied directory (cp -r) gets its files' times in copy order.
+    if (!v.summary || tec || sec || tt + std::chrono::seconds(2) >= st) return *text;
     notes.push_back(fmt::format("{}: {} is older than {} (an earlier run's), so its table is rebuilt from the summary",
                                 v.name, table_file, v.summary_file));
   }
