@@ -513,6 +513,12 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
              "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");
   expect_bad("roofline --peaks-only --html" + kSmall, "--peaks-only writes no files: drop --html");
+  // The problem flags are checked with --peaks-only too, though it does not use them.
+  expect_bad("roofline --peaks-only --shape 8,16,0,64", "N must be positive");
+  expect_bad("roofline --peaks-only --dtype fp64", "fp64");
+  expect_bad("roofline --peaks-only --shape 1,4,64,32 --kv-heads 3", "--kv-heads 3 must divide the query heads H=4");
+  expect_bad("roofline --peaks-only --q /nonexistent.npy --k /nonexistent.npy --v /nonexistent.npy",
+             "--peaks-only reads no inputs: drop --q, --k and --v");
   expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
   expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
   expect_bad("profile naive --seed -1" + kSmall, "--seed: must be a decimal integer 0 or more, got -1");
@@ -554,6 +560,20 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
       EXPECT_GT(row["base_mem_bytes"].get<double>(), 0.0);  // the clone's allocation, gone
     }
   EXPECT_TRUE(copy_removed);
+  EXPECT_EQ(j["rows_left_out"], 0);
+  // --row-limit keeps the largest changes in the table and the JSON alike; the totals count every op.
+  const Result lim = run("diff " + naive + " " + inplace + " --row-limit 1 --json");
+  ASSERT_EQ(lim.code, 0) << lim.err;
+  const json jl = json::parse(lim.out);
+  ASSERT_EQ(jl["rows"].size(), 1u);
+  EXPECT_EQ(jl["rows"][0], j["rows"][0]);
+  EXPECT_EQ(jl["rows_left_out"].get<size_t>(), j["rows"].size() - 1);
+  EXPECT_DOUBLE_EQ(jl["base_ns"].get<double>(), j["base_ns"].get<double>());
+  const Result lt = run("diff " + naive + " " + inplace + " --row-limit 1");
+  EXPECT_NE(lt.out.find(fmt::format("{} more ops with smaller changes (--row-limit 1)", j["rows"].size() - 1)),
+            std::string::npos) << lt.out;
+  EXPECT_EQ(json::parse(run("diff " + naive + " " + inplace + " --row-limit 0 --json").out)["rows"].size(),
+            j["rows"].size());
 
   auto bad = [&](const std::string& args, const std::string& expect) {
     SCOPED_TRACE(args);
@@ -574,6 +594,8 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   bad("diff " + naive + " " + cmp, "cannot diff " + cmp + " (a compare.json) against " + naive);
   bad("diff " + naive + " " + (out() / "naive.trace.json").string(), "not an attnprof summary");
   bad("diff " + naive, "new is required");
+  bad("diff " + out().string() + " " + out().string() + " --row-limit 2",
+      "--row-limit applies to the op rows of two summaries; a diff of two compare runs has one row per variant");
   bad("diff " + out().string() + " " + naive, "cannot diff " + cmp + " (a compare.json) against " + naive);
   // A directory whose compare.json lost its "kind" is named as the file at fault.
   fs::create_directories(out() / "old");

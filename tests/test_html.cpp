@@ -381,7 +381,7 @@ TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   EXPECT_FALSE(chart_variants(data_block(page), "time-by-op").count("inplace"));
   const size_t trace_at = page.find("inplace.trace.json</a>");
   ASSERT_NE(trace_at, std::string::npos);
-  EXPECT_NE(page.substr(trace_at, 200).find("; an earlier run&#39;s, left out of this page (see its top))"),
+  EXPECT_NE(page.substr(trace_at, 200).find("; another run&#39;s, left out of this page (see its top))"),
             std::string::npos) << page.substr(trace_at, 200);
   EXPECT_EQ(page.find("AN EARLIER RUN"), std::string::npos);
   EXPECT_NE(page.find("naive: naive.table.txt is older than naive.summary.json (an earlier run&#39;s), so its table is "

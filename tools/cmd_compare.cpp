@@ -156,13 +156,6 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"machine", nlohmann::json(t.m)}};
 }
 
-std::string fmt_bytes(double b) {
-  if (b >= 1e9) return fmt::format("{:.2f} GB", b * 1e-9);
-  if (b >= 1e6) return fmt::format("{:.1f} MB", b * 1e-6);
-  if (b >= 1e3) return fmt::format("{:.1f} KB", b * 1e-3);
-  return fmt::format("{:.0f} B", b);
-}
-
 // The comparison table between its title line and its footnotes.
 std::string render_rows(const std::vector<Row>& rows, const std::string& title, const Target& t) {
   const char* rate = t.gpu ? "TFLOP/s" : "GFLOP/s";
@@ -181,13 +174,13 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
         break;
       case RunOutcome::Status::Failed:
         s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11.3f}{:>11.2e}  FAIL (not timed)\n", r.name,
-                         "--", "--", "--", fmt_bytes(double(r.r.peak_extra_bytes)), "--", ops_w, fmt_bytes(r.bytes),
+                         "--", "--", "--", report::format_bytes_decimal(double(r.r.peak_extra_bytes)), "--", ops_w, report::format_bytes_decimal(r.bytes),
                          r.bound_ms, r.r.err.max_abs);
         break;
       case RunOutcome::Status::Ok:
         s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>{}}{:>13}{:>11.3f}{:>11.2e}  OK\n", r.name, r.ms,
-                         r.gflops * scale, r.pct_peak, fmt_bytes(double(r.r.peak_extra_bytes)),
-                         r.ops ? fmt::format("{:.0f}", *r.ops) : "--", ops_w, fmt_bytes(r.bytes), r.bound_ms,
+                         r.gflops * scale, r.pct_peak, report::format_bytes_decimal(double(r.r.peak_extra_bytes)),
+                         r.ops ? fmt::format("{:.0f}", *r.ops) : "--", ops_w, report::format_bytes_decimal(r.bytes), r.bound_ms,
                          r.r.err.max_abs);
         break;
     }

@@ -49,7 +49,6 @@ std::string file_label(const std::string& path) {
 }
 
 void run_diff(const DiffArgs& a) {
-  ATTNPROF_CHECK(a.row_limit >= -1, "--row-limit must be -1 (all) or more, got {}", a.row_limit);
   std::string base_path = a.base, next_path = a.next;
   const nlohmann::json base = load(base_path), next = load(next_path);
   auto is_compare = [](const nlohmann::json& j) {
@@ -65,13 +64,15 @@ void run_diff(const DiffArgs& a) {
                   run, other);
   }
   if (is_compare(base)) {
+    ATTNPROF_CHECK(a.row_limit <= 0, "--row-limit applies to the op rows of two summaries; a diff of two compare runs "
+                                     "has one row per variant");
     const report::RunDiff d = report::diff_compare_runs(base, next);
     text = report::diff_table(d);
     j = report::diff_json(d);
   } else {
     const report::ProfileDiff d = report::diff_summaries(base, next, file_label(a.base), file_label(a.next));
     text = report::diff_table(d, a.row_limit);
-    j = report::diff_json(d);
+    j = report::diff_json(d, a.row_limit);
   }
   if (!a.out.empty())
     report::write_text_atomic(a.out, a.out.ends_with(".json") || a.out.ends_with(".json.gz") ? j.dump(2) + "\n" : text);
@@ -89,7 +90,8 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("base", args->base, "what to compare from: a <variant>.summary.json, a compare.json or its directory")
       ->required();
   sub->add_option("new", args->next, "what to compare to (the same kind)")->required();
-  sub->add_option("--row-limit", args->row_limit, "rows to print, largest change in time first (default: all)");
+  sub->add_option("--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default), as "
+                  "profile's --row-limit");
   sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
   sub->add_option("--save", args->out, "also write the diff to this file (.json: the JSON, else the table)");
   sub->callback([args] { run_diff(*args); });

@@ -76,6 +76,10 @@ void run_roofline(const RooflineArgs& a) {
   // --peaks-only measures and prints the peaks (and caches them): no inputs are drawn and nothing is written
   // to --out, so an earlier roofline there stays as it was.
   ATTNPROF_CHECK(!(a.peaks_only && o.html), "--peaks-only writes no files: drop --html (or --peaks-only)");
+  ATTNPROF_CHECK(!(a.peaks_only && use_files(o)), "--peaks-only reads no inputs: drop --q, --k and --v (or --peaks-only)");
+  // The problem flags are checked even though --peaks-only does not use them: a malformed one is an error
+  // in every command, never silently ignored.
+  if (a.peaks_only) (void)problem_of(o);
   apply_runtime_options(o);
   if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
   const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);

@@ -353,7 +353,7 @@ std::string flops_legend(const AttnProblem& p) {
   const double f = attention_flops(p);
   if (p.mask != MaskKind::Causal) return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward", f);
   if (p.Nq == p.Nk)
-    return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward, causal FLOPs halved (FlashAttention's "
+    return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D/2 = {:.3g} per forward, causal FLOPs halved (FlashAttention's "
                        "convention)", f);
   return p.Nq < p.Nk
              ? fmt::format("attention FLOPs 4·B·H·D·Nq²/2 = {:.3g} per forward (causal: no query sees a key past Nq)", f)

@@ -103,8 +103,9 @@ void check_compare_json(const nlohmann::json& compare, const std::string& what);
 // document is not an attnprof summary or one is a device profile and the other is not.
 ProfileDiff diff_summaries(const nlohmann::json& base, const nlohmann::json& next, const std::string& base_label = "",
                            const std::string& new_label = "");
-std::string diff_table(const ProfileDiff& d, int row_limit = -1);
-nlohmann::json diff_json(const ProfileDiff& d);
+// row_limit > 0: only the first rows (the largest changes); the totals still count every op.
+std::string diff_table(const ProfileDiff& d, int row_limit = 0);
+nlohmann::json diff_json(const ProfileDiff& d, int row_limit = 0);
 
 // Two comparisons (compare.json of two runs: before and after a change, two machines, CPU and GPU) variant by
 // variant: status, ms per forward and the speed-up, peak memory, ops, max error on each side.
@@ -164,6 +165,8 @@ std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_ke
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);
 std::string format_bytes(int64_t bytes);
+// Decimal units, as compare's table prints peak memory and bytes moved: "536.9 MB", "2.75 GB" (1 MB = 10^6 B).
+std::string format_bytes_decimal(double bytes);
 
 // Slowest over fastest of a variant's timed forwards (0 when there are none): 1 on a quiet machine.
 double forward_spread(const std::vector<double>& forward_ms);

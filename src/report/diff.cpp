@@ -301,7 +301,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   s += rule + "\n" + head + "\n" + rule + "\n";
   int n = 0;
   for (const DiffRow& r : d.rows) {
-    if (row_limit >= 0 && n++ >= row_limit) break;
+    if (row_limit > 0 && n++ >= row_limit) break;
     std::string name = r.label();
     if (name.size() > w) name = name.substr(0, w - 3) + "...";
     s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}\n", name, w,
@@ -312,6 +312,9 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                      format_bytes(int64_t(std::llround(r.new_bytes))), r.change);
   }
   s += rule + "\n";
+  if (row_limit > 0 && d.rows.size() > size_t(row_limit))
+    s += fmt::format("{} more op{} with smaller changes (--row-limit {}); the totals below count every op.\n",
+                     d.rows.size() - size_t(row_limit), d.rows.size() - size_t(row_limit) == 1 ? "" : "s", row_limit);
   s += fmt::format("{} total per forward: {} -> {} ({})\n", time, format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
   std::vector<std::string> gone, came, inplace;
@@ -339,7 +342,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   return s;
 }
 
-json diff_json(const ProfileDiff& d) {
+json diff_json(const ProfileDiff& d, int row_limit) {
   auto side = [](const ProfileSide& p) {
     return json{{"label", p.label},
                 {"problem", p.problem},
@@ -350,7 +353,9 @@ json diff_json(const ProfileDiff& d) {
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()}};
   };
   json rows = json::array();
-  for (const DiffRow& r : d.rows)
+  const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const DiffRow& r = d.rows[i];
     rows.push_back({{"base_name", r.base_name.empty() ? json() : json(r.base_name)},
                     {"new_name", r.new_name.empty() ? json() : json(r.new_name)},
                     {"change", r.change},
@@ -363,6 +368,7 @@ json diff_json(const ProfileDiff& d) {
                     {"new_mem_bytes", r.new_mem},
                     {"base_bytes", r.base_bytes},
                     {"new_bytes", r.new_bytes}});
+  }
   return {{"kind", "diff"},
           {"attnprof_version", ATTNPROF_VERSION},
           {"device", d.device ? "cuda" : "cpu"},
@@ -371,7 +377,8 @@ json diff_json(const ProfileDiff& d) {
           {"new", side(d.next)},
           {"base_ns", d.base_ns},
           {"new_ns", d.new_ns},
-          {"rows", rows}};
+          {"rows", rows},
+          {"rows_left_out", d.rows.size() - shown}};  // by --row-limit: the smallest changes; base_ns/new_ns count all
 }
 
 // ---- two compare runs -------------------------------------------------------------------------------
@@ -498,7 +505,7 @@ std::string diff_table(const RunDiff& d) {
     s += fmt::format("note: naive's and inplace's bf16 matmul ran on different GEMMs (base: {}, new: {}); their "
                      "speed-ups include that change.\n",
                      d.base_bf16_matmul, d.new_bf16_matmul);
-  const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>10}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",
+  const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>16}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",
                                        "ms base", "ms new", "speed-up", "Peak base", "Peak new", "Ops base",
                                        "Ops new", "Err base", "Err new");
   const std::string rule(head.size(), '-');
@@ -518,7 +525,7 @@ std::string diff_table(const RunDiff& d) {
     else if (r.base_status.empty()) ratio = "new only";
     else if (r.new_status.empty()) ratio = "base only";
     else ratio = r.base_status + "/" + r.new_status;  // e.g. ok/skipped: one side did not run
-    s += fmt::format("{:<12}{:>12}{:>12}{:>10}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}\n", r.variant, ms_cell(r.base_ms),
+    s += fmt::format("{:<12}{:>12}{:>12}{:>16}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}\n", r.variant, ms_cell(r.base_ms),
                      ms_cell(r.new_ms), ratio, bytes_cell(r.base_peak), bytes_cell(r.new_peak),
                      r.base_ops >= 0 ? fmt::format("{:.0f}", r.base_ops) : "--",
                      r.new_ops >= 0 ? fmt::format("{:.0f}", r.new_ops) : "--", err_cell(r.base_err),

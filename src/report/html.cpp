@@ -261,8 +261,8 @@ void section_compare(Page& pg, const Input& in) {
         continue;
       }
       t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_num(num(v, "gflops", NAN), 1), true) +
-           td(fmt_num(num(v, "pct_peak", NAN), 1), true) + td(fmt_bytes(num(v, "peak_bytes")), true) +
-           td(fmt_num(num(v, "ops", NAN), 0), true) + td(fmt_bytes(num(v, "bytes")), true) +
+           td(fmt_num(num(v, "pct_peak", NAN), 1), true) + td(format_bytes_decimal(num(v, "peak_bytes")), true) +
+           td(fmt_num(num(v, "ops", NAN), 0), true) + td(format_bytes_decimal(num(v, "bytes")), true) +
            td(fmt_num(num(v, "bound_ms", NAN), 3), true) + td(fmt_sci(num(v, "max_abs_err", NAN)), true) +
            td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
       if (std::isfinite(num(v, "ms", NAN)))
@@ -285,6 +285,8 @@ void section_compare(Page& pg, const Input& in) {
              : "ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
                "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every "
                "variant with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
+  pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
+          "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
   const json* machine = member(c, {"machine"});
   for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
@@ -846,7 +848,7 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
          "(<i>Load</i>). The links below point at the files next to this page.</p>\n<ul>\n");
   for (const auto& f : files) {
     const auto size = fs::file_size(dir / f, ec);
-    const std::string why = left_out.count(f) ? "; an earlier run's, left out of this page (see its top)" : "";
+    const std::string why = left_out.count(f) ? "; another run's, left out of this page (see its top)" : "";
     pg.raw("<li><a href=\"" + html_escape(href_for_file(f)) + "\">" + html_escape(f) + "</a> <span class=\"note\">(" +
            html_escape((ec ? std::string("?") : fmt_bytes(double(size))) + why) + ")</span></li>\n");
   }

@@ -474,7 +474,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     return !reference.empty() && !p.empty() && p != reference ? p : std::string();
   };
   auto left_out = [&](const std::string& file, const std::string& p) {
-    return fmt::format("{} is left out: it is of {}, not of this run's problem {} ({}). It is from an earlier run "
+    return fmt::format("{} is left out: it is of {}, not of this run's problem {} ({}). It is from another run "
                        "in this directory; give each problem its own --out, or compare two runs with `attnprof diff`.",
                        file, p, reference, reference_from);
   };

@@ -79,6 +79,14 @@ std::string format_bytes(int64_t bytes) {
   return fmt::format("{} b", bytes);
 }
 
+std::string format_bytes_decimal(double b) {
+  const double a = std::fabs(b);
+  if (a >= 1e9) return fmt::format("{:.2f} GB", b * 1e-9);
+  if (a >= 1e6) return fmt::format("{:.1f} MB", b * 1e-6);
+  if (a >= 1e3) return fmt::format("{:.1f} KB", b * 1e-3);
+  return fmt::format("{:.0f} B", b);
+}
+
 namespace {
 
 constexpr int kNumWidth = 12;
