@@ -1,11 +1,15 @@
 // End-to-end tests of the attnprof command line: each subcommand on small shapes (outputs exist, parse and
 // say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -740,6 +744,71 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   expect_bad("profile flash --threads 1 --q " + good + " --k " + half + " --v " + good,
              "the input files have different dtypes (--q " + good + " fp32, --k " + half + " fp16, --v " + good +
                  " fp32): pass --dtype to convert them");
+}
+
+TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
+  // compare stages each variant's files in temporary files until the run ends. Killed half-way (Ctrl-C, a job
+  // scheduler's SIGTERM), it must remove them, and the --out directories it created, then die of the signal.
+  // Deterministic: the signal is sent once the first staged file exists, with four variants still to run.
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    const fs::path top = dir_ / "new", out_dir = top / "deeper";
+    fs::remove_all(top);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::signal(SIGINT, SIG_DFL);  // as a shell gives a foreground job
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(kBinary.c_str(), kBinary.c_str(), "compare", "--shape", "1,4,512,64", "--threads", "1", "--iters", "20",
+              "--out", out_dir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    auto staged = [&] {
+      std::error_code ec;
+      for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+        if (it->path().filename().string().find(".tmp.") != std::string::npos) return true;
+      return false;
+    };
+    int status = 0;
+    bool exited = false;
+    for (int i = 0; i < 120000 && !staged(); ++i) {  // up to 10 minutes (sanitizer builds are slow)
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      ::usleep(5000);
+    }
+    ASSERT_FALSE(exited) << "compare ended before it staged a file";
+    ASSERT_TRUE(staged());
+    ASSERT_EQ(::kill(pid, sig), 0);
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+    EXPECT_FALSE(fs::exists(top)) << "the directories the run created are removed with its temporary files";
+  }
+  // An --out that existed before keeps what it held, and only that.
+  const fs::path kept = dir_ / "kept";
+  fs::create_directories(kept);
+  io::write_file_atomic((kept / "mine.txt").string(), "mine");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(kBinary.c_str(), kBinary.c_str(), "compare", "--shape", "1,4,512,64", "--threads", "1", "--iters", "20",
+            "--out", kept.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 120000 && std::distance(fs::directory_iterator(kept), fs::directory_iterator()) < 2; ++i)
+    ::usleep(5000);
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(kept)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"mine.txt"});
 }
 
 TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {

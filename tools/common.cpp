@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cerrno>
 #include <charconv>
@@ -295,7 +297,15 @@ void check_writable_dir(const std::string& dir, std::string_view what) {
 
 namespace {
 std::vector<std::filesystem::path> g_created_dirs;  // by prepare_out_dir, deepest first
+// The same paths, deepest first, where a signal handler can read them (no allocation): rmdir(2) is
+// async-signal-safe and removes a directory only while it is empty.
+char g_created_dirs_c[8][PATH_MAX];
+std::atomic<int> g_created_dirs_n{0};
 }  // namespace
+
+void remove_created_dirs_on_signal() noexcept {
+  for (int i = 0, n = g_created_dirs_n.load(std::memory_order_acquire); i < n; ++i) ::rmdir(g_created_dirs_c[i]);
+}
 
 void prepare_out_dir(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -307,6 +317,11 @@ void prepare_out_dir(const std::string& dir) {
   fs::create_directories(dir, ec);
   if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
   g_created_dirs.insert(g_created_dirs.begin(), missing.begin(), missing.end());
+  g_created_dirs_n.store(0, std::memory_order_release);
+  int n = 0;
+  for (const fs::path& d : g_created_dirs)
+    if (n < 8 && d.string().size() < PATH_MAX) std::memcpy(g_created_dirs_c[n++], d.c_str(), d.string().size() + 1);
+  g_created_dirs_n.store(n, std::memory_order_release);
   if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
   check_writable_dir(dir, "output directory");
 }
@@ -318,6 +333,7 @@ void remove_created_dirs_if_empty() noexcept {
     std::filesystem::remove(d, ec);
   }
   g_created_dirs.clear();
+  g_created_dirs_n.store(0, std::memory_order_release);
 }
 
 std::string out_path(const std::string& dir, const std::string& file) {

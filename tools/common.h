@@ -96,6 +96,8 @@ void prepare_out_dir(const std::string& dir);
 // A run stopped by an error (exit 2) after prepare_out_dir: removes the directories it created, deepest
 // first, while they are still empty, so "nothing is written" holds for the directory too.
 void remove_created_dirs_if_empty() noexcept;
+// The same from a signal handler (async-signal-safe: rmdir(2) on a fixed copy of the paths).
+void remove_created_dirs_on_signal() noexcept;
 // Throws "<what> '<dir>' is not writable: ..." unless a file can be created in `dir`.
 void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);

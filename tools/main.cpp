@@ -3,6 +3,7 @@
 //
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
+#include <csignal>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attnprof/error.h"
+#include "attnprof/report.h"
 #include "common.h"
 
 #define ATTNPROF_COMMANDS(X) X(profile) X(compare) X(sweep) X(roofline) X(report) X(diff)
@@ -31,9 +33,35 @@ int fail(std::string msg) {
   return 2;
 }
 
+// Ctrl-C (or a kill) in the middle of a run: the files written so far wait in temporary files for the run's
+// end, and the --out directory may be new. Remove both, then die of the signal as the shell expects
+// (exit status 128 + signal). Everything here is async-signal-safe: unlink, rmdir, sigaction, raise.
+extern "C" void on_terminating_signal(int sig) {
+  attnprof::report::remove_temporary_files();
+  attnprof::cli::remove_created_dirs_on_signal();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  ::raise(sig);
+}
+
+void install_signal_cleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = on_terminating_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    // A signal the parent set to be ignored (nohup, a background job's SIGINT) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_cleanup();
   CLI::App app{"attnprof: profile causal attention the ways practitioners write it (naive, in-place, SDPA, "
                "FlashAttention) and see why each is fast or slow",
                "attnprof"};

@@ -147,6 +147,10 @@ class FileBatch {
   std::unique_ptr<struct FileBatchState> state_;
 };
 
+// Removes the temporary file of every output not yet in place (those a FileBatch holds included), so an
+// interrupted run leaves no "<file>.tmp.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
+void remove_temporary_files() noexcept;
+
 // A count or byte figure held as a double, as JSON: an integer when it is whole (8, not 8.0), else the double.
 nlohmann::json count_json(double v);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -41,7 +42,10 @@ struct AtomicFile::Impl {
   void abort_file() {
     if (fd >= 0) ::close(fd);
     fd = -1;
-    if (!tmp.empty()) ::unlink(tmp.c_str());
+    if (!tmp.empty()) {
+      ::unlink(tmp.c_str());
+      detail::untrack_temporary(tmp);
+    }
     tmp.clear();
     if (gz) deflateEnd(&zs);
     gz = false;
@@ -106,6 +110,7 @@ AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::ma
       ATTNPROF_FAIL("cannot write '{}': cannot create a temporary file in its directory ({})", m.path,
                     std::strerror(err));
     }
+    detail::track_temporary(m.tmp);
   }
   if (compress) {
     // windowBits 15 + 16: a gzip header and trailer rather than a raw zlib stream.
@@ -147,6 +152,7 @@ void AtomicFile::commit() {
     return;
   }
   if (::rename(m.tmp.c_str(), m.path.c_str()) != 0) m.fail("rename from its temporary file failed", errno);
+  detail::untrack_temporary(m.tmp);
   m.tmp.clear();  // committed: nothing to remove
 }
 
@@ -162,19 +168,63 @@ void commit_staged(Batch& b) {
     if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0) {
       const int err = errno;
       const std::string path = b.files[i].path;
-      b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(i) + 1);
+      b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(i));  // renamed; the failed one is removed
       discard_staged(b);
       ATTNPROF_FAIL("cannot write '{}': rename from its temporary file failed ({})", path, std::strerror(err));
     }
+    untrack_temporary(b.files[i].tmp);
   }
   b.files.clear();
 }
 
 void discard_staged(Batch& b) {
-  for (const Staged& f : b.files) ::unlink(f.tmp.c_str());
+  for (const Staged& f : b.files) {
+    ::unlink(f.tmp.c_str());
+    untrack_temporary(f.tmp);
+  }
   b.files.clear();
 }
 
+namespace {
+
+// A slot is free (0), being filled (1) or holds a live temporary file's path (2). A run stages a few dozen
+// files at most; past the table's size a file is simply not removed by a signal (it still is on every other
+// path).
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[PATH_MAX];
+};
+TempSlot g_temporaries[128];
+
+}  // namespace
+
+void track_temporary(const std::string& tmp) noexcept {
+  if (tmp.size() >= PATH_MAX) return;
+  for (TempSlot& s : g_temporaries) {
+    int free = 0;
+    if (!s.state.compare_exchange_strong(free, 1, std::memory_order_acquire)) continue;
+    std::memcpy(s.path, tmp.c_str(), tmp.size() + 1);
+    s.state.store(2, std::memory_order_release);
+    return;
+  }
+}
+
+void untrack_temporary(const std::string& tmp) noexcept {
+  for (TempSlot& s : g_temporaries)
+    if (s.state.load(std::memory_order_acquire) == 2 && std::strcmp(s.path, tmp.c_str()) == 0) {
+      s.state.store(0, std::memory_order_release);
+      return;
+    }
+}
+
 }  // namespace detail
+
+void remove_temporaries() noexcept {
+  for (detail::TempSlot& s : detail::g_temporaries)
+    if (s.state.load(std::memory_order_acquire) == 2) {
+      ::unlink(s.path);
+      s.state.store(0, std::memory_order_release);
+    }
+}
 
 }  // namespace attnprof::io

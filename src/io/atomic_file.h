@@ -44,6 +44,14 @@ struct Batch {
 Batch*& current_batch();
 void commit_staged(Batch& b);   // renames every staged file, in the order they were written
 void discard_staged(Batch& b);  // removes every staged temporary file
+
+// Every temporary file that exists now (being written, or staged in a batch) is also kept in a fixed table
+// of paths, so that remove_temporaries() can run in a signal handler: no allocation, no lock, only unlink(2).
+void track_temporary(const std::string& tmp) noexcept;
+void untrack_temporary(const std::string& tmp) noexcept;
 }  // namespace detail
+
+// Removes every temporary file not yet renamed into place. Async-signal-safe (see detail::track_temporary).
+void remove_temporaries() noexcept;
 
 }  // namespace attnprof::io

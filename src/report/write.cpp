@@ -30,6 +30,8 @@ nlohmann::json count_json(double v) {
   return v;
 }
 
+void remove_temporary_files() noexcept { io::remove_temporaries(); }
+
 void write_text_atomic(const std::string& path, const std::string& contents) {
   io::AtomicFile f(path);
   f.write(contents);
