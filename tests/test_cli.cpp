@@ -750,21 +750,26 @@ TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
   // compare stages each variant's files in temporary files until the run ends. Killed half-way (Ctrl-C, a job
   // scheduler's SIGTERM), it must remove them, and the --out directories it created, then die of the signal.
   // Deterministic: the signal is sent once the first staged file exists, with four variants still to run.
-  for (const int sig : {SIGTERM, SIGINT}) {
-    SCOPED_TRACE(strsignal(sig));
-    const fs::path top = dir_ / "new", out_dir = top / "deeper";
-    fs::remove_all(top);
+  // A compare into `out`, in the background, quiet; SIGINT as a shell gives a foreground job.
+  auto spawn_compare = [&](const fs::path& out) {
     const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
     if (pid == 0) {
-      ::signal(SIGINT, SIG_DFL);  // as a shell gives a foreground job
+      ::signal(SIGINT, SIG_DFL);
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
       ::dup2(null, 2);
       ::execl(kBinary.c_str(), kBinary.c_str(), "compare", "--shape", "1,4,512,64", "--threads", "1", "--iters", "20",
-              "--out", out_dir.c_str(), static_cast<char*>(nullptr));
+              "--out", out.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    return pid;
+  };
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    const fs::path top = dir_ / "new", out_dir = top / "deeper";
+    fs::remove_all(top);
+    const pid_t pid = spawn_compare(out_dir);
+    ASSERT_GT(pid, 0);
     auto staged = [&] {
       std::error_code ec;
       for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
@@ -791,16 +796,8 @@ TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
   const fs::path kept = dir_ / "kept";
   fs::create_directories(kept);
   io::write_file_atomic((kept / "mine.txt").string(), "mine");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::execl(kBinary.c_str(), kBinary.c_str(), "compare", "--shape", "1,4,512,64", "--threads", "1", "--iters", "20",
-            "--out", kept.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_compare(kept);
+  ASSERT_GT(pid, 0);
   for (int i = 0; i < 120000 && std::distance(fs::directory_iterator(kept), fs::directory_iterator()) < 2; ++i)
     ::usleep(5000);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
