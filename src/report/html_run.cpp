@@ -418,14 +418,19 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     v.trace_file = std::move(trace_file);
     vs.push_back(std::move(v));
   };
+  // The variants compare.json did not run (skipped over the budget, failed validation), with the reason.
+  std::map<std::string, std::string> not_run;
   if (compare.doc) {
     if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
       for (const json& v : *arr)
         if (v.is_object() && v.contains("name")) {
-          const bool ran = std::isfinite(num(v, "ms", NAN));
-          if (ran)
+          if (std::isfinite(num(v, "ms", NAN))) {
             add_variant(str(v, "name"), fs::path(str(v, "summary")).filename().string(),
                         fs::path(str(v, "trace")).filename().string());
+          } else {
+            const std::string why = str(v, "note");
+            not_run[str(v, "name")] = str(v, "status", "skipped") + (why.empty() ? "" : ": " + why);
+          }
         }
   }
   std::vector<std::string> found;
@@ -485,15 +490,6 @@ Run read_run(const fs::path& dir, size_t max_spans) {
       run.roofline.note = "roofline.json is of another problem (see the top of the page)";
     }
 
-  // The variants compare.json did not run (skipped over the budget, failed validation), with the reason.
-  std::map<std::string, std::string> not_run;
-  if (compare.doc)
-    if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
-      for (const json& v : *arr)
-        if (v.is_object() && !std::isfinite(num(v, "ms", NAN))) {
-          const std::string why = str(v, "note");
-          not_run[str(v, "name")] = str(v, "status", "skipped") + (why.empty() ? "" : ": " + why);
-        }
   std::error_code cec;
   const fs::file_time_type compare_time = fs::last_write_time(dir / "compare.json", cec);
   auto older_than_compare = [&](const std::string& file) {
