@@ -488,6 +488,26 @@ TEST(Write, BatchReplacesFilesTogetherOrNotAtAll) {
   EXPECT_EQ(io::read_file(b), "after");
 }
 
+TEST(Write, TheSignalPathRemovesEveryLiveTemporaryFile) {
+  // What a SIGINT handler calls: every staged file's temporary goes, the files already in place stay.
+  TempDir dir;
+  const std::string kept = (dir.path / "kept.txt").string();
+  report::write_text_atomic(kept, "in place");
+  // A write probe into a directory that does not exist fails 200 times; each failure must give its slot
+  // in the handler's fixed table back, or the staged files below would no longer be found.
+  for (int i = 0; i < 200; ++i) EXPECT_FALSE(report::write_probe_error((dir.path / "absent").string()).empty());
+  EXPECT_EQ(report::write_probe_error(dir.path.string()), "");
+  {
+    report::FileBatch batch;
+    for (int i = 0; i < 40; ++i) report::write_text_atomic((dir.path / ("f" + std::to_string(i) + ".txt")).string(), "staged");
+    EXPECT_EQ(dir.entries().size(), 41u);  // 40 temporary files beside kept.txt
+    report::remove_temporary_files();
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"kept.txt"});
+  }  // the batch's own clean-up then finds nothing left to remove
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"kept.txt"});
+  EXPECT_EQ(io::read_file(kept), "in place");
+}
+
 TEST(Summary, EveryRowTotalsMemoryAndSchema) {
   const auto r = naive_profile();
   const auto ka = analysis::key_averages(r);

@@ -226,13 +226,11 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
     fill_randn(in.v, o.seed + 2);
     in.source = fmt::format("random N(0,1), seed {}", o.seed);
   }
-  if (o.q_path.empty()) {
-    in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
-    return in;
-  }
-  try {  // files that disagree with each other: name them, not just the tensors
+  try {
     in.p = AttnProblem::from(in.q, in.k, in.v, in.opt);
   } catch (const Error& e) {
+    if (o.q_path.empty()) throw;
+    // Files that disagree with each other: name them, not just the tensors.
     ATTNPROF_FAIL("the input files do not fit together (--q {}, --k {}, --v {}): {}", o.q_path, o.k_path, o.v_path,
                   e.what());
   }
@@ -287,24 +285,22 @@ const Variant& resolve_cuda_variant(const std::string& name, const std::string& 
 }
 
 void check_writable_dir(const std::string& dir, std::string_view what) {
-  // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
-  std::string probe = out_path(dir, ".attnprof-write-probe.XXXXXX");
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) ATTNPROF_FAIL("{} '{}' is not writable: {}", what, dir, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  const std::string why = report::write_probe_error(dir);
+  if (!why.empty()) ATTNPROF_FAIL("{} '{}' is not writable: {}", what, dir, why);
 }
 
 namespace {
-std::vector<std::filesystem::path> g_created_dirs;  // by prepare_out_dir, deepest first
-// The same paths, deepest first, where a signal handler can read them (no allocation): rmdir(2) is
-// async-signal-safe and removes a directory only while it is empty.
-char g_created_dirs_c[8][PATH_MAX];
+// The directories prepare_out_dir creates, in the order it creates them (each level before the next), where
+// a signal handler can read them: no allocation, and rmdir(2) is async-signal-safe and removes a directory
+// only while it is empty. A path is entered before its directory is made, so a signal at any moment finds
+// every directory the run made; removing them last-made first takes a nest apart from the inside.
+constexpr int kMaxCreatedDirs = 16;
+char g_created_dirs[kMaxCreatedDirs][PATH_MAX];
 std::atomic<int> g_created_dirs_n{0};
 }  // namespace
 
 void remove_created_dirs_on_signal() noexcept {
-  for (int i = 0, n = g_created_dirs_n.load(std::memory_order_acquire); i < n; ++i) ::rmdir(g_created_dirs_c[i]);
+  for (int i = g_created_dirs_n.load(std::memory_order_acquire) - 1; i >= 0; --i) ::rmdir(g_created_dirs[i]);
 }
 
 void prepare_out_dir(const std::string& dir) {
@@ -314,25 +310,20 @@ void prepare_out_dir(const std::string& dir) {
   for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !ec && p.has_relative_path() && !fs::exists(p, ec);
        p = p.parent_path())
     missing.push_back(p);
+  for (auto d = missing.rbegin(); d != missing.rend(); ++d) {
+    const int n = g_created_dirs_n.load(std::memory_order_relaxed);
+    if (n == kMaxCreatedDirs || d->native().size() >= PATH_MAX) break;
+    std::memcpy(g_created_dirs[n], d->c_str(), d->native().size() + 1);
+    g_created_dirs_n.store(n + 1, std::memory_order_release);
+  }
   fs::create_directories(dir, ec);
   if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
-  g_created_dirs.insert(g_created_dirs.begin(), missing.begin(), missing.end());
-  g_created_dirs_n.store(0, std::memory_order_release);
-  int n = 0;
-  for (const fs::path& d : g_created_dirs)
-    if (n < 8 && d.string().size() < PATH_MAX) std::memcpy(g_created_dirs_c[n++], d.c_str(), d.string().size() + 1);
-  g_created_dirs_n.store(n, std::memory_order_release);
   if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
   check_writable_dir(dir, "output directory");
 }
 
 void remove_created_dirs_if_empty() noexcept {
-  for (const auto& d : g_created_dirs) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(d, ec) || !std::filesystem::is_empty(d, ec) || ec) return;
-    std::filesystem::remove(d, ec);
-  }
-  g_created_dirs.clear();
+  remove_created_dirs_on_signal();
   g_created_dirs_n.store(0, std::memory_order_release);
 }
 

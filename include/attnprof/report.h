@@ -150,6 +150,9 @@ class FileBatch {
 // Removes the temporary file of every output not yet in place (those a FileBatch holds included), so an
 // interrupted run leaves no "<file>.tmp.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
 void remove_temporary_files() noexcept;
+// Creates and removes a file in `dir`: empty when that works, else why not (strerror). Interrupted by a
+// signal, the handler's remove_temporary_files() removes the probe too.
+std::string write_probe_error(const std::string& dir);
 
 // A count or byte figure held as a double, as JSON: an integer when it is whole (8, not 8.0), else the double.
 nlohmann::json count_json(double v);

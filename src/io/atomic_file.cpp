@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "attnprof/error.h"
 #include "io/atomic_file.h"
@@ -103,14 +104,13 @@ AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::ma
       m.path = resolved;
     }
     m.tmp = m.path + ".tmp.XXXXXX";
-    m.fd = ::mkstemp(m.tmp.data());
+    m.fd = detail::make_temporary(m.tmp);
     if (m.fd < 0) {
       const int err = errno;
       m.tmp.clear();
       ATTNPROF_FAIL("cannot write '{}': cannot create a temporary file in its directory ({})", m.path,
                     std::strerror(err));
     }
-    detail::track_temporary(m.tmp);
   }
   if (compress) {
     // windowBits 15 + 16: a gzip header and trailer rather than a raw zlib stream.
@@ -187,9 +187,9 @@ void discard_staged(Batch& b) {
 
 namespace {
 
-// A slot is free (0), being filled (1) or holds a live temporary file's path (2). A run stages a few dozen
-// files at most; past the table's size a file is simply not removed by a signal (it still is on every other
-// path).
+// A slot is free (0), being filled (1: mkstemp is writing the name into it and creating the file) or holds
+// a live temporary file's path (2). A run stages a few dozen files at most; past the table's size a file is
+// simply not removed by a signal (it still is on every other path).
 struct TempSlot {
   std::atomic<int> state{0};
   char path[PATH_MAX];
@@ -198,15 +198,24 @@ TempSlot g_temporaries[128];
 
 }  // namespace
 
-void track_temporary(const std::string& tmp) noexcept {
-  if (tmp.size() >= PATH_MAX) return;
-  for (TempSlot& s : g_temporaries) {
-    int free = 0;
-    if (!s.state.compare_exchange_strong(free, 1, std::memory_order_acquire)) continue;
-    std::memcpy(s.path, tmp.c_str(), tmp.size() + 1);
-    s.state.store(2, std::memory_order_release);
-    return;
-  }
+int make_temporary(std::string& tmpl) noexcept {
+  if (tmpl.size() < PATH_MAX)
+    for (TempSlot& s : g_temporaries) {
+      int free = 0;
+      if (!s.state.compare_exchange_strong(free, 1, std::memory_order_acquire)) continue;
+      std::memcpy(s.path, tmpl.c_str(), tmpl.size() + 1);
+      const int fd = ::mkstemp(s.path);  // creates the file under the name it leaves in s.path
+      if (fd < 0) {
+        const int err = errno;
+        s.state.store(0, std::memory_order_release);
+        errno = err;
+        return -1;
+      }
+      std::memcpy(tmpl.data(), s.path, tmpl.size());
+      s.state.store(2, std::memory_order_release);
+      return fd;
+    }
+  return ::mkstemp(tmpl.data());
 }
 
 void untrack_temporary(const std::string& tmp) noexcept {
@@ -220,11 +229,19 @@ void untrack_temporary(const std::string& tmp) noexcept {
 }  // namespace detail
 
 void remove_temporaries() noexcept {
-  for (detail::TempSlot& s : detail::g_temporaries)
-    if (s.state.load(std::memory_order_acquire) == 2) {
+  for (detail::TempSlot& s : detail::g_temporaries) {
+    // A slot being filled by another thread is given up to 50 ms to finish creating its file. Filled by the
+    // thread this handler interrupted, it never finishes: its name is then either made (the file may exist)
+    // or not yet (nothing exists under it), so unlinking it is right either way.
+    for (int i = 0; i < 50 && s.state.load(std::memory_order_acquire) == 1; ++i) {
+      const timespec ms{0, 1000000};
+      ::nanosleep(&ms, nullptr);
+    }
+    if (s.state.load(std::memory_order_acquire) != 0) {
       ::unlink(s.path);
       s.state.store(0, std::memory_order_release);
     }
+  }
 }
 
 }  // namespace attnprof::io

@@ -47,11 +47,14 @@ void discard_staged(Batch& b);  // removes every staged temporary file
 
 // Every temporary file that exists now (being written, or staged in a batch) is also kept in a fixed table
 // of paths, so that remove_temporaries() can run in a signal handler: no allocation, no lock, only unlink(2).
-void track_temporary(const std::string& tmp) noexcept;
+// make_temporary is mkstemp(3) on `tmpl` ("...XXXXXX", rewritten to the name made) with the name entered in
+// the table before the file is created, so a signal at any moment finds every file that exists.
+// Returns the descriptor, or -1 with errno set.
+int make_temporary(std::string& tmpl) noexcept;
 void untrack_temporary(const std::string& tmp) noexcept;
 }  // namespace detail
 
-// Removes every temporary file not yet renamed into place. Async-signal-safe (see detail::track_temporary).
+// Removes every temporary file not yet renamed into place. Async-signal-safe (see detail::make_temporary).
 void remove_temporaries() noexcept;
 
 }  // namespace attnprof::io

@@ -1,5 +1,10 @@
 // The reporters' whole-or-nothing text output (io::AtomicFile: temporary file + rename, gzip for ".gz").
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 
 #include "attnprof/report.h"
 #include "io/atomic_file.h"
@@ -31,6 +36,18 @@ nlohmann::json count_json(double v) {
 }
 
 void remove_temporary_files() noexcept { io::remove_temporaries(); }
+
+std::string write_probe_error(const std::string& dir) {
+  // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
+  // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
+  std::string probe = (std::filesystem::path(dir) / ".attnprof-write-probe.XXXXXX").string();
+  const int fd = io::detail::make_temporary(probe);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  io::detail::untrack_temporary(probe);
+  return {};
+}
 
 void write_text_atomic(const std::string& path, const std::string& contents) {
   io::AtomicFile f(path);
