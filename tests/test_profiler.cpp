@@ -483,6 +483,31 @@ TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {
   }
 }
 
+TEST(Profiler, TaskClockNeverExceedsTheZonesOwnTime) {
+  // One thread's CPU time over an interval cannot exceed the interval. Short annotations show a counter read
+  // outside [t0, t1] at once: the read costs about a microsecond, as much as the zone itself.
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  for (int i = 0; i < 200; ++i) {
+    ATTNPROF_ANNOTATE("short");
+    ATTNPROF_OP_ZONE(z, "inner_op");
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  if (!r.counters_recorded) GTEST_SKIP() << r.counters_note;
+  int64_t measured = 0;
+  for (const prof::ZoneEvent& e : r.threads.at(0).zones) {
+    if (std::string(e.name) != "short") continue;
+    ASSERT_GE(e.task_clock_ns, 0);
+    // Task-clock and the zone's timestamps come from different clocks: allow 100 ns between them.
+    EXPECT_LE(double(e.task_clock_ns), r.ns(e.t1 - e.t0) + 100.0);
+    ++measured;
+  }
+  EXPECT_EQ(measured, 200);
+  const auto ka = analysis::key_averages(r);
+  EXPECT_LE(double(row(ka, "short")->task_clock_ns), row(ka, "short")->total_ns + 200 * 100.0);
+}
+
 TEST(Profiler, RecordShapesOption) {
   Tensor a = Tensor::zeros({1, 1, 8, 4}, DType::F32), b = Tensor::zeros({1, 1, 4, 8}, DType::F32);
   for (bool shapes : {true, false}) {

@@ -6,7 +6,8 @@
 // The overhead term is what one child zone adds to its parent beyond its own measured duration (its two
 // timestamps, buffer writes): torch.profiler leaves it in the parent's self time (pytorch#82793). It is taken
 // off totals as well as self times, so that self + children's totals = total still holds, Self CPU % sums to
-// 100% and no CPU total % can exceed it. The trace keeps the measured timestamps.
+// 100% and no CPU total % can exceed it. The trace keeps the measured timestamps. Task-clock (read inside the
+// zone's [t0, t1]) has the same nested cost taken off.
 // Memory: allocations are attributed to the innermost zone open on the allocating thread. self_mem counts
 // bytes allocated directly in a zone, mem counts them including children; frees are reported separately, so
 // neither can go negative (torch nets frees into Self CPU Mem and prints negatives, pytorch#70028).
@@ -17,6 +18,7 @@
 // Device (CUDA profiles): zone rows gain their inclusive device time and device memory (device.cpp: each
 // activity once per ancestor), and one row per device activity name follows them, carrying Self CUDA.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -42,6 +44,7 @@ std::string shapes_string(const prof::ZoneEvent& e) {
 struct ZoneDerived {
   double total_ns = 0.0;
   double self_ns = 0.0;
+  double subtracted_ns = 0.0;  // the calibrated cost of the zones nested in it, taken off its measured time
   OpCost inclusive;
   int64_t self_alloc = 0, alloc = 0, freed = 0;
 };
@@ -67,6 +70,7 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
   // sees every zone's descendants before the zone itself.
   for (size_t i = n; i-- > 0;) {
     d[i].total_ns = std::max(0.0, measured_ns[i] - double(nested[i]) * overhead_ns);
+    d[i].subtracted_ns = measured_ns[i] - d[i].total_ns;
     const int32_t p = t.zones[i].parent;
     if (p < 0 || size_t(p) >= i) continue;
     child_ns[size_t(p)] += d[i].total_ns;
@@ -121,7 +125,11 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       if (zdev) s.self_device_mem_bytes += zdev[i].self_mem_bytes;
       ka.self_total_ns += d[i].self_ns;
       ka.zones += 1;
-      if (e.task_clock_ns >= 0) s.task_clock_ns = std::max<int64_t>(s.task_clock_ns, 0) + e.task_clock_ns;
+      // Task-clock runs inside [t0, t1]; the profiler's own cost of the nested zones comes off it as it comes
+      // off the zone's time, so on one thread a row's task-clock is at most its CPU total.
+      if (e.task_clock_ns >= 0)
+        s.task_clock_ns = std::max<int64_t>(s.task_clock_ns, 0) +
+                          std::max<int64_t>(0, e.task_clock_ns - std::llround(d[i].subtracted_ns));
       if (e.page_faults >= 0) s.page_faults = std::max<int64_t>(s.page_faults, 0) + e.page_faults;
       // Inclusive quantities once per outermost zone of the group (recursion counted once).
       bool nested_in_same = false;

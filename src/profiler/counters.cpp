@@ -93,9 +93,10 @@ void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
     c.task_clock_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
     c.page_faults_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
   }
-  // Start values; close_zone turns them into deltas. -1 stays "not measured".
-  e.task_clock_ns = read_counter(c.task_clock_fd);
+  // Start values; zone_close turns them into deltas. -1 stays "not measured". Task-clock is read last here
+  // and first there, so its interval is the innermost.
   e.page_faults = read_counter(c.page_faults_fd);
+  e.task_clock_ns = read_counter(c.task_clock_fd);
 }
 
 void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {

@@ -56,22 +56,23 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
   e.depth = uint16_t(b->stack.size());
   e.variant = b->variant;
   b->stack.push_back(idx);
-  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_open(b, e);
   if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_open(name, category);
   e.t0 = now_ticks();
+  // Counters are read inside [t0, t1], so a zone's task-clock never exceeds its own duration.
+  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_open(b, e);
   return idx;
 }
 
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
+  // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
+  const bool kept = size_t(idx) < b->zones.size() && !b->stack.empty() && b->stack.back() == idx;
+  if (kept && g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_close(b, b->zones[size_t(idx)]);
   const uint64_t t = now_ticks();
   // Every opened zone closes its listener range, kept or dropped, so the listener's pushes and pops pair.
   if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_close();
-  // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
-  if (size_t(idx) >= b->zones.size() || b->stack.empty() || b->stack.back() != idx) return;
-  ZoneEvent& e = b->zones[size_t(idx)];
-  e.t1 = t;
+  if (!kept) return;
+  b->zones[size_t(idx)].t1 = t;
   b->stack.pop_back();
-  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_close(b, e);
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {
