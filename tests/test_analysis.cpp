@@ -161,6 +161,25 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
     if (sig == signature) EXPECT_EQ(f.fp32_gflops, 7.0) << "the matching entry is read as cached";
     else EXPECT_NE(f.fp32_gflops, 7.0) << "an entry of another CPU (or none recorded) is not used: '" << sig << "'";
   }
+  // An entry measured on a busy machine (its recorded load average) is measured again once the machine is
+  // idle (load below half the busy mark), and used, with a note, while it is still busy.
+  {
+    std::ofstream(file) << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+                        << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
+                        << R"("load_average": 1000, "cpu_signature": ")" << signature << R"("}]})";
+  }
+  auto load_now = [] {
+    double l = -1.0;
+    std::ifstream("/proc/loadavg") >> l;
+    return l;
+  };
+  const double hw = double(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  const double mark = (hw - 1.0 + 0.5) / 2;  // busy above hw - threads + 0.5, idle below half of it
+  const double before = load_now();
+  const double busy_cached = machine_peaks(1).fp32_gflops;
+  const double after = load_now();
+  if (before >= mark && after >= mark) EXPECT_EQ(busy_cached, 7.0) << "still busy (load " << before << "): kept";
+  else if (before < mark && after < mark) EXPECT_NE(busy_cached, 7.0) << "idle (load " << before << "): measured again";
   // A version-1 cache summed per-thread rates (too high where threads share a core): its entries, even this
   // machine's, are measured again, and the rewritten cache is version 2.
   {

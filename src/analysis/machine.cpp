@@ -300,18 +300,43 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   // This machine's key, less the signature: an entry matches with the signature equal, and an unsigned one
   // (an older cache) is replaced when this machine's peaks are written.
   auto same_key = [&](const MachinePeaks& m) { return m.cpu == cpu && m.isa == isa_s && m.threads == threads; };
+  // Busy: more runnable tasks than the CPUs the measurement's threads leave free (plus half a task of slack).
+  const double load = load_average();
+  const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  const double busy_above = double(hw) - double(std::min(threads, hw)) + 0.5;
+  auto busy = [&](double l) { return l > busy_above; };
   if (!force_measure)
-    for (const auto& e : cache["entries"])
-      if (MachinePeaks m = from_json(e); same_key(m) && m.cpu_signature == signature) return m;
+    for (const auto& e : cache["entries"]) {
+      MachinePeaks m = from_json(e);
+      if (!same_key(m) || m.cpu_signature != signature) continue;
+      // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
+      // once the machine is idle, kept with a note while it is still busy.
+      const double cached_load = e.contains("load_average") && e["load_average"].is_number()
+                                     ? e["load_average"].get<double>() : 0.0;
+      if (!busy(cached_load)) return m;
+      // Idle means below half the busy mark: the 1-minute load average takes over 40 s to halve, so a cache
+      // written a moment ago is never measured again at once.
+      if (load >= busy_above / 2) {
+        std::fprintf(stderr,
+                     "attnprof: note: the cached machine peaks were measured on a busy machine (load average %.1f "
+                     "on %d CPUs) and may be low; they are measured again once it is idle, or now with "
+                     "`attnprof roofline --peaks-only --remeasure`\n",
+                     cached_load, hw);
+        return m;
+      }
+      std::fprintf(stderr,
+                   "attnprof: note: the cached machine peaks were measured on a busy machine (load average %.1f); "
+                   "measuring them again now that it is idle\n",
+                   cached_load);
+      break;
+    }
 
   // Peaks measured on a busy machine are low and would be cached; say so (the figures stay honest: they are
   // what was measured) and record the load next to them.
-  const double load = load_average();
-  const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-  if (load > double(hw) - double(std::min(threads, hw)) + 0.5)
+  if (busy(load))
     std::fprintf(stderr,
                  "attnprof: note: the machine is busy (load average %.1f on %d CPUs): measured peaks may be low; "
-                 "re-measure on an idle machine with `attnprof roofline --peaks-only --remeasure`\n",
+                 "they are measured again once it is idle, or with `attnprof roofline --peaks-only --remeasure`\n",
                  load, hw);
   MachinePeaks m;
   m.cpu = cpu;
