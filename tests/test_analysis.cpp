@@ -161,13 +161,17 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
     if (sig == signature) EXPECT_EQ(f.fp32_gflops, 7.0) << "the matching entry is read as cached";
     else EXPECT_NE(f.fp32_gflops, 7.0) << "an entry of another CPU (or none recorded) is not used: '" << sig << "'";
   }
-  // An entry measured on a busy machine (its recorded load average) is measured again once the machine is
-  // idle (load below half the busy mark), and used, with a note, while it is still busy.
-  {
+  // An entry measured beside other work (its recorded "other_cpus", before the load average at its start,
+  // which lags a minute behind) is measured again once the machine is idle (load below half the busy mark),
+  // and used, with a note, while it is still busy.
+  auto write_entry = [&](const std::string& busy_fields) {
     std::ofstream(file) << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                         << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
-                        << R"("load_average": 1000, "cpu_signature": ")" << signature << R"("}]})";
-  }
+                        << busy_fields << R"(, "cpu_signature": ")" << signature << R"("}]})";
+  };
+  write_entry(R"("load_average": 1000, "other_cpus": 0)");
+  EXPECT_EQ(machine_peaks(1).fp32_gflops, 7.0) << "measured beside no other work: used";
+  write_entry(R"("load_average": 0, "other_cpus": 1000)");
   auto load_now = [] {
     double l = -1.0;
     std::ifstream("/proc/loadavg") >> l;

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include <cblas.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attnprof/analysis.h"
@@ -185,6 +188,41 @@ double load_average() {
   return in ? l : 0.0;
 }
 
+// Seconds of CPU time every CPU of the machine has spent not idle (the first line of /proc/stat: user, nice,
+// system, irq, softirq and steal, the time a hypervisor gave the vCPU to someone else), or -1 unreadable.
+double machine_busy_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (!in || cpu != "cpu" || hz <= 0) return -1.0;
+  return (user + nice + system + irq + softirq + steal) / double(hz);
+}
+
+double own_cpu_seconds() {
+  timespec t{};
+  return ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? double(t.tv_sec) + 1e-9 * double(t.tv_nsec) : -1.0;
+}
+
+// How many CPUs' worth of other work (other processes, and time the hypervisor took) ran while the peaks
+// were measured: what a load average, which lags a minute behind, cannot say.
+class OtherWork {
+ public:
+  OtherWork() : busy0_(machine_busy_seconds()), own0_(own_cpu_seconds()), t0_(std::chrono::steady_clock::now()) {}
+  // NaN when /proc/stat cannot be read.
+  double cpus() const {
+    const double busy1 = machine_busy_seconds(), own1 = own_cpu_seconds();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (busy0_ < 0 || busy1 < 0 || own0_ < 0 || own1 < 0 || wall <= 0) return std::nan("");
+    return std::max(0.0, (busy1 - busy0_) - (own1 - own0_)) / wall;
+  }
+
+ private:
+  double busy0_, own0_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/attnprof";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
@@ -273,7 +311,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
 
-  // The cache: {"version": 2, "entries": [MachinePeaks + "cpu_signature" + "load_average"...]}, one entry per
+  // The cache: {"version": 2, "entries": [MachinePeaks + "cpu_signature" + "load_average" + "other_cpus"...]}, one entry per
   // (CPU signature, ISA, threads). An entry without the signature matches nothing. Anything unreadable is
   // ignored with a note. Version 1 summed each thread's best FMA rate, which overstated the peak wherever two
   // threads shared a core (--threads above the core count): its entries are measured again.
@@ -300,53 +338,63 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   // This machine's key, less the signature: an entry matches with the signature equal, and an unsigned one
   // (an older cache) is replaced when this machine's peaks are written.
   auto same_key = [&](const MachinePeaks& m) { return m.cpu == cpu && m.isa == isa_s && m.threads == threads; };
-  // Busy: more runnable tasks than the CPUs the measurement's threads leave free (plus half a task of slack).
-  const double load = load_average();
+  // Busy: more other work than the CPUs the measurement's threads leave free, plus half a CPU of slack. A
+  // measurement records the other work it ran beside ("other_cpus"); older entries have only the load average
+  // at their start, which lags a minute behind and so also counts what ran just before.
   const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   const double busy_above = double(hw) - double(std::min(threads, hw)) + 0.5;
-  auto busy = [&](double l) { return l > busy_above; };
+  const double load = load_average();
   if (!force_measure)
     for (const auto& e : cache["entries"]) {
       MachinePeaks m = from_json(e);
       if (!same_key(m) || m.cpu_signature != signature) continue;
+      auto number = [&](const char* key) {
+        return e.contains(key) && e[key].is_number() ? e[key].get<double>() : std::nan("");
+      };
+      const double other = number("other_cpus"), cached_load = number("load_average");
+      const double was = std::isfinite(other) ? other : std::isfinite(cached_load) ? cached_load : 0.0;
+      if (was <= busy_above) return m;
       // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
-      // once the machine is idle, kept with a note while it is still busy.
-      const double cached_load = e.contains("load_average") && e["load_average"].is_number()
-                                     ? e["load_average"].get<double>() : 0.0;
-      if (!busy(cached_load)) return m;
-      // Idle means below half the busy mark: the 1-minute load average takes over 40 s to halve, so a cache
-      // written a moment ago is never measured again at once.
+      // once the machine is idle, kept with a note while it is not. Idle means a load average below half the
+      // busy mark: it takes over 40 s to halve, so an entry written a moment ago is not measured again at once.
+      const std::string what = std::isfinite(other)
+                                   ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
+                                   : fmt::format("load average {:.1f} on {} CPUs", cached_load, hw);
       if (load >= busy_above / 2) {
         std::fprintf(stderr,
-                     "attnprof: note: the cached machine peaks were measured on a busy machine (load average %.1f "
-                     "on %d CPUs) and may be low; they are measured again once it is idle, or now with "
-                     "`attnprof roofline --peaks-only --remeasure`\n",
-                     cached_load, hw);
+                     "attnprof: note: the cached machine peaks were measured on a busy machine (%s) and may be low; "
+                     "they are measured again once it is idle, or now with `attnprof roofline --peaks-only "
+                     "--remeasure`\n",
+                     what.c_str());
         return m;
       }
       std::fprintf(stderr,
-                   "attnprof: note: the cached machine peaks were measured on a busy machine (load average %.1f); "
-                   "measuring them again now that it is idle\n",
-                   cached_load);
+                   "attnprof: note: the cached machine peaks were measured on a busy machine (%s); measuring them "
+                   "again now that it is idle\n",
+                   what.c_str());
       break;
     }
 
-  // Peaks measured on a busy machine are low and would be cached; say so (the figures stay honest: they are
-  // what was measured) and record the load next to them.
-  if (busy(load))
-    std::fprintf(stderr,
-                 "attnprof: note: the machine is busy (load average %.1f on %d CPUs): measured peaks may be low; "
-                 "they are measured again once it is idle, or with `attnprof roofline --peaks-only --remeasure`\n",
-                 load, hw);
   MachinePeaks m;
   m.cpu = cpu;
   m.cpu_signature = signature;
   m.isa = isa_s;
   m.threads = threads;
+  const OtherWork beside;
   m.fp32_gflops = measure_fp32(threads, isa);
   m.bf16_gflops = measure_bf16(threads, isa);
   m.bandwidth_gbs = measure_bandwidth(threads);
   m.sgemm_gflops = measure_sgemm(threads);
+  const double other = beside.cpus();
+  // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
+  // was measured) and record the other work next to them.
+  if (std::isfinite(other) ? other > busy_above : load > busy_above)
+    std::fprintf(stderr,
+                 "attnprof: note: the machine was busy while the peaks were measured (%s): they may be low; they "
+                 "are measured again once it is idle, or with `attnprof roofline --peaks-only --remeasure`\n",
+                 (std::isfinite(other) ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
+                                       : fmt::format("load average {:.1f} on {} CPUs", load, hw))
+                     .c_str());
 
   if (!path.empty()) {
     auto& entries = cache["entries"];
@@ -357,6 +405,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
     }
     nlohmann::json entry = m;  // with its cpu_signature
     entry["load_average"] = load;
+    if (std::isfinite(other)) entry["other_cpus"] = other;
     entries.push_back(std::move(entry));
     try {
       std::error_code ec;
