@@ -523,7 +523,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("roofline --peaks-only --shape 1,4,64,32 --kv-heads 3", "--kv-heads 3 must divide the query heads H=4");
   expect_bad("roofline --peaks-only --q /nonexistent.npy --k /nonexistent.npy --v /nonexistent.npy",
              "--peaks-only reads no inputs: drop --q, --k and --v");
-  expect_bad("profile naive --iters 0" + kSmall, "--iters must be >= 1");
+  expect_bad("profile naive --iters 0" + kSmall, "--iters 0 is out of range: expected 1..10000");
+  expect_bad("profile naive --iters 2147483647" + kSmall, "--iters 2147483647 is out of range: expected 1..10000");
+  expect_bad("sweep --warmup 10001" + kSmall, "--warmup 10001 is out of range: expected 0..10000");
   expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
   expect_bad("profile naive --seed -1" + kSmall, "--seed: must be a decimal integer 0 or more, got -1");
   expect_bad("profile naive --seed 18446744073709551616" + kSmall, "--seed: must be at most 2^64-1");  // not clamped
@@ -668,15 +670,30 @@ TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
 }
 
 TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {
-  // naive's N×N scores are refused by the budget before any fp64 reference work (minutes at large N).
-  const Result r = run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag());
+  // naive's N×N scores are refused by the budget before the random inputs are drawn (gigabytes and seconds
+  // at large N), naming both figures.
+  const Result early = run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag());
+  EXPECT_EQ(early.code, 2) << early.err;
+  EXPECT_EQ(early.err.rfind("attnprof: error: naive at B=1 Hq=1 Hkv=1 Nq=16384 Nk=16384 D=16 bf16 causal (its "
+                            "inputs, 1572864 bytes, and what one forward allocates beyond them, ",
+                            0),
+            0u)
+      << early.err;
+  EXPECT_NE(early.err.find("over the memory budget of 104857600 bytes"), std::string::npos) << early.err;
+  EXPECT_FALSE(fs::exists(out()));
+  // Inputs from files are read first; the variant's own check then stops it before any fp64 reference work
+  // (minutes at large N).
+  fs::create_directories(dir_);
+  const std::string x = write_npy(dir_ / "x.npy", randn({1, 1, 16384, 16}, DType::F32, 5));
+  const std::string files = " --q " + x + " --k " + x + " --v " + x;
+  const Result r = run("profile naive --threads 1 --memory-budget 100M" + files + out_flag());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("naive cannot run"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("computing the fp64 reference"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out())) << "the output directory it created is removed with the run";
   // A directory that was there before the run stays, empty as it was.
   fs::create_directories(out());
-  EXPECT_EQ(run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag()).code, 2);
+  EXPECT_EQ(run("profile naive --threads 1 --memory-budget 100M" + files + out_flag()).code, 2);
   EXPECT_TRUE(fs::is_directory(out()));
   EXPECT_TRUE(fs::is_empty(out()));
 }

@@ -33,7 +33,8 @@ void run_profile(const ProfileArgs& a) {
   apply_runtime_options(o);
   // A problem the variant cannot serve (flash's head dims) fails before the random inputs are drawn, which
   // at a large D are gigabytes and seconds of work.
-  if (!use_files(o)) (void)resolve_variant_on(gpu, a.variant, a.backend, problem_of(o));
+  // So does one over the memory budget (naive's N×N scores at a long sequence).
+  if (!use_files(o)) check_forward_fits(resolve_variant_on(gpu, a.variant, a.backend, problem_of(o)), problem_of(o));
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";

@@ -153,8 +153,17 @@ void apply_runtime_options(const CommonOptions& o) {
     ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × {} hardware threads)", o.threads, limit,
                   hardware_threads());
   ops::set_num_threads(o.threads == 0 ? hardware_threads() : o.threads);
-  if (o.warmup < 0) ATTNPROF_FAIL("--warmup must be >= 0, got {}", o.warmup);
-  if (o.iters < 1) ATTNPROF_FAIL("--iters must be >= 1, got {}", o.iters);
+  // Every profiled forward's events stay in memory until the run ends, and go into its trace (naive at a tiny
+  // shape: about 33 KB of memory a forward; 10,000 forwards took 560 MB and wrote a 58 MB trace). Past that a
+  // profile says nothing more, and a typo (--iters 100000000) would fill memory, or overflow the step count,
+  // instead of stopping.
+  constexpr int kMaxForwards = 10000;
+  if (o.warmup < 0 || o.warmup > kMaxForwards)
+    ATTNPROF_FAIL("--warmup {} is out of range: expected 0..{}", o.warmup, kMaxForwards);
+  if (o.iters < 1 || o.iters > kMaxForwards)
+    ATTNPROF_FAIL("--iters {} is out of range: expected 1..{} (every profiled forward is kept in memory until the "
+                  "run ends)",
+                  o.iters, kMaxForwards);
   set_memory_budget(o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget));
 }
 
@@ -172,6 +181,21 @@ AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
   if (p.Hq % p.Hkv != 0)
     ATTNPROF_FAIL("--kv-heads {} must divide the query heads H={} (grouped-query attention)", p.Hkv, p.Hq);
   return p;
+}
+
+double input_bytes(const AttnProblem& p) {
+  return double(dtype_size(p.dtype)) * double(p.B) * double(p.D) *
+         (double(p.Hq) * double(p.Nq) + 2.0 * double(p.Hkv) * double(p.Nk));
+}
+
+void check_forward_fits(const Variant& v, const AttnProblem& p) {
+  if (!v.peak_bytes) return;
+  const double inputs = input_bytes(p), forward = v.peak_bytes(p);
+  check_memory_budget(inputs + forward,
+                      fmt::format("{} at {} (its inputs, {:.0f} bytes, and what one forward allocates beyond them, "
+                                  "{:.0f} bytes)",
+                                  v.name, p.str(), inputs, forward),
+                      "the flash variant needs no N×N buffer, try it instead");
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq) {
@@ -215,9 +239,10 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
     in.source = fmt::format("files {}, {}, {}", o.q_path, o.k_path, o.v_path);
   } else {
     const AttnProblem p = problem_of(o, seq);
-    const double es = double(dtype_size(p.dtype));
-    check_memory_budget(es * double(p.B) * double(p.D) * (double(p.Hq) * double(p.Nq) + 2.0 * double(p.Hkv) * double(p.Nk)),
-                        fmt::format("the random inputs of {}", p.str()));
+    const double bytes = input_bytes(p);
+    check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
+    if (bytes >= double(1 << 30))  // seconds of work, before anything else is printed
+      progress(fmt::format("drawing {} of random inputs for {}", report::format_bytes_decimal(bytes), p.str()));
     in.q = Tensor::empty({p.B, p.Hq, p.Nq, p.D}, p.dtype);
     in.k = Tensor::empty({p.B, p.Hkv, p.Nk, p.D}, p.dtype);
     in.v = Tensor::empty({p.B, p.Hkv, p.Nk, p.D}, p.dtype);

@@ -67,6 +67,11 @@ struct Inputs {
 // Random N(0,1) inputs of the --shape (with `seq` overriding N and the KV length when > 0), or the .npy
 // files. Validates everything through AttnProblem::from.
 Inputs make_inputs(const CommonOptions& o, int64_t seq = 0);
+// q, k and v's bytes at problem p.
+double input_bytes(const AttnProblem& p);
+// Before the inputs are drawn: the inputs plus what one forward of v allocates beyond them (Variant::peak_bytes)
+// against the memory budget. OutOfBudget (exit 2) when they cannot fit; nothing for variants without an estimate.
+void check_forward_fits(const Variant& v, const AttnProblem& p);
 // "1 thread", "2 threads".
 inline std::string threads_text(int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
 // True when the inputs come from --q/--k/--v files (their shapes are known only once they are read).

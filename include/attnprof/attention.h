@@ -138,6 +138,10 @@ struct Variant {
   // One-time set-up outside the timed region (e.g. the causal mask the blog builds once). May throw
   // OutOfBudget when the variant would not fit in the memory budget.
   std::function<std::unique_ptr<Runner>(const AttnProblem&, const AttnOptions&)> prepare;
+  // Bytes one forward allocates beyond its inputs at its worst moment: the figure prepare checks against the
+  // memory budget, here so a caller can check it before drawing gigabytes of inputs. Empty where that is
+  // O(N·D) (the flash kernels) or not host memory (the CUDA variants).
+  std::function<double(const AttnProblem&)> peak_bytes = nullptr;
 };
 
 const std::vector<Variant>& registry();

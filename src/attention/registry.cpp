@@ -39,16 +39,19 @@ std::vector<Variant> build() {
       "naive", "cpu", "attn_fwd",
       "the blog's five ops, out of place: matmul, mul, masked_fill (clone + fill), softmax, matmul", always,
       [](const AttnProblem& p) { return variants::naive_cost(p, false); }, unfused_tolerance,
-      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, false); }});
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, false); },
+      [](const AttnProblem& p) { return naive_peak_bytes(p, false, naive_matmul_scratch_bytes(p)); }});
   r.push_back(Variant{
       "inplace", "cpu", "attn_fwd", "the same five ops in place: mul_, masked_fill_, softmax_ (no copy)", always,
       [](const AttnProblem& p) { return variants::naive_cost(p, true); }, unfused_tolerance,
-      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, true); }});
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, true); },
+      [](const AttnProblem& p) { return naive_peak_bytes(p, true, naive_matmul_scratch_bytes(p)); }});
   r.push_back(Variant{
       "sdpa-math", "cpu", "sdpa_fwd",
       "scaled_dot_product_attention, math backend: fp32 upcast, mask rebuilt per call, composed ops", always,
       variants::sdpa_math_cost, unfused_tolerance,
-      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Math); }});
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Math); },
+      sdpa_math_peak_bytes});
   r.push_back(Variant{
       "sdpa-flash", "cpu", "sdpa_fwd", "scaled_dot_product_attention, flash backend (dispatches to the flash kernel)",
       flash_unsupported,
