@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(cmake g++ clang libomp-dev libclang-rt-14-dev pkg-config
       libopenblas-openmp-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
-      libgtest-dev libgmock-dev libbenchmark-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev strace)
 # npm comes with NodeSource's nodejs, which conflicts with Debian's npm package: ask for npm only when absent.
 if [[ "${ATTNPROF_WITH_BROWSER:-1}" == 1 ]]; then PKGS+=(chromium nodejs); command -v npm >/dev/null || PKGS+=(npm); fi
 missing=()

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -639,9 +640,13 @@ TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
   // stdout that cannot be written (a full disk): exit 2 and say so, not 0 with a cut-off document.
   if (fs::exists("/dev/full")) {
     const std::string err = (dir_ / "full.err").string();
-    const int rc = std::system((kBinary + " diff " + pair + " --json >/dev/full 2>" + err).c_str());
-    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 2);
-    EXPECT_NE(io::read_file(err).find("cannot write to standard output"), std::string::npos) << io::read_file(err);
+    for (const std::string& args : {" diff " + pair + " --json", std::string(" --help"), std::string(" --version"),
+                                     std::string(" profile --help")}) {
+      const int rc = std::system((kBinary + args + " >/dev/full 2>" + err).c_str());
+      EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, 2) << args;
+      EXPECT_NE(io::read_file(err).find("cannot write to standard output"), std::string::npos)
+          << args << ": " << io::read_file(err);
+    }
   }
 }
 
@@ -823,6 +828,75 @@ TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(kept)) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"mine.txt"});
+}
+
+TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
+  // strace delivers SIGINT right after a chosen system call: after the mkstemp of a temporary file (before the
+  // handler's table knew it, once), after each mkdir of a new --out, after each rename of the commit (which
+  // left some files new and some old). Whatever the moment: no temporary file, and the run's files all new or
+  // all as they were; a new --out is gone unless the run's files were all in place.
+  if (std::system("strace -f -o /dev/null true >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "strace is not installed or cannot trace here (scripts/setup.sh installs it)";
+  const fs::path kept = dir_ / "kept";
+  const std::string args = " compare --shape 1,2,32,16 --iters 1 --warmup 0 --variants naive,flash --threads 1 ";
+  // The first run, traced, numbers the openat calls that create a file (mkstemp's O_EXCL): the probe, then
+  // each staged file. The same command makes the same calls again.
+  const fs::path log = dir_ / "openat.log";
+  ASSERT_EQ(std::system(("strace -f -e trace=openat -o " + log.string() + " " + kBinary + args + "--out " +
+                         kept.string() + " >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  std::vector<int> creates;
+  {
+    std::istringstream lines(io::read_file(log));
+    int n = 0;
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("openat(") != std::string::npos && line.find("resumed>") == std::string::npos) {
+        ++n;
+        if (line.find("O_EXCL") != std::string::npos) creates.push_back(n);
+      }
+  }
+  ASSERT_EQ(creates.size(), 9u) << "the write probe and 8 staged files";
+  auto contents = [](const fs::path& d) {
+    std::map<std::string, std::string> m;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file()) m[fs::relative(it->path(), d).string()] = io::read_file(it->path());
+    return m;
+  };
+  const auto first = contents(kept);
+  ASSERT_EQ(first.size(), 8u);
+  std::vector<std::string> injections;
+  for (int k = 1; k <= 8; ++k) injections.push_back("rename:signal=SIGINT:when=" + std::to_string(k));
+  for (int k = 1; k <= 2; ++k) injections.push_back("mkdir:signal=SIGINT:when=" + std::to_string(k));
+  for (int k : creates) injections.push_back("openat:signal=SIGINT:when=" + std::to_string(k));
+  int seed = 0;
+  for (const std::string& inject : injections) {
+    SCOPED_TRACE(inject);
+    const std::string syscall = inject.substr(0, inject.find(':'));
+    const fs::path fresh = dir_ / "new";
+    fs::remove_all(fresh);
+    for (const fs::path& out : {kept, fresh / "deeper"}) {
+      const auto before = contents(kept);
+      const std::string cmd = "strace -f -o /dev/null -e trace=" + syscall + " -e inject=" + inject + " " + kBinary +
+                              args + "--seed " + std::to_string(++seed) + " --out " + out.string() +
+                              " >/dev/null 2>&1";
+      (void)std::system(cmd.c_str());
+      const auto after = contents(out == kept ? kept : out);
+      for (const auto& [name, text] : after)
+        EXPECT_TRUE(name.find(".tmp.") == std::string::npos && name.find(".attnprof-write-probe.") == std::string::npos)
+            << name << " left behind";
+      if (out == kept) {
+        ASSERT_EQ(after.size(), 8u);
+        int changed = 0;
+        for (const auto& [name, text] : after) changed += before.at(name) != text;
+        EXPECT_TRUE(changed == 0 || changed == 8) << changed << " of 8 files new";
+      } else if (fs::exists(fresh)) {
+        EXPECT_EQ(after.size(), 8u) << "a new --out kept without the run's files";
+      }
+    }
+  }
 }
 
 TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {

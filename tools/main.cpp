@@ -37,6 +37,8 @@ int fail(std::string msg) {
 // end, and the --out directory may be new. Remove both, then die of the signal as the shell expects
 // (exit status 128 + signal). Everything here is async-signal-safe: unlink, rmdir, sigaction, raise.
 extern "C" void on_terminating_signal(int sig) {
+  // A run whose files are being renamed into place finishes that first: all new, never half new.
+  if (attnprof::report::defer_signal_while_committing(sig)) return;
   attnprof::report::remove_temporary_files();
   attnprof::cli::remove_created_dirs_on_signal();
   struct sigaction dfl {};
@@ -93,12 +95,12 @@ int main(int argc, char** argv) {
                                              " (see attnprof --help)");
   try {
     app.parse(argc, argv);  // the chosen subcommand runs in its callback
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForHelp& e) {  // help and version go to stdout, which may be full as well
+    return attnprof::cli::stdout_status(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return attnprof::cli::stdout_status(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return attnprof::cli::stdout_status(app.exit(e));
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const attnprof::Error& e) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 
@@ -163,7 +164,31 @@ Batch*& current_batch() {
   return current;
 }
 
+namespace {
+// A batch's renames are one step: a signal that arrives while they run waits for them (defer_signal), so
+// that a run is never left with some of its files new and the rest old.
+std::atomic<int> g_committing{0};
+std::atomic<int> g_deferred_signal{0};
+
+// Ends the commit, then delivers a signal that arrived during it (its handler now removes what is left).
+struct CommitScope {
+  CommitScope() { g_committing.fetch_add(1); }
+  ~CommitScope() {
+    g_committing.fetch_sub(1);
+    if (const int sig = g_deferred_signal.exchange(0); sig != 0) ::raise(sig);
+  }
+};
+}  // namespace
+
+bool defer_signal(int sig) noexcept {
+  g_deferred_signal.store(sig);  // first, so that a commit ending now still sees it (no signal is lost)
+  if (g_committing.load() > 0) return true;
+  g_deferred_signal.store(0);
+  return false;
+}
+
 void commit_staged(Batch& b) {
+  const CommitScope one_step;
   for (size_t i = 0; i < b.files.size(); ++i) {
     if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0) {
       const int err = errno;

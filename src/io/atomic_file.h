@@ -44,6 +44,10 @@ struct Batch {
 Batch*& current_batch();
 void commit_staged(Batch& b);   // renames every staged file, in the order they were written
 void discard_staged(Batch& b);  // removes every staged temporary file
+// For a signal handler, first thing: true while a batch's renames run, and then the signal is raised again
+// as soon as they end, so the handler should return at once and a run is never left half renamed.
+// Async-signal-safe.
+bool defer_signal(int sig) noexcept;
 
 // Every temporary file that exists now (being written, or staged in a batch) is also kept in a fixed table
 // of paths, so that remove_temporaries() can run in a signal handler: no allocation, no lock, only unlink(2).

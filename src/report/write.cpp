@@ -37,6 +37,8 @@ nlohmann::json count_json(double v) {
 
 void remove_temporary_files() noexcept { io::remove_temporaries(); }
 
+bool defer_signal_while_committing(int sig) noexcept { return io::detail::defer_signal(sig); }
+
 std::string write_probe_error(const std::string& dir) {
   // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
   // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
