@@ -746,6 +746,11 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   expect_bad("profile flash --threads 1 --q " + write("huge.npy", huge) + kv, "size mismatch");
   expect_bad("profile flash --threads 1 --q " + (dir_ / "missing.npy").string() + kv, "cannot open");
   expect_bad("profile flash --threads 1 --q " + good, "--q, --k and --v must be given together");
+  // A NUL or other control byte in the dtype: escaped in the message, which goes on to its end.
+  std::string nul = bytes;
+  nul.replace(nul.find("'<f4'"), 5, std::string("'<\0\r'", 5));
+  expect_bad("profile flash --threads 1 --q " + write("nul.npy", nul) + kv,
+             "unsupported dtype '<\\x00\\x0d': expected '<f4' (float32)");
   // Non-finite values would make the fp64 reference meaningless: refused, naming the file and the first one.
   Tensor nan_q = t.clone();
   nan_q.set(0, 0, 2, 5, std::numeric_limits<float>::quiet_NaN());

@@ -21,6 +21,17 @@ constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
 size_t elem_size(ElemType e) { return e == ElemType::F64 ? 8 : e == ElemType::F32 ? 4 : 2; }
 
+// Header text as one printable line: newlines as \n, other control and non-ASCII bytes as \xNN, so a NUL or
+// a carriage return in a file's header cannot cut an error message short or rewrite the terminal line.
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    out += c == '\n' ? std::string("\\n") : (u >= 32 && u < 127) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
 // A cursor over the header dict text.
 class Scanner {
  public:
@@ -110,11 +121,7 @@ class Scanner {
   std::string printable() const {
     std::string_view h = s_;
     while (!h.empty() && (h.back() == ' ' || h.back() == '\n')) h.remove_suffix(1);
-    std::string out;
-    for (char c : h.substr(0, 200)) {
-      const auto u = static_cast<unsigned char>(c);
-      out += c == '\n' ? std::string("\\n") : (u >= 32 && u < 127) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
-    }
+    std::string out = escaped(h.substr(0, 200));
     if (h.size() > 200) out += "...";
     return out;
   }
@@ -129,11 +136,12 @@ ElemType parse_descr(const std::string& d, std::string_view what) {
   if (d == "<f8") return ElemType::F64;
   if (d == "<u2") return ElemType::BF16;
   if (!d.empty() && d[0] == '>')
-    ATTNPROF_FAIL("{}: big-endian dtype '{}' is not supported: save the array as little-endian ('<')", what, d);
+    ATTNPROF_FAIL("{}: big-endian dtype '{}' is not supported: save the array as little-endian ('<')", what,
+                  escaped(d));
   ATTNPROF_FAIL(
       "{}: unsupported dtype '{}': expected '<f4' (float32), '<f2' (float16), '<f8' (float64, rounded to "
       "float32) or '<u2' (bfloat16 bits stored as uint16)",
-      what, d);
+      what, escaped(d));
 }
 
 uint32_t read_le(const unsigned char* p, int n) {
@@ -187,7 +195,7 @@ Header parse_after_preamble(const unsigned char* p, size_t size, std::string_vie
       h.shape = sc.tuple();
       have_shape = true;
     } else {
-      sc.fail(fmt::format("unexpected or repeated key '{}'", key));
+      sc.fail(fmt::format("unexpected or repeated key '{}'", escaped(key)));
     }
     if (sc.accept('}')) break;
     sc.expect(',');
@@ -218,7 +226,7 @@ void check_size(const Header& h, uint64_t file_bytes, std::string_view what) {
   const uint64_t have = file_bytes - h.data_offset;
   if (have != h.data_bytes)
     ATTNPROF_FAIL("{}: size mismatch: shape ({}) of '{}' needs {} data bytes but the file has {}", what,
-                  fmt::join(h.shape, ", "), h.descr, h.data_bytes, have);
+                  fmt::join(h.shape, ", "), escaped(h.descr), h.data_bytes, have);
 }
 
 // Copies raw little-endian data into a freshly allocated tensor, converting fp16 and fp64 to fp32.
