@@ -549,6 +549,29 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");
 }
 
+TEST_F(Cli, UnusableOutputPathsSayWhy) {
+  // A directory where no file can be created (/proc answers ENOENT): said so, with the system's reason.
+  if (fs::is_directory("/proc")) {
+    const Result r = run("profile naive" + kSmall + "--out /proc");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err.rfind("attnprof: error: output directory '/proc' is not writable: a file cannot be created there (",
+                          0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // A symbolic link to nothing: named with its target, not "File exists"; nothing is created.
+  fs::create_symlink(dir_ / "nowhere", dir_ / "dangling");
+  const Result d = run("profile naive" + kSmall + "--out " + (dir_ / "dangling").string());
+  EXPECT_EQ(d.code, 2);
+  EXPECT_EQ(d.err, "attnprof: error: output path '" + (dir_ / "dangling").string() + "' is a symbolic link to '" +
+                       (dir_ / "nowhere").string() + "', which does not exist\n");
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+  const Result sub = run("profile naive" + kSmall + "--out " + (dir_ / "dangling" / "sub").string());
+  EXPECT_EQ(sub.code, 2);
+  EXPECT_NE(sub.err.find("output path '" + (dir_ / "dangling").string() + "' is a symbolic link to '" +
+                         (dir_ / "nowhere").string() + "', which does not exist"), std::string::npos) << sub.err;
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+}
+
 TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   const Result c = run("compare --iters 2 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
   ASSERT_EQ(c.code, 0) << c.err;

@@ -335,6 +335,11 @@ void prepare_out_dir(const std::string& dir) {
   for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !ec && p.has_relative_path() && !fs::exists(p, ec);
        p = p.parent_path())
     missing.push_back(p);
+  // A dangling symbolic link is no directory to create: create_directories would say only "File exists".
+  for (const fs::path& p : missing)
+    if (fs::is_symlink(fs::symlink_status(p, ec)))
+      ATTNPROF_FAIL("output path '{}' is a symbolic link to '{}', which does not exist",
+                    p == missing.front() ? dir : p.string(), fs::read_symlink(p, ec).string());
   for (auto d = missing.rbegin(); d != missing.rend(); ++d) {
     const int n = g_created_dirs_n.load(std::memory_order_relaxed);
     if (n == kMaxCreatedDirs || d->native().size() >= PATH_MAX) break;

@@ -153,7 +153,8 @@ void remove_temporary_files() noexcept;
 // For the same handler, first: true while a FileBatch renames its files into place; the signal is then
 // raised again once they are all in place, and the handler should return at once. Async-signal-safe.
 bool defer_signal_while_committing(int sig) noexcept;
-// Creates and removes a file in `dir`: empty when that works, else why not (strerror). Interrupted by a
+// Creates and removes a file in `dir`: empty when that works, else why not ("a file cannot be created there
+// (<strerror>)"). Interrupted by a
 // signal, the handler's remove_temporary_files() removes the probe too.
 std::string write_probe_error(const std::string& dir);
 

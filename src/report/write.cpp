@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "attnprof/report.h"
 #include "io/atomic_file.h"
 
@@ -44,7 +46,8 @@ std::string write_probe_error(const std::string& dir) {
   // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
   std::string probe = (std::filesystem::path(dir) / ".attnprof-write-probe.XXXXXX").string();
   const int fd = io::detail::make_temporary(probe);
-  if (fd < 0) return std::strerror(errno);
+  // The reason as strerror alone misleads: /proc answers ENOENT for a directory that plainly exists.
+  if (fd < 0) return fmt::format("a file cannot be created there ({})", std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
   io::detail::untrack_temporary(probe);
