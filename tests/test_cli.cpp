@@ -485,7 +485,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   // progress was printed, so nothing ran).
   expect_bad("profile flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
   expect_bad("roofline flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
-  expect_bad("profile naive --threads 100000 --shape 1,1,16,16", "--threads 100000 is out of range");
+  expect_bad("profile naive --threads 100000 --shape 1,1,16,16", "--threads '100000' is out of range: expected 0..");
   expect_bad("profile naive --threads 0 --shape 1,1,16,16 --kv-heads 3", "--kv-heads 3 must divide");
   expect_bad("profile sdpa --backend flash --shape 1,1,16,320", "SDPA backend 'flash' cannot serve");
   expect_bad("profile sdpa --backend fast" + kSmall, "fast");
@@ -524,15 +524,16 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("roofline --peaks-only --shape 1,4,64,32 --kv-heads 3", "--kv-heads 3 must divide the query heads H=4");
   expect_bad("roofline --peaks-only --q /nonexistent.npy --k /nonexistent.npy --v /nonexistent.npy",
              "--peaks-only reads no inputs: drop --q, --k and --v");
-  expect_bad("profile naive --iters 0" + kSmall, "--iters 0 is out of range: expected 1..10000");
-  expect_bad("profile naive --iters 2147483647" + kSmall, "--iters 2147483647 is out of range: expected 1..10000");
-  expect_bad("sweep --warmup 10001" + kSmall, "--warmup 10001 is out of range: expected 0..10000");
+  expect_bad("profile naive --iters 0" + kSmall, "--iters '0' is out of range: expected 1..10000");
+  expect_bad("profile naive --iters 2147483647" + kSmall,
+             "--iters '2147483647' is out of range: expected 1..10000 (every profiled forward is kept in memory");
+  expect_bad("sweep --warmup 10001" + kSmall, "--warmup '10001' is out of range: expected 0..10000");
   expect_bad("profile naive --no-causal --causal" + kSmall, "--causal and --no-causal contradict each other");
-  expect_bad("profile naive --seed -1" + kSmall, "--seed: must be a decimal integer 0 or more, got -1");
-  expect_bad("profile naive --seed 18446744073709551616" + kSmall, "--seed: must be at most 2^64-1");  // not clamped
-  expect_bad("profile naive --seed 0x10" + kSmall, "--seed: must be a decimal integer");
-  expect_bad("profile naive --kv-len 0" + kSmall, "--kv-len: must be a positive integer, got 0");
-  expect_bad("profile naive --kv-heads 0" + kSmall, "--kv-heads: must be a positive integer, got 0");
+  expect_bad("profile naive --seed -1" + kSmall, "--seed '-1' is out of range: expected 0..18446744073709551615");
+  expect_bad("profile naive --seed 18446744073709551616" + kSmall, "--seed '18446744073709551616' is out of range: expected 0..18446744073709551615");  // not clamped
+  expect_bad("profile naive --seed 0x10" + kSmall, "--seed '0x10' is not a decimal integer");
+  expect_bad("profile naive --kv-len 0" + kSmall, "--kv-len '0' is out of range: expected 1..9223372036854775807");
+  expect_bad("profile naive --kv-heads 0" + kSmall, "--kv-heads '0' is out of range: expected 1..9223372036854775807");
   expect_bad("profile naive --memory-budget ''" + kSmall, "--memory-budget: an empty value");  // not "the default"
   expect_bad("compare --variants ''" + kSmall, "--variants: an empty value");
   expect_bad("sweep --seq 4611686018427387904..9223372036854775807" + kSmall, "--seq: 4611686018427387904 is too long");
@@ -547,6 +548,72 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("sweep --device cuda" + kSmall, "--device cuda");
   if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");
+}
+
+TEST_F(Cli, IntegerOptionsTakePlainDecimalInTheirRangeOnly) {
+  // Every integer option reads the same way: no spaces, '+' or hex, one message naming the flag and value.
+  for (const char* flag : {"--threads", "--warmup", "--iters", "--seed", "--kv-len", "--kv-heads", "--row-limit"})
+    for (const char* value : {" 4", "4 ", "+4", "0x10", "4k", "-", "1e3"})
+      expect_bad(fmt::format("profile naive --shape 1,1,16,16 {} '{}'", flag, value),
+                 fmt::format("{} '{}' is not a decimal integer", flag, value));
+  expect_bad("compare --warmup 0x10" + kSmall, "--warmup '0x10' is not a decimal integer");
+  expect_bad("sweep --iters +2" + kSmall, "--iters '+2' is not a decimal integer");
+  expect_bad("roofline --peaks-only --threads ' 1'", "--threads ' 1' is not a decimal integer");
+  const Result diff = run("diff a.json b.json --row-limit 0x10");
+  EXPECT_EQ(diff.code, 2);
+  EXPECT_EQ(diff.err, "attnprof: error: --row-limit '0x10' is not a decimal integer\n");
+  // 2^63 and beyond: out of range, with the range, never a conversion failure.
+  const std::string big = "9223372036854775808";
+  expect_bad("profile naive --shape 1,1,16,16 --threads " + big,
+             "--threads '" + big + "' is out of range: expected 0..");
+  expect_bad("profile naive --row-limit " + big + kSmall, "--row-limit '" + big + "' is out of range: expected -2147483648..2147483647");
+  expect_bad("profile naive --warmup 2147483648" + kSmall, "--warmup '2147483648' is out of range: expected 0..10000");
+  expect_bad("profile naive --kv-len " + big + kSmall, "--kv-len '" + big + "' is out of range: expected 1..9223372036854775807");
+  expect_bad("profile naive --seed 99999999999999999999999999" + kSmall,
+             "--seed '99999999999999999999999999' is out of range: expected 0..18446744073709551615");
+  expect_bad("profile naive --threads -1 --shape 1,1,16,16", "--threads '-1' is out of range: expected 0..");
+  for (const std::string bad : {"profile naive --shape 1,1,16,16 --threads " + big,
+                                "profile naive --seed 0x10" + kSmall}) {
+    const Result r = run(bad + out_flag());
+    EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("(see attnprof --help)"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, ShapeFieldsArePlainDecimalAndErrorsQuoteTheWholeValue) {
+  expect_bad("profile naive --shape '1, 2,64,16' --threads 1", "malformed --shape '1, 2,64,16': H (' 2') is not a decimal integer");
+  expect_bad("profile naive --shape '1,2,64,16 ' --threads 1", "malformed --shape '1,2,64,16 ': D ('16 ') is not a decimal integer");
+  expect_bad("profile naive --shape a,b,c,d --threads 1", "malformed --shape 'a,b,c,d': B ('a') is not a decimal integer");
+  expect_bad("profile naive --shape 1,,64,16 --threads 1", "malformed --shape '1,,64,16': H is empty");
+  expect_bad("profile naive --shape 1,2,64, --threads 1", "malformed --shape '1,2,64,': D is empty");
+  expect_bad("profile naive --shape +1,2,64,16 --threads 1", "malformed --shape '+1,2,64,16': B ('+1') is not a decimal integer");
+  expect_bad("profile naive --shape 1,2,0x40,16 --threads 1", "malformed --shape '1,2,0x40,16': N ('0x40') is not a decimal integer");
+  expect_bad("profile naive --shape 1,2,99999999999999999999,16 --threads 1",
+             "malformed --shape '1,2,99999999999999999999,16': N ('99999999999999999999') is out of range");
+  expect_bad("profile naive --shape 1,2,64,0 --threads 1", "--shape '1,2,64,0': D must be positive, got 0");
+}
+
+TEST_F(Cli, RepeatedAndForeignOptionsAreNamed) {
+  expect_bad("profile naive --threads 1 --threads 2 --shape 1,1,16,16", "--threads was given more than once");
+  expect_bad("compare --shape 1,1,16,16 --threads 1 --shape 1,1,32,16", "--shape was given more than once");
+  expect_bad("profile naive --variants naive" + kSmall, "profile does not take --variants (see attnprof profile --help)");
+  expect_bad("profile naive --variants=naive" + kSmall, "profile does not take --variants (see attnprof profile --help)");
+  expect_bad("sweep --peaks-only" + kSmall, "sweep does not take --peaks-only");
+  expect_bad("profile naive flash" + kSmall, "profile does not take the extra argument 'flash'");
+  for (const std::string bad : {"profile naive --variants naive" + kSmall, std::string("profile naive --threads 1 --threads 2")}) {
+    const Result r = run(bad + out_flag());
+    EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("At Most"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, SeedWithInputFilesIsRefusedAndItsDefaultIsNot) {
+  const std::string good = write_npy(dir_ / "good.npy", randn({1, 1, 4, 8}, DType::F32, 0));
+  const std::string files = " --q " + good + " --k " + good + " --v " + good;
+  expect_bad("profile flash --threads 1 --seed 3" + files, "--seed conflicts with --q/--k/--v");
+  expect_bad("compare --threads 1 --seed 0" + files, "--seed conflicts with --q/--k/--v");  // given, even as the default
+  const Result r = run("profile flash --threads 1 --iters 1 --warmup 0" + files + out_flag());
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST_F(Cli, UnusableOutputPathsSayWhy) {

@@ -15,6 +15,7 @@
 
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "common.h"
 
 namespace attnprof::cli {
 namespace {
@@ -90,7 +91,7 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("base", args->base, "what to compare from: a <variant>.summary.json, a compare.json or its directory")
       ->required();
   sub->add_option("new", args->next, "what to compare to (the same kind)")->required();
-  sub->add_option("--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default), as "
+  add_integer_option(sub, "--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default), as "
                   "profile's --row-limit");
   sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
   sub->add_option("--save", args->out, "also write the diff to this file (.json: the JSON, else the table)");

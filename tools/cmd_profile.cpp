@@ -165,7 +165,8 @@ void add_profile_command(CLI::App& app) {
                   "table sort key (torch's: cpu_time_total, self_cpu_time_total, count, cuda_time_total...; default "
                   "cpu_time_total, cuda_time_total with --device cuda)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
-  sub->add_option("--row-limit", args->row_limit, "table rows (0 or less: all, as torch's row_limit)")->capture_default_str();
+  add_integer_option(sub, "--row-limit", args->row_limit, "table rows (0 or less: all, as torch's row_limit)")
+      ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
   sub->add_flag("--counters", args->counters,

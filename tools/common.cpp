@@ -28,16 +28,22 @@
 namespace attnprof::cli {
 namespace {
 
-int64_t parse_positive(const std::string& s, const char* flag, const char* what) {
-  size_t pos = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &pos);
-  } catch (const std::exception&) {
-    ATTNPROF_FAIL("malformed {} '{}': {} is not an integer", flag, s, what);
-  }
-  if (pos != s.size()) ATTNPROF_FAIL("malformed {} '{}': {} is not an integer", flag, s, what);
-  if (v <= 0) ATTNPROF_FAIL("{}: {} must be positive, got {}", flag, what, v);
+// One field of --shape: plain decimal digits (a leading '-' is read, to say the field must be positive), no
+// spaces, '+' or hex. Errors quote the whole value and name the field.
+int64_t parse_shape_field(const std::string& shape, const std::string& field, const char* name) {
+  if (field.empty()) ATTNPROF_FAIL("malformed --shape '{}': {} is empty", shape, name);
+  const bool neg = field[0] == '-';
+  int64_t v = 0;
+  const char* first = field.data() + (neg ? 1 : 0);
+  const char* last = field.data() + field.size();
+  const bool digits = first != last && std::all_of(first, last, [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) ATTNPROF_FAIL("malformed --shape '{}': {} ('{}') is not a decimal integer", shape, name, field);
+  const auto [end, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || end != last)
+    ATTNPROF_FAIL("malformed --shape '{}': {} ('{}') is out of range: expected 1..{}", shape, name, field,
+                  std::numeric_limits<int64_t>::max());
+  if (neg) v = -v;
+  if (v <= 0) ATTNPROF_FAIL("--shape '{}': {} must be positive, got {}", shape, name, v);
   return v;
 }
 
@@ -46,7 +52,7 @@ Shape4 parse_shape(const std::string& s) {
   if (parts.size() != 4) ATTNPROF_FAIL("malformed --shape '{}': expected B,H,N,D (four positive integers)", s);
   static const char* names[4] = {"B", "H", "N", "D"};
   Shape4 out{};
-  for (int i = 0; i < 4; ++i) out[size_t(i)] = parse_positive(parts[size_t(i)], "--shape", names[i]);
+  for (int i = 0; i < 4; ++i) out[size_t(i)] = parse_shape_field(s, parts[size_t(i)], names[i]);
   return out;
 }
 
@@ -80,18 +86,45 @@ bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.e
 
 int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrency())); }
 
+CLI::Validator decimal_check(std::string flag, __int128 lo, __int128 hi, std::string note) {
+  return CLI::Validator(
+      [flag = std::move(flag), lo, hi, note = std::move(note)](const std::string& s) -> std::string {
+        const bool neg = !s.empty() && s[0] == '-';
+        const size_t first = neg ? 1 : 0;
+        if (s.size() == first || !std::all_of(s.begin() + ptrdiff_t(first), s.end(),
+                                              [](char c) { return c >= '0' && c <= '9'; }))
+          ATTNPROF_FAIL("{} '{}' is not a decimal integer", flag, s);
+        __int128 v = 0;
+        bool huge = false;  // past any range: 2^64 and more
+        for (size_t i = first; i < s.size() && !huge; ++i) {
+          v = v * 10 + (s[i] - '0');
+          huge = v > (__int128(1) << 64);
+        }
+        if (neg) v = -v;
+        if (huge || v < lo || v > hi) {
+          auto text = [](__int128 x) {
+            const bool minus = x < 0;
+            unsigned __int128 u = minus ? -static_cast<unsigned __int128>(x) : static_cast<unsigned __int128>(x);
+            std::string d;
+            do {
+              d.insert(d.begin(), char('0' + int(u % 10)));
+              u /= 10;
+            } while (u != 0);
+            return (minus ? "-" : "") + d;
+          };
+          ATTNPROF_FAIL("{} '{}' is out of range: expected {}..{}{}", flag, s, text(lo), text(hi),
+                        note.empty() ? "" : " " + note);
+        }
+        return std::string();
+      },
+      "", kDecimalCheck);
+}
+
 void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   o.shape_opt = sub->add_option("--shape", o.shape, "B,H,N,D of the queries (default: the blog's 8,16,1024,64)");
-  const CLI::Validator positive(
-      [](const std::string& s) {
-        int64_t v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        return ec == std::errc() && end == s.data() + s.size() && v > 0 ? std::string()
-                                                                          : "must be a positive integer, got " + s;
-      },
-      "", "positive");
-  sub->add_option("--kv-len", o.kv_len, "key/value sequence length (default: N)")->check(positive);
-  sub->add_option("--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)")->check(positive);
+  add_integer_option<int64_t>(sub, "--kv-len", o.kv_len, "key/value sequence length (default: N)", 1);
+  add_integer_option<int64_t>(sub, "--kv-heads", o.kv_heads, "key/value heads for grouped-query attention (default: H)",
+                              1);
   o.dtype_opt = sub->add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: bf16, as the blog)");
   // Two flags rather than CLI11's "--causal,!--no-causal", whose help line reads "--causal,--no-causal{false}".
   // CLI11 runs flag callbacks in the order they are defined, not given, so both at once is refused.
@@ -102,24 +135,21 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   };
   sub->add_flag_callback("--causal", [=] { causal_flag(true); }, "causal mask (the default, as the blog)");
   sub->add_flag_callback("--no-causal", [=] { causal_flag(false); }, "no mask: every query sees every key");
-  sub->add_option("--threads", o.threads,
-                  fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: the {} hardware threads)",
-                              hardware_threads() * 4, hardware_threads()));
+  const int max_threads = hardware_threads() * 4;
+  add_integer_option(sub, "--threads", o.threads,
+                     fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: the {} hardware threads)",
+                                 max_threads, hardware_threads()),
+                     0, max_threads,
+                     fmt::format("(0: the {0} hardware threads; at most 4 × {0})", hardware_threads()));
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.iters < 0) o.iters = d.iters;
-  sub->add_option("--warmup", o.warmup, "warm-up forwards before timing")->capture_default_str();
-  sub->add_option("--iters", o.iters, "timed forwards")->capture_default_str();
-  sub->add_option("--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)")
-      ->check(CLI::Validator(  // decimal and in range: CLI11 reads -1 as 2^64-1 and clamps 2^64 to 2^64-1
-          [](const std::string& s) {
-            uint64_t v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec == std::errc() && end == s.data() + s.size()) return std::string();
-            return ec == std::errc::result_out_of_range ? "must be at most 2^64-1 = 18446744073709551615, got " + s
-                                                        : "must be a decimal integer 0 or more, got " + s;
-          },
-          "", "non-negative"))
+  add_integer_option(sub, "--warmup", o.warmup, "warm-up forwards before timing", 0, kMaxForwards)->capture_default_str();
+  add_integer_option(sub, "--iters", o.iters, "timed forwards", 1, kMaxForwards,
+                     "(every profiled forward is kept in memory until the run ends)")
       ->capture_default_str();
+  // Checked here, not by CLI11, which reads -1 as 2^64-1 and clamps 2^64 to 2^64-1.
+  o.seed_opt = add_integer_option(sub, "--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)");
+  o.seed_opt->capture_default_str();
   sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
@@ -153,11 +183,7 @@ void apply_runtime_options(const CommonOptions& o) {
     ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × {} hardware threads)", o.threads, limit,
                   hardware_threads());
   ops::set_num_threads(o.threads == 0 ? hardware_threads() : o.threads);
-  // Every profiled forward's events stay in memory until the run ends, and go into its trace (naive at a tiny
-  // shape: about 33 KB of memory a forward; 10,000 forwards took 560 MB and wrote a 58 MB trace). Past that a
-  // profile says nothing more, and a typo (--iters 100000000) would fill memory, or overflow the step count,
-  // instead of stopping.
-  constexpr int kMaxForwards = 10000;
+  // The option checks refuse these first (add_common_options); kept for callers that fill CommonOptions.
   if (o.warmup < 0 || o.warmup > kMaxForwards)
     ATTNPROF_FAIL("--warmup {} is out of range: expected 0..{}", o.warmup, kMaxForwards);
   if (o.iters < 1 || o.iters > kMaxForwards)
@@ -208,6 +234,8 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
       ATTNPROF_FAIL("--shape conflicts with --q/--k/--v: the shapes come from the files");
     if (o.kv_len > 0 || o.kv_heads > 0)
       ATTNPROF_FAIL("--kv-len/--kv-heads conflict with --q/--k/--v: the shapes come from the files");
+    if (o.seed_opt && o.seed_opt->count() > 0)
+      ATTNPROF_FAIL("--seed conflicts with --q/--k/--v: it seeds random inputs, and the inputs come from the files");
     // The files are read whole: their sizes against the budget first, as the random inputs' are.
     double file_bytes = 0.0;
     for (const std::string* path : {&o.q_path, &o.k_path, &o.v_path}) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,7 @@ struct CommonOptions {
   // Filled by add_common_options so that "was this flag given?" can be asked.
   CLI::Option* shape_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
+  CLI::Option* seed_opt = nullptr;
 };
 
 struct Defaults {
@@ -52,6 +54,26 @@ struct Defaults {
 };
 
 void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d);
+// --warmup and --iters at most: every profiled forward's events stay in memory until the run ends, and go
+// into its trace (naive at a tiny shape: about 33 KB of memory a forward; 10,000 forwards took 560 MB and
+// wrote a 58 MB trace). Past that a profile says nothing more, and a typo (--iters 100000000) would fill
+// memory, or overflow the step count (wait + warmup + active), instead of stopping.
+inline constexpr int kMaxForwards = 10000;
+
+// The one check of every integer option: plain decimal digits, a leading '-' the only sign (no spaces, '+'
+// or hex), within lo..hi. Anything else is an Error naming the flag and the value: "--threads '0x10' is not a
+// decimal integer", "--seed '-1' is out of range: expected 0..18446744073709551615". `note` follows the range.
+CLI::Validator decimal_check(std::string flag, __int128 lo, __int128 hi, std::string note = "");
+inline constexpr const char* kDecimalCheck = "decimal";  // the check's name (CLI::Option::get_validator)
+// add_option with decimal_check; the range defaults to T's.
+template <class T>
+CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, const std::string& desc,
+                                T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max(),
+                                std::string note = "") {
+  CLI::Option* opt = sub->add_option(flag, var, desc);
+  opt->check(decimal_check(opt->get_name(), lo, hi, std::move(note)));
+  return opt;
+}
 
 // Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
 void apply_runtime_options(const CommonOptions& o);

@@ -3,8 +3,11 @@
 //
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <new>
 #include <string>
 
@@ -78,7 +81,20 @@ int main(int argc, char** argv) {
                                  "", "non-empty");
   for (CLI::App* sub : app.get_subcommands({}))
     for (CLI::Option* opt : sub->get_options())
-      if (opt->get_items_expected_min() > 0) opt->check(non_empty);
+      if (opt->get_items_expected_min() > 0) {
+        // Every integer option reads plain decimal in its range (add_integer_option); one added without it
+        // still gets the decimal form, within 64 bits.
+        const std::string type = opt->get_type_name();
+        bool checked = false;
+        try {
+          checked = opt->get_validator(attnprof::cli::kDecimalCheck) != nullptr;
+        } catch (const CLI::OptionNotFound&) {
+        }
+        if ((type == "INT" || type == "UINT") && !checked)
+          opt->check(attnprof::cli::decimal_check(opt->get_name(), std::numeric_limits<int64_t>::min(),
+                                                  std::numeric_limits<uint64_t>::max()));
+        opt->check(non_empty);
+      }
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
   std::string commands;
   bool known = false;
@@ -101,6 +117,28 @@ int main(int argc, char** argv) {
     return attnprof::cli::stdout_status(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
     return attnprof::cli::stdout_status(app.exit(e));
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 lists every left-over argument, last first; name the first unknown option (or stray value).
+    for (const CLI::App* sub : app.get_subcommands()) {
+      const std::vector<std::string> extra = sub->remaining(false);
+      if (extra.empty()) continue;
+      auto opt = std::find_if(extra.begin(), extra.end(), [](const std::string& a) {
+        return a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9');
+      });
+      const std::string name = sub->get_name();
+      if (opt != extra.end())
+        return fail(name + " does not take " + opt->substr(0, opt->find('=')) + " (see attnprof " + name + " --help)");
+      return fail(name + " does not take the extra argument '" + extra.front() + "' (see attnprof " + name +
+                  " --help)");
+    }
+    return fail(std::string(e.what()) + " (see attnprof --help)");
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A single-value option given twice: name it rather than "At Most 1 required but received 2".
+    for (const CLI::App* sub : app.get_subcommands())
+      for (const CLI::Option* opt : sub->get_options())
+        if (opt->get_items_expected_max() == 1 && opt->count() > 1)
+          return fail(opt->get_name() + " was given more than once (see attnprof " + sub->get_name() + " --help)");
+    return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const attnprof::Error& e) {
