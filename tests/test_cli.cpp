@@ -616,6 +616,15 @@ TEST_F(Cli, SeedWithInputFilesIsRefusedAndItsDefaultIsNot) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+TEST_F(Cli, CompareSaysVariantInTheSingular) {
+  const Result r = run("compare --variants naive --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("attnprof compare: 1 variant at "), std::string::npos) << r.err;
+  const Result two = run("compare --variants naive,flash --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.err.find("attnprof compare: 2 variants at "), std::string::npos) << two.err;
+}
+
 TEST_F(Cli, UnusableOutputPathsSayWhy) {
   // A directory where no file can be created (/proc answers ENOENT): said so, with the system's reason.
   if (fs::is_directory("/proc")) {

@@ -227,8 +227,8 @@ void run_compare_cuda(const CompareArgs& a) {
   t.peak = is_half(in.p.dtype) ? t.m.bf16_gflops : t.m.fp32_gflops;
   t.peak_kind = is_half(in.p.dtype) ? std::string(dtype_name(in.p.dtype)) + " tensor-core datasheet"
                                     : std::string("fp32 CUDA-core datasheet");
-  progress(fmt::format("attnprof compare --device cuda: {} variants on {} at {}", variants.size(), dev.name,
-                       in.p.str()));
+  progress(fmt::format("attnprof compare --device cuda: {} variant{} on {} at {}", variants.size(),
+                       variants.size() == 1 ? "" : "s", dev.name, in.p.str()));
   LazyReference ref(in);
   RunPlan plan;
   plan.warmup = o.warmup;
@@ -285,7 +285,8 @@ void run_compare(const CompareArgs& a) {
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();
-  progress(fmt::format("attnprof compare: {} variants at {}, {}", variants.size(), in.p.str(), threads_text(threads)));
+  progress(fmt::format("attnprof compare: {} variant{} at {}, {}", variants.size(), variants.size() == 1 ? "" : "s",
+                       in.p.str(), threads_text(threads)));
   progress("measuring (or loading cached) machine peaks");
   Target t;
   t.m = analysis::machine_peaks(threads);
