@@ -56,6 +56,9 @@ seed("diff_odd_names", 0, cpu["naive.summary.json"], bad)
 bad = json.loads(json.dumps(cpu["inplace.summary.json"]))
 bad["rows"][2]["self_mem_bytes"] = 18446744073709551615
 seed("diff_huge_number", 0, cpu["naive.summary.json"], bad)
+bad = json.loads(json.dumps(cpu["inplace.summary.json"]))
+del bad["run"]
+seed("diff_no_run", 0, cpu["naive.summary.json"], bad)  # refused: its figures would print as zeros
 
 # mode 1: two compare.json
 seed("runs_cpu_cpu", 1, cpu["compare.json"], cpu["compare.json"])
@@ -73,6 +76,12 @@ seed("runs_noisy_forwards", 1, cpu["compare.json"], noisy)
 bad = json.loads(json.dumps(noisy))
 bad["variants"][0]["forward_ms"] = [1.0, "slow", None]
 seed("runs_bad_forwards", 1, noisy, bad)
+bad = json.loads(json.dumps(noisy))
+bad["variants"][0]["spread"] = "x"
+seed("runs_bad_spread", 1, noisy, bad)
+bad = json.loads(json.dumps(cpu["compare.json"]))
+bad["device"] = "tpu"
+seed("runs_bad_device", 1, bad, cpu["compare.json"])
 
 # mode 2: a report directory
 order = ["compare.json", "naive.summary.json", "inplace.summary.json", "sweep.json", "roofline.json",

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attnprof/error.h"
@@ -118,13 +119,76 @@ TEST(Diff, DifferentProblemsAreFlaggedUnknownOnesAreNot) {
   const std::string same = report::diff_table(report::diff_summaries(naive_summary(), naive_summary()));
   EXPECT_NE(same.find("problem: P\n"), std::string::npos) << same;
   EXPECT_EQ(same.find(note), std::string::npos) << same;
-  // A summary that names no problem: unknown is not "different".
+  // A summary that names no problem is not one attnprof wrote (it records the problem of every run): refused,
+  // not compared as if the problems were known.
   json anon = naive_summary();
   anon["run"].erase("problem");
   anon["metadata"].erase("problem");
-  const std::string unknown = report::diff_table(report::diff_summaries(naive_summary(), anon));
-  EXPECT_NE(unknown.find("problems: base P; new ?"), std::string::npos) << unknown;
-  EXPECT_EQ(unknown.find(note), std::string::npos) << unknown;
+  try {
+    report::diff_summaries(naive_summary(), anon);
+    ADD_FAILURE() << "a summary without a problem was diffed";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "new summary: field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")");
+  }
+}
+
+// The figures above the op table come from "run": a summary without it, or without one of its figures, is
+// refused naming the field, never printed as "8 -> 0".
+TEST(Diff, SummariesWithoutTheRunFiguresAreRefusedNamingTheField) {
+  auto error_of = [](const json& s) -> std::string {
+    try {
+      report::check_summary(s, "b.summary.json", /*run_figures=*/true);
+      report::diff_summaries(naive_summary(), s);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  json bad = inplace_summary();
+  bad.erase("run");
+  EXPECT_EQ(error_of(bad), "b.summary.json: field 'run' is missing (attnprof writes a \"run\" object with the time, "
+                           "peak memory and ops per forward into every summary)");
+  bad["run"] = "fast";
+  EXPECT_EQ(error_of(bad), "b.summary.json: field 'run' is not an object");
+  bad["run"] = nullptr;
+  EXPECT_NE(error_of(bad).find("field 'run' is missing"), std::string::npos);
+  for (const char* field : {"ms_per_forward", "peak_extra_bytes", "ops_per_forward"}) {
+    bad = inplace_summary();
+    bad["run"].erase(field);
+    EXPECT_EQ(error_of(bad).rfind(fmt::format("b.summary.json run: field '{}' is missing", field), 0), 0u)
+        << field << ": " << error_of(bad);
+    bad["run"][field] = "x";
+    EXPECT_EQ(error_of(bad), fmt::format("b.summary.json run: field '{}' is not a number", field)) << field;
+    bad["run"][field] = -2;
+    EXPECT_NE(error_of(bad).find(fmt::format("field '{}' is -2, out of range", field)), std::string::npos) << field;
+  }
+  // "device" is a CUDA profile's section; as anything else the clock the times are on is unknown.
+  bad = inplace_summary();
+  bad["device"] = "cuda";
+  EXPECT_EQ(error_of(bad), "b.summary.json: field 'device' is not an object (a CUDA profile's \"device\" section)");
+  // Neither an annotation nor timed forwards: the forwards cannot be counted, so no figure is per forward.
+  bad = inplace_summary();
+  bad["metadata"].erase("annotation");
+  EXPECT_EQ(error_of(bad), "b.summary.json: field 'annotation' is missing (attnprof records it in \"run\" or "
+                           "\"metadata\"), so its forwards cannot be counted");
+  bad["run"]["forward_ms"] = {5.0, 5.0, 5.0};  // profile's timed forwards count them instead
+  EXPECT_EQ(error_of(bad), "accepted");
+  bad["run"]["forward_ms"] = "slow";
+  EXPECT_NE(error_of(bad).find("field 'forward_ms' is not an array"), std::string::npos) << error_of(bad);
+
+  // ops_per_forward null: a GPU run whose activities CUPTI could not collect. Printed as unknown, not as 0.
+  json uncounted = inplace_summary();
+  uncounted["run"]["ops_per_forward"] = nullptr;
+  const report::ProfileDiff d = report::diff_summaries(naive_summary(), uncounted);
+  EXPECT_DOUBLE_EQ(d.next.ops_per_forward, -1.0);
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("ops per forward: 8 -> --"), std::string::npos) << t;
+  EXPECT_EQ(t.find("-> 0\n"), std::string::npos) << t;
+  EXPECT_TRUE(report::diff_json(d)["new"]["ops_per_forward"].is_null());
+  EXPECT_EQ(report::diff_json(d)["base"]["ops_per_forward"], 8);
+  // The peak above the inputs is the run's own figure.
+  EXPECT_DOUBLE_EQ(d.base.peak_bytes, 3000.0);
+  EXPECT_DOUBLE_EQ(d.next.peak_bytes, 1500.0);
 }
 
 TEST(Diff, RowLimitAndTheReverseDirection) {
@@ -163,9 +227,10 @@ TEST(Diff, DeviceProfilesCompareSelfCudaAndRefuseACpuProfile) {
       rows.back()["self_cuda_ns"] = 40.0;
       rows.back()["cost"] = {{"bytes", 8.0}};
     }
-    return json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}}},
-                {"run", {{"variant", with_copy ? "naive" : "inplace"}}}, {"device", {{"peak_bytes", 4096}}},
-                {"rows", rows}};
+    return json{{"schema", "attnprof.summary/1"}, {"metadata", {{"annotation", "attn_fwd"}, {"problem", "P"}}},
+                {"run", {{"variant", with_copy ? "naive" : "inplace"}, {"ms_per_forward", 0.5},
+                         {"peak_extra_bytes", 4096}, {"ops_per_forward", with_copy ? 2 : 1}}},
+                {"device", {{"peak_bytes", 8192}}}, {"rows", rows}};
   };
   const report::ProfileDiff d = report::diff_summaries(device_summary(true), device_summary(false));
   EXPECT_TRUE(d.device);
@@ -176,7 +241,7 @@ TEST(Diff, DeviceProfilesCompareSelfCudaAndRefuseACpuProfile) {
   EXPECT_DOUBLE_EQ(rows["gemm_kernel"].base_bytes, 64.0);
   EXPECT_DOUBLE_EQ(rows["matmul"].base_ns, 0.0);     // no host time mixed into device time
   EXPECT_DOUBLE_EQ(rows["matmul"].base_bytes, 0.0);  // its bytes are the kernel's, counted there once
-  EXPECT_DOUBLE_EQ(d.base.peak_bytes, 4096.0);
+  EXPECT_DOUBLE_EQ(d.base.peak_bytes, 4096.0);  // the run's peak above the inputs, not the device's total
   EXPECT_NE(report::diff_table(d).find("Self CUDA"), std::string::npos);
   try {
     report::diff_summaries(device_summary(true), naive_summary());
@@ -198,7 +263,9 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   expect_error(json::array(), "not an attnprof summary");
   expect_error(json{{"kind", "compare"}}, "not an attnprof summary");
   expect_error(json{{"schema", "attnprof.summary/1"}}, "no \"rows\" array");
-  expect_error(json{{"schema", "attnprof.summary/1"}, {"rows", json::array({{{"calls", 1}}})}}, "without a \"name\"");
+  json nameless = naive_summary();
+  nameless["rows"] = json::array({{{"calls", 1}}});
+  expect_error(nameless, "without a \"name\"");
   json bad = naive_summary();
   bad["rows"][2]["self_ns"] = "fast";
   expect_error(bad, "'self_ns' is not a number");
@@ -412,6 +479,45 @@ TEST(Diff, CompareRunsMarkSpeedUpsFromNoisyForwards) {
   EXPECT_THROW(report::diff_compare_runs(base, bad), Error);
 }
 
+// A spread is slowest / fastest forward (null with fewer than two), and a run's device is cpu or cuda: any other
+// value is a corrupt compare.json, refused naming the field and the value rather than ignored.
+TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
+  const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  auto error_of = [&](const json& c) -> std::string {
+    try {
+      report::check_compare_json(c, "b/compare.json");
+      report::diff_compare_runs(good, c);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  json c = good;
+  c["variants"][0]["spread"] = "x";
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'spread' is \"x\", not a number");
+  c["variants"][0]["spread"] = -2;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'spread' is -2, not a ratio of the slowest to the "
+                         "fastest forward (at least 1)");
+  c["variants"][0]["spread"] = 0.5;
+  EXPECT_NE(error_of(c).find("field 'spread' is 0.5"), std::string::npos);
+  for (const json ok : {json(nullptr), json(1.0), json(1.37), json(0.0)}) {
+    c["variants"][0]["spread"] = ok;
+    EXPECT_EQ(error_of(c), "accepted") << ok.dump();
+  }
+  c = good;
+  c["device"] = "tpu";
+  EXPECT_EQ(error_of(c), "b/compare.json: field 'device' is 'tpu', none of cpu, cuda");
+  c["device"] = 3;
+  EXPECT_EQ(error_of(c), "b/compare.json: field 'device' is 3, not a string (cpu or cuda)");
+  for (const char* ok : {"cpu", "cuda"}) {
+    c["device"] = ok;
+    EXPECT_EQ(error_of(c), "accepted") << ok;
+  }
+  // diff_compare_runs applies the same checks itself.
+  c["device"] = "tpu";
+  EXPECT_THROW(report::diff_compare_runs(good, c), Error);
+}
+
 }  // namespace
 
 // The JSON fuzz corpus (fuzz/corpus/json, written by fuzz/make_json_corpus.py from the report fixtures),
@@ -435,6 +541,8 @@ TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
       {"diff_naive_sdpa_math", JsonOutcome::Diffed},  {"diff_cuda_naive_flash", JsonOutcome::Diffed},
       {"diff_zero_calls", JsonOutcome::Refused},      {"diff_odd_names", JsonOutcome::Diffed},
       {"diff_huge_number", JsonOutcome::Refused},     {"report_huge_numbers", JsonOutcome::Rendered},
+      {"diff_no_run", JsonOutcome::Refused},          {"runs_bad_spread", JsonOutcome::Refused},
+      {"runs_bad_device", JsonOutcome::Refused},
       {"diff_cpu_vs_cuda", JsonOutcome::Refused},     {"diff_not_a_summary", JsonOutcome::Refused},
       {"diff_string_time", JsonOutcome::Refused},     {"diff_rows_object", JsonOutcome::Refused},
       {"runs_cpu_cpu", JsonOutcome::Diffed},          {"runs_cpu_cuda", JsonOutcome::Diffed},

@@ -119,7 +119,7 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
                                       "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
-  EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">—</td><td>copy</td><td>mul -&gt; mul_"),
+  EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
             std::string::npos);
   for (const json& c : data["charts"])
     if (c["kind"] == "changes")
@@ -319,6 +319,11 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   set_problem("naive.summary.json", "metadata", mine);
   set_problem("inplace.summary.json", "run", old);
   set_problem("roofline.json", "", old);
+  {  // a summary that records no problem
+    json j = json::parse(attnprof::io::read_file(d.path / "flash.summary.json"));
+    j["metadata"].erase("problem");
+    spit(d.path / "flash.summary.json", j.dump());
+  }
   const std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("Files left out of this page"), std::string::npos);
   EXPECT_NE(page.find("inplace.summary.json is left out: it is of " + old + ", not of this run&#39;s problem " + mine +

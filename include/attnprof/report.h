@@ -82,7 +82,8 @@ struct ProfileSide {
   std::string label;       // variant (or the file name when the summary has none)
   std::string problem;
   double forwards = 1;     // recorded forwards the summary covers (calls of its annotation)
-  double ms_per_forward = 0, peak_bytes = 0, ops_per_forward = 0, max_abs_err = -1;  // -1: not recorded
+  double ms_per_forward = 0, peak_bytes = 0;
+  double ops_per_forward = -1, max_abs_err = -1;  // -1: not recorded (ops: null in the summary)
 };
 struct ProfileDiff {
   ProfileSide base, next;
@@ -93,8 +94,11 @@ struct ProfileDiff {
 
 // The checks diff applies to a summary or a compare.json, for readers that show them otherwise (report): an
 // Error naming `what` and the first field attnprof would never write (a row without a name, a time that is not
-// a number, a negative byte count, a status "ok" without a time...).
-void check_summary(const nlohmann::json& summary, const std::string& what);
+// a number, a negative byte count, a status "ok" without a time...). With `run_figures`, a summary must also hold
+// what diff prints above its table: "run" with ms_per_forward, peak_extra_bytes and ops_per_forward, the
+// problem, and an annotation (or timed forwards) to count its forwards by; the report draws a summary without
+// them, leaving out only what needs them.
+void check_summary(const nlohmann::json& summary, const std::string& what, bool run_figures = false);
 void check_compare_json(const nlohmann::json& compare, const std::string& what);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change

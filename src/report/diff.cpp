@@ -60,6 +60,20 @@ double time_ms(double ms, const char* key, const std::string& what) {
   return ms;
 }
 
+// A summary's or compare.json row's timed forwards: an array of non-negative numbers, or nothing (older
+// compare.json files, rows that did not run).
+std::vector<double> forward_times(const json& o, const std::string& what) {
+  std::vector<double> ms;
+  const auto it = o.find("forward_ms");
+  if (it == o.end() || it->is_null()) return ms;
+  if (!it->is_array()) ATTNPROF_FAIL("{}: field 'forward_ms' is not an array", what);
+  for (const json& x : *it) {
+    if (!x.is_number()) ATTNPROF_FAIL("{}: field 'forward_ms' holds something that is not a number", what);
+    ms.push_back(time_ms(checked(x.get<double>(), "forward_ms", what, /*may_be_negative=*/false), "forward_ms", what));
+  }
+  return ms;
+}
+
 // A ratio of two times, readable at any size: 1.37, 250, 1.2e+07.
 std::string ratio_text(double r) {
   return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
@@ -95,7 +109,7 @@ struct Parsed {
 };
 
 // A summary read as diff and report read it; `what` names it in every error.
-Parsed parse_as(const json& s, const std::string& what, const std::string& label) {
+Parsed parse_as(const json& s, const std::string& what, const std::string& label, bool run_figures) {
   if (!s.is_object() || !s.contains("schema"))
     ATTNPROF_FAIL("{}: not an attnprof summary (expected \"schema\": \"attnprof.summary/1\"; write one with "
                   "`attnprof profile` or `attnprof compare`)", what);
@@ -103,12 +117,25 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     ATTNPROF_FAIL("{}: schema '{}' is not one this attnprof reads (attnprof.summary/1)", what, text(s, "schema"));
   const auto rows = s.find("rows");
   if (rows == s.end() || !rows->is_array()) ATTNPROF_FAIL("{}: no \"rows\" array", what);
+  // "device" is a CUDA profile's section: it decides which clock the times are read from.
+  if (const auto dev = s.find("device"); dev != s.end() && !dev->is_object())
+    ATTNPROF_FAIL("{}: field 'device' is not an object (a CUDA profile's \"device\" section)", what);
   const json empty = json::object();
-  const json& run = s.contains("run") && s["run"].is_object() ? s["run"] : empty;
+  // The figures above diff's table come from "run" (profile and compare write one into every summary);
+  // without it they would print as zeros, which no run measured.
+  const auto run_it = s.find("run");
+  if (run_figures && (run_it == s.end() || run_it->is_null()))
+    ATTNPROF_FAIL("{}: field 'run' is missing (attnprof writes a \"run\" object with the time, peak memory and ops "
+                  "per forward into every summary)", what);
+  if (run_it != s.end() && !run_it->is_null() && !run_it->is_object())
+    ATTNPROF_FAIL("{}: field 'run' is not an object", what);
+  const json& run = run_it != s.end() && run_it->is_object() ? *run_it : empty;
   Parsed p;
-  p.device = s.contains("device") && s["device"].is_object();
+  p.device = s.contains("device");
   p.side.label = !recorded(s, "variant").empty() ? recorded(s, "variant") : label;
   p.side.problem = recorded(s, "problem");
+  if (run_figures && p.side.problem.empty())
+    ATTNPROF_FAIL("{}: field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")", what);
   const std::string annotation = recorded(s, "annotation");
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
@@ -128,20 +155,33 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (!annotation.empty() && !annotated)
     ATTNPROF_FAIL("{}: its annotation '{}' has no row, so its forwards cannot be counted (attnprof writes one row "
                   "per annotation)", what, annotation);
-  if (annotation.empty() && run.contains("forward_ms") && run["forward_ms"].is_array() && !run["forward_ms"].empty())
-    p.side.forwards = double(run["forward_ms"].size());
+  if (annotation.empty()) {
+    // Without an annotation, only the timed forwards count them; with neither, per-forward figures would be
+    // totals over an unknown number of forwards.
+    const std::vector<double> timed = forward_times(run, what + " run");
+    if (!timed.empty()) p.side.forwards = double(timed.size());
+    else if (run_figures)
+      ATTNPROF_FAIL("{}: field 'annotation' is missing (attnprof records it in \"run\" or \"metadata\"), so its "
+                    "forwards cannot be counted", what);
+  }
   const double f = p.side.forwards;
 
-  p.side.ms_per_forward = time_ms(number(run, "ms_per_forward", what), "ms_per_forward", what);
-  p.side.ops_per_forward = number(run, "ops_per_forward", what);
-  p.side.max_abs_err = run.contains("max_abs_err") && !run["max_abs_err"].is_null() ? number(run, "max_abs_err", what) : -1;
-  if (p.device) {
-    p.side.peak_bytes = run.contains("peak_extra_bytes") ? number(run, "peak_extra_bytes", what)
-                                                         : number(s["device"], "peak_bytes", what);
-  } else if (run.contains("peak_extra_bytes")) {
-    p.side.peak_bytes = number(run, "peak_extra_bytes", what);
+  // Each figure is checked whenever it is there; with run_figures it must be.
+  const std::string run_what = what + " run";
+  auto present = [&](const char* key) { return run.contains(key) && !run[key].is_null(); };
+  if (run_figures || present("ms_per_forward"))
+    p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
+  if (run_figures && !run.contains("ops_per_forward"))
+    ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
+  if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
+  if (present("max_abs_err")) p.side.max_abs_err = number(run, "max_abs_err", run_what);
+  if (run_figures || present("peak_extra_bytes")) {
+    p.side.peak_bytes = required(run, "peak_extra_bytes", run_what);
+  } else if (p.device) {  // the sections a reader without the run's figure falls back on
+    (void)number(s["device"], "peak_bytes", what);
   } else if (s.contains("memory") && s["memory"].is_object()) {
-    p.side.peak_bytes = number(s["memory"], "peak_bytes", what) - number(s["memory"], "start_bytes", what);
+    (void)number(s["memory"], "peak_bytes", what);
+    (void)number(s["memory"], "start_bytes", what);
   }
 
   for (const json& r : *rows) {
@@ -182,12 +222,15 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
 }
 
 Parsed parse(const json& s, const std::string& label, const char* which) {
-  return parse_as(s, fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'"), label);
+  return parse_as(s, fmt::format("{} summary{}", which, label.empty() ? "" : " '" + label + "'"), label,
+                  /*run_figures=*/true);
 }
 
 }  // namespace
 
-void check_summary(const json& s, const std::string& what) { (void)parse_as(s, what, ""); }
+void check_summary(const json& s, const std::string& what, bool run_figures) {
+  (void)parse_as(s, what, "", run_figures);
+}
 
 std::string DiffRow::label() const {
   if (base_name.empty()) return new_name;
@@ -284,9 +327,12 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
-  if (d.base.ops_per_forward > 0 || d.next.ops_per_forward > 0)
-    s += fmt::format("; {} per forward: {} -> {}", d.device ? "device activities" : "ops",
-                     calls(d.base.ops_per_forward), calls(d.next.ops_per_forward));
+  if (d.base.ops_per_forward > 0 || d.next.ops_per_forward > 0) {
+    // -1: not counted (a GPU run whose activities CUPTI could not collect), printed as such, never as 0.
+    auto ops = [](double n) { return n >= 0 ? calls(n) : std::string("--"); };
+    s += fmt::format("; {} per forward: {} -> {}", d.device ? "device activities" : "ops", ops(d.base.ops_per_forward),
+                     ops(d.next.ops_per_forward));
+  }
   s += "\n";
   if (d.base.max_abs_err >= 0 && d.next.max_abs_err >= 0)
     s += fmt::format("max abs error vs fp64: {:.2e} -> {:.2e}\n", d.base.max_abs_err, d.next.max_abs_err);
@@ -349,7 +395,7 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"forwards", count_json(p.forwards)},
                 {"ms_per_forward", p.ms_per_forward > 0 ? json(p.ms_per_forward) : json()},
                 {"peak_bytes", count_json(p.peak_bytes)},
-                {"ops_per_forward", count_json(p.ops_per_forward)},
+                {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()}};
   };
   json rows = json::array();
@@ -405,23 +451,17 @@ double maybe(const json& o, const char* key, const std::string& what) {
   return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
-// A row's timed forwards: an array of non-negative numbers, or nothing (older files, rows that did not run).
-std::vector<double> forwards(const json& o, const std::string& what) {
-  std::vector<double> ms;
-  const auto it = o.find("forward_ms");
-  if (it == o.end() || it->is_null()) return ms;
-  if (!it->is_array()) ATTNPROF_FAIL("{}: field 'forward_ms' is not an array", what);
-  for (const json& x : *it) {
-    if (!x.is_number()) ATTNPROF_FAIL("{}: field 'forward_ms' holds something that is not a number", what);
-    ms.push_back(time_ms(checked(x.get<double>(), "forward_ms", what, /*may_be_negative=*/false), "forward_ms", what));
-  }
-  return ms;
-}
-
 void check_compare(const json& c, const std::string& which) {
   if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
+  // The device every row ran on: absent (older CPU runs) or one of the two attnprof runs on.
+  if (const auto dev = c.find("device"); dev != c.end() && !dev->is_null()) {
+    if (!dev->is_string()) ATTNPROF_FAIL("{}: field 'device' is {}, not a string (cpu or cuda)", which, dev->dump());
+    const std::string d = dev->get<std::string>();
+    if (d != "cpu" && d != "cuda")
+      ATTNPROF_FAIL("{}: field 'device' is '{}', none of cpu, cuda", which, printable_name(d, which));
+  }
 }
 
 // One side's figures of a compare.json row; anything attnprof never writes is an error naming the row.
@@ -443,7 +483,15 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
   (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
-  (is_base ? r.base_forward_ms : r.new_forward_ms) = forwards(v, what);
+  (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
+  // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
+  // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
+  if (const auto sp = v.find("spread"); sp != v.end() && !sp->is_null()) {
+    if (!sp->is_number()) ATTNPROF_FAIL("{}: field 'spread' is {}, not a number", what, sp->dump());
+    const double x = sp->get<double>();
+    if (!std::isfinite(x) || (x != 0 && x < 1) || !detail::figure_in_range(x))
+      ATTNPROF_FAIL("{}: field 'spread' is {}, not a ratio of the slowest to the fastest forward (at least 1)", what, x);
+  }
 }
 
 // Every row of one compare.json into d, as the base or the new side (`which` names it in errors).
