@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <regex>
@@ -747,6 +748,124 @@ TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
           << args << ": " << io::read_file(err);
     }
   }
+}
+
+// A summary or compare.json without the figures diff prints is refused naming the file and the field, never
+// printed with zeros in their place ("ops per forward: 8 -> 0").
+TEST_F(Cli, DiffRefusesFilesWithoutTheFiguresItPrints) {
+  const Result c = run("compare --iters 1 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string naive = (out() / "naive.summary.json").string();
+  auto bad = [&](const std::string& args, const std::string& expect) {
+    SCOPED_TRACE(args);
+    const Result b = run(args);
+    EXPECT_EQ(b.code, 2) << b.err;
+    EXPECT_EQ(b.err, "attnprof: error: " + expect + "\n");
+    EXPECT_TRUE(b.out.empty()) << b.out;
+  };
+  auto edited = [&](const std::string& name, const std::function<void(json&)>& edit) {
+    json j = json::parse(io::read_file(out() / name));
+    edit(j);
+    const fs::path p = dir_ / ("edited-" + std::to_string(std::hash<std::string>{}(j.dump())) + "-" + name);
+    io::write_file_atomic(p.string(), j.dump());
+    return p.string();
+  };
+  const std::string no_run = edited("inplace.summary.json", [](json& j) { j.erase("run"); });
+  bad("diff " + naive + " " + no_run,
+      no_run + ": field 'run' is missing (attnprof writes a \"run\" object with the time, peak memory and ops per "
+               "forward into every summary)");
+  bad("diff " + no_run + " " + naive,
+      no_run + ": field 'run' is missing (attnprof writes a \"run\" object with the time, peak memory and ops per "
+               "forward into every summary)");
+  const std::string no_ops = edited("inplace.summary.json", [](json& j) { j["run"].erase("ops_per_forward"); });
+  bad("diff " + naive + " " + no_ops, no_ops + " run: field 'ops_per_forward' is missing (null when it was not counted)");
+  const std::string no_problem = edited("inplace.summary.json", [](json& j) {
+    j["metadata"].erase("problem");
+    j["run"].erase("problem");
+  });
+  bad("diff " + naive + " " + no_problem,
+      no_problem + ": field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")");
+
+  const std::string spread = edited("compare.json", [](json& j) { j["variants"][0]["spread"] = "x"; });
+  bad("diff " + (out() / "compare.json").string() + " " + spread,
+      spread + " variant 'naive': field 'spread' is \"x\", not a number");
+  const std::string negative = edited("compare.json", [](json& j) { j["variants"][1]["spread"] = -2; });
+  bad("diff " + (out() / "compare.json").string() + " " + negative,
+      negative + " variant 'inplace': field 'spread' is -2, not a ratio of the slowest to the fastest forward (at "
+                 "least 1)");
+  const std::string tpu = edited("compare.json", [](json& j) { j["device"] = "tpu"; });
+  bad("diff " + tpu + " " + (out() / "compare.json").string(), tpu + ": field 'device' is 'tpu', none of cpu, cuda");
+}
+
+// An output over one of the run's inputs would destroy it: refused before anything is read, run or written,
+// whatever the spelling of the path (file identity, not the string).
+TEST_F(Cli, OutputsThatAreTheRunsInputsAreRefused) {
+  const Tensor t = randn({1, 1, 4, 8}, DType::F32, 0);
+  const std::string q = write_npy(dir_ / "q.npy", t), k = write_npy(dir_ / "k.npy", t), v = write_npy(dir_ / "v.npy", t);
+  const std::string q_bytes = io::read_file(q);
+  const std::string inputs = " --threads 1 --q " + q + " --k " + k + " --v " + v;
+  expect_bad("profile flash" + inputs + " --save-output " + q, "--save-output '" + q + "' is the --q input file");
+  const std::string other_spelling = (dir_ / "." / "sub" / ".." / "v.npy").string();
+  fs::create_directories(dir_ / "sub");
+  expect_bad("profile flash" + inputs + " --save-output " + other_spelling,
+             "--save-output '" + other_spelling + "' is the --v input file");
+  fs::create_symlink("k.npy", dir_ / "k-link.npy");
+  expect_bad("profile flash" + inputs + " --save-output " + (dir_ / "k-link.npy").string(),
+             "--save-output '" + (dir_ / "k-link.npy").string() + "' is the --k input file");
+  EXPECT_EQ(io::read_file(q), q_bytes);
+
+  // An input kept inside --out under the name of a file the run writes there.
+  fs::create_directories(out());
+  const std::string in_out = write_npy(out() / "flash.summary.json", t);
+  const std::string in_out_inputs = " --threads 1 --q " + q + " --k " + in_out + " --v " + v + out_flag();
+  for (const std::string cmd : {"profile flash", "compare --variants flash"}) {
+    SCOPED_TRACE(cmd);
+    const Result r = run(cmd + in_out_inputs);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "attnprof: error: --out file '" + in_out + "' is the --k input file\n");
+    EXPECT_EQ(io::read_file(in_out), q_bytes);
+    EXPECT_FALSE(fs::exists(out() / "compare.json"));
+  }
+  const std::string as_roofline = write_npy(out() / "roofline.json", t);
+  const Result rr = run("roofline flash --threads 1 --q " + q + " --k " + k + " --v " + as_roofline + out_flag());
+  EXPECT_EQ(rr.code, 2) << rr.err;
+  EXPECT_EQ(rr.err, "attnprof: error: --out file '" + as_roofline + "' is the --v input file\n");
+  EXPECT_EQ(io::read_file(as_roofline), q_bytes);
+  fs::remove_all(out());
+
+  // diff --save over one of the files it compares, as given or through another spelling or a link.
+  const Result c = run("compare --iters 1 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string a = (out() / "naive.summary.json").string(), b = (out() / "inplace.summary.json").string();
+  const std::string a_bytes = io::read_file(a), b_bytes = io::read_file(b);
+  auto refused = [&](const std::string& args, const std::string& save) {
+    SCOPED_TRACE(args);
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "attnprof: error: --save '" + save + "' is one of the files being compared\n");
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  };
+  refused("diff " + a + " " + b + " --save " + a, a);
+  refused("diff " + a + " " + b + " --save " + b, b);
+  const std::string a_again = (out() / "." / "naive.summary.json").string();
+  refused("diff " + a + " " + b + " --save " + a_again, a_again);
+  fs::create_symlink(b, dir_ / "b-link.txt");
+  refused("diff " + a + " " + b + " --save " + (dir_ / "b-link.txt").string(), (dir_ / "b-link.txt").string());
+  // Two compare runs: a directory stands for its compare.json, which --save must not replace either.
+  const std::string cmp = (out() / "compare.json").string(), cmp_bytes = io::read_file(cmp);
+  refused("diff " + out().string() + " " + out().string() + " --save " + cmp, cmp);
+  EXPECT_EQ(io::read_file(a), a_bytes);
+  EXPECT_EQ(io::read_file(b), b_bytes);
+  EXPECT_EQ(io::read_file(cmp), cmp_bytes);
+  EXPECT_TRUE(fs::is_symlink(dir_ / "b-link.txt"));
+
+  // report.html as a link to a file the report reads.
+  fs::create_symlink("compare.json", out() / "report.html");
+  const Result rep = run("report --out " + out().string());
+  EXPECT_EQ(rep.code, 2) << rep.err;
+  EXPECT_EQ(rep.err, "attnprof: error: report: '" + (out() / "report.html").string() + "' is the same file as '" + cmp +
+                         "', which the report reads\n");
+  EXPECT_EQ(io::read_file(cmp), cmp_bytes);
 }
 
 TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {

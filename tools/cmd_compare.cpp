@@ -60,6 +60,12 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
   return out;
 }
 
+std::vector<std::string> names_of(const std::vector<const Variant*>& variants) {
+  std::vector<std::string> names;
+  for (const Variant* v : variants) names.push_back(v->name);
+  return names;
+}
+
 // One variant's outcome as a row: the time per forward (host clock on the CPU, CUDA events on the GPU), the
 // rate against the target's peak, and the cost model's bytes with their bandwidth bound.
 Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, const CommonOptions& o) {
@@ -217,6 +223,7 @@ void run_compare_cuda(const CompareArgs& a) {
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
+  refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const cuda::DeviceInfo dev = cuda::device_info();
@@ -281,6 +288,7 @@ void run_compare(const CompareArgs& a) {
   apply_runtime_options(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
+  refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();

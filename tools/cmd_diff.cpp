@@ -27,10 +27,14 @@ struct DiffArgs {
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
-// A directory stands for the compare.json inside it; `path` becomes that file.
-nlohmann::json load(std::string& path) {
+// A directory stands for the compare.json inside it.
+std::string input_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "compare.json").string();
+  return std::filesystem::is_directory(path, ec) ? (std::filesystem::path(path) / "compare.json").string() : path;
+}
+
+nlohmann::json load(const std::string& path) {
+  std::error_code ec;
   // Checked before opening: /dev/zero would be read forever, and opening a FIFO blocks until a writer comes.
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
@@ -50,7 +54,14 @@ std::string file_label(const std::string& path) {
 }
 
 void run_diff(const DiffArgs& a) {
-  std::string base_path = a.base, next_path = a.next;
+  const std::string base_path = input_file(a.base), next_path = input_file(a.next);
+  // --save over one of the two inputs would replace it with the diff: refused before either is read.
+  if (!a.out.empty()) {
+    std::error_code ec;
+    for (const std::string& input : {base_path, next_path})
+      if (std::filesystem::equivalent(a.out, input, ec) && !ec)
+        ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
+  }
   const nlohmann::json base = load(base_path), next = load(next_path);
   auto is_compare = [](const nlohmann::json& j) {
     return j.is_object() && j.contains("kind") && j["kind"].is_string() && j["kind"] == "compare";
@@ -64,13 +75,18 @@ void run_diff(const DiffArgs& a) {
                   "compare.json (or two directories holding one) or two <variant>.summary.json",
                   run, other);
   }
+  // Each file is checked as a whole first, so an error names the file at fault and its first bad field.
   if (is_compare(base)) {
     ATTNPROF_CHECK(a.row_limit <= 0, "--row-limit applies to the op rows of two summaries; a diff of two compare runs "
                                      "has one row per variant");
+    report::check_compare_json(base, base_path);
+    report::check_compare_json(next, next_path);
     const report::RunDiff d = report::diff_compare_runs(base, next);
     text = report::diff_table(d);
     j = report::diff_json(d);
   } else {
+    report::check_summary(base, base_path, /*run_figures=*/true);
+    report::check_summary(next, next_path, /*run_figures=*/true);
     const report::ProfileDiff d = report::diff_summaries(base, next, file_label(a.base), file_label(a.next));
     text = report::diff_table(d, a.row_limit);
     j = report::diff_json(d, a.row_limit);

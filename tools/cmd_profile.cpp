@@ -29,6 +29,8 @@ struct ProfileArgs {
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
+  // Writing the output over an input file would destroy the input the run reads: refused before it is read.
+  if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   // A problem the variant cannot serve (flash's head dims) fails before the random inputs are drawn, which
@@ -37,6 +39,7 @@ void run_profile(const ProfileArgs& a) {
   if (!use_files(o)) check_forward_fits(resolve_variant_on(gpu, a.variant, a.backend, problem_of(o)), problem_of(o));
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
+  refuse_inputs_in_out(o, {v.name}, {});
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
     report::TableOptions check;

@@ -85,7 +85,10 @@ void run_roofline(const RooflineArgs& a) {
   const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);
   const std::vector<const Variant*> variants =
       a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
-  if (!a.peaks_only) prepare_out_dir(o.out);
+  if (!a.peaks_only) {
+    refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt"});
+    prepare_out_dir(o.out);
+  }
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
 

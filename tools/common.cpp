@@ -389,6 +389,32 @@ std::string out_path(const std::string& dir, const std::string& file) {
   return (std::filesystem::path(dir) / file).string();
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return same && !ec;
+}
+
+void refuse_input_as_output(const CommonOptions& o, const std::string& output, const std::string& what) {
+  for (const auto& [flag, input] : {std::pair<const char*, const std::string&>{"--q", o.q_path},
+                                    {"--k", o.k_path},
+                                    {"--v", o.v_path}})
+    if (!input.empty() && same_file(output, input)) ATTNPROF_FAIL("{} is the {} input file", what, flag);
+}
+
+void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
+                          const std::vector<std::string>& files) {
+  if (!use_files(o)) return;
+  std::vector<std::string> names = files;
+  for (const std::string& v : variants)
+    for (const char* suffix : {".trace.json", ".trace.json.gz", ".summary.json", ".table.txt"}) names.push_back(v + suffix);
+  if (o.html) names.push_back("report.html");
+  for (const std::string& name : names) {
+    const std::string path = out_path(o.out, name);
+    refuse_input_as_output(o, path, fmt::format("--out file '{}'", path));
+  }
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
 
 std::vector<std::string> split_list(const std::string& s) {

@@ -128,6 +128,17 @@ void remove_created_dirs_on_signal() noexcept;
 // Throws "<what> '<dir>' is not writable: ..." unless a file can be created in `dir`.
 void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);
+// True when `a` and `b` are the same existing file, however spelled (relative, "..", a symbolic or hard link):
+// an output written there would replace that file.
+bool same_file(const std::string& a, const std::string& b);
+// Refuses, before anything runs, an output that is one of the --q/--k/--v files: "<what> is the --q input
+// file". `what` names the output as the user would find it ("--save-output 'o.npy'").
+void refuse_input_as_output(const CommonOptions& o, const std::string& output, const std::string& what);
+// The same for every file a run writes into --out (or removes there: the trace in the other format): for
+// each of `variants` its trace (both formats), summary and table, then `files` (compare.json, ...), and
+// report.html with --html.
+void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
+                          const std::vector<std::string>& files);
 // "<variant>.trace.json", or ".trace.json.gz" with --gzip.
 std::string trace_file(const std::string& variant, const CommonOptions& o);
 // Once a run's files are committed: removes the variant's trace in the other format (an earlier run with or

@@ -1056,8 +1056,17 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
 std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt) {
   std::error_code ec;
   if (!fs::is_directory(out_dir, ec)) ATTNPROF_FAIL("report: {} is not a directory", out_dir);
-  const ChartLibrary lib = load_chart_library(opt.web_dir);
   const std::string path = (fs::path(out_dir) / opt.file_name).string();
+  // The page is written through a link to its target: a page that is one of the files it is drawn from
+  // (compare.json, a summary, a trace) would replace that file.
+  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == opt.file_name || !(name.ends_with(".json") || name.ends_with(".json.gz"))) continue;
+    std::error_code same_ec;
+    if (fs::equivalent(path, it->path(), same_ec) && !same_ec)
+      ATTNPROF_FAIL("report: '{}' is the same file as '{}', which the report reads", path, it->path().string());
+  }
+  const ChartLibrary lib = load_chart_library(opt.web_dir);
   write_text_atomic(path, render_html_report(out_dir, lib, opt));
   return path;
 }
