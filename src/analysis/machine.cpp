@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -223,6 +224,13 @@ class OtherWork {
   std::chrono::steady_clock::time_point t0_;
 };
 
+// The other work running now, over a quarter-second sample: NaN when /proc/stat cannot be read.
+double other_work_now() {
+  const OtherWork sample;
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  return sample.cpus();
+}
+
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/attnprof";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
@@ -355,12 +363,14 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
       const double was = std::isfinite(other) ? other : std::isfinite(cached_load) ? cached_load : 0.0;
       if (was <= busy_above) return m;
       // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
-      // once the machine is idle, kept with a note while it is not. Idle means a load average below half the
-      // busy mark: it takes over 40 s to halve, so an entry written a moment ago is not measured again at once.
+      // once the machine is idle, kept with a note while it is not. Idle means other work below half the busy
+      // mark over a quarter-second sample (the load average, which lags a minute behind, where /proc/stat
+      // cannot be read).
       const std::string what = std::isfinite(other)
                                    ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
                                    : fmt::format("load average {:.1f} on {} CPUs", cached_load, hw);
-      if (load >= busy_above / 2) {
+      const double now = other_work_now();
+      if ((std::isfinite(now) ? now : load) >= busy_above / 2) {
         std::fprintf(stderr,
                      "attnprof: note: the cached machine peaks were measured on a busy machine (%s) and may be low; "
                      "they are measured again once it is idle, or now with `attnprof roofline --peaks-only "
