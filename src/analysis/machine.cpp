@@ -352,6 +352,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   const double busy_above = double(hw) - double(std::min(threads, hw)) + 0.5;
   const double load = load_average();
+  // What a measurement ran beside: its other work where /proc/stat could be read, else the load average.
+  auto beside_figure = [](double other, double at_load) { return std::isfinite(other) ? other : at_load; };
+  auto beside_text = [&](double other, double at_load) {
+    return std::isfinite(other) ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
+                                : fmt::format("load average {:.1f} on {} CPUs", at_load, hw);
+  };
   if (!force_measure)
     for (const auto& e : cache["entries"]) {
       MachinePeaks m = from_json(e);
@@ -360,17 +366,13 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
         return e.contains(key) && e[key].is_number() ? e[key].get<double>() : std::nan("");
       };
       const double other = number("other_cpus"), cached_load = number("load_average");
-      const double was = std::isfinite(other) ? other : std::isfinite(cached_load) ? cached_load : 0.0;
-      if (was <= busy_above) return m;
+      if (!(beside_figure(other, cached_load) > busy_above)) return m;  // an entry with neither counts as idle
       // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
       // once the machine is idle, kept with a note while it is not. Idle means other work below half the busy
       // mark over a quarter-second sample (the load average, which lags a minute behind, where /proc/stat
       // cannot be read).
-      const std::string what = std::isfinite(other)
-                                   ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
-                                   : fmt::format("load average {:.1f} on {} CPUs", cached_load, hw);
-      const double now = other_work_now();
-      if ((std::isfinite(now) ? now : load) >= busy_above / 2) {
+      const std::string what = beside_text(other, cached_load);
+      if (beside_figure(other_work_now(), load) >= busy_above / 2) {
         std::fprintf(stderr,
                      "attnprof: note: the cached machine peaks were measured on a busy machine (%s) and may be low; "
                      "they are measured again once it is idle, or now with `attnprof roofline --peaks-only "
@@ -398,13 +400,11 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   const double other = beside.cpus();
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.
-  if (std::isfinite(other) ? other > busy_above : load > busy_above)
+  if (beside_figure(other, load) > busy_above)
     std::fprintf(stderr,
                  "attnprof: note: the machine was busy while the peaks were measured (%s): they may be low; they "
                  "are measured again once it is idle, or with `attnprof roofline --peaks-only --remeasure`\n",
-                 (std::isfinite(other) ? fmt::format("other work used {:.1f} of {} CPUs", other, hw)
-                                       : fmt::format("load average {:.1f} on {} CPUs", load, hw))
-                     .c_str());
+                 beside_text(other, load).c_str());
 
   if (!path.empty()) {
     auto& entries = cache["entries"];
