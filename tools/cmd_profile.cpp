@@ -33,10 +33,12 @@ void run_profile(const ProfileArgs& a) {
   if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
-  // A problem the variant cannot serve (flash's head dims) fails before the random inputs are drawn, which
-  // at a large D are gigabytes and seconds of work.
-  // So does one over the memory budget (naive's N×N scores at a long sequence).
-  if (!use_files(o)) check_forward_fits(resolve_variant_on(gpu, a.variant, a.backend, problem_of(o)), problem_of(o));
+  // A problem the variant cannot serve (flash's head dims), or one over the memory budget (naive's N×N scores
+  // at a long sequence), fails before the random inputs are drawn: at a large D or N gigabytes and seconds.
+  if (!use_files(o)) {
+    const AttnProblem planned = problem_of(o);
+    check_forward_fits(resolve_variant_on(gpu, a.variant, a.backend, planned), planned);
+  }
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
   refuse_inputs_in_out(o, {v.name}, {});
