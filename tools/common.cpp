@@ -8,9 +8,10 @@
 #include <climits>
 #include <cstdio>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -28,23 +29,38 @@
 namespace attnprof::cli {
 namespace {
 
-// One field of --shape: plain decimal digits (a leading '-' is read, to say the field must be positive), no
-// spaces, '+' or hex. Errors quote the whole value and name the field.
+// Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
+// option and --shape field takes them. nullopt when `s` is not that; a magnitude past 2^64 comes back as
+// ±(2^64 + 1), outside every range the options use, so callers need only compare.
+std::optional<__int128> plain_decimal(std::string_view s) {
+  const bool neg = !s.empty() && s[0] == '-';
+  const std::string_view digits = s.substr(neg ? 1 : 0);
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  constexpr __int128 kPastAnyRange = (__int128(1) << 64) + 1;
+  __int128 v = 0;
+  for (char c : digits) {
+    v = v * 10 + (c - '0');
+    if (v >= kPastAnyRange) {
+      v = kPastAnyRange;
+      break;
+    }
+  }
+  return neg ? -v : v;
+}
+
+// One field of --shape (a leading '-' is read, to say the field must be positive). Errors quote the whole
+// value and name the field.
 int64_t parse_shape_field(const std::string& shape, const std::string& field, const char* name) {
   if (field.empty()) ATTNPROF_FAIL("malformed --shape '{}': {} is empty", shape, name);
-  const bool neg = field[0] == '-';
-  int64_t v = 0;
-  const char* first = field.data() + (neg ? 1 : 0);
-  const char* last = field.data() + field.size();
-  const bool digits = first != last && std::all_of(first, last, [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) ATTNPROF_FAIL("malformed --shape '{}': {} ('{}') is not a decimal integer", shape, name, field);
-  const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last)
+  const std::optional<__int128> v = plain_decimal(field);
+  if (!v) ATTNPROF_FAIL("malformed --shape '{}': {} ('{}') is not a decimal integer", shape, name, field);
+  constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
+  if (*v > kMax || *v < -kMax)
     ATTNPROF_FAIL("malformed --shape '{}': {} ('{}') is out of range: expected 1..{}", shape, name, field,
                   std::numeric_limits<int64_t>::max());
-  if (neg) v = -v;
-  if (v <= 0) ATTNPROF_FAIL("--shape '{}': {} must be positive, got {}", shape, name, v);
-  return v;
+  if (*v <= 0) ATTNPROF_FAIL("--shape '{}': {} must be positive, got {}", shape, name, int64_t(*v));
+  return int64_t(*v);
 }
 
 Shape4 parse_shape(const std::string& s) {
@@ -89,32 +105,10 @@ int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrenc
 CLI::Validator decimal_check(std::string flag, __int128 lo, __int128 hi, std::string note) {
   return CLI::Validator(
       [flag = std::move(flag), lo, hi, note = std::move(note)](const std::string& s) -> std::string {
-        const bool neg = !s.empty() && s[0] == '-';
-        const size_t first = neg ? 1 : 0;
-        if (s.size() == first || !std::all_of(s.begin() + ptrdiff_t(first), s.end(),
-                                              [](char c) { return c >= '0' && c <= '9'; }))
-          ATTNPROF_FAIL("{} '{}' is not a decimal integer", flag, s);
-        __int128 v = 0;
-        bool huge = false;  // past any range: 2^64 and more
-        for (size_t i = first; i < s.size() && !huge; ++i) {
-          v = v * 10 + (s[i] - '0');
-          huge = v > (__int128(1) << 64);
-        }
-        if (neg) v = -v;
-        if (huge || v < lo || v > hi) {
-          auto text = [](__int128 x) {
-            const bool minus = x < 0;
-            unsigned __int128 u = minus ? -static_cast<unsigned __int128>(x) : static_cast<unsigned __int128>(x);
-            std::string d;
-            do {
-              d.insert(d.begin(), char('0' + int(u % 10)));
-              u /= 10;
-            } while (u != 0);
-            return (minus ? "-" : "") + d;
-          };
-          ATTNPROF_FAIL("{} '{}' is out of range: expected {}..{}{}", flag, s, text(lo), text(hi),
-                        note.empty() ? "" : " " + note);
-        }
+        const std::optional<__int128> v = plain_decimal(s);
+        if (!v) ATTNPROF_FAIL("{} '{}' is not a decimal integer", flag, s);
+        if (*v < lo || *v > hi)
+          ATTNPROF_FAIL("{} '{}' is out of range: expected {}..{}{}", flag, s, lo, hi, note.empty() ? "" : " " + note);
         return std::string();
       },
       "", kDecimalCheck);
