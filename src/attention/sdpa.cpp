@@ -49,9 +49,10 @@ SdpaBackend sdpa_select_backend(const AttnProblem& p) {
 }
 
 // What sdpa_math allocates at its peak beyond the caller's q, k and v, all in fp32: the upcast copies (half
-// inputs), the √scale-scaled q and k, which replace them once made, then the worst of three moments: scaling
-// q (both copies live), a masked_fill (its input and output scores, and the causal mask it rebuilds), and the
-// second matmul (the probabilities beside the fp32 output, and the cast-back output of a half input).
+// inputs), the √scale-scaled q and k, which replace them once made, then the worst of four moments: scaling
+// q (its upcast copy and the scaled one live), scaling k (likewise; it outweighs q when Nk·Hkv > Nq·Hq), a
+// masked_fill (its input and output scores, and the causal mask it rebuilds), and the second matmul (the
+// probabilities beside the fp32 output, and the cast-back output of a half input).
 double sdpa_math_peak_bytes(const AttnProblem& p) {
   const double f4 = 4, bh = double(p.B) * double(p.Hq), d = double(p.D);
   const double q = bh * double(p.Nq) * d * f4, kv = double(p.B) * double(p.Hkv) * double(p.Nk) * d * f4;
@@ -60,7 +61,7 @@ double sdpa_math_peak_bytes(const AttnProblem& p) {
   const double held = q + kv + (upcast ? kv : 0.0);  // scaled q and k, and v's fp32 copy
   const double mask = variants::fill_mask_bytes(p);
   const double out_half = upcast ? q * double(dtype_size(p.dtype)) / f4 : 0.0;
-  return held + std::max({upcast ? q : 0.0, 2 * scores + mask, scores + q + out_half});
+  return held + std::max({upcast ? q : 0.0, upcast ? kv : 0.0, 2 * scores + mask, scores + q + out_half});
 }
 
 namespace {
