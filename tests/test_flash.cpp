@@ -156,6 +156,44 @@ TEST(Flash, MasksThatEmptyRows) {
   }
 }
 
+// A mask broadcast over any dim is read through stride 0, never expanded to B·Hq·Nq·Nk: a per-query mask
+// [1,1,N,1] (every key of a row kept or dropped), a key-padding mask [B,1,1,N] and a transposed [1,1,N,N]
+// view all give the reference's output, and the forward's peak grows by at most the output, the logsumexp,
+// the per-thread scratch and one copy of the mask at its own shape.
+TEST(Flash, BroadcastMasksAreReadInPlace) {
+  const int64_t B = 2, H = 4, N = 1024, D = 32;
+  Tensor per_query = Tensor::empty({1, 1, N, 1}, DType::Bool);
+  Tensor key_pad = Tensor::empty({B, 1, 1, N}, DType::F32);
+  Tensor square = Tensor::empty({1, 1, N, N}, DType::F32);
+  for (int64_t i = 0; i < N; ++i) {
+    per_query.set(0, 0, i, 0, i % 7 == 3 ? 0.0f : 1.0f);
+    for (int64_t b = 0; b < B; ++b) key_pad.set(b, 0, 0, i, i >= N - 100 * (b + 1) ? -1e4f : 0.0f);
+  }
+  fill_randn(square, 11);
+  struct Case {
+    const char* what;
+    Tensor mask;
+  };
+  for (const Case& c : {Case{"per-query bool [1,1,N,1]", per_query}, Case{"key padding [B,1,1,N]", key_pad},
+                        Case{"transposed [1,1,N,N]", square.transpose()}}) {
+    Inputs in = make(B, H, H, N, N, D, DType::F32, false);
+    in.opt.attn_mask = c.mask;
+    const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+    for (Isa isa : available_isas()) {
+      IsaOverride use(isa);
+      const int64_t live = memory_stats().current_bytes;
+      reset_peak_memory();
+      AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
+      const int64_t growth = memory_stats().peak_bytes - live;
+      const int64_t bound = int64_t(out.out.nbytes() + out.lse.nbytes() + c.mask.nbytes()) +
+                            int64_t(ops::num_threads()) * (1 << 20);
+      EXPECT_LE(growth, bound) << c.what << " isa=" << isa_name(isa);
+      const ErrorStats e = compare_to_reference(out.out, ref, find_variant("flash").tolerance(DType::F32));
+      EXPECT_TRUE(e.ok()) << c.what << " isa=" << isa_name(isa) << ": max_abs=" << e.max_abs;
+    }
+  }
+}
+
 TEST(Flash, NonContiguousInputs) {
   // k given as the transpose of a [B, H, D, N] tensor: last-dim stride != 1.
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {

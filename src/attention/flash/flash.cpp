@@ -60,8 +60,10 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   fp.qs = qc.strides(), fp.ks = kc.strides(), fp.vs = vc.strides(), fp.os = out.out.strides();
   Tensor mask;
   if (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) {
-    mask = o.attn_mask.expand({p.B, p.Hq, p.Nq, p.Nk});
-    if (mask.stride(3) != 1 && mask.shape(3) > 1) mask = mask.contiguous();
+    // The kernels read a mask through its strides, so broadcast dims stay stride 0 and are never made
+    // B·Hq·Nq·Nk. Only a mask whose keys are not adjacent (a transposed view) is copied, at its own shape.
+    mask = o.attn_mask.shape(3) > 1 && o.attn_mask.stride(3) != 1 ? o.attn_mask.contiguous() : o.attn_mask;
+    mask = mask.expand({p.B, p.Hq, p.Nq, p.Nk});
     fp.mask_ptr = mask.raw();
     fp.mask_dtype = mask.dtype();
     fp.ms = mask.strides();
