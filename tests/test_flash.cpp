@@ -12,6 +12,7 @@
 
 #include "attnprof/allocator.h"
 #include "attnprof/attention.h"
+#include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
 
@@ -220,4 +221,31 @@ TEST(Flash, PeakMemoryIsOutputPlusScratch) {
       EXPECT_LE(growth, bound) << dtype_name(t) << " D=" << D;
       EXPECT_LT(growth, 2048 * 2048 * 4);
     }
+}
+
+// The bytes model follows the body that runs: K and V stream once per query block, 256 rows in the SIMD
+// bodies and 64 in the scalar one, so the scalar kernel reads them about four times as often. An explicit
+// mask adds its own size once.
+TEST(Flash, BytesModelFollowsTheBlockHeightOfTheBodyThatRuns) {
+  AttnProblem p;
+  p.B = 2, p.Hq = p.Hkv = 3, p.Nq = p.Nk = 1024, p.D = 64;
+  p.dtype = DType::BF16;
+  p.mask = MaskKind::Causal;
+  const double qo = 2.0 * 2 * p.B * p.Hq * p.Nq * p.D, lse = 4.0 * p.B * p.Hq * p.Nq;
+  auto kv = [&](double rows) { return 2.0 * 2 * p.B * p.Hq * p.D * rows; };
+  // Causal: block qb reads the keys up to its last row.
+  EXPECT_DOUBLE_EQ(flash_bytes(p, 256), qo + kv(256 + 512 + 768 + 1024) + lse);
+  EXPECT_DOUBLE_EQ(flash_bytes(p, 64), qo + kv(64.0 * (16 * 17 / 2)) + lse);
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    const int64_t want = isa == Isa::Scalar ? 64 : 256;
+    EXPECT_EQ(flash_block_rows(), want) << isa_name(isa);
+    EXPECT_DOUBLE_EQ(flash_cost(p).bytes(), flash_bytes(p, want)) << isa_name(isa);
+  }
+  AttnProblem m = p;
+  m.mask = MaskKind::Additive;
+  m.mask_shape = {1, 1, p.Nq, p.Nk};
+  m.mask_dtype = DType::F32;
+  EXPECT_DOUBLE_EQ(flash_bytes(m, 256), qo + kv(4.0 * 1024) + 4.0 * p.Nq * p.Nk + lse);
+  EXPECT_THROW(flash_bytes(p, 0), Error);
 }

@@ -1,5 +1,6 @@
 // The profiler core and key_averages: nesting and self-time arithmetic, cost models, memory attribution
 // and peaks, the schedule, OpenMP worker threads, software counters.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -237,6 +238,55 @@ TEST(Profiler, NaiveFlopsAndBytesEqualTheCostModels) {
   const auto* fwd = row(ka, "attn_fwd");
   ASSERT_TRUE(fwd);
   EXPECT_DOUBLE_EQ(fwd->cost.bytes(), find_variant("naive").cost(run.problem).bytes());
+}
+
+// Every CPU variant's cost model moves the bytes its ops record, for every kind of mask and dtype and on every
+// ISA: compare's "Bytes moved" and the roofline read the model, the tables and traces the ops. (FLOPs are the
+// attention convention by design, so only the bytes must agree.)
+TEST(Profiler, EveryVariantsCostModelMovesTheBytesItsOpsRecord) {
+  const int64_t B = 2, H = 2, Nq = 40, Nk = 56, D = 16;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    struct MaskCase {
+      std::string what;
+      AttnOptions o;
+    };
+    std::vector<MaskCase> masks{{"none", {}}, {"causal", AttnOptions{.is_causal = true}}};
+    auto with_mask = [&](std::string what, const Shape4& shape, DType mdt) {
+      AttnOptions o;
+      o.attn_mask = Tensor::empty(shape, mdt);
+      fill_randn(o.attn_mask, 5);  // bool: nonzero keeps
+      masks.push_back({std::move(what), o});
+    };
+    with_mask("bool [B,1,Nq,Nk]", {B, 1, Nq, Nk}, DType::Bool);
+    with_mask("bool [1,1,1,Nk]", {1, 1, 1, Nk}, DType::Bool);
+    with_mask("additive fp32 [1,H,Nq,Nk]", {1, H, Nq, Nk}, DType::F32);
+    if (is_half(dt)) with_mask(fmt::format("additive {} [B,1,1,Nk]", dtype_name(dt)), {B, 1, 1, Nk}, dt);
+    Tensor q = Tensor::empty({B, H, Nq, D}, dt), k = Tensor::empty({B, H, Nk, D}, dt), v = Tensor::empty({B, H, Nk, D}, dt);
+    fill_randn(q, 1);
+    fill_randn(k, 2);
+    fill_randn(v, 3);
+    for (const MaskCase& m : masks)
+      for (const Variant& var : registry())
+        for (Isa isa : available_isas()) {
+          IsaOverride use(isa);
+          const std::string what = fmt::format("{} {} {} {}", var.name, dtype_name(dt), m.what, isa_name(isa));
+          const AttnProblem p = AttnProblem::from(q, k, v, m.o);
+          if (var.unsupported(p)) continue;
+          auto runner = var.prepare(p, m.o);
+          prof::Profiler pr;
+          pr.start();
+          {
+            prof::VariantScope vs(var.name);
+            ATTNPROF_ANNOTATE_DYN(z, var.annotation);
+            AttnOutput out = runner->run(q, k, v);
+          }
+          pr.stop();
+          const auto ka = analysis::key_averages(pr.result());
+          const auto* fwd = row(ka, var.annotation);
+          ASSERT_TRUE(fwd) << what;
+          EXPECT_DOUBLE_EQ(fwd->cost.bytes(), var.cost(p).bytes()) << what;
+        }
+  }
 }
 
 // The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on

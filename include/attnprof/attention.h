@@ -51,6 +51,7 @@ struct AttnProblem {
   DType dtype = DType::F32;
   MaskKind mask = MaskKind::None;
   Shape4 mask_shape{1, 1, 1, 1};  // for Bool/Additive masks
+  DType mask_dtype = DType::Bool;  // an additive mask's dtype (fp32, or the problem's half type) is billed by add
   double scale = 0.0;             // 0 = 1/sqrt(D)
 
   double effective_scale() const;
@@ -114,11 +115,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 // --- the hand-written FlashAttention-2-style CPU kernel ---------------------------------------------
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
-// Bytes the flash kernel moves: Q and O once, K and V once per Q block they are visited by.
-double flash_bytes(const AttnProblem& p);
+// Bytes a flash kernel moves: Q and O once, K and V once per block of `block_rows` queries that visits them,
+// an explicit mask once at its own size, and the logsumexp.
+double flash_bytes(const AttnProblem& p, int64_t block_rows);
+// The query block height of the CPU flash body best_isa() runs (256 for AVX2/AVX-512, 64 for scalar).
+int64_t flash_block_rows();
 // A fused forward's cost model (the flash variants, SDPA's flash backend, cuDNN): fused_attention_cost with
-// flash_bytes, all counted as read (the split is only known inside the kernel, which records its own).
+// flash_bytes, all counted as read (the split is only known inside the kernel, which records its own); the
+// one-argument form for the CPU kernel, the other for a GPU kernel's thread-block height.
 OpCost flash_cost(const AttnProblem& p);
+OpCost flash_cost(const AttnProblem& p, int64_t block_rows);
 
 // --- the registry ------------------------------------------------------------------------------------
 class Runner {

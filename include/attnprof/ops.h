@@ -65,7 +65,9 @@ OpCost copy_cost(const Shape4& a, DType from, DType to);
 // triu(ones(Nq, Nk, bool), diagonal) as a [1,1,Nq,Nk] Bool tensor: true strictly above the diagonal shifted
 // by `diagonal` (diagonal=1 is the causal mask of the blog, top-left aligned).
 Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal = 1);
+OpCost triu_mask_cost(int64_t nq, int64_t nk);  // writes Nq·Nk bytes
 Tensor logical_not(const Tensor& mask);
+OpCost logical_not_cost(const Shape4& mask);    // reads and writes the mask, one byte per element
 
 // Throws unless `mask` (shape [Bm,Hm,Nq,Nk], Bm in {1,B}, Hm in {1,H}) broadcasts to `target`.
 void check_broadcast(const Shape4& mask, const Shape4& target, const char* what);

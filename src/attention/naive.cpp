@@ -96,7 +96,7 @@ OpCost naive_cost(const AttnProblem& p, bool inplace) {
   }
   if (p.mask == MaskKind::Additive) {
     if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
-    c += ops::add_cost(s, p.dtype, p.mask_shape, DType::F32);
+    c += ops::add_cost(s, p.dtype, p.mask_shape, p.mask_dtype);
   }
   c += ops::softmax_cost(s, p.dtype);
   c += ops::matmul_cost(s, v, p.dtype);

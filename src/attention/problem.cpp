@@ -72,6 +72,7 @@ AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Sha
                    dtype_name(dtype), dtype_name(dtype));
     p.mask = m.dtype() == DType::Bool ? MaskKind::Bool : MaskKind::Additive;
     p.mask_shape = m.shape();
+    p.mask_dtype = m.dtype();
   } else if (o.is_causal) {
     p.mask = MaskKind::Causal;
   }

@@ -49,19 +49,17 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-math", "cpu", "sdpa_fwd",
       "scaled_dot_product_attention, math backend: fp32 upcast, mask rebuilt per call, composed ops", always,
-      variants::sdpa_math_cost, unfused_tolerance,
+      [](const AttnProblem& p) { return variants::sdpa_math_cost(p); }, unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Math); },
       sdpa_math_peak_bytes});
   r.push_back(Variant{
       "sdpa-flash", "cpu", "sdpa_fwd", "scaled_dot_product_attention, flash backend (dispatches to the flash kernel)",
-      flash_unsupported,
-      flash_cost, fused_tolerance,
+      flash_unsupported, [](const AttnProblem& p) { return flash_cost(p); }, fused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Flash); }});
   r.push_back(Variant{
       "flash", "cpu", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: tiled, online softmax, causal block skipping, SIMD per ISA",
-      flash_unsupported, flash_cost,
-      fused_tolerance, variants::make_flash});
+      flash_unsupported, [](const AttnProblem& p) { return flash_cost(p); }, fused_tolerance, variants::make_flash});
   return r;
 }
 

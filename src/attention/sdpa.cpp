@@ -141,7 +141,7 @@ std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, Sd
   return std::make_unique<SdpaRunner>(p, o, backend);
 }
 
-OpCost sdpa_math_cost(const AttnProblem& p) {
+OpCost sdpa_math_cost(const AttnProblem& p, bool bool_mask_per_call) {
   const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kv{p.B, p.Hkv, p.Nk, p.D}, kt{p.B, p.Hkv, p.D, p.Nk},
       s{p.B, p.Hq, p.Nq, p.Nk};
   const DType f = DType::F32;
@@ -155,13 +155,14 @@ OpCost sdpa_math_cost(const AttnProblem& p) {
   c += ops::mul_cost(kv, f);
   c += ops::matmul_cost(q, kt, f);
   if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
-    c += OpCost{0, 0, double(p.Nq * p.Nk)};
+    if (p.mask == MaskKind::Causal) c += ops::triu_mask_cost(p.Nq, p.Nk);
+    if (p.mask == MaskKind::Bool && bool_mask_per_call) c += ops::logical_not_cost(p.mask_shape);
     c += ops::copy_cost(s, f, f);
     c += ops::masked_fill_cost(s, f, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
   }
   if (p.mask == MaskKind::Additive) {
     c += ops::copy_cost(s, f, f);
-    c += ops::add_cost(s, f, p.mask_shape, DType::F32);
+    c += ops::add_cost(s, f, p.mask_shape, p.mask_dtype);
   }
   c += ops::softmax_cost(s, f);
   c += ops::matmul_cost(s, kv, f);

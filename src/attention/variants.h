@@ -11,7 +11,9 @@ std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, b
 OpCost naive_cost(const AttnProblem& p, bool inplace);
 
 std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, SdpaBackend backend);
-OpCost sdpa_math_cost(const AttnProblem& p);
+// bool_mask_per_call: a bool attn_mask is inverted (logical_not) inside every forward, as the CPU backend does
+// like PyTorch's math path; the CUDA backend inverts it once when the runner is prepared.
+OpCost sdpa_math_cost(const AttnProblem& p, bool bool_mask_per_call = true);
 
 // The error bounds of the unfused paths (scores rounded between ops) and the fused ones (output rounded
 // once), per dtype: shared by the CPU and CUDA registries.

@@ -42,6 +42,15 @@ inline AttnProblem tensor_core_problem(AttnProblem p) {
   p.dtype = tensor_core_dtype(p.dtype);
   return p;
 }
+// A fused GPU forward's cost: flash_cost at the tensor-core dtype, K and V read once per thread block of
+// `block_rows` queries.
+inline OpCost fused_cost(const AttnProblem& p, int64_t block_rows) {
+  return flash_cost(tensor_core_problem(p), block_rows);
+}
+// Query rows per thread block: our flash kernel's configuration for the head dim (fragment.h), and cuDNN's
+// fused kernels', which are not documented: 128, as FlashAttention-2 tiles at these head dims.
+int64_t flash_block_rows(int64_t D);
+inline constexpr int64_t kCudnnBlockRows = 128;
 
 // Device memory events, logged while a collector runs and the profiler records memory.
 void set_mem_capture(bool on);

@@ -734,7 +734,7 @@ class SdpaCudnnRunner final : public DeviceRunner {
     zc.add_shape(q.shape());
     zc.add_shape(k.shape());
     zc.add_shape(v.shape());
-    zc.set_cost(flash_cost(detail::tensor_core_problem(p_)));
+    zc.set_cost(detail::fused_cost(p_, detail::kCudnnBlockRows));
     DeviceOutput out;
     out.out = DeviceTensor::empty(qs, p_.dtype);
     if (plan_->lowering().stats) out.lse = DeviceTensor::empty({p_.B, p_.Hq, p_.Nq, 1}, DType::F32);

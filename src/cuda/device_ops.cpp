@@ -155,7 +155,7 @@ DeviceTensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
   ATTNPROF_ZONE_AS(z, "triu", "cpu_op");
   NvtxRange nv("triu");
   z.add_shape({1, 1, nq, nk});
-  z.set_cost(OpCost{0.0, 0.0, double(nq * nk)});
+  z.set_cost(ops::triu_mask_cost(nq, nk));
   DeviceTensor m = DeviceTensor::empty({1, 1, nq, nk}, DType::Bool);
   kernels::triu_mask(m.data<uint8_t>(), nq, nk, diagonal, detail::stream());
   detail::check_launch("triu_mask");

@@ -17,10 +17,15 @@
 #include "cuda/cudnn_sdpa.h"
 #endif
 #include "cuda/device_ops.h"
+#include "cuda/fragment.h"
 #include "cuda/kernels.h"
 #include "cuda/unfused_layout.h"
 
 namespace attnprof::cuda {
+
+int64_t detail::flash_block_rows(int64_t D) {
+  return frag::kFlashConfigs[kernels::flash_config_for(int(D))].block_m();
+}
 
 AttnOutput DeviceRunner::run(const Tensor& q, const Tensor& k, const Tensor& v) {
   const DeviceTensor dq = DeviceTensor::from_host(q), dk = DeviceTensor::from_host(k), dv = DeviceTensor::from_host(v);
@@ -47,7 +52,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
-  z.set_cost(flash_cost(detail::tensor_core_problem(p)));
+  z.set_cost(detail::fused_cost(p, detail::flash_block_rows(p.D)));
   DeviceOutput out;
   out.out = DeviceTensor::empty(q.shape(), q.dtype());
   if (with_lse) out.lse = DeviceTensor::empty({p.B, p.Hq, p.Nq, 1}, DType::F32);
@@ -254,18 +259,19 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-math", "cuda", "sdpa_fwd",
       "scaled_dot_product_attention, math backend on the GPU: fp32 upcast, mask rebuilt per call, composed ops",
-      unfused_unsupported, variants::sdpa_math_cost, unfused_tolerance,
+      unfused_unsupported, [](const AttnProblem& p) { return variants::sdpa_math_cost(p, false); }, unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<SdpaMathRunner>(p, o);
       }});
   r.push_back(Variant{
       "sdpa-cudnn", "cuda", "sdpa_fwd",
       "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16, no mask or causal)",
-      sdpa_cudnn_unsupported, tensor_core_cost(flash_cost), fused_tolerance, sdpa_cudnn_prepare});
+      sdpa_cudnn_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::kCudnnBlockRows); },
+      fused_tolerance, sdpa_cudnn_prepare});
   r.push_back(Variant{
       "flash", "cuda", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: bf16/fp16 mma.sync tensor cores, online softmax, causal block skipping",
-      flash_unsupported, tensor_core_cost(flash_cost),
+      flash_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::flash_block_rows(p.D)); },
       fused_tolerance, [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<FlashRunner>(p, o);
       }});

@@ -59,11 +59,15 @@ Tensor to(const Tensor& a, DType dtype) {
   return a.to(dtype);
 }
 
+OpCost triu_mask_cost(int64_t nq, int64_t nk) { return OpCost{0.0, 0.0, double(nq) * double(nk)}; }
+
+OpCost logical_not_cost(const Shape4& mask) { return copy_cost(mask, DType::Bool, DType::Bool); }
+
 Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
   ATTNPROF_OP_ZONE(z, "triu");
   ATTNPROF_CHECK(nq > 0 && nk > 0, "triu mask needs positive sizes, got {}x{}", nq, nk);
   z.add_shape({1, 1, nq, nk});
-  z.set_cost(OpCost{0.0, 0.0, double(nq * nk)});
+  z.set_cost(triu_mask_cost(nq, nk));
   Tensor m = Tensor::empty({1, 1, nq, nk}, DType::Bool);
   uint8_t* p = m.data<uint8_t>();
 #pragma omp parallel for schedule(static) if (nq * nk > 65536)
@@ -76,7 +80,7 @@ Tensor logical_not(const Tensor& mask) {
   ATTNPROF_OP_ZONE(z, "logical_not");
   ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "logical_not needs a bool tensor");
   z.add_shape(mask.shape());
-  z.set_cost(copy_cost(mask.shape(), DType::Bool, DType::Bool));
+  z.set_cost(logical_not_cost(mask.shape()));
   Tensor out = Tensor::empty(mask.shape(), DType::Bool);
   uint8_t* o = out.data<uint8_t>();
   int64_t k = 0;

@@ -22,20 +22,40 @@ ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)
 
 }  // namespace flash
 
-double flash_bytes(const AttnProblem& p) {
-  // Q and O once; K and V rows once per Q block of 256 rows (kBr in flash_simd.h) that reads them: every key
-  // without a mask, causal only the keys up to the block's last row (top-left: none past Nq).
-  const double es = double(dtype_size(p.dtype));
-  const int64_t q_blocks = (p.Nq + 255) / 256;
-  double kv_rows = 0.0;  // K (or V) rows read, summed over the Q blocks
-  for (int64_t qb = 0; qb < q_blocks; ++qb)
-    kv_rows += p.mask == MaskKind::Causal ? double(std::min(p.Nk, std::min(p.Nq, (qb + 1) * 256))) : double(p.Nk);
-  const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
-  const double kv = 2.0 * es * double(p.B * p.Hq * p.D) * kv_rows;
-  return qo + kv + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
+int64_t flash_block_rows() {
+  switch (best_isa()) {
+    case Isa::AVX512: return flash::block_rows_avx512();
+    case Isa::AVX2: return flash::block_rows_avx2();
+    case Isa::Scalar: break;
+  }
+  return flash::block_rows_scalar();
 }
 
-OpCost flash_cost(const AttnProblem& p) { return fused_attention_cost(p, flash_bytes(p), 0.0); }
+double flash_bytes(const AttnProblem& p, int64_t br) {
+  // Q and O once; K and V rows once per Q block that reads them: every key without a mask, causal only the
+  // keys up to the block's last row (top-left: none past Nq).
+  ATTNPROF_CHECK(br > 0, "flash_bytes needs a positive block height, got {}", br);
+  const double es = double(dtype_size(p.dtype));
+  const int64_t q_blocks = (p.Nq + br - 1) / br;
+  double kv_rows = 0.0;  // K (or V) rows read, summed over the Q blocks
+  for (int64_t qb = 0; qb < q_blocks; ++qb)
+    kv_rows += p.mask == MaskKind::Causal ? double(std::min(p.Nk, std::min(p.Nq, (qb + 1) * br))) : double(p.Nk);
+  const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
+  const double kv = 2.0 * es * double(p.B * p.Hq * p.D) * kv_rows;
+  // An explicit mask is read through its strides, its broadcast dims from cache: its own size once, as the
+  // elementwise ops count it.
+  const double m = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive
+                       ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.mask_shape[2]) *
+                             double(p.mask_shape[3]) * double(dtype_size(p.mask_dtype))
+                       : 0.0;
+  return qo + kv + m + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
+}
+
+OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
+  return fused_attention_cost(p, flash_bytes(p, block_rows), 0.0);
+}
+
+OpCost flash_cost(const AttnProblem& p) { return flash_cost(p, flash_block_rows()); }
 
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
@@ -45,7 +65,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   z.add_shape(k.shape());
   z.add_shape(v.shape());
   const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
-  z.set_cost(fused_attention_cost(p, flash_bytes(p) - written, written));
+  z.set_cost(fused_attention_cost(p, flash_bytes(p, flash_block_rows()) - written, written));
   const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
   const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
   const Tensor vc = v.stride(3) == 1 ? v : v.contiguous();

@@ -47,5 +47,9 @@ class ThreadScratch {
 void forward_scalar(const Params& p);
 void forward_avx2(const Params& p);
 void forward_avx512(const Params& p);
+// Query rows per block of each body: K and V stream once per block, so flash_bytes reads the one that runs.
+int64_t block_rows_scalar();
+int64_t block_rows_avx2();
+int64_t block_rows_avx512();
 
 }  // namespace attnprof::flash

@@ -27,5 +27,6 @@ ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
 
 namespace attnprof::flash {
 void forward_avx512(const Params& p) { avx512::forward(p, p.dtype == DType::BF16 && cpu_has_avx512_bf16()); }
+int64_t block_rows_avx512() { return avx512::kBr; }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

@@ -1,12 +1,11 @@
-// Internal: the FlashAttention-2 forward, written once and compiled per target (included by
-// flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp with that target's flags; the compiler vectorises
-// the inner loops for it).
+// Internal: the portable FlashAttention-2 forward, the scalar body (included by flash_scalar.cpp only; the
+// AVX2 and AVX-512 bodies are flash_simd.h). Plain loops the compiler vectorises for the baseline target.
 //
 // Algorithm (Dao, "FlashAttention-2", 2023, Alg. 1): for each block of Br query rows, stream the K/V
 // blocks of Bc keys: S = Q·Kᵀ·scale (+mask), keep the running row max m and sum ℓ, rescale the
 // unnormalised output by exp(m_old − m_new), accumulate P·V, divide by ℓ once at the end and store
 // L = m + log ℓ. Causal: K/V blocks wholly above the diagonal are skipped and only diagonal blocks are
-// masked. No N×N buffer exists: the scratch per thread is about Br×(3·D + Bc) + 2·Bc·D floats, from the
+// masked. No N×N buffer exists: the scratch per thread is 2·Br·D + 2·Bc·D + Br·Bc + 2·Br floats, from the
 // tracked allocator (ThreadScratch in flash.h).
 #pragma once
 

@@ -4,4 +4,5 @@
 
 namespace attnprof::flash {
 void forward_scalar(const Params& p) { scalar::forward(p); }
+int64_t block_rows_scalar() { return scalar::kBr; }
 }  // namespace attnprof::flash
