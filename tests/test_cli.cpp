@@ -216,8 +216,8 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     SCOPED_TRACE(dtype);
     const Result r = run(std::string("compare --iters 2 --warmup 0 --dtype ") + dtype + kSmall + out_flag());
     ASSERT_EQ(r.code, 0) << r.err;
-    for (const char* col : {"Variant", "ms/fwd", "GFLOP/s", "% peak", "Peak mem", "Ops", "Bytes moved", "Bound ms",
-                            "Max err", "Check", "causal FLOPs halved"})
+    for (const char* col : {"Variant", "ms/fwd", "GFLOP/s", "% peak", "Peak mem", "Ops", "Bytes moved", "Floor ms",
+                            "Bound", "Max err", "Check", "causal FLOPs halved", "Floor ms: the roofline floor"})
       EXPECT_NE(r.out.find(col), std::string::npos) << col;
     const json j = read_json("compare.json");
     EXPECT_EQ(j["kind"], "compare");
@@ -233,6 +233,14 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       EXPECT_GT(v["ops"].get<double>(), 0.0);
       EXPECT_GT(v["bytes"].get<double>(), 0.0);
       EXPECT_GT(v["bound_ms"].get<double>(), 0.0);
+      // The roofline floor holds each op to the larger of its two ceilings: never below the bytes alone (the
+      // recorded bytes are the cost model's), nor below the attention FLOPs at the fastest peak.
+      const json& m = j["machine"];
+      const double fastest = std::max(m["fp32_gflops"].get<double>(), m["bf16_gflops"].get<double>());
+      EXPECT_GE(v["floor_ms"].get<double>(), v["bound_ms"].get<double>() * (1 - 1e-9));
+      EXPECT_GE(v["floor_ms"].get<double>(), j["attention_flops"].get<double>() / fastest * 1e-6 * (1 - 1e-9));
+      EXPECT_GE(v["floor_memory_share"].get<double>(), 0.0);
+      EXPECT_LE(v["floor_memory_share"].get<double>(), 1.0);
       EXPECT_GT(v["peak_bytes"].get<int64_t>(), 0);
       // Within the variant's tolerance: max abs error below atol + rtol·max|ref| (|ref| < 4 for N(0,1) inputs).
       EXPECT_LE(v["max_abs_err"].get<double>(),

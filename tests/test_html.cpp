@@ -131,6 +131,28 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   // The comparison table has a row per variant, and the skipped backend says why.
   for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
   EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);
+  // Each row's roofline floor and which side sets it; the bars' ticks are the floors.
+  EXPECT_NE(page.find("<td class=\"num\">37.391</td><td>compute (0% memory)</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td>mixed (35% memory)</td>"), std::string::npos);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "compare") {
+      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["x"]["title"], "ms per forward (bar) and roofline floor (tick)");
+      for (const json& r : c["spec"]["data"]["values"])
+        if (r["variant"] == "flash") EXPECT_NEAR(r["floor_ms"].get<double>(), 37.391, 1e-3);
+    }
+  // A compare.json from before the floor was recorded: the ticks fall back to bytes / bandwidth, and say so.
+  {
+    TempDir d("bytes-only-floor");
+    json old = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+    for (json& v : old["variants"]) {
+      v.erase("floor_ms");
+      v.erase("floor_memory_share");
+    }
+    spit(d.path / "compare.json", old.dump());
+    const std::string p = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(p.find("(this run&#39;s compare.json has no roofline floor)"), std::string::npos);
+    EXPECT_NE(p.find("ms per forward (bar) and bytes / bandwidth (tick)"), std::string::npos);
+  }
   // Sweep: the fitted exponents label the lines; the point over budget is listed, not drawn.
   EXPECT_NE(page.find("N^2.00"), std::string::npos);
   EXPECT_NE(page.find("N^1.00"), std::string::npos);

@@ -289,6 +289,50 @@ TEST(Profiler, EveryVariantsCostModelMovesTheBytesItsOpsRecord) {
   }
 }
 
+// The roofline floor: each op's own cost at the larger of its two ceilings, summed once. A composite op's
+// children count, not the composite again; annotations and steps not at all; on a device profile only the
+// activities, not the zones that launched them.
+TEST(Profiler, RooflineFloorSumsEachOpAtItsOwnCeilingOnce) {
+  analysis::MachinePeaks m;
+  m.fp32_gflops = 100.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 50.0;
+  analysis::KeyAverages ka;
+  auto add = [&](std::string name, std::string cat, OpCost self, OpCost incl) {
+    analysis::OpStats s;
+    s.name = std::move(name);
+    s.category = std::move(cat);
+    s.self_cost = self;
+    s.cost = incl;
+    ka.rows.push_back(s);
+  };
+  const OpCost gemm{2e9, 1e8, 1e8, 2e9};   // 2 GFLOP on bf16 units: 5 ms; 0.2 GB: 4 ms -> compute, 5 ms
+  const OpCost copy{0, 5e8, 5e8, 0};       // 1 GB: 20 ms -> memory
+  const OpCost soft{1e9, 2e8, 2e8, 0};     // 1 GFLOP fp32: 10 ms; 0.4 GB: 8 ms -> compute, 10 ms
+  add("attn_fwd", "user_annotation", {}, OpCost{3e9, 8e8, 8e8, 2e9});
+  add("ProfilerStep#0", "cpu_op", {}, OpCost{3e9, 8e8, 8e8, 2e9});
+  add("matmul", "cpu_op", gemm, gemm);
+  add("masked_fill", "cpu_op", {}, copy);  // composite: its cost is its child's
+  add("copy_", "cpu_op", copy, copy);
+  add("softmax", "cpu_op", soft, soft);
+  const analysis::RooflineFloor f = analysis::roofline_floor(ka, m);
+  EXPECT_DOUBLE_EQ(f.ns, 5e6 + 20e6 + 10e6);
+  EXPECT_DOUBLE_EQ(f.memory_ns, 20e6);
+  EXPECT_STREQ(analysis::floor_bound_kind(f.memory_share()), "mixed");
+  EXPECT_STREQ(analysis::floor_bound_kind(0.75), "memory");
+  EXPECT_STREQ(analysis::floor_bound_kind(0.25), "compute");
+  // Without a bf16 ceiling the GEMM runs at the fp32 one: 20 ms.
+  m.bf16_gflops = 0.0;
+  EXPECT_DOUBLE_EQ(analysis::roofline_floor(ka, m).ns, 20e6 + 20e6 + 10e6);
+  // A device profile: the kernel rows count, their launching zones (same cost) do not.
+  m.bf16_gflops = 400.0;
+  ka.has_device = true;
+  add("ampere_bf16_gemm", "kernel", gemm, gemm);
+  add("Memcpy DtoD", "gpu_memcpy", copy, copy);
+  EXPECT_DOUBLE_EQ(analysis::roofline_floor(ka, m).ns, 5e6 + 20e6);
+  EXPECT_DOUBLE_EQ(analysis::roofline_floor(ka, m).memory_ns, 20e6);
+}
+
 // The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on
 // bf16 dot-product units, the elementwise ops (which compute in fp32) and SDPA math's upcast matmuls at the
 // fp32 rate. The bf16 split rides on the cost models through the profile into the placement.

@@ -35,6 +35,7 @@ struct Row {
   std::string name;
   RunOutcome r;
   double ms = 0, gflops = 0, pct_peak = 0, bytes = 0, bound_ms = 0;
+  std::optional<analysis::RooflineFloor> floor;  // per forward, from the profile of a row that ran
   std::vector<double> forward_ms;  // every timed forward
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
   std::string trace;               // its trace file's name in --out
@@ -67,7 +68,8 @@ std::vector<std::string> names_of(const std::vector<const Variant*>& variants) {
 }
 
 // One variant's outcome as a row: the time per forward (host clock on the CPU, CUDA events on the GPU), the
-// rate against the target's peak, and the cost model's bytes with their bandwidth bound.
+// rate against the target's peak, the cost model's bytes with their bandwidth bound, and the roofline floor of
+// the ops it recorded.
 Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, const CommonOptions& o) {
   Row row;
   row.name = v.name;
@@ -87,6 +89,13 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   }
   row.gflops = row.ms > 0 ? attention_flops(in.p) / (row.ms * 1e6) : 0.0;
   row.pct_peak = t.peak > 0 ? 100.0 * row.gflops / t.peak : 0.0;
+  if (!row.r.forward_ns.empty()) {
+    analysis::RooflineFloor f = analysis::roofline_floor(row.r.ka, t.m);
+    const double forwards = double(row.r.forward_ns.size());
+    f.ns /= forwards;
+    f.memory_ns /= forwards;
+    row.floor = f;
+  }
   return row;
 }
 
@@ -135,6 +144,8 @@ nlohmann::json row_json(const Row& r) {
           {"ops", r.ops ? report::count_json(*r.ops) : json()},
           {"bytes", r.bytes},
           {"bound_ms", r.bound_ms},
+          {"floor_ms", r.floor ? json(r.floor->ns * 1e-6) : json()},
+          {"floor_memory_share", r.floor ? json(r.floor->memory_share()) : json()},
           {"max_abs_err", when(validated, r.r.err.max_abs)},
           {"nmse", when(validated, r.r.err.nmse)},
           {"tolerance", {{"atol", r.r.tol.atol}, {"rtol", r.r.tol.rtol}}},
@@ -162,16 +173,32 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"machine", nlohmann::json(t.m)}};
 }
 
+// What Floor ms and Bound stand on, in the table's footnotes.
+std::string floor_legend(const Target& t) {
+  const std::string ceilings =
+      t.gpu ? fmt::format("the GPU's datasheet {:.0f} GB/s and {:.0f} TFLOP/s bf16 / {:.0f} fp32", t.m.bandwidth_gbs,
+                          t.m.bf16_gflops * 1e-3, t.m.fp32_gflops * 1e-3)
+            : fmt::format("the measured STREAM {:.1f} GB/s and {:.1f} GFLOP/s fp32 FMA{}", t.m.bandwidth_gbs,
+                          t.m.fp32_gflops,
+                          t.m.bf16_gflops > 0 ? fmt::format(" / {:.1f} bf16 dot", t.m.bf16_gflops) : std::string());
+  return fmt::format(
+      "Floor ms: the roofline floor of the {} one forward ran, each at max(bytes / bandwidth, FLOPs / its peak) "
+      "against {}, summed: no schedule of those {} is faster here. Bound: memory when {} held by their bytes make "
+      ">= 3/4 of the floor, compute when <= 1/4, else mixed. Bytes moved / bandwidth alone is compare.json's "
+      "bound_ms.\n",
+      t.gpu ? "kernels, copies and fills" : "ops", ceilings, t.gpu ? "activities" : "ops", t.gpu ? "activities" : "ops");
+}
+
 // The comparison table between its title line and its footnotes.
 std::string render_rows(const std::vector<Row>& rows, const std::string& title, const Target& t) {
   const char* rate = t.gpu ? "TFLOP/s" : "GFLOP/s";
   const double scale = t.gpu ? 1e-3 : 1.0;
   const char* ops = t.gpu ? "Activities" : "Ops";
   const int ops_w = t.gpu ? 12 : 7;
-  const std::string rule(111 + ops_w, '-');
+  const std::string rule(120 + ops_w, '-');
   std::string s = title + "\n" + rule + "\n";
-  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>11}  {:<6}\n", "Variant", "ms/fwd", rate,
-                   "% peak", "Peak mem", ops, ops_w, "Bytes moved", "Bound ms", "Max err", "Check");
+  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11}  {:<6}\n", "Variant", "ms/fwd", rate,
+                   "% peak", "Peak mem", ops, ops_w, "Bytes moved", "Floor ms", "Bound", "Max err", "Check");
   s += rule + "\n";
   for (const Row& r : rows) {
     switch (r.r.status) {
@@ -179,15 +206,16 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
         s += fmt::format("{:<12}skipped: {}\n", r.name, r.r.note);
         break;
       case RunOutcome::Status::Failed:
-        s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11.3f}{:>11.2e}  FAIL (not timed)\n", r.name,
-                         "--", "--", "--", report::format_bytes_decimal(double(r.r.peak_extra_bytes)), "--", ops_w, report::format_bytes_decimal(r.bytes),
-                         r.bound_ms, r.r.err.max_abs);
+        s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11.2e}  FAIL (not timed)\n", r.name,
+                         "--", "--", "--", report::format_bytes_decimal(double(r.r.peak_extra_bytes)), "--", ops_w,
+                         report::format_bytes_decimal(r.bytes), "--", "--", r.r.err.max_abs);
         break;
       case RunOutcome::Status::Ok:
-        s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>{}}{:>13}{:>11.3f}{:>11.2e}  OK\n", r.name, r.ms,
+        s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11.2e}  OK\n", r.name, r.ms,
                          r.gflops * scale, r.pct_peak, report::format_bytes_decimal(double(r.r.peak_extra_bytes)),
-                         r.ops ? fmt::format("{:.0f}", *r.ops) : "--", ops_w, report::format_bytes_decimal(r.bytes), r.bound_ms,
-                         r.r.err.max_abs);
+                         r.ops ? fmt::format("{:.0f}", *r.ops) : "--", ops_w, report::format_bytes_decimal(r.bytes),
+                         r.floor ? fmt::format("{:.3f}", r.floor->ns * 1e-6) : "--",
+                         r.floor ? analysis::floor_bound_kind(r.floor->memory_share()) : "--", r.r.err.max_abs);
         break;
     }
   }
@@ -266,8 +294,9 @@ void run_compare_cuda(const CompareArgs& a) {
   }
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
-  text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s; Bound ms: bytes / {:.0f} GB/s.\n",
-                      flops_legend(in.p), dtype_name(in.p.dtype), t.peak * 1e-3, t.m.bandwidth_gbs);
+  text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
+                      dtype_name(in.p.dtype), t.peak * 1e-3);
+  text += floor_legend(t);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
           "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
   if (!cupti_note.empty())
@@ -335,8 +364,7 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).\n",
                       t.peak_kind, t.peak, threads_text(t.m.threads), t.m.isa, t.m.sgemm_gflops);
-  text += fmt::format("Bound ms: bytes moved (cost model) / measured STREAM triad bandwidth {:.1f} GB/s.\n",
-                      t.m.bandwidth_gbs);
+  text += floor_legend(t);
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
           "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
           "(1 Mb = 2^20 B).\n";

@@ -172,6 +172,21 @@ struct PlacedOp {
 // activities' cost again. The rows point into `ka`, which must outlive the result.
 std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks);
 
+// The roofline floor of a profile: every op at its own ceiling, max(bytes / bandwidth, FLOPs / its compute
+// ceiling), summed over the ops with a cost. The ops' own (self) costs, so a composite op (masked_fill =
+// copy_ + masked_fill_) and its children count once; a device profile sums its activities, whose launching
+// zones carry the same cost again. No implementation of these ops in this order runs faster on this machine.
+// memory_ns is the part of the floor spent in ops whose bytes, not their FLOPs, set it.
+struct RooflineFloor {
+  double ns = 0.0;
+  double memory_ns = 0.0;
+  double memory_share() const { return ns > 0 ? memory_ns / ns : 0.0; }
+};
+RooflineFloor roofline_floor(const KeyAverages& ka, const MachinePeaks& peaks);
+// "memory" when ops held by their bytes make at least 3/4 of the floor, "compute" when at most 1/4, else
+// "mixed": compare's Bound column and the report's.
+const char* floor_bound_kind(double memory_share);
+
 // ---- scaling -----------------------------------------------------------------------------------------
 struct PowerFit {
   double exponent = 0.0;     // b in y = a·x^b, least squares on log-log

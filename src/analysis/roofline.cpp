@@ -37,4 +37,22 @@ std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& pe
   return out;
 }
 
+RooflineFloor roofline_floor(const KeyAverages& ka, const MachinePeaks& peaks) {
+  RooflineFloor f;
+  for (const OpStats& op : ka.rows) {
+    if (ka.has_device ? !op.is_device_activity() : is_annotation(op.name, op.category)) continue;
+    const OpCost& c = op.self_cost;
+    const double compute = compute_ceiling_gflops(c, peaks);
+    const double memory_ns = peaks.bandwidth_gbs > 0 ? c.bytes() / peaks.bandwidth_gbs : 0.0;  // B / (GB/s) = ns
+    const double compute_ns = compute > 0 ? c.flops / compute : 0.0;                           // FLOP / GFLOP/s = ns
+    f.ns += std::max(memory_ns, compute_ns);
+    if (memory_ns > compute_ns) f.memory_ns += memory_ns;
+  }
+  return f;
+}
+
+const char* floor_bound_kind(double memory_share) {
+  return memory_share >= 0.75 ? "memory" : memory_share <= 0.25 ? "compute" : "mixed";
+}
+
 }  // namespace attnprof::analysis

@@ -238,10 +238,12 @@ void section_compare(Page& pg, const Input& in) {
   const json* variants = member(c, {"variants"});
   std::string t = "<table class=\"data\"><thead><tr>"
                   "<th>variant</th><th>ms / forward</th><th>GFLOP/s</th><th>% of peak</th><th>peak memory</th>"
-                  "<th>ops</th><th>bytes moved</th><th>bytes-bound ms</th><th>max |err|</th><th>NMSE</th>"
+                  "<th>ops</th><th>bytes moved</th><th>floor ms</th><th>bound</th><th>max |err|</th><th>NMSE</th>"
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
+  // The tick on each bar: the roofline floor; runs written before compare recorded it have only the bytes'.
+  bool bytes_only_floor = false;
   if (variants && variants->is_array()) {
     for (const json& v : *variants) {
       const std::string name = str(v, "name", "?");
@@ -256,18 +258,24 @@ void section_compare(Page& pg, const Input& in) {
       t += "<tr>" + td(name);
       if (status != "ok" || !std::isfinite(num(v, "ms", NAN))) {
         if (status == "ok") status = "not run";
-        t += "<td colspan=\"9\" class=\"skipped\">" + html_escape(status) + (why.empty() ? "" : ": " + html_escape(why)) +
+        t += "<td colspan=\"10\" class=\"skipped\">" + html_escape(status) + (why.empty() ? "" : ": " + html_escape(why)) +
              "</td></tr>\n";
         continue;
       }
+      const double share = num(v, "floor_memory_share", NAN);
       t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_num(num(v, "gflops", NAN), 1), true) +
            td(fmt_num(num(v, "pct_peak", NAN), 1), true) + td(format_bytes_decimal(num(v, "peak_bytes")), true) +
            td(fmt_num(num(v, "ops", NAN), 0), true) + td(format_bytes_decimal(num(v, "bytes")), true) +
-           td(fmt_num(num(v, "bound_ms", NAN), 3), true) + td(fmt_sci(num(v, "max_abs_err", NAN)), true) +
-           td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
-      if (std::isfinite(num(v, "ms", NAN)))
-        bars.push_back({{"variant", name}, {"ms", num(v, "ms")}, {"bound_ms", num(v, "bound_ms", 0.0)},
-                        {"gflops", num(v, "gflops", 0.0)}});
+           td(fmt_num(num(v, "floor_ms", NAN), 3), true) +
+           td(share >= 0.0 && share <= 1.0  // NaN (absent) and figures no compare writes give "--"
+                  ? fmt::format("{} ({:.0f}% memory)", analysis::floor_bound_kind(share), 100.0 * share)
+                  : std::string("--")) +
+           td(fmt_sci(num(v, "max_abs_err", NAN)), true) + td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
+      const double floor_ms = num(v, "floor_ms", NAN);
+      bytes_only_floor = bytes_only_floor || !std::isfinite(floor_ms);
+      bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
+                      {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
+                      {"gflops", num(v, "gflops", 0.0)}});
       timings.push_back({name, forward_ms(v)});
     }
   }
@@ -278,13 +286,15 @@ void section_compare(Page& pg, const Input& in) {
   if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
   pg.raw(t);
-  pg.note(gpu ? "ms / forward is the median device time of one forward timed with CUDA events; bytes-bound ms is the "
-               "bytes the variant moves (cost model) divided by the GPU's DRAM bandwidth (datasheet), the floor for "
-               "that implementation. Every variant with a time was checked against the fp64 reference (max |err|, "
-               "NMSE) before it was timed."
-             : "ms / forward is the median wall time of one profiled forward; bytes-bound ms is the bytes the variant "
-               "moves (cost model) divided by the measured bandwidth, the floor for that implementation. Every "
-               "variant with a time was checked against the fp64 reference (max |err|, NMSE) before it was timed.");
+  pg.note(std::string(gpu ? "ms / forward is the median device time of one forward timed with CUDA events. "
+                           : "ms / forward is the median wall time of one profiled forward. ") +
+          "Floor ms is the roofline floor of what one forward ran: each " + (gpu ? "kernel, copy and fill" : "op") +
+          " at max(bytes / bandwidth, FLOPs / its peak) against " +
+          (gpu ? "the GPU's datasheet ceilings" : "the machine's measured ceilings") +
+          ", summed; no schedule of those " + (gpu ? "activities" : "ops") +
+          " runs faster. Bound says which side sets it: the share of the floor spent in ops held by their bytes "
+          "(memory at 75 % or more, compute at 25 % or less, else mixed). Every variant with a time was checked "
+          "against the fp64 reference (max |err|, NMSE) before it was timed.");
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
           "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
   const json* machine = member(c, {"machine"});
@@ -305,14 +315,19 @@ void section_compare(Page& pg, const Input& in) {
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
              {"color", color},
-             {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward (bar) and bytes-bound floor (tick)"}}},
+             {"x", {{"field", "ms"}, {"type", "quantitative"},
+                    {"title", bytes_only_floor ? "ms per forward (bar) and bytes / bandwidth (tick)"
+                                               : "ms per forward (bar) and roofline floor (tick)"}}},
              {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}}, {{"field", "gflops"}, {"format", ".1f"}}}}}}},
           {{"mark", {{"type", "tick"}, {"color", "#111"}, {"thickness", 3}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
-             {"x", {{"field", "bound_ms"}, {"type", "quantitative"}}},
-             {"tooltip", {{{"field", "bound_ms"}, {"format", ".3f"}}}}}}}}}};
-    pg.chart("compare", spec, "Time per forward for each variant; the black tick is its bytes-bound lower bound.");
+             {"x", {{"field", "floor_ms"}, {"type", "quantitative"}}},
+             {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}}}}}}}}}};
+    pg.chart("compare", spec,
+             bytes_only_floor ? "Time per forward for each variant; the black tick is its bytes divided by the bandwidth "
+                                "(this run's compare.json has no roofline floor)."
+                              : "Time per forward for each variant; the black tick is its roofline floor.");
   }
   pg.end_section();
 }

@@ -20,7 +20,7 @@ const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 // role-mark">; axes and legends use other roles (role-axis-label, role-legend-symbol), so they do not count.
 const m = (type, el = 'path') => `g.mark-${type}.role-mark ${el}`;
 const expectedMarks = {
-  'compare': [m('rect')],                                  // bars and the bytes-bound ticks
+  'compare': [m('rect')],                                  // bars and the roofline-floor ticks
   'time-by-op': [m('rect')],
   'bytes-by-op': [m('rect')],
   'sweep-time': [m('symbol'), m('line'), m('text', 'text')],  // measurements, fitted lines, exponent labels
