@@ -401,14 +401,16 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
 
 TEST_F(Cli, SweepRecordsTheProblemItsPointsShare) {
   // Grouped-query heads and the batch are part of what a sweep measured: in the text and in sweep.json.
-  const Result r = run("sweep --seq 64,128 --variants flash --shape 2,4,64,32 --kv-heads 2 --threads 1 --iters 1" +
-                       out_flag());
+  // The dtype as the report compares it with compare.json's: canonical, however it was typed.
+  const Result r = run("sweep --seq 64,128 --variants flash --shape 2,4,64,32 --kv-heads 2 --threads 1 --iters 1 "
+                       "--dtype BF16" + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("attnprof sweep — B=2 Hq=4 Hkv=2 D=32 with N = 64,128, bf16 causal, 1 thread"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in torch's binary units (1 Mb = 2^20 B)"), std::string::npos) << r.out;
   const json j = read_json("sweep.json");
   EXPECT_EQ(j["shape"], (json{{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"D", 32}}));
+  EXPECT_EQ(j["dtype"], "bf16");
   ASSERT_TRUE(j["machine"].is_object());
   EXPECT_TRUE(j["machine"]["memory_reclaim"].is_string());
 }
@@ -943,6 +945,22 @@ TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {
   EXPECT_NE(page.find("</html>"), std::string::npos);
   EXPECT_NE(page.find("flash"), std::string::npos);
   EXPECT_NE(r.err.find("report.html"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, HtmlFlagRefusesAPageOverTheRunsFilesBeforeTheRun) {
+  // report.html linking to where the run will write compare.json: refused before anything runs (not after
+  // the run's files are committed), and nothing is written.
+  fs::create_directories(out());
+  fs::create_symlink("compare.json", out() / "report.html");
+  const Result r = run("compare --iters 1 --warmup 0 --variants flash --html" + kSmall + out_flag());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("links to '" + fs::weakly_canonical(out() / "compare.json").string() +
+                       "', a file the run writes and the report reads"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("validating"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out() / "compare.json"));
+  EXPECT_FALSE(fs::exists(out() / "flash.trace.json"));
 }
 
 TEST_F(Cli, UnwritableOutputDirectoryIsAnError) {

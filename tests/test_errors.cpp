@@ -113,7 +113,7 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
     EXPECT_NE(msg.find("(its N×N scores) needs " + std::to_string(need) + " bytes"), std::string::npos) << msg;
     EXPECT_TRUE(msg.ends_with("over the memory budget of " + std::to_string(memory_budget()) + " bytes (" +
                               fmt::format("{:.2f}", double(memory_budget()) / (1 << 30)) +
-                              " GiB); the flash variant needs no N×N buffer, try it instead"))
+                              " GiB); flash and sdpa-flash need no N×N buffer: try one of them"))
         << msg;
   }
   // flash needs no N×N buffer and still runs under the same budget.

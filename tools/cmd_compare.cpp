@@ -249,6 +249,7 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& 
 void run_compare_cuda(const CompareArgs& a) {
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
+  check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
@@ -315,6 +316,7 @@ void run_compare(const CompareArgs& a) {
   if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
+  check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});

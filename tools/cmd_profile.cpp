@@ -65,6 +65,7 @@ void run_profile(const ProfileArgs& a) {
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
     if (!in_out) check_writable_dir(dir.string(), "--save-output's directory");
   }
+  check_html_if_asked(o);
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
 

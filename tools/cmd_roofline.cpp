@@ -87,6 +87,7 @@ void run_roofline(const RooflineArgs& a) {
       a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
   if (!a.peaks_only) {
     refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt"});
+    check_html_if_asked(o);
     prepare_out_dir(o.out);
   }
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all

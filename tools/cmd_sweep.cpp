@@ -175,6 +175,7 @@ void run_sweep(const SweepArgs& a) {
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()));
+  check_html_if_asked(o);
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
@@ -227,7 +228,7 @@ void run_sweep(const SweepArgs& a) {
                       {"attnprof_version", ATTNPROF_VERSION},
                       {"device", a.device},
                       {"shape", {{"B", ps.B}, {"Hq", ps.Hq}, {"Hkv", ps.Hkv}, {"D", ps.D}}},
-                      {"dtype", o.dtype},
+                      {"dtype", std::string(dtype_name(ps.dtype))},  // canonical, as compare.json: "BF16" is bf16
                       {"causal", o.causal},
                       {"threads", threads},
                       {"warmup", o.warmup},
@@ -256,7 +257,7 @@ void run_sweep(const SweepArgs& a) {
     csv += fmt::format("{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
                        ok ? std::to_string(p.peak_bytes) : "", p.status, note);
   }
-  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, a.seq, o.dtype,
+  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, a.seq, dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
   text += fmt::format("{:<12}{:>8}{:>12}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", "Peak mem", "Max err");

@@ -215,7 +215,7 @@ void check_forward_fits(const Variant& v, const AttnProblem& p) {
                       fmt::format("{} at {} (its inputs, {:.0f} bytes, and what one forward allocates beyond them, "
                                   "{:.0f} bytes)",
                                   v.name, p.str(), inputs, forward),
-                      "the flash variant needs no N×N buffer, try it instead");
+                      kNoScoresHint);
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq) {
@@ -679,6 +679,10 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
 }  // namespace attnprof::cli
 
 namespace attnprof::cli {
+
+void check_html_if_asked(const CommonOptions& o) {
+  if (o.html) report::check_html_report_possible(o.out);
+}
 
 void write_html_if_asked(const CommonOptions& o) {
   if (!o.html) return;

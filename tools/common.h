@@ -220,6 +220,9 @@ DevicePeak device_forward_peak(cuda::DeviceRunner& dev, const cuda::DeviceTensor
 
 // With --html: writes report.html into --out from every result file there (attnprof report), and says so.
 void write_html_if_asked(const CommonOptions& o);
+// Before any work: what would stop --html from writing the page at the end (the chart library missing, a
+// report.html that is or links to a file the run writes), so a long run does not end in that refusal.
+void check_html_if_asked(const CommonOptions& o);
 
 // The legend of a GFLOP/s figure: how attention_flops counted this problem, and the count.
 std::string flops_legend(const AttnProblem& p);

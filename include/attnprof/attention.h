@@ -126,6 +126,10 @@ int64_t flash_block_rows();
 OpCost flash_cost(const AttnProblem& p);
 OpCost flash_cost(const AttnProblem& p, int64_t block_rows);
 
+// What a refusal over the memory budget suggests for the paths that hold N×N scores (naive, inplace,
+// sdpa-math): one sentence, the same from the library and the command line.
+inline constexpr const char* kNoScoresHint = "flash and sdpa-flash need no N×N buffer: try one of them";
+
 // --- the registry ------------------------------------------------------------------------------------
 class Runner {
  public:

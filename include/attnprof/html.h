@@ -50,6 +50,9 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
 // Renders and writes `out_dir/report.html` (whole or not at all); returns the path written. This is the
 // function behind `attnprof report` and the `--html` flag of profile, compare and sweep.
 std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt = {});
+// What write_html_report would refuse, checked before a run (--html): the chart library can be loaded, and
+// `out_dir/report.html` (when the directory exists) is not, and does not link to, a file the page reads.
+void check_html_report_possible(const std::string& out_dir, const HtmlOptions& opt = {});
 
 // ---- escaping, exposed for tests ---------------------------------------------------------------------------
 // Text and attribute values: & < > " ' become entities.

@@ -45,7 +45,7 @@ class NaiveRunner final : public Runner {
   NaiveRunner(const AttnProblem& p, const AttnOptions& o, bool inplace) : p_(p), inplace_(inplace) {
     check_memory_budget(naive_peak_bytes(p, inplace, naive_matmul_scratch_bytes(p)),
                         fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()),
-                        "the flash variant needs no N×N buffer, try it instead");
+                        kNoScoresHint);
     if (p.mask == MaskKind::Causal) fill_mask_ = ops::triu_mask(p.Nq, p.Nk, 1);
     if (p.mask == MaskKind::Bool) fill_mask_ = ops::logical_not(o.attn_mask);  // SDPA's keep -> masked_fill's fill
     if (p.mask == MaskKind::Additive) add_mask_ = o.attn_mask;

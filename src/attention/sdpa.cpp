@@ -115,7 +115,7 @@ class SdpaRunner final : public Runner {
       ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
     if (backend_ == SdpaBackend::Math)
       check_memory_budget(sdpa_math_peak_bytes(p), fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
-                          "the flash backend needs no N×N buffer, try --backend flash");
+                          kNoScoresHint);
   }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
     return {sdpa_dispatch(q, k, v, o_, backend_, p_), {}};

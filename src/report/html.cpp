@@ -1068,20 +1068,54 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
   return page;
 }
 
+namespace {
+
+bool is_report_input(const std::string& name) { return name.ends_with(".json") || name.ends_with(".json.gz"); }
+
+// The page is written through a link to its target: a page that is one of the files it is drawn from
+// (compare.json, a summary, a trace), or a link to where a run will write one, would replace that file.
+void refuse_page_over_input(const std::string& out_dir, const HtmlOptions& opt) {
+  std::error_code ec;
+  const fs::path path = fs::path(out_dir) / opt.file_name;
+  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == opt.file_name || !is_report_input(name)) continue;
+    std::error_code same_ec;
+    if (fs::equivalent(path, it->path(), same_ec) && !same_ec)
+      ATTNPROF_FAIL("report: '{}' is the same file as '{}', which the report reads", path.string(), it->path().string());
+  }
+  // A link to a file not there yet (the run writes it): follow the links by hand, as weakly_canonical stops
+  // at the first name that does not exist.
+  fs::path target = path;
+  std::error_code link_ec;
+  for (int hops = 0; hops < 40 && fs::is_symlink(target, link_ec); ++hops) {
+    const fs::path next = fs::read_symlink(target, link_ec);
+    if (link_ec) return;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  if (target == path) return;
+  target = fs::weakly_canonical(target, link_ec);
+  std::error_code dir_ec;
+  if (!link_ec && target.parent_path() == fs::weakly_canonical(out_dir, dir_ec) && !dir_ec &&
+      is_report_input(target.filename().string()))
+    ATTNPROF_FAIL("report: '{}' links to '{}', a file the run writes and the report reads", path.string(),
+                  target.string());
+}
+
+}  // namespace
+
+void check_html_report_possible(const std::string& out_dir, const HtmlOptions& opt) {
+  std::error_code ec;
+  if (fs::is_directory(out_dir, ec)) refuse_page_over_input(out_dir, opt);
+  (void)load_chart_library(opt.web_dir);
+}
+
 std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt) {
   std::error_code ec;
   if (!fs::is_directory(out_dir, ec)) ATTNPROF_FAIL("report: {} is not a directory", out_dir);
-  const std::string path = (fs::path(out_dir) / opt.file_name).string();
-  // The page is written through a link to its target: a page that is one of the files it is drawn from
-  // (compare.json, a summary, a trace) would replace that file.
-  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name == opt.file_name || !(name.ends_with(".json") || name.ends_with(".json.gz"))) continue;
-    std::error_code same_ec;
-    if (fs::equivalent(path, it->path(), same_ec) && !same_ec)
-      ATTNPROF_FAIL("report: '{}' is the same file as '{}', which the report reads", path, it->path().string());
-  }
+  refuse_page_over_input(out_dir, opt);
   const ChartLibrary lib = load_chart_library(opt.web_dir);
+  const std::string path = (fs::path(out_dir) / opt.file_name).string();
   write_text_atomic(path, render_html_report(out_dir, lib, opt));
   return path;
 }
