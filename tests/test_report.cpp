@@ -237,17 +237,29 @@ TEST(Table, BoundColumnFromTheRoofline) {
   mem.cost.bytes_read = 1e6;  // 1 FLOP/B: below the ridge
   auto comp = op("matmul", 100, 100, 1, 0, 0, 1e9);
   comp.cost.bytes_read = 1e6;  // 1000 FLOP/B: above it
-  ka.rows = {mem, comp, op("transpose", 1, 1, 1, 0, 0)};
-  ka.self_total_ns = 201'000;
+  // The annotation holding both: 500.5 FLOP/B summed, above the ridge, yet half its ops are below it.
+  auto ann = op("attn_fwd", 1, 201, 1, 0, 0, 1e9 + 1e6);
+  ann.category = "user_annotation";
+  ann.cost.bytes_read = 2e6;
+  ka.rows = {ann, mem, comp, op("transpose", 1, 1, 1, 0, 0)};
+  ka.self_total_ns = 202'000;
   analysis::MachinePeaks peaks;
   peaks.fp32_gflops = 100.0;
   peaks.bandwidth_gbs = 10.0;  // ridge at 10 FLOP/B
   peaks.sgemm_gflops = 90.0;
-  const auto ls = lines(report::table(ka, {.sort_by = "flops", .peaks = peaks}));
+  const std::string t = report::table(ka, {.sort_by = "flops", .peaks = peaks});
+  const auto ls = lines(t);
   EXPECT_TRUE(std::regex_search(ls[1], std::regex(R"(FLOP/B +Bound  $)"))) << ls[1];
-  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +matmul .* compute  $)"))) << ls[3];
-  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +softmax .* memory  $)"))) << ls[4];
-  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +transpose .* --  $)"))) << ls[5];
+  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +attn_fwd .* 500\.500 +--  $)"))) << ls[3];
+  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +matmul .* compute  $)"))) << ls[4];
+  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +softmax .* memory  $)"))) << ls[5];
+  EXPECT_TRUE(std::regex_search(ls[6], std::regex(R"(^ +transpose .* --  $)"))) << ls[6];
+  // The footer names what the verdicts were judged against, and what the FLOPs count.
+  EXPECT_NE(t.find("Bound: each op's FLOP/B against the ridge of its own compute ceiling (fp32 100.0 GFLOP/s; "
+                   "10.0 GB/s; ridge 10.00 FLOP/B); annotations and steps hold ops of both kinds and get none.\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("FLOPs: what each op computed"), std::string::npos) << t;
   // Without peaks there is no Bound column.
   EXPECT_EQ(lines(report::table(ka))[1].find("Bound"), std::string::npos);
 }

@@ -254,7 +254,9 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       cells.push_back(costed ? rate(s->cost.bytes(), ns) : "--");
       cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
       if (bound) {
-        if (costed && ns > 0) {
+        // A region (annotation, ProfilerStep#N) holds ops on both sides of the ridge: its summed FLOP/B would
+        // judge none of them, so it gets no verdict, as the roofline leaves it out.
+        if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category)) {
           const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
         } else {
@@ -278,6 +280,20 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
                        format_bytes(ka.outside_zones_bytes));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
+  if (opt.extra_columns && any_cost)
+    out += "FLOPs: what each op computed (a causal matmul computes every score, masked or not), so rows of a "
+           "causal forward count up to twice attention's convention, which compare's GFLOP/s use.\n";
+  if (bound) {
+    const analysis::MachinePeaks& m = *opt.peaks;
+    const double bw = m.bandwidth_gbs;
+    std::string ceilings = fmt::format("fp32 {:.1f} GFLOP/s", m.fp32_gflops);
+    if (m.bf16_gflops > 0) ceilings += fmt::format(", bf16 {:.1f} GFLOP/s", m.bf16_gflops);
+    std::string ridges = bw > 0 ? fmt::format("{:.2f} FLOP/B", m.fp32_gflops / bw) : std::string("--");
+    if (m.bf16_gflops > 0 && bw > 0) ridges += fmt::format(" (bf16 {:.2f})", m.bf16_gflops / bw);
+    out += fmt::format("Bound: each op's FLOP/B against the ridge of its own compute ceiling ({}; {:.1f} GB/s; "
+                       "ridge {}); annotations and steps hold ops of both kinds and get none.\n",
+                       ceilings, bw, ridges);
+  }
   return out;
 }
 
