@@ -52,6 +52,32 @@ std::map<std::string, report::DiffRow> by_label(const report::ProfileDiff& d) {
   return m;
 }
 
+// Paired by name, an op that runs another number of times or moves other bytes is "changed", not "same": naive's
+// mul over the N×N scores against SDPA math's two muls over q and k. A side whose timed forwards disagree is
+// named under the medians' ratio.
+TEST(Diff, AnOpDoingOtherWorkUnderTheSameNameIsChangedAndNoisySidesAreNamed) {
+  json math = inplace_summary();
+  math["metadata"]["variant"] = "sdpa-math";
+  math["run"]["variant"] = "sdpa-math";
+  math["run"]["forward_ms"] = {5.0, 5.1, 9.0};
+  math["rows"] = json::array({row("attn_fwd", 3, 30, 0, 0, "user_annotation"), row("matmul", 6, 12000, 600, 1200),
+                              row("mul", 6, 600, 60, 120), row("softmax", 3, 3000, 0, 601)});
+  json naive = naive_summary();
+  naive["run"]["forward_ms"] = {10.0, 10.1};
+  const report::ProfileDiff d = report::diff_summaries(naive, math);
+  auto rows = by_label(d);
+  EXPECT_EQ(rows["matmul"].change, "same");
+  EXPECT_EQ(rows["mul"].change, "changed");       // 1 -> 2 calls, 200 -> 40 bytes per forward
+  EXPECT_EQ(rows["softmax"].change, "same");      // 200 -> 200.33 bytes: within 1 %
+  EXPECT_EQ(d.next.forward_ms, (std::vector<double>{5.0, 5.1, 9.0}));
+  const std::string t = report::diff_table(d);
+  for (const char* s : {"changed (same name, other work): mul (1 -> 2 calls, 200 b -> 40 b moved)",
+                        "Noisy: sdpa-math (new) took 5.000ms / 5.100ms / 9.000ms per forward (slowest 1.80x the fastest)"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  EXPECT_EQ(t.find("naive (base) took"), std::string::npos) << t;  // 1 % apart: not noisy
+  EXPECT_EQ(report::diff_json(d)["new"]["forward_ms"].size(), 3u);
+}
+
 TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   const report::ProfileDiff d = report::diff_summaries(naive_summary(), inplace_summary());
   EXPECT_FALSE(d.device);
@@ -99,9 +125,10 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   EXPECT_EQ(d.rows.front().base_name, "mul");  // -1500 ns, the largest change
 
   const std::string t = report::diff_table(d);
-  for (const char* s : {"naive (base) vs inplace (new)", "time per forward: 10.000 ms -> 5.000 ms (2.00x faster)",
+  for (const char* s : {"naive (base) vs inplace (new)", "time per forward (median): 10.000 ms -> 5.000 ms (2.00x faster)",
                         "mul -> mul_", "in place", "removed: copy_, masked_fill", "turned in place: mul -> mul_, softmax -> softmax_",
-                        "added: extra_op", "ops per forward: 8 -> 6", "Self CPU total per forward"})
+                        "added: extra_op", "ops per forward: 8 -> 6",
+                        "Self CPU total per forward (mean over 2 and 3 recorded forwards): "})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   const json j = report::diff_json(d);
   EXPECT_EQ(j["kind"], "diff");
@@ -329,7 +356,7 @@ json variant(const std::string& name, const std::string& status, double ms, doub
 
 TEST(Diff, EqualTimesAreTheSameAndHugeRatiosStayShort) {
   const std::string same = report::diff_table(report::diff_summaries(naive_summary(), naive_summary()));
-  EXPECT_NE(same.find("time per forward: 10.000 ms -> 10.000 ms (same)"), std::string::npos) << same;
+  EXPECT_NE(same.find("time per forward (median): 10.000 ms -> 10.000 ms (same)"), std::string::npos) << same;
   json fast = naive_summary();
   fast["run"]["ms_per_forward"] = 1e-6;  // 1 ns, the clock's resolution
   const std::string big = report::diff_table(report::diff_summaries(naive_summary(), fast));

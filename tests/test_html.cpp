@@ -223,6 +223,27 @@ TEST(HtmlReport, StackedBarsArePerForwardAndLeaveAnnotationsOut) {
     EXPECT_NEAR(naive_ms, 190.0, 1e-6);  // the fixture's ops add up to 190 ms per forward over 3 forwards
     EXPECT_NE(c["spec"]["encoding"]["x"]["title"].get<std::string>().find("per forward"), std::string::npos);
   }
+  // A user annotation of one call before the recorded one ("annotation": "attn_fwd", 3 calls) does not count
+  // the forwards: they are the recorded annotation's calls, as diff counts them.
+  TempDir d("second-annotation");
+  for (const auto& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  json region = naive["rows"][1];
+  region["name"] = "setup_region";
+  region["calls"] = 1;
+  naive["rows"].insert(naive["rows"].begin(), region);
+  spit(d.path / "naive.summary.json", naive.dump());
+  const json data2 = data_block(render_html_report(d.path.string(), stub_library()));
+  bool seen = false;
+  for (const json& c : data2["charts"]) {
+    if (c["kind"] != "time-by-op") continue;
+    double naive_ms = 0;
+    for (const json& row : c["spec"]["data"]["values"])
+      if (row["variant"] == "naive") naive_ms += row["ms"].get<double>();
+    EXPECT_NEAR(naive_ms, 190.0, 1e-6);
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(HtmlReport, SelfContained) {

@@ -84,6 +84,7 @@ struct ProfileSide {
   double forwards = 1;     // recorded forwards the summary covers (calls of its annotation)
   double ms_per_forward = 0, peak_bytes = 0;
   double ops_per_forward = -1, max_abs_err = -1;  // -1: not recorded (ops: null in the summary)
+  std::vector<double> forward_ms;  // the timed forwards (run.forward_ms), when the summary has them
 };
 struct ProfileDiff {
   ProfileSide base, next;

@@ -171,6 +171,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   auto present = [&](const char* key) { return run.contains(key) && !run[key].is_null(); };
   if (run_figures || present("ms_per_forward"))
     p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
+  p.side.forward_ms = forward_times(run, run_what);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
@@ -271,9 +272,14 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
     }
     return r;
   };
+  // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
+  // by name only, naive's mul over N×N scores and SDPA math's two over q and k are "changed", not "same".
+  auto same_work = [](const OpFigures& x, const OpFigures& y) {
+    return std::abs(x.calls - y.calls) < 1e-9 && std::abs(x.bytes - y.bytes) <= 0.01 * std::max(x.bytes, y.bytes);
+  };
   for (const auto& [name, x] : a.ops) {
     if (auto it = in_b.find(name); it != in_b.end()) {
-      d.rows.push_back(row_of(name, &x, name, &it->second, "same"));
+      d.rows.push_back(row_of(name, &x, name, &it->second, same_work(x, it->second) ? "same" : "changed"));
       used_b[name] = true;
       continue;
     }
@@ -322,8 +328,13 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0) {
     const double b = d.base.ms_per_forward, n = d.next.ms_per_forward;
     const std::string r = ratio_text(n < b ? b / n : n / b);
-    s += fmt::format("time per forward: {:.3f} ms -> {:.3f} ms ({})\n", b, n,
+    s += fmt::format("time per forward (median): {:.3f} ms -> {:.3f} ms ({})\n", b, n,
                      r == "1.00" ? std::string("same") : r + "x " + (n < b ? "faster" : "slower"));
+    // A ratio of medians that stand on disturbed forwards says little: name them, as compare does.
+    std::vector<Timings> timings;
+    for (const ProfileSide* side : {&d.base, &d.next})
+      if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms});
+    for (const std::string& line : noisy_notes(timings, "")) s += line + "\n";
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
@@ -361,9 +372,10 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (row_limit > 0 && d.rows.size() > size_t(row_limit))
     s += fmt::format("{} more op{} with smaller changes (--row-limit {}); the totals below count every op.\n",
                      d.rows.size() - size_t(row_limit), d.rows.size() - size_t(row_limit) == 1 ? "" : "s", row_limit);
-  s += fmt::format("{} total per forward: {} -> {} ({})\n", time, format_time_ns(d.base_ns), format_time_ns(d.new_ns),
+  s += fmt::format("{} total per forward (mean over {} and {} recorded forwards): {} -> {} ({})\n", time,
+                   calls(d.base.forwards), calls(d.next.forwards), format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
-  std::vector<std::string> gone, came, inplace;
+  std::vector<std::string> gone, came, inplace, changed;
   double gone_ns = 0, gone_mem = 0;
   for (const DiffRow& r : d.rows) {
     if (r.change == "removed") {
@@ -373,6 +385,10 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     }
     if (r.change == "added") came.push_back(r.new_name);
     if (r.change == "in place") inplace.push_back(r.label());
+    if (r.change == "changed")
+      changed.push_back(fmt::format("{} ({} -> {} calls, {} -> {} moved)", r.label(), calls(r.base_calls),
+                                    calls(r.new_calls), format_bytes(int64_t(std::llround(r.base_bytes))),
+                                    format_bytes(int64_t(std::llround(r.new_bytes)))));
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
@@ -384,6 +400,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                      format_time_ns(gone_ns), format_bytes(int64_t(std::llround(gone_mem))));
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
+  if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model.\n";
   return s;
 }
@@ -396,7 +413,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"ms_per_forward", p.ms_per_forward > 0 ? json(p.ms_per_forward) : json()},
                 {"peak_bytes", count_json(p.peak_bytes)},
                 {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
-                {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()}};
+                {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()},
+                {"forward_ms", p.forward_ms}};
   };
   json rows = json::array();
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();

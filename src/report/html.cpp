@@ -445,8 +445,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     pg.end_section();
     return;
   }
-  const json change_scale = {{"domain", {"removed", "in place", "out of place", "same", "added"}},
-                             {"range", {"#2ca02c", "#17becf", "#bcbd22", "#9e9e9e", "#d62728"}}};
+  const json change_scale = {{"domain", {"removed", "in place", "out of place", "changed", "same", "added"}},
+                             {"range", {"#2ca02c", "#17becf", "#bcbd22", "#ff7f0e", "#9e9e9e", "#d62728"}}};
   json spec = {
       {"data", {{"values", rows}}},
       {"facet", {{"row", {{"field", "step"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},

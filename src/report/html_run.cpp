@@ -91,9 +91,7 @@ const json* member(const json& j, std::initializer_list<std::string_view> keys) 
   return nullptr;
 }
 
-bool is_annotation(const OpRow& r) {
-  return r.category == "user_annotation" || r.name.rfind("ProfilerStep", 0) == 0;
-}
+bool is_annotation(const OpRow& r) { return analysis::is_annotation(r.name, r.category); }
 
 namespace {
 
@@ -251,7 +249,7 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     spans.push_back({str(e, "name", "?"), str(e, "cat"), ts, dur, key});
   }
   auto is_forward = [&](const Span& sp) {
-    return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep", 0) != 0
+    return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep#", 0) != 0
                               : sp.name == annotation;
   };
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
@@ -533,9 +531,13 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     } else {
       v.summary = std::move(s.doc);
       v.ops = parse_rows(*v.summary);
+      // Forwards are the calls of the per-forward annotation the run recorded (attn_fwd, sdpa_fwd, ...), as
+      // diff counts them; a summary that names none falls back on its first user annotation.
+      const std::string annotation = recorded(*v.summary, "annotation");
       for (const OpRow& r : v.ops)
-        if (r.category == "user_annotation" && r.name.rfind("ProfilerStep", 0) != 0 && r.calls > 0) {
-          v.forwards = r.calls;  // the per-forward annotation (attn_fwd, sdpa_fwd, ...)
+        if (r.calls > 0 && (annotation.empty() ? r.category == "user_annotation" && r.name.rfind("ProfilerStep#", 0) != 0
+                                               : r.name == annotation)) {
+          v.forwards = r.calls;
           v.per_forward = true;
           break;
         }
