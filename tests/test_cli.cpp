@@ -134,6 +134,16 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
     EXPECT_NE(r.out.find(op), std::string::npos) << op;
   EXPECT_NE(r.out.find("time per forward:"), std::string::npos);
   EXPECT_NE(r.out.find("validation: max abs error"), std::string::npos);
+  // The margin to the tolerance, as the summary records it: the line's percentage is tolerance_used.
+  {
+    const json s = read_json("naive.summary.json");
+    const double used = s["run"]["tolerance_used"].get<double>();
+    EXPECT_GT(used, 0.0);
+    EXPECT_LE(used, 1.0);
+    EXPECT_NE(r.out.find(fmt::format("the worst element used {:.0f}% of its tolerance): OK", 100 * used)),
+              std::string::npos)
+        << r.out;
+  }
   // The files: a trace with the blog's ProfilerStep#2..#4 (wait=1, warmup=1, active=3), a summary, the table.
   const json trace = read_json("naive.trace.json");
   ASSERT_TRUE(trace.contains("traceEvents"));

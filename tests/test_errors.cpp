@@ -218,3 +218,26 @@ TEST(Errors, OpsCheckTheirInputs) {
   expect_error([&] { ops::masked_fill(a, a, 0.0f); }, {"bool mask"});
   expect_error([&] { ops::set_num_threads(0); }, {"thread count"});
 }
+
+// The error figures of a validation, on four elements with known errors: max_rel divides by |ref| (large
+// where ref is near 0), tol_used by the tolerance each element is held to, so it is the margin (OK at <= 1).
+TEST(Errors, ValidationFiguresAgainstTheReference) {
+  Reference ref;
+  ref.shape = {1, 1, 1, 4};
+  ref.out = {1.0, -2.0, 1e-9, 0.5};
+  Tensor out = Tensor::empty({1, 1, 1, 4}, DType::F32);
+  for (int64_t j = 0; j < 4; ++j) out.set(0, 0, 0, j, float(ref.out[size_t(j)]));
+  out.set(0, 0, 0, 1, -2.25f);   // |err| 0.25 against atol + rtol·2 = 0.3: 0.833 of its tolerance
+  out.set(0, 0, 0, 2, 0.05f);    // |err| 0.05 against 0.1: half of it, but 5e7 relative to the tiny ref
+  const ErrorStats e = compare_to_reference(out, ref, {0.1, 0.1});
+  EXPECT_TRUE(e.ok());
+  EXPECT_NEAR(e.max_abs, 0.25, 1e-7);
+  EXPECT_NEAR(e.tol_used, 0.25 / 0.3, 1e-6);
+  EXPECT_GT(e.max_rel, 1e4);
+  out.set(0, 0, 0, 3, 0.7f);     // |err| 0.2 against 0.15: over it
+  const ErrorStats bad = compare_to_reference(out, ref, {0.1, 0.1});
+  EXPECT_EQ(bad.violations, 1);
+  EXPECT_NEAR(bad.tol_used, 0.2 / 0.15, 1e-6);
+  out.set(0, 0, 0, 0, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(std::isinf(compare_to_reference(out, ref, {0.1, 0.1}).tol_used));
+}

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "attnprof/allocator.h"
@@ -149,6 +150,7 @@ nlohmann::json row_json(const Row& r) {
           {"floor_memory_share", r.floor ? json(r.floor->memory_share()) : json()},
           {"max_abs_err", when(validated, r.r.err.max_abs)},
           {"nmse", when(validated, r.r.err.nmse)},
+          {"tolerance_used", when(validated && std::isfinite(r.r.err.tol_used), r.r.err.tol_used)},
           {"tolerance", {{"atol", r.r.tol.atol}, {"rtol", r.r.tol.rtol}}},
           {"trace", when(ran, r.trace)},
           {"summary", when(ran, r.name + ".summary.json")}};

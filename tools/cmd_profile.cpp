@@ -93,6 +93,7 @@ void run_profile(const ProfileArgs& a) {
                         {"status", status_name(r.status)},
                         {"max_abs_err", r.err.max_abs},
                         {"max_rel_err", r.err.max_rel},
+                        {"tolerance_used", r.err.tol_used},
                         {"nmse", r.err.nmse},
                         {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}},
                         {"peak_extra_bytes", r.peak_extra_bytes}};
@@ -141,8 +142,9 @@ void run_profile(const ProfileArgs& a) {
     return;
   }
   std::printf("%s — %s, %s\n", v.name.c_str(), in.p.str().c_str(), where.c_str());
-  std::printf("validation: max abs error %.3g vs the fp64 reference (tolerance atol %g, rtol %g): OK\n",
-              r.err.max_abs, r.tol.atol, r.tol.rtol);
+  std::printf("validation: max abs error %.3g vs the fp64 reference (tolerance atol %g, rtol %g; the worst element "
+              "used %.0f%% of its tolerance): OK\n",
+              r.err.max_abs, r.tol.atol, r.tol.rtol, 100.0 * r.err.tol_used);
   std::printf("%s", table.c_str());
   if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
   if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());

@@ -93,7 +93,8 @@ struct Tolerance {
 
 struct ErrorStats {
   double max_abs = 0.0;       // max |x - ref|
-  double max_rel = 0.0;       // max |x - ref| / max(|ref|, 1e-6)
+  double max_rel = 0.0;       // max |x - ref| / max(|ref|, 1e-6): large where ref ≈ 0, see tol_used
+  double tol_used = 0.0;      // max |x - ref| / (atol + rtol·|ref|): the margin to the tolerance (ok at <= 1)
   double nmse = 0.0;          // sum (x-ref)^2 / sum ref^2
   int64_t violations = 0;     // elements with |x - ref| > atol + rtol·|ref| (or non-finite)
   int64_t count = 0;

@@ -99,12 +99,14 @@ ErrorStats compare_to_reference(const Tensor& out, const Reference& ref, const T
           const double diff = std::fabs(x - y);
           if (!std::isfinite(x)) {
             ++e.violations;
-            e.max_abs = std::numeric_limits<double>::infinity();
+            e.max_abs = e.tol_used = std::numeric_limits<double>::infinity();
             continue;
           }
           e.max_abs = std::max(e.max_abs, diff);
           e.max_rel = std::max(e.max_rel, diff / std::max(std::fabs(y), 1e-6));
-          if (diff > tol.atol + tol.rtol * std::fabs(y)) ++e.violations;
+          const double bound = tol.atol + tol.rtol * std::fabs(y);
+          e.tol_used = std::max(e.tol_used, bound > 0 ? diff / bound : diff > 0 ? HUGE_VAL : 0.0);
+          if (diff > bound) ++e.violations;
           num += diff * diff;
           den += y * y;
         }
