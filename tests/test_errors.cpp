@@ -112,8 +112,8 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
     // What needs the bytes, how many, the budget, then what to do instead (last, as one sentence reads).
     EXPECT_NE(msg.find("(its N×N scores) needs " + std::to_string(need) + " bytes"), std::string::npos) << msg;
     EXPECT_TRUE(msg.ends_with("over the memory budget of " + std::to_string(memory_budget()) + " bytes (" +
-                              fmt::format("{:.2f}", double(memory_budget()) / (1 << 30)) +
-                              " GiB); flash and sdpa-flash need no N×N buffer: try one of them"))
+                              binary_size(double(memory_budget())) +
+                              "); flash and sdpa-flash need no N×N buffer: try one of them"))
         << msg;
   }
   // flash needs no N×N buffer and still runs under the same budget.
@@ -240,4 +240,13 @@ TEST(Errors, ValidationFiguresAgainstTheReference) {
   EXPECT_NEAR(bad.tol_used, 0.2 / 0.15, 1e-6);
   out.set(0, 0, 0, 0, std::numeric_limits<float>::quiet_NaN());
   EXPECT_TRUE(std::isinf(compare_to_reference(out, ref, {0.1, 0.1}).tol_used));
+}
+
+TEST(Errors, SizesInMessagesReadInTheirOwnUnit) {
+  EXPECT_EQ(binary_size(512), "512 B");
+  EXPECT_EQ(binary_size(1536), "1.50 KiB");
+  EXPECT_EQ(binary_size(5.0 * 1024 * 1024), "5.00 MiB");
+  EXPECT_EQ(binary_size(8650752), "8.25 MiB");
+  EXPECT_EQ(binary_size(3.0 * (int64_t(1) << 40)), "3.00 TiB");
+  EXPECT_EQ(binary_size(std::ldexp(1.0, 65)), "32.00 EiB");
 }

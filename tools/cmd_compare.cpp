@@ -379,8 +379,9 @@ void run_compare(const CompareArgs& a) {
                       sdpa_auto);
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
-  const bool unfused = std::any_of(variants.begin(), variants.end(),
-                                   [](const Variant* v) { return v->name == "naive" || v->name == "inplace"; });
+  const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+    return (r.name == "naive" || r.name == "inplace") && r.r.status != RunOutcome::Status::Skipped;
+  });
   if (const std::string note = report::unfused_matmul_note(dtype_name(in.p.dtype), ops::bf16_matmul_key());
       unfused && !note.empty())
     text += note + "\n";

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace attnprof {
@@ -42,5 +43,8 @@ int64_t physical_memory_bytes();
 // sizes in floating point (exact to 2^53 bytes) and an absurd shape is refused with its true size, never
 // wrapped round to a negative or small integer.
 void check_memory_budget(double bytes, std::string_view what, std::string_view hint = {});
+// A byte count for messages in the binary unit that reads best: "512 B", "1.50 KiB", "8.25 MiB", "2.00 GiB",
+// "3.00 TiB" (a budget refusal of megabytes no longer reads "0.00 GiB").
+std::string binary_size(double bytes);
 
 }  // namespace attnprof

@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <new>
+
+#include <fmt/format.h>
 
 #include "attnprof/error.h"
 #include "core/memory_counters.h"
@@ -64,14 +68,26 @@ int64_t memory_budget() {
   return b > 0 ? b : physical_memory_bytes();
 }
 
+std::string binary_size(double bytes) {
+  static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (!(std::fabs(bytes) >= 1024.0)) return fmt::format("{:.0f} B", bytes);  // NaN too
+  double v = bytes / 1024.0;
+  size_t u = 0;
+  while (std::fabs(v) >= 1024.0 && u + 1 < std::size(units)) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fmt::format("{:.2f} {}", v, units[u]);
+}
+
 void check_memory_budget(double bytes, std::string_view what, std::string_view hint) {
   const int64_t budget = memory_budget();
   const int64_t live = g_counters.current();
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
-    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({:.2f} GiB) with {} bytes ({:.2f} GiB) already live, over "
-                                  "the memory budget of {} bytes ({:.2f} GiB){}{}",
-                                  what, bytes, bytes / (1 << 30), live, double(live) / (1 << 30), budget,
-                                  double(budget) / (1 << 30), hint.empty() ? "" : "; ", hint),
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}) with {} bytes ({}) already live, over the memory "
+                                  "budget of {} bytes ({}){}{}",
+                                  what, bytes, binary_size(bytes), live, binary_size(double(live)), budget,
+                                  binary_size(double(budget)), hint.empty() ? "" : "; ", hint),
                       __FILE__, __LINE__);
   }
 }

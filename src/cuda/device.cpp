@@ -172,9 +172,9 @@ void* device_alloc(size_t bytes) {
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      throw OutOfBudget(fmt::format("CUDA out of memory: cudaMalloc of {} bytes ({:.2f} GiB) failed: {}; {} bytes "
-                                    "live in attnprof tensors",
-                                    size, double(size) / (1 << 30), cudaGetErrorString(e), g_counters.current()),
+      throw OutOfBudget(fmt::format("CUDA out of memory: cudaMalloc of {} bytes ({}) failed: {}; {} bytes live in "
+                                    "attnprof tensors",
+                                    size, binary_size(double(size)), cudaGetErrorString(e), g_counters.current()),
                         __FILE__, __LINE__);
     }
     std::lock_guard<std::mutex> lock(pool().m);
