@@ -181,6 +181,20 @@ struct NaiveRun {
   int64_t allocator_peak = 0;
 };
 
+// One forward of a prepared variant under its annotation, as the CLI records it.
+prof::ProfileResult profile_forward(const Variant& var, Runner& runner, const Tensor& q, const Tensor& k,
+                                    const Tensor& v) {
+  prof::Profiler p;
+  p.start();
+  {
+    prof::VariantScope vs(var.name);
+    ATTNPROF_ANNOTATE_DYN(z, var.annotation);
+    AttnOutput out = runner.run(q, k, v);
+  }
+  p.stop();
+  return p.result();
+}
+
 NaiveRun profile_variant(const char* name, DType dt, int64_t B, int64_t H, int64_t N, int64_t D) {
   Tensor q = Tensor::empty({B, H, N, D}, dt), k = Tensor::empty({B, H, N, D}, dt), v = Tensor::empty({B, H, N, D}, dt);
   fill_randn(q, 1);
@@ -192,16 +206,8 @@ NaiveRun profile_variant(const char* name, DType dt, int64_t B, int64_t H, int64
   run.problem = AttnProblem::from(q, k, v, opt);
   auto runner = var.prepare(run.problem, opt);
   reset_peak_memory();
-  prof::Profiler p;
-  p.start();
-  {
-    prof::VariantScope vs(var.name);
-    ATTNPROF_ANNOTATE_DYN(z, var.annotation);
-    AttnOutput out = runner->run(q, k, v);
-  }
-  p.stop();
+  run.result = profile_forward(var, *runner, q, k, v);
   run.allocator_peak = memory_stats().peak_bytes;
-  run.result = p.result();
   return run;
 }
 
@@ -273,15 +279,7 @@ TEST(Profiler, EveryVariantsCostModelMovesTheBytesItsOpsRecord) {
           const AttnProblem p = AttnProblem::from(q, k, v, m.o);
           if (var.unsupported(p)) continue;
           auto runner = var.prepare(p, m.o);
-          prof::Profiler pr;
-          pr.start();
-          {
-            prof::VariantScope vs(var.name);
-            ATTNPROF_ANNOTATE_DYN(z, var.annotation);
-            AttnOutput out = runner->run(q, k, v);
-          }
-          pr.stop();
-          const auto ka = analysis::key_averages(pr.result());
+          const auto ka = analysis::key_averages(profile_forward(var, *runner, q, k, v));
           const auto* fwd = row(ka, var.annotation);
           ASSERT_TRUE(fwd) << what;
           EXPECT_DOUBLE_EQ(fwd->cost.bytes(), var.cost(p).bytes()) << what;
