@@ -1,4 +1,4 @@
-// Analysis: power-law fits on exact and noisy power laws, roofline verdicts, and the machine-peaks cache.
+// Analysis: power-law fits on exact and noisy power laws, the median, roofline verdicts, and the machine-peaks cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +56,15 @@ TEST(FitPowerLaw, RejectsBadInput) {
   EXPECT_THROW(fit_power_law({1.0, 2.0}, {1.0}), Error);
   EXPECT_THROW(fit_power_law({1.0, 2.0}, {1.0, 0.0}), Error);
   EXPECT_THROW(fit_power_law({2.0, 2.0}, {1.0, 3.0}), Error);
+}
+
+// One median for every timing: the middle value, the mean of the two middle ones for an even count.
+TEST(Median, MiddleValueOrMeanOfTheTwoMiddleOnes) {
+  EXPECT_EQ(median({}), 0.0);
+  EXPECT_EQ(median({4.0}), 4.0);
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(median({5.0, 5.0, 1.0, 9.0}), 5.0);
 }
 
 TEST(Roofline, VerdictsFollowTheRidge) {

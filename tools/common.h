@@ -149,7 +149,7 @@ void write_json(const std::string& path, const nlohmann::json& j);
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).
 std::vector<std::string> split_list(const std::string& s);
 
-double median(std::vector<double> v);
+using analysis::median;  // the one median (attnprof/analysis.h), host and CUDA-event timings alike
 double elapsed_s(double since_s);
 double now_s();
 

@@ -197,4 +197,8 @@ struct PowerFit {
 };
 PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y);
 
+// The median of `v`: the middle value, or the mean of the two middle values when `v` has an even count;
+// 0 when empty. Every "median of the timed forwards" (host wall time, CUDA events) is this one.
+double median(std::vector<double> v);
+
 }  // namespace attnprof::analysis

@@ -158,7 +158,7 @@ const Variant& find_cuda_variant(std::string_view name);  // Error listing the n
 // forwards each between two events. Device time per forward, launch gaps included; no profiler needed.
 struct DeviceTiming {
   std::vector<double> ms;  // per forward
-  double median_ms = 0.0, min_ms = 0.0;
+  double median_ms = 0.0, min_ms = 0.0;  // median_ms is analysis::median(ms), as on the host
 };
 DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
                                  const DeviceTensor& v, int warmup = 3, int iters = 20);

@@ -1,4 +1,6 @@
-// Scaling fits (google/benchmark's ComputeBigO, made a power law): least squares of log y on log x.
+// Scaling fits (google/benchmark's ComputeBigO, made a power law): least squares of log y on log x; and the median
+// every timing report takes of its timed forwards.
+#include <algorithm>
 #include <cmath>
 
 #include "attnprof/analysis.h"
@@ -43,6 +45,13 @@ PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& 
   // Standard error of the slope; undefined with two points (a line always fits), reported as 0.
   f.exponent_stderr = n > 2 ? std::sqrt(ssr / double(n - 2) / sxx) : 0.0;
   return f;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace attnprof::analysis

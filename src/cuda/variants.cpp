@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "attention/variants.h"
+#include "attnprof/analysis.h"
 #include "attnprof/ops.h"
 #include "cuda/backend.h"
 #if defined(ATTNPROF_HAVE_CUDNN)
@@ -303,26 +304,34 @@ DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, co
   ATTNPROF_CHECK(warmup >= 0 && iters >= 1, "time_device_forward needs warmup >= 0 and iters >= 1");
   for (int i = 0; i < warmup; ++i) runner.run_device(q, k, v);
   ATTNPROF_CUDA_CHECK(cudaStreamSynchronize(detail::stream()));
-  cudaEvent_t a = nullptr, b = nullptr;
-  ATTNPROF_CUDA_CHECK(cudaEventCreate(&a));
-  ATTNPROF_CUDA_CHECK(cudaEventCreate(&b));
   DeviceTiming t;
-  for (int i = 0; i < iters; ++i) {
-    ATTNPROF_CUDA_CHECK(cudaEventRecord(a, detail::stream()));
-    runner.run_device(q, k, v);
-    ATTNPROF_CUDA_CHECK(cudaEventRecord(b, detail::stream()));
-    ATTNPROF_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0.0f;
-    ATTNPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.ms.push_back(double(ms));
-  }
-  (void)cudaEventDestroy(a);
-  (void)cudaEventDestroy(b);
+  {
+    // Owns the two events: destroyed on every way out, a failed create of the second or a throwing forward or check.
+    struct EventPair {
+      cudaEvent_t a = nullptr, b = nullptr;
+      EventPair() = default;
+      EventPair(const EventPair&) = delete;
+      EventPair& operator=(const EventPair&) = delete;
+      ~EventPair() {
+        if (a) (void)cudaEventDestroy(a);
+        if (b) (void)cudaEventDestroy(b);
+      }
+    } ev;
+    ATTNPROF_CUDA_CHECK(cudaEventCreate(&ev.a));
+    ATTNPROF_CUDA_CHECK(cudaEventCreate(&ev.b));
+    for (int i = 0; i < iters; ++i) {
+      ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.a, detail::stream()));
+      runner.run_device(q, k, v);
+      ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.b, detail::stream()));
+      ATTNPROF_CUDA_CHECK(cudaEventSynchronize(ev.b));
+      float ms = 0.0f;
+      ATTNPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.a, ev.b));
+      t.ms.push_back(double(ms));
+    }
+  }  // the events are destroyed here, before the launch check, as on every way out
   detail::check_launch("the timed forwards");
-  std::vector<double> sorted = t.ms;
-  std::sort(sorted.begin(), sorted.end());
-  t.median_ms = sorted[sorted.size() / 2];
-  t.min_ms = sorted.front();
+  t.median_ms = analysis::median(t.ms);
+  t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
   return t;
 }
 
