@@ -68,7 +68,6 @@ class Tensor {
   // Views (no copy).
   Tensor transpose() const;                        // swap dims 2 and 3
   Tensor expand(const Shape4& shape) const;        // broadcast size-1 dims with stride 0
-  Tensor view(const Shape4& shape) const;          // reshape a contiguous tensor
 
   // Copies.
   Tensor clone() const;                            // contiguous copy, same dtype

@@ -89,18 +89,6 @@ Tensor Tensor::expand(const Shape4& shape) const {
   return t;
 }
 
-Tensor Tensor::view(const Shape4& shape) const {
-  ATTNPROF_CHECK(is_contiguous(), "view() needs a contiguous tensor");
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  ATTNPROF_CHECK(n == numel(), "cannot view shape {} as {}: element counts differ", shape_str(shape_),
-                 shape_str(shape));
-  Tensor t = *this;
-  t.shape_ = shape;
-  t.strides_ = contiguous_strides(shape);
-  return t;
-}
-
 Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(shape_, dtype);
   const char* src = static_cast<const char*>(raw());
