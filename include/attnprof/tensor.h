@@ -57,11 +57,9 @@ class Tensor {
   size_t nbytes() const { return size_t(numel()) * element_size(); }
   bool is_contiguous() const;
 
-  // Pointer to element (0,0,0,0) of this view.
+  // Pointer to element (0,0,0,0): the start of the storage, which no view moves.
   template <class T>
-  T* data() const {
-    return reinterpret_cast<T*>(static_cast<char*>(storage_->data()) + offset_ * int64_t(element_size()));
-  }
+  T* data() const { return static_cast<T*>(storage_->data()); }
   void* raw() const { return data<char>(); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
@@ -83,7 +81,6 @@ class Tensor {
 
  private:
   std::shared_ptr<Storage> storage_;
-  int64_t offset_ = 0;
   Shape4 shape_{0, 0, 0, 0};
   Shape4 strides_{0, 0, 0, 0};
   DType dtype_ = DType::F32;
