@@ -241,8 +241,6 @@ class Profiler {
   void start();  // clears buffers, enters step 0 of the schedule
   void step();   // ends the current step, like torch.profiler's prof.step()
   void stop();   // ends the session; result() is valid after this
-  int current_step() const { return step_; }
-  bool step_is_active() const;  // whether the current step is recorded (schedule)
 
   ProfileResult result() const;
   const ProfilerOptions& options() const { return opts_; }

@@ -102,8 +102,6 @@ bool Profiler::schedule_given() const {
   return s.wait != d.wait || s.warmup != d.warmup || s.active != d.active || s.repeat != d.repeat;
 }
 
-bool Profiler::step_is_active() const { return running_ && phase_of(step_) == Phase::Active; }
-
 void Profiler::start() {
   ATTNPROF_CHECK(!running_, "profiler already started");
   ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
