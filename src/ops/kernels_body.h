@@ -104,12 +104,13 @@ inline void cvt_h_f32(const uint16_t* a, float* out, int64_t n) {
   if (j < n) F::store_n(out + j, H::load_n(a + j, n - j), n - j);
 }
 
-// softmax over fp32 values already in `x` (n of them), written to `out` through `st`.
+// softmax of the n values `ld` reads (as fp32), written through `st`; `ex` (n floats) holds the exponentials
+// between the passes and may be the input itself (each pass reads a block before it overwrites it).
 // exp(x - max) = exp2((x - max)·log2e). Not one FMA x·log2e - round(max·log2e): the max's own exponent
 // would be the rounding residual, up to half an ulp of max·log2e, which is positive half the time and past
 // 2^7 once |max| exceeds ~1.5e9: exp2 then overflows, and the row is inf or NaN. x - max is <= 0 exactly.
 template <class Load, class Store>
-inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st) {
+inline void softmax_any(int64_t n, Load ld, float* ex, Store st) {
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
   V vmax = F::set1(ninf);
@@ -121,7 +122,6 @@ inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st
     for (j = 0; j < n; j += W) st(j, F::zero(), std::min<int64_t>(W, n - j));
     return;
   }
-  (void)xs;
   const V l2e = F::set1(kLog2e), vmx = F::set1(mx);
   V vsum = F::zero();
   for (j = 0; j < n; j += W) {
@@ -140,11 +140,11 @@ inline void softmax_any(int64_t n, Load ld, const float* xs, float* ex, Store st
 
 inline void softmax_f32(const float* in, float* out, int64_t n) {
   // exponentials go straight to `out` (in place: over the inputs already consumed by the max pass)
-  softmax_any(n, ld_f32(in), in, out, st_f32(out));
+  softmax_any(n, ld_f32(in), out, st_f32(out));
 }
 template <class H>
 inline void softmax_h(const uint16_t* in, uint16_t* out, int64_t n, float* tmp) {
-  softmax_any(n, ld_h<H>(in), nullptr, tmp, st_h<H>(out));
+  softmax_any(n, ld_h<H>(in), tmp, st_h<H>(out));
 }
 
 template <class H>
