@@ -10,12 +10,6 @@
 namespace attnprof::ops {
 namespace {
 
-void check_float(const Tensor& a, const char* op) {
-  ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
-  ATTNPROF_CHECK(a.dtype() == DType::F32 || is_half(a.dtype()), "{} needs fp32, bf16 or fp16, got {}", op,
-                 dtype_name(a.dtype()));
-}
-
 double mask_elems(const Shape4& m) { return double(m[0] * m[1] * m[2] * m[3]); }
 double elems(const Shape4& a) { return double(a[0] * a[1] * a[2] * a[3]); }
 
@@ -35,7 +29,7 @@ OpCost mul_cost(const Shape4& a, DType dtype) {
 
 Tensor& mul_(Tensor& a, double s) {
   ATTNPROF_OP_ZONE(z, "mul_");
-  check_float(a, "mul_");
+  detail::check_float(a, "mul_");
   z.add_shape(a.shape());
   z.set_cost(mul_cost(a.shape(), a.dtype()));
   const float f = float(s);
@@ -57,7 +51,7 @@ Tensor& mul_(Tensor& a, double s) {
 
 Tensor mul(const Tensor& a, double s) {
   ATTNPROF_OP_ZONE(z, "mul");
-  check_float(a, "mul");
+  detail::check_float(a, "mul");
   z.add_shape(a.shape());
   z.set_cost(mul_cost(a.shape(), a.dtype()));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
@@ -92,7 +86,7 @@ OpCost masked_fill_cost(const Shape4& a, DType dtype, const Shape4& mask) {
 
 Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
   ATTNPROF_OP_ZONE(z, "masked_fill_");
-  check_float(a, "masked_fill_");
+  detail::check_float(a, "masked_fill_");
   ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "masked_fill_ needs a bool mask, got {}",
                  mask.defined() ? dtype_name(mask.dtype()) : "undefined");
   check_broadcast(mask.shape(), a.shape(), "mask");
@@ -138,8 +132,8 @@ OpCost add_cost(const Shape4& a, DType dtype, const Shape4& m, DType mdtype) {
 
 Tensor& add_(Tensor& a, const Tensor& m) {
   ATTNPROF_OP_ZONE(z, "add_");
-  check_float(a, "add_");
-  check_float(m, "add_ (mask)");
+  detail::check_float(a, "add_");
+  detail::check_float(m, "add_ (mask)");
   check_broadcast(m.shape(), a.shape(), "additive mask");
   ATTNPROF_CHECK(!(is_half(a.dtype()) && is_half(m.dtype()) && a.dtype() != m.dtype()),
                  "add_: a {} additive mask cannot be added to {} scores: use an fp32 mask or one of the scores' dtype",

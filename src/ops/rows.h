@@ -1,11 +1,20 @@
-// Internal: iterate a 4-D tensor as rows of its last dim, with an optional broadcast companion tensor.
+// Internal: iterate a 4-D tensor as rows of its last dim, with an optional broadcast companion tensor; the
+// row ops' shared dtype check and element access.
 #pragma once
 
 #include <omp.h>
 
+#include "attnprof/error.h"
 #include "attnprof/tensor.h"
 
 namespace attnprof::ops::detail {
+
+// `op`'s tensor argument must be defined and fp32, bf16 or fp16 (the dtypes the row kernels take).
+inline void check_float(const Tensor& a, const char* op) {
+  ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
+  ATTNPROF_CHECK(a.dtype() == DType::F32 || is_half(a.dtype()), "{} needs fp32, bf16 or fp16, got {}", op,
+                 dtype_name(a.dtype()));
+}
 
 // Calls f(row_offset_in_a, row_offset_in_m) for every (b, h, i), in parallel over rows.
 template <class F>

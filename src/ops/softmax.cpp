@@ -35,12 +35,6 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
   for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, tmp[j] * inv);
 }
 
-void check_float(const Tensor& a, const char* op) {
-  ATTNPROF_CHECK(a.defined(), "{} on an undefined tensor", op);
-  ATTNPROF_CHECK(a.dtype() == DType::F32 || is_half(a.dtype()), "{} needs fp32, bf16 or fp16, got {}", op,
-                 dtype_name(a.dtype()));
-}
-
 }  // namespace
 
 OpCost softmax_cost(const Shape4& a, DType dtype) {
@@ -51,7 +45,7 @@ OpCost softmax_cost(const Shape4& a, DType dtype) {
 
 Tensor& softmax_(Tensor& a) {
   ATTNPROF_OP_ZONE(z, "softmax_");
-  check_float(a, "softmax_");
+  detail::check_float(a, "softmax_");
   z.add_shape(a.shape());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   const int64_t n = a.shape(3), st = a.stride(3);
@@ -78,7 +72,7 @@ Tensor& softmax_(Tensor& a) {
 
 Tensor softmax(const Tensor& a) {
   ATTNPROF_OP_ZONE(z, "softmax");
-  check_float(a, "softmax");
+  detail::check_float(a, "softmax");
   z.add_shape(a.shape());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
