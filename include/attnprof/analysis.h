@@ -85,6 +85,9 @@ struct KeyAverages {
 };
 
 KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt = {});
+// The inclusive cost model of each of `t`'s zones: its own cost plus its descendants'. OpStats::cost sums
+// these, and the trace's zone args carry them.
+std::vector<OpCost> inclusive_costs(const prof::ThreadTrace& t);
 
 // ---- device (CUDA) time per zone and per activity ----------------------------------------------------
 // Pure host code over ProfileResult::device / device_mem, so it is tested without a GPU.

@@ -45,7 +45,6 @@ struct ZoneDerived {
   double total_ns = 0.0;
   double self_ns = 0.0;
   double subtracted_ns = 0.0;  // the calibrated cost of the zones nested in it, taken off its measured time
-  OpCost inclusive;
   int64_t self_alloc = 0, alloc = 0, freed = 0;
 };
 
@@ -58,7 +57,6 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
   for (size_t i = 0; i < n; ++i) {
     const prof::ZoneEvent& e = t.zones[i];
     measured_ns[i] = e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0;
-    d[i].inclusive = e.cost;
   }
   for (const prof::MemEvent& m : t.mem) {
     if (m.zone < 0 || size_t(m.zone) >= n) continue;
@@ -76,7 +74,6 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
     child_ns[size_t(p)] += d[i].total_ns;
     child_measured_ns[size_t(p)] += measured_ns[i];
     nested[size_t(p)] += 1 + nested[i];
-    d[size_t(p)].inclusive += d[i].inclusive;
     d[size_t(p)].alloc += d[i].alloc;
     d[size_t(p)].freed += d[i].freed;
   }
@@ -88,6 +85,19 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
 }
 
 }  // namespace
+
+std::vector<OpCost> inclusive_costs(const prof::ThreadTrace& t) {
+  const size_t n = t.zones.size();
+  std::vector<OpCost> inc(n);
+  for (size_t i = 0; i < n; ++i) inc[i] = t.zones[i].cost;
+  // Children always come after their parent (zones are stored in order of opening), so one backward pass
+  // adds every zone's descendants to it before the zone is added to its own parent.
+  for (size_t i = n; i-- > 0;) {
+    const int32_t p = t.zones[i].parent;
+    if (p >= 0 && size_t(p) < i) inc[size_t(p)] += inc[i];
+  }
+  return inc;
+}
 
 KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt) {
   KeyAverages ka;
@@ -102,6 +112,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
     const prof::ThreadTrace& t = r.threads[ti];
     const ZoneDeviceStats* zdev = ti < dev.size() ? dev[ti].data() : nullptr;
     const std::vector<ZoneDerived> d = derive(r, t, r.zone_overhead_ns, ka.overhead_subtracted_ns);
+    const std::vector<OpCost> inclusive = inclusive_costs(t);
     std::vector<size_t> group(t.zones.size());
     for (size_t i = 0; i < t.zones.size(); ++i) {
       const prof::ZoneEvent& e = t.zones[i];
@@ -142,7 +153,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         s.total_ns += d[i].total_ns;
         s.mem_bytes += d[i].alloc;
         s.freed_bytes += d[i].freed;
-        s.cost += d[i].inclusive;
+        s.cost += inclusive[i];
         if (zdev) {
           s.device_total_ns += zdev[i].total_ns;
           s.device_mem_bytes += zdev[i].mem_bytes;

@@ -202,13 +202,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       sp[i] = {s, f};
       items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
-    auto& inc = incl[ti];
-    inc.resize(t.zones.size());
-    for (size_t i = 0; i < t.zones.size(); ++i) inc[i] = t.zones[i].cost;
-    for (size_t i = t.zones.size(); i-- > 0;) {
-      const int32_t p = t.zones[i].parent;
-      if (p >= 0 && size_t(p) < i) inc[size_t(p)] += inc[i];
-    }
+    incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
     if (opt.memory_counters || opt.memory_instants)
       for (size_t i = 0; i < t.mem.size(); ++i)
         items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
