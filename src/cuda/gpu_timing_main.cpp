@@ -24,6 +24,7 @@
 #include <map>
 #include <vector>
 
+#include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
@@ -126,8 +127,7 @@ double kernel_median_ms(cuda::DeviceRunner& d, const cuda::DeviceTensor& dq, con
   for (const cuda::RawActivity& a : cap.activities)
     if (a.kind == cuda::DeviceActivity::Kind::Kernel && a.end_ns > a.start_ns) ms.push_back((a.end_ns - a.start_ns) * 1e-6);
   if (ms.empty()) return 0.0;
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return analysis::median(ms);  // the mean of the two middle kernels for an even count, as every median here
 }
 
 // Every flash tile configuration for the problem's head dim: small-case validation (both head dims),
