@@ -186,9 +186,9 @@ std::string floor_legend(const Target& t) {
                           t.m.bf16_gflops > 0 ? fmt::format(" / {:.1f} bf16 dot", t.m.bf16_gflops) : std::string());
   return fmt::format(
       "Floor ms: the roofline floor of the {} one forward ran, each at max(bytes / bandwidth, FLOPs / its peak) "
-      "against {}, summed: no schedule of those {} is faster here. Bound: memory when {} held by their bytes make "
-      ">= 3/4 of the floor, compute when <= 1/4, else mixed. Bytes moved / bandwidth alone is compare.json's "
-      "bound_ms.\n",
+      "against {}, summed: what those {} take at those ceilings (data that stays in cache can beat it). "
+      "Bound: memory when {} held by their bytes make >= 3/4 of the floor, compute when <= 1/4, else mixed. "
+      "Bytes moved / bandwidth alone is compare.json's bound_ms.\n",
       t.gpu ? "kernels, copies and fills" : "ops", ceilings, t.gpu ? "activities" : "ops", t.gpu ? "activities" : "ops");
 }
 

@@ -178,7 +178,8 @@ std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& pe
 // The roofline floor of a profile: every op at its own ceiling, max(bytes / bandwidth, FLOPs / its compute
 // ceiling), summed over the ops with a cost. The ops' own (self) costs, so a composite op (masked_fill =
 // copy_ + masked_fill_) and its children count once; a device profile sums its activities, whose launching
-// zones carry the same cost again. No implementation of these ops in this order runs faster on this machine.
+// zones carry the same cost again. It is the time those ops take at the given ceilings; an op whose data stays
+// in cache can beat the measured bandwidth, and so the floor.
 // memory_ns is the part of the floor spent in ops whose bytes, not their FLOPs, set it.
 struct RooflineFloor {
   double ns = 0.0;

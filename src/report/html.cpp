@@ -291,8 +291,8 @@ void section_compare(Page& pg, const Input& in) {
           "Floor ms is the roofline floor of what one forward ran: each " + (gpu ? "kernel, copy and fill" : "op") +
           " at max(bytes / bandwidth, FLOPs / its peak) against " +
           (gpu ? "the GPU's datasheet ceilings" : "the machine's measured ceilings") +
-          ", summed; no schedule of those " + (gpu ? "activities" : "ops") +
-          " runs faster. Bound says which side sets it: the share of the floor spent in ops held by their bytes "
+          ", summed: what those " + (gpu ? "activities" : "ops") +
+          " take at those ceilings (data that stays in cache can beat it). Bound says which side sets it: the share of the floor spent in ops held by their bytes "
           "(memory at 75 % or more, compute at 25 % or less, else mixed). Every variant with a time was checked "
           "against the fp64 reference (max |err|, NMSE) before it was timed.");
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
