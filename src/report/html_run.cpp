@@ -387,25 +387,58 @@ std::string read_table_text(const fs::path& dir, const VariantData& v, std::vect
   }
 }
 
-}  // namespace
-
-Run read_run(const fs::path& dir, size_t max_spans) {
-  Run run;
-  run.compare = read_json(dir / "compare.json");
-  // A compare.json with figures attnprof never writes (a time that is not a number, a negative byte count, a
-  // row without a name) is not drawn with guessed values: the section says what is wrong instead.
-  if (run.compare.doc) try {
-      check_compare_json(*run.compare.doc, "compare.json");
-    } catch (const Error& e) {
-      run.compare.doc.reset();
-      run.compare.note = fmt::format("{} (not drawn: attnprof does not write such a file)", e.what());
+// One variant the run keeps: its summary's rows, forwards and memory timeline, its trace's first forwards
+// (and memory, when the summary has none), and its torch-style table. What cannot be read becomes a note.
+void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v, std::vector<std::string>& op_notes) {
+  if (!s.doc) {
+    op_notes.push_back(v.name + ": " + s.note);
+  } else {
+    v.summary = std::move(s.doc);
+    v.ops = parse_rows(*v.summary);
+    // Forwards are the calls of the per-forward annotation the run recorded (attn_fwd, sdpa_fwd, ...), as
+    // diff counts them; a summary that names none falls back on its first user annotation.
+    const std::string annotation = recorded(*v.summary, "annotation");
+    for (const OpRow& r : v.ops)
+      if (r.calls > 0 && (annotation.empty() ? r.category == "user_annotation" && r.name.rfind("ProfilerStep#", 0) != 0
+                                             : r.name == annotation)) {
+        v.forwards = r.calls;
+        v.per_forward = true;
+        break;
+      }
+    v.memory = timeline_from_summary(*v.summary);
+    if (!v.memory.empty())
+      v.memory_source = v.summary->contains("device") ? v.summary_file + " (device memory)" : v.summary_file;
+    if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
+  }
+  if (v.trace_file.empty()) {
+    for (const char* suf : {".trace.json", ".trace.json.gz"})
+      if (std::error_code ec; fs::is_regular_file(dir / (v.name + suf), ec)) { v.trace_file = v.name + suf; break; }
+  }
+  if (!v.trace_file.empty()) {
+    Input t = read_json(dir / v.trace_file);
+    if (t.doc) {
+      if (v.memory.empty()) {
+        v.memory = timeline_from_trace(*t.doc);
+        if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
+      }
+      const std::string annotation = v.summary ? recorded(*v.summary, "annotation") : std::string();
+      ForwardSpans f = forward_timeline(*t.doc, annotation, max_spans);
+      v.forward_spans = std::move(f.rows);
+      if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
+    } else {
+      v.forward_note = t.note;
     }
-  run.sweep = read_json(dir / "sweep.json");
-  run.roofline = read_json(dir / "roofline.json");
-  const Input& compare = run.compare;
+  } else {
+    v.forward_note = "no trace file";
+  }
+  v.table = read_table_text(dir, v, op_notes);
+}
 
-  // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory.
-  std::vector<VariantData>& vs = run.variants;
+// The variants of a run directory: those compare.json ran, in its order, then every other <variant>.summary.json
+// there (sorted); `not_run` gets the ones compare.json names but did not run, with the reason.
+std::vector<VariantData> collect_variants(const fs::path& dir, const Input& compare,
+                                          std::map<std::string, std::string>& not_run) {
+  std::vector<VariantData> vs;
   std::set<std::string> seen, seen_files;
   auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
     if (summary_file.empty()) summary_file = name + ".summary.json";
@@ -416,8 +449,6 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     v.trace_file = std::move(trace_file);
     vs.push_back(std::move(v));
   };
-  // The variants compare.json did not run (skipped over the budget, failed validation), with the reason.
-  std::map<std::string, std::string> not_run;
   if (compare.doc) {
     if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
       for (const json& v : *arr)
@@ -440,6 +471,31 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   }
   std::sort(found.begin(), found.end());
   for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "");
+  return vs;
+}
+
+}  // namespace
+
+Run read_run(const fs::path& dir, size_t max_spans) {
+  Run run;
+  run.compare = read_json(dir / "compare.json");
+  // A compare.json with figures attnprof never writes (a time that is not a number, a negative byte count, a
+  // row without a name) is not drawn with guessed values: the section says what is wrong instead.
+  if (run.compare.doc) try {
+      check_compare_json(*run.compare.doc, "compare.json");
+    } catch (const Error& e) {
+      run.compare.doc.reset();
+      run.compare.note = fmt::format("{} (not drawn: attnprof does not write such a file)", e.what());
+    }
+  run.sweep = read_json(dir / "sweep.json");
+  run.roofline = read_json(dir / "roofline.json");
+  const Input& compare = run.compare;
+
+  // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory;
+  // the ones compare.json did not run (skipped over the budget, failed validation), with the reason.
+  std::map<std::string, std::string> not_run;
+  run.variants = collect_variants(dir, compare, not_run);
+  std::vector<VariantData>& vs = run.variants;
 
   // A directory keeps what every earlier run left in it. A summary of another problem must not be drawn beside
   // this run's: the step-by-step changes, rooflines and tables would compare different problems. The run's
@@ -526,48 +582,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
         leave_out(i, fmt::format("{} is left out: {} (attnprof does not write such a file).", v.summary_file, e.what()));
         continue;
       }
-    if (!s.doc) {
-      op_notes.push_back(v.name + ": " + s.note);
-    } else {
-      v.summary = std::move(s.doc);
-      v.ops = parse_rows(*v.summary);
-      // Forwards are the calls of the per-forward annotation the run recorded (attn_fwd, sdpa_fwd, ...), as
-      // diff counts them; a summary that names none falls back on its first user annotation.
-      const std::string annotation = recorded(*v.summary, "annotation");
-      for (const OpRow& r : v.ops)
-        if (r.calls > 0 && (annotation.empty() ? r.category == "user_annotation" && r.name.rfind("ProfilerStep#", 0) != 0
-                                               : r.name == annotation)) {
-          v.forwards = r.calls;
-          v.per_forward = true;
-          break;
-        }
-      v.memory = timeline_from_summary(*v.summary);
-      if (!v.memory.empty())
-        v.memory_source = v.summary->contains("device") ? v.summary_file + " (device memory)" : v.summary_file;
-      if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
-    }
-    if (v.trace_file.empty()) {
-      for (const char* suf : {".trace.json", ".trace.json.gz"})
-        if (fs::is_regular_file(dir / (v.name + suf), ec)) { v.trace_file = v.name + suf; break; }
-    }
-    if (!v.trace_file.empty()) {
-      Input t = read_json(dir / v.trace_file);
-      if (t.doc) {
-        if (v.memory.empty()) {
-          v.memory = timeline_from_trace(*t.doc);
-          if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
-        }
-        const std::string annotation = v.summary ? recorded(*v.summary, "annotation") : std::string();
-        ForwardSpans f = forward_timeline(*t.doc, annotation, max_spans);
-        v.forward_spans = std::move(f.rows);
-        if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
-      } else {
-        v.forward_note = t.note;
-      }
-    } else {
-      v.forward_note = "no trace file";
-    }
-    v.table = read_table_text(dir, v, op_notes);
+    load_variant(dir, std::move(s), max_spans, v, op_notes);
   }
   for (size_t i = vs.size(); i-- > 0;)
     if (!keep[i]) vs.erase(vs.begin() + std::ptrdiff_t(i));
