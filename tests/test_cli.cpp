@@ -965,12 +965,35 @@ TEST_F(Cli, HtmlFlagRefusesAPageOverTheRunsFilesBeforeTheRun) {
   const Result r = run("compare --iters 1 --warmup 0 --variants flash --html" + kSmall + out_flag());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("links to '" + fs::weakly_canonical(out() / "compare.json").string() +
-                       "', a file the run writes and the report reads"),
+                       "', a file of the run's directory that the page would replace"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("validating"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out() / "compare.json"));
   EXPECT_FALSE(fs::exists(out() / "flash.trace.json"));
+  // Any file of the run, not only those the page reads: compare.txt, a table, sweep.csv.
+  for (const char* file : {"compare.txt", "flash.table.txt"}) {
+    fs::remove(out() / "report.html");
+    fs::create_symlink(file, out() / "report.html");
+    const Result t = run("compare --iters 1 --warmup 0 --variants flash --html" + kSmall + out_flag());
+    EXPECT_EQ(t.code, 2) << t.err;
+    EXPECT_NE(t.err.find("a file of the run's directory that the page would replace"), std::string::npos) << t.err;
+    EXPECT_FALSE(fs::exists(out() / file)) << file;
+  }
+  // What writing the page would refuse at the end is refused at the start: report.html a directory, or a link
+  // to a file that does not exist outside the run's directory.
+  fs::remove(out() / "report.html");
+  fs::create_directory(out() / "report.html");
+  const Result d = run("profile flash --iters 1 --warmup 0 --html" + kSmall + out_flag());
+  EXPECT_EQ(d.code, 2) << d.err;
+  EXPECT_NE(d.err.find("report.html': it is a directory"), std::string::npos) << d.err;
+  EXPECT_FALSE(fs::exists(out() / "flash.summary.json"));
+  fs::remove(out() / "report.html");
+  fs::create_symlink("/nonexistent-dir/page.html", out() / "report.html");
+  const Result l = run("profile flash --iters 1 --warmup 0 --html" + kSmall + out_flag());
+  EXPECT_EQ(l.code, 2) << l.err;
+  EXPECT_NE(l.err.find("is a symbolic link to a file that does not exist"), std::string::npos) << l.err;
+  EXPECT_FALSE(fs::exists(out() / "flash.summary.json"));
 }
 
 TEST_F(Cli, UnwritableOutputDirectoryIsAnError) {

@@ -76,17 +76,34 @@ struct AtomicFile::Impl {
   }
 };
 
+namespace {
+struct TargetInfo {
+  bool exists = false, is_link = false;
+  struct stat target {};
+};
+// What `path` names now, refused when no file can be written there whole.
+TargetInfo inspect_target(const std::string& path) {
+  ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
+  TargetInfo t;
+  struct stat link {};
+  t.exists = ::stat(path.c_str(), &t.target) == 0;
+  t.is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  ATTNPROF_CHECK(t.exists || !t.is_link, "cannot write '{}': it is a symbolic link to a file that does not exist", path);
+  ATTNPROF_CHECK(!t.exists || !S_ISDIR(t.target.st_mode), "cannot write '{}': it is a directory", path);
+  return t;
+}
+}  // namespace
+
+void check_atomic_target(const std::string& path) { (void)inspect_target(path); }
+
 AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.batched = when == Commit::WithBatch;
-  ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
+  const TargetInfo t = inspect_target(path);
   m.path = std::move(path);
   const bool compress = gzip == Gzip::ByExtension && ends_with(m.path, ".gz");  // the name asked for, not a link's
-  struct stat link {}, target {};
-  const bool exists = ::stat(m.path.c_str(), &target) == 0;
-  const bool is_link = ::lstat(m.path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
-  ATTNPROF_CHECK(exists || !is_link, "cannot write '{}': it is a symbolic link to a file that does not exist", m.path);
-  ATTNPROF_CHECK(!exists || !S_ISDIR(target.st_mode), "cannot write '{}': it is a directory", m.path);
+  const bool exists = t.exists, is_link = t.is_link;
+  const struct stat& target = t.target;
   if (exists && !S_ISREG(target.st_mode)) {
     // A device or a pipe: open it for writing (a FIFO without a reader fails with ENXIO instead of blocking).
     m.fd = ::open(m.path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);

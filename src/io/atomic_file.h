@@ -31,6 +31,11 @@ class AtomicFile {
   std::unique_ptr<Impl> impl_;
 };
 
+// The checks AtomicFile's constructor makes on `path` before it creates anything (a symbolic link to a file
+// that does not exist, a directory), for callers that must refuse a path before a long run writes to it.
+// Throws Error with the constructor's message.
+void check_atomic_target(const std::string& path);
+
 // The staging behind report::FileBatch (see report.h): files committed while a batch is open on this thread
 // wait, complete, in their temporary files, and are renamed together by commit_staged().
 namespace detail {

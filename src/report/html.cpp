@@ -20,6 +20,7 @@
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "io/atomic_file.h"
 #include "report/figures.h"
 #include "report/html_run.h"
 
@@ -1084,8 +1085,9 @@ void refuse_page_over_input(const std::string& out_dir, const HtmlOptions& opt) 
     if (fs::equivalent(path, it->path(), same_ec) && !same_ec)
       ATTNPROF_FAIL("report: '{}' is the same file as '{}', which the report reads", path.string(), it->path().string());
   }
-  // A link to a file not there yet (the run writes it): follow the links by hand, as weakly_canonical stops
-  // at the first name that does not exist.
+  // A link to any other file of the directory, there or not yet (the run writes its tables, texts and CSV there
+  // too, and the page written through the link would replace one): follow the links by hand, as
+  // weakly_canonical stops at the first name that does not exist. A link to a file outside is the user's choice.
   fs::path target = path;
   std::error_code link_ec;
   for (int hops = 0; hops < 40 && fs::is_symlink(target, link_ec); ++hops) {
@@ -1097,16 +1099,19 @@ void refuse_page_over_input(const std::string& out_dir, const HtmlOptions& opt) 
   target = fs::weakly_canonical(target, link_ec);
   std::error_code dir_ec;
   if (!link_ec && target.parent_path() == fs::weakly_canonical(out_dir, dir_ec) && !dir_ec &&
-      is_report_input(target.filename().string()))
-    ATTNPROF_FAIL("report: '{}' links to '{}', a file the run writes and the report reads", path.string(),
-                  target.string());
+      target.filename() != opt.file_name)
+    ATTNPROF_FAIL("report: '{}' links to '{}', a file of the run's directory that the page would replace",
+                  path.string(), target.string());
 }
 
 }  // namespace
 
 void check_html_report_possible(const std::string& out_dir, const HtmlOptions& opt) {
   std::error_code ec;
-  if (fs::is_directory(out_dir, ec)) refuse_page_over_input(out_dir, opt);
+  if (fs::is_directory(out_dir, ec)) {
+    refuse_page_over_input(out_dir, opt);
+    io::check_atomic_target((fs::path(out_dir) / opt.file_name).string());  // a directory, a dangling link
+  }
   (void)load_chart_library(opt.web_dir);
 }
 
