@@ -60,8 +60,10 @@ TEST(Diff, AnOpDoingOtherWorkUnderTheSameNameIsChangedAndNoisySidesAreNamed) {
   math["metadata"]["variant"] = "sdpa-math";
   math["run"]["variant"] = "sdpa-math";
   math["run"]["forward_ms"] = {5.0, 5.1, 9.0};
+  json wrapper = row("masked_fill", 3, 30, 0, 0);  // no bytes of its own; its children's grew
+  wrapper["cost"]["bytes"] = 2400.0;
   math["rows"] = json::array({row("attn_fwd", 3, 30, 0, 0, "user_annotation"), row("matmul", 6, 12000, 600, 1200),
-                              row("mul", 6, 600, 60, 120), row("softmax", 3, 3000, 0, 601)});
+                              row("mul", 6, 600, 60, 120), row("softmax", 3, 3000, 0, 601), wrapper});
   json naive = naive_summary();
   naive["run"]["forward_ms"] = {10.0, 10.1};
   const report::ProfileDiff d = report::diff_summaries(naive, math);
@@ -69,6 +71,7 @@ TEST(Diff, AnOpDoingOtherWorkUnderTheSameNameIsChangedAndNoisySidesAreNamed) {
   EXPECT_EQ(rows["matmul"].change, "same");
   EXPECT_EQ(rows["mul"].change, "changed");       // 1 -> 2 calls, 200 -> 40 bytes per forward
   EXPECT_EQ(rows["softmax"].change, "same");      // 200 -> 200.33 bytes: within 1 %
+  EXPECT_EQ(rows["masked_fill"].change, "changed");  // 0 -> 0 bytes of its own, its children's 0 -> 800
   EXPECT_EQ(d.next.forward_ms, (std::vector<double>{5.0, 5.1, 9.0}));
   const std::string t = report::diff_table(d);
   for (const char* s : {"changed (same name, other work): mul (1 -> 2 calls, 200 b -> 40 b moved)",
@@ -377,6 +380,14 @@ TEST(Diff, CompareRunsVariantByVariant) {
   EXPECT_TRUE(d.same_problem);
   EXPECT_EQ(d.base_label, "P on Test CPU, 2 threads");
   EXPECT_EQ(d.new_label, "P on Test GPU");
+  {  // one CPU run as itself and under ATTNPROF_ISA=scalar are two runs: the label names the SIMD target
+    json scalar = base, avx2 = base;
+    scalar["machine"]["isa"] = "scalar";
+    avx2["machine"]["isa"] = "avx2";
+    const report::RunDiff s = report::diff_compare_runs(avx2, scalar);
+    EXPECT_EQ(s.base_label, "P on Test CPU, avx2, 2 threads");
+    EXPECT_EQ(s.new_label, "P on Test CPU, scalar, 2 threads");
+  }
   ASSERT_EQ(d.rows.size(), 4u);
   EXPECT_EQ(d.rows[0].variant, "naive");
   EXPECT_DOUBLE_EQ(d.rows[0].base_ms, 100.0);

@@ -158,22 +158,25 @@ TEST(Errors, BudgetEstimatesBoundTheMeasuredPeak) {
   for (const Case& c : {Case{{1, 2, 512, 64}, {1, 2, 512, 64}}, Case{{1, 2, 1, 128}, {1, 2, 4096, 128}},
                         Case{{1, 4, 16, 128}, {1, 2, 4096, 128}}, Case{{2, 4, 300, 64}, {2, 1, 700, 64}}}) {
     for (DType dt : {DType::F16, DType::BF16, DType::F32})
-      for (const char* name : {"naive", "inplace", "sdpa-math"}) {
-        const std::string what = fmt::format("{} {} q {} kv {}", dtype_name(dt), name, shape_str(c.q), shape_str(c.kv));
-        Tensor q = rnd(c.q, dt), k = rnd(c.kv, dt), v = rnd(c.kv, dt);
-        AttnOptions o{.is_causal = true};
-        const AttnProblem p = AttnProblem::from(q, k, v, o);
-        const double scratch = naive_matmul_scratch_bytes(p);
-        EXPECT_EQ(scratch > 0, dt == DType::F16 || (dt == DType::BF16 && !ops::bf16_matmul_uses_onednn())) << what;
-        const double estimate = std::string_view(name) == "sdpa-math" ? sdpa_math_peak_bytes(p)
-                                                                       : naive_peak_bytes(p, std::string_view(name) == "inplace", scratch);
-        const int64_t base = memory_stats().current_bytes;
-        reset_peak_memory();
-        Tensor out = find_variant(name).prepare(p, o)->run(q, k, v).out;
-        const double measured = double(memory_stats().peak_bytes - base);
-        EXPECT_LE(measured, estimate) << what;
-        EXPECT_GE(measured, 0.85 * estimate) << what << ": estimate " << estimate << ", measured " << measured;
-      }
+      for (const char* name : {"naive", "inplace", "sdpa-math"})
+        for (bool key_padding : {false, true}) {  // causal, or a key-padding bool mask [B,1,1,Nk]
+          const std::string what = fmt::format("{} {} q {} kv {}{}", dtype_name(dt), name, shape_str(c.q), shape_str(c.kv),
+                                               key_padding ? " key-padding mask" : " causal");
+          Tensor q = rnd(c.q, dt), k = rnd(c.kv, dt), v = rnd(c.kv, dt);
+          AttnOptions o{.is_causal = !key_padding};
+          if (key_padding) o.attn_mask = Tensor::full({c.q[0], 1, 1, c.kv[2]}, DType::Bool, 1.0f);
+          const AttnProblem p = AttnProblem::from(q, k, v, o);
+          const double scratch = naive_matmul_scratch_bytes(p);
+          EXPECT_EQ(scratch > 0, dt == DType::F16 || (dt == DType::BF16 && !ops::bf16_matmul_uses_onednn())) << what;
+          const double estimate = std::string_view(name) == "sdpa-math" ? sdpa_math_peak_bytes(p)
+                                                                         : naive_peak_bytes(p, std::string_view(name) == "inplace", scratch);
+          const int64_t base = memory_stats().current_bytes;
+          reset_peak_memory();
+          Tensor out = find_variant(name).prepare(p, o)->run(q, k, v).out;
+          const double measured = double(memory_stats().peak_bytes - base);
+          EXPECT_LE(measured, estimate) << what;
+          EXPECT_GE(measured, 0.85 * estimate) << what << ": estimate " << estimate << ", measured " << measured;
+        }
   }
 }
 

@@ -152,6 +152,13 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     const std::string p = render_html_report(d.path.string(), stub_library());
     EXPECT_NE(p.find("(this run&#39;s compare.json has no roofline floor)"), std::string::npos);
     EXPECT_NE(p.find("ms per forward (bar) and bytes / bandwidth (tick)"), std::string::npos);
+    // One row without a floor among rows with one: each tick says what it is.
+    json mixed = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+    mixed["variants"][0].erase("floor_ms");
+    spit(d.path / "compare.json", mixed.dump());
+    const std::string pm = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(pm.find("ms per forward (bar) and roofline floor, else bytes / bandwidth (tick)"), std::string::npos);
+    EXPECT_EQ(pm.find("has no roofline floor)"), std::string::npos);
   }
   // Sweep: the fitted exponents label the lines; the point over budget is listed, not drawn.
   EXPECT_NE(page.find("N^2.00"), std::string::npos);

@@ -90,7 +90,9 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   }
   row.gflops = row.ms > 0 ? attention_flops(in.p) / (row.ms * 1e6) : 0.0;
   row.pct_peak = t.peak > 0 ? 100.0 * row.gflops / t.peak : 0.0;
-  if (!row.r.forward_ns.empty()) {
+  // On a GPU the floor is the device activities' (host zones against the GPU's ceilings would mean nothing):
+  // none when CUPTI collected none.
+  if (!row.r.forward_ns.empty() && (!t.gpu || row.r.ka.has_device)) {
     analysis::RooflineFloor f = analysis::roofline_floor(row.r.ka, t.m);
     const double forwards = double(row.r.forward_ns.size());
     f.ns /= forwards;
@@ -110,7 +112,8 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"max_abs_err", row.r.err.max_abs},
                {"peak_extra_bytes", row.r.peak_extra_bytes},
                {"ops_per_forward", row.ops ? report::count_json(*row.ops) : nlohmann::json()},
-               {"forward_ms", row.forward_ms}};  // as profile writes them: diff names a noisy side
+               {"forward_ms", row.forward_ms},  // as profile writes them: diff names a noisy side
+               {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
 }

@@ -18,7 +18,9 @@ namespace attnprof {
 double variants::fill_mask_bytes(const AttnProblem& p) {
   const double nn = double(p.Nq) * double(p.Nk);
   if (p.mask == MaskKind::Causal) return nn;
-  if (p.mask == MaskKind::Bool) return double(p.mask_shape[0]) * double(p.mask_shape[1]) * nn;
+  // logical_not of a bool mask keeps the mask's own shape: a key-padding [B,1,1,Nk] mask is B·Nk bytes.
+  if (p.mask == MaskKind::Bool)
+    return double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.mask_shape[2]) * double(p.mask_shape[3]);
   return 0.0;
 }
 

@@ -21,7 +21,7 @@ Tolerance unfused_tolerance(DType t);
 Tolerance fused_tolerance(DType t);
 
 // Bytes of the bool mask an unfused path fills with -inf: the causal triu, or the logical_not of a bool mask
-// (its [B or 1, H or 1] broadcast dims kept); 0 for an additive mask, which is the caller's tensor.
+// (at the mask's own shape, broadcast dims kept at 1); 0 for an additive mask, which is the caller's tensor.
 double fill_mask_bytes(const AttnProblem& p);
 
 std::unique_ptr<Runner> make_flash(const AttnProblem& p, const AttnOptions& o);

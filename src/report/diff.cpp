@@ -100,6 +100,7 @@ bool is_activity(const std::string& category) {
 
 struct OpFigures {
   double calls = 0, ns = 0, mem = 0, bytes = 0;
+  double all_bytes = 0;  // with its children's: a wrapper (masked_fill) moves none itself
 };
 
 struct Parsed {
@@ -202,11 +203,12 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       // kernel counted once, as in the CUDA table).
       o.ns = number(r, "self_cuda_ns", what) / f;
       o.mem = number(r, "self_cuda_mem_bytes", what, /*may_be_negative=*/true) / f;
-      o.bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
+      o.bytes = o.all_bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
     } else {
       o.ns = number(r, "self_ns", what) / f;
       o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;
       o.bytes = number(self_cost, "bytes", what) / f;
+      o.all_bytes = number(cost, "bytes", what) / f;
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
     auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == name; });
@@ -217,6 +219,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       it->second.ns += o.ns;
       it->second.mem += o.mem;
       it->second.bytes += o.bytes;
+      it->second.all_bytes += o.all_bytes;
     }
   }
   return p;
@@ -274,8 +277,10 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   };
   // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
   // by name only, naive's mul over N×N scores and SDPA math's two over q and k are "changed", not "same".
-  auto same_work = [](const OpFigures& x, const OpFigures& y) {
-    return std::abs(x.calls - y.calls) < 1e-9 && std::abs(x.bytes - y.bytes) <= 0.01 * std::max(x.bytes, y.bytes);
+  // A wrapper's own bytes are 0 on both sides, so its children's count too.
+  auto close = [](double a, double b) { return std::abs(a - b) <= 0.01 * std::max(a, b); };
+  auto same_work = [&](const OpFigures& x, const OpFigures& y) {
+    return std::abs(x.calls - y.calls) < 1e-9 && close(x.bytes, y.bytes) && close(x.all_bytes, y.all_bytes);
   };
   for (const auto& [name, x] : a.ops) {
     if (auto it = in_b.find(name); it != in_b.end()) {
@@ -454,6 +459,8 @@ std::string run_label(const json& c) {
   else if (c.contains("machine") && c["machine"].is_object()) {
     where = text(c["machine"], "cpu");
     if (const std::string sig = text(c["machine"], "cpu_signature"); !sig.empty()) where += " (" + sig + ")";
+    // The SIMD target the peaks and kernels ran with: one CPU under ATTNPROF_ISA=scalar and as itself are two runs.
+    if (const std::string isa = text(c["machine"], "isa"); !isa.empty()) where += ", " + isa;
     const double threads = c.contains("threads") && c["threads"].is_number() ? c["threads"].get<double>() : 0.0;
     if (threads >= 1 && threads <= 1e6) where += fmt::format(", {:.0f} threads", threads);
   }

@@ -243,8 +243,8 @@ void section_compare(Page& pg, const Input& in) {
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
-  // The tick on each bar: the roofline floor; runs written before compare recorded it have only the bytes'.
-  bool bytes_only_floor = false;
+  // The tick on each bar: the roofline floor; rows written before compare recorded it have only the bytes'.
+  int with_floor = 0, bytes_only = 0;
   if (variants && variants->is_array()) {
     for (const json& v : *variants) {
       const std::string name = str(v, "name", "?");
@@ -270,10 +270,10 @@ void section_compare(Page& pg, const Input& in) {
            td(fmt_num(num(v, "floor_ms", NAN), 3), true) +
            td(share >= 0.0 && share <= 1.0  // NaN (absent) and figures no compare writes give "--"
                   ? fmt::format("{} ({:.0f}% memory)", analysis::floor_bound_kind(share), 100.0 * share)
-                  : std::string("--")) +
+                  : fmt_num(NAN)) +
            td(fmt_sci(num(v, "max_abs_err", NAN)), true) + td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
       const double floor_ms = num(v, "floor_ms", NAN);
-      bytes_only_floor = bytes_only_floor || !std::isfinite(floor_ms);
+      ++(std::isfinite(floor_ms) ? with_floor : bytes_only);
       bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
                       {"gflops", num(v, "gflops", 0.0)}});
@@ -317,8 +317,9 @@ void section_compare(Page& pg, const Input& in) {
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
              {"color", color},
              {"x", {{"field", "ms"}, {"type", "quantitative"},
-                    {"title", bytes_only_floor ? "ms per forward (bar) and bytes / bandwidth (tick)"
-                                               : "ms per forward (bar) and roofline floor (tick)"}}},
+                    {"title", bytes_only == 0   ? "ms per forward (bar) and roofline floor (tick)"
+                              : with_floor == 0 ? "ms per forward (bar) and bytes / bandwidth (tick)"
+                                                : "ms per forward (bar) and roofline floor, else bytes / bandwidth (tick)"}}},
              {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}}, {{"field", "gflops"}, {"format", ".1f"}}}}}}},
           {{"mark", {{"type", "tick"}, {"color", "#111"}, {"thickness", 3}}},
            {"encoding",
@@ -326,9 +327,12 @@ void section_compare(Page& pg, const Input& in) {
              {"x", {{"field", "floor_ms"}, {"type", "quantitative"}}},
              {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}}}}}}}}}};
     pg.chart("compare", spec,
-             bytes_only_floor ? "Time per forward for each variant; the black tick is its bytes divided by the bandwidth "
-                                "(this run's compare.json has no roofline floor)."
-                              : "Time per forward for each variant; the black tick is its roofline floor.");
+             bytes_only == 0 ? "Time per forward for each variant; the black tick is its roofline floor."
+             : with_floor == 0
+                 ? "Time per forward for each variant; the black tick is its bytes divided by the bandwidth (this "
+                   "run's compare.json has no roofline floor)."
+                 : "Time per forward for each variant; the black tick is its roofline floor, or its bytes divided by "
+                   "the bandwidth for a row of compare.json without one (floor ms: –).");
   }
   pg.end_section();
 }

@@ -254,9 +254,11 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       cells.push_back(costed ? rate(s->cost.bytes(), ns) : "--");
       cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
       if (bound) {
-        // A region (annotation, ProfilerStep#N) holds ops on both sides of the ridge: its summed FLOP/B would
-        // judge none of them, so it gets no verdict, as the roofline leaves it out.
-        if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category)) {
+        // A region (annotation, ProfilerStep#N) or a wrapper whose cost is all its children's (masked_fill,
+        // scaled_dot_product_attention) may hold ops on both sides of the ridge: its summed FLOP/B would judge
+        // none of them, so it gets no verdict. An op with a cost of its own is judged on its whole cost.
+        const bool holds_only = !has_cost(s->self_cost);
+        if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category) && !holds_only) {
           const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
         } else {
@@ -291,7 +293,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     std::string ridges = bw > 0 ? fmt::format("{:.2f} FLOP/B", m.fp32_gflops / bw) : std::string("--");
     if (m.bf16_gflops > 0 && bw > 0) ridges += fmt::format(" (bf16 {:.2f})", m.bf16_gflops / bw);
     out += fmt::format("Bound: each op's FLOP/B against the ridge of its own compute ceiling ({}; {:.1f} GB/s; "
-                       "ridge {}); annotations and steps hold ops of both kinds and get none.\n",
+                       "ridge {}); annotations, steps and wrappers whose cost is all their children's "
+                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.\n",
                        ceilings, bw, ridges);
   }
   return out;
