@@ -75,6 +75,7 @@ TEST(Diff, AnOpDoingOtherWorkUnderTheSameNameIsChangedAndNoisySidesAreNamed) {
   EXPECT_EQ(d.next.forward_ms, (std::vector<double>{5.0, 5.1, 9.0}));
   const std::string t = report::diff_table(d);
   for (const char* s : {"changed (same name, other work): mul (1 -> 2 calls, 200 b -> 40 b moved)",
+                        "masked_fill (1 -> 1 calls, 0 b -> 800 b moved by its children)",
                         "Noisy: sdpa-math (new) took 5.000ms / 5.100ms / 9.000ms per forward (slowest 1.80x the fastest)"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   EXPECT_EQ(t.find("naive (base) took"), std::string::npos) << t;  // 1 % apart: not noisy

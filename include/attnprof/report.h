@@ -71,11 +71,13 @@ std::string recorded(const nlohmann::json& doc, std::string_view key);
 // One op of a profile diff, per forward on each side (a side's figures are 0 when the op is absent there).
 struct DiffRow {
   std::string base_name, new_name;  // equal, or "mul" / "mul_" for an op and its in-place form; "" = absent
-  std::string change;               // "same", "removed", "added", "in place" (X -> X_), "out of place" (X_ -> X)
+  std::string change;               // "same", "changed" (other calls or bytes), "removed", "added", "in place"
+                                    // (X -> X_), "out of place" (X_ -> X)
   double base_calls = 0, new_calls = 0;
   double base_ns = 0, new_ns = 0;        // self time (Self CUDA for device profiles)
   double base_mem = 0, new_mem = 0;      // self memory allocated (device memory for device profiles)
   double base_bytes = 0, new_bytes = 0;  // bytes moved by the op itself (cost model)
+  double base_all_bytes = 0, new_all_bytes = 0;  // with its children's (a wrapper such as masked_fill has only those)
   std::string label() const;             // "matmul", or "mul -> mul_" for an op and its other form
 };
 struct ProfileSide {

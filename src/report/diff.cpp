@@ -266,12 +266,14 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.base_ns = x->ns;
       r.base_mem = x->mem;
       r.base_bytes = x->bytes;
+      r.base_all_bytes = x->all_bytes;
     }
     if (y) {
       r.new_calls = y->calls;
       r.new_ns = y->ns;
       r.new_mem = y->mem;
       r.new_bytes = y->bytes;
+      r.new_all_bytes = y->all_bytes;
     }
     return r;
   };
@@ -390,10 +392,14 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     }
     if (r.change == "added") came.push_back(r.new_name);
     if (r.change == "in place") inplace.push_back(r.label());
-    if (r.change == "changed")
-      changed.push_back(fmt::format("{} ({} -> {} calls, {} -> {} moved)", r.label(), calls(r.base_calls),
-                                    calls(r.new_calls), format_bytes(int64_t(std::llround(r.base_bytes))),
-                                    format_bytes(int64_t(std::llround(r.new_bytes)))));
+    if (r.change == "changed") {
+      // A wrapper moves nothing itself: its children's bytes are what changed.
+      const bool wrapper = r.base_bytes == 0 && r.new_bytes == 0;
+      const double b = wrapper ? r.base_all_bytes : r.base_bytes, n = wrapper ? r.new_all_bytes : r.new_bytes;
+      changed.push_back(fmt::format("{} ({} -> {} calls, {} -> {} moved{})", r.label(), calls(r.base_calls),
+                                    calls(r.new_calls), format_bytes(int64_t(std::llround(b))),
+                                    format_bytes(int64_t(std::llround(n))), wrapper ? " by its children" : ""));
+    }
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
@@ -436,7 +442,9 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                     {"base_mem_bytes", r.base_mem},
                     {"new_mem_bytes", r.new_mem},
                     {"base_bytes", r.base_bytes},
-                    {"new_bytes", r.new_bytes}});
+                    {"new_bytes", r.new_bytes},
+                    {"base_all_bytes", r.base_all_bytes},
+                    {"new_all_bytes", r.new_all_bytes}});
   }
   return {{"kind", "diff"},
           {"attnprof_version", ATTNPROF_VERSION},
