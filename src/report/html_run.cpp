@@ -95,6 +95,13 @@ bool is_annotation(const OpRow& r) { return analysis::is_annotation(r.name, r.ca
 
 namespace {
 
+// Whether a zone (a summary row or a trace span) is the per-forward annotation: the one the run recorded
+// (attn_fwd, sdpa_fwd, ...), as diff counts forwards, else the first user annotation that is not a step.
+bool is_forward_zone(const std::string& name, const std::string& category, const std::string& annotation) {
+  return annotation.empty() ? category == "user_annotation" && name.rfind("ProfilerStep#", 0) != 0
+                            : name == annotation;
+}
+
 bool bf16_problem(const json& summary) {
   const json* m = member(summary, {"metadata"});
   return m && str(*m, "dtype") == "bf16";
@@ -248,10 +255,7 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
     spans.push_back({str(e, "name", "?"), str(e, "cat"), ts, dur, key});
   }
-  auto is_forward = [&](const Span& sp) {
-    return annotation.empty() ? sp.cat == "user_annotation" && sp.name.rfind("ProfilerStep#", 0) != 0
-                              : sp.name == annotation;
-  };
+  auto is_forward = [&](const Span& sp) { return is_forward_zone(sp.name, sp.cat, annotation); };
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;  // parents before the children they enclose
   });
@@ -390,17 +394,16 @@ std::string read_table_text(const fs::path& dir, const VariantData& v, std::vect
 // One variant the run keeps: its summary's rows, forwards and memory timeline, its trace's first forwards
 // (and memory, when the summary has none), and its torch-style table. What cannot be read becomes a note.
 void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v, std::vector<std::string>& op_notes) {
+  std::string annotation;  // the per-forward annotation the summary recorded, if any
   if (!s.doc) {
     op_notes.push_back(v.name + ": " + s.note);
   } else {
     v.summary = std::move(s.doc);
     v.ops = parse_rows(*v.summary);
-    // Forwards are the calls of the per-forward annotation the run recorded (attn_fwd, sdpa_fwd, ...), as
-    // diff counts them; a summary that names none falls back on its first user annotation.
-    const std::string annotation = recorded(*v.summary, "annotation");
+    annotation = recorded(*v.summary, "annotation");
+    // Forwards are the calls of the per-forward annotation.
     for (const OpRow& r : v.ops)
-      if (r.calls > 0 && (annotation.empty() ? r.category == "user_annotation" && r.name.rfind("ProfilerStep#", 0) != 0
-                                             : r.name == annotation)) {
+      if (r.calls > 0 && is_forward_zone(r.name, r.category, annotation)) {
         v.forwards = r.calls;
         v.per_forward = true;
         break;
@@ -421,7 +424,6 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
         v.memory = timeline_from_trace(*t.doc);
         if (!v.memory.empty()) v.memory_source = v.trace_file + " (counter events)";
       }
-      const std::string annotation = v.summary ? recorded(*v.summary, "annotation") : std::string();
       ForwardSpans f = forward_timeline(*t.doc, annotation, max_spans);
       v.forward_spans = std::move(f.rows);
       if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
