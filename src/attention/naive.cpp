@@ -16,11 +16,10 @@
 namespace attnprof {
 
 double variants::fill_mask_bytes(const AttnProblem& p) {
-  const double nn = double(p.Nq) * double(p.Nk);
-  if (p.mask == MaskKind::Causal) return nn;
-  // logical_not of a bool mask keeps the mask's own shape: a key-padding [B,1,1,Nk] mask is B·Nk bytes.
-  if (p.mask == MaskKind::Bool)
-    return double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.mask_shape[2]) * double(p.mask_shape[3]);
+  // What the op that makes the mask writes: triu's Nq·Nk bytes, or logical_not's copy of a bool mask at its
+  // own shape (a key-padding [B,1,1,Nk] mask is B·Nk bytes).
+  if (p.mask == MaskKind::Causal) return ops::triu_mask_cost(p.Nq, p.Nk).bytes_written;
+  if (p.mask == MaskKind::Bool) return ops::logical_not_cost(p.mask_shape).bytes_written;
   return 0.0;
 }
 

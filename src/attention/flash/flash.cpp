@@ -7,6 +7,7 @@
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
+#include "attnprof/ops.h"
 #include "attnprof/profiler.h"
 
 namespace attnprof {
@@ -43,10 +44,9 @@ double flash_bytes(const AttnProblem& p, int64_t br) {
   const double qo = 2.0 * es * double(p.B * p.Hq * p.Nq * p.D);
   const double kv = 2.0 * es * double(p.B * p.Hq * p.D) * kv_rows;
   // An explicit mask is read through its strides, its broadcast dims from cache: its own size once, as the
-  // elementwise ops count it.
+  // elementwise ops count it (what a copy of it reads).
   const double m = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive
-                       ? double(p.mask_shape[0]) * double(p.mask_shape[1]) * double(p.mask_shape[2]) *
-                             double(p.mask_shape[3]) * double(dtype_size(p.mask_dtype))
+                       ? ops::copy_cost(p.mask_shape, p.mask_dtype, p.mask_dtype).bytes_read
                        : 0.0;
   return qo + kv + m + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
 }
