@@ -370,6 +370,41 @@ TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
   for (const char* v : {"naive", "inplace", "sdpa-math", "flash"}) EXPECT_EQ(find_variant(v).cost(p32).bf16_flops, 0.0) << v;
 }
 
+// The roofline places each piece of work once: by its own cost and self time, so a wrapper (masked_fill, whose
+// children are copy_ and masked_fill_; SDPA's entry points) is not a second point beside its children, and the
+// placed bytes and FLOPs add up to the forward's cost model exactly.
+TEST(Profiler, RooflinePlacesEachOpsOwnWorkOnce) {
+  analysis::MachinePeaks m;
+  m.fp32_gflops = 100.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 50.0;
+  for (const char* name : {"naive", "inplace", "sdpa-math", "sdpa-flash", "flash"}) {
+    const NaiveRun run = profile_variant(name, DType::BF16, 1, 2, 64, 32);
+    const auto ka = analysis::key_averages(run.result);
+    const Variant& var = find_variant(name);
+    double bytes = 0, flops = 0;
+    std::set<std::string> placed;
+    for (const analysis::PlacedOp& p : analysis::roofline_ops(ka, m)) {
+      EXPECT_TRUE(placed.insert(p.op->name).second) << name << " " << p.op->name;
+      EXPECT_DOUBLE_EQ(p.cost.bytes(), p.op->self_cost.bytes()) << name << " " << p.op->name;
+      EXPECT_DOUBLE_EQ(p.ns, p.op->self_ns) << name << " " << p.op->name;
+      EXPECT_NE(p.op->name, var.annotation) << name;
+      bytes += p.cost.bytes();
+      flops += p.cost.flops;
+    }
+    EXPECT_DOUBLE_EQ(bytes, var.cost(run.problem).bytes()) << name;
+    // The FLOPs the ops computed (the masked half of a causal product included, unlike Variant::cost's convention).
+    const auto* fwd = row(ka, var.annotation);
+    ASSERT_TRUE(fwd) << name;
+    EXPECT_DOUBLE_EQ(flops, fwd->cost.flops) << name;
+    if (std::string(name) == "naive") {
+      EXPECT_FALSE(placed.count("masked_fill")) << "a wrapper: its copy_ and masked_fill_ are placed";
+      EXPECT_TRUE(placed.count("copy_") && placed.count("masked_fill_"));
+    }
+    if (std::string(name) == "sdpa-math") EXPECT_FALSE(placed.count("scaled_dot_product_attention"));
+  }
+}
+
 TEST(CostModel, CausalFlopsCountThePairsTheMaskLeavesVisible) {
   auto prob = [](int64_t nq, int64_t nk, bool causal) {
     return AttnProblem::from_shapes({1, 2, nq, 64}, {1, 2, nk, 64}, {1, 2, nk, 64}, DType::F32,

@@ -137,17 +137,18 @@ void run_roofline(const RooflineArgs& a) {
       for (const analysis::PlacedOp& placed : analysis::roofline_ops(r.ka, m)) {
         const analysis::OpStats& op = *placed.op;
         const analysis::RooflinePoint& pt = placed.pt;
-        const double gbs = placed.ns > 0 ? op.cost.bytes() / placed.ns : 0.0;
+        const OpCost& cost = placed.cost;
+        const double gbs = placed.ns > 0 ? cost.bytes() / placed.ns : 0.0;
         const char* bound = pt.memory_bound ? "memory" : "compute";
         j["ops"].push_back({{"variant", v->name},
                             {"name", op.name},
                             {"category", op.category},
                             {"calls", op.calls},
-                            {"total_ns", placed.ns},
-                            {"flops", op.cost.flops},
-                            {"bf16_flops", op.cost.bf16_flops},
-                            {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(op.cost, m)},
-                            {"bytes", op.cost.bytes()},
+                            {"self_ns", placed.ns},
+                            {"flops", cost.flops},
+                            {"bf16_flops", cost.bf16_flops},
+                            {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(cost, m)},
+                            {"bytes", cost.bytes()},
                             {"intensity", pt.intensity},
                             {"achieved_gflops", pt.achieved_gflops},
                             {"achieved_gbs", gbs},
@@ -159,7 +160,7 @@ void run_roofline(const RooflineArgs& a) {
                             {"fraction_of_bandwidth", m.bandwidth_gbs > 0 ? gbs / m.bandwidth_gbs : 0.0},
                             {"bound", bound}});
         // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
-        const std::string pct = op.cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
+        const std::string pct = cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
                                                   : fmt::format("{:.0f}%bw", 100 * gbs / m.bandwidth_gbs);
         text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", v->name,
                             op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
@@ -181,7 +182,8 @@ void run_roofline(const RooflineArgs& a) {
       text += "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
               "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"
               "  stayed in cache.\n";
-      text += "Inclusive figures: an op's FLOPs, bytes and time include its child ops.\n";
+      text += "Each op is placed once, by its own FLOPs, bytes and self time; a wrapper whose work is all its\n"
+              "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
     }
   }
   if (!a.peaks_only) {

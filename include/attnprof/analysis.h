@@ -163,16 +163,19 @@ struct RooflinePoint {
 double compute_ceiling_gflops(const OpCost& cost, const MachinePeaks& peaks);
 RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks);
 
-// One op of a profile on the roofline, with the time it was placed in.
+// One op of a profile on the roofline, with the cost and time it was placed in.
 struct PlacedOp {
   const OpStats* op = nullptr;  // the key_averages row
-  double ns = 0.0;              // the time the rates are over (summed over calls)
+  OpCost cost;                  // the row's own cost (self_cost): its children are placed on their own
+  double ns = 0.0;              // the row's own time the rates are over (summed over calls)
   RooflinePoint pt;
 };
-// Every op of a profile that has a cost, placed. A CPU profile places its ops (annotations and
-// ProfilerStep#N left out) in their inclusive CPU time; a device profile places its kernels, copies and fills
-// in device time, each activity once, and leaves out the host zones that launched them, whose cost is the
-// activities' cost again. The rows point into `ka`, which must outlive the result.
+// Every op of a profile that does work of its own, placed once. A CPU profile places each op by its own cost
+// and self time; annotations, ProfilerStep#N and wrappers whose cost is all their children's (masked_fill's
+// copy_ and masked_fill_, scaled_dot_product_attention) are left out, since their children are placed and
+// their summed FLOP/B would sit between ops on both sides of the ridge. A device profile places its kernels,
+// copies and fills in device time, each activity once, and leaves out the host zones that launched them,
+// whose cost is the activities' cost again. The rows point into `ka`, which must outlive the result.
 std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks);
 
 // The roofline floor of a profile: every op at its own ceiling, max(bytes / bandwidth, FLOPs / its compute

@@ -654,8 +654,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     peaks.bf16_gflops = m.bf16;
     for (const VariantData& v : vs) {
       for (const OpRow& r : v.ops) {
-        if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.total_ns <= 0) continue;
-        const double ai = r.flops / r.bytes, g = r.flops / r.total_ns;  // FLOP/ns = GFLOP/s
+        // Each op by its own cost over its self time, as `attnprof roofline` places it: a wrapper has none.
+        if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.self_ns <= 0) continue;
+        const double ai = r.flops / r.bytes, g = r.flops / r.self_ns;  // FLOP/ns = GFLOP/s
         OpCost c;
         c.flops = r.flops;
         c.bf16_flops = r.bf16_flops;
