@@ -123,6 +123,10 @@ TEST(Format, NoisyNotesNameEachNoisySubjectOnce) {
   ASSERT_EQ(one.size(), 2u);
   EXPECT_EQ(one[0], "Noisy: flash took 44.868ms / 82.651ms per forward (slowest 1.84x the fastest).");
   EXPECT_EQ(one[1].rfind("Its median may stand on disturbed forwards", 0), 0u) << one[1];
+  // Just above the threshold: three decimals, so the line does not read "1.15x", which is not noisy.
+  const std::vector<std::string> edge = report::noisy_notes({{"flash", {10.0, 11.51}}}, "");
+  ASSERT_EQ(edge.size(), 2u);
+  EXPECT_EQ(edge[0], "Noisy: flash took 10.000ms / 11.510ms per forward (slowest 1.151x the fastest).");
 
   const std::vector<std::string> two =
       report::noisy_notes({{"naive at N=512", {1.0, 2.0}}, {"flash at N=512", {1.0, 1.0}}, {"naive at N=1024", {3.0, 1.0}}}, vm);

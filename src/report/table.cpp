@@ -41,8 +41,11 @@ std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::s
     if (!is_noisy(t.forward_ms)) continue;
     std::string f;
     for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
-    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.2f}x the fastest).", t.subject, f,
-                                forward_spread(t.forward_ms)));
+    // Two decimals, or three where two would round down onto the threshold (1.151 is noisy, "1.15x" reads not).
+    const double spread = forward_spread(t.forward_ms);
+    const int digits = std::round(spread * 100) / 100 <= kNoisySpread ? 3 : 2;
+    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.{}f}x the fastest).", t.subject, f, spread,
+                                digits));
   }
   if (lines.empty()) return lines;
   lines.push_back(lines.size() == 1
