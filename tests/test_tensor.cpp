@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <limits>
 
 #include "attnprof/allocator.h"
@@ -181,6 +182,22 @@ TEST(Allocator, BudgetCheck) {
   set_memory_budget(memory_stats().current_bytes + 1000);
   EXPECT_NO_THROW(check_memory_budget(1000, "small"));
   EXPECT_THROW(check_memory_budget(1001, "big"), OutOfBudget);
+  // The message names what is live only when something is: "with 0 bytes (0 B) already live" says nothing.
+  auto message = [](double bytes) {
+    try {
+      check_memory_budget(bytes, "big");
+    } catch (const OutOfBudget& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const int64_t live = memory_stats().current_bytes;
+  EXPECT_EQ(message(1001).find("already live") != std::string::npos, live > 0) << message(1001);
+  {
+    Tensor held = Tensor::empty({1, 1, 10, 10}, DType::F32);
+    set_memory_budget(memory_stats().current_bytes + 1000);
+    EXPECT_NE(message(1001).find(fmt::format("with {} bytes", live + 400)), std::string::npos) << message(1001);
+  }
   set_memory_budget(0);
   EXPECT_THROW(set_memory_budget(-1), Error);
 }

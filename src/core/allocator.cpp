@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <new>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -84,10 +85,11 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
   const int64_t budget = memory_budget();
   const int64_t live = g_counters.current();
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
-    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}) with {} bytes ({}) already live, over the memory "
-                                  "budget of {} bytes ({}){}{}",
-                                  what, bytes, binary_size(bytes), live, binary_size(double(live)), budget,
-                                  binary_size(double(budget)), hint.empty() ? "" : "; ", hint),
+    const std::string with_live =
+        live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}){}, over the memory budget of {} bytes ({}){}{}", what,
+                                  bytes, binary_size(bytes), with_live, budget, binary_size(double(budget)),
+                                  hint.empty() ? "" : "; ", hint),
                       __FILE__, __LINE__);
   }
 }
