@@ -121,7 +121,7 @@ class DeviceTensor {
   DType dtype() const { return dtype_; }
   const Shape4& shape() const { return shape_; }
   int64_t shape(int i) const { return shape_[size_t(i < 0 ? i + 4 : i)]; }
-  int64_t numel() const { return shape_[0] * shape_[1] * shape_[2] * shape_[3]; }
+  int64_t numel() const { return attnprof::numel(shape_); }
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
   void* raw() const { return storage_ ? storage_->data() : nullptr; }
   template <class T>

@@ -21,6 +21,7 @@ namespace attnprof {
 using Shape4 = std::array<int64_t, 4>;
 
 std::string shape_str(const Shape4& s);  // "[8, 16, 1024, 64]"
+constexpr int64_t numel(const Shape4& s) { return s[0] * s[1] * s[2] * s[3]; }  // elements of a shape
 
 // A block of tracked memory; frees itself through the tracked allocator.
 class Storage {
@@ -52,7 +53,7 @@ class Tensor {
   const Shape4& strides() const { return strides_; }
   int64_t shape(int i) const { return shape_[size_t(i < 0 ? i + 4 : i)]; }
   int64_t stride(int i) const { return strides_[size_t(i < 0 ? i + 4 : i)]; }
-  int64_t numel() const { return shape_[0] * shape_[1] * shape_[2] * shape_[3]; }
+  int64_t numel() const { return attnprof::numel(shape_); }
   size_t element_size() const { return dtype_size(dtype_); }
   size_t nbytes() const { return size_t(numel()) * element_size(); }
   bool is_contiguous() const;

@@ -37,7 +37,7 @@ Tensor fast_copy(const Tensor& a, DType to) {
 }  // namespace
 
 OpCost copy_cost(const Shape4& a, DType from, DType to) {
-  const double n = double(a[0] * a[1] * a[2] * a[3]);
+  const double n = double(numel(a));
   return OpCost{0.0, n * double(dtype_size(from)), n * double(dtype_size(to))};
 }
 

@@ -8,13 +8,6 @@
 #include "ops/rows.h"
 
 namespace attnprof::ops {
-namespace {
-
-double mask_elems(const Shape4& m) { return double(m[0] * m[1] * m[2] * m[3]); }
-double elems(const Shape4& a) { return double(a[0] * a[1] * a[2] * a[3]); }
-
-}  // namespace
-
 void check_broadcast(const Shape4& mask, const Shape4& target, const char* what) {
   for (int i = 0; i < 4; ++i)
     ATTNPROF_CHECK(mask[size_t(i)] == target[size_t(i)] || mask[size_t(i)] == 1,
@@ -23,7 +16,7 @@ void check_broadcast(const Shape4& mask, const Shape4& target, const char* what)
 }
 
 OpCost mul_cost(const Shape4& a, DType dtype) {
-  const double n = elems(a), es = double(dtype_size(dtype));
+  const double n = double(numel(a)), es = double(dtype_size(dtype));
   return OpCost{n, n * es, n * es};
 }
 
@@ -80,8 +73,8 @@ Tensor mul(const Tensor& a, double s) {
 
 OpCost masked_fill_cost(const Shape4& a, DType dtype, const Shape4& mask) {
   // One compare/select per element; reads the tensor and the (un-broadcast) mask once, writes the tensor.
-  const double n = elems(a), es = double(dtype_size(dtype));
-  return OpCost{n, n * es + mask_elems(mask), n * es};
+  const double n = double(numel(a)), es = double(dtype_size(dtype));
+  return OpCost{n, n * es + double(numel(mask)), n * es};
 }
 
 Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
@@ -126,8 +119,8 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
 }
 
 OpCost add_cost(const Shape4& a, DType dtype, const Shape4& m, DType mdtype) {
-  const double n = elems(a), es = double(dtype_size(dtype));
-  return OpCost{n, n * es + mask_elems(m) * double(dtype_size(mdtype)), n * es};
+  const double n = double(numel(a)), es = double(dtype_size(dtype));
+  return OpCost{n, n * es + double(numel(m)) * double(dtype_size(mdtype)), n * es};
 }
 
 Tensor& add_(Tensor& a, const Tensor& m) {

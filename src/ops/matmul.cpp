@@ -234,7 +234,7 @@ OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
   const double batches = double(a[0] * a[1]);
   OpCost c;
   c.flops = 2.0 * batches * double(a[2]) * double(b[3]) * double(a[3]);
-  c.bytes_read = es * (double(a[0] * a[1] * a[2] * a[3]) + double(b[0] * b[1] * b[2] * b[3]));
+  c.bytes_read = es * double(numel(a) + numel(b));
   c.bytes_written = es * batches * double(a[2] * b[3]);
   if (dtype == DType::BF16) c.bf16_flops = c.flops;  // oneDNN's bf16 GEMM: vdpbf16ps where the CPU has it
   return c;

@@ -39,7 +39,7 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
 
 OpCost softmax_cost(const Shape4& a, DType dtype) {
   // Per element: max-compare, subtract, exp, add to the sum, multiply by 1/sum = 5 FLOPs (exp counted as 1).
-  const double n = double(a[0] * a[1] * a[2] * a[3]), es = double(dtype_size(dtype));
+  const double n = double(numel(a)), es = double(dtype_size(dtype));
   return OpCost{5.0 * n, n * es, n * es};
 }
 
