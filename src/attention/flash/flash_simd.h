@@ -245,262 +245,330 @@ struct Layout {
 
 inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + kBr - 1) / kBr); }
 
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// What every task of one forward shares, derived once from the Params.
+struct Plan {
+  const Params& p;
+  bool bf16_dot;  // bf16 inputs on vdpbf16ps: Qᵀ, P and V as bf16 pairs
+  Layout lay;
+  int64_t D, Dp, D2, nvec, group, q_blocks, bh_count, es;
+  bool causal, explicit_mask;
+  float qscale;  // scale·log2e: the scores are exponentiated in base 2, exp2 being the cheap exponential
+  // Sᵀ holds unscaled scores, and the exponent applies qscale, except where the scores are scaled before the
+  // softmax: an explicit mask adds to scaled scores, and a negative scale reverses the order of the maxima (the
+  // first softmax pass scales them). The running max m is in Sᵀ's units, so m·m_scale is the base-2 max.
+  bool scale_first;
+  float m_scale;
+  // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place
+  // needs whole vectors per row.
+  bool k_in_place, v_in_place;
+
+  Plan(const Params& params, bool dot)
+      : p(params), bf16_dot(dot), lay(params.D), D(params.D), Dp(lay.Dp), D2((params.D + 1) / 2), nvec(lay.Dp / W),
+        group(params.Hq / params.Hkv), q_blocks((params.Nq + kBr - 1) / kBr), bh_count(params.B * params.Hq),
+        es(int64_t(dtype_size(params.dtype))), causal(params.mask == MaskKind::Causal),
+        explicit_mask(params.mask == MaskKind::Bool || params.mask == MaskKind::Additive),
+        qscale(params.scale * kLog2e), scale_first(!explicit_mask && !(qscale > 0.0f)),
+        m_scale(explicit_mask || scale_first ? 1.0f : qscale), k_in_place(dot || params.dtype == DType::F32),
+        v_in_place(!dot && params.dtype == DType::F32 && params.D % W == 0) {}
+};
+
+// One thread's scratch slice, cut as Layout says.
+struct Scratch {
+  float* Qt;      // Qᵀ [Dp][kBr] fp32, or as Qt2: bf16 pairs [D2][kBr]
+  float* St;      // Sᵀ [kBc][kBr]: scores, then probabilities (fp32 P·V)
+  uint32_t* P2;   // P as bf16 pairs [kBc/2][kBr] (vdpbf16ps P·V)
+  float* Kf;      // K block widened to fp32 [kBc][Dp]
+  float* Vf;      // V block widened to fp32 [kBc][Dp], or as V2: bf16 key pairs [kBc/2][Dp]
+  float* O;       // unnormalised output [kBr][Dp]
+  float *m, *l, *alpha;  // running max, running sum, and this block's rescale factor, per row
+  uint32_t* Qt2;
+  uint32_t* V2;
+  Scratch(const Layout& lay, float* base)
+      : Qt(base), St(Qt + lay.q_sz), P2(reinterpret_cast<uint32_t*>(St + lay.s_sz)), Kf(St + lay.s_sz + lay.p_sz),
+        Vf(Kf + lay.k_sz), O(Vf + lay.v_sz), m(O + lay.o_sz), l(m + kBr), alpha(l + kBr),
+        Qt2(reinterpret_cast<uint32_t*>(Qt)), V2(reinterpret_cast<uint32_t*>(Vf)) {}
+};
+
+// The block of query rows a task owns: rows i0 .. i0+rows of head h (K/V head hk) of batch b.
+struct QBlock {
+  int64_t b, h, hk, i0, rows;
+  int64_t rows_p;  // rows the Q·Kᵀ micro-tiles cover (zeros past `rows`)
+};
+
+// Task t. Causal work grows with the Q block index: the heaviest blocks are handed out first.
+inline QBlock task_block(const Plan& pl, int64_t t) {
+  const int64_t qb = pl.causal ? pl.q_blocks - 1 - t / pl.bh_count : t / pl.bh_count;
+  const int64_t bh = t % pl.bh_count;
+  QBlock q;
+  q.b = bh / pl.p.Hq;
+  q.h = bh % pl.p.Hq;
+  q.hk = q.h / pl.group;
+  q.i0 = qb * kBr;
+  q.rows = std::min(kBr, pl.p.Nq - q.i0);
+  q.rows_p = round_up(q.rows, kRp);
+  return q;
+}
+
+// A block of keys j0 .. j0+cols as the micro-kernels read it.
+struct KvBlock {
+  int64_t j0, cols;
+  bool diagonal;   // causal and crossing the diagonal: some of its keys are masked for some rows
+  const void* k;   // K rows (input or Kf), ldk apart
+  int64_t ldk;
+  const float* v;  // fp32 V rows (input or Vf), ldv apart; with bf16_dot, V2 holds the block
+  int64_t ldv;
+};
+
+// 1. Qᵀ (unscaled; the scale is folded into the softmax), and O, m, ℓ reset.
+inline void load_q(const Plan& pl, const Scratch& s, const QBlock& q) {
+  const Params& p = pl.p;
+  const int64_t D = pl.D, qo = q.b * p.qs[0] + q.h * p.qs[1] + q.i0 * p.qs[2];
+  if (pl.bf16_dot) {
+    const uint16_t* qb = static_cast<const uint16_t*>(p.q) + qo;
+    for (int64_t r = 0; r < q.rows_p; ++r) {
+      const uint16_t* qr = qb + r * p.qs[2];
+      for (int64_t d2 = 0; d2 < pl.D2; ++d2)
+        s.Qt2[d2 * kBr + r] = r >= q.rows ? 0u
+                              : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
+                                               : uint32_t(qr[2 * d2]);
+    }
+  } else {
+    for (int64_t r = 0; r < q.rows_p; ++r) {
+      if (r >= q.rows) {
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = 0.0f;
+      } else if (p.dtype == DType::F32) {
+        const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = qr[d];
+      } else {
+        const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
+      }
+    }
+  }
+  std::fill(s.O, s.O + q.rows * pl.Dp, 0.0f);
+  std::fill(s.m, s.m + kBr, kNegInf);
+  std::fill(s.l, s.l + kBr, 0.0f);
+}
+
+// 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
+inline KvBlock load_kv(const Plan& pl, const Scratch& s, const QBlock& q, int64_t j0, int64_t cols) {
+  const Params& p = pl.p;
+  const int64_t D = pl.D, Dp = pl.Dp, es = pl.es;
+  const int64_t ko = q.b * p.ks[0] + q.hk * p.ks[1] + j0 * p.ks[2];
+  const int64_t vo = q.b * p.vs[0] + q.hk * p.vs[1] + j0 * p.vs[2];
+  KvBlock kv{j0, cols, pl.causal && j0 + cols - 1 > q.i0, static_cast<const char*>(p.k) + ko * es, p.ks[2],
+             s.Vf, Dp};
+  if (!pl.k_in_place) {
+    for (int64_t c = 0; c < cols; ++c)
+      row_to_f32(static_cast<const char*>(kv.k) + c * p.ks[2] * es, p.dtype, D, D, s.Kf + c * Dp);
+    kv.k = s.Kf;
+    kv.ldk = Dp;
+  }
+  if (pl.bf16_dot) {
+    const uint16_t* vb = static_cast<const uint16_t*>(p.v) + vo;
+    for (int64_t c2 = 0; c2 < (cols + 1) / 2; ++c2) {
+      const uint16_t* v0 = vb + (2 * c2) * p.vs[2];
+      const uint16_t* v1 = 2 * c2 + 1 < cols ? vb + (2 * c2 + 1) * p.vs[2] : nullptr;
+      uint32_t* dst = s.V2 + c2 * Dp;
+      int64_t d = 0;
+      if (v1) {
+        for (; d + 16 <= D; d += 16) {
+          const __m256i a = _mm256_loadu_si256((const __m256i*)(v0 + d));
+          const __m256i c = _mm256_loadu_si256((const __m256i*)(v1 + d));
+          const __m256i lo = _mm256_unpacklo_epi16(a, c), hi = _mm256_unpackhi_epi16(a, c);
+          _mm256_storeu_si256((__m256i*)(dst + d), _mm256_permute2x128_si256(lo, hi, 0x20));
+          _mm256_storeu_si256((__m256i*)(dst + d + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+        }
+      }
+      for (; d < D; ++d) dst[d] = uint32_t(v0[d]) | (v1 ? uint32_t(v1[d]) << 16 : 0u);
+      for (; d < Dp; ++d) dst[d] = 0;
+    }
+  } else if (pl.v_in_place) {
+    kv.v = static_cast<const float*>(p.v) + vo;
+    kv.ldv = p.vs[2];
+  } else {
+    for (int64_t c = 0; c < cols; ++c)
+      row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, s.Vf + c * Dp);
+  }
+  return kv;
+}
+
+// 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a panel
+// only needs the keys its last row can see; the tiles left out are fully masked below (the softmax overwrites
+// every lane of them with -inf), so their stale contents are never read.
+inline void scores(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+  for (int64_t r0 = 0; r0 < q.rows_p; r0 += kRp) {
+    const int64_t kc = kv.diagonal ? std::clamp<int64_t>(q.i0 + r0 + kRp - kv.j0, 0, kv.cols) : kv.cols;
+    for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
+      by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
+#if FLASH_BF16_DOT
+        if (pl.bf16_dot) {
+          qk_bf16<mr>(static_cast<const uint16_t*>(kv.k) + c0 * kv.ldk, kv.ldk, s.Qt2 + r0, pl.D,
+                      s.St + c0 * kBr + r0);
+          return;
+        }
+#endif
+        qk_f32<mr>(static_cast<const float*>(kv.k) + c0 * kv.ldk, kv.ldk, s.Qt + r0, pl.D, s.St + c0 * kBr + r0);
+      });
+    }
+  }
+}
+
+// 2c, rare path: an explicit mask applied element by element on the scaled scores.
+inline void apply_mask(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+  const Params& p = pl.p;
+  for (int64_t c = 0; c < kv.cols; ++c) {
+    float* sc = s.St + c * kBr;
+    for (int64_t r = 0; r < q.rows; ++r) {
+      const int64_t mo = q.b * p.ms[0] + q.h * p.ms[1] + (q.i0 + r) * p.ms[2] + (kv.j0 + c) * p.ms[3];
+      if (p.mask == MaskKind::Bool)
+        sc[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? sc[r] * pl.qscale : kNegInf;
+      else
+        sc[r] = sc[r] * pl.qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
+    }
+  }
+}
+
+// 2c. Online softmax along keys, W rows at a time: m, ℓ updated, α = exp2(m_old − m) for the P·V rescale,
+// Sᵀ (or P2) turned into probabilities. The scale is applied inside the exponent, exp2((s − m)·scale), so
+// the first pass over the scores only finds the row maxima (a positive scale keeps them the maxima) and
+// writes back only the causally masked scores of a diagonal block. A negative scale (allowed, if unusual)
+// reverses the order: those scores are scaled in the first pass instead.
+inline void online_softmax(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+  const V vq = F::set1(pl.m_scale), vq_first = F::set1(pl.qscale);
+  const int64_t cols = kv.cols;
+  for (int64_t r0 = 0; r0 < q.rows; r0 += W) {
+    // In a diagonal block the rows of this group see only the first `vis` keys (the last row's view); the
+    // keys past it are masked for every row, so they need no max and no exponential, only P = 0 where a P·V
+    // micro-tile that straddles into the next group reads them. A group that sees no key of the block keeps
+    // m and ℓ (α = 1).
+    const int64_t vis = kv.diagonal ? std::clamp<int64_t>(q.i0 + r0 + W - kv.j0, 0, cols) : cols;
+#if FLASH_BF16_DOT
+    if (pl.bf16_dot)
+      for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
+        F::store(reinterpret_cast<float*>(s.P2 + c2 * kBr + r0), F::zero());
+    else
+#endif
+      for (int64_t c = vis; c < cols; ++c) F::store(s.St + c * kBr + r0, F::zero());
+    if (vis == 0) {
+      F::store(s.alpha + r0, F::set1(1.0f));
+      continue;
+    }
+    const V m_old = F::load(s.m + r0);
+    V smax = F::set1(kNegInf);
+    for (int64_t c = 0; c < vis; ++c) {
+      V x = F::load(s.St + c * kBr + r0);
+      if (pl.scale_first) x = F::mul(x, vq_first);
+      // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
+      if (kv.diagonal) x = F::mask_first(x, kv.j0 + c - q.i0 - r0, kNegInf);
+      if (kv.diagonal || pl.scale_first) F::store(s.St + c * kBr + r0, x);
+      smax = F::max(smax, x);
+    }
+    // m is kept in the units of Sᵀ (unscaled scores, or scaled ones on the mask and negative-scale paths), so
+    // every exponent is (s − m)·vq: s − m is <= 0 exactly, and so is its product with vq > 0. Not s·vq − m·vq:
+    // m·vq is rounded, and the exact s·vq of an FMA (written out, or formed by the compiler from a multiply
+    // and an add) leaves the row maximum the rounding residual as its exponent, positive half the time and
+    // past exp2's range once the scaled scores pass ~1.5e9: inf, then NaN.
+    const V vmax = F::max(m_old, smax);
+    // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
+    // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
+    const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
+    auto exp_rel = [&](V x) { return F::exp2(F::mul(F::sub(x, m_safe), vq)); };  // 2^((x − m)·vq), x <= m
+    const V a = exp_rel(m_old);
+    V vsum = F::zero();
+    int64_t c = 0;
+#if FLASH_BF16_DOT
+    if (pl.bf16_dot) {
+      for (; c < vis; c += 2) {
+        const V e0 = exp_rel(F::load(s.St + c * kBr + r0));
+        const V e1 = c + 1 < vis ? exp_rel(F::load(s.St + (c + 1) * kBr + r0)) : F::zero();
+        vsum = F::add(vsum, F::add(e0, e1));
+        store_p_pairs(s.P2 + (c / 2) * kBr + r0, e0, e1);
+      }
+    }
+#endif
+    for (; c < vis; ++c) {
+      const V e = exp_rel(F::load(s.St + c * kBr + r0));
+      vsum = F::add(vsum, e);
+      F::store(s.St + c * kBr + r0, e);
+    }
+    F::store(s.l + r0, F::fma(F::load(s.l + r0), a, vsum));
+    F::store(s.m + r0, vmax);
+    F::store(s.alpha + r0, a);
+  }
+}
+
+// 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past the last
+// row's key, and rows that see no key of this block keep α = 1 and O as it is, so the micro-tile stops there
+// (or is skipped).
+inline void accumulate_pv(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+  const int64_t Dp = pl.Dp;
+  for (int64_t r0 = 0; r0 < q.rows; r0 += kMr) {
+    const int64_t mr_n = std::min<int64_t>(kMr, q.rows - r0);
+    const int64_t kc = kv.diagonal ? std::clamp<int64_t>(q.i0 + r0 + mr_n - kv.j0, 0, kv.cols) : kv.cols;
+    if (kc == 0) continue;
+    by_rows(mr_n, [&](auto mr) {
+      for (int64_t v0 = 0; v0 < pl.nvec; v0 += kNv) {
+        by_vecs(std::min<int64_t>(kNv, pl.nvec - v0), [&](auto nv) {
+#if FLASH_BF16_DOT
+          if (pl.bf16_dot) {
+            pv_bf16<mr, nv>(s.P2 + r0, s.V2 + v0 * W, Dp, (kc + 1) / 2, s.O + r0 * Dp + v0 * W, Dp, s.alpha + r0);
+            return;
+          }
+#endif
+          pv_f32<mr, nv>(s.St + r0, kv.v + v0 * W, kv.ldv, kc, s.O + r0 * Dp + v0 * W, Dp, s.alpha + r0);
+        });
+      }
+    });
+  }
+}
+
+// 3. O / ℓ and the logsumexp; a row that saw no key gives zeros and -inf.
+inline void store_output(const Plan& pl, const Scratch& s, const QBlock& q) {
+  const Params& p = pl.p;
+  const int64_t D = pl.D;
+  for (int64_t r = 0; r < q.rows; ++r) {
+    const int64_t oo = q.b * p.os[0] + q.h * p.os[1] + (q.i0 + r) * p.os[2];
+    const float lr = s.l[r];
+    const V inv = F::set1(lr > 0.0f ? 1.0f / lr : 0.0f);
+    const float* orow = s.O + r * pl.Dp;
+    for (int64_t d = 0; d < D; d += W) {
+      const V x = F::mul(F::load(orow + d), inv);
+      if (p.dtype == DType::F32)
+        F::store_n(static_cast<float*>(p.o) + oo + d, x, D - d);
+      else if (p.dtype == DType::F16)
+        F::store_f16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
+      else
+        F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
+    }
+    p.lse[(q.b * p.Hq + q.h) * p.Nq + q.i0 + r] = lr > 0.0f ? (s.m[r] * pl.m_scale + std::log2(lr)) / kLog2e : kNegInf;
+  }
+}
+
 // One thread's share of forward(): the (batch, head, Q block) tasks the schedule hands it, in its scratch
 // slice `base`. It is a function of its own rather than the parallel region's body so that the SIMD target
 // applies to it under clang too: clang outlines a parallel region into a new function, which does not
 // inherit the target of the function around it.
 inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
-  const Layout lay(p.D);
-  const int64_t D = p.D, Dp = lay.Dp, D2 = (D + 1) / 2, group = p.Hq / p.Hkv;
-  const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
-  const int64_t bh_count = p.B * p.Hq, tasks = task_count(p);
-  const int64_t es = int64_t(dtype_size(p.dtype));
-  constexpr float kLog2e = 1.4426950408889634f;
-  const float ninf = -std::numeric_limits<float>::infinity();
-  const bool causal = p.mask == MaskKind::Causal;
-  const bool explicit_mask = p.mask == MaskKind::Bool || p.mask == MaskKind::Additive;
-  const float qscale = p.scale * kLog2e;  // scores in base 2: exp2 is the cheap exponential
-  // Sᵀ holds unscaled scores, and the exponent applies qscale, except where the scores are scaled before the
-  // softmax: an explicit mask adds to scaled scores, and a negative scale reverses the order of the maxima (the
-  // first softmax pass scales them). The running max m is in Sᵀ's units, so m·m_scale is the base-2 max.
-  const bool scale_first = !explicit_mask && !(qscale > 0.0f);
-  const float m_scale = explicit_mask || scale_first ? 1.0f : qscale;
-  const int64_t nvec = Dp / W;
-  // fp32 K and V are read in place; bf16 without vdpbf16ps and fp16 are widened per K/V block; V in place
-  // needs whole vectors per row.
-  const bool k_in_place = bf16_dot || p.dtype == DType::F32;
-  const bool v_in_place = !bf16_dot && p.dtype == DType::F32 && D % W == 0;
-
-  float* const Qt = base;
-  float* const St = Qt + lay.q_sz;
-  [[maybe_unused]] uint32_t* const P2 = reinterpret_cast<uint32_t*>(St + lay.s_sz);
-  float* const Kf = St + lay.s_sz + lay.p_sz;
-  float* const Vf = Kf + lay.k_sz;
-  float* const O = Vf + lay.v_sz;
-  float* const m = O + lay.o_sz;
-  float* const l = m + kBr;
-  float* const alpha = l + kBr;
-  uint32_t* const Qt2 = reinterpret_cast<uint32_t*>(Qt);
-  uint32_t* const V2 = reinterpret_cast<uint32_t*>(Vf);
-
-  // Causal work grows with the Q block index: hand out the heaviest blocks first.
+  const Plan pl(p, bf16_dot);
+  const Scratch s(pl.lay, base);
+  const int64_t tasks = task_count(p);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t qb = causal ? q_blocks - 1 - t / bh_count : t / bh_count;
-    const int64_t bh = t % bh_count;
-    const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
-    const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
-    const int64_t rows_p = round_up(rows, kRp);  // rows the Q·Kᵀ micro-tiles cover (zeros past `rows`)
-
-    // 1. Qᵀ (unscaled; the scale is folded into the softmax).
-    const int64_t qo = b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
-    if (bf16_dot) {
-      const uint16_t* q = static_cast<const uint16_t*>(p.q) + qo;
-      for (int64_t r = 0; r < rows_p; ++r) {
-        const uint16_t* qr = q + r * p.qs[2];
-        for (int64_t d2 = 0; d2 < D2; ++d2)
-          Qt2[d2 * kBr + r] = r >= rows ? 0u
-                              : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
-                                               : uint32_t(qr[2 * d2]);
-      }
-    } else {
-      for (int64_t r = 0; r < rows_p; ++r) {
-        if (r >= rows) {
-          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = 0.0f;
-        } else if (p.dtype == DType::F32) {
-          const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
-          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = qr[d];
-        } else {
-          const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
-          for (int64_t d = 0; d < D; ++d) Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
-        }
-      }
-    }
-    std::fill(O, O + rows * Dp, 0.0f);
-    std::fill(m, m + kBr, ninf);
-    std::fill(l, l + kBr, 0.0f);
-
-    const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
+    const QBlock q = task_block(pl, t);
+    load_q(pl, s, q);
+    const int64_t kv_end = pl.causal ? std::min(p.Nk, q.i0 + q.rows) : p.Nk;  // causal: blocks left of the diagonal
     for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
-      const int64_t cols = std::min(kBc, kv_end - j0);
-      const int64_t ko = b * p.ks[0] + hk * p.ks[1] + j0 * p.ks[2];
-      const int64_t vo = b * p.vs[0] + hk * p.vs[1] + j0 * p.vs[2];
-
-      // 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
-      const void* kbase = static_cast<const char*>(p.k) + ko * es;
-      int64_t ldk = p.ks[2];
-      if (!k_in_place) {
-        for (int64_t c = 0; c < cols; ++c)
-          row_to_f32(static_cast<const char*>(kbase) + c * p.ks[2] * es, p.dtype, D, D, Kf + c * Dp);
-        kbase = Kf;
-        ldk = Dp;
-      }
-      const float* vrows = Vf;
-      int64_t ldv = Dp;
-      if (bf16_dot) {
-        const uint16_t* vb = static_cast<const uint16_t*>(p.v) + vo;
-        for (int64_t c2 = 0; c2 < (cols + 1) / 2; ++c2) {
-          const uint16_t* v0 = vb + (2 * c2) * p.vs[2];
-          const uint16_t* v1 = 2 * c2 + 1 < cols ? vb + (2 * c2 + 1) * p.vs[2] : nullptr;
-          uint32_t* dst = V2 + c2 * Dp;
-          int64_t d = 0;
-          if (v1) {
-            for (; d + 16 <= D; d += 16) {
-              const __m256i a = _mm256_loadu_si256((const __m256i*)(v0 + d));
-              const __m256i c = _mm256_loadu_si256((const __m256i*)(v1 + d));
-              const __m256i lo = _mm256_unpacklo_epi16(a, c), hi = _mm256_unpackhi_epi16(a, c);
-              _mm256_storeu_si256((__m256i*)(dst + d), _mm256_permute2x128_si256(lo, hi, 0x20));
-              _mm256_storeu_si256((__m256i*)(dst + d + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
-            }
-          }
-          for (; d < D; ++d) dst[d] = uint32_t(v0[d]) | (v1 ? uint32_t(v1[d]) << 16 : 0u);
-          for (; d < Dp; ++d) dst[d] = 0;
-        }
-      } else if (v_in_place) {
-        vrows = static_cast<const float*>(p.v) + vo;
-        ldv = p.vs[2];
-      } else {
-        for (int64_t c = 0; c < cols; ++c)
-          row_to_f32(static_cast<const char*>(p.v) + (vo + c * p.vs[2]) * es, p.dtype, D, Dp, Vf + c * Dp);
-      }
-
-      // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a
-      // panel only needs the keys its last row can see; the tiles left out are fully masked below (the
-      // softmax overwrites every lane of them with -inf), so their stale contents are never read.
-      const bool diagonal = causal && j0 + cols - 1 > i0;
-      for (int64_t r0 = 0; r0 < rows_p; r0 += kRp) {
-        const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + kRp - j0, 0, cols) : cols;
-        for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
-          by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
-#if FLASH_BF16_DOT
-            if (bf16_dot) {
-              qk_bf16<mr>(static_cast<const uint16_t*>(kbase) + c0 * ldk, ldk, Qt2 + r0, D, St + c0 * kBr + r0);
-              return;
-            }
-#endif
-            qk_f32<mr>(static_cast<const float*>(kbase) + c0 * ldk, ldk, Qt + r0, D, St + c0 * kBr + r0);
-          });
-        }
-      }
-
-      // 2c. Online softmax, 16 (8) rows at a time, along keys.
-      if (explicit_mask) {  // rare path: apply the mask element by element on the scaled scores
-        for (int64_t c = 0; c < cols; ++c) {
-          float* s = St + c * kBr;
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + (j0 + c) * p.ms[3];
-            if (p.mask == MaskKind::Bool)
-              s[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? s[r] * qscale : ninf;
-            else
-              s[r] = s[r] * qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
-          }
-        }
-      }
-      // The scale is applied inside the exponent, exp2((s − m)·scale), so the first pass over the
-      // scores only finds the row maxima (a positive scale keeps them the maxima) and writes back only the
-      // causally masked scores of a diagonal block. A negative scale (allowed, if unusual) reverses the
-      // order: those scores are scaled in the first pass instead.
-      const V vq = F::set1(m_scale), vq_first = F::set1(qscale);
-      for (int64_t r0 = 0; r0 < rows; r0 += W) {
-        // In a diagonal block the rows of this group see only the first `vis` keys (the last row's
-        // view); the keys past it are masked for every row, so they need no max and no exponential,
-        // only P = 0 where a P·V micro-tile that straddles into the next group reads them. A group that
-        // sees no key of the block keeps m and ℓ (α = 1).
-        const int64_t vis = diagonal ? std::clamp<int64_t>(i0 + r0 + W - j0, 0, cols) : cols;
-#if FLASH_BF16_DOT
-        if (bf16_dot)
-          for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
-            F::store(reinterpret_cast<float*>(P2 + c2 * kBr + r0), F::zero());
-        else
-#endif
-          for (int64_t c = vis; c < cols; ++c) F::store(St + c * kBr + r0, F::zero());
-        if (vis == 0) {
-          F::store(alpha + r0, F::set1(1.0f));
-          continue;
-        }
-        const V m_old = F::load(m + r0);
-        V smax = F::set1(ninf);
-        for (int64_t c = 0; c < vis; ++c) {
-          V x = F::load(St + c * kBr + r0);
-          if (scale_first) x = F::mul(x, vq_first);
-          // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
-          if (diagonal) x = F::mask_first(x, j0 + c - i0 - r0, ninf);
-          if (diagonal || scale_first) F::store(St + c * kBr + r0, x);
-          smax = F::max(smax, x);
-        }
-        // m is kept in the units of Sᵀ (unscaled scores, or scaled ones on the mask and negative-scale
-        // paths), so every exponent is (s − m)·vq: s − m is <= 0 exactly, and so is its product with vq > 0.
-        // Not s·vq − m·vq: m·vq is rounded, and the exact s·vq of an FMA (written out, or formed by the
-        // compiler from a multiply and an add) leaves the row maximum the rounding residual as its exponent,
-        // positive half the time and past exp2's range once the scaled scores pass ~1.5e9: inf, then NaN.
-        const V vmax = F::max(m_old, smax);
-        // A row that has seen nothing keeps m = -inf; exponentials use a finite stand-in so that
-        // exp2(-inf - m) = 0 and α = exp2(m_old - m) = 0 without NaNs.
-        const V m_safe = F::max(vmax, F::set1(-std::numeric_limits<float>::max()));
-        auto exp_rel = [&](V x) { return F::exp2(F::mul(F::sub(x, m_safe), vq)); };  // 2^((x − m)·vq), x <= m
-        const V a = exp_rel(m_old);
-        V vsum = F::zero();
-        int64_t c = 0;
-#if FLASH_BF16_DOT
-        if (bf16_dot) {
-          for (; c < vis; c += 2) {
-            const V e0 = exp_rel(F::load(St + c * kBr + r0));
-            const V e1 = c + 1 < vis ? exp_rel(F::load(St + (c + 1) * kBr + r0)) : F::zero();
-            vsum = F::add(vsum, F::add(e0, e1));
-            store_p_pairs(P2 + (c / 2) * kBr + r0, e0, e1);
-          }
-        }
-#endif
-        for (; c < vis; ++c) {
-          const V e = exp_rel(F::load(St + c * kBr + r0));
-          vsum = F::add(vsum, e);
-          F::store(St + c * kBr + r0, e);
-        }
-        F::store(l + r0, F::fma(F::load(l + r0), a, vsum));
-        F::store(m + r0, vmax);
-        F::store(alpha + r0, a);
-      }
-
-      // 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past
-      // the last row's key, and rows that see no key of this block keep α = 1 and O as it is, so the
-      // micro-tile stops there (or is skipped).
-      for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-        const int64_t mr_n = std::min<int64_t>(kMr, rows - r0);
-        const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + mr_n - j0, 0, cols) : cols;
-        if (kc == 0) continue;
-        by_rows(mr_n, [&](auto mr) {
-          for (int64_t v0 = 0; v0 < nvec; v0 += kNv) {
-            by_vecs(std::min<int64_t>(kNv, nvec - v0), [&](auto nv) {
-#if FLASH_BF16_DOT
-              if (bf16_dot) {
-                pv_bf16<mr, nv>(P2 + r0, V2 + v0 * W, Dp, (kc + 1) / 2, O + r0 * Dp + v0 * W, Dp, alpha + r0);
-                return;
-              }
-#endif
-              pv_f32<mr, nv>(St + r0, vrows + v0 * W, ldv, kc, O + r0 * Dp + v0 * W, Dp, alpha + r0);
-            });
-          }
-        });
-      }
+      const KvBlock kv = load_kv(pl, s, q, j0, std::min(kBc, kv_end - j0));
+      scores(pl, s, q, kv);
+      if (pl.explicit_mask) apply_mask(pl, s, q, kv);
+      online_softmax(pl, s, q, kv);
+      accumulate_pv(pl, s, q, kv);
     }
-
-    // 3. O / ℓ and the logsumexp.
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t oo = b * p.os[0] + h * p.os[1] + (i0 + r) * p.os[2];
-      const float lr = l[r];
-      const V inv = F::set1(lr > 0.0f ? 1.0f / lr : 0.0f);  // a row that saw no key gives zeros
-      const float* orow = O + r * Dp;
-      for (int64_t d = 0; d < D; d += W) {
-        const V x = F::mul(F::load(orow + d), inv);
-        if (p.dtype == DType::F32)
-          F::store_n(static_cast<float*>(p.o) + oo + d, x, D - d);
-        else if (p.dtype == DType::F16)
-          F::store_f16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
-        else
-          F::store_bf16_n(static_cast<uint16_t*>(p.o) + oo + d, x, D - d);
-      }
-      p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[r] * m_scale + std::log2(lr)) / kLog2e : ninf;
-    }
+    store_output(pl, s, q);
   }
 }
 
