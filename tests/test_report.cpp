@@ -112,24 +112,74 @@ TEST(Format, TimesAndBytesAsTorchPrintsThem) {
   EXPECT_EQ(report::format_bytes(int64_t(3) << 30), "3.00 Gb");
 }
 
+// Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject
+// whose other work took more than the CPUs its threads leave free (plus half a CPU), then the advice once; the
+// figure survives a round trip through the JSON outputs, and a malformed one is no figure.
+TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
+  using analysis::CpuSharing;
+  EXPECT_DOUBLE_EQ(analysis::busy_mark(2, 2), 0.5);
+  EXPECT_DOUBLE_EQ(analysis::busy_mark(1, 2), 1.5);
+  EXPECT_DOUBLE_EQ(analysis::busy_mark(4, 2), 0.5);  // more threads than CPUs leave none free
+  EXPECT_TRUE(report::timing_notes({{"flash", {10.0, 10.1}, CpuSharing{0.4, 2, 2}},
+                                    {"naive", {5.0, 5.0}, CpuSharing{1.4, 2, 1}},
+                                    {"inplace", {5.0, 5.0}, std::nullopt}},
+                                   "a VM note")
+                  .empty());
+  const std::vector<std::string> busy =
+      report::timing_notes({{"flash", {8.0, 8.0, 8.1}, CpuSharing{1.26, 2, 2}}, {"naive", {5.0}, CpuSharing{0.2, 2, 2}}},
+                           "a VM note");
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_EQ(busy[0], "Busy: other work used 1.3 of 2 CPUs while flash ran on 2 threads: its forwards waited for a "
+                     "CPU, so its time is the machine's as much as the code's.");
+  EXPECT_EQ(busy[1], "Re-run on an idle machine (or with fewer --threads, which leaves the other work a CPU) before "
+                     "comparing it.");
+  // Busy and noisy together: both blocks, the machine's note only with the noisy one.
+  const std::vector<std::string> both = report::timing_notes(
+      {{"a", {1.0, 1.0}, CpuSharing{1.6, 2, 1}}, {"b", {1.0, 3.0}, std::nullopt}}, "a VM note");
+  ASSERT_EQ(both.size(), 5u);
+  EXPECT_EQ(both[0].rfind("Busy: other work used 1.6 of 2 CPUs while a ran on 1 thread:", 0), 0u) << both[0];
+  EXPECT_EQ(both[1], "Re-run on an idle machine before comparing it.");
+  EXPECT_EQ(both[2].rfind("Noisy: b took", 0), 0u) << both[2];
+  EXPECT_EQ(both[4], "Note: a VM note.");
+
+  const auto back = report::cpu_sharing_of(report::cpu_sharing_json(CpuSharing{1.25, 2, 2}));
+  ASSERT_TRUE(back);
+  EXPECT_DOUBLE_EQ(back->other_cpus, 1.25);
+  EXPECT_EQ(back->cpus, 2);
+  EXPECT_EQ(back->threads, 2);
+  EXPECT_TRUE(report::cpu_sharing_json(std::nullopt).is_null());
+  for (const char* bad : {"null", "[]", R"({"other_cpus": -1, "cpus": 2, "threads": 2})",
+                          R"({"other_cpus": "1", "cpus": 2, "threads": 2})", R"({"other_cpus": 1, "cpus": 0, "threads": 2})",
+                          R"({"other_cpus": 1, "cpus": 2})"})
+    EXPECT_FALSE(report::cpu_sharing_of(nlohmann::json::parse(bad))) << bad;
+}
+
 // Noisy forwards: one line per subject above 1.15x, the advice once (singular or plural), the machine's
 // note last, and nothing at all when every subject is steady.
 TEST(Format, NoisyNotesNameEachNoisySubjectOnce) {
   const std::string vm = "this VM gives freed memory back to its hypervisor";
-  EXPECT_TRUE(report::noisy_notes({{"flash", {10.0, 11.4, 10.2}}, {"naive", {5.0}}}, vm).empty());
-  EXPECT_TRUE(report::noisy_notes({}, vm).empty());
+  EXPECT_TRUE(report::timing_notes({{"flash", {10.0, 11.4, 10.2}}, {"naive", {5.0}}}, vm).empty());
+  EXPECT_TRUE(report::timing_notes({}, vm).empty());
 
-  std::vector<std::string> one = report::noisy_notes({{"flash", {44.868, 82.651}}, {"naive", {10.0, 10.1}}}, "");
+  std::vector<std::string> one = report::timing_notes({{"flash", {44.868, 82.651}}, {"naive", {10.0, 10.1}}}, "");
   ASSERT_EQ(one.size(), 2u);
   EXPECT_EQ(one[0], "Noisy: flash took 44.868ms / 82.651ms per forward (slowest 1.84x the fastest).");
   EXPECT_EQ(one[1].rfind("Its median may stand on disturbed forwards", 0), 0u) << one[1];
+  // Many forwards: their range and median, not a line of every one.
+  std::vector<double> many(20, 2.0);
+  many[3] = 9.0;
+  many[7] = 1.0;
+  const std::vector<std::string> long_run = report::timing_notes({{"naive", many}}, "");
+  ASSERT_EQ(long_run.size(), 2u);
+  EXPECT_EQ(long_run[0], "Noisy: naive took 1.000ms to 9.000ms (median 2.000ms of 20) per forward (slowest 9.00x the "
+                         "fastest).");
   // Just above the threshold: three decimals, so the line does not read "1.15x", which is not noisy.
-  const std::vector<std::string> edge = report::noisy_notes({{"flash", {10.0, 11.51}}}, "");
+  const std::vector<std::string> edge = report::timing_notes({{"flash", {10.0, 11.51}}}, "");
   ASSERT_EQ(edge.size(), 2u);
   EXPECT_EQ(edge[0], "Noisy: flash took 10.000ms / 11.510ms per forward (slowest 1.151x the fastest).");
 
   const std::vector<std::string> two =
-      report::noisy_notes({{"naive at N=512", {1.0, 2.0}}, {"flash at N=512", {1.0, 1.0}}, {"naive at N=1024", {3.0, 1.0}}}, vm);
+      report::timing_notes({{"naive at N=512", {1.0, 2.0}}, {"flash at N=512", {1.0, 1.0}}, {"naive at N=1024", {3.0, 1.0}}}, vm);
   ASSERT_EQ(two.size(), 4u);
   EXPECT_EQ(two[0].rfind("Noisy: naive at N=512 took", 0), 0u) << two[0];
   EXPECT_EQ(two[1].rfind("Noisy: naive at N=1024 took 3.000ms / 1.000ms per forward (slowest 3.00x", 0), 0u) << two[1];

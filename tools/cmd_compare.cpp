@@ -113,18 +113,20 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"peak_extra_bytes", row.r.peak_extra_bytes},
                {"ops_per_forward", row.ops ? report::count_json(*row.ops) : nlohmann::json()},
                {"forward_ms", row.forward_ms},  // as profile writes them: diff names a noisy side
+               {"cpu_sharing", report::cpu_sharing_json(row.r.sharing)},
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
 }
 
-// The rows whose forwards disagree (their medians may stand on disturbed forwards), and `machine_note` with them.
+// The rows whose forwards shared the CPUs or disagree (their medians may stand on disturbed forwards), and
+// `machine_note` with the latter.
 std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machine_note) {
   std::vector<report::Timings> timings;
   for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms});
+    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing});
   std::string s;
-  for (const std::string& line : report::noisy_notes(timings, machine_note)) s += line + "\n";
+  for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
   return s;
 }
 
@@ -142,6 +144,7 @@ nlohmann::json row_json(const Row& r) {
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
           {"spread", when(ran, report::spread_json(r.forward_ms))},
+          {"cpu_sharing", report::cpu_sharing_json(r.r.sharing)},
           {"gflops", when(ran, r.gflops)},
           {"pct_peak", when(ran, r.pct_peak)},
           {"peak_bytes", when(validated, r.r.peak_extra_bytes)},
@@ -376,7 +379,9 @@ void run_compare(const CompareArgs& a) {
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
           "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
           "(1 Mb = 2^20 B).\n";
-  text += "Ops: profiler zones per forward (ops and their children, without the annotation).\n";
+  text += "Ops: ops per forward that do work of their own, the passes a GPU launches a kernel for (the blog's counts: "
+          "naive 6, in-place 5); views and wrappers whose work is their children's (masked_fill, SDPA's entry "
+          "points) are not counted.\n";
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance. sdpa (auto) selects {}.\n",
                       sdpa_auto);

@@ -108,6 +108,7 @@ void run_profile(const ProfileArgs& a) {
   std::vector<double> forward_ms;
   for (double ns : r.forward_ns) forward_ms.push_back(ns * 1e-6);
   run["forward_ms"] = forward_ms;
+  run["cpu_sharing"] = report::cpu_sharing_json(r.sharing);
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
   run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
@@ -156,7 +157,7 @@ void run_profile(const ProfileArgs& a) {
                                                                    : ""))
                   .c_str());
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
-  for (const std::string& line : report::noisy_notes({{v.name, forward_ms}}, machine_note))
+  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing}}, machine_note))
     std::printf("%s\n", line.c_str());
   std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
               o.save_output.empty() ? "" : ", ", o.save_output.c_str());

@@ -67,6 +67,7 @@ struct Point {
   std::vector<double> forward_ms;  // every timed forward (host); the GPU keeps only the median
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
+  std::optional<analysis::CpuSharing> sharing;  // host: the other work beside the timed forwards, when measurable
   std::string status = "ok", note;
 };
 
@@ -109,6 +110,7 @@ bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
 void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
   for (int i = 1; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
   std::vector<double> ms;
+  const analysis::OtherWork beside;
   for (int i = 0; i < o.iters; ++i) {
     reset_peak_memory();
     const int64_t before = memory_stats().current_bytes;
@@ -121,6 +123,7 @@ void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, P
   }
   pt.ms = median(ms);
   pt.forward_ms = std::move(ms);
+  pt.sharing = analysis::cpu_sharing(beside, ops::num_threads());
 }
 
 // One point on the GPU: inputs uploaded once, one forward for the device memory peak above the inputs, then
@@ -247,6 +250,7 @@ void run_sweep(const SweepArgs& a) {
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"forward_ms", p.forward_ms},
                            {"spread", ok ? report::spread_json(p.forward_ms) : nlohmann::json()},
+                           {"cpu_sharing", report::cpu_sharing_json(p.sharing)},
                            {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
@@ -267,8 +271,8 @@ void run_sweep(const SweepArgs& a) {
                              : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   std::vector<report::Timings> timings;
   for (const Point& p : points)
-    if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms});
-  for (const std::string& line : report::noisy_notes(timings, reclaim))
+    if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing});
+  for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
   for (const Variant* v : variants) {

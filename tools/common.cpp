@@ -503,8 +503,10 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
   return false;
 }
 
-// key_averages, the recorded forwards and their median, and ops per forward: profiler zones (without
-// annotations and ProfilerStep#N) on the CPU, device activities (kernels, copies, fills) for a CUDA profile.
+// key_averages, the recorded forwards and their median, and ops per forward: on the CPU the zones that do
+// work of their own (a recorded cost: FLOPs or bytes), the passes a GPU would launch one kernel for, so not
+// views (transpose), wrappers whose work is their children's (masked_fill over copy_ and masked_fill_, SDPA's
+// entry points), annotations or ProfilerStep#N; device activities (kernels, copies, fills) for a CUDA profile.
 void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
   r.ka = analysis::key_averages(r.result, {.group_by_input_shape = plan.group_by_input_shape});
   r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
@@ -515,7 +517,9 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
   } else {
     for (const prof::ThreadTrace& t : r.result.threads)
       for (const prof::ZoneEvent& e : t.zones)
-        if (!analysis::is_annotation(e.name ? e.name : "", e.category ? e.category : "")) ++ops;
+        if (!analysis::is_annotation(e.name ? e.name : "", e.category ? e.category : "") &&
+            (e.cost.flops > 0 || e.cost.bytes() > 0))
+          ++ops;
   }
   r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
 }
@@ -573,6 +577,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active));
   prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
   set_run_metadata(profiler, v, in);
+  const analysis::OtherWork beside;
   profiler.start();
   {
     prof::VariantScope scope(v.name);
@@ -585,6 +590,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
     }
   }
   profiler.stop();
+  r.sharing = analysis::cpu_sharing(beside, ops::num_threads());
   r.result = profiler.result();
   summarise_recording(v, plan, r);
   return r;

@@ -178,7 +178,8 @@ struct RunOutcome {
   std::string cupti_note;        // CUDA: why no device activity was collected ("" when it was)
   std::vector<double> event_ms;  // CUDA: per forward, CUDA-event timing (plan.event_iters of them)
   double median_event_ms = 0.0;
-  double ops_per_forward = 0.0;  // zones per recorded forward, excluding annotations and ProfilerStep
+  double ops_per_forward = 0.0;  // per recorded forward: zones with a cost of their own (CPU), activities (GPU)
+  std::optional<analysis::CpuSharing> sharing;  // CPU: the other work beside the profiled forwards, when measurable
 };
 const char* status_name(RunOutcome::Status s);
 

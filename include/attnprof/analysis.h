@@ -149,6 +149,35 @@ MachinePeaks machine_peaks(int threads, bool force_measure = false);
 // `sysfs` is where sysfs is mounted (tests point it at a fake tree).
 std::optional<std::string> memory_reclaim_note(const std::string& sysfs = "/sys");
 
+// Other work beside this process: other processes, and time the hypervisor gave this VM's CPUs to someone
+// else (steal), from /proc/stat, in CPUs averaged from construction to the call: what a load average, which
+// lags a minute behind, cannot say. Timings taken while the other work left this process's threads too few
+// CPUs include time spent waiting for one.
+class OtherWork {
+ public:
+  OtherWork();
+  double cpus() const;     // NaN when /proc/stat cannot be read
+  double seconds() const;  // wall time since construction
+ private:
+  double busy0_, own0_, t0_;
+};
+int online_cpus();
+// The busy mark: other work above the CPUs `threads` leave free on `cpus`, plus half a CPU of slack, left the
+// threads too few CPUs.
+double busy_mark(int threads, int cpus);
+// Over a window shorter than this, /proc/stat's 10 ms ticks make the figure too coarse to judge by.
+inline constexpr double kOtherWorkMinSeconds = 0.2;
+
+// What ran beside a timed stretch of forwards, when it was long enough to say.
+struct CpuSharing {
+  double other_cpus = 0.0;
+  int cpus = 0, threads = 0;
+  bool shared() const { return other_cpus > busy_mark(threads, cpus); }
+};
+// The figure for a stretch `w` measured by, run on `threads` threads: nothing when /proc/stat could not be
+// read or the stretch was shorter than kOtherWorkMinSeconds.
+std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads);
+
 struct RooflinePoint {
   double intensity = 0.0;       // FLOP per byte from the cost model
   double achieved_gflops = 0.0;

@@ -87,6 +87,7 @@ struct ProfileSide {
   double ms_per_forward = 0, peak_bytes = 0;
   double ops_per_forward = -1, max_abs_err = -1;  // -1: not recorded (ops: null in the summary)
   std::vector<double> forward_ms;  // the timed forwards (run.forward_ms), when the summary has them
+  std::optional<analysis::CpuSharing> sharing;  // run.cpu_sharing, when recorded
 };
 struct ProfileDiff {
   ProfileSide base, next;
@@ -124,6 +125,7 @@ struct RunDiffRow {
   double base_ops = -1, new_ops = -1;
   double base_err = -1, new_err = -1;
   std::vector<double> base_forward_ms, new_forward_ms;  // every timed forward (empty in older files)
+  std::optional<analysis::CpuSharing> base_sharing, new_sharing;  // cpu_sharing, when recorded
 };
 struct RunDiff {
   std::string base_label, new_label;  // problem and machine of each run
@@ -194,15 +196,24 @@ nlohmann::json spread_json(const std::vector<double>& forward_ms);
 // shared VM two rows running the same kernel once differed 2x).
 inline constexpr double kNoisySpread = 1.15;
 inline bool is_noisy(const std::vector<double>& forward_ms) { return forward_spread(forward_ms) > kNoisySpread; }
-// What compare, profile, sweep and the HTML report say under their tables when timed forwards disagree, one
-// line each: "Noisy: flash took 82.651ms / 44.868ms per forward (slowest 1.84x the fastest)." for every
-// subject (a variant, or a sweep point "naive at N=4096") whose spread is above kNoisySpread, then what to do
-// about it once, then `machine_note` (analysis::memory_reclaim_note) when it is not empty. Nothing when no
-// subject is noisy.
+// The CPU sharing of a timed stretch as the JSON outputs carry it ("cpu_sharing": {"other_cpus", "cpus",
+// "threads"}, null when it was not measured), and read back (nothing for null, absent or malformed).
+nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s);
+std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& j);
+// What compare, profile, sweep, diff and the HTML report say under their tables when timings cannot be taken
+// at face value, one line each:
+//   "Busy: other work used 1.3 of 2 CPUs while naive ran on 2 threads: ..." for every subject (a variant, or a
+//   sweep point "naive at N=4096") whose timed forwards shared the CPUs (analysis::CpuSharing::shared), then
+//   what to do about it once;
+//   "Noisy: flash took 82.651ms / 44.868ms per forward (slowest 1.84x the fastest)." for every subject whose
+//   spread is above kNoisySpread, then what to do about it once, then `machine_note`
+//   (analysis::memory_reclaim_note) when it is not empty.
+// Nothing when every subject ran alone and steadily.
 struct Timings {
   std::string subject;
   std::vector<double> forward_ms;
+  std::optional<analysis::CpuSharing> sharing = std::nullopt;
 };
-std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::string_view machine_note);
+std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note);
 
 }  // namespace attnprof::report

@@ -206,23 +206,33 @@ double own_cpu_seconds() {
   return ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? double(t.tv_sec) + 1e-9 * double(t.tv_nsec) : -1.0;
 }
 
-// How many CPUs' worth of other work (other processes, and time the hypervisor took) ran while the peaks
-// were measured: what a load average, which lags a minute behind, cannot say.
-class OtherWork {
- public:
-  OtherWork() : busy0_(machine_busy_seconds()), own0_(own_cpu_seconds()), t0_(std::chrono::steady_clock::now()) {}
-  // NaN when /proc/stat cannot be read.
-  double cpus() const {
-    const double busy1 = machine_busy_seconds(), own1 = own_cpu_seconds();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    if (busy0_ < 0 || busy1 < 0 || own0_ < 0 || own1 < 0 || wall <= 0) return std::nan("");
-    return std::max(0.0, (busy1 - busy0_) - (own1 - own0_)) / wall;
-  }
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
- private:
-  double busy0_, own0_;
-  std::chrono::steady_clock::time_point t0_;
-};
+}  // namespace
+
+OtherWork::OtherWork() : busy0_(machine_busy_seconds()), own0_(own_cpu_seconds()), t0_(steady_seconds()) {}
+
+double OtherWork::seconds() const { return steady_seconds() - t0_; }
+
+double OtherWork::cpus() const {
+  const double busy1 = machine_busy_seconds(), own1 = own_cpu_seconds(), wall = seconds();
+  if (busy0_ < 0 || busy1 < 0 || own0_ < 0 || own1 < 0 || wall <= 0) return std::nan("");
+  return std::max(0.0, (busy1 - busy0_) - (own1 - own0_)) / wall;
+}
+
+int online_cpus() { return int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
+
+double busy_mark(int threads, int cpus) { return double(cpus) - double(std::min(threads, cpus)) + 0.5; }
+
+std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads) {
+  const double other = w.cpus();
+  if (!std::isfinite(other) || w.seconds() < kOtherWorkMinSeconds) return std::nullopt;
+  return CpuSharing{other, online_cpus(), threads};
+}
+
+namespace {
 
 // The other work running now, over a quarter-second sample: NaN when /proc/stat cannot be read.
 double other_work_now() {
@@ -349,8 +359,8 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   // Busy: more other work than the CPUs the measurement's threads leave free, plus half a CPU of slack. A
   // measurement records the other work it ran beside ("other_cpus"); older entries have only the load average
   // at their start, which lags a minute behind and so also counts what ran just before.
-  const int hw = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-  const double busy_above = double(hw) - double(std::min(threads, hw)) + 0.5;
+  const int hw = online_cpus();
+  const double busy_above = busy_mark(threads, hw);
   const double load = load_average();
   // What a measurement ran beside: its other work where /proc/stat could be read, else the load average.
   auto beside_figure = [](double other, double at_load) { return std::isfinite(other) ? other : at_load; };

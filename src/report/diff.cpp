@@ -173,6 +173,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures || present("ms_per_forward"))
     p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
   p.side.forward_ms = forward_times(run, run_what);
+  if (run.contains("cpu_sharing")) p.side.sharing = cpu_sharing_of(run["cpu_sharing"]);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
@@ -340,8 +341,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     // A ratio of medians that stand on disturbed forwards says little: name them, as compare does.
     std::vector<Timings> timings;
     for (const ProfileSide* side : {&d.base, &d.next})
-      if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms});
-    for (const std::string& line : noisy_notes(timings, "")) s += line + "\n";
+      if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms, side->sharing});
+    for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
@@ -517,6 +518,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
   (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
+  if (v.contains("cpu_sharing")) (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v["cpu_sharing"]);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
   if (const auto sp = v.find("spread"); sp != v.end() && !sp->is_null()) {
@@ -594,12 +596,14 @@ std::string diff_table(const RunDiff& d) {
   std::vector<Timings> timings;
   bool any_noisy = false;
   for (const RunDiffRow& r : d.rows) {
-    timings.push_back({r.variant + " (base)", r.base_forward_ms});
-    timings.push_back({r.variant + " (new)", r.new_forward_ms});
+    timings.push_back({r.variant + " (base)", r.base_forward_ms, r.base_sharing});
+    timings.push_back({r.variant + " (new)", r.new_forward_ms, r.new_sharing});
     std::string ratio = "--";
     if (r.base_ms > 0 && r.new_ms > 0) {
       // '*': one side's forwards spread beyond the noise threshold, so the speed-up may be the machine's.
-      const bool noisy = is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms);
+      const auto shared = [](const std::optional<analysis::CpuSharing>& s) { return s && s->shared(); };
+      const bool noisy = is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms) || shared(r.base_sharing) ||
+                         shared(r.new_sharing);
       any_noisy = any_noisy || noisy;
       ratio = ratio_text(r.base_ms / r.new_ms) + "x" + (noisy ? "*" : "");
     }
@@ -613,13 +617,13 @@ std::string diff_table(const RunDiff& d) {
                      err_cell(r.new_err));
   }
   s += rule + "\n";
-  s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: profiler zones on a CPU, device activities "
-       "on a GPU.\n";
+  s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: ops with work of their own on a CPU, "
+       "device activities on a GPU.\n";
   if (any_noisy)
-    s += fmt::format("*: the forwards of one side spread by more than {:.0f} %: that speed-up may be the machine's, not "
-                     "the code's.\n",
+    s += fmt::format("*: the forwards of one side spread by more than {:.0f} % or shared the CPUs with other work: that "
+                     "speed-up may be the machine's, not the code's.\n",
                      (kNoisySpread - 1.0) * 100.0);
-  for (const std::string& line : noisy_notes(timings, "")) s += line + "\n";
+  for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
   return s;
 }
 

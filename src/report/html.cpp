@@ -277,7 +277,7 @@ void section_compare(Page& pg, const Input& in) {
       bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
                       {"gflops", num(v, "gflops", 0.0)}});
-      timings.push_back({name, forward_ms(v)});
+      timings.push_back({name, forward_ms(v), v.contains("cpu_sharing") ? cpu_sharing_of(v["cpu_sharing"]) : std::nullopt});
     }
   }
   t += "</tbody></table>\n";
@@ -299,7 +299,7 @@ void section_compare(Page& pg, const Input& in) {
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
           "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
   const json* machine = member(c, {"machine"});
-  for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
   // A CPU run records the bf16 GEMM it used (a GPU run none); its fp16 GEMM is always the widened one.
   const std::string gemm_key = machine ? str(*machine, "bf16_matmul") : "";
@@ -514,7 +514,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
         continue;
       }
       if (!std::isfinite(seq) || seq <= 0) continue;
-      timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p)});
+      timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p),
+                         p.contains("cpu_sharing") ? cpu_sharing_of(p["cpu_sharing"]) : std::nullopt});
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);
@@ -605,7 +606,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.note("A fit through two points is a line through both: it has no error estimate and its R² is 1 by "
             "construction (shown as –).");
   const json* machine = member(s, {"machine"});
-  for (const std::string& line : noisy_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   pg.end_section();
 }
 

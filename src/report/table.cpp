@@ -35,25 +35,66 @@ nlohmann::json spread_json(const std::vector<double>& forward_ms) {
   return forward_ms.size() > 1 ? nlohmann::json(forward_spread(forward_ms)) : nlohmann::json();
 }
 
-std::vector<std::string> noisy_notes(const std::vector<Timings>& timings, std::string_view machine_note) {
+nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s) {
+  if (!s) return nullptr;
+  return {{"other_cpus", s->other_cpus}, {"cpus", s->cpus}, {"threads", s->threads}};
+}
+
+std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  const auto number = [&](const char* k) {
+    return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
+  };
+  const double other = number("other_cpus"), cpus = number("cpus"), threads = number("threads");
+  if (!(other >= 0) || !(cpus >= 1 && cpus < 1e6) || !(threads >= 1 && threads < 1e6)) return std::nullopt;
+  return analysis::CpuSharing{other, int(cpus), int(threads)};
+}
+
+std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note) {
   std::vector<std::string> lines;
+  // Forwards that shared the CPUs: consistently slow, so no spread gives them away.
+  int busy = 0;
+  bool threaded = false;
+  for (const Timings& t : timings) {
+    if (!t.sharing || !t.sharing->shared()) continue;
+    const analysis::CpuSharing& s = *t.sharing;
+    ++busy;
+    threaded = threaded || s.threads > 1;
+    lines.push_back(fmt::format("Busy: other work used {:.1f} of {} CPUs while {} ran on {} thread{}: its forwards "
+                                "waited for a CPU, so its time is the machine's as much as the code's.",
+                                s.other_cpus, s.cpus, t.subject, s.threads, s.threads == 1 ? "" : "s"));
+  }
+  if (busy > 0)
+    lines.push_back(fmt::format("Re-run on an idle machine{} before comparing {}.",
+                                threaded ? " (or with fewer --threads, which leaves the other work a CPU)" : "",
+                                busy == 1 ? "it" : "them"));
+  // Forwards that disagree: the median may stand on disturbed ones.
+  int noisy = 0;
   for (const Timings& t : timings) {
     if (!is_noisy(t.forward_ms)) continue;
+    ++noisy;
+    // Every forward while they fit on a line; past eight, the range and the median.
     std::string f;
-    for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
+    if (t.forward_ms.size() <= 8) {
+      for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
+    } else {
+      const auto [lo, hi] = std::minmax_element(t.forward_ms.begin(), t.forward_ms.end());
+      f = fmt::format("{} to {} (median {} of {})", format_time_ns(*lo * 1e6), format_time_ns(*hi * 1e6),
+                      format_time_ns(analysis::median(t.forward_ms) * 1e6), t.forward_ms.size());
+    }
     // Two decimals, or three where two would round down onto the threshold (1.151 is noisy, "1.15x" reads not).
     const double spread = forward_spread(t.forward_ms);
     const int digits = std::round(spread * 100) / 100 <= kNoisySpread ? 3 : 2;
     lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.{}f}x the fastest).", t.subject, f, spread,
                                 digits));
   }
-  if (lines.empty()) return lines;
-  lines.push_back(lines.size() == 1
-                      ? "Its median may stand on disturbed forwards (another process, or cold caches at small sizes): "
-                        "re-run, or raise --iters, before comparing it."
-                      : "Their medians may stand on disturbed forwards (another process, or cold caches at small "
-                        "sizes): re-run, or raise --iters, before comparing them.");
-  if (!machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
+  if (noisy > 0)
+    lines.push_back(noisy == 1
+                        ? "Its median may stand on disturbed forwards (another process, or cold caches at small "
+                          "sizes): re-run, or raise --iters, before comparing it."
+                        : "Their medians may stand on disturbed forwards (another process, or cold caches at small "
+                          "sizes): re-run, or raise --iters, before comparing them.");
+  if (noisy > 0 && !machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
   return lines;
 }
 
