@@ -49,6 +49,22 @@ TEST(FitPowerLaw, NoiseLowersR2AndRaisesStderr) {
   EXPECT_GT(f.r2, 0.99);
   EXPECT_GT(f.exponent_stderr, 0.0);
   EXPECT_LT(f.exponent_stderr, 0.05);
+  EXPECT_FALSE(f.weak()) << "a ±10 % wiggle around N² is still a power law";
+}
+
+// A fit through points that follow no power law is flagged weak: timings of small N dominated by fixed costs
+// and disturbed (the shape of a sweep on a shared machine: 15.8, 7.0, 30.0, 9.1 ms), or scattered about a
+// flat line. An exact power law, a flat series (flash's memory at small N) and two points are not.
+TEST(FitPowerLaw, WeakWhenThePointsFollowNoPowerLaw) {
+  const PowerFit disturbed = fit_power_law({256, 512, 1024, 2048}, {15.8, 7.0, 30.0, 9.1});
+  EXPECT_TRUE(disturbed.weak()) << disturbed.exponent << " ± " << disturbed.exponent_stderr;
+  EXPECT_EQ(disturbed.points, 4u);
+  const PowerFit flat = fit_power_law({256, 512, 1024, 2048}, {5.0e5, 5.0e5, 5.0e5, 5.0e5});
+  EXPECT_FALSE(flat.weak());
+  const PowerFit quadratic = fit_power_law({256, 512, 1024}, {1.0, 4.0, 16.0});
+  EXPECT_FALSE(quadratic.weak());
+  const PowerFit two = fit_power_law({256, 512}, {1.0, 30.0});
+  EXPECT_FALSE(two.weak()) << "two points fix a line: nothing to judge";
 }
 
 TEST(FitPowerLaw, RejectsBadInput) {

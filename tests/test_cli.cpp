@@ -185,8 +185,8 @@ TEST_F(Cli, ProfileBesideOtherWorkSaysTheCpusWereShared) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      for (volatile uint64_t x = 0;; x = x + 1) {
-      }
+      volatile uint64_t x = 0;
+      for (;;) x = x + 1;
     }
     spinners.push_back(pid);
   }

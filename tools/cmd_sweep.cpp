@@ -296,14 +296,23 @@ void run_sweep(const SweepArgs& a) {
                            {"r2", f.r2},
                            {"stderr", f.exponent_stderr},
                            {"rms_log_error", f.rms_log_error},
-                           {"points", x.size()}});
+                           {"points", x.size()},
+                           {"weak", f.weak()}});
       // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points)\n", v->name,
-                                         metric, f.exponent, f.exponent_stderr, f.r2, x.size())
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}\n", v->name,
+                                         metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
+                                         f.weak() ? "  weak: no power law" : "")
                            : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
                                          "estimate)\n", v->name, metric, f.exponent);
     }
   }
+  const bool any_weak = std::any_of(j["fits"].begin(), j["fits"].end(), [](const nlohmann::json& f) {
+    return f.value("weak", false);
+  });
+  if (any_weak)
+    text += "weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that exponent "
+            "is no scaling law: at small N fixed costs dominate, or the timings were disturbed (Busy/Noisy above); "
+            "sweep larger N, or raise --iters.\n";
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
   text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
                       "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "

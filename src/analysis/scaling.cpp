@@ -32,6 +32,7 @@ PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& 
   }
   ATTNPROF_CHECK(sxx > 0, "fit_power_law needs at least two distinct x values");
   PowerFit f;
+  f.points = n;
   f.exponent = sxy / sxx;
   const double intercept = my - f.exponent * mx;
   f.coefficient = std::exp(intercept);

@@ -547,7 +547,10 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const bool mem = metric == "memory";
       // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
       const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
-      const std::string label = fmt::format("N^{:.2f}", b);
+      // A weak fit's exponent is no scaling law: its label says so.
+      const json* w = member(f, {"weak"});
+      const bool weak = w && w->is_boolean() && w->get<bool>();
+      const std::string label = fmt::format("N^{:.2f}{}", b, weak ? " (weak fit)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (double x : {r->second.first, r->second.second})
         dst.push_back({{"variant", v}, {"seq", x}, {"y", a * std::pow(x, b) * scale}, {"label", label},
