@@ -557,9 +557,14 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --threads 100000 --shape 1,1,16,16", "--threads '100000' is out of range: expected 0..");
   expect_bad("profile naive --threads 0 --shape 1,1,16,16 --kv-heads 3", "--kv-heads 3 must divide");
   expect_bad("profile sdpa --backend flash --shape 1,1,16,320", "SDPA backend 'flash' cannot serve");
-  expect_bad("profile sdpa --backend fast" + kSmall, "fast");
+  // A value the library cannot parse is refused naming the option it came from.
+  expect_bad("profile sdpa --backend fast" + kSmall, "--backend: unknown SDPA backend 'fast'");
+  expect_bad("profile sdpa --backend cudnn" + kSmall, "--backend: 'cudnn' is a backend of the CUDA variants: add --device cuda");
+  ::setenv("ATTNPROF_ISA", "bogus", 1);
+  expect_bad("profile naive" + kSmall, "ATTNPROF_ISA: unknown ISA 'bogus': expected scalar, avx2 or avx512");
+  ::unsetenv("ATTNPROF_ISA");
   expect_bad("profile naive --backend math" + kSmall, "--backend applies only to the sdpa variant");
-  expect_bad("profile naive --dtype fp8" + kSmall, "unsupported dtype 'fp8': expected fp32, bf16 or fp16");
+  expect_bad("profile naive --dtype fp8" + kSmall, "--dtype: unsupported dtype 'fp8': expected fp32, bf16 or fp16");
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
   expect_bad("profile naive --memory-budget 0" + kSmall, "--memory-budget must be a positive size, got '0'");
   expect_bad("profile naive --memory-budget 99999999999G" + kSmall, "--memory-budget '99999999999G' is too large");
@@ -1069,7 +1074,7 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   expect_bad("profile flash --threads 1 --q " + write("short.npy", bytes.substr(0, bytes.size() - 4)) + kv,
              "size mismatch");
   expect_bad("profile flash --threads 1 --q " + write("huge.npy", huge) + kv, "size mismatch");
-  expect_bad("profile flash --threads 1 --q " + (dir_ / "missing.npy").string() + kv, "cannot open");
+  expect_bad("profile flash --threads 1 --q " + (dir_ / "missing.npy").string() + kv, "--q: cannot open");
   expect_bad("profile flash --threads 1 --q " + good, "--q, --k and --v must be given together");
   // A NUL or other control byte in the dtype: escaped in the message, which goes on to its end.
   std::string nul = bytes;

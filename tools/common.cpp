@@ -23,11 +23,25 @@
 #include "attnprof/html.h"
 #include "attnprof/error.h"
 #include "attnprof/npy.h"
+#include "attnprof/isa.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
 
 namespace attnprof::cli {
 namespace {
+
+// f(), with an error it throws prefixed by the option (or variable) whose value caused it: the library's
+// parsers ("unsupported dtype 'int8'") do not know which option the user typed.
+template <class F>
+auto with_option(std::string_view option, F&& f) {
+  try {
+    return f();
+  } catch (const OutOfBudget&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", option, e.what()));
+  }
+}
 
 // Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
 // option and --shape field takes them. nullopt when `s` is not that; a magnitude past 2^64 comes back as
@@ -185,6 +199,7 @@ void apply_runtime_options(const CommonOptions& o) {
                   "run ends)",
                   o.iters, kMaxForwards);
   set_memory_budget(o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget));
+  (void)with_option("ATTNPROF_ISA", [] { return best_isa(); });  // a bad override, before any work
 }
 
 AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
@@ -196,7 +211,7 @@ AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
   p.D = s[3];
   p.Hkv = o.kv_heads > 0 ? o.kv_heads : p.Hq;
   p.Nk = seq > 0 ? seq : (o.kv_len > 0 ? o.kv_len : p.Nq);
-  p.dtype = parse_dtype(o.dtype);
+  p.dtype = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
   p.mask = o.causal ? MaskKind::Causal : MaskKind::None;
   if (p.Hq % p.Hkv != 0)
     ATTNPROF_FAIL("--kv-heads {} must divide the query heads H={} (grouped-query attention)", p.Hkv, p.Hq);
@@ -237,12 +252,13 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
       const auto n = std::filesystem::file_size(*path, ec);
       if (!ec) file_bytes += double(n);
     }
-    check_memory_budget(file_bytes, fmt::format("the input files {}, {}, {}", o.q_path, o.k_path, o.v_path));
-    in.q = npy::load(o.q_path);
-    in.k = npy::load(o.k_path);
-    in.v = npy::load(o.v_path);
+    check_memory_budget(file_bytes, fmt::format("reading the input files {}, {}, {}", o.q_path, o.k_path, o.v_path),
+                        "raise --memory-budget, or pass smaller files");
+    in.q = with_option("--q", [&] { return npy::load(o.q_path); });
+    in.k = with_option("--k", [&] { return npy::load(o.k_path); });
+    in.v = with_option("--v", [&] { return npy::load(o.v_path); });
     if (o.dtype_opt && o.dtype_opt->count() > 0) {  // an explicit --dtype converts the files' data
-      const DType t = parse_dtype(o.dtype);
+      const DType t = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
       if (in.q.dtype() != t) in.q = in.q.to(t);
       if (in.k.dtype() != t) in.k = in.k.to(t);
       if (in.v.dtype() != t) in.v = in.v.to(t);
@@ -287,7 +303,10 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
 const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
   const Variant* v = nullptr;
   if (name == "sdpa") {
-    const SdpaBackend b = parse_sdpa_backend(backend.empty() ? "auto" : backend);
+    const SdpaBackend b = with_option("--backend", [&] {
+      if (backend == "cudnn") ATTNPROF_FAIL("'cudnn' is a backend of the CUDA variants: add --device cuda");
+      return parse_sdpa_backend(backend.empty() ? "auto" : backend);
+    });
     if (auto why = sdpa_backend_unsupported(b, p))
       ATTNPROF_FAIL("SDPA backend '{}' cannot serve {}: {}", sdpa_backend_name(b), p.str(), *why);
     const SdpaBackend chosen = b == SdpaBackend::Auto ? sdpa_select_backend(p) : b;
@@ -297,7 +316,7 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
       ATTNPROF_FAIL("--backend applies only to the sdpa variant, not to '{}'", name);
     bool known = false;
     for (const Variant& r : registry()) known |= r.name == name;
-    if (!known) ATTNPROF_FAIL("unknown variant '{}': expected naive, inplace, sdpa, flash (or {})", name, variant_names());
+    if (!known) ATTNPROF_FAIL("unknown variant '{}': expected {}, or sdpa (its backend chosen by --backend)", name, variant_names());
     v = &find_variant(name);
   }
   if (auto why = v->unsupported(p)) ATTNPROF_FAIL("variant '{}' cannot run {}: {}", v->name, p.str(), *why);
