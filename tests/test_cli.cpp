@@ -333,8 +333,9 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
 }
 
 TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
-  // 64 KiB is enough for the inputs (3 × 16 KiB at fp32) but not for the naive N×N scores.
-  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --memory-budget 64K --variants naive,flash --json" +
+  // 160 KiB is enough for the inputs (3 × 16 KiB at fp32) and their fp64 reference (97 KiB) but not for the
+  // naive N×N scores.
+  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --memory-budget 160K --variants naive,flash --json" +
                     kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -568,8 +569,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
   expect_bad("profile naive --memory-budget 0" + kSmall, "--memory-budget must be a positive size, got '0'");
   expect_bad("profile naive --memory-budget 99999999999G" + kSmall, "--memory-budget '99999999999G' is too large");
-  // Inputs of 3.8e23 bytes: refused with that size, not with an int64 wrapped round to a negative count.
-  expect_bad("compare --shape 99999999,99999,99999,64", "needs 38399231619847");
+  // Inputs of 3.8e23 bytes: refused with that size (and their fp64 reference's), not with an int64 wrapped
+  // round to a negative count.
+  expect_bad("compare --shape 99999999,99999,99999,64", "(383992316198476775424 bytes) and their fp64 reference");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
@@ -971,7 +973,8 @@ TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {
   const Result early = run("profile naive --shape 1,1,16384,16 --threads 1 --memory-budget 100M" + out_flag());
   EXPECT_EQ(early.code, 2) << early.err;
   EXPECT_EQ(early.err.rfind("attnprof: error: naive at B=1 Hq=1 Hkv=1 Nq=16384 Nk=16384 D=16 bf16 causal (its "
-                            "inputs, 1572864 bytes, and what one forward allocates beyond them, ",
+                            "inputs, 1572864 bytes, their fp64 reference, 6422528 bytes, and what one forward "
+                            "allocates beyond them, ",
                             0),
             0u)
       << early.err;

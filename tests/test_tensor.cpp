@@ -198,6 +198,15 @@ TEST(Allocator, BudgetCheck) {
     set_memory_budget(memory_stats().current_bytes + 1000);
     EXPECT_NE(message(1001).find(fmt::format("with {} bytes", live + 400)), std::string::npos) << message(1001);
   }
+  // Memory held outside the tensors (the fp64 reference) counts while reserved, and not in memory_stats().
+  set_memory_budget(memory_stats().current_bytes + 1000);
+  {
+    const MemoryReservation held(600);
+    EXPECT_EQ(memory_stats().current_bytes, live);
+    EXPECT_NO_THROW(check_memory_budget(400, "small"));
+    EXPECT_THROW(check_memory_budget(401, "big"), OutOfBudget);
+  }
+  EXPECT_NO_THROW(check_memory_budget(1000, "small"));
   set_memory_budget(0);
   EXPECT_THROW(set_memory_budget(-1), Error);
 }

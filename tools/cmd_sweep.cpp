@@ -201,7 +201,7 @@ void run_sweep(const SweepArgs& a) {
       bar.update(done, fmt::format("{} N={}", v->name, n));
       try {
         if (auto why = v->unsupported(p0)) throw OutOfBudget(*why);  // before drawing the inputs
-        const Inputs in = make_inputs(o, n);
+        const Inputs in = make_inputs(o, n, /*with_reference=*/false);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
         if (!spot_check(*runner, *v, in, pt)) {
           progress(fmt::format("sweep: {} N={} not timed: {}", v->name, n, pt.note));

@@ -224,16 +224,18 @@ double input_bytes(const AttnProblem& p) {
 }
 
 void check_forward_fits(const Variant& v, const AttnProblem& p) {
-  if (!v.peak_bytes) return;
-  const double inputs = input_bytes(p), forward = v.peak_bytes(p);
-  check_memory_budget(inputs + forward,
-                      fmt::format("{} at {} (its inputs, {:.0f} bytes, and what one forward allocates beyond them, "
-                                  "{:.0f} bytes)",
-                                  v.name, p.str(), inputs, forward),
-                      kNoScoresHint);
+  const double inputs = input_bytes(p), reference = reference_bytes(p), forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
+  // The N×N scores are the usual excess, and flash then the way out; else the inputs and the reference are.
+  check_memory_budget(inputs + reference + forward,
+                      fmt::format("{} at {} (its inputs, {:.0f} bytes, their fp64 reference, {:.0f} bytes{})", v.name,
+                                  p.str(), inputs, reference,
+                                  forward > 0 ? fmt::format(", and what one forward allocates beyond them, {:.0f} bytes",
+                                                            forward)
+                                              : std::string()),
+                      forward > inputs + reference ? kNoScoresHint : "raise --memory-budget, or run a smaller --shape");
 }
 
-Inputs make_inputs(const CommonOptions& o, int64_t seq) {
+Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
   Inputs in;
   in.opt.is_causal = o.causal;
   if (use_files(o)) {
@@ -278,7 +280,13 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq) {
   } else {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
-    check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
+    if (with_reference)
+      check_memory_budget(bytes + reference_bytes(p),
+                          fmt::format("the random inputs of {} ({:.0f} bytes) and their fp64 reference ({:.0f} bytes)",
+                                      p.str(), bytes, reference_bytes(p)),
+                          "raise --memory-budget, or run a smaller --shape");
+    else
+      check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
     if (bytes >= double(1 << 30))  // seconds of work, before anything else is printed
       progress(fmt::format("drawing {} of random inputs for {}", report::format_bytes_decimal(bytes), p.str()));
     in.q = Tensor::empty({p.B, p.Hq, p.Nq, p.D}, p.dtype);
@@ -544,6 +552,18 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
 }
 
 }  // namespace
+
+namespace {
+// The budget check runs before the reservation is made (a member initialiser's argument).
+double checked_reference_bytes(const AttnProblem& p) {
+  const double bytes = reference_bytes(p);
+  check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
+                      "raise --memory-budget, or run a smaller --shape");
+  return bytes;
+}
+}  // namespace
+
+LazyReference::LazyReference(const Inputs& in) : in_(in), held_(checked_reference_bytes(in.p)) {}
 
 const Reference& LazyReference::get() {
   if (!ref_) {

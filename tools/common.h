@@ -87,8 +87,10 @@ struct Inputs {
 };
 
 // Random N(0,1) inputs of the --shape (with `seq` overriding N and the KV length when > 0), or the .npy
-// files. Validates everything through AttnProblem::from.
-Inputs make_inputs(const CommonOptions& o, int64_t seq = 0);
+// files. Validates everything through AttnProblem::from. `with_reference`: the run will hold the fp64
+// reference of the whole problem (LazyReference), so random inputs are drawn only if it fits beside them
+// (sweep checks two heads, and says false).
+Inputs make_inputs(const CommonOptions& o, int64_t seq = 0, bool with_reference = true);
 // q, k and v's bytes at problem p.
 double input_bytes(const AttnProblem& p);
 // Before the inputs are drawn: the inputs plus what one forward of v allocates beyond them (Variant::peak_bytes)
@@ -188,11 +190,14 @@ const char* status_name(RunOutcome::Status s);
 // refused computes none.
 class LazyReference {
  public:
-  explicit LazyReference(const Inputs& in) : in_(in) {}
+  // Reserves the reference's bytes against the memory budget from here on (OutOfBudget when they do not fit
+  // beside the inputs), so that every variant's budget check counts them whether or not it is computed yet.
+  explicit LazyReference(const Inputs& in);
   const Reference& get();
 
  private:
   const Inputs& in_;
+  MemoryReservation held_;
   std::optional<Reference> ref_;
 };
 

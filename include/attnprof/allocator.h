@@ -43,6 +43,19 @@ int64_t physical_memory_bytes();
 // sizes in floating point (exact to 2^53 bytes) and an absurd shape is refused with its true size, never
 // wrapped round to a negative or small integer.
 void check_memory_budget(double bytes, std::string_view what, std::string_view hint = {});
+// Memory held outside the tracked allocator (the fp64 reference's std::vectors) that budget checks must still
+// count: while a reservation lives, check_memory_budget counts its bytes as live. It does not change
+// memory_stats(), which stays the tensors' own figure.
+class MemoryReservation {
+ public:
+  explicit MemoryReservation(double bytes);
+  ~MemoryReservation();
+  MemoryReservation(const MemoryReservation&) = delete;
+  MemoryReservation& operator=(const MemoryReservation&) = delete;
+
+ private:
+  int64_t bytes_;
+};
 // A byte count for messages in the binary unit that reads best: "512 B", "1.50 KiB", "8.25 MiB", "2.00 GiB",
 // "3.00 TiB" (a budget refusal of megabytes no longer reads "0.00 GiB").
 std::string binary_size(double bytes);

@@ -85,6 +85,9 @@ struct Reference {
 };
 // Plain fp64 attention straight from the definition (the oracle every variant is validated against).
 Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);
+// What reference_attention holds while it computes p: its fp64 output and logsumexp, and K and V in fp64
+// (4× bf16 inputs of the same shape); the per-thread rows are negligible.
+double reference_bytes(const AttnProblem& p);
 
 struct Tolerance {
   double atol = 0.0;

@@ -9,6 +9,12 @@
 
 namespace attnprof {
 
+double reference_bytes(const AttnProblem& p) {
+  const double out = double(p.B) * double(p.Hq) * double(p.Nq) * (double(p.D) + 1.0);  // output and logsumexp
+  const double kv = 2.0 * double(p.B) * double(p.Hkv) * double(p.Nk) * double(p.D);
+  return 8.0 * (out + kv);
+}
+
 Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   const AttnProblem p = AttnProblem::from(q, k, v, o);
   // A NaN would vanish in the row maximum (std::max drops it) and turn the row into a "fully masked" row of

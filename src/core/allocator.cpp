@@ -81,9 +81,16 @@ std::string binary_size(double bytes) {
   return fmt::format("{:.2f} {}", v, units[u]);
 }
 
+namespace {
+std::atomic<int64_t> g_reserved{0};
+}  // namespace
+
+MemoryReservation::MemoryReservation(double bytes) : bytes_(bytes > 0 ? int64_t(bytes) : 0) { g_reserved += bytes_; }
+MemoryReservation::~MemoryReservation() { g_reserved -= bytes_; }
+
 void check_memory_budget(double bytes, std::string_view what, std::string_view hint) {
   const int64_t budget = memory_budget();
-  const int64_t live = g_counters.current();
+  const int64_t live = g_counters.current() + g_reserved.load();
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
     const std::string with_live =
         live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
