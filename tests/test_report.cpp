@@ -561,6 +561,31 @@ TEST(Write, BatchReplacesFilesTogetherOrNotAtAll) {
   EXPECT_EQ(io::read_file(b), "after");
 }
 
+TEST(Write, ABatchWhoseRenameFailsMidwayPutsTheOldFilesBack) {
+  // The third rename fails (a directory now stands where its file goes): the first two files are already
+  // new by then, and must be old again, a file the batch created must be gone, and no backup left behind.
+  TempDir dir;
+  const std::string a = (dir.path / "a.txt").string(), made = (dir.path / "made.txt").string(),
+                    blocked = (dir.path / "blocked.txt").string();
+  report::write_text_atomic(a, "old a");
+  try {
+    report::FileBatch batch;
+    report::write_text_atomic(a, "new a");
+    report::write_text_atomic(made, "new file");
+    report::write_text_atomic(blocked, "new blocked");
+    fs::create_directories(dir.path / "blocked.txt" / "inside");
+    batch.commit();
+    ADD_FAILURE() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(blocked), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(io::read_file(a), "old a");
+  EXPECT_FALSE(fs::exists(made));
+  std::vector<std::string> entries = dir.entries();
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"a.txt", "blocked.txt"}));
+}
+
 TEST(Write, TheSignalPathRemovesEveryLiveTemporaryFile) {
   // What a SIGINT handler calls: every staged file's temporary goes, the files already in place stay.
   TempDir dir;

@@ -204,18 +204,56 @@ bool defer_signal(int sig) noexcept {
   return false;
 }
 
+namespace {
+// What stood at a staged file's path before the batch: its old file, kept under a hard link beside it
+// (`backup` empty: nothing to put back, the path is removed instead, or a directory a rename cannot replace).
+struct Previous {
+  std::string backup;
+  bool existed = false;
+};
+
+// Puts back the old file at the paths of staged files [0, n) (already renamed into place), last first so a
+// path written twice in one batch ends with what it held before the batch, then removes every backup.
+void restore_previous(const Batch& b, const std::vector<Previous>& prev, size_t n) {
+  for (size_t i = n; i-- > 0;) {
+    if (!prev[i].backup.empty()) ::rename(prev[i].backup.c_str(), b.files[i].path.c_str());
+    else if (!prev[i].existed) ::unlink(b.files[i].path.c_str());
+  }
+  for (const Previous& p : prev)
+    if (!p.backup.empty()) ::unlink(p.backup.c_str());  // gone already where it was renamed back
+}
+}  // namespace
+
 void commit_staged(Batch& b) {
   const CommitScope one_step;
+  // A rename can fail midway (a full quota, a file made immutable, a directory in the way): the run's files
+  // must then be all old, not some new and the rest old. So every old file is first kept under a hard link
+  // in its directory, and a failed rename puts them back. Signals wait for this step (CommitScope), which
+  // removes every backup before it ends.
+  std::vector<Previous> prev(b.files.size());
+  auto fail = [&](size_t i, size_t renamed, const char* what, int err) {
+    const std::string path = b.files[i].path;
+    restore_previous(b, prev, renamed);
+    b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(renamed));  // their temporaries are gone
+    discard_staged(b);
+    ATTNPROF_FAIL("cannot write '{}': {} ({})", path, what, std::strerror(err));
+  };
   for (size_t i = 0; i < b.files.size(); ++i) {
-    if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0) {
-      const int err = errno;
-      const std::string path = b.files[i].path;
-      b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(i));  // renamed; the failed one is removed
-      discard_staged(b);
-      ATTNPROF_FAIL("cannot write '{}': rename from its temporary file failed ({})", path, std::strerror(err));
-    }
+    struct stat st {};
+    if (::lstat(b.files[i].path.c_str(), &st) != 0) continue;  // nothing there yet
+    prev[i].existed = true;
+    if (S_ISDIR(st.st_mode)) continue;  // the rename fails before anything is replaced
+    // Named after the staged file's temporary, which mkstemp made unique in the same directory.
+    const std::string backup = b.files[i].tmp + ".old";
+    if (::link(b.files[i].path.c_str(), backup.c_str()) != 0) fail(i, 0, "cannot keep its old file while replacing it", errno);
+    prev[i].backup = backup;
+  }
+  for (size_t i = 0; i < b.files.size(); ++i) {
+    if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0)
+      fail(i, i, "rename from its temporary file failed", errno);
     untrack_temporary(b.files[i].tmp);
   }
+  restore_previous(b, prev, 0);  // all in place: only the backups go
   b.files.clear();
 }
 
