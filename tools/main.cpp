@@ -61,6 +61,10 @@ void install_signal_cleanup() {
     if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
     ::sigaction(sig, &sa, nullptr);
   }
+  // Past a file size limit (ulimit -f) the kernel sends SIGXFSZ, whose default action kills the process with
+  // no message and its temporary files left behind. Ignored, the write fails with EFBIG instead, and the
+  // error path runs: one line naming the file, exit 2, nothing half written.
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 }  // namespace
