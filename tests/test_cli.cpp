@@ -391,6 +391,23 @@ TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
   EXPECT_TRUE(fs::exists(out() / "flash.trace.json.gz"));
 }
 
+TEST_F(Cli, SaveOutputThatIsOneOfTheRunsOwnFilesIsRefused) {
+  // The run's summary (or trace, table, report) would replace the .npy: refused before anything runs,
+  // whether the file exists yet or not, however the path is spelled.
+  for (const std::string name : {"naive.summary.json", "naive.trace.json", "naive.table.txt", "report.html"}) {
+    const std::string saved = (out() / name).string();
+    expect_bad("profile naive --html --iters 1 --warmup 0" + kSmall + " --save-output " + saved,
+               "--save-output '" + saved + "' is the --out file '" + (out() / name).string() + "', which the run writes");
+  }
+  ASSERT_EQ(run("profile naive --iters 1 --warmup 0" + kSmall + out_flag()).code, 0);
+  const std::string summary = io::read_file(out() / "naive.summary.json");
+  const std::string other_spelling = (out() / "." / "naive.trace.json.gz").string();
+  const Result r = run("profile naive --iters 1 --warmup 0" + kSmall + out_flag() + " --save-output " + other_spelling);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--save-output '" + other_spelling + "' is the --out file"), std::string::npos) << r.err;
+  EXPECT_EQ(io::read_file(out() / "naive.summary.json"), summary);
+}
+
 TEST_F(Cli, SaveOutputMayNameTheOutDirectoryBeforeTheRunCreatesIt) {
   ASSERT_FALSE(fs::exists(out()));
   const Result r = run("profile flash --iters 1 --warmup 0" + kSmall + out_flag() + " --save-output " +

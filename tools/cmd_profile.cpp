@@ -42,6 +42,18 @@ void run_profile(const ProfileArgs& a) {
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
   refuse_inputs_in_out(o, {v.name}, {});
+  if (!o.save_output.empty()) {
+    // The .npy would be replaced by the run's own file of that name (or the trace it removes), silently.
+    // Neither file need exist yet, so besides file identity the paths are compared resolved.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path saved = fs::weakly_canonical(o.save_output, ec);
+    for (const std::string& path : run_out_files(o, {v.name}, {})) {
+      std::error_code ec2;
+      if (same_file(o.save_output, path) || (!ec && fs::weakly_canonical(path, ec2) == saved && !ec2))
+        ATTNPROF_FAIL("--save-output '{}' is the --out file '{}', which the run writes", o.save_output, path);
+    }
+  }
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
     report::TableOptions check;

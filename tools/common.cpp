@@ -423,17 +423,22 @@ void refuse_input_as_output(const CommonOptions& o, const std::string& output, c
     if (!input.empty() && same_file(output, input)) ATTNPROF_FAIL("{} is the {} input file", what, flag);
 }
 
-void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
-                          const std::vector<std::string>& files) {
-  if (!use_files(o)) return;
+std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
+                                       const std::vector<std::string>& files) {
   std::vector<std::string> names = files;
   for (const std::string& v : variants)
     for (const char* suffix : {".trace.json", ".trace.json.gz", ".summary.json", ".table.txt"}) names.push_back(v + suffix);
   if (o.html) names.push_back("report.html");
-  for (const std::string& name : names) {
-    const std::string path = out_path(o.out, name);
+  std::vector<std::string> paths;
+  for (const std::string& name : names) paths.push_back(out_path(o.out, name));
+  return paths;
+}
+
+void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
+                          const std::vector<std::string>& files) {
+  if (!use_files(o)) return;
+  for (const std::string& path : run_out_files(o, variants, files))
     refuse_input_as_output(o, path, fmt::format("--out file '{}'", path));
-  }
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }

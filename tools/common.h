@@ -141,6 +141,9 @@ void refuse_input_as_output(const CommonOptions& o, const std::string& output, c
 // report.html with --html.
 void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
                           const std::vector<std::string>& files);
+// The paths of those files: what a run writes into (or removes from) --out.
+std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
+                                       const std::vector<std::string>& files);
 // "<variant>.trace.json", or ".trace.json.gz" with --gzip.
 std::string trace_file(const std::string& variant, const CommonOptions& o);
 // Once a run's files are committed: removes the variant's trace in the other format (an earlier run with or
