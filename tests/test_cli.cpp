@@ -391,6 +391,20 @@ TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
   EXPECT_TRUE(fs::exists(out() / "flash.trace.json.gz"));
 }
 
+TEST_F(Cli, AFlagGivenAValueIsRefused) {
+  // --causal=false used to leave the mask on: a value a flag would ignore (or read otherwise than the user
+  // meant) is refused, naming the flag; the flag's own "=true" still means the flag.
+  expect_bad("profile naive --causal=false" + kSmall,
+             "--causal takes no value, got '--causal=false': for no mask give --no-causal");
+  expect_bad("profile naive --no-causal=0" + kSmall, "--no-causal takes no value, got '--no-causal=0'");
+  expect_bad("compare --variants naive --json=false" + kSmall, "--json takes no value, got '--json=false'");
+  expect_bad("profile naive --counters=no" + kSmall, "--counters takes no value, got '--counters=no'");
+  expect_bad("roofline --remeasure=0", "--remeasure takes no value, got '--remeasure=0'");
+  const Result r = run("profile naive --iters 1 --warmup 0 --causal=true" + kSmall + out_flag());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("causal"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, SaveOutputThatIsOneOfTheRunsOwnFilesIsRefused) {
   // The run's summary (or trace, table, report) would replace the .npy: refused before anything runs,
   // whether the file exists yet or not, however the path is spelled.

@@ -10,6 +10,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -84,7 +85,10 @@ int main(int argc, char** argv) {
   const CLI::Validator non_empty([](std::string& s) { return s.empty() ? std::string("an empty value") : std::string(); },
                                  "", "non-empty");
   for (CLI::App* sub : app.get_subcommands({}))
-    for (CLI::Option* opt : sub->get_options())
+    for (CLI::Option* opt : sub->get_options()) {
+      // A flag given a value (--causal=false, --json=0) is refused rather than read one way by one flag and
+      // ignored by another: --causal=false used to leave the mask on. "--flag=true" still means the flag.
+      if (opt->get_items_expected_max() == 0) opt->disable_flag_override();
       if (opt->get_items_expected_min() > 0) {
         // Every integer option reads plain decimal in its range (add_integer_option); one added without it
         // still gets the decimal form, within 64 bits.
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
                                                   std::numeric_limits<uint64_t>::max()));
         opt->check(non_empty);
       }
+    }
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
   std::string commands;
   bool known = false;
@@ -137,6 +142,17 @@ int main(int argc, char** argv) {
     }
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const CLI::ArgumentMismatch& e) {
+    // A flag given a value: CLI11 says "causal was given a disallowed flag override"; name the argument.
+    const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+    for (int i = 2; sub && std::string_view(e.what()).ends_with("disallowed flag override") && i < argc; ++i) {
+      const std::string arg = argv[i], name = arg.substr(0, arg.find('='));
+      const CLI::Option* opt = name.size() < arg.size() ? sub->get_option_no_throw(name) : nullptr;
+      if (!opt || opt->get_items_expected_max() != 0 || arg.ends_with("=true")) continue;
+      const std::string hint = name == "--causal"      ? ": for no mask give --no-causal"
+                               : name == "--no-causal" ? ": the mask is on unless it is given"
+                                                       : "";
+      return fail(name + " takes no value, got '" + arg + "'" + hint + " (see attnprof " + sub->get_name() + " --help)");
+    }
     // A single-value option given twice: name it rather than "At Most 1 required but received 2".
     for (const CLI::App* sub : app.get_subcommands())
       for (const CLI::Option* opt : sub->get_options())
