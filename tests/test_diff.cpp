@@ -557,6 +557,23 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   EXPECT_THROW(report::diff_compare_runs(good, c), Error);
 }
 
+// report reads each variant's files by its name beside compare.json: a name that is not a plain file name
+// would lead it outside the run's directory, so it is refused (and report leaves compare.json out).
+TEST(Diff, CompareRunsRefuseAVariantNameThatIsNotAFileName) {
+  for (const std::string name : {"../../etc/x", "a/b", "a\\b", "..", ".hidden"}) {
+    const json c = compare_run("P", {variant(name, "ok", 100, 1000, 8, 0.01)});
+    try {
+      report::check_compare_json(c, "b/compare.json");
+      ADD_FAILURE() << name << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "b/compare.json: field 'name' of a variant is '" + name +
+                                           "', not a plain file name (attnprof writes names like naive, sdpa-flash)");
+    }
+    EXPECT_THROW(report::diff_compare_runs(c, c), Error);
+  }
+  EXPECT_NO_THROW(report::check_compare_json(compare_run("P", {variant("sdpa-flash", "ok", 100, 1000, 8, 0.01)}), "c"));
+}
+
 }  // namespace
 
 // The JSON fuzz corpus (fuzz/corpus/json, written by fuzz/make_json_corpus.py from the report fixtures),

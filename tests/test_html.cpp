@@ -278,7 +278,8 @@ TEST(HtmlReport, HostileNamesCannotBreakThePage) {
   TempDir d("hostile");
   const std::string evil = "x</script><script>alert(1)</script><img src=x onerror=alert(2)>&amp;\"'";
   json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
-  compare["variants"][0]["name"] = evil;
+  // A variant's name is also the start of its files' names, so compare.json's holds no '/' (refused).
+  compare["variants"][0]["name"] = "x<script>alert(1)<img src=x onerror=alert(2)>&amp;\"'";
   compare["variants"][0]["summary"] = "evil.summary.json";
   compare["variants"][0]["trace"] = "e<v>i&l\".trace.json";
   spit(d.path / "compare.json", compare.dump());
@@ -483,6 +484,25 @@ TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
     EXPECT_NE(p2.find("(not drawn: attnprof does not write such a file)"), std::string::npos) << field;
     EXPECT_EQ(p2.find("<td>-5 B</td>"), std::string::npos);
   }
+}
+
+TEST(HtmlReport, AVariantNameThatIsNotAFileNameReadsNothingOutsideTheDirectory) {
+  // compare.json names each variant's files: "../secret" would have the report read and embed files beside
+  // the run's directory. compare.json is left out instead, saying why.
+  TempDir d("variant-name-escape");
+  const fs::path run = d.path / "run";
+  fs::create_directories(run);
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, run / f);
+  json compare = json::parse(attnprof::io::read_file(run / "compare.json"));
+  compare["variants"][0]["name"] = "../secret";
+  compare["variants"][0]["summary"] = nullptr;
+  spit(run / "compare.json", compare.dump());
+  fs::copy_file(kFixtures / "naive.summary.json", d.path / "secret.summary.json");
+  spit(d.path / "secret.table.txt", "SECRET-MARKER");
+  const std::string page = render_html_report(run.string(), stub_library());
+  EXPECT_EQ(page.find("SECRET-MARKER"), std::string::npos);
+  EXPECT_NE(page.find("field &#39;name&#39; of a variant is &#39;../secret&#39;, not a plain file name"), std::string::npos);
 }
 
 TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {

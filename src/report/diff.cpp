@@ -535,6 +535,11 @@ void add_compare_rows(RunDiff& d, const json& doc, bool is_base, const std::stri
     const std::string name = v.is_object() ? text(v, "name") : "";
     if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", which);
     (void)printable_name(name, which);
+    // report reads <name>.summary.json, .table.txt and the traces beside compare.json: a name that is not a
+    // plain file name ("../../etc/x", "a/b", ".x") would reach files outside the run's directory.
+    if (name.find_first_of("/\\") != std::string::npos || name.front() == '.')
+      ATTNPROF_FAIL("{}: field 'name' of a variant is '{}', not a plain file name (attnprof writes names like "
+                    "naive, sdpa-flash)", which, name);
     auto it = std::find_if(d.rows.begin(), d.rows.end(), [&](const RunDiffRow& r) { return r.variant == name; });
     if (it != d.rows.end() && !(is_base ? it->base_status : it->new_status).empty())
       ATTNPROF_FAIL("{}: variant '{}' appears twice in one compare.json", which, name);
