@@ -557,6 +557,29 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   EXPECT_THROW(report::diff_compare_runs(good, c), Error);
 }
 
+// "status" is a string; files from before it existed have none (and "ok"/"skipped" instead). A "status" of
+// another type is neither, and is refused rather than read as the older format.
+TEST(Diff, CompareRunsRefuseAStatusThatIsNotAString) {
+  for (const json bad : {json(5), json::object(), json(nullptr), json(true), json("")}) {
+    json c = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+    c["variants"][0]["status"] = bad;
+    c["variants"][0]["ok"] = false;
+    try {
+      report::check_compare_json(c, "b/compare.json");
+      ADD_FAILURE() << bad.dump() << " accepted";
+    } catch (const Error& e) {
+      const std::string want = bad.is_string() ? "b/compare.json variant 'naive': status '' is none of ok, failed, skipped"
+                                               : "b/compare.json variant 'naive': field 'status' is " + bad.dump() +
+                                                     ", not a string (ok, failed or skipped)";
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+  json old = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  old["variants"][0].erase("status");
+  old["variants"][0]["ok"] = true;
+  EXPECT_NO_THROW(report::check_compare_json(old, "b/compare.json"));
+}
+
 // report reads each variant's files by its name beside compare.json: a name that is not a plain file name
 // would lead it outside the run's directory, so it is refused (and report leaves compare.json out).
 TEST(Diff, CompareRunsRefuseAVariantNameThatIsNotAFileName) {

@@ -500,9 +500,13 @@ void check_compare(const json& c, const std::string& which) {
 
 // One side's figures of a compare.json row; anything attnprof never writes is an error naming the row.
 void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
-  // Files written before "status" existed say "skipped": "<why>" (or true) and "ok": false instead.
+  // Files written before "status" existed say "skipped": "<why>" (or true) and "ok": false instead; a
+  // "status" that is there but not a string is neither format, and must not be read as the older one.
+  const auto st = v.find("status");
+  if (st != v.end() && !st->is_string())
+    ATTNPROF_FAIL("{}: field 'status' is {}, not a string (ok, failed or skipped)", what, st->dump());
   std::string status = text(v, "status");
-  if (status.empty()) {
+  if (st == v.end()) {
     const auto sk = v.find("skipped"), ok = v.find("ok");
     const bool skipped = sk != v.end() && ((sk->is_string() && !sk->get<std::string>().empty()) ||
                                            (sk->is_boolean() && sk->get<bool>()));
