@@ -557,6 +557,42 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   EXPECT_THROW(report::diff_compare_runs(good, c), Error);
 }
 
+// Every text diff prints from a compare.json (its problem, the machine's CPU) is refused with a control
+// character in it, naming the field, as row names are: an escape sequence would reach the terminal.
+TEST(Diff, CompareRunsRefuseControlCharactersInWhatDiffPrints) {
+  const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  json c = good;
+  c["problem"] = "P\x1b[2J";
+  EXPECT_THROW(report::diff_compare_runs(good, c), Error);
+  try {
+    report::check_compare_json(c, "b/compare.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "b/compare.json: field 'problem' holds a control character (byte 0x1b), which attnprof never writes");
+  }
+  c = good;
+  c["machine"] = {{"cpu", "Xeon\x1b]0;owned\x07"}};
+  EXPECT_THROW(report::check_compare_json(c, "b/compare.json"), Error);
+  c["machine"] = {{"cpu", "Xeon"}};
+  EXPECT_NO_THROW(report::check_compare_json(c, "b/compare.json"));
+}
+
+TEST(Diff, SummariesRefuseControlCharactersInTheVariantOrProblem) {
+  for (const char* field : {"variant", "problem"}) {
+    json bad = inplace_summary();
+    bad["run"][field] = "x\x1b[31m";
+    try {
+      report::check_summary(bad, "b.summary.json", /*run_figures=*/true);
+      ADD_FAILURE() << field << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), fmt::format("b.summary.json: field '{}' holds a control character (byte "
+                                                   "0x1b), which attnprof never writes", field));
+    }
+    EXPECT_THROW(report::diff_summaries(naive_summary(), bad), Error);
+  }
+}
+
 // "status" is a string; files from before it existed have none (and "ok"/"skipped" instead). A "status" of
 // another type is neither, and is refused rather than read as the older format.
 TEST(Diff, CompareRunsRefuseAStatusThatIsNotAString) {

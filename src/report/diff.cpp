@@ -89,6 +89,16 @@ const std::string& printable_name(const std::string& name, const std::string& wh
   return name;
 }
 
+// The same for any other text diff prints from its inputs (a variant, a problem, a CPU's name): refused
+// naming the field, for the same reasons.
+const std::string& printable_field(const std::string& value, const std::string& field, const std::string& what) {
+  for (const char c : value)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      ATTNPROF_FAIL("{}: field '{}' holds a control character (byte 0x{:02x}), which attnprof never writes", what,
+                    field, static_cast<unsigned char>(c));
+  return value;
+}
+
 std::string text(const json& o, const char* key) {
   const auto it = o.find(key);
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -133,8 +143,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   const json& run = run_it != s.end() && run_it->is_object() ? *run_it : empty;
   Parsed p;
   p.device = s.contains("device");
-  p.side.label = !recorded(s, "variant").empty() ? recorded(s, "variant") : label;
-  p.side.problem = recorded(s, "problem");
+  p.side.label = !recorded(s, "variant").empty() ? printable_field(recorded(s, "variant"), "variant", what) : label;
+  p.side.problem = printable_field(recorded(s, "problem"), "problem", what);
   if (run_figures && p.side.problem.empty())
     ATTNPROF_FAIL("{}: field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")", what);
   const std::string annotation = recorded(s, "annotation");
@@ -489,6 +499,12 @@ void check_compare(const json& c, const std::string& which) {
   if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
+  // What diff prints of the run, in its header and notes.
+  (void)printable_field(text(c, "problem"), "problem", which);
+  if (c.contains("gpu") && c["gpu"].is_string()) (void)printable_field(c["gpu"].get<std::string>(), "gpu", which);
+  if (c.contains("machine") && c["machine"].is_object())
+    for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul"})
+      (void)printable_field(text(c["machine"], key), std::string("machine.") + key, which);
   // The device every row ran on: absent (older CPU runs) or one of the two attnprof runs on.
   if (const auto dev = c.find("device"); dev != c.end() && !dev->is_null()) {
     if (!dev->is_string()) ATTNPROF_FAIL("{}: field 'device' is {}, not a string (cpu or cuda)", which, dev->dump());
