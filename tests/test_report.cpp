@@ -142,7 +142,7 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   EXPECT_EQ(both[2].rfind("Noisy: b took", 0), 0u) << both[2];
   EXPECT_EQ(both[4], "Note: a VM note.");
 
-  const auto back = report::cpu_sharing_of(report::cpu_sharing_json(CpuSharing{1.25, 2, 2}));
+  const auto back = report::cpu_sharing_of({{"cpu_sharing", report::cpu_sharing_json(CpuSharing{1.25, 2, 2})}});
   ASSERT_TRUE(back);
   EXPECT_DOUBLE_EQ(back->other_cpus, 1.25);
   EXPECT_EQ(back->cpus, 2);
@@ -151,7 +151,8 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   for (const char* bad : {"null", "[]", R"({"other_cpus": -1, "cpus": 2, "threads": 2})",
                           R"({"other_cpus": "1", "cpus": 2, "threads": 2})", R"({"other_cpus": 1, "cpus": 0, "threads": 2})",
                           R"({"other_cpus": 1, "cpus": 2})"})
-    EXPECT_FALSE(report::cpu_sharing_of(nlohmann::json::parse(bad))) << bad;
+    EXPECT_FALSE(report::cpu_sharing_of({{"cpu_sharing", nlohmann::json::parse(bad)}})) << bad;
+  EXPECT_FALSE(report::cpu_sharing_of(nlohmann::json::object())) << "a record without the field";
 }
 
 // Noisy forwards: one line per subject above 1.15x, the advice once (singular or plural), the machine's

@@ -30,6 +30,9 @@
 namespace attnprof::cli {
 namespace {
 
+// What to do about inputs (or their reference) over the memory budget: no variant needs less for them.
+constexpr const char* kSmallerInputsHint = "raise --memory-budget, or run a smaller --shape";
+
 // f(), with an error it throws prefixed by the option (or variable) whose value caused it: the library's
 // parsers ("unsupported dtype 'int8'") do not know which option the user typed.
 template <class F>
@@ -232,7 +235,7 @@ void check_forward_fits(const Variant& v, const AttnProblem& p) {
                                   forward > 0 ? fmt::format(", and what one forward allocates beyond them, {:.0f} bytes",
                                                             forward)
                                               : std::string()),
-                      forward > inputs + reference ? kNoScoresHint : "raise --memory-budget, or run a smaller --shape");
+                      forward > inputs + reference ? kNoScoresHint : kSmallerInputsHint);
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -280,11 +283,11 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
   } else {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
-    if (with_reference)
-      check_memory_budget(bytes + reference_bytes(p),
+    if (const double reference = reference_bytes(p); with_reference)
+      check_memory_budget(bytes + reference,
                           fmt::format("the random inputs of {} ({:.0f} bytes) and their fp64 reference ({:.0f} bytes)",
-                                      p.str(), bytes, reference_bytes(p)),
-                          "raise --memory-budget, or run a smaller --shape");
+                                      p.str(), bytes, reference),
+                          kSmallerInputsHint);
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
     if (bytes >= double(1 << 30))  // seconds of work, before anything else is printed
@@ -549,9 +552,7 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
   } else {
     for (const prof::ThreadTrace& t : r.result.threads)
       for (const prof::ZoneEvent& e : t.zones)
-        if (!analysis::is_annotation(e.name ? e.name : "", e.category ? e.category : "") &&
-            (e.cost.flops > 0 || e.cost.bytes() > 0))
-          ++ops;
+        if (!analysis::is_annotation(e.name ? e.name : "", e.category ? e.category : "") && e.cost.does_work()) ++ops;
   }
   r.ops_per_forward = r.forward_ns.empty() ? 0.0 : double(ops) / double(r.forward_ns.size());
 }
@@ -563,7 +564,7 @@ namespace {
 double checked_reference_bytes(const AttnProblem& p) {
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
-                      "raise --memory-budget, or run a smaller --shape");
+                      kSmallerInputsHint);
   return bytes;
 }
 }  // namespace

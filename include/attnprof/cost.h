@@ -23,6 +23,8 @@ struct OpCost {
 
   double bytes() const { return bytes_read + bytes_written; }
   double intensity() const { return bytes() > 0 ? flops / bytes() : 0.0; }
+  // The op does work of its own: FLOPs or bytes (not a view, nor a wrapper whose work is its children's).
+  bool does_work() const { return flops > 0 || bytes() > 0; }
   OpCost& operator+=(const OpCost& o) {
     flops += o.flops;
     bytes_read += o.bytes_read;

@@ -197,9 +197,10 @@ nlohmann::json spread_json(const std::vector<double>& forward_ms);
 inline constexpr double kNoisySpread = 1.15;
 inline bool is_noisy(const std::vector<double>& forward_ms) { return forward_spread(forward_ms) > kNoisySpread; }
 // The CPU sharing of a timed stretch as the JSON outputs carry it ("cpu_sharing": {"other_cpus", "cpus",
-// "threads"}, null when it was not measured), and read back (nothing for null, absent or malformed).
+// "threads"}, null when it was not measured), and read back from the record that holds it (a summary's run,
+// a compare.json variant, a sweep point): nothing for null, absent or malformed.
 nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s);
-std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& j);
+std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record);
 // What compare, profile, sweep, diff and the HTML report say under their tables when timings cannot be taken
 // at face value, one line each:
 //   "Busy: other work used 1.3 of 2 CPUs while naive ran on 2 threads: ..." for every subject (a variant, or a

@@ -31,7 +31,7 @@ std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& pe
   for (const OpStats& op : ka.rows) {
     if (ka.has_device ? !op.is_device_activity() : is_annotation(op.name, op.category)) continue;
     const OpCost& c = op.self_cost;
-    if (c.flops <= 0 && c.bytes() <= 0) continue;  // views and wrappers: nothing of their own to place
+    if (!c.does_work()) continue;  // views and wrappers: nothing of their own to place
     const double ns = ka.has_device ? op.self_device_ns : op.self_ns;
     out.push_back({&op, c, ns, place(c, ns, peaks)});
   }

@@ -183,7 +183,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures || present("ms_per_forward"))
     p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
   p.side.forward_ms = forward_times(run, run_what);
-  if (run.contains("cpu_sharing")) p.side.sharing = cpu_sharing_of(run["cpu_sharing"]);
+  p.side.sharing = cpu_sharing_of(run);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
@@ -538,7 +538,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
   (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
-  if (v.contains("cpu_sharing")) (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v["cpu_sharing"]);
+  (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
   if (const auto sp = v.find("spread"); sp != v.end() && !sp->is_null()) {

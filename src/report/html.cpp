@@ -277,7 +277,7 @@ void section_compare(Page& pg, const Input& in) {
       bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
                       {"gflops", num(v, "gflops", 0.0)}});
-      timings.push_back({name, forward_ms(v), v.contains("cpu_sharing") ? cpu_sharing_of(v["cpu_sharing"]) : std::nullopt});
+      timings.push_back({name, forward_ms(v), cpu_sharing_of(v)});
     }
   }
   t += "</tbody></table>\n";
@@ -515,7 +515,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       }
       if (!std::isfinite(seq) || seq <= 0) continue;
       timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p),
-                         p.contains("cpu_sharing") ? cpu_sharing_of(p["cpu_sharing"]) : std::nullopt});
+                         cpu_sharing_of(p)});
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);

@@ -40,7 +40,9 @@ nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s) {
   return {{"other_cpus", s->other_cpus}, {"cpus", s->cpus}, {"threads", s->threads}};
 }
 
-std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& j) {
+std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record) {
+  if (!record.is_object() || !record.contains("cpu_sharing")) return std::nullopt;
+  const nlohmann::json& j = record["cpu_sharing"];
   if (!j.is_object()) return std::nullopt;
   const auto number = [&](const char* k) {
     return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
@@ -176,8 +178,6 @@ std::pair<double, std::string> flops_scale(double min_flops) {
   return {std::pow(10.0, -3.0 * i), kHeaders[i]};
 }
 
-bool has_cost(const OpCost& c) { return c.flops > 0 || c.bytes() > 0; }
-
 std::string rate(double amount, double ns) {
   // amount per ns = giga-amount per second.
   return ns > 0 ? fmt::format("{:.3f}", amount / ns) : std::string("--");
@@ -220,7 +220,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     name_width = std::max(name_width, s->name.size() + 4);
     shapes_width = std::max(shapes_width, s->input_shapes.size() + 4);
     if (s->cost.flops > 0) min_flops = min_flops > 0 ? std::min(min_flops, s->cost.flops) : s->cost.flops;
-    any_cost = any_cost || has_cost(s->cost);
+    any_cost = any_cost || s->cost.does_work();
   }
   name_width = std::min(name_width, kMaxNameWidth);
   // Software counters (task-clock, page-faults) get two columns when any row has them.
@@ -289,7 +289,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     if (dev) cells.insert(cells.end(), {format_bytes(s->device_mem_bytes), format_bytes(s->self_device_mem_bytes)});
     cells.push_back(fmt::format("{}", s->calls));
     if (opt.show_input_shapes) cells.push_back(s->input_shapes.substr(0, shapes_width));
-    const bool costed = has_cost(s->cost);
+    const bool costed = s->cost.does_work();
     if (any_cost) cells.push_back(costed ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
     if (opt.extra_columns) {
       // Rates over device time where the row's work ran on the device, else over CPU time.
@@ -301,7 +301,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
         // A region (annotation, ProfilerStep#N) or a wrapper whose cost is all its children's (masked_fill,
         // scaled_dot_product_attention) may hold ops on both sides of the ridge: its summed FLOP/B would judge
         // none of them, so it gets no verdict. An op with a cost of its own is judged on its whole cost.
-        const bool holds_only = !has_cost(s->self_cost);
+        const bool holds_only = !s->self_cost.does_work();
         if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category) && !holds_only) {
           const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");

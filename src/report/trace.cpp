@@ -159,7 +159,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     put(b, ",\"variant\":");
     put_escaped(b, d.variant);
   }
-  if (d.cost.flops > 0 || d.cost.bytes() > 0) {
+  if (d.cost.does_work()) {
     put(b, ",\"FLOPs\":");
     put_number(b, d.cost.flops);
     put(b, ",\"bytes moved\":");
@@ -318,7 +318,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         b.push_back(']');
       }
       const OpCost& c = incl[it.thread][it.index];
-      if (c.flops > 0 || c.bytes() > 0) {
+      if (c.does_work()) {
         key("\"FLOPs\":");
         put_number(b, c.flops);
         put(b, ",\"bytes\":");
