@@ -232,6 +232,8 @@ lib_candidates() {
 uniq_files() { while read -r f; do echo "$(readlink -f "$f") $f"; done | awk '!seen[$1]++ { print $2 }'; }
 mapfile -t cudnn_found < <(lib_candidates 'libcudnn.so.9' | uniq_files)
 mapfile -t cupti_found < <(lib_candidates 'libcupti.so.*' | uniq_files)
+# cuBLAS is loaded by name on the first device GEMM (src/cuda/cublas_loader.cpp), so ldd does not list it.
+mapfile -t cublas_found < <(lib_candidates 'libcublas.so.[0-9]*' | uniq_files)
 if (( ${#cudnn_found[@]} )); then
   export ATTNPROF_CUDNN_LIBRARY="${cudnn_found[0]}"
   cudnn_dir=$(dirname "$ATTNPROF_CUDNN_LIBRARY")
@@ -243,6 +245,10 @@ fi
   for f in "${cudnn_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
   (( ${#cudnn_found[@]} )) || echo "(none: sdpa-cudnn will say it cannot load cuDNN)"
   echo "ATTNPROF_CUDNN_LIBRARY=${ATTNPROF_CUDNN_LIBRARY:-(unset)}"
+  echo; echo "# cuBLAS libcublas.so.* found (in search order; loaded by name on the first device GEMM)"
+  for f in "${cublas_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
+  (( ${#cublas_found[@]} )) || echo "(none: the cuBLAS variants will say they cannot load it)"
+  echo "ATTNPROF_CUBLAS_LIBRARY=${ATTNPROF_CUBLAS_LIBRARY:-(unset)}"
   echo; echo "# CUPTI libcupti.so* found (in search order)"
   for f in "${cupti_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
   (( ${#cupti_found[@]} )) || echo "(none)"
@@ -254,7 +260,7 @@ fi
 if grep -q "=> not found" "$OUT/machine.txt"; then
   note "missing shared libraries (machine.txt):"; grep "=> not found" "$OUT/machine.txt" | sort -u | tee -a "$OUT/steps.log"
 fi
-note "cuDNN: ${ATTNPROF_CUDNN_LIBRARY:-none found}; CUPTI: ${cupti_found[0]:-none found}"
+note "cuDNN: ${ATTNPROF_CUDNN_LIBRARY:-none found}; cuBLAS: ${cublas_found[0]:-none found}; CUPTI: ${cupti_found[0]:-none found}"
 
 # ---- a usable CUDA device, or stop here ----
 log "CUDA device"

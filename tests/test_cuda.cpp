@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <link.h>
 #include <map>
 #include <string_view>
 
@@ -18,6 +19,9 @@
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
+#if defined(ATTNPROF_HAVE_CUDA)
+#include "cuda/cublas_loader.h"
+#endif
 #if defined(ATTNPROF_HAVE_CUDNN)
 #include "cuda/cudnn_sdpa.h"
 #endif
@@ -190,6 +194,35 @@ TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
       EXPECT_NE(why->find("CUDA device unavailable"), std::string::npos) << *why;
     }
   }
+}
+
+// libcublas (and the half-gigabyte libcublasLt it needs) is loaded by the first device GEMM, not at start-up:
+// linked, its initialisers cost every process about half a second, CPU-only commands included.
+TEST(CudaLibraries, CublasIsLoadedOnFirstUseNotAtStartUp) {
+  if (!cuda::built_with_cuda()) GTEST_SKIP() << "built without CUDA";
+  const auto loaded = [](const char* stem) {
+    struct Find {
+      const char* stem;
+      bool found = false;
+    } f{stem};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          auto* f = static_cast<Find*>(data);
+          if (info->dlpi_name && std::string_view(info->dlpi_name).find(f->stem) != std::string_view::npos)
+            f->found = true;
+          return 0;
+        },
+        &f);
+    return f.found;
+  };
+  // This test runs before any test that touches the GPU, so nothing has needed cuBLAS yet.
+  EXPECT_FALSE(loaded("libcublas")) << "libcublas is loaded before any device GEMM";
+#if defined(ATTNPROF_HAVE_CUDA)
+  const std::string file = cuda::detail::cublas_library_file();  // no device needed to load the library
+  EXPECT_NE(file.find("libcublas.so"), std::string::npos) << file;
+  EXPECT_TRUE(loaded("libcublas.so")) << file;
+  EXPECT_TRUE(loaded("libcublasLt.so")) << file;
+#endif
 }
 
 // ---- on a GPU ------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <vector>
 
 #include "attnprof/cuda.h"
@@ -21,7 +22,8 @@
   do {                                                                                                 \
     const cublasStatus_t attnprof_s_ = (expr);                                                         \
     if (attnprof_s_ != CUBLAS_STATUS_SUCCESS)                                                          \
-      ATTNPROF_FAIL("{} failed: {} ({})", #expr, cublasGetStatusString(attnprof_s_), int(attnprof_s_)); \
+      ATTNPROF_FAIL("{} failed: {} ({})", #expr, ::attnprof::cuda::detail::cublas_status_text(attnprof_s_), \
+                    int(attnprof_s_));                                                                 \
   } while (0)
 
 namespace attnprof::cuda::detail {
@@ -29,6 +31,22 @@ namespace attnprof::cuda::detail {
 void ensure_available();      // throws Error with unavailable_reason() when there is no usable device
 cudaStream_t stream();        // the backend's one stream (non-blocking), created on first use
 cublasHandle_t cublas();      // bound to stream()
+
+// The cuBLAS functions the backend calls, from libcublas loaded on first use (cublas_loader.cpp); throws Error
+// naming the files tried when it cannot be loaded.
+struct CublasApi {
+  std::string file;
+  decltype(&::cublasCreate_v2) cublasCreate_v2 = nullptr;
+  decltype(&::cublasSetStream_v2) cublasSetStream_v2 = nullptr;
+  // cublas_api.h overloads this name for C++ (a cudaDataType_t computeType variant), so the C one is spelled out.
+  cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                               const void*, const void*, cudaDataType, int, long long, const void*,
+                                               cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                               long long, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  decltype(&::cublasGetStatusString) cublasGetStatusString = nullptr;
+};
+const CublasApi& cublas_api();
+const char* cublas_status_text(cublasStatus_t s);  // cuBLAS's name for a status, once the library is loaded
 void check_launch(const char* what);  // cudaGetLastError after a kernel launch
 // Mirrors profiler zones as NVTX ranges from now on (unless another zone listener is set): called when the
 // backend's stream is created, the first thing any device work does.

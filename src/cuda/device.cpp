@@ -82,8 +82,9 @@ cudaStream_t stream() {
 cublasHandle_t cublas() {
   static cublasHandle_t h = [] {
     cublasHandle_t hh = nullptr;
-    ATTNPROF_CUBLAS_CHECK(cublasCreate(&hh));
-    ATTNPROF_CUBLAS_CHECK(cublasSetStream(hh, stream()));
+    const CublasApi& api = cublas_api();
+    ATTNPROF_CUBLAS_CHECK(api.cublasCreate_v2(&hh));
+    ATTNPROF_CUBLAS_CHECK(api.cublasSetStream_v2(hh, stream()));
     return hh;
   }();
   return h;

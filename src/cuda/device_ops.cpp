@@ -29,7 +29,7 @@ void gemm(const layout::StridedGemm& g, const void* A, const void* B, void* C, D
   const cudaDataType_t t = cuda_type(dt);
   const auto op = [](bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; };
   // fp32 stays true fp32 (torch's default, allow_tf32=False for matmul); bf16 and fp16 accumulate in fp32.
-  ATTNPROF_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  ATTNPROF_CUBLAS_CHECK(detail::cublas_api().cublasGemmStridedBatchedEx(
       detail::cublas(), op(g.trans_a), op(g.trans_b), int(g.m), int(g.n), int(g.k), &alpha, A, t, int(g.lda),
       g.stride_a, B, t, int(g.ldb), g.stride_b, &beta, C, t, int(g.ldc), g.stride_c, int(g.batch),
       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

@@ -1,0 +1,89 @@
+// cuBLAS, loaded with dlopen on first use rather than linked. libcublas pulls in libcublasLt (over 500 MB),
+// whose static initialisers cost every process that links it about half a second of CPU before main; linked,
+// that was paid by every attnprof command, CPU-only runs and --version included. Loaded here, only the first
+// device GEMM pays it.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/cublas_loader.h"
+
+#include "cuda/backend.h"
+
+namespace attnprof::cuda::detail {
+namespace {
+
+struct Loaded {
+  CublasApi api;
+  std::string error;
+};
+
+// Candidate files, in order: ATTNPROF_CUBLAS_LIBRARY, the soname through the loader's search path
+// (LD_LIBRARY_PATH, then the binary's run path: where a linked libcublas would have been found), the library
+// CMake found.
+std::vector<std::string> candidates() {
+  std::vector<std::string> c;
+  if (const char* env = std::getenv("ATTNPROF_CUBLAS_LIBRARY"); env && *env) c.emplace_back(env);
+  c.emplace_back(fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR));
+#ifdef ATTNPROF_CUBLAS_LIBRARY_FILE
+  c.emplace_back(ATTNPROF_CUBLAS_LIBRARY_FILE);
+#endif
+  return c;
+}
+
+Loaded load() {
+  Loaded l;
+  std::string tried;
+  void* lib = nullptr;
+  for (const std::string& f : candidates()) {
+    lib = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      l.api.file = f;
+      break;
+    }
+    const char* e = dlerror();
+    tried += fmt::format("{}  {}: {}", tried.empty() ? "" : ";", f, e ? e : "not loadable");
+  }
+  if (!lib) {
+    l.error = fmt::format("libcublas.so.{} could not be loaded (set ATTNPROF_CUBLAS_LIBRARY to its path):{}",
+                          CUBLAS_VER_MAJOR, tried);
+    return l;
+  }
+  std::string missing;
+  auto sym = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    if (!fn) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
+  };
+  // cublas_v2.h maps cublasCreate and cublasSetStream onto their _v2 symbols.
+  sym(l.api.cublasCreate_v2, "cublasCreate_v2");
+  sym(l.api.cublasSetStream_v2, "cublasSetStream_v2");
+  sym(l.api.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  sym(l.api.cublasGetStatusString, "cublasGetStatusString");
+  if (!missing.empty()) l.error = fmt::format("{} lacks {}", l.api.file, missing);
+  return l;  // the library stays loaded for the life of the process
+}
+
+const Loaded& loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+}  // namespace
+
+const CublasApi& cublas_api() {
+  const Loaded& l = loaded();
+  if (!l.error.empty()) ATTNPROF_FAIL("cuBLAS unavailable: {}", l.error);
+  return l.api;
+}
+
+std::string cublas_library_file() { return cublas_api().file; }
+
+const char* cublas_status_text(cublasStatus_t s) {
+  const Loaded& l = loaded();
+  return l.api.cublasGetStatusString ? l.api.cublasGetStatusString(s) : "cuBLAS status";
+}
+
+}  // namespace attnprof::cuda::detail
