@@ -478,8 +478,26 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   EXPECT_NEAR(e["naive/memory"], 2.0, 0.1);
   EXPECT_GT(e["flash/memory"], 0.6);
   EXPECT_LT(e["flash/memory"], 1.2);
+  // Each point's rate is the attention FLOPs of its problem (B=1 Hq=2 or 8, D=64, causal: 4·B·H·D·N²/2) over
+  // its median time, and % peak that rate over the fp32 FMA peak the file records (fp32 run).
+  const double H = kTimingMeaningful ? 2 : 8;
+  ASSERT_EQ(j["peak_kind"], "fp32 FMA");
+  const double peak = j["peak_gflops"].get<double>();
+  ASSERT_GT(peak, 0);
+  EXPECT_DOUBLE_EQ(peak, j["peaks"]["fp32_gflops"].get<double>());
+  for (const json& p : j["points"]) {
+    const double n = p["seq"].get<double>();
+    const double flops = 4.0 * H * 64 * n * n / 2;
+    EXPECT_NEAR(p["gflops"].get<double>(), flops / (p["ms"].get<double>() * 1e6), 1e-9 * p["gflops"].get<double>());
+    EXPECT_NEAR(p["pct_peak"].get<double>(), 100 * p["gflops"].get<double>() / peak, 1e-9);
+    const std::string row = fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}", p["variant"].get<std::string>(),
+                                        p["seq"].get<int>(), p["ms"].get<double>(), p["gflops"].get<double>(),
+                                        p["pct_peak"].get<double>());
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find(fmt::format("% peak of the fp32 FMA {:.1f} GFLOP/s (1 thread", peak)), std::string::npos) << r.out;
   const std::string csv = io::read_file(out() / "sweep.csv");
-  EXPECT_EQ(csv.rfind("variant,seq,ms,peak_bytes,status,note\n", 0), 0u);
+  EXPECT_EQ(csv.rfind("variant,seq,ms,gflops,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
 }
 

@@ -116,8 +116,26 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
   const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
-                                      "roofline", "memory", "timeline"};
+                                      "sweep-rate", "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
+  // The sweep's throughput: a dot per measured point at its GFLOP/s, and the peak it was set against as a rule.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-rate") {
+      const json& layers = c["spec"]["layer"];
+      ASSERT_EQ(layers.size(), 4u);
+      EXPECT_EQ(layers[0]["data"]["values"].size(), 10u);  // 5 lengths × naive, flash (the skipped point has none)
+      EXPECT_EQ(layers[0]["encoding"]["y"]["scale"]["type"], "linear");
+      EXPECT_EQ(layers[1]["mark"]["type"], "line");  // the same points, joined per variant
+      EXPECT_EQ(layers[1]["data"], layers[0]["data"]);
+      EXPECT_EQ(layers[2]["mark"]["type"], "rule");
+      EXPECT_DOUBLE_EQ(layers[2]["data"]["values"][0]["y"].get<double>(), 460.0);
+      EXPECT_EQ(layers[3]["data"]["values"][0]["label"], "bf16 dot-product peak 460.0");
+      double naive_1024 = 0;
+      for (const json& v : layers[0]["data"]["values"])
+        if (v["variant"] == "naive" && v["seq"] == 1024) naive_1024 = v["y"].get<double>();
+      for (const json& p : json::parse(attnprof::io::read_file(kFixtures / "sweep.json"))["points"])
+        if (p["variant"] == "naive" && p["seq"] == 1024) EXPECT_DOUBLE_EQ(naive_1024, p["gflops"].get<double>());
+    }
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
   EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
             std::string::npos);
@@ -325,8 +343,10 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
   // Only a sweep: that section has its charts, the rest say what to run.
   fs::copy_file(kFixtures / "sweep.json", d.path / "sweep.json");
   const json data = data_block(render_html_report(d.path.string(), stub_library()));
-  ASSERT_EQ(data["charts"].size(), 2u);
+  ASSERT_EQ(data["charts"].size(), 3u);
   EXPECT_EQ(data["charts"][0]["kind"], "sweep-time");
+  EXPECT_EQ(data["charts"][1]["kind"], "sweep-memory");
+  EXPECT_EQ(data["charts"][2]["kind"], "sweep-rate");
 
   // A corrupt input is a note too.
   spit(d.path / "compare.json", "{not json");

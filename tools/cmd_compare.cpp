@@ -23,15 +23,6 @@ struct CompareArgs {
   std::string device = "cpu";
 };
 
-// What the rows are measured against: the CPU's measured peaks in GFLOP/s, or a GPU's datasheet peaks, whose
-// rates read better in TFLOP/s and whose "ops" are the activities CUPTI saw on the device.
-struct Target {
-  analysis::MachinePeaks m;
-  double peak = 0;  // GFLOP/s of the problem's dtype
-  std::string peak_kind;
-  bool gpu = false;
-};
-
 struct Row {
   std::string name;
   RunOutcome r;
@@ -265,13 +256,7 @@ void run_compare_cuda(const CompareArgs& a) {
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const cuda::DeviceInfo dev = cuda::device_info();
-  Target t;
-  t.m = cuda::gpu_peaks(dev);
-  t.gpu = true;
-  // bf16 and fp16 run at the same dense tensor-core rate on sm_80 and sm_90; fp32 on the CUDA cores.
-  t.peak = is_half(in.p.dtype) ? t.m.bf16_gflops : t.m.fp32_gflops;
-  t.peak_kind = is_half(in.p.dtype) ? std::string(dtype_name(in.p.dtype)) + " tensor-core datasheet"
-                                    : std::string("fp32 CUDA-core datasheet");
+  const Target t = device_target(dev, in.p.dtype);
   progress(fmt::format("attnprof compare --device cuda: {} variant{} on {} at {}", variants.size(),
                        variants.size() == 1 ? "" : "s", dev.name, in.p.str()));
   LazyReference ref(in);
@@ -336,11 +321,7 @@ void run_compare(const CompareArgs& a) {
   progress(fmt::format("attnprof compare: {} variant{} at {}, {}", variants.size(), variants.size() == 1 ? "" : "s",
                        in.p.str(), threads_text(threads)));
   progress("measuring (or loading cached) machine peaks");
-  Target t;
-  t.m = analysis::machine_peaks(threads);
-  const bool bf16 = in.p.dtype == DType::BF16 && t.m.bf16_gflops > 0;
-  t.peak = bf16 ? t.m.bf16_gflops : t.m.fp32_gflops;
-  t.peak_kind = bf16 ? "bf16 dot-product" : "fp32 FMA";
+  const Target t = host_target(threads, in.p.dtype);
   LazyReference ref(in);
 
   RunPlan plan;

@@ -64,6 +64,7 @@ struct Point {
   std::string variant;
   int64_t seq = 0;
   double ms = 0;
+  double gflops = 0;  // attention FLOPs (causal halved) per forward / ms
   std::vector<double> forward_ms;  // every timed forward (host); the GPU keeps only the median
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
@@ -182,7 +183,13 @@ void run_sweep(const SweepArgs& a) {
   prepare_out_dir(o.out);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
-  const std::string gpu_name = gpu ? cuda::device_info().name : "";
+  std::optional<cuda::DeviceInfo> dev;
+  if (gpu) dev = cuda::device_info();
+  const std::string gpu_name = dev ? dev->name : "";
+  // What each point's rate is set against, as compare's % peak: the CPU's measured peaks or the GPU's datasheet.
+  if (!gpu) progress("measuring (or loading cached) machine peaks");
+  const Target target = dev ? device_target(*dev, problem_of(o, seqs.front()).dtype)
+                            : host_target(threads, problem_of(o, seqs.front()).dtype);
 
   // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
   double total = 0;
@@ -210,6 +217,7 @@ void run_sweep(const SweepArgs& a) {
         } else {
           measure_on_host(*runner, in, o, pt);
         }
+        if (pt.status == "ok" && pt.ms > 0) pt.gflops = attention_flops(in.p) / (pt.ms * 1e6);
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
@@ -237,17 +245,25 @@ void run_sweep(const SweepArgs& a) {
                       {"warmup", o.warmup},
                       {"iters", o.iters},
                       {"memory_budget", memory_budget()},
+                      {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair, causal about half "
+                                           "(compare.json's attention_flops); gflops = that / ms per forward"},
+                      {"peak_kind", target.peak_kind},
+                      {"peak_gflops", target.peak},
+                      {"peaks", nlohmann::json(target.m)},
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
   const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
   else j["machine"] = {{"memory_reclaim", reclaim}};  // why a noisy point may be the machine's, as compare.json
-  std::string csv = "variant,seq,ms,peak_bytes,status,note\n";
+  std::string csv = "variant,seq,ms,gflops,peak_bytes,status,note\n";
   for (const Point& p : points) {
     const bool ok = p.status == "ok";
     j["points"].push_back({{"variant", p.variant},
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
+                           {"gflops", ok ? nlohmann::json(p.gflops) : nlohmann::json()},
+                           {"pct_peak", ok && target.peak > 0 ? nlohmann::json(100 * p.gflops / target.peak)
+                                                              : nlohmann::json()},
                            {"forward_ms", p.forward_ms},
                            {"spread", ok ? report::spread_json(p.forward_ms) : nlohmann::json()},
                            {"cpu_sharing", report::cpu_sharing_json(p.sharing)},
@@ -258,17 +274,24 @@ void run_sweep(const SweepArgs& a) {
     std::string note = p.note;
     for (char& c : note)
       if (c == '"') c = '\'';
-    csv += fmt::format("{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
-                       ok ? std::to_string(p.peak_bytes) : "", p.status, note);
+    csv += fmt::format("{},{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
+                       ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "", p.status,
+                       note);
   }
   std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, a.seq, dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
-  text += fmt::format("{:<12}{:>8}{:>12}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", "Peak mem", "Max err");
+  // Rates as compare prints them: GFLOP/s on the CPU, TFLOP/s on a GPU.
+  const char* rate = gpu ? "TFLOP/s" : "GFLOP/s";
+  const double rate_scale = gpu ? 1e-3 : 1.0;
+  text += fmt::format("{:<12}{:>8}{:>12}{:>10}{:>8}{:>14}{:>11}\n", "Variant", "N", "ms/fwd", rate, "% peak", "Peak mem",
+                      "Max err");
   for (const Point& p : points)
-    text += p.status == "ok" ? fmt::format("{:<12}{:>8}{:>12.3f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
-                                           report::format_bytes(p.peak_bytes), p.max_abs_err)
-                             : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
+    text += p.status == "ok"
+                ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
+                              p.gflops * rate_scale, target.peak > 0 ? 100 * p.gflops / target.peak : 0.0,
+                              report::format_bytes(p.peak_bytes), p.max_abs_err)
+                : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   std::vector<report::Timings> timings;
   for (const Point& p : points)
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing});
@@ -313,6 +336,12 @@ void run_sweep(const SweepArgs& a) {
     text += "weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that exponent "
             "is no scaling law: at small N fixed costs dominate, or the timings were disturbed (Busy/Noisy above); "
             "sweep larger N, or raise --iters.\n";
+  text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
+                      "time; % peak of the {} {:.1f} {} ({}). It climbs with N while fixed costs amortise, and "
+                      "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "
+                      "takes over.\n",
+                      rate, target.peak_kind, target.peak * rate_scale, rate,
+                      gpu ? gpu_name : threads_text(target.m.threads) + ", " + target.m.isa);
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
   text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
                       "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "

@@ -338,6 +338,25 @@ const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::
   return gpu ? resolve_cuda_variant(name, backend, p) : resolve_variant(name, backend, p);
 }
 
+Target host_target(int threads, DType dtype) {
+  Target t;
+  t.m = analysis::machine_peaks(threads);
+  const bool bf16 = dtype == DType::BF16 && t.m.bf16_gflops > 0;
+  t.peak = bf16 ? t.m.bf16_gflops : t.m.fp32_gflops;
+  t.peak_kind = bf16 ? "bf16 dot-product" : "fp32 FMA";
+  return t;
+}
+
+Target device_target(const cuda::DeviceInfo& dev, DType dtype) {
+  Target t;
+  t.m = cuda::gpu_peaks(dev);
+  t.gpu = true;
+  t.peak = is_half(dtype) ? t.m.bf16_gflops : t.m.fp32_gflops;
+  t.peak_kind = is_half(dtype) ? std::string(dtype_name(dtype)) + " tensor-core datasheet"
+                               : std::string("fp32 CUDA-core datasheet");
+  return t;
+}
+
 bool use_cuda(const std::string& device) {
   ATTNPROF_CHECK(device == "cpu" || device == "cuda", "unknown --device '{}': expected cpu or cuda", device);
   if (device == "cpu") return false;

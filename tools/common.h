@@ -116,6 +116,21 @@ const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::
 std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
                                                 const std::string& backend, const AttnProblem& p);
 
+// What a run's rates are measured against: the CPU's measured peaks (GFLOP/s), or a GPU's datasheet peaks,
+// whose rates read better in TFLOP/s and whose "ops" are the activities CUPTI saw on the device.
+struct Target {
+  analysis::MachinePeaks m;
+  double peak = 0;        // GFLOP/s of the problem's dtype
+  std::string peak_kind;  // "bf16 dot-product", "fp32 FMA", "bf16 tensor-core datasheet", ...
+  bool gpu = false;
+};
+// The CPU's peaks at `threads` (measured once, then cached): bf16 problems against the vdpbf16ps rate where
+// the CPU has one, everything else against fp32 FMA.
+Target host_target(int threads, DType dtype);
+// A GPU's datasheet peaks: bf16 and fp16 at the dense tensor-core rate (the same on sm_80 and sm_90), fp32 on
+// the CUDA cores.
+Target device_target(const cuda::DeviceInfo& dev, DType dtype);
+
 // --device: true for "cuda" (Error when no usable GPU is there), false for "cpu", Error for anything else.
 bool use_cuda(const std::string& device);
 

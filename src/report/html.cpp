@@ -500,7 +500,11 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       pg.note(fmt::format("This sweep is of {} at every N, not of the comparison's {}: sweep.json is from another "
                           "run in this directory.", mine, theirs));
   std::map<std::string, std::pair<double, double>> range;  // variant -> (min seq, max seq) of measured points
-  json time_pts = json::array(), mem_pts = json::array();
+  json time_pts = json::array(), mem_pts = json::array(), rate_pts = json::array();
+  // Rates as the sweep printed them: GFLOP/s on the CPU, TFLOP/s on a GPU.
+  const bool gpu = str(s, "device") == "cuda";
+  const double rate_scale = gpu ? 1e-3 : 1.0;
+  const char* rate_unit = gpu ? "TFLOP/s" : "GFLOP/s";
   std::vector<std::string> skipped;
   std::vector<Timings> timings;
   if (const json* pts = member(s, {"points"}); pts && pts->is_array()) {
@@ -521,6 +525,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       it->second.second = std::max(it->second.second, seq);
       if (double ms = num(p, "ms", NAN); std::isfinite(ms) && ms > 0)
         time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms}, {"kind", "measured"}});
+      if (double g = num(p, "gflops", NAN); std::isfinite(g) && g > 0)
+        rate_pts.push_back({{"variant", v}, {"seq", seq}, {"y", g * rate_scale}, {"kind", "measured"}});
       if (double b = num(p, "peak_bytes", NAN); std::isfinite(b) && b > 0)
         mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b / (1024.0 * 1024.0)}, {"kind", "measured"}});
     }
@@ -597,6 +603,40 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory, MiB (log scale)"),
              "Peak tracked memory against N, log–log: the naive variants hold the N×N scores (exponent ≈ 2), "
              "FlashAttention only its O(N) output beside a fixed scratch (exponent ≈ 1 once the output dominates).");
+  if (!rate_pts.empty()) {
+    // Throughput on a linear axis against N on log2, with the peak the sweep measured against as a rule: the
+    // picture of fixed costs amortising (rising dots) and of where each variant's own limit holds it.
+    json spec = loglog(rate_pts, json::array(), "");
+    for (json& layer : spec["layer"]) {
+      json& y = layer["encoding"]["y"];
+      y["scale"] = {{"type", "linear"}, {"zero", true}};
+      y["title"] = fmt::format("attention {} (linear scale)", rate_unit);
+    }
+    // Each variant's points joined in N order, so its curve reads at a glance.
+    json joined = spec["layer"][0];
+    joined["mark"] = {{"type", "line"}, {"opacity", 0.6}};
+    joined["encoding"].erase("tooltip");
+    joined["encoding"]["detail"] = {{"field", "variant"}};
+    spec["layer"].push_back(joined);
+    const double peak = num(s, "peak_gflops", NAN);
+    const json rule_y = {{"field", "y"}, {"type", "quantitative"}, {"title", spec["layer"][0]["encoding"]["y"]["title"]}};
+    if (std::isfinite(peak) && peak > 0) {
+      const json rule = {{"y", peak * rate_scale}, {"label", fmt::format("{} peak {}", str(s, "peak_kind", "the"),
+                                                                          fmt_num(peak * rate_scale, 1))}};
+      spec["layer"].push_back({{"data", {{"values", {rule}}}},
+                               {"mark", {{"type", "rule"}, {"strokeDash", {6, 4}}, {"color", "#888"}}},
+                               {"encoding", {{"y", rule_y}}}});
+      spec["layer"].push_back({{"data", {{"values", {rule}}}},
+                               {"mark", {{"type", "text"}, {"align", "left"}, {"baseline", "bottom"}, {"x", 4},
+                                         {"dy", -3}, {"color", "#666"}}},
+                               {"encoding", {{"y", rule_y}, {"text", {{"field", "label"}}}}}});
+    }
+    pg.chart("sweep-rate", spec,
+             fmt::format("Attention {} against N (FLOPs of the useful work, causal halved, over the median time): "
+                         "dots rise while fixed costs amortise and level off where the variant's own limit takes "
+                         "over, far below the dashed peak for the N×N paths that wait on memory.",
+                         rate_unit));
+  }
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
   if (!skipped.empty()) {

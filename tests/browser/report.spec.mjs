@@ -25,6 +25,7 @@ const expectedMarks = {
   'bytes-by-op': [m('rect')],
   'sweep-time': [m('symbol'), m('line'), m('text', 'text')],  // measurements, fitted lines, exponent labels
   'sweep-memory': [m('symbol'), m('line'), m('text', 'text')],
+  'sweep-rate': [m('symbol'), m('line'), m('rule', 'line')],  // a dot per measured point, joined; the peak's rule
   'roofline': [m('line'), m('symbol')],                    // ceilings, one point per op
   'memory': [m('area'), m('line')],
   'changes': [m('rect')],                                  // one bar per (step, op)
@@ -88,7 +89,7 @@ try {
   }
 
   // Exact counts where the page promises one mark per datum: a bar segment per (variant, op), a bar per
-  // span of the timeline and a point per op on the roofline.
+  // span of the timeline, a point per op on the roofline and a dot per measured point of the sweep's rate.
   const specs = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts);
   for (const c of specs) {
     let want = null, sel = null;
@@ -96,6 +97,7 @@ try {
       want = c.spec.data.values.length; sel = m('rect');
     }
     if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
+    if (c.kind === 'sweep-rate') { want = c.spec.layer[0].data.values.length; sel = m('symbol'); }
     if (want === null) continue;
     const got = await page.$$eval(`#${c.id} svg ${sel}`, (els) => els.length);
     check(`chart ${c.kind}: one mark per datum`, got === want, `${got} marks for ${want} data rows`);
