@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -236,6 +237,39 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   ASSERT_EQ(off.code, 0) << off.err;
   EXPECT_NE(off.out.find("Counters: counters off (turn them on with `attnprof profile --counters`"), std::string::npos)
       << off.out;
+}
+
+// Each thread's share of the ops' own parallel regions: on its thread's track in the trace, in summary.json's
+// thread_balance, and in the Threads table profile prints. flash at [1,4,256,64] is one task per (head, block
+// of flash_block_rows() queries) a forward, over 2 threads.
+TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
+  const Result r = run("profile flash --shape 1,4,256,64 --threads 2 --warmup 1 --iters 3" + out_flag());
+  const int64_t tasks = 4 * ((256 + flash_block_rows() - 1) / flash_block_rows());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Threads: each op's own OpenMP regions"), std::string::npos) << r.out;
+  const json s = read_json("flash.summary.json");
+  ASSERT_EQ(s["thread_balance"].size(), 1u) << s["thread_balance"];
+  const json& b = s["thread_balance"][0];
+  EXPECT_EQ(b["name"], "flash_attention_fwd");
+  EXPECT_EQ(b["regions"], 3);  // one per recorded forward
+  EXPECT_EQ(b["threads"], 2);
+  EXPECT_EQ(b["items"], 3 * tasks);
+  EXPECT_GT(b["busy_share"].get<double>(), 0.0);
+  EXPECT_LE(b["busy_share"].get<double>(), 1.0 + 1e-9);
+  EXPECT_GE(b["imbalance"].get<double>(), 1.0 - 1e-9);
+  // The trace: a thread_work slice per thread per forward, on two distinct tracks.
+  const json t = read_json("flash.trace.json");
+  std::set<int64_t> tids;
+  int64_t slices = 0, items = 0;
+  for (const json& e : t["traceEvents"])
+    if (e.value("cat", "") == "thread_work") {
+      ++slices;
+      tids.insert(e["tid"].get<int64_t>());
+      items += e["args"].value("items", int64_t(0));
+    }
+  EXPECT_EQ(slices, 6);
+  EXPECT_EQ(tids.size(), 2u);
+  EXPECT_EQ(items, 3 * tasks);
 }
 
 TEST_F(Cli, ProfileJsonAndSdpaBackends) {

@@ -529,6 +529,123 @@ TEST(Profiler, OpenMPWorkersAreSeparateThreads) {
   EXPECT_EQ(row(analysis::key_averages(r), "worker_op")->calls, 2);
 }
 
+// Each thread's share of an op's parallel region: one WorkSpan per thread, named after the op's zone, with the
+// region's id and the items the thread counted; the calling thread's share inside the op's zone. Shares are
+// not zones: the op is one table row with one call, and its self time is not cut by its own shares.
+TEST(Profiler, EachThreadsShareOfARegionIsRecordedBesideTheOpNotInIt) {
+  prof::Profiler p;
+  p.start();
+  for (int call = 0; call < 2; ++call) {
+    ATTNPROF_OP_ZONE(z, "parallel_op");
+    ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel num_threads(2)
+    {
+      ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+      for (int i = 0; i < 8; ++i) {
+        share.add_items(1);
+        spin_us(10);
+      }
+    }
+  }
+  {
+    ATTNPROF_PARALLEL_REGION(outside);  // no zone open: nothing to name the region after, so nothing recorded
+#pragma omp parallel num_threads(2)
+    { ATTNPROF_WORK_SHARE(share, outside); }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  std::map<uint32_t, std::vector<std::pair<uint32_t, const prof::ThreadTrace*>>> by_region;
+  int64_t items = 0;
+  for (const auto& t : r.threads)
+    for (const prof::WorkSpan& w : t.work) {
+      EXPECT_STREQ(w.name, "parallel_op");
+      EXPECT_LE(w.t0, w.t1);
+      by_region[w.region].push_back({t.tid, &t});
+      items += w.items;
+      if (t.name == "main") {  // inside the op's own zone on the calling thread
+        ASSERT_GE(w.zone, 0);
+        const prof::ZoneEvent& z = t.zones[size_t(w.zone)];
+        EXPECT_STREQ(z.name, "parallel_op");
+        EXPECT_LE(z.t0, w.t0);
+        EXPECT_GE(z.t1, w.t1);
+      } else {
+        EXPECT_EQ(w.zone, -1);
+      }
+    }
+  ASSERT_EQ(by_region.size(), 2u);  // two calls, two regions
+  for (const auto& [id, shares] : by_region) {
+    EXPECT_NE(id, 0u);
+    ASSERT_EQ(shares.size(), 2u);  // one share per thread of the team
+    EXPECT_NE(shares[0].first, shares[1].first);
+  }
+  EXPECT_EQ(items, 16);  // every iteration counted once
+  const analysis::KeyAverages ka = analysis::key_averages(r);
+  ASSERT_NE(row(ka, "parallel_op"), nullptr);
+  EXPECT_EQ(row(ka, "parallel_op")->calls, 2);
+  EXPECT_EQ(ka.rows.size(), 1u);
+  const std::vector<analysis::ThreadBalance> tb = analysis::thread_balance(r);
+  ASSERT_EQ(tb.size(), 1u);
+  EXPECT_EQ(tb[0].name, "parallel_op");
+  EXPECT_EQ(tb[0].regions, 2);
+  EXPECT_EQ(tb[0].threads, 2);
+  EXPECT_EQ(tb[0].items, 16);
+  // The trace: one thread_work slice per share on its thread's track, the main thread's inside the op's slice.
+  const nlohmann::json trace = report::chrome_trace_json(r);
+  int slices = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "thread_work") {
+      ++slices;
+      EXPECT_EQ(e["name"], "parallel_op");
+      EXPECT_EQ(e["args"]["items"].get<int64_t>() > 0, true);
+    }
+  EXPECT_EQ(slices, 4);
+}
+
+// thread_balance's arithmetic on hand-made shares (1 ns per tick): region 1 has both threads busy from 0 to
+// 100; region 2 has the worker start 30 late and finish at 60 while main runs 0..100.
+TEST(ThreadBalance, BusyShareImbalanceAndLateStartPerRegion) {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  prof::ThreadTrace main_t, worker;
+  main_t.tid = 0;
+  worker.tid = 1;
+  main_t.work = {{"op", 1, 0, 100, 4, -1}, {"op", 2, 200, 300, 6, -1}};
+  worker.work = {{"op", 1, 0, 100, 4, -1}, {"op", 2, 230, 260, 2, -1}, {"other", 3, 400, 410, 0, -1}};
+  r.threads = {main_t, worker};
+  const std::vector<analysis::ThreadBalance> tb = analysis::thread_balance(r);
+  ASSERT_EQ(tb.size(), 2u);
+  const analysis::ThreadBalance& op = tb[0];
+  EXPECT_EQ(op.name, "op");
+  EXPECT_EQ(op.regions, 2);
+  EXPECT_EQ(op.threads, 2);
+  EXPECT_DOUBLE_EQ(op.wall_ns, 200);
+  EXPECT_DOUBLE_EQ(op.capacity_ns, 400);
+  EXPECT_DOUBLE_EQ(op.busy_ns, 330);
+  EXPECT_DOUBLE_EQ(op.busy_share(), 330.0 / 400.0);
+  EXPECT_DOUBLE_EQ(op.slowest_ns, 200);                  // 100 + 100
+  EXPECT_DOUBLE_EQ(op.mean_ns, 100 + 65);                // (100 + 100) / 2 + (100 + 30) / 2
+  EXPECT_DOUBLE_EQ(op.imbalance(), 200.0 / 165.0);
+  EXPECT_DOUBLE_EQ(op.lag_ns, 30);
+  EXPECT_EQ(op.items, 16);
+  EXPECT_EQ(tb[1].name, "other");  // a one-thread region: busy throughout, perfectly balanced
+  EXPECT_EQ(tb[1].threads, 1);
+  EXPECT_DOUBLE_EQ(tb[1].busy_share(), 1.0);
+  EXPECT_DOUBLE_EQ(tb[1].imbalance(), 1.0);
+  // The table prints those figures; compare's note flags the op below 80 % busy only.
+  const std::string table = report::thread_balance_table(tb);
+  const std::string op_row = table.substr(table.find("\nop ") + 1, table.find('\n', table.find("\nop ") + 1) -
+                                                                       table.find("\nop ") - 1);
+  for (const char* figure : {" 2 ", "82.5 %", "1.21x", "0.015us", "8.0"})  // per region: lag 30/2 ns, 16/2 items
+    EXPECT_NE(op_row.find(figure), std::string::npos) << figure << " in: " << op_row;
+  EXPECT_TRUE(report::thread_balance_notes("v", tb).empty());  // 82.5 % busy: no note
+  std::vector<analysis::ThreadBalance> idle = tb;
+  idle[0].busy_ns = 300;  // 75 %
+  const std::vector<std::string> notes = report::thread_balance_notes("v", idle);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("Threads: v's op kept its 2 threads busy 75 % of its parallel time", 0), 0u) << notes[0];
+}
+
 TEST(Profiler, MemoryOnAThreadWithNoOpenZoneIsNamedNotLost) {
   // A worker of a parallel region opened by an op has no zone of its own: what it allocates is in no row,
   // and key_averages says how much instead of dropping it.

@@ -111,13 +111,18 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
 }
 
 // The rows whose forwards shared the CPUs or disagree (their medians may stand on disturbed forwards), and
-// `machine_note` with the latter.
+// `machine_note` with the latter; then the ops whose threads sat idle in their own parallel regions.
 std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machine_note) {
   std::vector<report::Timings> timings;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
+  // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      for (const std::string& line : report::thread_balance_notes(r.name, analysis::thread_balance(r.r.result)))
+        s += line + "\n";
   return s;
 }
 

@@ -161,6 +161,7 @@ void run_profile(const ProfileArgs& a) {
   std::printf("%s", table.c_str());
   if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
   if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());
+  std::printf("%s", report::thread_balance_table(analysis::thread_balance(r.result)).c_str());
   std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (%s)\n",
               report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
               r.median_ns > 0 ? flops / r.median_ns : 0.0,

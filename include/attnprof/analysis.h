@@ -119,6 +119,28 @@ const char* device_category(prof::DeviceActivity::Kind k);   // "kernel", "gpu_m
 // Wall time of each top-level zone named `name` (e.g. the per-forward annotation), in ns.
 std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name);
 
+// How each op's own OpenMP regions used their threads, from every thread's WorkSpans (ops that record them:
+// flash, softmax, mul, masked_fill, copy; oneDNN's and OpenBLAS's threads inside matmul are their libraries'
+// and not seen). Per region: its wall is the first share's start to the last share's end, its capacity the
+// wall times its team; summed over the op's regions. Rows in order of the op's first region.
+struct ThreadBalance {
+  std::string name;        // the op whose zone ran the regions
+  int64_t regions = 0;     // parallel calls recorded
+  int threads = 0;         // the largest team seen
+  double wall_ns = 0;      // Σ region walls
+  double capacity_ns = 0;  // Σ region wall × team size
+  double busy_ns = 0;      // Σ every thread's share
+  double slowest_ns = 0;   // Σ each region's longest share
+  double mean_ns = 0;      // Σ each region's mean share
+  double lag_ns = 0;       // Σ each region's latest start after its first (a worker that woke late)
+  int64_t items = 0;       // tasks or rows the shares counted (0 when the op does not count them)
+  // 1 when every thread worked from the region's start to its end; less is time a thread sat idle in it.
+  double busy_share() const { return capacity_ns > 0 ? busy_ns / capacity_ns : 0.0; }
+  // The longest share over the mean share: 1 is perfect balance, 2 on two threads is one thread doing all.
+  double imbalance() const { return mean_ns > 0 ? slowest_ns / mean_ns : 0.0; }
+};
+std::vector<ThreadBalance> thread_balance(const prof::ProfileResult& r);
+
 // ---- the machine and the roofline --------------------------------------------------------------------
 struct MachinePeaks {
   std::string cpu;             // model name from /proc/cpuinfo

@@ -12,7 +12,12 @@
 // Inside the library every op opens a zone:
 //   ATTNPROF_OP_ZONE(z, "matmul");  z.set_cost(cost); z.add_shape(a.shape()); ...
 // A zone is a static call-site record plus two timestamps (Tracy's design). The RAII object writes into a
-// per-thread buffer, so OpenMP workers appear as their own threads. Nothing is aggregated or formatted
+// per-thread buffer, so OpenMP workers appear as their own threads.
+// An op that runs an OpenMP region records each thread's share of it (the trace's worker tracks, and
+// analysis::thread_balance):
+//   ATTNPROF_PARALLEL_REGION(region);            // on the calling thread, inside the op's zone
+//   #pragma omp parallel
+//   { ATTNPROF_WORK_SHARE(share, region);  ...  share.add_items(n); } Nothing is aggregated or formatted
 // while recording; that happens in analysis and the reporters. With ATTNPROF_PROFILER=OFF in CMake the
 // macros expand to no-op objects and no profiling code runs.
 #pragma once
@@ -65,11 +70,24 @@ struct MemEvent {
   int32_t zone = -1;     // innermost open zone of the thread that allocated/freed, -1 if none
 };
 
+// One thread's share of a parallel region: from entering its part of the op's OpenMP region to leaving it
+// (the region's closing barrier excluded), named after the op whose zone ran the region. Not a zone: it adds
+// nothing to the table's times (torch.profiler, too, counts an op once, on the thread that called it).
+struct WorkSpan {
+  const char* name = nullptr;  // the op's zone name ("flash_attention", "softmax", ...)
+  uint32_t region = 0;         // the region's id, unique within the session: every thread's share of one call
+  uint64_t t0 = 0, t1 = 0;     // ticks
+  int64_t items = 0;           // tasks (or rows) this thread took, when the op counts them; 0 otherwise
+  int32_t zone = -1;           // innermost zone open on this thread when the share began (the op's own zone on
+                               // the thread that called it; -1 on a worker), index into its ThreadTrace::zones
+};
+
 struct ThreadTrace {
   uint32_t tid = 0;         // small sequential id: 0 is the first thread that recorded (usually main)
   std::string name;         // "main", "worker 1", ...
   std::vector<ZoneEvent> zones;  // in order of opening
   std::vector<MemEvent> mem;
+  std::vector<WorkSpan> work;    // this thread's shares of parallel regions, in time order
 };
 
 // One device-side activity (a CUDA kernel, copy or fill) collected through CUPTI, with its timestamps mapped
@@ -171,6 +189,10 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
 const char* intern(std::string_view s);  // stable pointer for a dynamic name
+const char* innermost_zone_name(ThreadBuffer* b) noexcept;  // nullptr when no zone is open
+int32_t innermost_zone(ThreadBuffer* b) noexcept;            // -1 when no zone is open
+uint32_t next_region_id() noexcept;
+void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept;
 }  // namespace detail
 
 inline bool recording() noexcept { return detail::g_recording.load(std::memory_order_relaxed); }
@@ -216,6 +238,58 @@ class NullZone {
   constexpr bool active() const { return false; }
   constexpr void set_cost(const OpCost&) const noexcept {}
   constexpr void add_shape(const std::array<int64_t, 4>&) const noexcept {}
+};
+
+// The calling thread's side of an OpenMP region, made just before it: names the region after the innermost
+// open zone (the op running it) and gives it an id. Nothing when the profiler is not recording.
+class ParallelRegion {
+ public:
+  ParallelRegion() noexcept {
+    if (recording()) [[unlikely]] {
+      name_ = detail::innermost_zone_name(detail::thread_buffer());
+      if (name_) id_ = detail::next_region_id();
+    }
+  }
+  bool active() const { return id_ != 0; }
+  const char* name() const { return name_; }
+  uint32_t id() const { return id_; }
+
+ private:
+  const char* name_ = nullptr;
+  uint32_t id_ = 0;
+};
+
+// One thread's share of a region, from construction (inside the parallel region) to destruction.
+class WorkShare {
+ public:
+  explicit WorkShare(const ParallelRegion& r) noexcept {
+    if (r.active() && recording()) [[unlikely]] {
+      buf_ = detail::thread_buffer();
+      span_.name = r.name();
+      span_.region = r.id();
+      span_.zone = detail::innermost_zone(buf_);
+      span_.t0 = now_ticks();
+    }
+  }
+  ~WorkShare() {
+    if (buf_) {
+      span_.t1 = now_ticks();
+      detail::record_work(buf_, span_);
+    }
+  }
+  WorkShare(const WorkShare&) = delete;
+  WorkShare& operator=(const WorkShare&) = delete;
+  void add_items(int64_t n) noexcept { span_.items += n; }
+
+ private:
+  detail::ThreadBuffer* buf_ = nullptr;
+  WorkSpan span_;
+};
+
+// Compiled-out stand-ins.
+struct NullParallelRegion {};
+struct NullWorkShare {
+  constexpr void add_items(int64_t) const noexcept {}
 };
 
 // Marks the attention variant running on this thread, so each event can carry it (trace args, JSON).
@@ -282,9 +356,13 @@ void on_memory(void* p, int64_t delta, int64_t total) noexcept;
                                                                                         __FILE__, __LINE__}; \
   ::attnprof::prof::Zone var(ATTNPROF_CONCAT(attnprof_site_, __LINE__))
 #define ATTNPROF_ANNOTATE_DYN(var, name_sv) ::attnprof::prof::Zone var((name_sv), "user_annotation")
+#define ATTNPROF_PARALLEL_REGION(var) const ::attnprof::prof::ParallelRegion var
+#define ATTNPROF_WORK_SHARE(var, region) ::attnprof::prof::WorkShare var(region)
 #else
 #define ATTNPROF_ZONE_AS(var, name, cat) [[maybe_unused]] constexpr ::attnprof::prof::NullZone var{}
 #define ATTNPROF_ANNOTATE_DYN(var, name_sv) [[maybe_unused]] constexpr ::attnprof::prof::NullZone var{}
+#define ATTNPROF_PARALLEL_REGION(var) [[maybe_unused]] constexpr ::attnprof::prof::NullParallelRegion var{}
+#define ATTNPROF_WORK_SHARE(var, region) [[maybe_unused]] constexpr ::attnprof::prof::NullWorkShare var{}
 #endif
 
 // An op zone (torch's cpu_op): `ATTNPROF_OP_ZONE(z, "matmul"); z.set_cost(...);`

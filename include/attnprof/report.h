@@ -41,6 +41,16 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {})
 // launching op's cost model applied); sorted by CUDA total; footer "Self CUDA time total". `row_limit` as
 // in TableOptions.
 std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
+// How each op's own OpenMP regions kept their threads busy (analysis::thread_balance), one row per op:
+//   Threads: each op's own OpenMP regions (matmul's oneDNN/OpenBLAS threads belong to those libraries)
+//   Op                    Regions  Threads    Busy  Slowest/mean  Late start  Items/region
+//   flash_attention_fwd         3        2  62.3 %         1.95x     1.21 ms          16.0
+// "" when no op recorded a region.
+std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& rows);
+// One "Threads:" line per op whose threads sat idle for more than a fifth of its parallel time (busy below
+// 80 %), naming `subject` (the variant): what the table above would flag, for compare's text.
+std::vector<std::string> thread_balance_notes(const std::string& subject,
+                                              const std::vector<analysis::ThreadBalance>& rows);
 
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,
 // sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip. With device events:

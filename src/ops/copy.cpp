@@ -20,16 +20,21 @@ Tensor fast_copy(const Tensor& a, DType to) {
   const int64_t chunks = (n + chunk - 1) / chunk;
   const detail::RowKernels& k = detail::row_kernels();
   const DType from = a.dtype();
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t i = c * chunk, len = std::min(chunk, n - i);
-    if (from == to)
-      std::memcpy(static_cast<char*>(out.raw()) + i * int64_t(dtype_size(to)),
-                  static_cast<const char*>(a.raw()) + i * int64_t(dtype_size(to)), size_t(len) * dtype_size(to));
-    else if (from == DType::F32)
-      k.half(to).from_f32(a.data<float>() + i, out.data<uint16_t>() + i, len);
-    else
-      k.half(from).to_f32(a.data<uint16_t>() + i, out.data<float>() + i, len);
+  ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel if (chunks > 1)
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t i = c * chunk, len = std::min(chunk, n - i);
+      if (from == to)
+        std::memcpy(static_cast<char*>(out.raw()) + i * int64_t(dtype_size(to)),
+                    static_cast<const char*>(a.raw()) + i * int64_t(dtype_size(to)), size_t(len) * dtype_size(to));
+      else if (from == DType::F32)
+        k.half(to).from_f32(a.data<float>() + i, out.data<uint16_t>() + i, len);
+      else
+        k.half(from).to_f32(a.data<uint16_t>() + i, out.data<float>() + i, len);
+    }
   }
   return out;
 }

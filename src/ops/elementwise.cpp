@@ -56,16 +56,21 @@ Tensor mul(const Tensor& a, double s) {
   // The output is contiguous: row r of the output is r * n.
   const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
   const detail::RowKernels& k = detail::row_kernels();
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t bi = r / (H * N), hi = (r / N) % H, i = r % N;
-    const int64_t ro = bi * a.stride(0) + hi * a.stride(1) + i * a.stride(2);
-    if (t == DType::F32 && st == 1) {
-      k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
-    } else if (st == 1) {
-      k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
-    } else {
-      for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
+  ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel if (rows * n > 32768)
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t bi = r / (H * N), hi = (r / N) % H, i = r % N;
+      const int64_t ro = bi * a.stride(0) + hi * a.stride(1) + i * a.stride(2);
+      if (t == DType::F32 && st == 1) {
+        k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
+      } else if (st == 1) {
+        k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
+      } else {
+        for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
+      }
     }
   }
   return out;

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "attnprof/error.h"
+#include "attnprof/profiler.h"
 #include "attnprof/tensor.h"
 
 namespace attnprof::ops::detail {
@@ -23,12 +24,17 @@ void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
   const int64_t rows = B * H * N;
   Tensor me;
   if (m) me = m->expand(a.shape());
-#pragma omp parallel for schedule(static) if (rows * a.shape(3) > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t b = r / (H * N), h = (r / N) % H, i = r % N;
-    const int64_t ao = b * a.stride(0) + h * a.stride(1) + i * a.stride(2);
-    const int64_t mo = m ? b * me.stride(0) + h * me.stride(1) + i * me.stride(2) : 0;
-    f(ao, mo);
+  ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel if (rows * a.shape(3) > 32768)
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b = r / (H * N), h = (r / N) % H, i = r % N;
+      const int64_t ao = b * a.stride(0) + h * a.stride(1) + i * a.stride(2);
+      const int64_t mo = m ? b * me.stride(0) + h * me.stride(1) + i * me.stride(2) : 0;
+      f(ao, mo);
+    }
   }
 }
 

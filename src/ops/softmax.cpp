@@ -52,11 +52,13 @@ Tensor& softmax_(Tensor& a) {
   const DType t = a.dtype();
   void* base = a.raw();
   const detail::RowKernels& k = detail::row_kernels();
+  ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel
   {
+    ATTNPROF_WORK_SHARE(share, region);
     std::vector<float> tmp(static_cast<size_t>(n));
     const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
       if (st != 1)
@@ -81,11 +83,13 @@ Tensor softmax(const Tensor& a) {
   const void* src = a.raw();
   void* dst = out.raw();
   const detail::RowKernels& k = detail::row_kernels();
+  ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel
   {
+    ATTNPROF_WORK_SHARE(share, region);
     std::vector<float> tmp(static_cast<size_t>(n));
     const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
       if (st != 1)

@@ -29,6 +29,7 @@ ThreadBuffer* thread_buffer() {
   auto b = std::make_unique<ThreadBuffer>();
   b->zones.reserve(4096);
   b->mem.reserve(1024);
+  b->work.reserve(4096);
   b->stack.reserve(64);
   const bool is_main = long(syscall(SYS_gettid)) == long(getpid());
   std::lock_guard<std::mutex> lock(g_registry_mutex);
@@ -73,6 +74,28 @@ void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
   if (!kept) return;
   b->zones[size_t(idx)].t1 = t;
   b->stack.pop_back();
+}
+
+const char* innermost_zone_name(ThreadBuffer* b) noexcept {
+  return b->stack.empty() ? nullptr : b->zones[size_t(b->stack.back())].name;
+}
+
+int32_t innermost_zone(ThreadBuffer* b) noexcept { return b->stack.empty() ? -1 : b->stack.back(); }
+
+uint32_t next_region_id() noexcept {
+  static std::atomic<uint32_t> next{0};
+  uint32_t id = next.fetch_add(1, std::memory_order_relaxed) + 1;
+  return id != 0 ? id : next.fetch_add(1, std::memory_order_relaxed) + 1;  // 0 means "none"
+}
+
+void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept {
+  // A share that ends after the session stopped, or in a step dropped meanwhile, is not kept; the vector's
+  // growth may throw only where zones' would (4096 reserved per thread).
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  try {
+    b->work.push_back(w);
+  } catch (...) {
+  }
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {

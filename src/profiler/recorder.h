@@ -15,11 +15,12 @@ struct ThreadBuffer {
   std::string name;
   std::vector<ZoneEvent> zones;
   std::vector<MemEvent> mem;
+  std::vector<WorkSpan> work;     // shares of parallel regions
   std::vector<int32_t> stack;     // indices of open zones
   const char* variant = nullptr;  // set by VariantScope
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
-  size_t mark_zones = 0, mark_mem = 0;
+  size_t mark_zones = 0, mark_mem = 0, mark_work = 0;
   counters::ThreadCounters counters;  // this thread's perf_event fds while a session records counters
 };
 

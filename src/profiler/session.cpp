@@ -16,6 +16,7 @@ void truncate_all_to_marks() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
     if (b->mem.size() > b->mark_mem) b->mem.resize(b->mark_mem);
+    if (b->work.size() > b->mark_work) b->work.resize(b->mark_work);
     // Zones opened before the mark and still open (an annotation around the whole loop) stay open.
     while (!b->stack.empty() && size_t(b->stack.back()) >= b->mark_zones) b->stack.pop_back();
   }
@@ -25,6 +26,7 @@ void set_marks() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     b->mark_zones = b->zones.size();
     b->mark_mem = b->mem.size();
+    b->mark_work = b->work.size();
   }
 }
 
@@ -109,8 +111,9 @@ void Profiler::start() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     b->zones.clear();
     b->mem.clear();
+    b->work.clear();
     b->stack.clear();
-    b->mark_zones = b->mark_mem = 0;
+    b->mark_zones = b->mark_mem = b->mark_work = 0;
   }
   // Room for a long session on the driving thread up front (~14 MB), so a buffer reallocation (a copy of
   // every event so far) rarely lands inside a measured op. Other threads grow theirs from 4096 events.
@@ -177,12 +180,13 @@ void Profiler::stop() {
   collected_.counters_note = counters::session_end();
   collected_.metadata = metadata_;
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
-    if (b->zones.empty() && b->mem.empty()) continue;
+    if (b->zones.empty() && b->mem.empty() && b->work.empty()) continue;
     ThreadTrace t;
     t.tid = b->tid;
     t.name = b->name;
     t.zones = b->zones;
     t.mem = b->mem;
+    t.work = b->work;
     // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
     const uint64_t now = now_ticks();
     for (ZoneEvent& e : t.zones) {
@@ -195,6 +199,7 @@ void Profiler::stop() {
     collected_.threads.push_back(std::move(t));
     b->zones.clear();
     b->mem.clear();
+    b->work.clear();
     b->stack.clear();
   }
   g_session_open.store(false);

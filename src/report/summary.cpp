@@ -104,6 +104,19 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                  {"outside_zones_bytes", ka.outside_zones_bytes},
                  {"timeline", std::move(tl)}};
   j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
+  json threads = json::array();  // each op's OpenMP regions (analysis::thread_balance)
+  for (const analysis::ThreadBalance& b : analysis::thread_balance(r))
+    threads.push_back({{"name", b.name},
+                       {"regions", b.regions},
+                       {"threads", b.threads},
+                       {"wall_ns", b.wall_ns},
+                       {"busy_ns", b.busy_ns},
+                       {"capacity_ns", b.capacity_ns},
+                       {"busy_share", b.busy_share()},
+                       {"imbalance", b.imbalance()},
+                       {"lag_ns", b.lag_ns},
+                       {"items", b.items}});
+  j["thread_balance"] = std::move(threads);
   if (ka.has_device) {
     json dtl = json::array();  // device memory: every tracked cudaMalloc-backed allocation and free
     for (const prof::DeviceMemEvent& m : r.device_mem) dtl.push_back({{"t_us", r.us_since_origin(m.t)}, {"bytes", m.total}});

@@ -1,7 +1,8 @@
 // Chrome Trace Event JSON, as Perfetto and chrome://tracing read it, written straight from the profile.
 //
 //   {"traceEvents": [ M process_name / thread_name / thread_sort_index,
-//                     X zones (cat cpu_op | user_annotation), C "Memory" counters, i "[memory]" instants ],
+//                     X zones (cat cpu_op | user_annotation), C "Memory" counters, i "[memory]" instants,
+//                     X thread_work: each thread's share of an op's OpenMP region, on that thread's track ],
 //    "otherData": { metadata, clock, zone overhead, counters note }}
 //
 // Timestamps: integer nanoseconds since the session origin, printed as µs with 3 decimals (exact: no binary
@@ -86,7 +87,7 @@ void put_number(Buf& b, double v) {
   else fmt::format_to(std::back_inserter(b), "{}", v);
 }
 
-enum class Kind : uint8_t { Zone, Memory, Launch, Device, DeviceMemory };
+enum class Kind : uint8_t { Zone, Memory, Work, Launch, Device, DeviceMemory };
 
 struct Item {
   int64_t ts;
@@ -184,7 +185,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   std::vector<std::vector<OpCost>> incl(r.threads.size());
   std::vector<Item> items;
   size_t n_items = 0;
-  for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size();
+  for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
   items.reserve(n_items);
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
@@ -203,6 +204,20 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
     incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
+    // A thread's share of a region nests in the zone open on that thread when it began (the op's own zone
+    // on the calling thread); a worker's shares are roots of its track.
+    for (size_t i = 0; i < t.work.size(); ++i) {
+      const prof::WorkSpan& w = t.work[i];
+      int64_t s = to_ns(r, w.t0), f = to_ns(r, std::max(w.t1, w.t0));
+      uint16_t depth = 0;
+      if (w.zone >= 0 && size_t(w.zone) < t.zones.size()) {
+        const auto [ps, pf] = sp[size_t(w.zone)];
+        s = std::clamp(s, ps, pf);
+        f = std::clamp(f, s, pf);
+        depth = uint16_t(t.zones[size_t(w.zone)].depth + 1);
+      }
+      items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
+    }
     if (opt.memory_counters || opt.memory_instants)
       for (size_t i = 0; i < t.mem.size(); ++i)
         items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
@@ -341,6 +356,21 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         put_int(b, e.page_faults);
       }
       put(b, "}}");
+    } else if (it.kind == Kind::Work) {
+      const prof::WorkSpan& w = t.work[it.index];
+      put(b, ",\n{\"ph\":\"X\",\"cat\":\"thread_work\",\"name\":");
+      put_escaped(b, w.name ? w.name : "?");
+      put_where(it.thread);
+      put_us(b, it.ts);
+      put(b, ",\"dur\":");
+      put_us(b, it.dur);
+      put(b, ",\"args\":{\"region\":");
+      put_int(b, int64_t(w.region));
+      if (w.items > 0) {
+        put(b, ",\"items\":");
+        put_int(b, w.items);
+      }
+      put(b, "}}");
     } else {
       const prof::MemEvent& m = t.mem[it.index];
       if (opt.memory_counters) {
@@ -386,7 +416,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
 std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& opt) {
   std::string out;
   size_t n = 0;
-  for (const auto& t : r.threads) n += t.zones.size() + 2 * t.mem.size();
+  for (const auto& t : r.threads) n += t.zones.size() + 2 * t.mem.size() + t.work.size();
   out.reserve(4096 + n * 180);
   stream_trace(r, opt, [&](std::string_view chunk) { out.append(chunk); });
   return out;

@@ -11,6 +11,7 @@
 
 #include "attention/flash/flash.h"
 #include "attnprof/isa.h"
+#include "attnprof/profiler.h"
 #include "core/isa_target.h"
 
 ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "attention/flash/flash.h"
+#include "attnprof/profiler.h"
 
 namespace attnprof::flash {
 namespace FLASH_NS {
@@ -38,8 +39,10 @@ inline void forward(const Params& p) {
   // Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
   const int64_t floats = 2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr;
   const ThreadScratch scratch(size_t(floats) * sizeof(float), tasks > 1 ? omp_get_max_threads() : 1);
+  ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {
+    ATTNPROF_WORK_SHARE(share, region);  // until this thread's last task (the loop's barrier is waived)
     float* const Q = scratch.slice(omp_get_thread_num());
     float* const K = Q + kBr * D;
     float* const V = K + kBc * D;
@@ -48,8 +51,9 @@ inline void forward(const Params& p) {
     float* const m = acc + kBr * D;
     float* const l = m + kBr;
     // Causal work grows with the Q block index: hand out the heaviest blocks first.
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t t = 0; t < tasks; ++t) {
+      share.add_items(1);
       const int64_t qb = causal ? q_blocks - 1 - t / (p.B * p.Hq) : t / (p.B * p.Hq);
       const int64_t bh = t % (p.B * p.Hq);
       const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;

@@ -552,12 +552,14 @@ inline void store_output(const Plan& pl, const Scratch& s, const QBlock& q) {
 // slice `base`. It is a function of its own rather than the parallel region's body so that the SIMD target
 // applies to it under clang too: clang outlines a parallel region into a new function, which does not
 // inherit the target of the function around it.
-inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
+inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const auto& region) {
+  ATTNPROF_WORK_SHARE(share, region);  // until this thread's last task (the loop's barrier is waived)
   const Plan pl(p, bf16_dot);
   const Scratch s(pl.lay, base);
   const int64_t tasks = task_count(p);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
   for (int64_t t = 0; t < tasks; ++t) {
+    share.add_items(1);
     const QBlock q = task_block(pl, t);
     load_q(pl, s, q);
     const int64_t kv_end = pl.causal ? std::min(p.Nk, q.i0 + q.rows) : p.Nk;  // causal: blocks left of the diagonal
@@ -575,8 +577,9 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base) {
 inline void forward(const Params& p, bool bf16_dot) {
   const int64_t tasks = task_count(p);
   const ThreadScratch scratch(Layout(p.D).bytes(), tasks > 1 ? omp_get_max_threads() : 1);
+  ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
-  forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()));
+  forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()), region);
 }
 
 }  // namespace attnprof::flash::FLASH_NS
