@@ -19,6 +19,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -737,6 +738,33 @@ TEST_F(Cli, IntegerOptionsTakePlainDecimalInTheirRangeOnly) {
     EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("(see attnprof --help)"), std::string::npos) << r.err;
   }
+}
+
+TEST_F(Cli, MemoryBudgetTakesDigitsAndOneUnitLetterOnly) {
+  // Hex, fractions, exponents, signs, spaces and byte suffixes are refused naming the option and the value, not
+  // read as some other size (0x100000 used to be 0 bytes, 1.5 one byte, 8Gb 8 GiB).
+  for (const char* value : {"0x100000", "1.5", "1.5G", "8Gb", "8GB", "8GiB", "1e9", " 8G", "8G ", "+8G", "-1", "-8G",
+                            "8GG", "G", "8 G", "8P"})
+    expect_bad(fmt::format("profile naive --shape 1,1,16,16 --memory-budget '{}'", value),
+               fmt::format("malformed --memory-budget '{}': expected a whole number of bytes, optionally followed by "
+                           "one unit letter K, M, G or T (1K = 1024)",
+                           value));
+  expect_bad("profile naive --shape 1,1,16,16 --memory-budget 0K", "--memory-budget must be a positive size, got '0K'");
+  expect_bad("profile naive --shape 1,1,16,16 --memory-budget 18446744073709551617K",
+             "--memory-budget '18446744073709551617K' is too large");
+  // What is accepted is read exactly: the budget the refusal names is the value times 1, 2^10, 2^20, 2^30 or 2^40
+  // (this naive run needs 9088 bytes; the inputs of the huge shape more than any budget).
+  const std::string huge = " --shape 99999999,99999,99999,64 ";
+  for (const auto& [value, args, bytes] :
+       {std::tuple<std::string, std::string, std::string>{"8000", "profile naive --shape 1,1,16,16", "8000"},
+        {"7K", "profile naive --shape 1,1,16,16", "7168"},
+        {"1k", "profile naive --shape 1,1,16,16", "1024"},
+        {"3m", "compare" + huge, "3145728"},
+        {"2G", "compare" + huge, "2147483648"},
+        {"5T", "compare" + huge, "5497558138880"}})
+    expect_bad(args + " --memory-budget " + value, "over the memory budget of " + bytes + " bytes");
+  const Result ok = run("profile naive --memory-budget 8g --iters 1 --warmup 0" + kSmall + out_flag());
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 TEST_F(Cli, ShapeFieldsArePlainDecimalAndErrorsQuoteTheWholeValue) {

@@ -89,27 +89,31 @@ Shape4 parse_shape(const std::string& s) {
   return out;
 }
 
+// --memory-budget: plain decimal digits, then at most one unit letter K, M, G or T (either case; binary, 1K =
+// 1024 bytes), nothing else: no sign, space, fraction, exponent, hex or "B"/"iB" suffix. Past 9e18 bytes is too
+// large (int64_t holds 9.2e18).
 int64_t parse_bytes(const std::string& s) {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (const std::exception&) {
-    ATTNPROF_FAIL("malformed --memory-budget '{}': expected bytes, e.g. 8G, 512M or 1073741824", s);
+  std::string_view digits = s;
+  int shift = 0;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      case 'T': case 't': shift = 40; break;
+      default: break;
+    }
+    if (shift > 0) digits.remove_suffix(1);
   }
-  std::string unit = s.substr(pos);
-  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
-  if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
-  double mult = 1;
-  if (unit == "K" || unit == "k") mult = 1024.0;
-  else if (unit == "M" || unit == "m") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty())
-    ATTNPROF_FAIL("malformed --memory-budget '{}': unknown unit '{}' (use K, M, G or T)", s, unit);
-  const double bytes = v * mult;
-  if (!(bytes >= 1)) ATTNPROF_FAIL("--memory-budget must be a positive size, got '{}'", s);
-  if (bytes > 9e18) ATTNPROF_FAIL("--memory-budget '{}' is too large: at most 9e18 bytes (about 7.8 EiB)", s);
+  const std::optional<__int128> v = digits.starts_with('-') ? std::nullopt : plain_decimal(digits);
+  if (!v)
+    ATTNPROF_FAIL("malformed --memory-budget '{}': expected a whole number of bytes, optionally followed by one unit "
+                  "letter K, M, G or T (1K = 1024), e.g. 8G, 512M or 1073741824",
+                  s);
+  const __int128 bytes = *v << shift;  // *v is at most 2^64 + 1: no overflow
+  if (bytes < 1) ATTNPROF_FAIL("--memory-budget must be a positive size, got '{}'", s);
+  constexpr __int128 kMaxBudget = __int128(9'000'000'000'000'000'000ULL);
+  if (bytes > kMaxBudget) ATTNPROF_FAIL("--memory-budget '{}' is too large: at most 9e18 bytes (about 7.8 EiB)", s);
   return int64_t(bytes);
 }
 
@@ -165,7 +169,8 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
-                  "bytes the N×N paths may use, e.g. 8G (default: physical memory)");
+                  "bytes the N×N paths may use: digits, optionally followed by K, M, G or T (1K = 1024), e.g. 8G "
+                  "(default: physical memory)");
   if (d.file_inputs) {
     sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4 fp32, <f2 fp16, <u2 bf16 bits, <f8 -> fp32)");
     sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");
