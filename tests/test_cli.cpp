@@ -740,6 +740,33 @@ TEST_F(Cli, IntegerOptionsTakePlainDecimalInTheirRangeOnly) {
   }
 }
 
+TEST_F(Cli, SeqLengthsArePlainDecimalAsTheIntegerOptions) {
+  // Each length of --seq, in a range or a list, reads as the integer options do: '+', spaces, hex and exponents
+  // are refused naming the length ('+32..64' used to sweep 32 and 64).
+  for (const auto& [seq, part] : {std::pair<std::string, std::string>{"+32..64", "+32"},
+                                  {"32..+64", "+64"},
+                                  {"+32,64", "+32"},
+                                  {"32,+64", "+64"},
+                                  {" 32..64", " 32"},
+                                  {"32 ..64", "32 "},
+                                  {"32..64 ", "64 "},
+                                  {"0x20..64", "0x20"},
+                                  {"1e2,400", "1e2"},
+                                  {"32..64..128", "64..128"}})
+    expect_bad(fmt::format("sweep --seq '{}'", seq) + kSmall,
+               fmt::format("malformed --seq '{}': '{}' is not a decimal integer", seq, part));
+  expect_bad("sweep --seq 32.." + kSmall, "malformed --seq '32..': a length is missing");
+  expect_bad("sweep --seq 32,,64" + kSmall, "malformed --seq '32,,64': a length is missing");
+  expect_bad("sweep --seq -32..64" + kSmall, "--seq: sequence lengths must be positive, got -32");
+  expect_bad("sweep --seq 99999999999999999999999" + kSmall, "--seq: 99999999999999999999999 is too long");
+  const Result ok = run("sweep --seq 32..64 --variants flash --iters 1 --warmup 0 --json" + kSmall + out_flag());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const json sweep = json::parse(ok.out);
+  std::vector<int64_t> seqs;
+  for (const json& p : sweep["points"]) seqs.push_back(p["seq"].get<int64_t>());
+  EXPECT_EQ(seqs, (std::vector<int64_t>{32, 64}));
+}
+
 TEST_F(Cli, MemoryBudgetTakesDigitsAndOneUnitLetterOnly) {
   // Hex, fractions, exponents, signs, spaces and byte suffixes are refused naming the option and the value, not
   // read as some other size (0x100000 used to be 0 bytes, 1.5 one byte, 8Gb 8 GiB).

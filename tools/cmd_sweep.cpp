@@ -30,19 +30,20 @@ struct SweepArgs {
 constexpr int64_t kMaxSeq = int64_t(1) << 31;
 
 std::vector<int64_t> parse_seq(const std::string& s) {
+  // Each length as every integer option reads it (plain_decimal): no spaces, '+' or hex.
   auto num = [&](const std::string& t) -> int64_t {
-    size_t pos = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(t, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != t.size())
-      ATTNPROF_FAIL("malformed --seq '{}': expected FIRST..LAST (doubling) or a list like 256,768,1024", s);
-    if (v <= 0) ATTNPROF_FAIL("--seq: sequence lengths must be positive, got {}", v);
-    if (v > kMaxSeq) ATTNPROF_FAIL("--seq: {} is too long: at most 2^31 = {}", v, kMaxSeq);
-    return v;
+    if (t.empty())
+      ATTNPROF_FAIL("malformed --seq '{}': a length is missing; expected FIRST..LAST (doubling) or a list like "
+                    "256,768,1024",
+                    s);
+    const std::optional<__int128> v = plain_decimal(t);
+    if (!v)
+      ATTNPROF_FAIL("malformed --seq '{}': '{}' is not a decimal integer; expected FIRST..LAST (doubling) or a list "
+                    "like 256,768,1024",
+                    s, t);
+    if (*v <= 0) ATTNPROF_FAIL("--seq: sequence lengths must be positive, got {}", t);
+    if (*v > kMaxSeq) ATTNPROF_FAIL("--seq: {} is too long: at most 2^31 = {}", t, kMaxSeq);
+    return int64_t(*v);
   };
   std::vector<int64_t> out;
   if (const size_t dots = s.find(".."); dots != std::string::npos) {

@@ -46,9 +46,8 @@ auto with_option(std::string_view option, F&& f) {
   }
 }
 
-// Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
-// option and --shape field takes them. nullopt when `s` is not that; a magnitude past 2^64 comes back as
-// ±(2^64 + 1), outside every range the options use, so callers need only compare.
+}  // namespace
+
 std::optional<__int128> plain_decimal(std::string_view s) {
   const bool neg = !s.empty() && s[0] == '-';
   const std::string_view digits = s.substr(neg ? 1 : 0);
@@ -65,6 +64,8 @@ std::optional<__int128> plain_decimal(std::string_view s) {
   }
   return neg ? -v : v;
 }
+
+namespace {
 
 // One field of --shape (a leading '-' is read, to say the field must be positive). Errors quote the whole
 // value and name the field.

@@ -60,6 +60,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d);
 // memory, or overflow the step count (wait + warmup + active), instead of stopping.
 inline constexpr int kMaxForwards = 10000;
 
+// Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
+// option, --shape field and --seq length takes them. nullopt when `s` is not that; a magnitude past 2^64 comes
+// back as ±(2^64 + 1), outside every range the options use, so callers need only compare.
+std::optional<__int128> plain_decimal(std::string_view s);
+
 // The one check of every integer option: plain decimal digits, a leading '-' the only sign (no spaces, '+'
 // or hex), within lo..hi. Anything else is an Error naming the flag and the value: "--threads '0x10' is not a
 // decimal integer", "--seed '-1' is out of range: expected 0..18446744073709551615". `note` follows the range.
