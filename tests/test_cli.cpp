@@ -1403,4 +1403,22 @@ TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
   EXPECT_EQ(roof.code, 1) << roof.err;
   EXPECT_NE(roof.err.find("attnprof: naive failed validation"), std::string::npos) << roof.err;
   EXPECT_EQ(read_json("roofline.json")["skipped"][0]["status"], "failed");
+  // profile writes no file for a failed variant, so the --out directories it made are removed, deepest first,
+  // as after an error; a directory that was there before stays, and so does one holding the run's files.
+  const fs::path fresh = dir_ / "fresh";
+  const Result prof = run("profile naive" + files + " --out " + (fresh / "deeper").string());
+  EXPECT_EQ(prof.code, 1) << prof.err;
+  EXPECT_NE(prof.err.find("attnprof: naive failed validation"), std::string::npos) << prof.err;
+  EXPECT_FALSE(fs::exists(fresh)) << "an empty --out the failed run created was left behind";
+  const fs::path existing = dir_ / "existing";
+  fs::create_directories(existing);
+  EXPECT_EQ(run("profile naive" + files + " --out " + existing.string()).code, 1);
+  EXPECT_TRUE(fs::is_directory(existing)) << "a directory the run did not create was removed";
+  EXPECT_TRUE(fs::is_empty(existing));
+  EXPECT_EQ(run("profile naive" + files + " --json --out " + (existing / "new").string()).code, 1);
+  EXPECT_FALSE(fs::exists(existing / "new"));
+  EXPECT_TRUE(fs::is_directory(existing));
+  const Result cmp = run("compare --variants naive" + files + " --out " + (fresh / "deeper").string());
+  EXPECT_EQ(cmp.code, 1) << cmp.err;
+  EXPECT_TRUE(fs::exists(fresh / "deeper" / "compare.json")) << "a --out holding the run's files was removed";
 }

@@ -515,6 +515,9 @@ int stdout_status(int code) {
 
 void exit_if_validation_failed(const std::vector<std::string>& failed) {
   if (failed.empty()) return;
+  // A run that wrote nothing (profile writes no file for a failed variant) leaves no new --out behind, as an
+  // error does: the directories it created go while they are empty, never one that holds a file.
+  remove_created_dirs_if_empty();
   if (stdout_status(0) != 0) std::exit(2);
   std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
                fmt::format("{}", fmt::join(failed, ", ")).c_str());

@@ -142,8 +142,9 @@ bool use_cuda(const std::string& device);
 // Creates --out (and checks it is writable) only after every input has been validated, so bad input
 // leaves nothing behind.
 void prepare_out_dir(const std::string& dir);
-// A run stopped by an error (exit 2) after prepare_out_dir: removes the directories it created, deepest
-// first, while they are still empty, so "nothing is written" holds for the directory too.
+// A run stopped by an error (exit 2) or ending in a validation failure (exit 1) after prepare_out_dir: removes
+// the directories it created, deepest first, while they are still empty, so "nothing is written" holds for the
+// directory too. A directory that existed before the run, or holds a file, is never removed.
 void remove_created_dirs_if_empty() noexcept;
 // The same from a signal handler (async-signal-safe: rmdir(2) on a fixed copy of the paths).
 void remove_created_dirs_on_signal() noexcept;
