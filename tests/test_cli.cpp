@@ -932,6 +932,43 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   for (const json& row : rj["rows"]) EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), 1.0) << row["variant"];
 }
 
+TEST_F(Cli, DiffAndReportRefuseAnInputLargerThanAnyRunWritesBeforeReadingIt) {
+  const Result c = run("compare --iters 1 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  // Sparse files of one byte over the limit (and 8 GiB): nothing of them is read, so the refusal is immediate
+  // and names the file and its size; at the limit the file would be read (and found not JSON).
+  const uint64_t over = report::kMaxInputBytes + 1;
+  const fs::path big = dir_ / "big.summary.json", huge = dir_ / "huge" / "compare.json";
+  { std::ofstream(big) << "{"; }
+  fs::resize_file(big, over);
+  fs::create_directories(huge.parent_path());
+  { std::ofstream(huge) << "{"; }
+  fs::resize_file(huge, uint64_t(8) << 30);
+  const std::string naive = (out() / "naive.summary.json").string();
+  const Result r = run("diff " + big.string() + " " + naive);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "attnprof: error: cannot read " + big.string() + ": it is 268435457 bytes (256.00 MiB), over the "
+                   "256 MiB attnprof reads: no file it writes is that large\n");
+  EXPECT_TRUE(r.out.empty());
+  const Result d = run("diff " + out().string() + " " + huge.parent_path().string());
+  EXPECT_EQ(d.code, 2) << d.err;
+  EXPECT_EQ(d.err, "attnprof: error: cannot read " + huge.string() + ": it is 8589934592 bytes (8.00 GiB), over the "
+                   "256 MiB attnprof reads: no file it writes is that large\n");
+  // The report reads leniently: the oversized file is left out with a note naming it and its size, the rest
+  // is drawn.
+  fs::copy_file(big, out() / "naive.summary.json", fs::copy_options::overwrite_existing);
+  fs::resize_file(out() / "naive.summary.json", over);
+  const Result rep = run("report --out " + out().string());
+  if (rep.code == 2 && rep.err.find("npm ci --prefix web") != std::string::npos)
+    GTEST_SKIP() << "chart library not installed: " << rep.err;
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  const std::string page = io::read_file(out() / "report.html");
+  EXPECT_NE(page.find("naive.summary.json not read: it is 268435457 bytes (256.00 MiB), over the 256 MiB attnprof "
+                      "reads"),
+            std::string::npos);
+  EXPECT_NE(page.find("inplace"), std::string::npos);
+}
+
 TEST_F(Cli, OutputsGoThroughLinksAndIntoDevicesNeverOverThem) {
   const Result c = run("compare --iters 1 --warmup 0 --variants naive,inplace" + kSmall + out_flag());
   ASSERT_EQ(c.code, 0) << c.err;

@@ -13,6 +13,7 @@
 #include <set>
 #include <tuple>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
+#include "report/html_run.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -362,6 +364,44 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
   EXPECT_NE(out_of_range.find("sweep.json is not a file attnprof wrote: &#39;peak_bytes&#39; = 1.8446744073709552e+19 is out of range"),
             std::string::npos);
   EXPECT_TRUE(data_block(out_of_range)["charts"].empty());
+}
+
+TEST(HtmlReport, InputsOverTheSizeLimitAreNotesNamingTheirSize) {
+  EXPECT_EQ(input_size_error(kMaxInputBytes), "");
+  EXPECT_EQ(input_size_error(kMaxInputBytes + 1),
+            "it is 268435457 bytes (256.00 MiB), over the 256 MiB attnprof reads: no file it writes is that large");
+  TempDir d("oversized");
+  // A plain file is judged by its size before it is read; a gzip-compressed one by its size and by what it
+  // inflates to (a few hundred bytes can inflate to gigabytes). The limit is lowered here to keep files small.
+  namespace hr = attnprof::report::html_run;
+  spit(d.path / "at.json", std::string(1000, ' '));
+  spit(d.path / "over.json", std::string(1001, ' '));
+  std::string why;
+  EXPECT_EQ(hr::read_file(d.path / "at.json", &why, 1000), std::string(1000, ' '));
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(hr::read_file(d.path / "over.json", &why, 1000).has_value());
+  EXPECT_EQ(why, "it is 1001 bytes (1001 B), over the 1000 bytes attnprof reads: no file it writes is that large");
+  const fs::path gz = d.path / "bomb.trace.json.gz";
+  {
+    gzFile f = gzopen(gz.c_str(), "wb9");
+    ASSERT_NE(f, nullptr);
+    const std::string zeros(100000, '0');
+    ASSERT_EQ(gzwrite(f, zeros.data(), unsigned(zeros.size())), int(zeros.size()));
+    ASSERT_EQ(gzclose(f), Z_OK);
+  }
+  ASSERT_LT(fs::file_size(gz), 1000u);
+  why.clear();
+  EXPECT_FALSE(hr::read_file(gz, &why, 1000).has_value());
+  EXPECT_EQ(why, fmt::format("it is {} bytes but inflates to more than the 1000 bytes attnprof reads: no file it "
+                             "writes is that large",
+                             fs::file_size(gz)));
+  EXPECT_EQ(hr::read_file(gz, nullptr, 100000), std::string(100000, '0'));
+  // In the page: the section says which file was not read and why (a sparse file: nothing is read).
+  spit(d.path / "compare.json", "{");
+  fs::resize_file(d.path / "compare.json", uint64_t(3) << 30);
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("compare.json not read: it is 3221225472 bytes (3.00 GiB), over the 256 MiB attnprof reads"),
+            std::string::npos);
 }
 
 // The variants a chart of `kind` draws data for.

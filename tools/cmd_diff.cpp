@@ -38,6 +38,9 @@ nlohmann::json load(const std::string& path) {
   // Checked before opening: /dev/zero would be read forever, and opening a FIFO blocks until a writer comes.
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
+  // A file past any attnprof writes is refused by its size, before a byte of it is read.
+  if (const auto size = std::filesystem::file_size(path, ec); !ec)
+    if (const std::string why = report::input_size_error(size); !why.empty()) ATTNPROF_FAIL("cannot read {}: {}", path, why);
   std::ifstream f(path, std::ios::binary);
   ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
   std::ostringstream bytes;

@@ -8,6 +8,7 @@
 // Every file is written whole or not at all: to a temporary file in the same directory, then renamed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,6 +115,18 @@ struct ProfileDiff {
 // them, leaving out only what needs them.
 void check_summary(const nlohmann::json& summary, const std::string& what, bool run_figures = false);
 void check_compare_json(const nlohmann::json& compare, const std::string& what);
+
+// The largest input diff and report read, before any of it is: 256 MiB (gzip-compressed traces: compressed and
+// inflated). The largest file a run writes is a trace at --iters 10000, the most it records (sdpa-math's, the
+// op-richest: 101 MB at a tiny shape with --counters, about 107 MB at the blog's; its summary 26 MB), so a
+// larger file is none attnprof wrote, and reading it whole and parsing it (several times its size in memory)
+// would only end in an error or exhaust memory.
+inline constexpr uint64_t kMaxInputBytes = uint64_t(256) << 20;
+// Why a file of `bytes` is not read ("it is 300000000 bytes (286.10 MiB), over the 256 MiB attnprof reads: no
+// file it writes is that large"), or "" when it is within `limit`.
+std::string input_size_error(uint64_t bytes, uint64_t limit = kMaxInputBytes);
+// The limit as those messages name it: "256 MiB".
+std::string input_size_limit_text(uint64_t limit = kMaxInputBytes);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
 // of implementation removed, added or turned in place, and where the time went. Annotations and

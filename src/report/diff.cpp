@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
@@ -242,6 +243,16 @@ Parsed parse(const json& s, const std::string& label, const char* which) {
 }
 
 }  // namespace
+
+std::string input_size_limit_text(uint64_t limit) {
+  return limit % (uint64_t(1) << 20) == 0 ? fmt::format("{} MiB", limit >> 20) : fmt::format("{} bytes", limit);
+}
+
+std::string input_size_error(uint64_t bytes, uint64_t limit) {
+  if (bytes <= limit) return "";
+  return fmt::format("it is {} bytes ({}), over the {} attnprof reads: no file it writes is that large", bytes,
+                     binary_size(double(bytes)), input_size_limit_text(limit));
+}
 
 void check_summary(const json& s, const std::string& what, bool run_figures) {
   (void)parse_as(s, what, "", run_figures);

@@ -22,16 +22,34 @@ namespace attnprof::report::html_run {
 
 namespace fs = std::filesystem;
 
-std::optional<std::string> read_file(const fs::path& p) {
+std::optional<std::string> read_file(const fs::path& p, std::string* why, uint64_t limit) {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  // Refused by its size before it is read: a file past any attnprof writes.
+  const uint64_t size = fs::file_size(p, ec);
+  if (ec) return std::nullopt;
+  if (std::string too_large = input_size_error(size, limit); !too_large.empty()) {
+    if (why) *why = std::move(too_large);
+    return std::nullopt;
+  }
   if (p.extension() == ".gz") {
     gzFile f = gzopen(p.c_str(), "rb");
     if (!f) return std::nullopt;
     std::string out;
     std::array<char, 1 << 16> buf;
     int n;
-    while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) out.append(buf.data(), n);
+    // A small file can inflate to any size: the limit holds for what it inflates to as well.
+    while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
+      if (out.size() + size_t(n) > limit) {
+        gzclose(f);
+        if (why)
+          *why = fmt::format("it is {} bytes but inflates to more than the {} attnprof reads: no file it writes "
+                             "is that large",
+                             size, input_size_limit_text(limit));
+        return std::nullopt;
+      }
+      out.append(buf.data(), size_t(n));
+    }
     const bool ok = n == 0;
     gzclose(f);
     if (!ok) return std::nullopt;
@@ -44,12 +62,13 @@ std::optional<std::string> read_file(const fs::path& p) {
   return ss.str();
 }
 
-
 Input read_json(const fs::path& p) {
   Input in;
-  auto text = read_file(p);
+  std::string why;
+  auto text = read_file(p, &why);
   if (!text) {
-    in.note = fmt::format("{} not found", p.filename().string());
+    in.note = why.empty() ? fmt::format("{} not found", p.filename().string())
+                          : fmt::format("{} not read: {}", p.filename().string(), why);
     return in;
   }
   try {

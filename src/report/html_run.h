@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
@@ -15,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnprof/report.h"
+
 namespace attnprof::report::html_run {
 
 using json = nlohmann::json;
@@ -25,8 +28,10 @@ struct Input {
   std::string note;  // why it is missing, "" when present
 };
 
-// A file's bytes (gzip-compressed ones inflated), or nothing when it cannot be read.
-std::optional<std::string> read_file(const std::filesystem::path& p);
+// A file's bytes (gzip-compressed ones inflated), or nothing when it cannot be read. A file over `limit`
+// (compressed, or once inflated) is not read: nothing, and `why` (when given) says so with its size.
+std::optional<std::string> read_file(const std::filesystem::path& p, std::string* why = nullptr,
+                                     uint64_t limit = kMaxInputBytes);
 // A JSON file attnprof wrote, or a note saying why it is not there.
 Input read_json(const std::filesystem::path& p);
 
