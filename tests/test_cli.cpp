@@ -571,16 +571,30 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
 }
 
 TEST_F(Cli, RooflinePlacesEveryOp) {
-  // --peaks-only prints the peaks and writes nothing: no --out directory appears ...
-  const Result peaks = run("roofline --peaks-only --threads 1" + out_flag());
+  // --peaks-only prints the peaks and writes nothing ...
+  const Result peaks = run("roofline --peaks-only --threads 1");
   ASSERT_EQ(peaks.code, 0) << peaks.err;
   EXPECT_NE(peaks.out.find("fp32 FMA peak"), std::string::npos) << peaks.out;
-  EXPECT_FALSE(fs::exists(out()));
+  // ... so --out, and the flags of a run, are refused with it rather than ignored: no --out directory appears
+  // (expect_bad checks) ...
+  expect_bad("roofline --peaks-only --threads 1",
+             "attnprof: error: --out does not apply with --peaks-only, which runs no variant and writes no files: "
+             "drop it (or --peaks-only)");
+  expect_bad("roofline --peaks-only --threads 1 --iters 2 --seed 5",
+             "--out, --iters and --seed do not apply with --peaks-only");
+  expect_bad("roofline --peaks-only --threads 1 --warmup 0", "--out and --warmup do not apply with --peaks-only");
+  for (const char* flags : {"--iters 2", "--seed 0", "--warmup 1"}) {
+    const Result r = run(std::string("roofline --peaks-only --threads 1 ") + flags);
+    EXPECT_EQ(r.code, 2) << flags;
+    EXPECT_EQ(r.err, fmt::format("attnprof: error: {} does not apply with --peaks-only, which runs no variant and "
+                                 "writes no files: drop it (or --peaks-only)\n",
+                                 std::string(flags).substr(0, std::string(flags).find(' '))));
+  }
   const Result r = run("roofline naive flash --iters 1 --warmup 0" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   // ... and an earlier roofline there stays as it was.
   const std::string placed = io::read_file(out() / "roofline.json");
-  ASSERT_EQ(run("roofline --peaks-only --threads 1" + out_flag()).code, 0);
+  ASSERT_EQ(run("roofline --peaks-only --threads 1" + out_flag()).code, 2);
   EXPECT_EQ(io::read_file(out() / "roofline.json"), placed);
   EXPECT_NE(r.out.find("STREAM triad"), std::string::npos);
   const json j = read_json("roofline.json");

@@ -23,6 +23,7 @@ struct RooflineArgs {
   bool remeasure = false;
   bool peaks_only = false;
   bool variants_given = false;  // named on the command line (not the default list)
+  std::vector<std::string> run_flags_given;  // --out, --warmup, --iters, --seed as given: none applies to --peaks-only
   std::string device = "cpu";
 };
 
@@ -73,13 +74,21 @@ void run_roofline(const RooflineArgs& a) {
                  "--backend applies to the variant 'sdpa', which is not among {} (name sdpa, or sdpa-math / "
                  "sdpa-flash directly)",
                  fmt::join(a.variants, " "));
-  // --peaks-only measures and prints the peaks (and caches them): no inputs are drawn and nothing is written
-  // to --out, so an earlier roofline there stays as it was.
+  // --peaks-only measures and prints the peaks (and caches them): no inputs are drawn and no file is written.
   ATTNPROF_CHECK(!(a.peaks_only && o.html), "--peaks-only writes no files: drop --html (or --peaks-only)");
   ATTNPROF_CHECK(!(a.peaks_only && use_files(o)), "--peaks-only reads no inputs: drop --q, --k and --v (or --peaks-only)");
   // The problem flags are checked even though --peaks-only does not use them: a malformed one is an error
   // in every command, never silently ignored.
   if (a.peaks_only) (void)problem_of(o);
+  // The run flags would do nothing: refused rather than silently ignored.
+  if (a.peaks_only && !a.run_flags_given.empty()) {
+    const size_t n = a.run_flags_given.size();
+    std::string flags;
+    for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + a.run_flags_given[i];
+    ATTNPROF_FAIL("{} {} not apply with --peaks-only, which runs no variant and writes no files: drop {} (or "
+                  "--peaks-only)",
+                  flags, n == 1 ? "does" : "do", n == 1 ? "it" : "them");
+  }
   apply_runtime_options(o);
   if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
   const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);
@@ -210,8 +219,10 @@ void add_roofline_command(CLI::App& app) {
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
   sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
-  sub->callback([args, variants] {
+  sub->callback([args, variants, sub] {
     args->variants_given = variants->count() > 0;
+    for (const char* flag : {"--out", "--warmup", "--iters", "--seed"})
+      if (sub->get_option(flag)->count() > 0) args->run_flags_given.push_back(flag);
     run_roofline(*args);
   });
 }
