@@ -1115,6 +1115,9 @@ TEST_F(Cli, OutputsThatAreTheRunsInputsAreRefused) {
   refused("diff " + a + " " + b + " --save " + a_again, a_again);
   fs::create_symlink(b, dir_ / "b-link.txt");
   refused("diff " + a + " " + b + " --save " + (dir_ / "b-link.txt").string(), (dir_ / "b-link.txt").string());
+  // A hard link is the same file under another name (the same inode): refused too.
+  fs::create_hard_link(a, dir_ / "a-hard.json");
+  refused("diff " + a + " " + b + " --save " + (dir_ / "a-hard.json").string(), (dir_ / "a-hard.json").string());
   // Two compare runs: a directory stands for its compare.json, which --save must not replace either.
   const std::string cmp = (out() / "compare.json").string(), cmp_bytes = io::read_file(cmp);
   refused("diff " + out().string() + " " + out().string() + " --save " + cmp, cmp);
