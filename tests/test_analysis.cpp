@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -186,6 +187,42 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
     if (sig == signature) EXPECT_EQ(f.fp32_gflops, 7.0) << "the matching entry is read as cached";
     else EXPECT_NE(f.fp32_gflops, 7.0) << "an entry of another CPU (or none recorded) is not used: '" << sig << "'";
   }
+  // Figures no machine gives, in an entry that is otherwise this machine's (and so would be used), make the
+  // cache corrupt: the note names the figure and the bounds, and the peaks are measured again. At the bounds,
+  // and with bf16 0 (no AVX512-BF16), the entry is read as cached.
+  const nlohmann::json plausible = {{"cpu", a.cpu},           {"isa", a.isa},         {"threads", 1},
+                                    {"fp32_gflops", 7},       {"bf16_gflops", 1},     {"bandwidth_gbs", 1},
+                                    {"sgemm_gflops", 1},      {"cpu_signature", signature}};
+  auto write_cache = [&](const nlohmann::json& entry) {
+    nlohmann::json cache = {{"version", 2}, {"entries", nlohmann::json::array()}};
+    cache["entries"].push_back(entry);
+    std::ofstream(file) << cache.dump();
+  };
+  for (const auto& [key, value, why] :
+       {std::tuple<const char*, double, const char*>{"bandwidth_gbs", 1e-300, "bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s"},
+        {"fp32_gflops", 2e7, "fp32_gflops 2e+07 is outside 0.1..1e+07 GFLOP/s"},
+        {"bf16_gflops", 0.01, "bf16_gflops 0.01 is outside 0.1..1e+07 GFLOP/s"}}) {
+    SCOPED_TRACE(why);
+    nlohmann::json entry = plausible;
+    entry[key] = value;
+    write_cache(entry);
+    ::testing::internal::CaptureStderr();
+    const MachinePeaks p = machine_peaks(1);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("ignoring corrupt machine-peaks cache " + file.string() + " (" + why + "); re-measuring"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(p.fp32_gflops, 7.0) << "the implausible entry was used";
+    EXPECT_GT(p.fp32_gflops, 1.0);
+    EXPECT_GT(p.bandwidth_gbs, 0.1);
+  }
+  nlohmann::json at_bounds = plausible;
+  at_bounds.update({{"fp32_gflops", 1e7}, {"bf16_gflops", 0}, {"bandwidth_gbs", 0.1}, {"sgemm_gflops", 0.1}});
+  write_cache(at_bounds);
+  const MachinePeaks edge = machine_peaks(1);
+  EXPECT_EQ(edge.fp32_gflops, 1e7);
+  EXPECT_EQ(edge.bf16_gflops, 0.0);
+  EXPECT_EQ(edge.bandwidth_gbs, 0.1);
   // An entry measured beside other work (its recorded "other_cpus", before the load average at its start,
   // which lags a minute behind) is measured again once the machine is idle, and used, with a note, while it
   // is still busy. Which of the two happens depends on the machine right now; either way the figures returned
