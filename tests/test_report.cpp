@@ -6,6 +6,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -17,6 +19,7 @@
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
 #include "attnprof/report.h"
+#include "io/atomic_file.h"
 #include "io/file.h"
 #include "trace_checker.h"
 
@@ -585,6 +588,91 @@ TEST(Write, ABatchWhoseRenameFailsMidwayPutsTheOldFilesBack) {
   std::vector<std::string> entries = dir.entries();
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"a.txt", "blocked.txt"}));
+}
+
+namespace {
+// A filesystem without hard links, for commit_staged: every link(2) fails with g_link_errno, counted.
+int g_link_errno = EPERM;
+int g_link_calls = 0;
+int failing_link(const char*, const char*) {
+  ++g_link_calls;
+  errno = g_link_errno;
+  return -1;
+}
+struct NoHardLinks {
+  explicit NoHardLinks(int err) {
+    g_link_errno = err;
+    g_link_calls = 0;
+    io::detail::link_function() = failing_link;
+  }
+  ~NoHardLinks() { io::detail::link_function() = ::link; }
+};
+}  // namespace
+
+TEST(Write, WithoutHardLinksABatchKeepsCopiesOfTheOldFilesAndStillRollsBack) {
+  for (const int err : {EPERM, EOPNOTSUPP, EMLINK, EXDEV}) {
+    SCOPED_TRACE(std::strerror(err));
+    TempDir dir;
+    const std::string a = (dir.path / "a.txt").string(), b = (dir.path / "b.txt").string(),
+                      made = (dir.path / "made.txt").string(), blocked = (dir.path / "blocked.txt").string();
+    report::write_text_atomic(a, "old a");
+    report::write_text_atomic(b, "old b");
+    ::chmod(a.c_str(), 0600);
+    const NoHardLinks no_links(err);
+    // Every file replaced: the batch commits, and the copies it kept are gone.
+    {
+      report::FileBatch batch;
+      report::write_text_atomic(a, "new a");
+      report::write_text_atomic(b, "new b");
+      batch.commit();
+    }
+    EXPECT_EQ(g_link_calls, 2) << "the old files were not kept through link_function";
+    EXPECT_EQ(io::read_file(a), "new a");
+    EXPECT_EQ(io::read_file(b), "new b");
+    std::vector<std::string> entries = dir.entries();
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(entries, (std::vector<std::string>{"a.txt", "b.txt"}));
+    // A rename that fails midway (a directory where the third file goes): the copies put the old files back,
+    // bytes and permissions, a file the batch created is gone, and no copy or temporary file is left.
+    ::chmod(a.c_str(), 0600);
+    try {
+      report::FileBatch batch;
+      report::write_text_atomic(a, "newer a");
+      report::write_text_atomic(made, "new file");
+      report::write_text_atomic(b, "newer b");
+      report::write_text_atomic(blocked, "new blocked");
+      fs::create_directories(dir.path / "blocked.txt" / "inside");
+      batch.commit();
+      ADD_FAILURE() << "expected an Error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(blocked), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(io::read_file(a), "new a");
+    EXPECT_EQ(io::read_file(b), "new b");
+    EXPECT_FALSE(fs::exists(made));
+    struct stat st {};
+    ASSERT_EQ(::stat(a.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    entries = dir.entries();
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(entries, (std::vector<std::string>{"a.txt", "b.txt", "blocked.txt"}));
+  }
+  // Any other link(2) failure is no filesystem without hard links: the commit stops before replacing anything.
+  TempDir dir;
+  const std::string a = (dir.path / "a.txt").string();
+  report::write_text_atomic(a, "old a");
+  const NoHardLinks io_error(EIO);
+  try {
+    report::FileBatch batch;
+    report::write_text_atomic(a, "new a");
+    batch.commit();
+    ADD_FAILURE() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write '" + a + "': cannot keep its old file while replacing it (" +
+                                         std::strerror(EIO) + ")");
+  }
+  EXPECT_EQ(io::read_file(a), "old a");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.txt"});
 }
 
 TEST(Write, TheSignalPathRemovesEveryLiveTemporaryFile) {

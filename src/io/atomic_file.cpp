@@ -17,6 +17,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <fmt/format.h>
+
 #include "attnprof/error.h"
 #include "io/atomic_file.h"
 
@@ -204,9 +206,54 @@ bool defer_signal(int sig) noexcept {
   return false;
 }
 
+LinkFunction& link_function() {
+  static LinkFunction f = ::link;
+  return f;
+}
+
 namespace {
-// What stood at a staged file's path before the batch: its old file, kept under a hard link beside it
-// (`backup` empty: nothing to put back, the path is removed instead, or a directory a rename cannot replace).
+// link(2)'s answers on a filesystem (or directory) that has no hard links: vfat and exFAT (EPERM), some FUSE
+// and network filesystems (EOPNOTSUPP), a file at its link limit (EMLINK), a bind or overlay mount between
+// the two names (EXDEV). The old file is then kept as a copy of its bytes.
+bool no_hard_links(int err) {
+  return err == EPERM || err == EOPNOTSUPP || err == ENOTSUP || err == EMLINK || err == EXDEV;
+}
+
+// A copy of `path` under `backup`, written as every file is (a temporary file beside it, then renamed) and
+// with the old file's permissions, so that putting it back restores the file as it was. "" when it is in
+// place, else why not.
+std::string copy_backup(const std::string& path, const std::string& backup, mode_t mode) {
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return std::string("cannot open it (") + std::strerror(errno) + ")";
+  std::string why;
+  try {
+    AtomicFile out(backup, AtomicFile::Gzip::Never, AtomicFile::Commit::Now);
+    std::string buf(size_t(1) << 20, '\0');
+    while (true) {
+      const ssize_t n = ::read(in, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        why = std::string("cannot read it (") + std::strerror(errno) + ")";
+        break;
+      }
+      if (n == 0) {
+        out.commit();
+        if (::chmod(backup.c_str(), mode & 07777) != 0) why = std::string("chmod failed (") + std::strerror(errno) + ")";
+        break;
+      }
+      out.write(std::string_view(buf.data(), size_t(n)));
+    }
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  ::close(in);
+  if (!why.empty()) ::unlink(backup.c_str());
+  return why;
+}
+
+// What stood at a staged file's path before the batch: its old file, kept under a hard link beside it, or a
+// copy where the filesystem has no hard links (`backup` empty: nothing to put back, the path is removed
+// instead, or a directory a rename cannot replace).
 struct Previous {
   std::string backup;
   bool existed = false;
@@ -228,16 +275,17 @@ void commit_staged(Batch& b) {
   const CommitScope one_step;
   // A rename can fail midway (a full quota, a file made immutable, a directory in the way): the run's files
   // must then be all old, not some new and the rest old. So every old file is first kept under a hard link
-  // in its directory, and a failed rename puts them back. Signals wait for this step (CommitScope), which
-  // removes every backup before it ends.
+  // in its directory (a copy, where the filesystem has no hard links), and a failed rename puts them back.
+  // Signals wait for this step (CommitScope), which removes every backup before it ends.
   std::vector<Previous> prev(b.files.size());
-  auto fail = [&](size_t i, size_t renamed, const char* what, int err) {
+  auto fail = [&](size_t i, size_t renamed, const std::string& why) {
     const std::string path = b.files[i].path;
     restore_previous(b, prev, renamed);
     b.files.erase(b.files.begin(), b.files.begin() + std::ptrdiff_t(renamed));  // their temporaries are gone
     discard_staged(b);
-    ATTNPROF_FAIL("cannot write '{}': {} ({})", path, what, std::strerror(err));
+    ATTNPROF_FAIL("cannot write '{}': {}", path, why);
   };
+  auto because = [](const char* what, int err) { return fmt::format("{} ({})", what, std::strerror(err)); };
   for (size_t i = 0; i < b.files.size(); ++i) {
     struct stat st {};
     if (::lstat(b.files[i].path.c_str(), &st) != 0) continue;  // nothing there yet
@@ -245,12 +293,17 @@ void commit_staged(Batch& b) {
     if (S_ISDIR(st.st_mode)) continue;  // the rename fails before anything is replaced
     // Named after the staged file's temporary, which mkstemp made unique in the same directory.
     const std::string backup = b.files[i].tmp + ".old";
-    if (::link(b.files[i].path.c_str(), backup.c_str()) != 0) fail(i, 0, "cannot keep its old file while replacing it", errno);
+    if (link_function()(b.files[i].path.c_str(), backup.c_str()) != 0) {
+      const int err = errno;
+      if (!no_hard_links(err)) fail(i, 0, because("cannot keep its old file while replacing it", err));
+      if (const std::string why = copy_backup(b.files[i].path, backup, st.st_mode); !why.empty())
+        fail(i, 0, "cannot keep a copy of its old file while replacing it (no hard links here): " + why);
+    }
     prev[i].backup = backup;
   }
   for (size_t i = 0; i < b.files.size(); ++i) {
     if (::rename(b.files[i].tmp.c_str(), b.files[i].path.c_str()) != 0)
-      fail(i, i, "rename from its temporary file failed", errno);
+      fail(i, i, because("rename from its temporary file failed", errno));
     untrack_temporary(b.files[i].tmp);
   }
   restore_previous(b, prev, 0);  // all in place: only the backups go

@@ -48,6 +48,11 @@ struct Batch {
 };
 Batch*& current_batch();
 void commit_staged(Batch& b);   // renames every staged file, in the order they were written
+// link(2) as commit_staged calls it to keep each old file under a second name while it is replaced: tests
+// swap in one that fails as a filesystem without hard links does (EPERM, EOPNOTSUPP, EMLINK, EXDEV), where
+// the old file is kept as a byte copy instead. 0, or -1 with errno set.
+using LinkFunction = int (*)(const char* existing, const char* new_name);
+LinkFunction& link_function();
 void discard_staged(Batch& b);  // removes every staged temporary file
 // For a signal handler, first thing: true while a batch's renames run, and then the signal is raised again
 // as soon as they end, so the handler should return at once and a run is never left half renamed.
