@@ -302,17 +302,21 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       continue;
     }
     const prof::ThreadTrace& t = r.threads[it.thread];
-    if (it.kind == Kind::Zone) {
-      const prof::ZoneEvent& e = t.zones[it.index];
+    // An X slice on the item's thread, up to the opening of its args.
+    auto put_slice = [&](const char* cat, const char* name) {
       put(b, ",\n{\"ph\":\"X\",\"cat\":");
-      put_escaped(b, e.category ? e.category : "cpu_op");
+      put_escaped(b, cat);
       put(b, ",\"name\":");
-      put_escaped(b, e.name ? e.name : "?");
+      put_escaped(b, name ? name : "?");
       put_where(it.thread);
       put_us(b, it.ts);
       put(b, ",\"dur\":");
       put_us(b, it.dur);
       put(b, ",\"args\":{");
+    };
+    if (it.kind == Kind::Zone) {
+      const prof::ZoneEvent& e = t.zones[it.index];
+      put_slice(e.category ? e.category : "cpu_op", e.name);
       bool first = true;
       auto key = [&](std::string_view k) {
         if (!first) b.push_back(',');
@@ -358,13 +362,8 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       put(b, "}}");
     } else if (it.kind == Kind::Work) {
       const prof::WorkSpan& w = t.work[it.index];
-      put(b, ",\n{\"ph\":\"X\",\"cat\":\"thread_work\",\"name\":");
-      put_escaped(b, w.name ? w.name : "?");
-      put_where(it.thread);
-      put_us(b, it.ts);
-      put(b, ",\"dur\":");
-      put_us(b, it.dur);
-      put(b, ",\"args\":{\"region\":");
+      put_slice("thread_work", w.name);
+      put(b, "\"region\":");
       put_int(b, int64_t(w.region));
       if (w.items > 0) {
         put(b, ",\"items\":");
