@@ -138,6 +138,13 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       for (const json& p : json::parse(attnprof::io::read_file(kFixtures / "sweep.json"))["points"])
         if (p["variant"] == "naive" && p["seq"] == 1024) EXPECT_DOUBLE_EQ(naive_1024, p["gflops"].get<double>());
     }
+  // The threads table under the timeline: each op's regions from the summaries' thread_balance.
+  EXPECT_NE(page.find("<tr><td>flash</td><td>flash_attention</td><td class=\"num\">3</td><td class=\"num\">2</td>"
+                      "<td class=\"num\">95.0 %</td><td class=\"num\">1.05x</td><td class=\"num\">4.0 µs</td>"
+                      "<td class=\"num\">512.0</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<tr><td>naive</td><td>softmax</td>"), std::string::npos);
+  EXPECT_EQ(page.find("<td>naive</td><td>matmul</td><td class=\"num\">3</td>"), std::string::npos);
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
   EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
             std::string::npos);

@@ -868,7 +868,30 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
   pg.chart("timeline", spec,
            "The first recorded forward of each variant as the trace shows it (the view Perfetto gives), on one "
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
-           "of separate passes over the N×N scores; the fused ones are one span.");
+           "of separate passes over the N×N scores; the fused ones are one span. A worker lane holds that "
+           "OpenMP thread's share of each op's own parallel region.");
+  // How each op's own parallel regions used their threads, from the summaries' thread_balance.
+  std::string threads;
+  for (const VariantData& v : vs) {
+    const json* tb = v.summary ? member(*v.summary, {"thread_balance"}) : nullptr;
+    if (!tb || !tb->is_array()) continue;
+    for (const json& b : *tb) {
+      const double regions = num(b, "regions", NAN), items = num(b, "items", 0);
+      threads += "<tr>" + td(v.name) + td(str(b, "name", "?")) + td(fmt_num(regions, 0), true) +
+                 td(fmt_num(num(b, "threads", NAN), 0), true) + td(fmt_num(100 * num(b, "busy_share", NAN), 1) + " %", true) +
+                 td(fmt_num(num(b, "imbalance", NAN), 2) + "x", true) +
+                 td(fmt_num(num(b, "lag_ns", NAN) / regions * 1e-3, 1) + " µs", true) +
+                 td(items > 0 ? fmt_num(items / regions, 1) : "–", true) + "</tr>\n";
+    }
+  }
+  if (!threads.empty())
+    pg.raw("<p>How each op's own OpenMP regions kept their threads busy (matmul's oneDNN and OpenBLAS threads "
+           "are those libraries' and not seen): busy is the threads' shares over each region's wall × team, "
+           "slowest/mean the longest share over the mean (2.00x on two threads: one did all the work), late "
+           "start the last thread's start after the first's.</p>\n<table class=\"data\"><thead><tr><th>variant</th>"
+           "<th>op</th><th>regions</th><th>threads</th><th>busy</th><th>slowest/mean</th><th>late start per "
+           "region</th><th>tasks per region</th></tr></thead><tbody>\n" +
+           threads + "</tbody></table>\n");
   if (!notes.empty()) {
     std::string n;
     for (const auto& x : notes) n += (n.empty() ? "" : "; ") + x;
