@@ -135,7 +135,8 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       double naive_1024 = 0;
       for (const json& v : layers[0]["data"]["values"])
         if (v["variant"] == "naive" && v["seq"] == 1024) naive_1024 = v["y"].get<double>();
-      for (const json& p : json::parse(attnprof::io::read_file(kFixtures / "sweep.json"))["points"])
+      const json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));  // outlives the loop
+      for (const json& p : sweep["points"])
         if (p["variant"] == "naive" && p["seq"] == 1024) EXPECT_DOUBLE_EQ(naive_1024, p["gflops"].get<double>());
     }
   // The threads table under the timeline: each op's regions from the summaries' thread_balance.
