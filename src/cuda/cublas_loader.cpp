@@ -2,16 +2,14 @@
 // whose static initialisers cost every process that links it about half a second of CPU before main; linked,
 // that was paid by every attnprof command, CPU-only runs and --version included. Loaded here, only the first
 // device GEMM pays it.
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/cublas_loader.h"
 
 #include "cuda/backend.h"
+#include "cuda/dynamic_library.h"
 
 namespace attnprof::cuda::detail {
 namespace {
@@ -36,33 +34,19 @@ std::vector<std::string> candidates() {
 
 Loaded load() {
   Loaded l;
-  std::string tried;
-  void* lib = nullptr;
-  for (const std::string& f : candidates()) {
-    lib = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.api.file = f;
-      break;
-    }
-    const char* e = dlerror();
-    tried += fmt::format("{}  {}: {}", tried.empty() ? "" : ";", f, e ? e : "not loadable");
-  }
-  if (!lib) {
-    l.error = fmt::format("libcublas.so.{} could not be loaded (set ATTNPROF_CUBLAS_LIBRARY to its path):{}",
-                          CUBLAS_VER_MAJOR, tried);
+  DynamicLibrary lib(candidates(), fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR), "ATTNPROF_CUBLAS_LIBRARY");
+  if (!lib.handle) {
+    l.error = lib.error;
     return l;
   }
-  std::string missing;
-  auto sym = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
-  };
+  l.api.file = lib.file;
+  auto sym = [&](auto& fn, const char* name) { lib.symbol(fn, name); };
   // cublas_v2.h maps cublasCreate and cublasSetStream onto their _v2 symbols.
   sym(l.api.cublasCreate_v2, "cublasCreate_v2");
   sym(l.api.cublasSetStream_v2, "cublasSetStream_v2");
   sym(l.api.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
   sym(l.api.cublasGetStatusString, "cublasGetStatusString");
-  if (!missing.empty()) l.error = fmt::format("{} lacks {}", l.api.file, missing);
+  if (!lib.missing.empty()) l.error = fmt::format("{} lacks {}", l.api.file, lib.missing);
   return l;  // the library stays loaded for the life of the process
 }
 

@@ -3,17 +3,16 @@
 #include "cuda/cudnn_sdpa.h"
 
 #include <cudnn_graph.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
-#include <type_traits>
 
 #include "attnprof/profiler.h"
 #include "cuda/backend.h"
+#include "cuda/dynamic_library.h"
 
 namespace attnprof::cuda::cudnn {
 
@@ -49,26 +48,13 @@ std::vector<std::string> candidates() {
 
 Api load() {
   Api a;
-  std::string tried;
-  void* lib = nullptr;
-  for (const std::string& f : candidates()) {
-    lib = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      a.file = f;
-      break;
-    }
-    const char* e = dlerror();
-    tried += fmt::format("{}  {}: {}", tried.empty() ? "" : ";", f, e ? e : "not loadable");
-  }
-  if (!lib) {
-    a.error = fmt::format("libcudnn.so.9 could not be loaded (set ATTNPROF_CUDNN_LIBRARY to its path):{}", tried);
+  detail::DynamicLibrary lib(candidates(), "libcudnn.so.9", "ATTNPROF_CUDNN_LIBRARY");
+  if (!lib.handle) {
+    a.error = lib.error;
     return a;
   }
-  std::string missing;
-  auto sym = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
-  };
+  a.file = lib.file;
+  auto sym = [&](auto& fn, const char* name) { lib.symbol(fn, name); };
   sym(a.GetVersion, "cudnnGetVersion");
   sym(a.GetErrorString, "cudnnGetErrorString");
   sym(a.GetLastErrorString, "cudnnGetLastErrorString");
@@ -80,8 +66,8 @@ Api load() {
   sym(a.GetAttribute, "cudnnBackendGetAttribute");
   sym(a.Finalize, "cudnnBackendFinalize");
   sym(a.Execute, "cudnnBackendExecute");
-  if (!missing.empty()) {
-    a.error = fmt::format("{} lacks {}", a.file, missing);
+  if (!lib.missing.empty()) {
+    a.error = fmt::format("{} lacks {}", a.file, lib.missing);
     return a;
   }
   a.version = int64_t(a.GetVersion());
