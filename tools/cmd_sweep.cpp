@@ -65,7 +65,8 @@ struct Point {
   std::string variant;
   int64_t seq = 0;
   double ms = 0;
-  double gflops = 0;  // attention FLOPs (causal halved) per forward / ms
+  double gflops = 0;    // attention FLOPs (causal halved) per forward / ms
+  double pct_peak = 0;  // gflops over the target's peak (0 when it has none)
   std::vector<double> forward_ms;  // every timed forward (host); the GPU keeps only the median
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
@@ -189,8 +190,9 @@ void run_sweep(const SweepArgs& a) {
   const std::string gpu_name = dev ? dev->name : "";
   // What each point's rate is set against, as compare's % peak: the CPU's measured peaks or the GPU's datasheet.
   if (!gpu) progress("measuring (or loading cached) machine peaks");
-  const Target target = dev ? device_target(*dev, problem_of(o, seqs.front()).dtype)
-                            : host_target(threads, problem_of(o, seqs.front()).dtype);
+  // The problem every point shares (N varies).
+  const AttnProblem ps = problem_of(o, seqs.front());
+  const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
 
   // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
   double total = 0;
@@ -218,7 +220,10 @@ void run_sweep(const SweepArgs& a) {
         } else {
           measure_on_host(*runner, in, o, pt);
         }
-        if (pt.status == "ok" && pt.ms > 0) pt.gflops = attention_flops(in.p) / (pt.ms * 1e6);
+        if (pt.status == "ok" && pt.ms > 0) {
+          pt.gflops = attention_flops(in.p) / (pt.ms * 1e6);
+          pt.pct_peak = target.peak > 0 ? 100 * pt.gflops / target.peak : 0.0;
+        }
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
@@ -232,9 +237,8 @@ void run_sweep(const SweepArgs& a) {
   bar.update(total, "done");
   bar.done();
 
-  // The problem every point shares (N varies), as compare.json records its shape, so report can tell a
-  // sweep of grouped-query heads or another batch from the run beside it.
-  const AttnProblem ps = problem_of(o, seqs.front());
+  // The shared problem, as compare.json records its shape, so report can tell a sweep of grouped-query heads
+  // or another batch from the run beside it.
   const std::string shared = fmt::format("B={} Hq={} Hkv={} D={}", ps.B, ps.Hq, ps.Hkv, ps.D);
   nlohmann::json j = {{"kind", "sweep"},
                       {"attnprof_version", ATTNPROF_VERSION},
@@ -263,8 +267,7 @@ void run_sweep(const SweepArgs& a) {
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"gflops", ok ? nlohmann::json(p.gflops) : nlohmann::json()},
-                           {"pct_peak", ok && target.peak > 0 ? nlohmann::json(100 * p.gflops / target.peak)
-                                                              : nlohmann::json()},
+                           {"pct_peak", ok && target.peak > 0 ? nlohmann::json(p.pct_peak) : nlohmann::json()},
                            {"forward_ms", p.forward_ms},
                            {"spread", ok ? report::spread_json(p.forward_ms) : nlohmann::json()},
                            {"cpu_sharing", report::cpu_sharing_json(p.sharing)},
@@ -290,7 +293,7 @@ void run_sweep(const SweepArgs& a) {
   for (const Point& p : points)
     text += p.status == "ok"
                 ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
-                              p.gflops * rate_scale, target.peak > 0 ? 100 * p.gflops / target.peak : 0.0,
+                              p.gflops * rate_scale, p.pct_peak,
                               report::format_bytes(p.peak_bytes), p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   std::vector<report::Timings> timings;

@@ -12,14 +12,14 @@
 // Inside the library every op opens a zone:
 //   ATTNPROF_OP_ZONE(z, "matmul");  z.set_cost(cost); z.add_shape(a.shape()); ...
 // A zone is a static call-site record plus two timestamps (Tracy's design). The RAII object writes into a
-// per-thread buffer, so OpenMP workers appear as their own threads.
+// per-thread buffer, so OpenMP workers appear as their own threads. Nothing is aggregated or formatted
+// while recording; that happens in analysis and the reporters. With ATTNPROF_PROFILER=OFF in CMake the
+// macros expand to no-op objects and no profiling code runs.
 // An op that runs an OpenMP region records each thread's share of it (the trace's worker tracks, and
 // analysis::thread_balance):
 //   ATTNPROF_PARALLEL_REGION(region);            // on the calling thread, inside the op's zone
 //   #pragma omp parallel
-//   { ATTNPROF_WORK_SHARE(share, region);  ...  share.add_items(n); } Nothing is aggregated or formatted
-// while recording; that happens in analysis and the reporters. With ATTNPROF_PROFILER=OFF in CMake the
-// macros expand to no-op objects and no profiling code runs.
+//   { ATTNPROF_WORK_SHARE(share, region);  ...  share.add_items(n); }
 #pragma once
 
 #include <array>
@@ -189,8 +189,7 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
 const char* intern(std::string_view s);  // stable pointer for a dynamic name
-const char* innermost_zone_name(ThreadBuffer* b) noexcept;  // nullptr when no zone is open
-int32_t innermost_zone(ThreadBuffer* b) noexcept;            // -1 when no zone is open
+int32_t innermost_zone(ThreadBuffer* b) noexcept;  // -1 when no zone is open
 uint32_t next_region_id() noexcept;
 void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept;
 }  // namespace detail
@@ -246,8 +245,11 @@ class ParallelRegion {
  public:
   ParallelRegion() noexcept {
     if (recording()) [[unlikely]] {
-      name_ = detail::innermost_zone_name(detail::thread_buffer());
-      if (name_) id_ = detail::next_region_id();
+      detail::ThreadBuffer* b = detail::thread_buffer();
+      if (const int32_t z = detail::innermost_zone(b); z >= 0) {
+        name_ = detail::zone_at(b, z)->name;
+        id_ = detail::next_region_id();
+      }
     }
   }
   bool active() const { return id_ != 0; }

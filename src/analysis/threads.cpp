@@ -1,6 +1,7 @@
 // How each op's OpenMP regions used their threads (analysis.h, ThreadBalance): the shares every thread
 // recorded, grouped by region id.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -11,7 +12,7 @@ namespace attnprof::analysis {
 std::vector<ThreadBalance> thread_balance(const prof::ProfileResult& r) {
   struct Region {
     const char* name = nullptr;
-    uint64_t first = 0, last_start = 0, end = 0;
+    uint64_t first = std::numeric_limits<uint64_t>::max(), last_start = 0, end = 0;
     int team = 0;
     double busy_ns = 0, slowest_ns = 0;
     int64_t items = 0;
@@ -21,13 +22,8 @@ std::vector<ThreadBalance> thread_balance(const prof::ProfileResult& r) {
     for (const prof::WorkSpan& w : t.work) {
       if (!w.name || w.region == 0) continue;
       const uint64_t t1 = std::max(w.t1, w.t0);
-      auto [it, fresh] = regions.try_emplace(w.region);
-      Region& g = it->second;
-      if (fresh) {
-        g.name = w.name;
-        g.first = g.last_start = w.t0;
-        g.end = t1;
-      }
+      Region& g = regions[w.region];
+      g.name = w.name;
       g.first = std::min(g.first, w.t0);
       g.last_start = std::max(g.last_start, w.t0);
       g.end = std::max(g.end, t1);

@@ -76,10 +76,6 @@ void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
   b->stack.pop_back();
 }
 
-const char* innermost_zone_name(ThreadBuffer* b) noexcept {
-  return b->stack.empty() ? nullptr : b->zones[size_t(b->stack.back())].name;
-}
-
 int32_t innermost_zone(ThreadBuffer* b) noexcept { return b->stack.empty() ? -1 : b->stack.back(); }
 
 uint32_t next_region_id() noexcept {

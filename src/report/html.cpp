@@ -619,8 +619,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     joined["encoding"]["detail"] = {{"field", "variant"}};
     spec["layer"].push_back(joined);
     const double peak = num(s, "peak_gflops", NAN);
-    const json rule_y = {{"field", "y"}, {"type", "quantitative"}, {"title", spec["layer"][0]["encoding"]["y"]["title"]}};
     if (std::isfinite(peak) && peak > 0) {
+      const json rule_y = {{"field", "y"}, {"type", "quantitative"}, {"title", spec["layer"][0]["encoding"]["y"]["title"]}};
       const json rule = {{"y", peak * rate_scale}, {"label", fmt::format("{} peak {}", str(s, "peak_kind", "the"),
                                                                           fmt_num(peak * rate_scale, 1))}};
       spec["layer"].push_back({{"data", {{"values", {rule}}}},
