@@ -2,6 +2,7 @@
 // say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1304,46 +1305,88 @@ TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
   // scheduler's SIGTERM), it must remove them, and the --out directories it created, then die of the signal.
   // Deterministic: the signal is sent once the first staged file exists, with four variants still to run.
   // A compare into `out`, in the background, quiet; SIGINT as a shell gives a foreground job.
-  auto spawn_compare = [&](const fs::path& out) {
+  // Every signal whose default action ends the process and that comes from outside it (tools/main.cpp says
+  // why these); the child starts with each at its default, as a shell leaves them, and dumps no core.
+  const std::vector<int> terminating = {SIGTERM, SIGINT,  SIGHUP,    SIGQUIT, SIGUSR1, SIGUSR2,
+                                        SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPIPE};
+  // `ignored`: a signal the parent set to be ignored, as nohup does SIGHUP. `err_fd`: the child's stderr, and
+  // `close_fd` a descriptor it must not keep (the pipe's read end).
+  auto spawn_compare = [&](const fs::path& out, int ignored = 0, int err_fd = -1, int close_fd = -1) {
     const pid_t pid = ::fork();
     if (pid == 0) {
-      ::signal(SIGINT, SIG_DFL);
+      if (close_fd >= 0) ::close(close_fd);
+      for (const int sig : terminating) ::signal(sig, SIG_DFL);
+      if (ignored != 0) ::signal(ignored, SIG_IGN);
+      const struct rlimit no_core {0, 0};
+      ::setrlimit(RLIMIT_CORE, &no_core);
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
-      ::dup2(null, 2);
+      ::dup2(err_fd >= 0 ? err_fd : null, 2);
       ::execl(kBinary.c_str(), kBinary.c_str(), "compare", "--shape", "1,4,512,64", "--threads", "1", "--iters", "20",
               "--out", out.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     return pid;
   };
-  for (const int sig : {SIGTERM, SIGINT}) {
+  auto staged_in = [](const fs::path& out_dir) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->path().filename().string().find(".tmp.") != std::string::npos) return true;
+    return false;
+  };
+  // Waits until the run has staged a file; false when it ended first.
+  auto wait_staged = [&](pid_t pid, const fs::path& out_dir) {
+    int status = 0;
+    for (int i = 0; i < 120000 && !staged_in(out_dir); ++i) {  // up to 10 minutes (sanitizer builds are slow)
+      if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+      ::usleep(5000);
+    }
+    return staged_in(out_dir);
+  };
+  for (const int sig : terminating) {
     SCOPED_TRACE(strsignal(sig));
     const fs::path top = dir_ / "new", out_dir = top / "deeper";
     fs::remove_all(top);
     const pid_t pid = spawn_compare(out_dir);
     ASSERT_GT(pid, 0);
-    auto staged = [&] {
-      std::error_code ec;
-      for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-        if (it->path().filename().string().find(".tmp.") != std::string::npos) return true;
-      return false;
-    };
+    ASSERT_TRUE(wait_staged(pid, out_dir)) << "compare ended before it staged a file";
     int status = 0;
-    bool exited = false;
-    for (int i = 0; i < 120000 && !staged(); ++i) {  // up to 10 minutes (sanitizer builds are slow)
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        exited = true;
-        break;
-      }
-      ::usleep(5000);
-    }
-    ASSERT_FALSE(exited) << "compare ended before it staged a file";
-    ASSERT_TRUE(staged());
     ASSERT_EQ(::kill(pid, sig), 0);
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
     EXPECT_FALSE(fs::exists(top)) << "the directories the run created are removed with its temporary files";
+  }
+  {
+    // SIGPIPE as it happens: the reader of the run's progress (stderr) goes away half-way, and the next
+    // progress line raises it while the first variants' files wait in temporary files.
+    SCOPED_TRACE("stderr's reader goes away");
+    const fs::path top = dir_ / "new", out_dir = top / "deeper";
+    fs::remove_all(top);
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = spawn_compare(out_dir, 0, fds[1], fds[0]);
+    ::close(fds[1]);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_staged(pid, out_dir)) << "compare ended before it staged a file";
+    ::close(fds[0]);  // unread progress lines go with it; the run's next line meets a pipe with no reader
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) << "status " << status;
+    EXPECT_FALSE(fs::exists(top)) << "the directories the run created are removed with its temporary files";
+  }
+  for (const int sig : {SIGHUP, SIGUSR1}) {
+    // A signal the parent ignored (nohup's SIGHUP) stays ignored: the run goes on, and ends as it would.
+    SCOPED_TRACE(std::string("ignored ") + strsignal(sig));
+    const fs::path out_dir = dir_ / "ignored";
+    fs::remove_all(out_dir);
+    const pid_t pid = spawn_compare(out_dir, sig);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_staged(pid, out_dir)) << "compare ended before it staged a file";
+    ASSERT_EQ(::kill(pid, sig), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    EXPECT_TRUE(fs::exists(out_dir / "compare.json"));
   }
   // An --out that existed before keeps what it held, and only that.
   const fs::path kept = dir_ / "kept";

@@ -39,7 +39,8 @@ int fail(std::string msg) {
 
 // Ctrl-C (or a kill) in the middle of a run: the files written so far wait in temporary files for the run's
 // end, and the --out directory may be new. Remove both, then die of the signal as the shell expects
-// (exit status 128 + signal). Everything here is async-signal-safe: unlink, rmdir, sigaction, raise.
+// (exit status 128 + signal; SIGQUIT and SIGXCPU with their core dump, where core dumps are enabled).
+// Everything here is async-signal-safe: unlink, rmdir, sigaction, raise.
 extern "C" void on_terminating_signal(int sig) {
   // A run whose files are being renamed into place finishes that first: all new, never half new.
   if (attnprof::report::defer_signal_while_committing(sig)) return;
@@ -52,14 +53,30 @@ extern "C" void on_terminating_signal(int sig) {
   ::raise(sig);
 }
 
+// Every signal whose default action ends the process and that reaches it from outside, or from what it writes
+// to: Ctrl-C, Ctrl-\ (SIGQUIT), kill and job schedulers (SIGTERM, SIGHUP when the terminal goes; SIGUSR1/2,
+// which Slurm and `timeout -s` send before a time limit), timers a parent left armed across exec (SIGALRM,
+// SIGVTALRM, SIGPROF: interval timers survive execve), a CPU-time limit (SIGXCPU, `ulimit -t`: the hard limit's
+// SIGKILL follows, so the run must stop now, not ignore it), and SIGPIPE: stdout is written only once the
+// files are in place (dying of it there, as `attnprof compare | head -1` does, leaves them whole), but
+// progress goes to stderr during the run, and a FIFO output is written through, so a reader that goes away
+// mid-run raises it while temporary files wait. Not handled: the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT, SIGTRAP, SIGSYS), which mean the process is broken and belong to a debugger or a sanitizer's
+// report; SIGXFSZ, ignored below; real-time signals and SIGIO/SIGPWR/SIGSTKFLT, which nothing sends a
+// command-line tool.
+constexpr int kTerminatingSignals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
+                                       SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPIPE};
+
 void install_signal_cleanup() {
   struct sigaction sa {};
   sa.sa_handler = on_terminating_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+  for (int sig : kTerminatingSignals) {
     struct sigaction old {};
-    // A signal the parent set to be ignored (nohup, a background job's SIGINT) stays ignored.
-    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    // Only a signal at its default action: one the parent set to be ignored (nohup's SIGHUP, a background
+    // job's SIGINT, a SIGPIPE a daemon ignores) stays ignored, and a handler installed before main (a sampling
+    // profiler's SIGPROF, preloaded) stays in place.
+    if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;
     ::sigaction(sig, &sa, nullptr);
   }
   // Past a file size limit (ulimit -f) the kernel sends SIGXFSZ, whose default action kills the process with
