@@ -1559,3 +1559,80 @@ TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
   EXPECT_EQ(cmp.code, 1) << cmp.err;
   EXPECT_TRUE(fs::exists(fresh / "deeper" / "compare.json")) << "a --out holding the run's files was removed";
 }
+
+TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
+  // What the writer would refuse at the end of the run (after minutes of it) is refused before anything runs:
+  // exit 2 with one line (no progress line: nothing ran), and nothing in --out changes.
+  fs::create_directories(out());
+  auto listing = [&] {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(out())) names.insert(e.path().filename().string());
+    return names;
+  };
+  auto refused = [&](const std::string& args, const std::string& expect) {
+    SCOPED_TRACE(args);
+    const auto before = listing();
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("attnprof: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "the run started: " << r.err;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << "expected '" << expect << "' in: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_EQ(listing(), before);
+  };
+  const std::string o = out().string() + "/";
+  const std::string fast = " --iters 1 --warmup 0" + kSmall + out_flag();
+  // A directory where a file of the run goes.
+  fs::create_directory(out() / "naive.summary.json");
+  refused("profile naive" + fast, "cannot write '" + o + "naive.summary.json': it is a directory");
+  refused("compare --variants inplace,naive" + fast, "cannot write '" + o + "naive.summary.json': it is a directory");
+  fs::remove(out() / "naive.summary.json");
+  fs::create_directory(out() / "roofline.txt");
+  refused("roofline naive" + fast, "cannot write '" + o + "roofline.txt': it is a directory");
+  fs::remove(out() / "roofline.txt");
+  // A link to nothing, and a loop of links.
+  fs::create_symlink(dir_ / "gone" / "compare.json", out() / "compare.json");
+  refused("compare --variants flash" + fast,
+          "cannot write '" + o + "compare.json': it is a symbolic link to a file that does not exist");
+  fs::remove(out() / "compare.json");
+  fs::create_symlink("loop-b", out() / "sweep.json");
+  fs::create_symlink("sweep.json", out() / "loop-b");
+  refused("sweep --seq 16,32 --variants flash" + fast,
+          "cannot write '" + o + "sweep.json': it is a symbolic link that never reaches a file (a loop of links)");
+  fs::remove(out() / "sweep.json");
+  fs::remove(out() / "loop-b");
+  // A link into a directory where no file can be created (/proc answers ENOENT, even to root).
+  if (fs::is_regular_file("/proc/version")) {
+    fs::create_symlink("/proc/version", out() / "flash.table.txt");
+    refused("profile flash" + fast, "cannot write '" + o + "flash.table.txt': a file cannot be created in '/proc'");
+    refused("compare --variants flash" + fast, "cannot write '" + o + "flash.table.txt': a file cannot be created in '/proc'");
+    fs::remove(out() / "flash.table.txt");
+    fs::create_symlink("/proc/version", out() / "report.html");
+    refused("profile flash --html" + fast, "cannot write '" + o + "report.html': a file cannot be created in '/proc'");
+    fs::remove(out() / "report.html");
+  }
+  // --save-output: a name too long for the temporary file written beside it, a link to nothing.
+  const std::string long_name = (dir_ / (std::string(250, 'o') + ".npy")).string();
+  refused("profile naive" + fast + " --save-output " + long_name,
+          "--save-output: cannot write '" + long_name + "': its name is 254 bytes long, and the temporary file "
+          "written beside it needs 11 more");
+  fs::create_symlink(dir_ / "gone" / "o.npy", dir_ / "o-link.npy");
+  refused("profile naive" + fast + " --save-output " + (dir_ / "o-link.npy").string(),
+          "--save-output: cannot write '" + (dir_ / "o-link.npy").string() +
+              "': it is a symbolic link to a file that does not exist");
+  // diff --save: checked before either file is read (here neither exists).
+  const std::string nowhere = (dir_ / "no-such-dir" / "d.txt").string();
+  refused("diff " + o + "a.summary.json " + o + "b.summary.json --save " + nowhere,
+          "--save: cannot write '" + nowhere + "': its directory '" + (dir_ / "no-such-dir").string() +
+              "' does not exist");
+  refused("diff " + o + "a.summary.json " + o + "b.summary.json --save " + out().string(),
+          "--save: cannot write '" + out().string() + "': it is a directory");
+  // --out itself a loop of links: named as one, not as a link to a missing directory.
+  fs::create_symlink("loop-d", dir_ / "loop-c");
+  fs::create_symlink("loop-c", dir_ / "loop-d");
+  refused("profile naive --iters 1 --warmup 0" + kSmall + "--out " + (dir_ / "loop-c").string(),
+          "output path '" + (dir_ / "loop-c").string() +
+              "' is a symbolic link that never reaches a directory (a loop of links)");
+  // None of it touched --out: no run wrote there.
+  EXPECT_TRUE(fs::is_empty(out()));
+}

@@ -259,6 +259,7 @@ void run_compare_cuda(const CompareArgs& a) {
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
+  check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const cuda::DeviceInfo dev = cuda::device_info();
   const Target t = device_target(dev, in.p.dtype);
@@ -320,6 +321,7 @@ void run_compare(const CompareArgs& a) {
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
+  check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();

@@ -64,6 +64,7 @@ void run_diff(const DiffArgs& a) {
     for (const std::string& input : {base_path, next_path})
       if (std::filesystem::equivalent(a.out, input, ec) && !ec)
         ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
+    check_output_flag("--save", a.out);  // what writing it would refuse, before the files are read
   }
   const nlohmann::json base = load(base_path), next = load(next_path);
   auto is_compare = [](const nlohmann::json& j) {

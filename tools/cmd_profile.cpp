@@ -75,10 +75,14 @@ void run_profile(const ProfileArgs& a) {
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
     if (fs::is_directory(o.save_output))
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
-    if (!in_out) check_writable_dir(dir.string(), "--save-output's directory");
+    // Everything else npy::save would refuse at the end (a link to nothing, a directory that takes no new file,
+    // a name too long for its temporary file); inside --out, once prepare_out_dir has made it.
+    if (!in_out) check_output_flag("--save-output", o.save_output);
   }
   check_html_if_asked(o);
   prepare_out_dir(o.out);
+  check_out_files(o, {v.name}, {});
+  if (!o.save_output.empty()) check_output_flag("--save-output", o.save_output);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
 
   const int threads = ops::num_threads();

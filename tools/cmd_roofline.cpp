@@ -98,6 +98,7 @@ void run_roofline(const RooflineArgs& a) {
     refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt"});
     check_html_if_asked(o);
     prepare_out_dir(o.out);
+    check_out_files(o, {}, {"roofline.json", "roofline.txt"});
   }
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();

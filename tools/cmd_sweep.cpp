@@ -183,6 +183,7 @@ void run_sweep(const SweepArgs& a) {
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()));
   check_html_if_asked(o);
   prepare_out_dir(o.out);
+  check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   std::optional<cuda::DeviceInfo> dev;

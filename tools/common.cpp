@@ -414,9 +414,15 @@ void prepare_out_dir(const std::string& dir) {
     missing.push_back(p);
   // A dangling symbolic link is no directory to create: create_directories would say only "File exists".
   for (const fs::path& p : missing)
-    if (fs::is_symlink(fs::symlink_status(p, ec)))
+    if (fs::is_symlink(fs::symlink_status(p, ec))) {
+      std::error_code loop;
+      (void)fs::status(p, loop);
+      if (loop == std::errc::too_many_symbolic_link_levels)
+        ATTNPROF_FAIL("output path '{}' is a symbolic link that never reaches a directory (a loop of links)",
+                      p == missing.front() ? dir : p.string());
       ATTNPROF_FAIL("output path '{}' is a symbolic link to '{}', which does not exist",
                     p == missing.front() ? dir : p.string(), fs::read_symlink(p, ec).string());
+    }
   for (auto d = missing.rbegin(); d != missing.rend(); ++d) {
     const int n = g_created_dirs_n.load(std::memory_order_relaxed);
     if (n == kMaxCreatedDirs || d->native().size() >= PATH_MAX) break;
@@ -460,6 +466,19 @@ std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector
   std::vector<std::string> paths;
   for (const std::string& name : names) paths.push_back(out_path(o.out, name));
   return paths;
+}
+
+void check_output_flag(std::string_view flag, const std::string& path) {
+  with_option(flag, [&] { report::check_output_file(path); });
+}
+
+void check_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
+                     const std::vector<std::string>& files) {
+  std::vector<std::string> names = files;
+  for (const std::string& v : variants)
+    for (const std::string& name : {trace_file(v, o), v + ".summary.json", v + ".table.txt"}) names.push_back(name);
+  if (o.html) names.push_back("report.html");
+  for (const std::string& name : names) report::check_output_file(out_path(o.out, name));
 }
 
 void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,

@@ -162,6 +162,15 @@ void refuse_input_as_output(const CommonOptions& o, const std::string& output, c
 // report.html with --html.
 void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,
                           const std::vector<std::string>& files);
+// After prepare_out_dir, before anything runs: every file the run will write into --out (for each of
+// `variants` its trace, in the format the run writes, summary and table, then `files`, and report.html with
+// --html) can be written there when the run ends (report::check_output_file: not a directory, a link to
+// nothing or a loop, a device that cannot be written, a directory where no file can be created), so a bad
+// target stops the run before its minutes of work, not after.
+void check_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
+                     const std::vector<std::string>& files);
+// The same for a file an option names (--save-output, diff --save): "<flag>: cannot write '<path>': <why>".
+void check_output_flag(std::string_view flag, const std::string& path);
 // The paths of those files: what a run writes into (or removes from) --out.
 std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
                                        const std::vector<std::string>& files);

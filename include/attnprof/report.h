@@ -189,6 +189,14 @@ bool defer_signal_while_committing(int sig) noexcept;
 // (<strerror>)"). Interrupted by a
 // signal, the handler's remove_temporary_files() removes the probe too.
 std::string write_probe_error(const std::string& dir);
+// Before a run, for each file it will write at its end (write_text_atomic, the trace writer, npy::save): throws
+// Error naming `path` when that write would be refused, by the rules it applies then. A regular file (or
+// none) is replaced through a temporary file beside it, so its directory must exist and take a new file (a
+// probe file is created and removed once per directory; one write_probe_error found writable counts), and
+// its name must leave room for the temporary's suffix; a directory, a link to nothing or a loop of links is
+// refused; a device must be writable; a FIFO is written through and not opened here (that would end a
+// waiting reader's input). Nothing is left behind.
+void check_output_file(const std::string& path);
 
 // A count or byte figure held as a double, as JSON: an integer when it is whole (8, not 8.0), else the double.
 nlohmann::json count_json(double v);

@@ -89,7 +89,10 @@ TargetInfo inspect_target(const std::string& path) {
   TargetInfo t;
   struct stat link {};
   t.exists = ::stat(path.c_str(), &t.target) == 0;
+  const int err = t.exists ? 0 : errno;
   t.is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  ATTNPROF_CHECK(t.exists || !t.is_link || err != ELOOP,
+                 "cannot write '{}': it is a symbolic link that never reaches a file (a loop of links)", path);
   ATTNPROF_CHECK(t.exists || !t.is_link, "cannot write '{}': it is a symbolic link to a file that does not exist", path);
   ATTNPROF_CHECK(!t.exists || !S_ISDIR(t.target.st_mode), "cannot write '{}': it is a directory", path);
   return t;
@@ -97,6 +100,37 @@ TargetInfo inspect_target(const std::string& path) {
 }  // namespace
 
 void check_atomic_target(const std::string& path) { (void)inspect_target(path); }
+
+std::string atomic_target_dir(const std::string& path) {
+  const TargetInfo t = inspect_target(path);
+  if (t.exists && !S_ISREG(t.target.st_mode)) {
+    // Written straight through. A FIFO is not opened here: opening and closing it would end the input of a
+    // reader already waiting on it. Whether one reads it is known when the run writes it.
+    if (!S_ISFIFO(t.target.st_mode) && ::access(path.c_str(), W_OK) != 0)
+      ATTNPROF_FAIL("cannot write '{}': it is not a regular file and cannot be opened for writing ({})", path,
+                    std::strerror(errno));
+    return {};
+  }
+  std::string target = path;
+  if (t.is_link) {  // the constructor writes beside the link's target
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) == nullptr)
+      ATTNPROF_FAIL("cannot write '{}': cannot resolve the symbolic link ({})", path, std::strerror(errno));
+    target = resolved;
+  }
+  const size_t slash = target.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
+  // The temporary file's name is the file's plus ".tmp.XXXXXX", and an old file is kept under that plus
+  // ".old" while it is replaced: a name near the filesystem's limit is refused by mkstemp or link(2) only then.
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t extra = std::strlen(".tmp.XXXXXX") + (t.exists ? std::strlen(".old") : 0);
+  if (name_max > 0 && name.size() + extra > size_t(name_max))
+    ATTNPROF_FAIL("cannot write '{}': its name is {} bytes long, and the temporary file written beside it needs {} more "
+                  "(at most {} bytes a name there)",
+                  path, name.size(), extra, name_max);
+  return dir;
+}
 
 AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;

@@ -35,6 +35,12 @@ class AtomicFile {
 // that does not exist, a directory), for callers that must refuse a path before a long run writes to it.
 // Throws Error with the constructor's message.
 void check_atomic_target(const std::string& path);
+// The same checks, and the others the constructor or the commit would make on `path` only later, short of
+// creating a file: a name too long for the temporary file beside it, a device that cannot be opened for
+// writing (access(2); a FIFO is not opened, which would end a waiting reader's input). Returns the directory
+// the temporary file would be made in (the path's, or its symbolic link's target's), or "" for a path written
+// straight through (a device, a FIFO). Whether a file can be created there is the caller's to probe.
+std::string atomic_target_dir(const std::string& path);
 
 // The staging behind report::FileBatch (see report.h): files committed while a batch is open on this thread
 // wait, complete, in their temporary files, and are renamed together by commit_staged().

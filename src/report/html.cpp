@@ -20,7 +20,6 @@
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
-#include "io/atomic_file.h"
 #include "report/figures.h"
 #include "report/html_run.h"
 
@@ -1182,7 +1181,7 @@ void check_html_report_possible(const std::string& out_dir, const HtmlOptions& o
   std::error_code ec;
   if (fs::is_directory(out_dir, ec)) {
     refuse_page_over_input(out_dir, opt);
-    io::check_atomic_target((fs::path(out_dir) / opt.file_name).string());  // a directory, a dangling link
+    check_output_file((fs::path(out_dir) / opt.file_name).string());  // a directory, a dangling link, ...
   }
   (void)load_chart_library(opt.web_dir);
 }
@@ -1193,6 +1192,7 @@ std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt
   refuse_page_over_input(out_dir, opt);
   const ChartLibrary lib = load_chart_library(opt.web_dir);
   const std::string path = (fs::path(out_dir) / opt.file_name).string();
+  check_output_file(path);  // before the directory is read
   write_text_atomic(path, render_html_report(out_dir, lib, opt));
   return path;
 }

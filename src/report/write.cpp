@@ -5,9 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
+#include <system_error>
 
 #include <fmt/format.h>
 
+#include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "io/atomic_file.h"
 
@@ -41,17 +45,59 @@ void remove_temporary_files() noexcept { io::remove_temporaries(); }
 
 bool defer_signal_while_committing(int sig) noexcept { return io::detail::defer_signal(sig); }
 
-std::string write_probe_error(const std::string& dir) {
+namespace {
+
+// Directories where a probe file was created and removed in this process: a run checks its output files
+// against them rather than creating a probe beside each file.
+std::mutex g_writable_mutex;
+std::set<std::string> g_writable_dirs;
+
+std::string canonical_dir(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path c = std::filesystem::canonical(dir, ec);
+  return ec ? std::string() : c.string();
+}
+
+// 0 when a file can be created (and was removed) in `dir`, else the errno of the attempt.
+int probe_dir(const std::string& dir) {
   // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
   // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
   std::string probe = (std::filesystem::path(dir) / ".attnprof-write-probe.XXXXXX").string();
   const int fd = io::detail::make_temporary(probe);
-  // The reason as strerror alone misleads: /proc answers ENOENT for a directory that plainly exists.
-  if (fd < 0) return fmt::format("a file cannot be created there ({})", std::strerror(errno));
+  if (fd < 0) return errno;
   ::close(fd);
   ::unlink(probe.c_str());
   io::detail::untrack_temporary(probe);
+  if (const std::string c = canonical_dir(dir); !c.empty()) {
+    const std::lock_guard<std::mutex> lock(g_writable_mutex);
+    g_writable_dirs.insert(c);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string write_probe_error(const std::string& dir) {
+  // The reason as strerror alone misleads: /proc answers ENOENT for a directory that plainly exists.
+  if (const int err = probe_dir(dir); err != 0)
+    return fmt::format("a file cannot be created there ({})", std::strerror(err));
   return {};
+}
+
+void check_output_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string dir = io::atomic_target_dir(path);
+  if (dir.empty()) return;  // a device or a FIFO, written straight through
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) ATTNPROF_FAIL("cannot write '{}': its directory '{}' does not exist", path, dir);
+  if (!fs::is_directory(st)) ATTNPROF_FAIL("cannot write '{}': '{}' is not a directory", path, dir);
+  if (const std::string c = canonical_dir(dir); !c.empty()) {
+    const std::lock_guard<std::mutex> lock(g_writable_mutex);
+    if (g_writable_dirs.contains(c)) return;
+  }
+  if (const int err = probe_dir(dir); err != 0)
+    ATTNPROF_FAIL("cannot write '{}': a file cannot be created in '{}' ({})", path, dir, std::strerror(err));
 }
 
 void write_text_atomic(const std::string& path, const std::string& contents) {
