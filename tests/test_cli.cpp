@@ -1560,6 +1560,66 @@ TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
   EXPECT_TRUE(fs::exists(fresh / "deeper" / "compare.json")) << "a --out holding the run's files was removed";
 }
 
+TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {
+  // Nothing the page can draw is bad input, as a corrupt .npy is: exit 2, no report.html, and on stderr one
+  // line per file that could not be used, then the error. A report of notes alone would pass for a result.
+  fs::create_directories(out());
+  auto expect_refused = [&](const std::vector<std::string>& lines) {
+    const Result r = run("report --out " + out().string());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    std::vector<std::string> got;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);) got.push_back(line);
+    ASSERT_EQ(got.size(), lines.size()) << r.err;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(got[i].rfind("attnprof: error: ", 0), 0u) << got[i];
+      EXPECT_NE(got[i].find(lines[i]), std::string::npos) << "expected '" << lines[i] << "' in: " << got[i];
+    }
+    EXPECT_FALSE(fs::exists(out() / "report.html"));
+    for (const auto& e : fs::directory_iterator(out()))
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  };
+  const std::string nothing = "report: " + out().string() + " holds no compare.json, sweep.json, roofline.json or "
+                              "<variant>.summary.json, so there is nothing to draw and no report.html was written";
+  // An empty directory, and one holding only files the report does not read.
+  expect_refused({nothing});
+  { std::ofstream(out() / "notes.txt") << "mine"; }
+  { std::ofstream(out() / "other.json") << "{}"; }
+  { std::ofstream(out() / "naive.trace.json") << "{\"traceEvents\": []}"; }
+  expect_refused({nothing});
+  // Every input corrupt, unreadable or of another schema: each named, in the order the report reads them.
+  const std::string dir = out().string() + "/";
+  { std::ofstream(out() / "compare.json") << "{not json"; }
+  { std::ofstream(out() / "sweep.json") << R"({"kind": "compare", "variants": []})"; }
+  { std::ofstream(out() / "roofline.json") << "[1, 2]"; }
+  { std::ofstream(out() / "naive.summary.json") << R"({"rows": []})"; }
+  fs::create_directory(out() / "flash.summary.json");
+  expect_refused({dir + "compare.json: not valid JSON (",
+                  dir + "sweep.json: not an attnprof sweep: its \"kind\" is \"compare\", not \"sweep\"",
+                  dir + "roofline.json: not an attnprof roofline: it is not a JSON object",
+                  dir + "flash.summary.json: it is a directory",
+                  dir + "naive.summary.json: not an attnprof summary",
+                  "report: none of the 5 result files in " + out().string() +
+                      " could be used (each named above), so no report.html was written"});
+  // An earlier run's page stays as it was.
+  { std::ofstream(out() / "report.html") << "earlier"; }
+  const Result again = run("report --out " + out().string());
+  EXPECT_EQ(again.code, 2) << again.err;
+  EXPECT_EQ(io::read_file(out() / "report.html"), "earlier");
+  fs::remove(out() / "report.html");
+  // One usable input is enough: the rest become notes on the page, as before.
+  fs::copy_file(fs::path(ATTNPROF_SOURCE_DIR) / "tests/fixtures/report/sweep.json", out() / "sweep.json",
+                fs::copy_options::overwrite_existing);
+  const Result some = run("report --out " + out().string());
+  if (some.code == 2 && some.err.find("npm ci --prefix web") != std::string::npos)
+    GTEST_SKIP() << "chart library not installed: " << some.err;
+  ASSERT_EQ(some.code, 0) << some.err;
+  const std::string page = io::read_file(out() / "report.html");
+  EXPECT_NE(page.find("compare.json could not be parsed"), std::string::npos);
+  EXPECT_NE(page.find("sweep-time"), std::string::npos);
+}
+
 TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   // What the writer would refuse at the end of the run (after minutes of it) is refused before anything runs:
   // exit 2 with one line (no progress line: nothing ran), and nothing in --out changes.
@@ -1609,6 +1669,7 @@ TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
     fs::remove(out() / "flash.table.txt");
     fs::create_symlink("/proc/version", out() / "report.html");
     refused("profile flash --html" + fast, "cannot write '" + o + "report.html': a file cannot be created in '/proc'");
+    refused("report --out " + out().string(), "cannot write '" + o + "report.html': a file cannot be created in '/proc'");
     fs::remove(out() / "report.html");
   }
   // --save-output: a name too long for the temporary file written beside it, a link to nothing.

@@ -1,10 +1,11 @@
 // attnprof report [--out DIR]: one self-contained report.html drawn from the JSON files that compare, sweep,
-// roofline and profile wrote into DIR (see docs/report.md). It runs nothing itself; a missing input file
-// leaves its section out with a note. The same page is what `--html` on profile, compare and sweep writes,
+// roofline and profile wrote into DIR (see docs/report.md). It runs nothing itself; a missing or unusable input
+// file leaves its section out with a note, but a directory with no usable input at all is an error (exit 2). The same page is what `--html` on profile, compare and sweep writes,
 // through attnprof::report::write_html_report.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -25,17 +26,23 @@ void run_report(const ReportArgs& a) {
   std::error_code ec;
   ATTNPROF_CHECK(fs::is_directory(a.out, ec), "report: --out {} is not a directory (run `attnprof compare --out {}` first)",
                  a.out, a.out);
-  bool any = false;
-  for (const char* f : {"compare.json", "sweep.json", "roofline.json"}) any = any || fs::is_regular_file(fs::path(a.out) / f, ec);
-  for (auto it = fs::directory_iterator(a.out, ec); !any && !ec && it != fs::directory_iterator(); it.increment(ec))
-    any = it->path().filename().string().find(".summary.json") != std::string::npos;
-  if (!any)
-    std::fprintf(stderr, "attnprof: warning: %s holds no compare.json, sweep.json, roofline.json or *.summary.json; "
-                         "the report will only say what to run\n", a.out.c_str());
   report::HtmlOptions opt;
   opt.web_dir = a.web_dir;
   opt.title = a.title;
-  const std::string path = report::write_html_report(a.out, opt);
+  // A directory with nothing to draw (empty, unrelated files, every input corrupt) is bad input: no page, one
+  // line per file that could not be used, then the error itself (exit 2).
+  opt.require_input = true;
+  std::string path;
+  try {
+    path = report::write_html_report(a.out, opt);
+  } catch (const report::NoReportInput& e) {
+    for (std::string line : e.problems) {
+      for (char& c : line)  // a parser's message may quote the file's bytes
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+      std::fprintf(stderr, "attnprof: error: %s\n", line.c_str());
+    }
+    throw Error(e.what());
+  }
   std::printf("%s\n", path.c_str());
 }
 

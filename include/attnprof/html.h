@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnprof/error.h"
+
 namespace attnprof::report {
 
 struct HtmlOptions {
@@ -29,6 +31,20 @@ struct HtmlOptions {
                                          // one tried; "" = search
   std::string title = "attnprof report";
   std::string file_name = "report.html"; // written inside the output directory
+  // `attnprof report`: when the directory holds no input the page can draw (compare.json, sweep.json,
+  // roofline.json or a <variant>.summary.json that is readable and what attnprof writes), write_html_report
+  // throws NoReportInput and writes nothing, instead of a page that only says what to run.
+  bool require_input = false;
+};
+
+// What write_html_report throws with HtmlOptions::require_input when nothing in the directory can be drawn.
+// what() is one line saying so; `problems` has one line per input that is there but could not be used,
+// "<dir>/<file>: <why>" ("run/compare.json: not valid JSON (...)"), empty when there was none at all.
+class NoReportInput : public Error {
+ public:
+  NoReportInput(std::string message, std::vector<std::string> problems)
+      : Error(std::move(message)), problems(std::move(problems)) {}
+  std::vector<std::string> problems;
 };
 
 // The chart library's JavaScript, read from the installed npm packages.

@@ -1079,9 +1079,9 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
 }
 
 // ---- the page ----------------------------------------------------------------------------------------------
-std::string render_html_report(const std::string& out_dir, const ChartLibrary& lib, const HtmlOptions& opt) {
-  const fs::path dir(out_dir);
-  const html_run::Run run = html_run::read_run(dir, kMaxSpans);
+namespace {
+
+std::string render_page(const fs::path& dir, const html_run::Run& run, const ChartLibrary& lib, const HtmlOptions& opt) {
   const Input& compare = run.compare;
   const Input& sweep = run.sweep;
   const Input& roofline = run.roofline;
@@ -1140,6 +1140,33 @@ std::string render_html_report(const std::string& out_dir, const ChartLibrary& l
   return page;
 }
 
+// With HtmlOptions::require_input: NoReportInput when `run` has nothing the page can draw.
+void require_input(const std::string& out_dir, const html_run::Run& run) {
+  if (run.usable > 0) return;
+  std::vector<std::string> problems;
+  for (const auto& [file, why] : run.unusable)
+    problems.push_back(fmt::format("{}: {}", file.empty() ? out_dir : (fs::path(out_dir) / file).string(), why));
+  const size_t files = std::count_if(run.unusable.begin(), run.unusable.end(), [](const auto& u) { return !u.first.empty(); });
+  if (files == 0)
+    throw NoReportInput(fmt::format("report: {} holds no compare.json, sweep.json, roofline.json or "
+                                    "<variant>.summary.json, so there is nothing to draw and no report.html was "
+                                    "written (run `attnprof compare --out {}` first)",
+                                    out_dir, out_dir),
+                        std::move(problems));
+  throw NoReportInput(files == 1 ? fmt::format("report: the one result file in {} could not be used (named above), "
+                                               "so no report.html was written", out_dir)
+                                 : fmt::format("report: none of the {} result files in {} could be used (each named "
+                                               "above), so no report.html was written", files, out_dir),
+                      std::move(problems));
+}
+
+}  // namespace
+
+std::string render_html_report(const std::string& out_dir, const ChartLibrary& lib, const HtmlOptions& opt) {
+  const fs::path dir(out_dir);
+  return render_page(dir, html_run::read_run(dir, kMaxSpans), lib, opt);
+}
+
 namespace {
 
 bool is_report_input(const std::string& name) { return name.ends_with(".json") || name.ends_with(".json.gz"); }
@@ -1190,10 +1217,12 @@ std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt
   std::error_code ec;
   if (!fs::is_directory(out_dir, ec)) ATTNPROF_FAIL("report: {} is not a directory", out_dir);
   refuse_page_over_input(out_dir, opt);
-  const ChartLibrary lib = load_chart_library(opt.web_dir);
   const std::string path = (fs::path(out_dir) / opt.file_name).string();
   check_output_file(path);  // before the directory is read
-  write_text_atomic(path, render_html_report(out_dir, lib, opt));
+  const html_run::Run run = html_run::read_run(out_dir, kMaxSpans);
+  if (opt.require_input) require_input(out_dir, run);
+  const ChartLibrary lib = load_chart_library(opt.web_dir);
+  write_text_atomic(path, render_page(out_dir, run, lib, opt));
   return path;
 }
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -23,18 +25,30 @@ namespace attnprof::report::html_run {
 namespace fs = std::filesystem;
 
 std::optional<std::string> read_file(const fs::path& p, std::string* why, uint64_t limit) {
+  auto fail = [&](std::string reason) -> std::optional<std::string> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
   std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  const fs::file_status st = fs::status(p, ec);
+  if (ec || !fs::is_regular_file(st)) {
+    // Not there is no reason; anything else that stands under the name is one (a directory, a FIFO, a link
+    // to nothing, a directory that cannot be searched).
+    if (ec == std::errc::no_such_file_or_directory && !fs::is_symlink(fs::symlink_status(p, ec))) return std::nullopt;
+    if (ec == std::errc::no_such_file_or_directory) return fail("it is a symbolic link to a file that does not exist");
+    if (ec) return fail(fmt::format("it cannot be read ({})", ec.message()));
+    return fail(fs::is_directory(st) ? "it is a directory" : "it is not a regular file");
+  }
   // Refused by its size before it is read: a file past any attnprof writes.
   const uint64_t size = fs::file_size(p, ec);
-  if (ec) return std::nullopt;
+  if (ec) return fail(fmt::format("it cannot be read ({})", ec.message()));
   if (std::string too_large = input_size_error(size, limit); !too_large.empty()) {
     if (why) *why = std::move(too_large);
     return std::nullopt;
   }
   if (p.extension() == ".gz") {
     gzFile f = gzopen(p.c_str(), "rb");
-    if (!f) return std::nullopt;
+    if (!f) return fail(fmt::format("it cannot be opened ({})", std::strerror(errno)));
     std::string out;
     std::array<char, 1 << 16> buf;
     int n;
@@ -52,11 +66,11 @@ std::optional<std::string> read_file(const fs::path& p, std::string* why, uint64
     }
     const bool ok = n == 0;
     gzclose(f);
-    if (!ok) return std::nullopt;
+    if (!ok) return fail("it is not valid gzip data");
     return out;
   }
   std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in) return fail(fmt::format("it cannot be opened ({})", std::strerror(errno)));
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -69,18 +83,20 @@ Input read_json(const fs::path& p) {
   if (!text) {
     in.note = why.empty() ? fmt::format("{} not found", p.filename().string())
                           : fmt::format("{} not read: {}", p.filename().string(), why);
+    in.why = why;
     return in;
   }
   try {
     in.doc = json::parse(*text);
   } catch (const std::exception& e) {
     in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), e.what());
+    in.why = fmt::format("not valid JSON ({})", e.what());
     return in;
   }
   if (const std::string bad = detail::first_number_out_of_range(*in.doc); !bad.empty()) {
     in.doc.reset();
-    in.note = fmt::format("{} is not a file attnprof wrote: {} is out of range (beyond ±2^53)",
-                          p.filename().string(), bad);
+    in.why = fmt::format("not a file attnprof wrote: {} is out of range (beyond ±2^53)", bad);
+    in.note = fmt::format("{} is {}", p.filename().string(), in.why);
   }
   return in;
 }
@@ -499,6 +515,15 @@ std::vector<VariantData> collect_variants(const fs::path& dir, const Input& comp
 
 Run read_run(const fs::path& dir, size_t max_spans) {
   Run run;
+  // "<file>: why" for an input that is there and cannot be used; the checks' own messages begin with the file.
+  auto unusable = [&](const std::string& file, std::string why) {
+    if (why.starts_with(file + ": ")) why.erase(0, file.size() + 2);
+    run.unusable.emplace_back(file, std::move(why));
+  };
+  std::error_code lec;
+  (void)fs::directory_iterator(dir, lec);
+  if (lec)
+    unusable("", fmt::format("it cannot be listed ({}), so no <variant>.summary.json in it can be found", lec.message()));
   run.compare = read_json(dir / "compare.json");
   // A compare.json with figures attnprof never writes (a time that is not a number, a negative byte count, a
   // row without a name) is not drawn with guessed values: the section says what is wrong instead.
@@ -507,9 +532,38 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     } catch (const Error& e) {
       run.compare.doc.reset();
       run.compare.note = fmt::format("{} (not drawn: attnprof does not write such a file)", e.what());
+      run.compare.why = e.what();
     }
   run.sweep = read_json(dir / "sweep.json");
   run.roofline = read_json(dir / "roofline.json");
+  // sweep.json and roofline.json are drawn leniently, field by field, but only when they are what the name
+  // says: another command's JSON (or a list, a number) under that name is no sweep or roofline.
+  auto check_kind = [](Input& in, const char* file, const char* kind,
+                       std::initializer_list<std::string_view> fields) {
+    if (!in.doc) return;
+    std::string why;
+    if (!in.doc->is_object()) {
+      why = "not an attnprof " + std::string(kind) + ": it is not a JSON object";
+    } else if (const json* k = member(*in.doc, {"kind"}); k && (!k->is_string() || k->get<std::string>() != kind)) {
+      why = fmt::format("not an attnprof {}: its \"kind\" is {}, not \"{}\"", kind, k->dump(), kind);
+    } else if (!member(*in.doc, fields)) {
+      std::string names;
+      for (std::string_view f : fields) names += (names.empty() ? "" : " or ") + fmt::format("\"{}\"", f);
+      why = fmt::format("not an attnprof {}: it has no {}", kind, names);
+    }
+    if (why.empty()) return;
+    in.doc.reset();
+    in.note = fmt::format("{} is {}", file, why);
+    in.why = why;
+  };
+  check_kind(run.sweep, "sweep.json", "sweep", {"points"});
+  check_kind(run.roofline, "roofline.json", "roofline", {"machine", "peaks", "ops"});
+  for (const auto& [in, file] : {std::pair<const Input&, const char*>{run.compare, "compare.json"},
+                                 {run.sweep, "sweep.json"},
+                                 {run.roofline, "roofline.json"}}) {
+    if (in.doc) ++run.usable;
+    else if (!in.why.empty()) unusable(file, in.why);
+  }
   const Input& compare = run.compare;
 
   // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory;
@@ -585,14 +639,17 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   for (size_t i = 0; i < vs.size(); ++i) {
     VariantData& v = vs[i];
     Input s = std::move(summaries[i]);
+    if (!s.doc && !s.why.empty()) unusable(v.summary_file, s.why);
     if (s.doc)
       if (const std::string p = other_problem(*s.doc); !p.empty()) {
+        ++run.usable;  // a good file, of another problem
         leave_out(i, left_out(v.summary_file, p));
         continue;
       }
     // compare.json says this run did not run the variant: a summary older than it is an earlier run's, and
     // beside this run's figures it would compare the two runs without saying so.
     if (const auto nr = not_run.find(v.name); s.doc && nr != not_run.end() && older_than_compare(v.summary_file)) {
+      ++run.usable;  // an earlier run's, left out
       leave_out(i, fmt::format("{} is left out: compare.json did not run {} ({}), so the file is an earlier run's "
                                "in this directory.", v.summary_file, v.name, nr->second));
       continue;
@@ -600,9 +657,11 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     if (s.doc) try {
         check_summary(*s.doc, v.summary_file);
       } catch (const Error& e) {
+        unusable(v.summary_file, e.what());
         leave_out(i, fmt::format("{} is left out: {} (attnprof does not write such a file).", v.summary_file, e.what()));
         continue;
       }
+    if (s.doc) ++run.usable;
     load_variant(dir, std::move(s), max_spans, v, op_notes);
   }
   for (size_t i = vs.size(); i-- > 0;)

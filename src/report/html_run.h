@@ -26,10 +26,12 @@ using json = nlohmann::json;
 struct Input {
   std::optional<json> doc;
   std::string note;  // why it is missing, "" when present
+  std::string why;   // a file that is there but cannot be used: why not, without its name ("" otherwise)
 };
 
-// A file's bytes (gzip-compressed ones inflated), or nothing when it cannot be read. A file over `limit`
-// (compressed, or once inflated) is not read: nothing, and `why` (when given) says so with its size.
+// A file's bytes (gzip-compressed ones inflated), or nothing when it cannot be read. When the file is there
+// but cannot be read (not a regular file, no permission, over `limit` compressed or once inflated, corrupt
+// gzip data), `why` (when given) says so; it stays empty for a file that does not exist.
 std::optional<std::string> read_file(const std::filesystem::path& p, std::string* why = nullptr,
                                      uint64_t limit = kMaxInputBytes);
 // A JSON file attnprof wrote, or a note saying why it is not there.
@@ -72,6 +74,13 @@ struct Run {
   std::vector<std::string> op_notes;
   std::vector<std::string> notes;  // files left out of the page (another problem than the run's), shown first
   std::set<std::string> left_out;  // their names, and the traces and tables of the same variants
+  // The inputs the page is drawn from (compare.json, sweep.json, roofline.json, summaries), counted when one
+  // could be used (a file left out as another problem's counts: it is a good file), and, one line each
+  // (file name, why: "naive.summary.json", "not an attnprof summary ..."), those that are there but could not
+  // be: unreadable, not JSON, or not what attnprof writes under that name. A directory that cannot be listed
+  // is an entry with an empty file name.
+  int usable = 0;
+  std::vector<std::pair<std::string, std::string>> unusable;
 };
 // `max_spans`: the most trace events of one forward kept per variant for the timeline.
 Run read_run(const std::filesystem::path& dir, size_t max_spans);
