@@ -9,7 +9,7 @@
 #include "cuda/cublas_loader.h"
 
 #include "cuda/backend.h"
-#include "cuda/dynamic_library.h"
+#include "core/dynamic_library.h"
 
 namespace attnprof::cuda::detail {
 namespace {
@@ -34,7 +34,8 @@ std::vector<std::string> candidates() {
 
 Loaded load() {
   Loaded l;
-  DynamicLibrary lib(candidates(), fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR), "ATTNPROF_CUBLAS_LIBRARY");
+  attnprof::detail::DynamicLibrary lib(candidates(), fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR),
+                                       "ATTNPROF_CUBLAS_LIBRARY");
   if (!lib.handle) {
     l.error = lib.error;
     return l;

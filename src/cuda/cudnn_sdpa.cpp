@@ -11,8 +11,8 @@
 #include <mutex>
 
 #include "attnprof/profiler.h"
+#include "core/dynamic_library.h"
 #include "cuda/backend.h"
-#include "cuda/dynamic_library.h"
 
 namespace attnprof::cuda::cudnn {
 
@@ -48,7 +48,7 @@ std::vector<std::string> candidates() {
 
 Api load() {
   Api a;
-  detail::DynamicLibrary lib(candidates(), "libcudnn.so.9", "ATTNPROF_CUDNN_LIBRARY");
+  attnprof::detail::DynamicLibrary lib(candidates(), "libcudnn.so.9", "ATTNPROF_CUDNN_LIBRARY");
   if (!lib.handle) {
     a.error = lib.error;
     return a;

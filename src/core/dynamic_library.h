@@ -1,5 +1,5 @@
-// Internal: a vendor library the CUDA backend opens with dlopen on first use (cuBLAS, cuDNN), so that no
-// binary needs it to start and commands that never touch it do not pay its start-up; its functions are
+// Internal: a vendor library opened with dlopen on first use (cuBLAS and cuDNN for the CUDA backend), so that
+// no binary needs it to start and commands that never touch it do not pay its start-up; its functions are
 // looked up by name.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-namespace attnprof::cuda::detail {
+namespace attnprof::detail {
 
 struct DynamicLibrary {
   void* handle = nullptr;  // stays open for the life of the process
@@ -43,4 +43,4 @@ struct DynamicLibrary {
   }
 };
 
-}  // namespace attnprof::cuda::detail
+}  // namespace attnprof::detail
