@@ -18,7 +18,6 @@
 // same buffers, validated the same way. `ops/...` times the elementwise ops the naive variants are made of
 // (GBs = bytes of the op's cost model per second; STREAM on this VM is ~25 GB/s on 1 core, ~35 on 2).
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +30,7 @@
 #include "attnprof/allocator.h"
 #include "attnprof/attention.h"
 #include "attnprof/ops.h"
+#include "ops/blas_loader.h"
 #if ATTNPROF_HAVE_TORCH
 #include "torch_peer.h"
 #endif
@@ -69,6 +69,9 @@ std::map<int, double>& sgemm_cpu_rates() {
 double sgemm_rate(int threads) {
   static std::map<int, double> cache;
   if (auto it = cache.find(threads); it != cache.end()) return it->second;
+  // The OpenBLAS the ops load (not a copy linked here: ATTNPROF_OPENBLAS_LIBRARY may name another build), so
+  // "% of sgemm" compares the ops with the library they call.
+  const auto sgemm = ops::detail::blas_api().cblas_sgemm;
   ops::set_num_threads(threads);
   const int n = 2048;
   std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
@@ -76,7 +79,7 @@ double sgemm_rate(int threads) {
   for (int i = 0; i < 4; ++i) {  // the first run also warms up fresh memory and BLAS buffers
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = process_cpu_seconds();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i > 0) best = std::min(best, s), best_cpu = std::min(best_cpu, process_cpu_seconds() - c0);
   }

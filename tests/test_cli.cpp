@@ -1161,6 +1161,64 @@ TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
   EXPECT_TRUE(after == before) << "files changed or temporary files left: " << after.size();
 }
 
+TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
+  // Linked, OpenBLAS's constructor reserved a 128 MiB buffer a thread before main and, under an address-space
+  // limit too small for them, retried its failed mmaps forever: `attnprof --version` hung under ulimit -v of
+  // ~340 MiB on two cores (and a small compare at two threads, in its first sgemm, under ~590 MiB). Loaded by
+  // the first run that needs it, after a check of the limit, the rest runs under 200 MiB and such a run stops
+  // with one line naming the limit. `timeout` ends a hang (exit 124).
+#ifdef ATTNPROF_SANITIZED
+  GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: it cannot start under ulimit -v";
+#endif
+  // Unlimited first: the machine peaks measured (and cached), and the summaries diff and report read below.
+  const Result full = run("compare --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(full.code, 0) << full.err;
+  auto limited = [&](const std::string& args) {
+    SCOPED_TRACE(args);
+    const std::string cmd = "timeout 60 sh -c 'ulimit -v 204800; exec " + kBinary + " " + args + "' >" +
+                            (dir_ / "limited.out").string() + " 2>" + (dir_ / "limited.err").string();
+    const int rc = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    r.out = io::read_file(dir_ / "limited.out");
+    r.err = io::read_file(dir_ / "limited.err");
+    EXPECT_NE(r.code, 124) << args << ": hung under ulimit -v";
+    return r;
+  };
+  Result r = limited("--version");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("attnprof ") + ATTNPROF_VERSION + "\n");
+  EXPECT_EQ(limited("compare --help").code, 0);
+  r = limited("compare --threads 0x10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--threads '0x10' is not a decimal integer"), std::string::npos) << r.err;
+  r = limited("diff " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
+  r = limited("report --out " + out().string());
+  if (r.err.find("npm ci") == std::string::npos) EXPECT_EQ(r.code, 0) << r.err;  // else no chart library here
+  // The flash kernel multiplies without BLAS: it runs.
+  r = limited("profile flash --iters 1 --warmup 0" + kSmall + " --out " + (dir_ / "flash").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+
+  // The first of compare's variants that multiplies with OpenBLAS (sdpa-math, in fp32; naive already where bf16
+  // is widened for sgemm, below AVX-512) stops the run in its prepare, before it is validated or timed, with no
+  // files written.
+  const fs::path stopped = dir_ / "stopped";
+  r = limited("compare --iters 1 --warmup 0" + kSmall + " --out " + stopped.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  const std::string last = r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("attnprof: error: the address-space limit (ulimit -v) of 200 MiB is too small for OpenBLAS, "
+                       "which reserves up to ~",
+                       0),
+            0u)
+      << r.err;
+  EXPECT_NE(last.find(" MiB in use: raise it to at least "), std::string::npos) << last;
+  EXPECT_EQ(r.err.find("attnprof: error"), r.err.rfind("attnprof: error")) << "one error line: " << r.err;
+  EXPECT_EQ(r.err.find("sdpa-math: validating"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(stopped)) << "a stopped run leaves no output directory";
+}
+
 TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {
   // naive's N×N scores are refused by the budget before the random inputs are drawn (gigabytes and seconds
   // at large N), naming both figures.

@@ -1,18 +1,29 @@
 // The elementwise ops (mul, mul_, masked_fill(_), add(_), softmax(_), clone, to) and matmul against plain loops over
 // Tensor::get/set, for fp32 and bf16, contiguous, strided (transposed views) and broadcast operands, on every
 // ISA target. mul/masked_fill/add/copies are exact (one fp32 operation, one rounding); softmax is compared
-// to an fp64 loop with a tolerance of a few ulps of the stored type.
+// to an fp64 loop with a tolerance of a few ulps of the stored type. First, how OpenBLAS is loaded.
 #include <gtest/gtest.h>
+#include <link.h>
+#include <omp.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <string_view>
 
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
+#include "ops/blas_loader.h"
 
 using namespace attnprof;
 
@@ -69,7 +80,135 @@ std::vector<Tensor> bool_masks(const Shape4& s) {
   return out;
 }
 
+// Whether a shared object whose file name contains `stem` is in the process.
+bool loaded(const char* stem) {
+  struct Find {
+    const char* stem;
+    bool found = false;
+  } f{stem};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* f = static_cast<Find*>(data);
+        if (info->dlpi_name && std::string_view(info->dlpi_name).find(f->stem) != std::string_view::npos)
+          f->found = true;
+        return 0;
+      },
+      &f);
+  return f.found;
+}
+
+// The process's address space in use (VmSize), in bytes.
+int64_t vm_size() {
+  int64_t bytes = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "VmSize:", 7) == 0) bytes = std::atoll(line + 7) * 1024;
+    std::fclose(f);
+  }
+  return bytes;
+}
+
 }  // namespace
+
+// OpenBLAS is loaded by the first run that multiplies with it, not at start-up: linked, its constructor ran
+// before main in every process and, under a small `ulimit -v`, retried its failed mmaps forever. This test
+// runs first in this binary, before any matmul. It also holds the address-space check's figures
+// (openblas_reserve_bytes) to what OpenBLAS maps here: as it loads, and once threads call it at once.
+TEST(OpenBlas, IsLoadedOnFirstUseNotAtStartUp) {
+  EXPECT_FALSE(loaded("libopenblas")) << "libopenblas is in the process before any matmul";
+  EXPECT_FALSE(ops::detail::blas_loaded());
+  const int threads = ops::num_threads();
+  ops::set_num_threads(1);  // threads are set before OpenBLAS loads: nothing loads for that
+  ops::set_num_threads(threads);
+  if (ops::bf16_matmul_uses_onednn()) {
+    ops::prepare_matmul(DType::BF16);
+    EXPECT_FALSE(loaded("libopenblas")) << "oneDNN's bf16 matmul needs no BLAS";
+  }
+  EXPECT_FALSE(ops::detail::blas_loaded());
+  // OpenMP's threads (and their stacks) started and the operands allocated, so that what VmSize gains below is
+  // OpenBLAS's alone: batches spread over the threads, each calling sgemm at once (a buffer each), then one call
+  // from this thread.
+#pragma omp parallel
+  { (void)omp_get_thread_num(); }
+  const int64_t batches = 4 * threads;
+  Tensor a = Tensor::empty({1, batches, 256, 256}, DType::F32), b = Tensor::empty({1, batches, 256, 256}, DType::F32);
+  Tensor c = Tensor::empty({1, batches, 256, 256}, DType::F32), one = Tensor::empty({1, 1, 512, 512}, DType::F32);
+  fill_randn(a, 1);
+  fill_randn(b, 2);
+  fill_randn(one, 3);
+
+  const int64_t before = vm_size();
+  ops::prepare_matmul(DType::F32);
+  const int64_t at_load = vm_size() - before;
+  EXPECT_TRUE(loaded("libopenblas")) << ops::detail::blas_api().file;
+  EXPECT_TRUE(ops::detail::blas_loaded());
+  for (int i = 0; i < 3; ++i) c = ops::matmul(a, b);
+  c = ops::matmul(one, one);
+  const int64_t used = vm_size() - before;
+#ifndef ATTNPROF_SANITIZED  // a sanitizer's allocator maps memory of its own as it goes
+  // Its code, and a buffer for each thread it has: those it starts with, then OpenMP's.
+  const int64_t load_estimate =
+      ops::detail::kOpenblasLibraryBytes +
+      std::max(ops::detail::openblas_load_threads(), threads) * ops::detail::kOpenblasBufferBytes;
+  EXPECT_LE(at_load, load_estimate);
+  EXPECT_GE(at_load, load_estimate - (int64_t(8) << 20)) << "the figures are measured, not padded";
+  EXPECT_LE(used, ops::detail::openblas_reserve_bytes(threads) + ops::detail::kOpenblasMarginBytes)
+      << "OpenBLAS mapped more than the address-space check allows for at " << threads << " threads";
+#else
+  (void)at_load;
+  (void)used;
+#endif
+
+  // A matmul after all that still multiplies.
+  Tensor x = Tensor::empty({1, 1, 2, 3}, DType::F32), y = Tensor::empty({1, 1, 3, 2}, DType::F32);
+  for (int64_t i = 0; i < 6; ++i) x.set(0, 0, i / 3, i % 3, float(i)), y.set(0, 0, i / 2, i % 2, float(i));
+  EXPECT_EQ(ops::matmul(x, y).get(0, 0, 1, 1), 3.0f * 1 + 4.0f * 3 + 5.0f * 5);
+}
+
+// Once loaded, OpenBLAS adds 128 MiB buffers for more threads, and retries forever when the address-space limit
+// leaves no room for one: set_num_threads refuses such a count, naming the limit, and changes nothing. In a
+// child process, where the limit is set.
+TEST(OpenBlas, MoreThreadsThanTheAddressSpaceLimitHasRoomForAreRefused) {
+#ifdef ATTNPROF_SANITIZED
+  GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
+#endif
+  ops::prepare_matmul(DType::F32);
+  const int threads = ops::num_threads();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(20);  // a hang ends the child (SIGALRM), not the suite
+    std::string said = "no error";
+    const int64_t limit = vm_size() + (int64_t(64) << 20);
+    const rlimit rl{rlim_t(limit), rlim_t(limit)};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
+    try {
+      ops::set_num_threads(threads + 4);
+    } catch (const Error& e) {
+      said = e.what();
+    }
+    if (ops::num_threads() != threads) said += " (and the thread count changed)";
+    (void)!write(fds[1], said.data(), said.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(said.rfind("the address-space limit (ulimit -v) of ", 0), 0u) << said;
+  EXPECT_NE(said.find("is too small for OpenBLAS, which reserves up to ~"), std::string::npos) << said;
+  EXPECT_NE(said.find(fmt::format(" MiB more at {} threads (", threads + 4)), std::string::npos) << said;
+  EXPECT_NE(said.find(", or use at most "), std::string::npos) << said;
+  EXPECT_EQ(said.find("changed"), std::string::npos) << said;
+}
 
 TEST(Ops, MulMatchesLoop) {
   for (Isa isa : available_isas()) {

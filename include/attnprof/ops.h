@@ -38,6 +38,11 @@ std::string_view bf16_matmul_key();  // "onednn" | "fp32-widened-sgemm"
 // Bytes of fp32 scratch matmul(a, b) allocates here (the widened path: fp16 always, bf16 without oneDNN's);
 // 0 where it needs none (fp32, oneDNN's bf16). Live only during the call, beside a, b and the result.
 double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype);
+// Loads now what matmul in `dtype` multiplies with (OpenBLAS for fp32, fp16 and widened bf16; oneDNN's bf16
+// check otherwise), so that a run's first timed matmul does not pay for it: the variants' prepare() call it.
+// OpenBLAS is loaded on first use, not linked (docs/dependencies.md). Throws Error when it cannot load, or when
+// the address-space limit (ulimit -v) leaves too little room for the buffers it maps at the thread count set.
+void prepare_matmul(DType dtype);
 
 Tensor transpose(const Tensor& a);  // view of the last two dims, recorded as a zero-cost op
 
@@ -72,7 +77,9 @@ OpCost logical_not_cost(const Shape4& mask);    // reads and writes the mask, on
 // Throws unless `mask` (shape [Bm,Hm,Nq,Nk], Bm in {1,B}, Hm in {1,H}) broadcasts to `target`.
 void check_broadcast(const Shape4& mask, const Shape4& target, const char* what);
 
-void set_num_threads(int n);  // OpenMP and BLAS threads; n >= 1
+// OpenMP and BLAS threads; n >= 1. Throws Error, changing nothing, when OpenBLAS is loaded and the address-space
+// limit leaves no room for the buffers it would add for more threads.
+void set_num_threads(int n);
 int num_threads();
 
 }  // namespace attnprof::ops

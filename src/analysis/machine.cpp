@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include <cblas.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +29,7 @@
 #include "attnprof/ops.h"
 #include "analysis/peak_loops.h"
 #include "io/file.h"
+#include "ops/blas_loader.h"
 
 namespace attnprof::analysis {
 namespace {
@@ -132,12 +132,13 @@ double measure_bandwidth(int threads) {
 double measure_sgemm(int threads) {
   const int n = 2048;
   std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
+  const auto sgemm = ops::detail::blas_api().cblas_sgemm;  // loads OpenBLAS before anything is timed
   const int prev = ops::num_threads();
   ops::set_num_threads(threads);
   double best = 0.0;
   for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     const double s = seconds_since(t0);
     if (rep > 0) best = std::max(best, 2.0 * n * double(n) * n / s * 1e-9);
   }

@@ -47,6 +47,7 @@ class NaiveRunner final : public Runner {
     check_memory_budget(naive_peak_bytes(p, inplace, naive_matmul_scratch_bytes(p)),
                         fmt::format("{} attention at {} (its N×N scores)", inplace ? "in-place" : "naive", p.str()),
                         kNoScoresHint);
+    ops::prepare_matmul(p.dtype);  // OpenBLAS is loaded here, not in the first timed matmul
     if (p.mask == MaskKind::Causal) fill_mask_ = ops::triu_mask(p.Nq, p.Nk, 1);
     if (p.mask == MaskKind::Bool) fill_mask_ = ops::logical_not(o.attn_mask);  // SDPA's keep -> masked_fill's fill
     if (p.mask == MaskKind::Additive) add_mask_ = o.attn_mask;

@@ -113,9 +113,11 @@ class SdpaRunner final : public Runner {
     if (b == SdpaBackend::Auto) backend_ = sdpa_select_backend(p);
     if (auto why = sdpa_backend_unsupported(backend_, p))
       ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
-    if (backend_ == SdpaBackend::Math)
+    if (backend_ == SdpaBackend::Math) {
       check_memory_budget(sdpa_math_peak_bytes(p), fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
                           kNoScoresHint);
+      ops::prepare_matmul(DType::F32);  // its matmuls are fp32 (upcast); OpenBLAS loads here, not when timed
+    }
   }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {
     return {sdpa_dispatch(q, k, v, o_, backend_, p_), {}};

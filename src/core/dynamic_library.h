@@ -1,6 +1,6 @@
-// Internal: a vendor library opened with dlopen on first use (cuBLAS and cuDNN for the CUDA backend), so that
-// no binary needs it to start and commands that never touch it do not pay its start-up; its functions are
-// looked up by name.
+// Internal: a vendor library opened with dlopen on first use (OpenBLAS for the CPU GEMMs, cuBLAS and cuDNN
+// for the CUDA backend), so that no binary needs it to start and commands that never touch it do not pay its
+// start-up; its functions are looked up by name.
 #pragma once
 
 #include <dlfcn.h>

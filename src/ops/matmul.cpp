@@ -8,7 +8,7 @@
 //           AVX-512 machine runs both paths.
 //   fp16 -> always the widened path (fp16 inputs, fp32 accumulation, one rounding to fp16): oneDNN's f16
 //           matmul needs AVX512-FP16, which these CPUs lack.
-#include <cblas.h>
+// OpenBLAS is loaded on first use, not linked (ops/blas_loader.cpp); prepare_matmul loads it ahead of a run.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "attnprof/ops.h"
 #include "attnprof/profiler.h"
 #include "kernels.h"
+#include "ops/blas_loader.h"
 
 namespace attnprof::ops {
 namespace {
@@ -75,11 +76,11 @@ void sgemm_batched(const Tensor& a0, const Tensor& b0, Tensor& c) {
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* pc = c.data<float>();
+  const auto sgemm = detail::blas_api().cblas_sgemm;  // loaded here, before the parallel region
   auto one = [&](int64_t bh) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, pa + bi * a.stride(0) + hi * a.stride(1), lda,
-                pb + bi * b.stride(0) + (hi / group) * b.stride(1), ldb, 0.0f,
-                pc + bi * c.stride(0) + hi * c.stride(1), N);
+    sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, pa + bi * a.stride(0) + hi * a.stride(1), lda,
+          pb + bi * b.stride(0) + (hi / group) * b.stride(1), ldb, 0.0f, pc + bi * c.stride(0) + hi * c.stride(1), N);
   };
   if (batches_in_parallel(batches)) {
 #pragma omp parallel for schedule(dynamic, 1)
@@ -180,6 +181,7 @@ void half_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
   // flash kernel's scratch is; checked against the budget first like every large buffer.
   check_memory_budget(w.bytes(), fmt::format("{} matmul's fp32 scratch (widened for sgemm)", dtype_name(c.dtype())));
   Tensor scratch = Tensor::empty({1, 1, w.threads, per_thread}, DType::F32);
+  const auto sgemm = detail::blas_api().cblas_sgemm;  // loaded here, before the parallel region
   auto one = [&](int64_t bh, float* sb) {
     const int64_t bi = bh / Ha, hi = bh % Ha;
     float* const sa = sb + b_sz;
@@ -191,7 +193,7 @@ void half_matmul_widened(const Tensor& a, const Tensor& b, Tensor& c) {
     for (int64_t m0 = 0; m0 < M; m0 += panel) {
       const int64_t rows = std::min(panel, M - m0);
       widen_rows(a, bi, hi, m0, rows, sa, ta, lda);
-      cblas_sgemm(CblasRowMajor, ta, tb, int(rows), int(N), int(K), 1.0f, sa, lda, sb, ldb, 0.0f, sc, int(N));
+      sgemm(CblasRowMajor, ta, tb, int(rows), int(N), int(K), 1.0f, sa, lda, sb, ldb, 0.0f, sc, int(N));
       for (int64_t r = 0; r < rows; ++r) k.from_f32(sc + r * N, pc + (m0 + r) * c.stride(2), N);
     }
   };
@@ -225,6 +227,11 @@ bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_m
 double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype) {
   const bool widened = dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn());
   return widened ? widened_plan(a[0] * a[1], a[2], a[3], b[3]).bytes() : 0.0;
+}
+
+void prepare_matmul(DType dtype) {
+  if (dtype == DType::F32 || dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn()))
+    (void)detail::blas_api();
 }
 
 std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
@@ -270,8 +277,9 @@ Tensor transpose(const Tensor& a) {
 
 void set_num_threads(int n) {
   ATTNPROF_CHECK(n >= 1, "thread count must be >= 1, got {}", n);
+  detail::reserve_blas_threads(n);  // first: OpenBLAS follows OpenMP's count on its next call by itself
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  detail::set_blas_threads(n);
 }
 
 int num_threads() { return omp_get_max_threads(); }
