@@ -1217,6 +1217,18 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
   EXPECT_EQ(r.err.find("attnprof: error"), r.err.rfind("attnprof: error")) << "one error line: " << r.err;
   EXPECT_EQ(r.err.find("sdpa-math: validating"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(stopped)) << "a stopped run leaves no output directory";
+
+  // Inputs the limit cannot hold (3 × 64 MiB of fp32 under 200 MiB): the allocation that fails names the limit,
+  // not the machine's free memory, which is plenty.
+  const fs::path big = dir_ / "big";
+  r = limited("profile flash --iters 1 --warmup 0 --shape 16,16,1024,64 --dtype fp32 --out " + big.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("attnprof: error: out of memory: could not allocate 67108864 bytes (64.0 MiB) beside the "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("MiB of tensors live: the address-space limit (ulimit -v) of 200 MiB"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(big)) << "a stopped run leaves no output directory";
 }
 
 TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {

@@ -3,6 +3,8 @@
 //
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
@@ -181,6 +183,11 @@ int main(int argc, char** argv) {
   } catch (const attnprof::Error& e) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {
+    // Under an address-space limit the limit, not free memory, is the likely cause: name it and its size.
+    rlimit as{};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+      return fail("out of memory: an allocation failed under the address-space limit (ulimit -v) of " +
+                  std::to_string(as.rlim_cur >> 20) + " MiB; raise it, or try a smaller --shape or fewer --threads");
     return fail("out of memory: the system refused an allocation (a ulimit, or less free memory than the run "
                 "needs); try a smaller --shape or a --memory-budget under what is free");
   } catch (const std::exception& e) {

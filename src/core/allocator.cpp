@@ -2,6 +2,7 @@
 #include "attnprof/allocator.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -35,7 +36,16 @@ void* tracked_alloc(size_t bytes) {
   void* p = std::aligned_alloc(align, rounded);
   if (p && align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);
   if (!p) {
-    throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes", bytes), __FILE__, __LINE__);
+    // Name what refused it: an address-space limit (ulimit -v) when one is set, else the system's free memory.
+    const double mib = 1024.0 * 1024.0;
+    std::string why = "less memory free than that";
+    rlimit as{};
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+      why = fmt::format("the address-space limit (ulimit -v) of {:.0f} MiB", double(as.rlim_cur) / mib);
+    throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes ({:.1f} MiB) beside the {:.1f} MiB of "
+                                  "tensors live: {}",
+                                  bytes, double(bytes) / mib, double(g_counters.stats().current_bytes) / mib, why),
+                      __FILE__, __LINE__);
   }
   const int64_t now = g_counters.on_alloc(int64_t(bytes));
   prof::detail::on_memory(p, int64_t(bytes), now);
