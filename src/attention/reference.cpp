@@ -1,8 +1,10 @@
 // The oracle: attention in fp64 straight from its definition, one query row at a time.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attnprof/attention.h"
 #include "attnprof/error.h"
@@ -37,33 +39,50 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   if (o.attn_mask.defined()) mask = o.attn_mask.expand({p.B, p.Hq, p.Nq, p.Nk});
   const double ninf = -std::numeric_limits<double>::infinity();
   const int64_t D = p.D, Nk = p.Nk;
-  // K and V of every (b, kv-head) in fp64, once.
-  std::vector<double> kd(size_t(p.B * p.Hkv * Nk * D)), vd(kd.size());
+  // K of every (b, kv-head) in fp64 and transposed, [d][j], so that one query's scores are D sweeps along a row
+  // of keys (s[j] += q[d]·K[d][j]): each score is still summed over d in order, as the definition reads, bit for
+  // bit what a dot product per key gives, but the sweeps vectorise across keys where a dot product per key waits
+  // on its own additions. V in fp64 as it is, [j][d].
+  std::vector<double> kt(size_t(p.B * p.Hkv * Nk * D)), vd(kt.size());
+#pragma omp parallel for collapse(2)
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.Hkv; ++h)
+    for (int64_t h = 0; h < p.Hkv; ++h) {
+      const size_t head = size_t((b * p.Hkv + h) * Nk * D);
       for (int64_t j = 0; j < Nk; ++j)
         for (int64_t d = 0; d < D; ++d) {
-          const size_t at = size_t(((b * p.Hkv + h) * Nk + j) * D + d);
-          kd[at] = k.get(b, h, j, d);
-          vd[at] = v.get(b, h, j, d);
+          kt[head + size_t(d * Nk + j)] = k.get(b, h, j, d);
+          vd[head + size_t(j * D + d)] = v.get(b, h, j, d);
         }
+    }
 #pragma omp parallel
   {
     std::vector<double> s(static_cast<size_t>(Nk)), qrow(static_cast<size_t>(D));
 #pragma omp for schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t h = 0; h < p.Hq; ++h) {
-        const double* K = &kd[size_t((b * p.Hkv + h / group) * Nk * D)];
+        const double* Kt = &kt[size_t((b * p.Hkv + h / group) * Nk * D)];
         const double* V = &vd[size_t((b * p.Hkv + h / group) * Nk * D)];
         for (int64_t i = 0; i < p.Nq; ++i) {
           for (int64_t d = 0; d < D; ++d) qrow[size_t(d)] = q.get(b, h, i, d);
+          // Under the causal mask keys past i are -inf whatever their product: only keys 0..i are multiplied.
+          const int64_t seen = p.mask == MaskKind::Causal ? std::min(Nk, i + 1) : Nk;
+          std::fill(s.begin(), s.begin() + seen, 0.0);
+          int64_t d = 0;
+          for (; d + 4 <= D; d += 4) {  // four terms per pass over s, added in the same order
+            const double q0 = qrow[size_t(d)], q1 = qrow[size_t(d + 1)], q2 = qrow[size_t(d + 2)],
+                         q3 = qrow[size_t(d + 3)];
+            const double *k0 = Kt + d * Nk, *k1 = k0 + Nk, *k2 = k1 + Nk, *k3 = k2 + Nk;
+            for (int64_t j = 0; j < seen; ++j)
+              s[size_t(j)] = (((s[size_t(j)] + q0 * k0[j]) + q1 * k1[j]) + q2 * k2[j]) + q3 * k3[j];
+          }
+          for (; d < D; ++d) {
+            const double qd = qrow[size_t(d)];
+            const double* kr = Kt + d * Nk;
+            for (int64_t j = 0; j < seen; ++j) s[size_t(j)] += qd * kr[j];
+          }
           double mx = ninf;
-          for (int64_t j = 0; j < Nk; ++j) {
-            double acc = 0.0;
-            const double* kr = K + j * D;
-            for (int64_t d = 0; d < D; ++d) acc += qrow[size_t(d)] * kr[d];
-            acc *= scale;
-            if (p.mask == MaskKind::Causal && j > i) acc = ninf;
+          for (int64_t j = 0; j < seen; ++j) {
+            double acc = s[size_t(j)] * scale;
             if (p.mask == MaskKind::Bool && mask.get(b, h, i, j) == 0.0f) acc = ninf;
             if (p.mask == MaskKind::Additive) acc += double(mask.get(b, h, i, j));
             s[size_t(j)] = acc;
@@ -72,16 +91,24 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           const size_t row = size_t((b * p.Hq + h) * p.Nq + i);
           if (mx == ninf) continue;  // no visible key: zeros, lse = -inf
           double sum = 0.0;
-          for (int64_t j = 0; j < Nk; ++j) {
+          for (int64_t j = 0; j < seen; ++j) {
             s[size_t(j)] = std::exp(s[size_t(j)] - mx);
             sum += s[size_t(j)];
           }
           r.lse[row] = mx + std::log(sum);
           double* out = &r.out[row * size_t(D)];
           const double inv = 1.0 / sum;
-          for (int64_t j = 0; j < Nk; ++j) {
+          // out[d] += w_j·V[j][d] over the keys in order, four keys per pass over out (a weight that
+          // underflowed to 0 adds ±0, which leaves every sum as it was: out starts at +0 and never becomes -0).
+          int64_t j = 0;
+          for (; j + 4 <= seen; j += 4) {
+            const double w0 = s[size_t(j)] * inv, w1 = s[size_t(j + 1)] * inv, w2 = s[size_t(j + 2)] * inv,
+                         w3 = s[size_t(j + 3)] * inv;
+            const double *v0 = V + j * D, *v1 = v0 + D, *v2 = v1 + D, *v3 = v2 + D;
+            for (int64_t d = 0; d < D; ++d) out[d] = (((out[d] + w0 * v0[d]) + w1 * v1[d]) + w2 * v2[d]) + w3 * v3[d];
+          }
+          for (; j < seen; ++j) {
             const double w = s[size_t(j)] * inv;
-            if (w == 0.0) continue;
             const double* vr = V + j * D;
             for (int64_t d = 0; d < D; ++d) out[d] += w * vr[d];
           }
