@@ -9,12 +9,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <link.h>
 #include <map>
 #include <string_view>
 
 #include "attention_cases.h"
 #include "device_profile_fixture.h"
+#include "loaded_libraries.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
@@ -200,21 +200,7 @@ TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
 // linked, its initialisers cost every process about half a second, CPU-only commands included.
 TEST(CudaLibraries, CublasIsLoadedOnFirstUseNotAtStartUp) {
   if (!cuda::built_with_cuda()) GTEST_SKIP() << "built without CUDA";
-  const auto loaded = [](const char* stem) {
-    struct Find {
-      const char* stem;
-      bool found = false;
-    } f{stem};
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* data) {
-          auto* f = static_cast<Find*>(data);
-          if (info->dlpi_name && std::string_view(info->dlpi_name).find(f->stem) != std::string_view::npos)
-            f->found = true;
-          return 0;
-        },
-        &f);
-    return f.found;
-  };
+  const auto loaded = attnprof::testing::library_loaded;
   // This test runs before any test that touches the GPU, so nothing has needed cuBLAS yet.
   EXPECT_FALSE(loaded("libcublas")) << "libcublas is loaded before any device GEMM";
 #if defined(ATTNPROF_HAVE_CUDA)

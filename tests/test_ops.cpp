@@ -3,7 +3,6 @@
 // ISA target. mul/masked_fill/add/copies are exact (one fp32 operation, one rounding); softmax is compared
 // to an fp64 loop with a tolerance of a few ulps of the stored type. First, how OpenBLAS is loaded.
 #include <gtest/gtest.h>
-#include <link.h>
 #include <omp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -23,6 +22,7 @@
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
+#include "loaded_libraries.h"
 #include "ops/blas_loader.h"
 
 using namespace attnprof;
@@ -80,22 +80,7 @@ std::vector<Tensor> bool_masks(const Shape4& s) {
   return out;
 }
 
-// Whether a shared object whose file name contains `stem` is in the process.
-bool loaded(const char* stem) {
-  struct Find {
-    const char* stem;
-    bool found = false;
-  } f{stem};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* f = static_cast<Find*>(data);
-        if (info->dlpi_name && std::string_view(info->dlpi_name).find(f->stem) != std::string_view::npos)
-          f->found = true;
-        return 0;
-      },
-      &f);
-  return f.found;
-}
+bool loaded(const char* stem) { return attnprof::testing::library_loaded(stem); }
 
 // The process's address space in use (VmSize), in bytes.
 int64_t vm_size() {
