@@ -17,7 +17,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <string_view>
 
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
