@@ -36,9 +36,16 @@ cp "${bins[2]}" "$DEST.tmp/build-cuda/tools/"
 # Every resolved dependency except glibc's own libraries, the C++ runtime and the CUDA/NVIDIA libraries
 # (those must come from the GPU machine, matching its driver).
 skip='^(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcupti|libcudnn.*|libnvToolsExt|libnvrtc.*|libnvJitLink)\.so'
-for b in "${bins[@]}"; do
+# OpenBLAS is not among them: the binaries load it with dlopen when a run needs it (src/ops/blas_loader.cpp),
+# by its soname through LD_LIBRARY_PATH, so it is packed by that name, with what it links (gfortran, quadmath).
+openblas=$(ldconfig -p | awk '$1 == "libopenblas.so.0" { print $NF; exit }')
+if [[ -z "$openblas" ]]; then
+  echo "gpu-bundle.sh: libopenblas.so.0 is not known to the loader here (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
+for b in "${bins[@]}" "$openblas"; do
   ldd "$b" | awk '/=>/ && $3 ~ /^\// {print $3}'
-done | sort -u | while read -r lib; do
+done | { cat; echo "$openblas"; } | sort -u | while read -r lib; do
   base=$(basename "$lib")
   [[ "$base" =~ $skip ]] && continue
   cp -L "$lib" "$DEST.tmp/lib/$base"

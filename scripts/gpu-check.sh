@@ -234,6 +234,8 @@ mapfile -t cudnn_found < <(lib_candidates 'libcudnn.so.9' | uniq_files)
 mapfile -t cupti_found < <(lib_candidates 'libcupti.so.*' | uniq_files)
 # cuBLAS is loaded by name on the first device GEMM (src/cuda/cublas_loader.cpp), so ldd does not list it.
 mapfile -t cublas_found < <(lib_candidates 'libcublas.so.[0-9]*' | uniq_files)
+# OpenBLAS too, by its soname when a run needs it (src/ops/blas_loader.cpp): the bundle packs it (gpu-bundle.sh).
+mapfile -t openblas_found < <(lib_candidates 'libopenblas.so.0' | uniq_files)
 if (( ${#cudnn_found[@]} )); then
   export ATTNPROF_CUDNN_LIBRARY="${cudnn_found[0]}"
   cudnn_dir=$(dirname "$ATTNPROF_CUDNN_LIBRARY")
@@ -249,6 +251,10 @@ fi
   for f in "${cublas_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
   (( ${#cublas_found[@]} )) || echo "(none: the cuBLAS variants will say they cannot load it)"
   echo "ATTNPROF_CUBLAS_LIBRARY=${ATTNPROF_CUBLAS_LIBRARY:-(unset)}"
+  echo; echo "# OpenBLAS libopenblas.so.0 found (in search order; loaded by name when a run needs it)"
+  for f in "${openblas_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
+  (( ${#openblas_found[@]} )) || echo "(none: naive, inplace and sdpa-math on the CPU will say they cannot load it)"
+  echo "ATTNPROF_OPENBLAS_LIBRARY=${ATTNPROF_OPENBLAS_LIBRARY:-(unset)}"
   echo; echo "# CUPTI libcupti.so* found (in search order)"
   for f in "${cupti_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
   (( ${#cupti_found[@]} )) || echo "(none)"
