@@ -329,6 +329,7 @@ void run_compare(const CompareArgs& a) {
                        in.p.str(), threads_text(threads)));
   progress("measuring (or loading cached) machine peaks");
   const Target t = host_target(threads, in.p.dtype);
+  prepare_libraries(variants, in);  // OpenBLAS refused under ulimit -v stops the run before the first variant
   LazyReference ref(in);
 
   RunPlan plan;

@@ -121,6 +121,7 @@ void run_roofline(const RooflineArgs& a) {
   }
   std::vector<std::string> failed;  // variants that failed validation: placed nowhere, exit code 1
   if (!variants.empty()) {
+    if (!gpu) prepare_libraries(variants, in);  // OpenBLAS refused under ulimit -v stops it before any variant
     LazyReference ref(in);
     RunPlan plan;
     plan.warmup = o.warmup;

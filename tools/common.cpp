@@ -626,6 +626,16 @@ const Reference& LazyReference::get() {
   return *ref_;
 }
 
+void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in) {
+  for (const Variant* v : variants) {
+    if (v->unsupported(in.p)) continue;
+    try {
+      (void)v->prepare(in.p, in.opt);
+    } catch (const OutOfBudget&) {
+    }
+  }
+}
+
 RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
                        const std::string& label) {
   RunOutcome r;

@@ -234,6 +234,10 @@ class LazyReference {
   std::optional<Reference> ref_;
 };
 
+// Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
+// (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant
+// is validated or timed. A memory-budget refusal (OutOfBudget) is left for run_variant to report as a skip.
+void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in);
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
 // warm-up, then the profiled forwards, each inside the variant's annotation.
 RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
