@@ -3,8 +3,6 @@
 //
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
@@ -16,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "common.h"
@@ -184,10 +183,9 @@ int main(int argc, char** argv) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {
     // Under an address-space limit the limit, not free memory, is the likely cause: name it and its size.
-    rlimit as{};
-    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    if (const int64_t limit = attnprof::address_space_limit_bytes(); limit >= 0)
       return fail("out of memory: an allocation failed under the address-space limit (ulimit -v) of " +
-                  std::to_string(as.rlim_cur >> 20) + " MiB; raise it, or try a smaller --shape or fewer --threads");
+                  std::to_string(limit >> 20) + " MiB; raise it, or try a smaller --shape or fewer --threads");
     return fail("out of memory: the system refused an allocation (a ulimit, or less free memory than the run "
                 "needs); try a smaller --shape or a --memory-budget under what is free");
   } catch (const std::exception& e) {

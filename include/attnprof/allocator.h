@@ -38,6 +38,8 @@ void reset_peak_memory();
 void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
 int64_t physical_memory_bytes();
+// The soft address-space limit (RLIMIT_AS, what `ulimit -v` sets) in bytes; -1 when there is none.
+int64_t address_space_limit_bytes();
 // Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request, `hint`
 // (optional) says what to do instead and ends the message. `bytes` is a double so that callers estimate
 // sizes in floating point (exact to 2^53 bytes) and an absurd shape is refused with its true size, never

@@ -38,10 +38,9 @@ void* tracked_alloc(size_t bytes) {
   if (!p) {
     // Name what refused it: an address-space limit (ulimit -v) when one is set, else the system's free memory.
     const double mib = 1024.0 * 1024.0;
-    std::string why = "less memory free than that";
-    rlimit as{};
-    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-      why = fmt::format("the address-space limit (ulimit -v) of {:.0f} MiB", double(as.rlim_cur) / mib);
+    const int64_t limit = address_space_limit_bytes();
+    const std::string why = limit < 0 ? "less memory free than that"
+                                      : fmt::format("the address-space limit (ulimit -v) of {:.0f} MiB", double(limit) / mib);
     throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes ({:.1f} MiB) beside the {:.1f} MiB of "
                                   "tensors live: {}",
                                   bytes, double(bytes) / mib, double(g_counters.stats().current_bytes) / mib, why),
@@ -62,6 +61,12 @@ void tracked_free(void* p, size_t bytes) noexcept {
 MemoryStats memory_stats() { return g_counters.stats(); }
 
 void reset_peak_memory() { g_counters.reset_peak(); }
+
+int64_t address_space_limit_bytes() {
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return -1;
+  return int64_t(as.rlim_cur);
+}
 
 int64_t physical_memory_bytes() {
   long pages = sysconf(_SC_PHYS_PAGES);

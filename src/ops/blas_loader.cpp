@@ -7,7 +7,6 @@
 #include "ops/blas_loader.h"
 
 #include <omp.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "core/dynamic_library.h"
 
@@ -50,9 +50,8 @@ struct AddressSpace {
 
 AddressSpace address_space() {
   AddressSpace a;
-  rlimit rl{};
-  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return a;
-  a.limit = int64_t(rl.rlim_cur);
+  a.limit = address_space_limit_bytes();
+  if (a.limit < 0) return a;
   if (FILE* f = std::fopen("/proc/self/status", "r")) {
     char line[256];
     while (std::fgets(line, sizeof line, f))
