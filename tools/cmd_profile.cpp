@@ -62,6 +62,7 @@ void run_profile(const ProfileArgs& a) {
     empty.has_device = gpu;
     (void)report::table(empty, check);
   }
+  bool save_in_out = false;  // --save-output names a file inside --out, which may not exist yet
   if (!o.save_output.empty()) {  // checked before anything runs or is written
     namespace fs = std::filesystem;
     const fs::path parent = fs::path(o.save_output).parent_path();
@@ -69,6 +70,7 @@ void run_profile(const ProfileArgs& a) {
     std::error_code ec;
     // A file inside --out may name it before the run creates it (prepare_out_dir checks it then).
     const bool in_out = fs::weakly_canonical(dir, ec) == fs::weakly_canonical(o.out, ec) && !ec;
+    save_in_out = in_out;
     if (!in_out && !fs::exists(dir))
       ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' does not exist", o.save_output, parent.string());
     if (!in_out && !fs::is_directory(dir))
@@ -82,7 +84,7 @@ void run_profile(const ProfileArgs& a) {
   check_html_if_asked(o);
   prepare_out_dir(o.out);
   check_out_files(o, {v.name}, {});
-  if (!o.save_output.empty()) check_output_flag("--save-output", o.save_output);
+  if (save_in_out) check_output_flag("--save-output", o.save_output);  // now that --out exists (else above)
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
 
   const int threads = ops::num_threads();

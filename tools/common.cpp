@@ -458,10 +458,18 @@ void refuse_input_as_output(const CommonOptions& o, const std::string& output, c
 }
 
 std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
-                                       const std::vector<std::string>& files) {
+                                       const std::vector<std::string>& files, bool written_trace_only) {
   std::vector<std::string> names = files;
-  for (const std::string& v : variants)
-    for (const char* suffix : {".trace.json", ".trace.json.gz", ".summary.json", ".table.txt"}) names.push_back(v + suffix);
+  for (const std::string& v : variants) {
+    if (written_trace_only) {
+      names.push_back(trace_file(v, o));
+    } else {
+      names.push_back(v + ".trace.json");
+      names.push_back(v + ".trace.json.gz");
+    }
+    names.push_back(v + ".summary.json");
+    names.push_back(v + ".table.txt");
+  }
   if (o.html) names.push_back("report.html");
   std::vector<std::string> paths;
   for (const std::string& name : names) paths.push_back(out_path(o.out, name));
@@ -474,11 +482,8 @@ void check_output_flag(std::string_view flag, const std::string& path) {
 
 void check_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
                      const std::vector<std::string>& files) {
-  std::vector<std::string> names = files;
-  for (const std::string& v : variants)
-    for (const std::string& name : {trace_file(v, o), v + ".summary.json", v + ".table.txt"}) names.push_back(name);
-  if (o.html) names.push_back("report.html");
-  for (const std::string& name : names) report::check_output_file(out_path(o.out, name));
+  for (const std::string& path : run_out_files(o, variants, files, /*written_trace_only=*/true))
+    report::check_output_file(path);
 }
 
 void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>& variants,

@@ -171,9 +171,10 @@ void check_out_files(const CommonOptions& o, const std::vector<std::string>& var
                      const std::vector<std::string>& files);
 // The same for a file an option names (--save-output, diff --save): "<flag>: cannot write '<path>': <why>".
 void check_output_flag(std::string_view flag, const std::string& path);
-// The paths of those files: what a run writes into (or removes from) --out.
+// The paths of those files: what a run writes into (or removes from) --out; with `written_trace_only`, each
+// variant's trace only in the format the run writes (trace_file), as check_out_files checks them.
 std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector<std::string>& variants,
-                                       const std::vector<std::string>& files);
+                                       const std::vector<std::string>& files, bool written_trace_only = false);
 // "<variant>.trace.json", or ".trace.json.gz" with --gzip.
 std::string trace_file(const std::string& variant, const CommonOptions& o);
 // Once a run's files are committed: removes the variant's trace in the other format (an earlier run with or
