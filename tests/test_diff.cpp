@@ -141,6 +141,47 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   EXPECT_TRUE(j["rows"][0]["new_name"] == "mul_");
 }
 
+// With `profile --counters` on both sides, each op's own page faults per forward: the first touches an in-place
+// op no longer makes. A wrapper's faults are its children's (self_page_faults 0), so nothing is counted twice.
+TEST(Diff, PageFaultsPerForwardWhenBothSidesRecordedThem) {
+  json naive = naive_summary(), inplace = inplace_summary();
+  const std::map<std::string, double> base_faults{{"matmul", 36}, {"mul", 16}, {"masked_fill", 0},
+                                                  {"copy_", 16}, {"masked_fill_", 0}, {"softmax", 16}};
+  for (json& r : naive["rows"])
+    if (auto it = base_faults.find(r["name"].get<std::string>()); it != base_faults.end()) r["self_page_faults"] = it->second;
+  for (json& r : inplace["rows"]) r["self_page_faults"] = r["name"] == "matmul" ? 54.0 : 0.0;
+  const report::ProfileDiff d = report::diff_summaries(naive, inplace);
+  ASSERT_TRUE(d.faults);
+  auto rows = by_label(d);
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_faults, 18.0);  // 36 over 2 forwards
+  EXPECT_DOUBLE_EQ(rows["matmul"].new_faults, 18.0);   // 54 over 3
+  EXPECT_DOUBLE_EQ(rows["mul"].base_faults, 8.0);
+  EXPECT_DOUBLE_EQ(rows["mul"].new_faults, 0.0);
+  EXPECT_DOUBLE_EQ(rows["copy_"].new_faults, 0.0);     // removed: nothing to fault on the new side
+  EXPECT_DOUBLE_EQ(rows["+extra_op"].base_faults, 0.0);
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("Faults       new"), std::string::npos) << t;
+  EXPECT_NE(t.find("removed: copy_, masked_fill (1.510us, 100 b allocated and 8 page faults per forward"), std::string::npos) << t;
+  EXPECT_NE(t.find("Faults: the op's own page faults"), std::string::npos) << t;
+  const json j = report::diff_json(d);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["base_page_faults"].get<double>(), 8.0);  // mul, the largest change
+  EXPECT_DOUBLE_EQ(j["rows"][0]["new_page_faults"].get<double>(), 0.0);
+
+  // One side without counters: no column, no figure made up for it.
+  const report::ProfileDiff half = report::diff_summaries(naive_summary(), inplace);
+  EXPECT_FALSE(half.faults);
+  EXPECT_EQ(report::diff_table(half).find("Faults"), std::string::npos);
+  EXPECT_TRUE(report::diff_json(half)["rows"][0]["base_page_faults"].is_null());
+  // A corrupt count is refused naming the row and field.
+  inplace["rows"][1]["self_page_faults"] = -3.0;
+  try {
+    (void)report::diff_summaries(naive, inplace);
+    ADD_FAILURE() << "a negative page-fault count was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 'matmul': field 'self_page_faults' is -3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Diff, DifferentProblemsAreFlaggedUnknownOnesAreNot) {
   const std::string note = "note: the runs are of different problems";
   json other = naive_summary();

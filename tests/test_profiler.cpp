@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cmath>
@@ -704,7 +705,7 @@ TEST(Profiler, SdpaEntryPointsRecordQueryKeyAndValueShapes) {
   }
 }
 
-TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {
+TEST(Profiler, SoftwareCountersNeverCrashAndTaskClockIsOnAnnotationsOnly) {
   prof::Profiler p({.software_counters = true});
   p.start();
   {
@@ -715,16 +716,47 @@ TEST(Profiler, SoftwareCountersOnAnnotationsOnlyAndNeverCrash) {
   p.stop();
   const prof::ProfileResult r = p.result();
   EXPECT_NE(r.counters_note.find("hardware counters"), std::string::npos) << r.counters_note;
+  ASSERT_TRUE(r.counters_recorded) << r.counters_note;  // page faults come from getrusage, always there
   const auto ka = analysis::key_averages(r);
   EXPECT_EQ(row(ka, "plain_op")->task_clock_ns, -1);
-  EXPECT_EQ(row(ka, "plain_op")->page_faults, -1);
-  if (r.counters_recorded) {
+  EXPECT_GE(row(ka, "plain_op")->page_faults, 0);
+  EXPECT_GE(row(ka, "annotated")->page_faults, row(ka, "plain_op")->page_faults);  // inclusive of its op
+  EXPECT_EQ(r.task_clock_recorded, r.counters_note.find("no task-clock") == std::string::npos) << r.counters_note;
+  if (r.task_clock_recorded)
     EXPECT_GE(row(ka, "annotated")->task_clock_ns, 0);
-    EXPECT_GE(row(ka, "annotated")->page_faults, 0);
-  } else {
+  else
     EXPECT_EQ(row(ka, "annotated")->task_clock_ns, -1);
-    EXPECT_NE(r.counters_note.find("software counters unavailable"), std::string::npos) << r.counters_note;
+}
+
+TEST(Profiler, AnOpsPageFaultsCountEveryThreadsFirstTouches) {
+  // An op whose OpenMP workers first-touch a fresh mapping: every 4 KiB page faults once, on whichever thread
+  // touches it, and the op's count must hold them all (the calling thread's own count would hold about half).
+  constexpr size_t kPages = 4096, kPage = 4096;
+  void* m = ::mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  ::madvise(m, kPages * kPage, MADV_NOHUGEPAGE);  // one fault per page, not one per 2 MiB
+  auto* bytes = static_cast<volatile char*>(m);
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  {
+    ATTNPROF_OP_ZONE(w, "wrapper");  // a composite op: its faults are its child's, none its own
+    ATTNPROF_OP_ZONE(z, "first_touch");
+#pragma omp parallel for num_threads(2) schedule(static)
+    for (int64_t i = 0; i < int64_t(kPages); ++i) bytes[size_t(i) * kPage] = 1;
   }
+  p.stop();
+  ::munmap(m, kPages * kPage);
+  const prof::ProfileResult r = p.result();
+  ASSERT_TRUE(r.counters_recorded) << r.counters_note;
+  const auto ka = analysis::key_averages(r);
+  const auto* op = row(ka, "first_touch");
+  const auto* wrapper = row(ka, "wrapper");
+  ASSERT_TRUE(op && wrapper);
+  EXPECT_GE(op->page_faults, int64_t(kPages));
+  EXPECT_LT(op->page_faults, int64_t(kPages) + 512);  // the op's own: nothing else ran in the process meanwhile
+  EXPECT_EQ(op->self_page_faults, op->page_faults);   // a leaf's faults are all its own
+  EXPECT_GE(wrapper->page_faults, op->page_faults);
+  EXPECT_LT(wrapper->self_page_faults, 64);  // what ran between the two zones' edges, not the child's thousands
 }
 
 TEST(Profiler, TaskClockNeverExceedsTheZonesOwnTime) {
@@ -738,7 +770,7 @@ TEST(Profiler, TaskClockNeverExceedsTheZonesOwnTime) {
   }
   p.stop();
   const prof::ProfileResult r = p.result();
-  if (!r.counters_recorded) GTEST_SKIP() << r.counters_note;
+  if (!r.task_clock_recorded) GTEST_SKIP() << r.counters_note;
   int64_t measured = 0;
   for (const prof::ZoneEvent& e : r.threads.at(0).zones) {
     if (std::string(e.name) != "short") continue;

@@ -47,7 +47,8 @@ struct OpStats {
   OpCost cost;                 // inclusive cost model: the zone's own cost plus its children's
   OpCost self_cost;            // the cost model recorded on the zone itself
   int64_t task_clock_ns = -1;  // software counters when recorded, else -1
-  int64_t page_faults = -1;
+  int64_t page_faults = -1;    // inclusive: every thread's faults while the zone was open (recursion once)
+  int64_t self_page_faults = -1;  // less those of the zones nested in it: an op's own first touches
   // Device side (CUDA profiles; zero on the CPU). Self CUDA belongs to device activity rows only (category
   // kernel / gpu_memcpy / gpu_memset): a CPU zone's device_total_ns is the time of the activities launched
   // inside it or its children, its self_device_ns is 0, so Self CUDA sums to the device time exactly once.

@@ -58,7 +58,8 @@ struct ZoneEvent {
   const char* variant = nullptr;    // the attention variant that was running, if any (interned)
   OpCost cost;                      // from the op's cost model
   std::array<std::array<int64_t, 4>, kMaxShapes> shapes{};
-  // Software counters for annotation zones when enabled; -1 when not measured.
+  // Software counters when enabled, -1 when not measured: page faults (every thread's) on every zone,
+  // task-clock (this thread's CPU time) on annotation zones.
   int64_t task_clock_ns = -1;
   int64_t page_faults = -1;
 };
@@ -126,7 +127,8 @@ struct ProfileResult {
   uint64_t origin_ticks = 0;      // tick value that maps to t = 0 in reports
   double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self and total times
   int64_t start_bytes = 0;        // live tracked-allocator bytes when the kept recording window began
-  bool counters_recorded = false; // software counters were read on annotation zones
+  bool counters_recorded = false; // software counters were read: page faults on every zone
+  bool task_clock_recorded = false; // and task-clock on annotation zones (perf_event_open allowed it)
   std::string clock;              // "tsc" or "steady_clock"
   std::string counters_note;      // what software/hardware counters were available
   std::map<std::string, std::string> metadata;  // variant, shape, dtype, ... for reporters
@@ -154,7 +156,7 @@ struct ProfilerOptions {
   Schedule schedule{};
   bool profile_memory = true;
   bool record_shapes = true;
-  bool software_counters = false;  // task-clock and page-faults per annotation (perf_event_open)
+  bool software_counters = false;  // page faults per zone (getrusage), task-clock per annotation (perf_event_open)
   // Wrap each recorded step in a ProfilerStep#N zone. As in torch.profiler (record_steps), this happens only
   // when a schedule is given (any Schedule field differs from its default); a plain start()/stop() run, or one
   // that calls step() without a schedule, records no ProfilerStep zones. false: never.

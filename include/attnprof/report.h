@@ -89,6 +89,7 @@ struct DiffRow {
   double base_mem = 0, new_mem = 0;      // self memory allocated (device memory for device profiles)
   double base_bytes = 0, new_bytes = 0;  // bytes moved by the op itself (cost model)
   double base_all_bytes = 0, new_all_bytes = 0;  // with its children's (a wrapper such as masked_fill has only those)
+  double base_faults = -1, new_faults = -1;      // page faults when both sides recorded them (--counters), else -1
   std::string label() const;             // "matmul", or "mul -> mul_" for an op and its other form
 };
 struct ProfileSide {
@@ -103,6 +104,7 @@ struct ProfileSide {
 struct ProfileDiff {
   ProfileSide base, next;
   bool device = false;     // both are device (CUPTI) profiles: times are Self CUDA, memory is device memory
+  bool faults = false;     // both recorded page faults per op (profile --counters): the table shows them
   std::vector<DiffRow> rows;  // by the size of the change in time, largest first
   double base_ns = 0, new_ns = 0;  // sums of the rows' self times per forward
 };

@@ -113,6 +113,11 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
     const ZoneDeviceStats* zdev = ti < dev.size() ? dev[ti].data() : nullptr;
     const std::vector<ZoneDerived> d = derive(r, t, r.zone_overhead_ns, ka.overhead_subtracted_ns);
     const std::vector<OpCost> inclusive = inclusive_costs(t);
+    // Each zone's direct children's page faults, to take off its own (a wrapper's are its children's).
+    std::vector<int64_t> child_faults(t.zones.size(), 0);
+    for (size_t i = 0; i < t.zones.size(); ++i)
+      if (const int32_t p = t.zones[i].parent; p >= 0 && size_t(p) < i && t.zones[i].page_faults > 0)
+        child_faults[size_t(p)] += t.zones[i].page_faults;
     std::vector<size_t> group(t.zones.size());
     for (size_t i = 0; i < t.zones.size(); ++i) {
       const prof::ZoneEvent& e = t.zones[i];
@@ -141,7 +146,8 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       if (e.task_clock_ns >= 0)
         s.task_clock_ns = std::max<int64_t>(s.task_clock_ns, 0) +
                           std::max<int64_t>(0, e.task_clock_ns - std::llround(d[i].subtracted_ns));
-      if (e.page_faults >= 0) s.page_faults = std::max<int64_t>(s.page_faults, 0) + e.page_faults;
+      if (e.page_faults >= 0)
+        s.self_page_faults = std::max<int64_t>(s.self_page_faults, 0) + std::max<int64_t>(0, e.page_faults - child_faults[i]);
       // Inclusive quantities once per outermost zone of the group (recursion counted once).
       bool nested_in_same = false;
       for (int32_t p = e.parent; p >= 0 && size_t(p) < i; p = t.zones[size_t(p)].parent)
@@ -154,6 +160,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         s.mem_bytes += d[i].alloc;
         s.freed_bytes += d[i].freed;
         s.cost += inclusive[i];
+        if (e.page_faults >= 0) s.page_faults = std::max<int64_t>(s.page_faults, 0) + e.page_faults;
         if (zdev) {
           s.device_total_ns += zdev[i].total_ns;
           s.device_mem_bytes += zdev[i].mem_bytes;

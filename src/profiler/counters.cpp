@@ -1,12 +1,15 @@
-// Software counters via perf_event_open. Hardware counters are probed only to report whether they exist:
-// virtual machines without a PMU return ENOENT, and we say so instead of failing.
+// Software counters: the process's page faults through getrusage, the annotation thread's task-clock through
+// perf_event_open. Hardware counters are probed only to report whether they exist: virtual machines without a
+// PMU return ENOENT, and we say so instead of failing.
 #include "profiler/counters.h"
 
 #include <linux/perf_event.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -36,14 +39,28 @@ int64_t read_counter(int fd) noexcept {
   return int64_t(v);
 }
 
+// Every thread's minor and major faults so far, dead threads' included: -1 if getrusage fails.
+int64_t process_page_faults() noexcept {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return -1;
+  return int64_t(u.ru_minflt) + int64_t(u.ru_majflt);
+}
+
+bool is_annotation(const ZoneEvent& e) noexcept {
+  return e.category && std::strcmp(e.category, "user_annotation") == 0;
+}
+
 std::string g_note;
 bool g_enabled = false;
+// perf_event_open gives this process a task-clock counter; read by every thread's zones, so atomic.
+std::atomic<bool> g_task_clock{false};
 
 }  // namespace
 
 bool session_begin(bool enable) {
   g_note.clear();
   g_enabled = false;
+  g_task_clock = false;
   if (!enable) {
     g_note = "counters off (turn them on with `attnprof profile --counters`, ProfilerOptions::software_counters)";
     return false;
@@ -59,54 +76,55 @@ bool session_begin(bool enable) {
                   ? fmt::format("hardware counters unavailable ({}: no PMU visible, e.g. a VM)", std::strerror(err))
                   : fmt::format("hardware counters unavailable ({})", std::strerror(err));
   }
-  int sw = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
-  int pf = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
-  std::string sw_note;
-  if (sw >= 0 && pf >= 0) {
-    sw_note = "software counters task-clock and page-faults recorded on user_annotation zones";
-    g_enabled = true;
-  } else {
-    sw_note = fmt::format("software counters unavailable ({})", std::strerror(errno));
-  }
+  const int sw = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  const int sw_errno = errno;
   if (sw >= 0) close(sw);
-  if (pf >= 0) close(pf);
+  const bool faults = process_page_faults() >= 0;
+  const int faults_errno = errno;
+  g_task_clock = sw >= 0;
+  g_enabled = sw >= 0 || faults;
+  const std::string tc = sw >= 0 ? "task-clock (the annotation's thread) on user_annotation zones"
+                                      : fmt::format("no task-clock ({})", std::strerror(sw_errno));
+  const std::string sw_note =
+      faults ? fmt::format("software counters: page faults (every thread's, getrusage) on every zone; {}", tc)
+             : fmt::format("software counters unavailable (getrusage: {}; {})", std::strerror(faults_errno), tc);
   g_note = hw_note + "; " + sw_note;
   return g_enabled;
 }
+
+bool task_clock_recorded() noexcept { return g_task_clock.load(); }
 
 std::string session_end() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     ThreadCounters& c = b->counters;
     if (c.task_clock_fd >= 0) close(c.task_clock_fd);
-    if (c.page_faults_fd >= 0) close(c.page_faults_fd);
     c = ThreadCounters{};
   }
   g_enabled = false;
+  g_task_clock = false;
   return g_note;
 }
 
 void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
-  if (!e.category || std::strcmp(e.category, "user_annotation") != 0) return;
+  // Start values; zone_close turns them into deltas. -1 stays "not measured". Task-clock is read last here
+  // and first there, so its interval is the innermost.
+  e.page_faults = process_page_faults();
+  if (!g_task_clock.load(std::memory_order_relaxed) || !is_annotation(e)) return;
   ThreadCounters& c = b->counters;
   if (!c.tried) {
     c.tried = true;
     c.task_clock_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
-    c.page_faults_fd = open_counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
   }
-  // Start values; zone_close turns them into deltas. -1 stays "not measured". Task-clock is read last here
-  // and first there, so its interval is the innermost.
-  e.page_faults = read_counter(c.page_faults_fd);
   e.task_clock_ns = read_counter(c.task_clock_fd);
 }
 
 void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
-  const ThreadCounters& c = b->counters;
   if (e.task_clock_ns >= 0) {
-    const int64_t v = read_counter(c.task_clock_fd);
+    const int64_t v = read_counter(b->counters.task_clock_fd);
     e.task_clock_ns = v >= 0 ? v - e.task_clock_ns : -1;
   }
   if (e.page_faults >= 0) {
-    const int64_t v = read_counter(c.page_faults_fd);
+    const int64_t v = process_page_faults();
     e.page_faults = v >= 0 ? v - e.page_faults : -1;
   }
 }

@@ -1,8 +1,11 @@
-// Internal: software performance counters (perf_event_open) for the profiling session.
+// Internal: software counters for the profiling session.
 //
-// Only user_annotation zones read counters (two read() syscalls at open and at close, ~1 µs), so ordinary op
-// zones keep their cost. Each thread opens its own task-clock and page-fault counters on first use
-// (pid = 0, cpu = -1 counts the calling thread only); the session closes them all at stop().
+// Page faults are the whole process's (getrusage: every thread's minor and major faults), read at the open and
+// close of every zone, ops included: the faults of an op that first touches a fresh buffer land on its OpenMP
+// workers as much as on the calling thread, and a per-thread count would miss theirs. One getrusage costs
+// about a microsecond (more with more threads), which lands inside the zone's own time.
+// Task-clock is the opening thread's CPU time (perf_event_open, pid = 0, cpu = -1), read on user_annotation
+// zones only; each thread opens its counter on first use and the session closes them all at stop().
 #pragma once
 
 #include <cstdint>
@@ -19,17 +22,19 @@ namespace attnprof::prof::counters {
 
 struct ThreadCounters {
   int task_clock_fd = -1;
-  int page_faults_fd = -1;
   bool tried = false;  // opening was attempted on this thread in this session
 };
 
-// Probes hardware and software counters when `enable`; returns whether software counters will be recorded.
+// Probes hardware and software counters when `enable`; returns whether software counters will be recorded
+// (page faults always can be; task-clock only where perf_event_open allows it, which the note says).
 bool session_begin(bool enable);
 // Closes every thread's counters; returns a one-line note on what was available
-// ("hardware counters unavailable (No such file or directory: ...); software counters: task-clock, page-faults").
+// ("hardware counters unavailable (No such file or directory: ...); software counters: ...").
 std::string session_end();
+// Whether this session reads task-clock on annotations (perf_event_open allowed it); valid until session_end.
+bool task_clock_recorded() noexcept;
 
-// Called from open_zone/close_zone for annotation zones while counters are on.
+// Called from open_zone/close_zone for every zone while counters are on.
 void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
 void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
 

@@ -124,6 +124,7 @@ void Profiler::start() {
   collected_ = ProfileResult{};
   collected_.origin_ticks = now_ticks();
   collected_.counters_recorded = counters::session_begin(opts_.software_counters);
+  collected_.task_clock_recorded = counters::task_clock_recorded();
   detail::g_counters.store(collected_.counters_recorded);
   running_ = true;
   step_ = 0;

@@ -112,11 +112,13 @@ bool is_activity(const std::string& category) {
 struct OpFigures {
   double calls = 0, ns = 0, mem = 0, bytes = 0;
   double all_bytes = 0;  // with its children's: a wrapper (masked_fill) moves none itself
+  double faults = -1;    // its own page faults (every thread's), when `profile --counters` recorded them
 };
 
 struct Parsed {
   ProfileSide side;
   bool device = false;
+  bool faults = false;  // its op rows carry page faults
   std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
 };
 
@@ -221,6 +223,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;
       o.bytes = number(self_cost, "bytes", what) / f;
       o.all_bytes = number(cost, "bytes", what) / f;
+      if (const auto pf = r.find("self_page_faults"); pf != r.end() && !pf->is_null()) {
+        o.faults = number(r, "self_page_faults", row_what) / f;
+        p.faults = true;
+      }
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
     auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == name; });
@@ -232,6 +238,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       it->second.mem += o.mem;
       it->second.bytes += o.bytes;
       it->second.all_bytes += o.all_bytes;
+      it->second.faults = it->second.faults >= 0 && o.faults >= 0 ? it->second.faults + o.faults : -1;
     }
   }
   return p;
@@ -275,9 +282,10 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   d.base = a.side;
   d.next = b.side;
   d.device = a.device;
+  d.faults = a.faults && b.faults;
   std::map<std::string, OpFigures> in_a(a.ops.begin(), a.ops.end()), in_b(b.ops.begin(), b.ops.end());
   std::map<std::string, bool> used_b;
-  auto row_of = [](const std::string& an, const OpFigures* x, const std::string& bn, const OpFigures* y,
+  auto row_of = [&](const std::string& an, const OpFigures* x, const std::string& bn, const OpFigures* y,
                    std::string change) {
     DiffRow r;
     r.base_name = an;
@@ -290,6 +298,8 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.base_bytes = x->bytes;
       r.base_all_bytes = x->all_bytes;
     }
+    // An op one side did not run faulted nothing there; a row without counters stays unknown (-1).
+    r.base_faults = !d.faults ? -1 : x ? x->faults : 0;
     if (y) {
       r.new_calls = y->calls;
       r.new_ns = y->ns;
@@ -297,6 +307,7 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.new_bytes = y->bytes;
       r.new_all_bytes = y->all_bytes;
     }
+    r.new_faults = !d.faults ? -1 : y ? y->faults : 0;
     return r;
   };
   // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
@@ -380,9 +391,13 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   size_t w = 8;
   for (const DiffRow& r : d.rows) w = std::max(w, r.label().size());
   w = std::min<size_t>(w, 60);
-  const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}", "Op",
+  // Page faults per forward when both sides recorded them (`profile --counters`): what first touches of fresh
+  // memory cost, the allocations an in-place op avoids.
+  auto faults = [](double v) { return v >= 0 ? calls(v) : std::string("--"); };
+  const std::string fault_head = d.faults ? fmt::format("  {:>8}  {:>8}", "Faults", "new") : "";
+  const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {:<12}", "Op",
                                        w, "Calls", std::string(time), "new", "change", std::string(mem), "new",
-                                       "Bytes moved", "new", "Change");
+                                       "Bytes moved", "new", fault_head, "Change");
   const std::string rule(head.size(), '-');
   s += rule + "\n" + head + "\n" + rule + "\n";
   int n = 0;
@@ -390,12 +405,14 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     if (row_limit > 0 && n++ >= row_limit) break;
     std::string name = r.label();
     if (name.size() > w) name = name.substr(0, w - 3) + "...";
-    s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}  {:<12}\n", name, w,
+    const std::string fault_cells =
+        d.faults ? fmt::format("  {:>8}  {:>8}", faults(r.base_faults), faults(r.new_faults)) : "";
+    s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {:<12}\n", name, w,
                      calls(r.base_calls) + " -> " + calls(r.new_calls), format_time_ns(r.base_ns),
                      format_time_ns(r.new_ns), signed_time(r.new_ns - r.base_ns),
                      format_bytes(int64_t(std::llround(r.base_mem))), format_bytes(int64_t(std::llround(r.new_mem))),
                      format_bytes(int64_t(std::llround(r.base_bytes))),
-                     format_bytes(int64_t(std::llround(r.new_bytes))), r.change);
+                     format_bytes(int64_t(std::llround(r.new_bytes))), fault_cells, r.change);
   }
   s += rule + "\n";
   if (row_limit > 0 && d.rows.size() > size_t(row_limit))
@@ -405,12 +422,13 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                    calls(d.base.forwards), calls(d.next.forwards), format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
   std::vector<std::string> gone, came, inplace, changed;
-  double gone_ns = 0, gone_mem = 0;
+  double gone_ns = 0, gone_mem = 0, gone_faults = 0;
   for (const DiffRow& r : d.rows) {
     if (r.change == "removed") {
       gone.push_back(r.base_name);
       gone_ns += r.base_ns;
       gone_mem += r.base_mem;
+      gone_faults += std::max(r.base_faults, 0.0);
     }
     if (r.change == "added") came.push_back(r.new_name);
     if (r.change == "in place") inplace.push_back(r.label());
@@ -429,12 +447,16 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     return out;
   };
   if (!gone.empty())
-    s += fmt::format("removed: {} ({} and {} allocated per forward gone with them)\n", join(gone),
-                     format_time_ns(gone_ns), format_bytes(int64_t(std::llround(gone_mem))));
+    s += fmt::format("removed: {} ({}, {} allocated{} per forward gone with them)\n", join(gone),
+                     format_time_ns(gone_ns), format_bytes(int64_t(std::llround(gone_mem))),
+                     d.faults ? fmt::format(" and {} page faults", calls(gone_faults)) : std::string());
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model.\n";
+  if (d.faults)
+    s += "Faults: the op's own page faults (not its children's), every thread's (profile --counters): one per first "
+         "touch of a 4 KiB page, or of a 2 MiB one where the kernel backs a buffer with a huge page.\n";
   return s;
 }
 
@@ -466,7 +488,9 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                     {"base_bytes", r.base_bytes},
                     {"new_bytes", r.new_bytes},
                     {"base_all_bytes", r.base_all_bytes},
-                    {"new_all_bytes", r.new_all_bytes}});
+                    {"new_all_bytes", r.new_all_bytes},
+                    {"base_page_faults", r.base_faults >= 0 ? json(r.base_faults) : json()},
+                    {"new_page_faults", r.new_faults >= 0 ? json(r.new_faults) : json()}});
   }
   return {{"kind", "diff"},
           {"attnprof_version", ATTNPROF_VERSION},

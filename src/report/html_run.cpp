@@ -371,6 +371,7 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
     o.self_cost = cost(r, "self_cost");
     o.task_clock_ns = int64_t(num(r, "task_clock_ns", -1));
     o.page_faults = int64_t(num(r, "page_faults", -1));
+    o.self_page_faults = int64_t(num(r, "self_page_faults", -1));
     o.self_device_ns = num(r, "self_cuda_ns");
     o.device_total_ns = num(r, "cuda_total_ns");
     o.device_mem_bytes = int64_t(num(r, "cuda_mem_bytes"));

@@ -85,6 +85,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
     }
     row["task_clock_ns"] = s.task_clock_ns >= 0 ? json(s.task_clock_ns) : json(nullptr);
     row["page_faults"] = s.page_faults >= 0 ? json(s.page_faults) : json(nullptr);
+    row["self_page_faults"] = s.self_page_faults >= 0 ? json(s.self_page_faults) : json(nullptr);
     rows.push_back(std::move(row));
   }
   j["rows"] = std::move(rows);
@@ -103,7 +104,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                  {"end_bytes", timeline.empty() ? ka.start_bytes : timeline.back().second},
                  {"outside_zones_bytes", ka.outside_zones_bytes},
                  {"timeline", std::move(tl)}};
-  j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}};
+  j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}, {"task_clock_recorded", r.task_clock_recorded}};
   json threads = json::array();  // each op's OpenMP regions (analysis::thread_balance)
   for (const analysis::ThreadBalance& b : analysis::thread_balance(r))
     threads.push_back({{"name", b.name},

@@ -225,7 +225,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   name_width = std::min(name_width, kMaxNameWidth);
   // Software counters (task-clock, page-faults) get two columns when any row has them.
   const bool counters = std::any_of(rows.begin(), rows.end(), [](auto* s) {
-    return s->task_clock_ns >= 0 || s->page_faults >= 0;
+    return s->task_clock_ns >= 0 || s->page_faults >= 0 || s->self_page_faults >= 0;
   });
   shapes_width = std::min(shapes_width, kMaxShapesWidth);
   const auto [fscale, fheader] = min_flops > 0 ? flops_scale(min_flops) : std::pair<double, std::string>{1.0, "FLOPs"};
@@ -259,7 +259,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     }
   }
   if (counters) {
-    for (const char* h : {"Task clock", "Page faults"}) {
+    for (const char* h : {"Task clock", "Self faults", "Page faults"}) {
       header.push_back(h);
       layout.add(kNumWidth);
     }
@@ -312,6 +312,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     }
     if (counters) {
       cells.push_back(s->task_clock_ns >= 0 ? format_time_ns(double(s->task_clock_ns)) : "--");
+      cells.push_back(s->self_page_faults >= 0 ? fmt::format("{}", s->self_page_faults) : "--");
       cells.push_back(s->page_faults >= 0 ? fmt::format("{}", s->page_faults) : "--");
     }
     out += layout.row(cells);
