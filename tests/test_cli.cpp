@@ -1630,6 +1630,26 @@ TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
   EXPECT_TRUE(fs::exists(fresh / "deeper" / "compare.json")) << "a --out holding the run's files was removed";
 }
 
+TEST_F(Cli, ErrorLinesReachTheTerminalWithoutControlCharacters) {
+  // A message quotes what it was given. A path holding an escape sequence, a bell, a tab, the C1 CSI (U+009B,
+  // an escape to some terminals) and a byte that is not UTF-8 must not reach the terminal as such; valid
+  // UTF-8 (ü, ·) stays as it is.
+  const std::string name = (dir_ / "a\x1b[2J\x07\t\xc2\x9b\xff-\xc3\xbc\xc2\xb7.json").string();
+  const Result r = run("diff '" + name + "' '" + name + "x'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.back(), '\n');
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (size_t i = 0; i + 1 < r.err.size(); ++i) {
+    const auto c = static_cast<unsigned char>(r.err[i]);
+    EXPECT_FALSE(c < 0x20 || c == 0x7f || c == 0xff) << "byte 0x" << std::hex << int(c) << " at " << std::dec << i;
+  }
+  EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("attnprof: error: cannot read " + dir_.string() + "/a [2J   ?-\xc3\xbc\xc2\xb7.json"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {
   // Nothing the page can draw is bad input, as a corrupt .npy is: exit 2, no report.html, and on stderr one
   // line per file that could not be used, then the error. A report of notes alone would pass for a result.

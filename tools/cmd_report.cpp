@@ -36,11 +36,7 @@ void run_report(const ReportArgs& a) {
   try {
     path = report::write_html_report(a.out, opt);
   } catch (const report::NoReportInput& e) {
-    for (std::string line : e.problems) {
-      for (char& c : line)  // a parser's message may quote the file's bytes
-        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-      std::fprintf(stderr, "attnprof: error: %s\n", line.c_str());
-    }
+    for (const std::string& line : e.problems) print_error(line);  // a parser's message may quote the file's bytes
     throw Error(e.what());
   }
   std::printf("%s\n", path.c_str());

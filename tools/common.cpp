@@ -523,9 +523,50 @@ std::string flops_legend(const AttnProblem& p) {
                            "every key)", f);
 }
 
+std::string terminal_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      out += c < 0x20 || c == 0x7f ? ' ' : char(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, its continuation bytes 10xxxxxx, no overlong form, no
+    // surrogate, nothing past U+10FFFF. Anything else is one byte that is not text.
+    const int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = len > 0 && i + size_t(len) <= n;
+    uint32_t cp = len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
+    for (int k = 1; ok && k < len; ++k) {
+      ok = (s[i + size_t(k)] & 0xc0) == 0x80;
+      cp = (cp << 6) | (s[i + size_t(k)] & 0x3fu);
+    }
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (!ok) {
+      out += '?';
+      ++i;
+    } else if (cp <= 0x9f) {  // C1 controls
+      out += ' ';
+      i += size_t(len);
+    } else {
+      out.append(text.substr(i, size_t(len)));
+      i += size_t(len);
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 void progress(const std::string& line) {
-  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fprintf(stderr, "%s\n", terminal_line(line).c_str());
   std::fflush(stderr);
+}
+
+void print_error(std::string_view message) {
+  std::fprintf(stderr, "attnprof: error: %s\n", terminal_line(message).c_str());
 }
 
 int stdout_status(int code) {
@@ -544,7 +585,7 @@ void exit_if_validation_failed(const std::vector<std::string>& failed) {
   remove_created_dirs_if_empty();
   if (stdout_status(0) != 0) std::exit(2);
   std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
-               fmt::format("{}", fmt::join(failed, ", ")).c_str());
+               terminal_line(fmt::format("{}", fmt::join(failed, ", "))).c_str());
   std::exit(1);
 }
 

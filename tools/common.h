@@ -271,8 +271,16 @@ void check_html_if_asked(const CommonOptions& o);
 // The legend of a GFLOP/s figure: how attention_flops counted this problem, and the count.
 std::string flops_legend(const AttnProblem& p);
 
-// Progress lines on stderr (the --json stdout stays machine-readable).
+// One line as a terminal should get it: messages may quote what a file or an argument holds (a .npy header, a
+// JSON parser's view of a corrupt file, a path), so every control character (C0 with tab and newline, DEL,
+// and the C1 range, U+0080–U+009F, which some terminals take as escape sequences) becomes a space and every
+// byte that is not part of valid UTF-8 a '?'; trailing spaces go. Valid UTF-8 text (·, →, ²) is kept.
+std::string terminal_line(std::string_view text);
+
+// Progress lines on stderr (the --json stdout stays machine-readable), through terminal_line.
 void progress(const std::string& line);
+// "attnprof: error: <message>" on stderr, through terminal_line: the one way a command reports bad input.
+void print_error(std::string_view message);
 
 // Called once a command has written and printed its results: when any variant failed validation against the
 // fp64 reference (`failed` names them), says so on stderr and exits 1, so that a script sees the failure.

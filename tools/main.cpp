@@ -29,12 +29,9 @@ ATTNPROF_COMMANDS(ATTNPROF_DECLARE_COMMAND)
 
 namespace {
 
-int fail(std::string msg) {
+int fail(const std::string& msg) {
   attnprof::cli::remove_created_dirs_if_empty();
-  for (char& c : msg)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!msg.empty() && msg.back() == ' ') msg.pop_back();
-  std::fprintf(stderr, "attnprof: error: %s\n", msg.c_str());
+  attnprof::cli::print_error(msg);
   return 2;
 }
 
@@ -190,7 +187,7 @@ int main(int argc, char** argv) {
                 "needs); try a smaller --shape or a --memory-budget under what is free");
   } catch (const std::exception& e) {
     attnprof::cli::remove_created_dirs_if_empty();
-    std::fprintf(stderr, "attnprof: internal error: %s\n", e.what());
+    std::fprintf(stderr, "attnprof: internal error: %s\n", attnprof::cli::terminal_line(e.what()).c_str());
     return 2;  // 1 means a validation failure; anything that stops a run early is 2
   }
   return attnprof::cli::stdout_status(0);
