@@ -383,6 +383,33 @@ TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
   EXPECT_EQ(j["variants"][1]["status"], "ok");
 }
 
+TEST_F(Cli, CompareCountersPutPageFaultsInTheSummariesForDiff) {
+  const std::string shape = " --shape 1,4,512,64 --iters 1 --warmup 0";
+  ASSERT_EQ(run("compare --counters --variants naive,inplace" + shape + out_flag()).code, 0);
+  for (const char* v : {"naive", "inplace"}) {
+    const json s = read_json(std::string(v) + ".summary.json");
+    EXPECT_TRUE(s["counters"]["recorded"].get<bool>()) << s["counters"];
+    int ops = 0;
+    for (const json& r : s["rows"])
+      if (r["category"] == "cpu_op") {
+        EXPECT_TRUE(r["self_page_faults"].is_number()) << v << " " << r["name"];
+        EXPECT_GE(r["page_faults"].get<int64_t>(), r["self_page_faults"].get<int64_t>()) << v << " " << r["name"];
+        ++ops;
+      }
+    EXPECT_GE(ops, 5) << v;
+  }
+  const Result d = run("diff " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("    Faults       new  Change"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("page faults per forward gone with them"), std::string::npos) << d.out;
+  // Without --counters: no counts, and diff shows no column for them.
+  ASSERT_EQ(run("compare --variants naive" + shape + out_flag()).code, 0);
+  for (const json& r : read_json("naive.summary.json")["rows"]) EXPECT_TRUE(r["self_page_faults"].is_null()) << r["name"];
+  const Result d2 = run("diff " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());
+  ASSERT_EQ(d2.code, 0) << d2.err;
+  EXPECT_EQ(d2.out.find("Faults"), std::string::npos) << d2.out;
+}
+
 TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
   // A variant named twice, directly or through "sdpa", runs once, where it was first named.
   const Result r =

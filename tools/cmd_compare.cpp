@@ -21,6 +21,7 @@ struct CompareArgs {
   CommonOptions common;
   std::string variants;  // comma-separated subset; empty: all
   std::string device = "cpu";
+  bool counters = false;  // page faults per op in the summaries (diff then shows what in-place saves)
 };
 
 struct Row {
@@ -269,6 +270,7 @@ void run_compare_cuda(const CompareArgs& a) {
   RunPlan plan;
   plan.warmup = o.warmup;
   plan.schedule = {.wait = 0, .warmup = 0, .active = 1};
+  plan.software_counters = a.counters;
   plan.event_iters = std::max(o.iters, 20);
   std::vector<Row> rows;
   std::string tables;
@@ -335,6 +337,7 @@ void run_compare(const CompareArgs& a) {
   RunPlan plan;
   plan.warmup = o.warmup;
   plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
+  plan.software_counters = a.counters;
   std::vector<Row> rows;
   for (size_t i = 0; i < variants.size(); ++i) {
     const Variant& v = *variants[i];
@@ -397,6 +400,10 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   sub->add_option("--variants", args->variants,
                   "comma-separated subset; sdpa = every SDPA backend (default: all of " + variant_names() + ")");
+  sub->add_flag("--counters", args->counters,
+                "software counters in each variant's table and summary, as profile --counters records them: page "
+                "faults per op (every thread's), task-clock per forward; attnprof diff of two summaries then shows "
+                "each op's faults");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->callback([args] { run_compare(*args); });
 }

@@ -194,7 +194,7 @@ struct RunPlan {
   prof::Schedule schedule{.wait = 1, .warmup = 1, .active = 3};
   bool keep_output = false;      // keep the validated output (for --save-output)
   int event_iters = 0;           // CUDA: forwards timed with CUDA events after profiling (0: none)
-  bool software_counters = false;   // task-clock and page-faults per annotation (perf_event_open)
+  bool software_counters = false;   // page faults per zone, task-clock per annotation (--counters)
   bool group_by_input_shape = false;  // key_averages: one row per (name, input shapes)
 };
 

@@ -455,7 +455,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model.\n";
   if (d.faults)
-    s += "Faults: the op's own page faults (not its children's), every thread's (profile --counters): one per first "
+    s += "Faults: the op's own page faults (not its children's), every thread's (--counters): one per first "
          "touch of a 4 KiB page, or of a 2 MiB one where the kernel backs a buffer with a huge page.\n";
   return s;
 }
