@@ -156,6 +156,34 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
           EXPECT_EQ(r["change"], "removed");
           EXPECT_LT(r["delta_ms"].get<double>(), 0.0);
         }
+  // Summaries without counters: no page-fault fields, no tooltip for them.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "changes") {
+      EXPECT_FALSE(c["spec"]["data"]["values"][0].contains("base_faults"));
+      EXPECT_EQ(c["spec"]["spec"]["encoding"]["tooltip"].size(), 8u);
+    }
+  {
+    // With --counters summaries (page faults per op), each op's own faults per forward ride in the tooltips.
+    TempDir d("changes-with-faults");
+    for (const char* v : {"naive", "inplace"}) {
+      json s = json::parse(attnprof::io::read_file(kFixtures / (std::string(v) + ".summary.json")));
+      for (json& r : s["rows"]) r["self_page_faults"] = r["name"] == "mul" ? 96 : 0;
+      spit(d.path / (std::string(v) + ".summary.json"), s.dump());
+    }
+    const json dd = data_block(render_html_report(d.path.string(), stub_library()));
+    bool seen = false;
+    for (const json& c : dd["charts"])
+      if (c["kind"] == "changes") {
+        EXPECT_EQ(c["spec"]["spec"]["encoding"]["tooltip"].back()["title"], "new page faults");
+        for (const json& r : c["spec"]["data"]["values"])
+          if (r["op"] == "mul -> mul_") {
+            EXPECT_DOUBLE_EQ(r["base_faults"].get<double>(), 96.0 / 3);  // 3 recorded forwards in the fixture
+            EXPECT_DOUBLE_EQ(r["new_faults"].get<double>(), 0.0);
+            seen = true;
+          }
+      }
+    EXPECT_TRUE(seen);
+  }
   // The comparison table has a row per variant, and the skipped backend says why.
   for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
   EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);

@@ -407,6 +407,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
                       "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
   int steps = 0;
   bool device = false;  // GPU runs: the times are Self CUDA
+  bool faults = false;  // some step's two summaries recorded page faults (--counters)
   // Facets in the run's variant order, by a numeric field: Vega-Lite would sort names alphabetically, and a
   // sort list of names is compiled into a Vega expression, which a hostile name can break.
   for (const VariantData& v : vs) {
@@ -420,6 +421,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     }
     const std::string step = base->name + " -> " + v.name;
     device = device || d.device;
+    faults = faults || d.faults;
     std::vector<std::string> gone, inplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
@@ -428,6 +430,10 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
                       {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
                       {"base_ms", r.base_ns * 1e-6}, {"new_ms", r.new_ns * 1e-6},
                       {"base_mem_mb", r.base_mem / 1e6}, {"new_mem_mb", r.new_mem / 1e6}});
+      if (d.faults) {
+        rows.back()["base_faults"] = r.base_faults;
+        rows.back()["new_faults"] = r.new_faults;
+      }
       if (r.change == "removed") gone.push_back(r.base_name);
       if (r.change == "in place") inplace.push_back(op);
       if (r.change == "added") came.push_back(r.new_name);
@@ -449,6 +455,16 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     pg.end_section();
     return;
   }
+  json tooltip = {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
+                  {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
+                  {{"field", "new_ms"}, {"format", ".3f"}, {"title", "new ms"}},
+                  {{"field", "delta_ms"}, {"format", "+.3f"}, {"title", "change ms"}},
+                  {{"field", "base_mem_mb"}, {"format", ".1f"}, {"title", "base MB allocated"}},
+                  {{"field", "new_mem_mb"}, {"format", ".1f"}, {"title", "new MB allocated"}}};
+  if (faults) {  // the op's own page faults per forward, every thread's: what touching fresh buffers cost
+    tooltip.push_back({{"field", "base_faults"}, {"format", ".0f"}, {"title", "base page faults"}});
+    tooltip.push_back({{"field", "new_faults"}, {"format", ".0f"}, {"title", "new page faults"}});
+  }
   const json change_scale = {{"domain", {"removed", "in place", "out of place", "changed", "same", "added"}},
                              {"range", {"#2ca02c", "#17becf", "#bcbd22", "#ff7f0e", "#9e9e9e", "#d62728"}}};
   json spec = {
@@ -466,17 +482,13 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
                  {"title", std::string(device ? "change in Self CUDA time" : "change in self time") +
                                " per forward (ms; negative = saved)"}}},
           {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale}}},
-          {"tooltip", {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
-                       {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
-                       {{"field", "new_ms"}, {"format", ".3f"}, {"title", "new ms"}},
-                       {{"field", "delta_ms"}, {"format", "+.3f"}, {"title", "change ms"}},
-                       {{"field", "base_mem_mb"}, {"format", ".1f"}, {"title", "base MB allocated"}},
-                       {{"field", "new_mem_mb"}, {"format", ".1f"}, {"title", "new MB allocated"}}}}}}}},
+          {"tooltip", tooltip}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
   pg.chart("changes", spec,
            "Each variant against " + base->name +
                ", op by op and per forward (attnprof diff): ops removed, turned in place or added, and how "
-               "much self time each one saved or cost.");
+               "much self time each one saved or cost" +
+               (faults ? "; the tooltips add each op's own page faults (the runs were made with --counters)." : "."));
   pg.raw(table + "</tbody></table>\n");
   pg.end_section();
 }
