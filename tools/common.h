@@ -238,6 +238,9 @@ class LazyReference {
 // Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
 // (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant
 // is validated or timed. A memory-budget refusal (OutOfBudget) is left for run_variant to report as a skip.
+// Each runner is dropped rather than kept for run_variant: held together, every variant's prepared buffers
+// (naive's N² mask, at N = 16384 256 MiB) would sit in the tracked allocator beside the one running and count in
+// its peak memory; building one again costs a mask fill, nothing a forward would notice.
 void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in);
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
 // warm-up, then the profiled forwards, each inside the variant's annotation.
