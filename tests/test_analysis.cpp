@@ -15,6 +15,7 @@
 #include "analysis/peak_loops.h"
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
+#include "attnprof/isa.h"
 #include "io/file.h"
 
 using namespace attnprof;
@@ -131,7 +132,86 @@ TEST(Roofline, VerdictsFollowTheRidge) {
   EXPECT_EQ(p.achieved_gflops, 0.0);
 }
 
+TEST(Roofline, LibraryFlopsAreBilledAtTheLibrarysPeaks) {
+  // Our kernels dispatched at scalar; OpenBLAS and oneDNN at avx512, four times as fast.
+  MachinePeaks m;
+  m.isa = "scalar";
+  m.fp32_gflops = 200.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 40.0;
+  m.library_isa = "avx512";
+  m.library_fp32_gflops = 800.0;
+  m.library_bf16_gflops = 1600.0;
+  EXPECT_TRUE(m.library_isa_differs());
+  const OpCost sgemm{.flops = 8e9, .bytes_read = 1e8, .library_flops = 8e9};
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(sgemm, m), 800.0);
+  const OpCost onednn{
+      .flops = 8e9, .bytes_read = 1e8, .bf16_flops = 8e9, .library_flops = 8e9, .library_bf16_flops = 8e9};
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(onednn, m), 1600.0);
+  // The ridge moves with the ceiling: 10 FLOP/B is compute-bound under the scalar FMA peak (ridge 5), memory-
+  // bound under the library's (ridge 20), and the library's FLOPs are no longer judged against the scalar peak.
+  const OpCost at10{.flops = 1e9, .bytes_read = 1e8, .library_flops = 1e9};
+  RooflinePoint p = place(at10, 1e9 / 300.0, m);  // 300 GFLOP/s: above the scalar peak
+  EXPECT_DOUBLE_EQ(p.ridge_intensity, 20.0);
+  EXPECT_TRUE(p.memory_bound);
+  EXPECT_DOUBLE_EQ(p.attainable_gflops, 400.0);
+  EXPECT_NEAR(p.fraction_of_attainable, 0.75, 1e-12);
+  // One of each quarter: our bf16 and fp32 FLOPs, the library's bf16 and fp32 ones, each at its own rate:
+  // 4e9 / (1e9/400 + 1e9/200 + 1e9/1600 + 1e9/800) = 1280/3 GFLOP/s.
+  const OpCost mixed{
+      .flops = 4e9, .bytes_read = 1e8, .bf16_flops = 2e9, .library_flops = 2e9, .library_bf16_flops = 1e9};
+  EXPECT_NEAR(compute_ceiling_gflops(mixed, m), 1280.0 / 3.0, 1e-9);
+  // Re-counted under another FLOP convention, a cost keeps its shares, and so its ceiling.
+  const OpCost halved = mixed.with_flops(2e9);
+  EXPECT_DOUBLE_EQ(halved.library_flops, 1e9);
+  EXPECT_DOUBLE_EQ(halved.library_bf16_flops, 0.5e9);
+  EXPECT_NEAR(compute_ceiling_gflops(halved, m), 1280.0 / 3.0, 1e-9);
+  // Summed costs add their shares.
+  OpCost sum = sgemm;
+  sum += onednn;
+  EXPECT_DOUBLE_EQ(sum.library_flops, 16e9);
+  EXPECT_DOUBLE_EQ(sum.library_bf16_flops, 8e9);
+  EXPECT_NEAR(compute_ceiling_gflops(sum, m), 16e9 / (8e9 / 800.0 + 8e9 / 1600.0), 1e-9);
+  // No bf16 units at the library's ISA: its bf16 FLOPs at its fp32 peak.
+  MachinePeaks no_bf16 = m;
+  no_bf16.library_bf16_gflops = 0;
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(onednn, no_bf16), 800.0);
+  // Peaks without library figures (written before them): the libraries at the dispatched ISA's peaks.
+  MachinePeaks unknown = m;
+  unknown.library_isa.clear();
+  unknown.library_fp32_gflops = unknown.library_bf16_gflops = 0;
+  EXPECT_FALSE(unknown.library_isa_differs());
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(sgemm, unknown), 200.0);
+  EXPECT_DOUBLE_EQ(compute_ceiling_gflops(onednn, unknown), 400.0);
+  // Library peaks equal to the dispatched ones (no ISA forced) give an op whose FLOPs are all the library's the
+  // ceiling it had before the split, bit for bit.
+  MachinePeaks same = m;
+  same.library_isa = same.isa;
+  same.library_fp32_gflops = same.fp32_gflops;
+  same.library_bf16_gflops = same.bf16_gflops;
+  for (const OpCost& c : {sgemm, onednn, OpCost{.flops = 51.6e9, .bf16_flops = 51.6e9 / 3, .library_flops = 51.6e9,
+                                                .library_bf16_flops = 51.6e9 / 3}}) {
+    OpCost plain = c;
+    plain.library_flops = plain.library_bf16_flops = 0;
+    EXPECT_EQ(compute_ceiling_gflops(c, same), compute_ceiling_gflops(plain, same));
+  }
+  // The floor bills each op at its own ceiling: a matmul row (all library FLOPs) and an elementwise one.
+  KeyAverages ka;
+  ka.rows.resize(2);
+  ka.rows[0].name = "matmul";
+  ka.rows[0].category = "cpu_op";
+  ka.rows[0].self_cost = sgemm;  // 8e9 FLOP at 800 = 1e7 ns; 1e8 B at 40 GB/s = 2.5e6 ns
+  ka.rows[1].name = "mul";
+  ka.rows[1].category = "cpu_op";
+  ka.rows[1].self_cost = OpCost{.flops = 1e9, .bytes_read = 4e9};  // 1e9 FLOP at 200 = 5e6 ns; 1e8 ns of bytes
+  const RooflineFloor f = roofline_floor(ka, m);
+  EXPECT_DOUBLE_EQ(f.ns, 1e7 + 1e8);
+  EXPECT_DOUBLE_EQ(f.memory_ns, 1e8);
+}
+
 TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
+  // The library peaks every entry of the current version has, for the entries written by hand below.
+  const std::string kLibrary = R"("library_isa": "avx512", "library_fp32_gflops": 7, "library_bf16_gflops": 1, )";
   const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_cache";
   std::filesystem::remove_all(dir);
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
@@ -142,6 +222,12 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_GT(a.bandwidth_gbs, 0.5);
   EXPECT_GT(a.sgemm_gflops, 1.0);
   EXPECT_GE(a.bf16_gflops, 0.0);
+  // The libraries' ISA is the CPU's best; measured here at that ISA, the same figures serve both.
+  EXPECT_EQ(a.library_isa, isa_name(available_isas().back()));
+  if (a.isa == a.library_isa) {
+    EXPECT_EQ(a.library_fp32_gflops, a.fp32_gflops);
+    EXPECT_EQ(a.library_bf16_gflops, a.bf16_gflops);
+  }
   // The FMA ceiling bounds what sgemm (OpenBLAS, optimised in every build) can reach; a timed loop built at
   // -O0 or under a sanitizer falls to a few percent of it, and that figure would be cached for every build.
   if (a.isa != "scalar") EXPECT_GT(a.fp32_gflops, 0.5 * a.sgemm_gflops) << "peak loops not optimised?";
@@ -152,7 +238,7 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_EQ(a.fp32_gflops, b.fp32_gflops);
   EXPECT_EQ(a.bandwidth_gbs, b.bandwidth_gbs);
   // A corrupt cache is ignored and rewritten.
-  { std::ofstream(file) << "{\"version\": 2, \"entries\": [ {\"cpu\": "; }
+  { std::ofstream(file) << "{\"version\": 3, \"entries\": [ {\"cpu\": "; }
   const MachinePeaks c = machine_peaks(1);
   EXPECT_GT(c.fp32_gflops, 1.0);
   const MachinePeaks d = machine_peaks(1);  // from the rewritten cache
@@ -161,8 +247,9 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   for (const char* bad : {R"("threads": 1, "fp32_gflops": 1e300)", R"("threads": 1.5, "fp32_gflops": 7)",
                           R"("threads": 1e300, "fp32_gflops": 7)"}) {
     {
-      std::ofstream(file) << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
-                          << R"(", "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << bad << "}]}";
+      std::ofstream(file) << R"({"version": 3, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+                          << R"(", "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << kLibrary << bad
+                          << "}]}";
     }
     const MachinePeaks e = machine_peaks(1);
     EXPECT_GT(e.fp32_gflops, 1.0) << bad;
@@ -178,8 +265,9 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   for (const std::string& sig : {signature, std::string("OtherVendor family 1 model 2 stepping 3"), std::string()}) {
     {
       std::ofstream out(file);
-      out << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
-          << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
+      out << R"({"version": 3, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+          << R"(", )" << kLibrary
+          << R"("threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
       if (!sig.empty()) out << R"(, "cpu_signature": ")" << sig << '"';
       out << "}]}";
     }
@@ -192,16 +280,19 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   // and with bf16 0 (no AVX512-BF16), the entry is read as cached.
   const nlohmann::json plausible = {{"cpu", a.cpu},           {"isa", a.isa},         {"threads", 1},
                                     {"fp32_gflops", 7},       {"bf16_gflops", 1},     {"bandwidth_gbs", 1},
-                                    {"sgemm_gflops", 1},      {"cpu_signature", signature}};
+                                    {"sgemm_gflops", 1},      {"cpu_signature", signature},
+                                    {"library_isa", "avx512"}, {"library_fp32_gflops", 70},
+                                    {"library_bf16_gflops", 140}};
   auto write_cache = [&](const nlohmann::json& entry) {
-    nlohmann::json cache = {{"version", 2}, {"entries", nlohmann::json::array()}};
+    nlohmann::json cache = {{"version", 3}, {"entries", nlohmann::json::array()}};
     cache["entries"].push_back(entry);
     std::ofstream(file) << cache.dump();
   };
   for (const auto& [key, value, why] :
        {std::tuple<const char*, double, const char*>{"bandwidth_gbs", 1e-300, "bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s"},
         {"fp32_gflops", 2e7, "fp32_gflops 2e+07 is outside 0.1..1e+07 GFLOP/s"},
-        {"bf16_gflops", 0.01, "bf16_gflops 0.01 is outside 0.1..1e+07 GFLOP/s"}}) {
+        {"bf16_gflops", 0.01, "bf16_gflops 0.01 is outside 0.1..1e+07 GFLOP/s"},
+        {"library_fp32_gflops", 0.0, "library_fp32_gflops 0 is outside 0.1..1e+07 GFLOP/s"}}) {
     SCOPED_TRACE(why);
     nlohmann::json entry = plausible;
     entry[key] = value;
@@ -223,14 +314,30 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_EQ(edge.fp32_gflops, 1e7);
   EXPECT_EQ(edge.bf16_gflops, 0.0);
   EXPECT_EQ(edge.bandwidth_gbs, 0.1);
+  // The library peaks read back as written: the entry is the JSON every output carries (`json j = peaks`).
+  write_cache(plausible);
+  const MachinePeaks lib = machine_peaks(1);
+  EXPECT_EQ(lib.library_isa, "avx512");
+  EXPECT_EQ(lib.library_fp32_gflops, 70.0);
+  EXPECT_EQ(lib.library_bf16_gflops, 140.0);
+  nlohmann::json round_trip = lib;
+  for (const char* key : {"library_isa", "library_fp32_gflops", "library_bf16_gflops", "fp32_gflops", "isa"})
+    EXPECT_EQ(round_trip.at(key), plausible.at(key)) << key;
+  // An entry without them (written by hand, or half an older one) is corrupt: measured again.
+  nlohmann::json no_library = plausible;
+  no_library.erase("library_fp32_gflops");
+  write_cache(no_library);
+  ::testing::internal::CaptureStderr();
+  EXPECT_NE(machine_peaks(1).fp32_gflops, 7.0) << "an entry without library peaks was used";
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("ignoring corrupt machine-peaks cache"), std::string::npos);
   // An entry measured beside other work (its recorded "other_cpus", before the load average at its start,
   // which lags a minute behind) is measured again once the machine is idle, and used, with a note, while it
   // is still busy. Which of the two happens depends on the machine right now; either way the figures returned
   // are the cache's afterwards, and the entry changes only by a fresh measurement.
   auto write_entry = [&](const std::string& busy_fields) {
-    std::ofstream(file) << R"({"version": 2, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+    std::ofstream(file) << R"({"version": 3, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                         << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
-                        << busy_fields << R"(, "cpu_signature": ")" << signature << R"("}]})";
+                        << kLibrary << busy_fields << R"(, "cpu_signature": ")" << signature << R"("}]})";
   };
   write_entry(R"("load_average": 1000, "other_cpus": 0)");
   EXPECT_EQ(machine_peaks(1).fp32_gflops, 7.0) << "measured beside no other work: used";
@@ -241,15 +348,35 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresCachesThemAndSurvivesACorruptCache) {
   EXPECT_EQ(after["entries"][0]["fp32_gflops"].get<double>(), busy_cached);
   if (busy_cached == 7.0) EXPECT_EQ(after["entries"][0]["other_cpus"].get<double>(), 1000.0) << "kept as it was";
   else EXPECT_LT(after["entries"][0]["other_cpus"].get<double>(), 1000.0) << "replaced by a fresh measurement";
-  // A version-1 cache summed per-thread rates (too high where threads share a core): its entries, even this
-  // machine's, are measured again, and the rewritten cache is version 2.
-  {
-    std::ofstream(file) << R"({"version": 1, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
-                        << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
-                        << R"("cpu_signature": ")" << signature << R"("}]})";
+  // A version-1 cache summed per-thread rates (too high where threads share a core), a version-2 one has no
+  // library peaks: their entries, even this machine's, are measured again, and the rewritten cache is version 3.
+  for (int version : {1, 2}) {
+    {
+      std::ofstream(file) << R"({"version": )" << version << R"(, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")"
+                          << a.isa
+                          << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
+                          << R"("cpu_signature": ")" << signature << R"("}]})";
+    }
+    const MachinePeaks old = machine_peaks(1);
+    EXPECT_NE(old.fp32_gflops, 7.0) << "a version-" << version << " entry was used";
+    EXPECT_GT(old.library_fp32_gflops, 0.0) << version;
+    EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string())).at("version"), 3);
   }
-  EXPECT_NE(machine_peaks(1).fp32_gflops, 7.0) << "a version-1 entry was used";
-  EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string())).at("version"), 2);
+  // Dispatch forced to scalar: the FMA peak is the scalar loop's, the library peaks the best ISA's (OpenBLAS
+  // and oneDNN never see the override), and both are cached with the scalar entry.
+  {
+    IsaOverride use(Isa::Scalar);
+    const MachinePeaks s = machine_peaks(1);
+    EXPECT_EQ(s.isa, "scalar");
+    EXPECT_EQ(s.bf16_gflops, 0.0);
+    EXPECT_EQ(s.library_isa, isa_name(available_isas().back()));
+    EXPECT_EQ(s.library_isa_differs(), available_isas().back() != Isa::Scalar);
+    EXPECT_GT(s.library_fp32_gflops, 1.0);
+    EXPECT_EQ(s.library_bf16_gflops > 0, available_isas().back() == Isa::AVX512 && cpu_has_avx512_bf16());
+    const MachinePeaks cached = machine_peaks(1);
+    EXPECT_EQ(cached.library_fp32_gflops, s.library_fp32_gflops);
+    EXPECT_EQ(cached.library_bf16_gflops, s.library_bf16_gflops);
+  }
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);
 }

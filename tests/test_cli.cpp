@@ -28,6 +28,7 @@
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
 #include "attnprof/cuda.h"
+#include "attnprof/isa.h"
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
@@ -654,6 +655,53 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
     if (ridge[op] > 2.5) EXPECT_EQ(bound[op], "memory") << op << " ridge " << ridge[op];
   }
   EXPECT_TRUE(bound.count("flash/flash_attention_fwd"));
+}
+
+// ATTNPROF_ISA=scalar dispatches our kernels at scalar, but OpenBLAS and oneDNN still choose the CPU's best ISA:
+// roofline and compare place matmul under that ISA's peaks (recorded beside the scalar ones), not under the
+// scalar FMA peak, which OpenBLAS beats many times over. The checks are on the ceilings used, not on speed.
+TEST_F(Cli, UnderAForcedIsaMatmulIsPlacedUnderTheLibrarysPeaks) {
+  const std::string best{isa_name(available_isas().back())};
+  const std::string note = "matmul (OpenBLAS/oneDNN) billed at the " + best + " peaks";
+  const bool differs = best != "scalar";
+  ::setenv("ATTNPROF_ISA", "scalar", 1);
+  const Result r = run("roofline naive sdpa-math --iters 1 --warmup 0" + kSmall + out_flag());
+  const Result c =
+      run("compare --variants naive --iters 1 --warmup 0" + kSmall + " --out " + (dir_ / "compare").string());
+  ::unsetenv("ATTNPROF_ISA");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find(note) != std::string::npos, differs) << r.out;
+  const json j = read_json("roofline.json");
+  const json& m = j["machine"];
+  EXPECT_EQ(m["isa"], "scalar");
+  EXPECT_EQ(m["library_isa"], best);
+  EXPECT_EQ(m["bf16_gflops"].get<double>(), 0.0);
+  std::set<std::string> placed;
+  for (const json& op : j["ops"]) {
+    const std::string what = op.dump();
+    const double flops = op["flops"].get<double>(), ceiling = op["compute_ceiling_gflops"].get<double>();
+    EXPECT_LE(op["attainable_gflops"].get<double>(), ceiling + 1e-9) << what;
+    if (op["name"] == "matmul") {
+      placed.insert(op["variant"].get<std::string>());
+      EXPECT_EQ(op["library_flops"].get<double>(), flops) << what;
+      // bf16 below AVX-512 is widened for sgemm (and SDPA math upcasts first): fp32 FMA at the library's ISA.
+      EXPECT_EQ(op["library_bf16_flops"].get<double>(), 0.0) << what;
+      EXPECT_DOUBLE_EQ(ceiling, m["library_fp32_gflops"].get<double>()) << what;
+    } else if (flops > 0) {
+      EXPECT_EQ(op["library_flops"].get<double>(), 0.0) << what;
+      EXPECT_DOUBLE_EQ(ceiling, m["fp32_gflops"].get<double>()) << what;
+    }
+  }
+  EXPECT_EQ(placed, (std::set<std::string>{"naive", "sdpa-math"}));
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out.find("Floor ms: " + note) != std::string::npos, differs) << c.out;
+  const json cj = json::parse(io::read_file(dir_ / "compare" / "compare.json"));
+  EXPECT_EQ(cj["machine"]["library_isa"], best);
+  EXPECT_EQ(cj["machine"]["library_fp32_gflops"], m["library_fp32_gflops"]) << "the same cached peaks";
+  const json sj = json::parse(io::read_file(dir_ / "compare" / "naive.summary.json"));
+  for (const json& row : sj["rows"])
+    if (row["name"] == "matmul")
+      EXPECT_EQ(row["self_cost"]["library_flops"], row["self_cost"]["flops"]) << row.dump();
 }
 
 TEST_F(Cli, NpyInputsAndSaveOutputMatchTheReference) {

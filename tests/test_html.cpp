@@ -655,6 +655,55 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   EXPECT_TRUE(roof);
 }
 
+// Under ATTNPROF_ISA below the CPU's best, compare.json's machine has the libraries' peaks beside the dispatched
+// ISA's and the summaries say which FLOPs ran in OpenBLAS / oneDNN: the report places matmul under the
+// libraries' ceiling, as `attnprof roofline` does. Files from before (neither recorded) place every op under
+// the dispatched ISA's peaks, as they always did.
+TEST(HtmlReport, RooflineFromCompareBillsLibraryFlopsAtTheLibrarysPeaks) {
+  TempDir d("library-peaks");
+  json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  compare["machine"].update({{"isa", "scalar"}, {"fp32_gflops", 10.0}, {"bf16_gflops", 0.0}});
+  const json summary = json::parse(attnprof::io::read_file(kFixtures / "naive.summary.json"));
+  // Each op's attainable GFLOP/s on the page, and the ceilings drawn.
+  auto roofline = [&](const json& compare_json, const json& summary_json) {
+    spit(d.path / "compare.json", compare_json.dump());
+    spit(d.path / "naive.summary.json", summary_json.dump());
+    const std::string page = render_html_report(d.path.string(), stub_library());
+    std::map<std::string, double> attainable;
+    std::set<std::string> ceilings;
+    const json data = data_block(page);
+    for (const json& c : data["charts"])
+      if (c["kind"] == "roofline") {
+        for (const json& p : c["spec"]["layer"][0]["data"]["values"]) ceilings.insert(p["ceiling"].get<std::string>());
+        for (const json& p : c["spec"]["layer"][1]["data"]["values"])
+          attainable[p["op"].get<std::string>()] = p["attainable"].get<double>();
+      }
+    return std::tuple{attainable, ceilings, page};
+  };
+  // The fixture's matmul: 57 FLOP/B, far right of every ridge at 35 GB/s; mul 0.24 FLOP/B, under the slope.
+  const auto [before, before_ceilings, before_page] = roofline(compare, summary);
+  EXPECT_DOUBLE_EQ(before.at("matmul"), 10.0);
+  EXPECT_NEAR(before.at("mul"), 0.39e9 / 1.611e9 * 35.0, 1e-9);
+  EXPECT_EQ(before_ceilings.size(), 1u);
+  compare["machine"].update(
+      {{"library_isa", "avx512"}, {"library_fp32_gflops", 230.0}, {"library_bf16_gflops", 460.0}});
+  json with_library = summary;
+  for (json& row : with_library["rows"])
+    if (row["name"] == "matmul") {
+      const double flops = row["self_cost"]["flops"].get<double>();
+      row["self_cost"].update({{"bf16_flops", flops}, {"library_flops", flops}, {"library_bf16_flops", flops}});
+    }
+  const auto [after, after_ceilings, after_page] = roofline(compare, with_library);
+  EXPECT_DOUBLE_EQ(after.at("matmul"), 460.0) << "oneDNN's bf16 matmul at the avx512 bf16 peak";
+  EXPECT_DOUBLE_EQ(after.at("mul"), before.at("mul"));
+  EXPECT_EQ(after_ceilings.size(), 3u) << "the scalar FMA peak and the libraries' fp32 and bf16 peaks";
+  EXPECT_EQ(std::count_if(after_ceilings.begin(), after_ceilings.end(),
+                          [](const std::string& c) { return c.find("(avx512)") != std::string::npos; }),
+            2);
+  EXPECT_NE(after_page.find("matmul (OpenBLAS/oneDNN) under the avx512 ones"), std::string::npos);
+  EXPECT_EQ(before_page.find("OpenBLAS/oneDNN"), std::string::npos);
+}
+
 TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
   TempDir d("noisy");
   json c = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));

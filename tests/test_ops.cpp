@@ -386,6 +386,31 @@ TEST(Ops, MatmulMatchesFp64Loop) {
   }
 }
 
+// Every matmul path is a library's (OpenBLAS sgemm, oneDNN), so all its FLOPs are library FLOPs, which the
+// roofline bills at the library's ISA; a bf16 product's are on bf16 units only where oneDNN runs it.
+TEST(Ops, MatmulCostSaysItsFlopsAreTheLibrarys) {
+  const Shape4 a{2, 4, 33, 40}, b{2, 2, 40, 70};
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+      const std::string what = fmt::format("{} {}", isa_name(isa), dtype_name(t));
+      const OpCost c = ops::matmul_cost(a, b, t);
+      EXPECT_DOUBLE_EQ(c.flops, 2.0 * 2 * 4 * 33 * 70 * 40) << what;
+      EXPECT_EQ(c.library_flops, c.flops) << what;
+      const bool on_bf16 = t == DType::BF16 && ops::bf16_matmul_uses_onednn();
+      if (isa != Isa::AVX512) EXPECT_FALSE(on_bf16) << what << ": below AVX-512 bf16 is widened for sgemm";
+      EXPECT_EQ(c.bf16_flops, on_bf16 ? c.flops : 0.0) << what;
+      EXPECT_EQ(c.library_bf16_flops, c.bf16_flops) << what;
+      // The GEMM's cost wherever it runs (the GPU's cuBLAS GEMMs) keeps bf16 on bf16 units.
+      const OpCost g = ops::gemm_cost(a, b, t);
+      EXPECT_EQ(g.bytes(), c.bytes()) << what;
+      EXPECT_EQ(g.library_flops, g.flops) << what;
+      EXPECT_EQ(g.bf16_flops, t == DType::BF16 ? g.flops : 0.0) << what;
+      EXPECT_EQ(g.library_bf16_flops, g.bf16_flops) << what;
+    }
+  }
+}
+
 // The widened bf16 path (below AVX-512) multiplies a and c in panels of rows, about 2^20 fp32 values per
 // panel: a [600, 64] x [64, 2000] takes two panels of 300 rows, for a contiguous a and for a transposed
 // view of it. Checked on every ISA target against fp64 sums of the same bf16 inputs.

@@ -284,6 +284,11 @@ TEST(Profiler, EveryVariantsCostModelMovesTheBytesItsOpsRecord) {
           const auto* fwd = row(ka, var.annotation);
           ASSERT_TRUE(fwd) << what;
           EXPECT_DOUBLE_EQ(fwd->cost.bytes(), var.cost(p).bytes()) << what;
+          // ... and runs the same shares of its FLOPs on bf16 units and inside the GEMM libraries.
+          const OpCost vc = var.cost(p), &rc = fwd->cost;
+          EXPECT_NEAR(vc.bf16_flops / vc.flops, rc.bf16_flops / rc.flops, 1e-12) << what;
+          EXPECT_NEAR(vc.library_flops / vc.flops, rc.library_flops / rc.flops, 1e-12) << what;
+          EXPECT_NEAR(vc.library_bf16_flops / vc.flops, rc.library_bf16_flops / rc.flops, 1e-12) << what;
         }
   }
 }
@@ -348,8 +353,10 @@ TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
       c[p.op->name] = p.pt.ridge_intensity * m.bandwidth_gbs;  // the op's compute ceiling
     return c;
   };
+  // Below AVX-512 a bf16 matmul is widened to fp32 for sgemm: the fp32 units.
+  const bool onednn = ops::bf16_matmul_uses_onednn();
   const auto naive = ceilings("naive");
-  EXPECT_DOUBLE_EQ(naive.at("matmul"), 400.0);
+  EXPECT_DOUBLE_EQ(naive.at("matmul"), onednn ? 400.0 : 100.0);
   EXPECT_DOUBLE_EQ(naive.at("mul"), 100.0);
   EXPECT_DOUBLE_EQ(naive.at("softmax"), 100.0);
   const auto math = ceilings("sdpa-math");
@@ -361,7 +368,8 @@ TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
   const AttnProblem p = AttnProblem::from_shapes({1, 2, 64, 32}, {1, 2, 64, 32}, {1, 2, 64, 32}, DType::BF16,
                                                  AttnOptions{.is_causal = true});
   const OpCost nc = find_variant("naive").cost(p);
-  EXPECT_GT(nc.bf16_flops, 0.9 * nc.flops);
+  if (onednn) EXPECT_GT(nc.bf16_flops, 0.9 * nc.flops);
+  else EXPECT_EQ(nc.bf16_flops, 0.0);
   EXPECT_LE(nc.bf16_flops, nc.flops);
   EXPECT_EQ(find_variant("sdpa-math").cost(p).bf16_flops, 0.0);
   EXPECT_DOUBLE_EQ(find_variant("flash").cost(p).bf16_flops, attention_flops(p));
@@ -369,6 +377,47 @@ TEST(Profiler, RooflineCeilingPerOpFollowsTheUnitsItRunsOn) {
   const AttnProblem p32 = AttnProblem::from_shapes({1, 2, 64, 32}, {1, 2, 64, 32}, {1, 2, 64, 32}, DType::F32,
                                                    AttnOptions{.is_causal = true});
   for (const char* v : {"naive", "inplace", "sdpa-math", "flash"}) EXPECT_EQ(find_variant(v).cost(p32).bf16_flops, 0.0) << v;
+}
+
+// OpenBLAS and oneDNN choose their ISA from CPUID, whatever ATTNPROF_ISA (here IsaOverride) dispatches our
+// kernels at: every matmul's FLOPs are the library's and placed under the library's peaks, every other op's
+// ours and under the dispatched ISA's, at every ISA.
+TEST(Profiler, MatmulIsBilledAtTheLibrarysPeaksAtEveryIsa) {
+  const Isa best = available_isas().back();
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    analysis::MachinePeaks m;
+    m.isa = isa_name(isa);
+    m.fp32_gflops = 100.0;
+    m.bf16_gflops = isa == Isa::AVX512 && cpu_has_avx512_bf16() ? 400.0 : 0.0;
+    m.bandwidth_gbs = 50.0;
+    m.library_isa = isa_name(best);
+    m.library_fp32_gflops = isa == best ? m.fp32_gflops : 1000.0;
+    m.library_bf16_gflops = isa == best ? m.bf16_gflops : best == Isa::AVX512 && cpu_has_avx512_bf16() ? 4000.0 : 0.0;
+    for (DType dt : {DType::F32, DType::BF16})
+      for (const char* variant : {"naive", "sdpa-math", "flash"}) {
+        const std::string what = fmt::format("{} {} {}", variant, dtype_name(dt), isa_name(isa));
+        const NaiveRun run = profile_variant(variant, dt, 1, 2, 64, 32);
+        const auto ka = analysis::key_averages(run.result);
+        for (const analysis::PlacedOp& p : analysis::roofline_ops(ka, m)) {
+          const OpCost& c = p.cost;
+          const double ceiling = analysis::compute_ceiling_gflops(c, m);
+          if (p.op->name == "matmul") {
+            EXPECT_EQ(c.library_flops, c.flops) << what;
+            // bf16 units only on oneDNN's path (sdpa-math upcasts first: fp32 matmuls).
+            const bool on_bf16 = dt == DType::BF16 && std::string(variant) == "naive" && ops::bf16_matmul_uses_onednn();
+            EXPECT_EQ(c.library_bf16_flops, on_bf16 ? c.flops : 0.0) << what;
+            EXPECT_EQ(c.bf16_flops, c.library_bf16_flops) << what;
+            const double lib = on_bf16 && m.library_bf16_gflops > 0 ? m.library_bf16_gflops : m.library_fp32_gflops;
+            EXPECT_DOUBLE_EQ(ceiling, lib) << what;
+          } else {
+            EXPECT_EQ(c.library_flops, 0.0) << what << " " << p.op->name;
+            EXPECT_EQ(c.library_bf16_flops, 0.0) << what << " " << p.op->name;
+            if (c.flops > 0) EXPECT_LE(ceiling, std::max(m.fp32_gflops, m.bf16_gflops)) << what << " " << p.op->name;
+          }
+        }
+      }
+  }
 }
 
 // The roofline places each piece of work once: by its own cost and self time, so a wrapper (masked_fill, whose

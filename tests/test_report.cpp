@@ -717,6 +717,15 @@ TEST(Summary, EveryRowTotalsMemoryAndSchema) {
     EXPECT_EQ(row["self_mem_bytes"], ka.rows[i].self_mem_bytes);
     EXPECT_EQ(row["freed_bytes"], ka.rows[i].freed_bytes);
     EXPECT_DOUBLE_EQ(row["cost"]["flops"].get<double>(), ka.rows[i].cost.flops);
+    for (const std::string key : {"cost", "self_cost"}) {
+      const OpCost& c = key == "cost" ? ka.rows[i].cost : ka.rows[i].self_cost;
+      EXPECT_EQ(row[key]["bf16_flops"].get<double>(), c.bf16_flops) << key;
+      EXPECT_EQ(row[key]["library_flops"].get<double>(), c.library_flops) << key;
+      EXPECT_EQ(row[key]["library_bf16_flops"].get<double>(), c.library_bf16_flops) << key;
+    }
+    // The matmuls ran in OpenBLAS / oneDNN: their FLOPs are the library's, and nothing else's are.
+    const double library = ka.rows[i].name == "matmul" ? ka.rows[i].self_cost.flops : 0.0;
+    EXPECT_EQ(row["self_cost"]["library_flops"].get<double>(), library) << ka.rows[i].name;
     for (const char* k : {"avg_ns", "self_pct", "total_pct", "gflops_per_s", "gb_per_s", "flop_per_byte"})
       EXPECT_TRUE(row[k].is_number()) << k;
   }

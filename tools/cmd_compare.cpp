@@ -368,6 +368,7 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).\n",
                       t.peak_kind, t.peak, threads_text(t.m.threads), t.m.isa, t.m.sgemm_gflops);
   text += floor_legend(t);
+  if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text += "Floor ms: " + lib + ".\n";
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
           "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
           "(1 Mb = 2^20 B).\n";

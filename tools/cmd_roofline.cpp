@@ -55,9 +55,11 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
     t += fmt::format("  bf16 dot peak   {:8.1f} GFLOP/s   ridge {:6.2f} FLOP/B\n", m.bf16_gflops,
                      m.bf16_gflops / m.bandwidth_gbs);
   else
-    t += "  bf16 dot peak        n/a (no AVX512-BF16): bf16 ops use the fp32 ceiling\n";
+    t += fmt::format("  bf16 dot peak        n/a ({}): bf16 ops use the fp32 ceiling\n",
+                     m.library_bf16_gflops > 0 ? "none at " + m.isa : std::string("no AVX512-BF16"));
   t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
   t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+  if (const std::string lib = report::library_peaks_note(m); !lib.empty()) t += "  " + lib + "\n";
   if (!memory_reclaim.empty()) t += "  Memory: " + memory_reclaim + "\n";
   return t;
 }
@@ -158,6 +160,8 @@ void run_roofline(const RooflineArgs& a) {
                             {"self_ns", placed.ns},
                             {"flops", cost.flops},
                             {"bf16_flops", cost.bf16_flops},
+                            {"library_flops", cost.library_flops},
+                            {"library_bf16_flops", cost.library_bf16_flops},
                             {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(cost, m)},
                             {"bytes", cost.bytes()},
                             {"intensity", pt.intensity},
@@ -186,9 +190,9 @@ void run_roofline(const RooflineArgs& a) {
       text += "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
     } else {
       text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
-              "  matmuls and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops, fp32 and\n"
-              "  fp16 matmuls (fp16 is widened to fp32) and SDPA math (it upcasts to fp32); an op with both is judged\n"
-              "  by the time its FLOPs take at each.\n";
+              "  matmuls on oneDNN and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops,\n"
+              "  fp32, fp16 and widened bf16 matmuls and SDPA math (it upcasts to fp32); matmul's at the ISA OpenBLAS\n"
+              "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n";
       text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
       text += "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
               "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"

@@ -152,11 +152,20 @@ struct MachinePeaks {
   double bf16_gflops = 0.0;    // vdpbf16ps throughput, 0 when the CPU has none
   double bandwidth_gbs = 0.0;  // STREAM triad
   double sgemm_gflops = 0.0;   // OpenBLAS sgemm 2048³, the practical fp32 ceiling
+  // The same FMA and bf16-dot peaks at the ISA OpenBLAS and oneDNN run at: the CPU's best, since they read
+  // CPUID and not ATTNPROF_ISA. The figures above when `isa` is that one; the roofline bills an op's
+  // OpCost::library_flops at these. A GPU's are its own ceilings again; 0 (peaks from before these fields)
+  // bills library FLOPs at the figures above.
+  std::string library_isa;
+  double library_fp32_gflops = 0.0;
+  double library_bf16_gflops = 0.0;  // 0 when the CPU has no AVX512-BF16
+  // The libraries run at another ISA's peaks than our kernels (ATTNPROF_ISA below the CPU's best).
+  bool library_isa_differs() const { return !library_isa.empty() && library_isa != isa; }
 };
 
 // {"cpu", "cpu_signature" (when known), "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs",
-// "sgemm_gflops"}: the form every JSON output (peaks cache, compare.json, roofline.json) uses, via nlohmann's
-// `json j = peaks;`.
+// "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops"}: the form every JSON output
+// (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
@@ -210,8 +219,9 @@ struct RooflinePoint {
   double fraction_of_attainable = 0.0;
 };
 // The compute ceiling of one op: its bf16 FLOPs (cost.bf16_flops) at the bf16 peak, the rest at the fp32 peak
-// (the FLOP-weighted harmonic mean, i.e. the time all its FLOPs take at those rates). A machine without a bf16
-// peak runs everything at the fp32 one. An op without FLOPs gets the fp32 peak (it only sets the ridge).
+// (the FLOP-weighted harmonic mean, i.e. the time all its FLOPs take at those rates), the FLOPs it ran inside
+// a library (cost.library_flops, library_bf16_flops) at the library's peaks. A machine without a bf16 peak
+// runs everything at the fp32 one. An op without FLOPs gets the fp32 peak (it only sets the ridge).
 double compute_ceiling_gflops(const OpCost& cost, const MachinePeaks& peaks);
 RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks);
 

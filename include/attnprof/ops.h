@@ -30,7 +30,12 @@ namespace attnprof::ops {
 // accumulate, bf16 out), as PyTorch's CPU matmul does; below AVX-512, where oneDNN 2.6 has no bf16 matmul,
 // bf16 widened to fp32 for sgemm and the result rounded once.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// matmul's cost as it runs here: every FLOP inside OpenBLAS or oneDNN (OpCost::library_flops), a bf16
+// product's on bf16 dot-product units only on oneDNN's path; widened for sgemm it runs on the fp32 FMA units.
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
+// A GEMM library's cost of the same product wherever it runs, bf16 on bf16 dot-product units: matmul_cost on
+// oneDNN's path, and the GPU's cuBLAS GEMMs (fp16 costed as bf16, at the tensor cores' one rate).
+OpCost gemm_cost(const Shape4& a, const Shape4& b, DType dtype);
 // What a bf16 matmul runs on here (best_isa() now): oneDNN's bf16 matmul, or the fp32 widening. The key is
 // what compare.json records (machine.bf16_matmul); report::describe_bf16_matmul turns it into words.
 bool bf16_matmul_uses_onednn();

@@ -214,6 +214,10 @@ std::string describe_bf16_matmul(std::string_view key);
 // the one `bf16_key` names; "fp16": always widened to fp32 for sgemm): "bf16 matmul (naive, inplace): ...".
 // "" for fp32 or a bf16 key it does not know. compare prints it and the HTML report shows it.
 std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key);
+// The line that says matmul's FLOPs (OpenBLAS, oneDNN) are billed at the library ISA's peaks, not at the
+// dispatched ISA's (ATTNPROF_ISA below the CPU's best): "matmul (OpenBLAS/oneDNN) billed at the avx512 peaks
+// (fp32 93.0 / bf16 186.0 GFLOP/s): the libraries choose their own ISA". "" when the ISAs are the same.
+std::string library_peaks_note(const analysis::MachinePeaks& m);
 
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);

@@ -1,6 +1,7 @@
 // The machine's measured ceilings for the roofline: FMA and bf16-dot throughput per ISA, STREAM triad
-// bandwidth, and OpenBLAS sgemm as the practical fp32 ceiling. Measured once per (CPU, ISA, threads) and
-// cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
+// bandwidth, and OpenBLAS sgemm as the practical fp32 ceiling; under ATTNPROF_ISA below the CPU's best, also
+// the best ISA's FMA and bf16-dot peaks, which the GEMM libraries run at. Measured once per (CPU, ISA, threads)
+// and cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
 // The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
 #include <sys/stat.h>
@@ -257,7 +258,10 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
        {"fp32_gflops", m.fp32_gflops},
        {"bf16_gflops", m.bf16_gflops},
        {"bandwidth_gbs", m.bandwidth_gbs},
-       {"sgemm_gflops", m.sgemm_gflops}};
+       {"sgemm_gflops", m.sgemm_gflops},
+       {"library_isa", m.library_isa},
+       {"library_fp32_gflops", m.library_fp32_gflops},
+       {"library_bf16_gflops", m.library_bf16_gflops}};
   if (!m.cpu_signature.empty()) j["cpu_signature"] = m.cpu_signature;
 }
 
@@ -271,6 +275,7 @@ MachinePeaks from_json(const nlohmann::json& j) {
     m.cpu_signature = j["cpu_signature"].get<std::string>();
   }
   m.isa = j.at("isa").get<std::string>();
+  m.library_isa = j.at("library_isa").get<std::string>();
   const nlohmann::json& threads = j.at("threads");
   if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 65536)
     throw std::runtime_error("threads is not a thread count");
@@ -289,6 +294,8 @@ MachinePeaks from_json(const nlohmann::json& j) {
   m.bf16_gflops = plausible("bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
   m.bandwidth_gbs = plausible("bandwidth_gbs", kMinRate, kMaxGbs, "GB/s", false);
   m.sgemm_gflops = plausible("sgemm_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
+  m.library_fp32_gflops = plausible("library_fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
+  m.library_bf16_gflops = plausible("library_bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
   return m;
 }
 
@@ -336,11 +343,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
 
-  // The cache: {"version": 2, "entries": [MachinePeaks + "cpu_signature" + "load_average" + "other_cpus"...]}, one entry per
-  // (CPU signature, ISA, threads). An entry without the signature matches nothing. Anything unreadable is
-  // ignored with a note. Version 1 summed each thread's best FMA rate, which overstated the peak wherever two
-  // threads shared a core (--threads above the core count): its entries are measured again.
-  constexpr int kCacheVersion = 2;
+  // The cache: {"version": 3, "entries": [MachinePeaks + "cpu_signature" + "load_average" + "other_cpus"...]}, one
+  // entry per (CPU signature, ISA, threads). An entry without the signature matches nothing. Anything unreadable is
+  // ignored with a note. Older versions' entries are measured again: version 1 summed each thread's best FMA
+  // rate, which overstated the peak wherever two threads shared a core (--threads above the core count);
+  // version 2 had no library peaks.
+  constexpr int kCacheVersion = 3;
   nlohmann::json cache = {{"version", kCacheVersion}, {"entries", nlohmann::json::array()}};
   if (!path.empty() && ::access(path.c_str(), F_OK) == 0) {
     try {
@@ -414,6 +422,11 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
   m.bf16_gflops = measure_bf16(threads, isa);
   m.bandwidth_gbs = measure_bandwidth(threads);
   m.sgemm_gflops = measure_sgemm(threads);
+  // OpenBLAS and oneDNN choose their kernels from CPUID: below the best ISA, their peaks are measured too.
+  const Isa library_isa = available_isas().back();
+  m.library_isa = std::string(isa_name(library_isa));
+  m.library_fp32_gflops = library_isa == isa ? m.fp32_gflops : measure_fp32(threads, library_isa);
+  m.library_bf16_gflops = library_isa == isa ? m.bf16_gflops : measure_bf16(threads, library_isa);
   const double other = beside.cpus();
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.

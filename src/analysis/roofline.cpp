@@ -8,9 +8,19 @@ namespace attnprof::analysis {
 
 double compute_ceiling_gflops(const OpCost& cost, const MachinePeaks& peaks) {
   const double fp32 = peaks.fp32_gflops, bf16 = peaks.bf16_gflops > 0 ? peaks.bf16_gflops : fp32;
+  // OpenBLAS and oneDNN pick their ISA from CPUID whatever ATTNPROF_ISA dispatches our kernels at: their FLOPs
+  // at that ISA's peaks, the same figures unless a lower ISA is forced. Peaks recorded before the library's
+  // were (an older compare.json) bill them at the dispatched ISA's, as those files always did.
+  const bool lib_known = peaks.library_fp32_gflops > 0;
+  const double lib_fp32 = lib_known ? peaks.library_fp32_gflops : fp32;
+  const double lib_bf16 = !lib_known ? bf16 : peaks.library_bf16_gflops > 0 ? peaks.library_bf16_gflops : lib_fp32;
   if (cost.flops <= 0 || fp32 <= 0) return fp32;
-  const double on_bf16 = std::clamp(cost.bf16_flops, 0.0, cost.flops);
-  return cost.flops / (on_bf16 / bf16 + (cost.flops - on_bf16) / fp32);
+  const double lib = std::clamp(cost.library_flops, 0.0, cost.flops);
+  const double lib_on_bf16 = std::clamp(cost.library_bf16_flops, 0.0, lib);
+  const double own = cost.flops - lib;
+  const double own_on_bf16 = std::clamp(cost.bf16_flops - lib_on_bf16, 0.0, own);
+  return cost.flops / (own_on_bf16 / bf16 + (own - own_on_bf16) / fp32 + lib_on_bf16 / lib_bf16 +
+                       (lib - lib_on_bf16) / lib_fp32);
 }
 
 RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks) {

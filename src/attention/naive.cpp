@@ -86,11 +86,11 @@ std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, b
   return std::make_unique<NaiveRunner>(p, o, inplace);
 }
 
-OpCost naive_cost(const AttnProblem& p, bool inplace) {
+OpCost naive_cost(const AttnProblem& p, bool inplace, OpCost (*gemm)(const Shape4&, const Shape4&, DType)) {
   // The sum of its ops' cost models, so the variant's bytes are what its ops report.
   const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk},
       v{p.B, p.Hkv, p.Nk, p.D};
-  OpCost c = ops::matmul_cost(q, kt, p.dtype);
+  OpCost c = gemm(q, kt, p.dtype);
   c += ops::mul_cost(s, p.dtype);
   if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
     if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
@@ -101,7 +101,7 @@ OpCost naive_cost(const AttnProblem& p, bool inplace) {
     c += ops::add_cost(s, p.dtype, p.mask_shape, p.mask_dtype);
   }
   c += ops::softmax_cost(s, p.dtype);
-  c += ops::matmul_cost(s, v, p.dtype);
+  c += gemm(s, v, p.dtype);
   return c.with_flops(attention_flops(p));  // report the convention's useful FLOPs, like every variant
 }
 

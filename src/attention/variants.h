@@ -4,11 +4,15 @@
 #include <memory>
 
 #include "attnprof/attention.h"
+#include "attnprof/ops.h"
 
 namespace attnprof::variants {
 
 std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, bool inplace);
-OpCost naive_cost(const AttnProblem& p, bool inplace);
+// gemm: the cost of one of its matmuls as it runs: the CPU's ops::matmul_cost (bf16 on bf16 units only on
+// oneDNN's path), or the GPU's cuBLAS GEMMs (ops::gemm_cost).
+OpCost naive_cost(const AttnProblem& p, bool inplace,
+                  OpCost (*gemm)(const Shape4&, const Shape4&, DType) = ops::matmul_cost);
 
 std::unique_ptr<Runner> make_sdpa(const AttnProblem& p, const AttnOptions& o, SdpaBackend backend);
 // bool_mask_per_call: a bool attn_mask is inverted (logical_not) inside every forward, as the CPU backend does

@@ -94,6 +94,10 @@ analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
   p.fp32_gflops = fp32_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz;
   p.sgemm_gflops = p.fp32_gflops;
   p.bandwidth_gbs = d.bandwidth_gbs;
+  // cuBLAS runs on the same units as our kernels: nothing dispatches the GPU below itself.
+  p.library_isa = p.isa;
+  p.library_fp32_gflops = p.fp32_gflops;
+  p.library_bf16_gflops = p.bf16_gflops;
   return p;
 }
 

@@ -45,7 +45,7 @@ DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
   const Shape4 kt{B, Hkv, D, Nk};
   z.add_shape(q.shape());
   z.add_shape(kt);
-  z.set_cost(ops::matmul_cost(q.shape(), kt, detail::tensor_core_dtype(q.dtype())));
+  z.set_cost(ops::gemm_cost(q.shape(), kt, detail::tensor_core_dtype(q.dtype())));
   DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
   gemm(layout::qk_gemm(B, Hq, Hkv, Nq, Nk, D), k.raw(), q.raw(), s.raw(), q.dtype());
   return s;
@@ -58,7 +58,7 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
   const int64_t Hkv = v.shape(1), D = v.shape(3);
   z.add_shape(p.shape());
   z.add_shape(v.shape());
-  z.set_cost(ops::matmul_cost(p.shape(), v.shape(), detail::tensor_core_dtype(p.dtype())));
+  z.set_cost(ops::gemm_cost(p.shape(), v.shape(), detail::tensor_core_dtype(p.dtype())));
   DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
   gemm(layout::pv_gemm(B, Hq, Hkv, Nq, Nk, D), v.raw(), p.raw(), o.raw(), p.dtype());
   return o;

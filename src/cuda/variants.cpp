@@ -245,14 +245,16 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "naive", "cuda", "attn_fwd",
       "the blog's five ops on the GPU, out of place: cuBLAS GEMM, mul, Memcpy DtoD + masked_fill_, softmax, GEMM",
-      unfused_unsupported, tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, false); }),
+      unfused_unsupported,
+      tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, false, ops::gemm_cost); }),
       unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<NaiveRunner>(p, o, false);
       }});
   r.push_back(Variant{
       "inplace", "cuda", "attn_fwd", "the same five ops in place on the GPU: mul_, masked_fill_, softmax_ (no copy)",
-      unfused_unsupported, tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, true); }),
+      unfused_unsupported,
+      tensor_core_cost([](const AttnProblem& p) { return variants::naive_cost(p, true, ops::gemm_cost); }),
       unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<NaiveRunner>(p, o, true);

@@ -236,14 +236,23 @@ void prepare_matmul(DType dtype) {
 
 std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
 
-OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
+OpCost gemm_cost(const Shape4& a, const Shape4& b, DType dtype) {
   const double es = double(dtype_size(dtype));
   const double batches = double(a[0] * a[1]);
   OpCost c;
   c.flops = 2.0 * batches * double(a[2]) * double(b[3]) * double(a[3]);
   c.bytes_read = es * double(numel(a) + numel(b));
   c.bytes_written = es * batches * double(a[2] * b[3]);
-  if (dtype == DType::BF16) c.bf16_flops = c.flops;  // oneDNN's bf16 GEMM: vdpbf16ps where the CPU has it
+  c.library_flops = c.flops;  // OpenBLAS, oneDNN or cuBLAS: no GEMM here is our own kernel
+  if (dtype == DType::BF16) c.bf16_flops = c.library_bf16_flops = c.flops;  // vdpbf16ps where the CPU has it
+  return c;
+}
+
+OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
+  OpCost c = gemm_cost(a, b, dtype);
+  // The widened path multiplies in fp32 (sgemm), as SDPA math's upcast matmuls do: library fp32 FLOPs, whatever
+  // bf16 units the CPU has.
+  if (dtype == DType::BF16 && !bf16_matmul_uses_onednn()) c.bf16_flops = c.library_bf16_flops = 0.0;
   return c;
 }
 

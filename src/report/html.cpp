@@ -669,6 +669,10 @@ struct Machine {
   double fp32 = 0, bf16 = 0, bw = 0;
   std::string cpu;
   bool gpu = false;  // a GPU's datasheet ceilings (isa "sm_XY"), not a CPU's measured ones
+  // The ISA OpenBLAS and oneDNN ran at and its peaks (0 in files from before they were recorded).
+  std::string isa, lib_isa;
+  double lib_fp32 = 0, lib_bf16 = 0;
+  bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
 
 Machine machine_of(const json* m) {
@@ -677,6 +681,10 @@ Machine machine_of(const json* m) {
   out.fp32 = num(*m, "fp32_gflops");
   out.bf16 = num(*m, "bf16_gflops");
   out.bw = num(*m, "bandwidth_gbs");
+  out.isa = str(*m, "isa");
+  out.lib_isa = str(*m, "library_isa");
+  out.lib_fp32 = num(*m, "library_fp32_gflops");
+  out.lib_bf16 = num(*m, "library_bf16_gflops");
   out.cpu = str(*m, "cpu");
   if (const std::string sig = str(*m, "cpu_signature"); !sig.empty()) out.cpu += " (" + sig + ")";
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
@@ -707,6 +715,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     analysis::MachinePeaks peaks;
     peaks.fp32_gflops = m.fp32;
     peaks.bf16_gflops = m.bf16;
+    peaks.library_fp32_gflops = m.lib_fp32;
+    peaks.library_bf16_gflops = m.lib_bf16;
     for (const VariantData& v : vs) {
       for (const OpRow& r : v.ops) {
         // Each op by its own cost over its self time, as `attnprof roofline` places it: a wrapper has none.
@@ -715,7 +725,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
         OpCost c;
         c.flops = r.flops;
         c.bf16_flops = r.bf16_flops;
-        const double peak = analysis::compute_ceiling_gflops(c, peaks);  // the op's own: bf16 units or fp32
+        c.library_flops = r.library_flops;
+        c.library_bf16_flops = r.library_bf16_flops;
+        // the op's own: bf16 units or fp32, a library's at the library's ISA
+        const double peak = analysis::compute_ceiling_gflops(c, peaks);
         const double att = std::min(peak, ai * m.bw);
         points.push_back({{"variant", v.name}, {"op", r.name}, {"intensity", ai}, {"gflops", g}, {"attainable", att},
                           {"bound", ai * m.bw < peak ? "memory" : "compute"}});
@@ -743,6 +756,14 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   if (m.bf16 > 0)
     ceilings.emplace_back(
         fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), m.bf16);
+  if (m.lib_differs()) {
+    ceilings.emplace_back(fmt::format("matmul libraries' FP32 FMA peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_fp32),
+                          m.lib_fp32);
+    if (m.lib_bf16 > 0)
+      ceilings.emplace_back(
+          fmt::format("matmul libraries' BF16 dot-product peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_bf16),
+          m.lib_bf16);
+  }
   for (const auto& [_, peak] : ceilings) {
     lo = std::min(lo, peak / m.bw);
     hi = std::max(hi, peak / m.bw);
@@ -786,6 +807,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the gap to the line is what the implementation leaves on the table.");
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
+  if (m.lib_differs())
+    pg.note(fmt::format("Our kernels ran at {}, and are placed under its ceilings; matmul (OpenBLAS/oneDNN) under the "
+                        "{} ones: the libraries choose their own ISA.",
+                        m.isa, m.lib_isa));
   if (!m.cpu.empty()) pg.note("Machine: " + m.cpu);
   pg.end_section();
 }

@@ -171,17 +171,21 @@ std::vector<OpRow> parse_rows(const json& s) {
     if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
       o.flops = num(*sc, "flops");
       o.bf16_flops = bf16_flops_of(*sc, o.flops, bf16);
+      o.library_flops = num(*sc, "library_flops");
+      o.library_bf16_flops = num(*sc, "library_bf16_flops");
       o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
     } else {
       o.flops = num(r, "self_flops", num(r, "flops"));
       o.bf16_flops = bf16_flops_of(r, o.flops, bf16);
+      o.library_flops = num(r, "library_flops");
+      o.library_bf16_flops = num(r, "library_bf16_flops");
       o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
     }
     if (device) {
       const bool activity = o.category == "kernel" || o.category == "gpu_memcpy" || o.category == "gpu_memset";
       o.self_ns = num(r, "self_cuda_ns");
       o.total_ns = num(r, "cuda_total_ns");
-      if (!activity) o.flops = o.bf16_flops = o.bytes = 0;
+      if (!activity) o.flops = o.bf16_flops = o.library_flops = o.library_bf16_flops = o.bytes = 0;
     }
     rows.push_back(std::move(o));
   }
@@ -352,6 +356,8 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
       c.bytes_read = num(*j, "bytes_read");
       c.bytes_written = num(*j, "bytes_written");
       c.bf16_flops = bf16_flops_of(*j, c.flops, bf16);
+      c.library_flops = num(*j, "library_flops");
+      c.library_bf16_flops = num(*j, "library_bf16_flops");
     }
     return c;
   };

@@ -46,6 +46,7 @@ const json* member(const json& j, std::initializer_list<std::string_view> keys);
 struct OpRow {
   std::string name, category;
   double calls = 0, self_ns = 0, total_ns = 0, flops = 0, bf16_flops = 0, bytes = 0;
+  double library_flops = 0, library_bf16_flops = 0;  // 0 in a summary written before they were recorded
 };
 
 // A user annotation (the per-forward zone, ProfilerStep#), not an op.

@@ -7,8 +7,13 @@ namespace attnprof::report {
 namespace {
 
 nlohmann::json cost_json(const OpCost& c) {
-  return {{"flops", c.flops}, {"bf16_flops", c.bf16_flops}, {"bytes_read", c.bytes_read},
-          {"bytes_written", c.bytes_written}, {"bytes", c.bytes()}};
+  return {{"flops", c.flops},
+          {"bf16_flops", c.bf16_flops},
+          {"library_flops", c.library_flops},
+          {"library_bf16_flops", c.library_bf16_flops},
+          {"bytes_read", c.bytes_read},
+          {"bytes_written", c.bytes_written},
+          {"bytes", c.bytes()}};
 }
 
 }  // namespace

@@ -116,6 +116,14 @@ std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_ke
   return gemm.empty() ? "" : "bf16 matmul (naive, inplace): " + gemm + ".";
 }
 
+std::string library_peaks_note(const analysis::MachinePeaks& m) {
+  if (!m.library_isa_differs()) return "";
+  const std::string bf16 = m.library_bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.library_bf16_gflops) : "";
+  return fmt::format("matmul (OpenBLAS/oneDNN) billed at the {} peaks (fp32 {:.1f}{} GFLOP/s): the libraries choose "
+                     "their own ISA",
+                     m.library_isa, m.library_fp32_gflops, bf16);
+}
+
 std::string format_bytes(int64_t bytes) {
   constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
   const double b = double(bytes), a = std::fabs(b);
@@ -337,10 +345,11 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     if (m.bf16_gflops > 0) ceilings += fmt::format(", bf16 {:.1f} GFLOP/s", m.bf16_gflops);
     std::string ridges = bw > 0 ? fmt::format("{:.2f} FLOP/B", m.fp32_gflops / bw) : std::string("--");
     if (m.bf16_gflops > 0 && bw > 0) ridges += fmt::format(" (bf16 {:.2f})", m.bf16_gflops / bw);
+    const std::string lib = library_peaks_note(m);
     out += fmt::format("Bound: each op's FLOP/B against the ridge of its own compute ceiling ({}; {:.1f} GB/s; "
                        "ridge {}); annotations, steps and wrappers whose cost is all their children's "
-                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.\n",
-                       ceilings, bw, ridges);
+                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{}\n",
+                       ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".");
   }
   return out;
 }
