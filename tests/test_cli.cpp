@@ -958,8 +958,14 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   const std::string naive = (out() / "naive.summary.json").string(), inplace = (out() / "inplace.summary.json").string();
   const Result r = run("diff " + naive + " " + inplace + " --save " + (out() / "diff.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s : {"naive (base) vs inplace (new)", "copy_", "mul -> mul_", "softmax -> softmax_", "removed: copy_"})
+  for (const char* s : {"naive (base) vs inplace (new)", "copy_", "mul -> mul_", "softmax -> softmax_"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  // The removed ops are named in the order of their change in time, copy_ among them: masked_fill, a wrapper
+  // with next to no time of its own, comes first in a run where the first touch of a page of the profiler's
+  // event buffer (about 11 us on the development VM) lands in its self time.
+  const size_t removed = r.out.find("\nremoved: ");
+  ASSERT_NE(removed, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(removed, r.out.find(" (", removed) - removed).find(" copy_"), std::string::npos) << r.out;
   const json j = read_json("diff.json");
   EXPECT_EQ(j["kind"], "diff");
   EXPECT_DOUBLE_EQ(j["base"]["forwards"].get<double>(), 2.0);
