@@ -1,6 +1,7 @@
 // Per-thread event buffers: where zones and memory events land while the profiler records.
 #include "profiler/recorder.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +25,18 @@ std::vector<std::unique_ptr<ThreadBuffer>>& registry_storage() {
 thread_local ThreadBuffer* tl_buffer = nullptr;
 }  // namespace
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
+
+void populate(const void* p, size_t bytes) noexcept {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
+  if (p == nullptr || last <= first) return;
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+}
+
 ThreadBuffer* thread_buffer() {
   if (tl_buffer) [[likely]] return tl_buffer;
   auto b = std::make_unique<ThreadBuffer>();
@@ -31,6 +44,10 @@ ThreadBuffer* thread_buffer() {
   b->mem.reserve(1024);
   b->work.reserve(4096);
   b->stack.reserve(64);
+  // A worker's buffer is made on its first share, inside a measured op: its pages are mapped in now, once.
+  populate_capacity(b->zones);
+  populate_capacity(b->mem);
+  populate_capacity(b->work);
   const bool is_main = long(syscall(SYS_gettid)) == long(getpid());
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   auto& reg = registry_storage();

@@ -120,6 +120,11 @@ void Profiler::start() {
   detail::ThreadBuffer* self = detail::thread_buffer();
   self->zones.reserve(size_t(1) << 16);
   self->mem.reserve(size_t(1) << 14);
+  for (detail::ThreadBuffer* b : detail::all_buffers()) {
+    detail::populate_capacity(b->zones);
+    detail::populate_capacity(b->mem);
+    detail::populate_capacity(b->work);
+  }
   detail::g_memory.store(opts_.profile_memory);
   collected_ = ProfileResult{};
   collected_.origin_ticks = now_ticks();
