@@ -175,6 +175,7 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
                                "(Nq <= Nk) or Nq*Nk - Nk^2/2 (Nq > Nk), halved when Nq == Nk"},
           {"peak_kind", t.peak_kind},
           {"peak_gflops", t.peak},
+          {"peak_isa", t.peak_isa},
           {"bandwidth_gbs", t.m.bandwidth_gbs},
           {"machine", nlohmann::json(t.m)}};
 }
@@ -365,8 +366,8 @@ void run_compare(const CompareArgs& a) {
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
-  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).\n",
-                      t.peak_kind, t.peak, threads_text(t.m.threads), t.m.isa, t.m.sgemm_gflops);
+  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
+                      t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
   text += floor_legend(t);
   if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text += "Floor ms: " + lib + ".\n";
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "

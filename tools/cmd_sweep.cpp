@@ -255,6 +255,7 @@ void run_sweep(const SweepArgs& a) {
                                            "(compare.json's attention_flops); gflops = that / ms per forward"},
                       {"peak_kind", target.peak_kind},
                       {"peak_gflops", target.peak},
+                      {"peak_isa", target.peak_isa},
                       {"peaks", nlohmann::json(target.m)},
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
@@ -344,9 +345,9 @@ void run_sweep(const SweepArgs& a) {
   text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
                       "time; % peak of the {} {:.1f} {} ({}). It climbs with N while fixed costs amortise, and "
                       "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "
-                      "takes over.\n",
+                      "takes over.{}\n",
                       rate, target.peak_kind, target.peak * rate_scale, rate,
-                      gpu ? gpu_name : threads_text(target.m.threads) + ", " + target.m.isa);
+                      gpu ? gpu_name : threads_text(target.m.threads) + ", " + target.peak_isa, dispatch_note(target));
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
   text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
                       "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "

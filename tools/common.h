@@ -127,11 +127,18 @@ struct Target {
   analysis::MachinePeaks m;
   double peak = 0;        // GFLOP/s of the problem's dtype
   std::string peak_kind;  // "bf16 dot-product", "fp32 FMA", "bf16 tensor-core datasheet", ...
+  std::string peak_isa;   // the ISA `peak` was measured at: the CPU's best ("avx512"), or the GPU's "sm_90"
   bool gpu = false;
+  // The CPU's best ISA is above the one our kernels are dispatched at (ATTNPROF_ISA): what % peak is out of.
+  bool peak_above_dispatch() const { return !gpu && peak_isa != m.isa; }
 };
 // The CPU's peaks at `threads` (measured once, then cached): bf16 problems against the vdpbf16ps rate where
-// the CPU has one, everything else against fp32 FMA.
+// the CPU has one, everything else against fp32 FMA; at the CPU's best ISA, whatever ATTNPROF_ISA dispatches
+// our kernels at (the hardware's peak is what % peak is out of, and OpenBLAS and oneDNN run there anyway).
 Target host_target(int threads, DType dtype);
+// When our kernels ran below the ISA `t.peak` is of: " Our kernels ran at scalar (ATTNPROF_ISA), whose fp32 FMA
+// peak is 9.1 GFLOP/s; OpenBLAS and oneDNN at avx512." for the % peak legends; "" otherwise.
+std::string dispatch_note(const Target& t);
 // A GPU's datasheet peaks: bf16 and fp16 at the dense tensor-core rate (the same on sm_80 and sm_90), fp32 on
 // the CUDA cores.
 Target device_target(const cuda::DeviceInfo& dev, DType dtype);
