@@ -44,10 +44,8 @@ ThreadBuffer* thread_buffer() {
   b->mem.reserve(1024);
   b->work.reserve(4096);
   b->stack.reserve(64);
-  // A worker's buffer is made on its first share, inside a measured op: its pages are mapped in now, once.
-  populate_capacity(b->zones);
-  populate_capacity(b->mem);
-  populate_capacity(b->work);
+  // Not mapped in here: a worker's buffer is made on its first share, inside a measured op, where mapping ~1 MB
+  // would cost more than the few pages its shares fault on; the next Profiler::start() maps it in.
   const bool is_main = long(syscall(SYS_gettid)) == long(getpid());
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   auto& reg = registry_storage();
