@@ -2,6 +2,8 @@
 // say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1872,6 +1874,31 @@ TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   refused("profile naive --iters 1 --warmup 0" + kSmall + "--out " + (dir_ / "loop-c").string(),
           "output path '" + (dir_ / "loop-c").string() +
               "' is a symbolic link that never reaches a directory (a loop of links)");
+  // A file flagged immutable or append-only (chattr +i / +a): no rename replaces it, even as root. Setting the
+  // flag needs CAP_LINUX_IMMUTABLE and a filesystem that keeps it (ext4, xfs, btrfs; not tmpfs or overlayfs).
+  for (const auto& [flag, words] : {std::pair<int, std::string>{FS_IMMUTABLE_FL, "it is immutable (chattr +i)"},
+                                    {FS_APPEND_FL, "it is append-only (chattr +a)"}}) {
+    const fs::path kept = out() / "compare.txt";
+    std::ofstream(kept) << "an earlier run's\n";
+    auto set_flags = [&](int add) {
+      const int fd = ::open(kept.c_str(), O_RDONLY);
+      int flags = 0;
+      const bool ok = fd >= 0 && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 &&
+                      ::ioctl(fd, FS_IOC_SETFLAGS, &(flags = (flags & ~(FS_IMMUTABLE_FL | FS_APPEND_FL)) | add)) == 0;
+      if (fd >= 0) ::close(fd);
+      return ok;
+    };
+    if (!set_flags(flag)) {
+      std::printf("[ SKIPPED part ] chattr flags cannot be set here (%s): %s not checked\n", std::strerror(errno),
+                  words.c_str());
+      fs::remove(kept);
+      continue;
+    }
+    refused("compare --variants flash" + fast, "cannot write '" + o + "compare.txt': " + words);
+    ASSERT_TRUE(set_flags(0)) << "could not clear the flag again: remove it with chattr -i -a " << kept;
+    EXPECT_EQ(io::read_file(kept.string()), "an earlier run's\n");
+    fs::remove(kept);
+  }
   // None of it touched --out: no run wrote there.
   EXPECT_TRUE(fs::is_empty(out()));
 }

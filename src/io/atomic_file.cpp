@@ -5,6 +5,8 @@
 // written straight through, since renaming over it would replace the device or pipe with a plain file.
 // Paths ending in ".gz" are gzip-compressed (zlib level 1: traces still shrink ~10x and export stays fast).
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -117,6 +119,24 @@ std::string atomic_target_dir(const std::string& path) {
     if (::realpath(path.c_str(), resolved) == nullptr)
       ATTNPROF_FAIL("cannot write '{}': cannot resolve the symbolic link ({})", path, std::strerror(errno));
     target = resolved;
+  }
+  // An immutable or append-only file (chattr +i / +a) can be neither renamed over nor linked to its ".old"
+  // name, even by root: the commit would fail with EPERM after the whole run. Its flags are read through a
+  // read-only descriptor; a file this user cannot read is left to the commit to report.
+  if (t.exists) {
+    if (const int fd = ::open(target.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC); fd >= 0) {
+      int flags = 0;
+      const bool got = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+      ::close(fd);
+      if (got && (flags & FS_IMMUTABLE_FL) != 0)
+        ATTNPROF_FAIL("cannot write '{}': it is immutable (chattr +i), so it cannot be replaced; `chattr -i` clears "
+                      "the flag",
+                      path);
+      if (got && (flags & FS_APPEND_FL) != 0)
+        ATTNPROF_FAIL("cannot write '{}': it is append-only (chattr +a), so it cannot be replaced; `chattr -a` "
+                      "clears the flag",
+                      path);
+    }
   }
   const size_t slash = target.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);

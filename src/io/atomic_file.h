@@ -37,7 +37,8 @@ class AtomicFile {
 void check_atomic_target(const std::string& path);
 // The same checks, and the others the constructor or the commit would make on `path` only later, short of
 // creating a file: a name too long for the temporary file beside it, a device that cannot be opened for
-// writing (access(2); a FIFO is not opened, which would end a waiting reader's input). Returns the directory
+// writing (access(2); a FIFO is not opened, which would end a waiting reader's input), a file flagged immutable
+// or append-only (chattr +i / +a), which no rename replaces. Returns the directory
 // the temporary file would be made in (the path's, or its symbolic link's target's), or "" for a path written
 // straight through (a device, a FIFO). Whether a file can be created there is the caller's to probe.
 std::string atomic_target_dir(const std::string& path);
