@@ -348,19 +348,19 @@ Target host_target(int threads, DType dtype) {
   Target t;
   t.m = analysis::machine_peaks(threads);
   // Under a forced ISA the library figures are the best ISA's, measured beside the dispatched one's.
-  const bool best = t.m.library_isa_differs() && t.m.library_fp32_gflops > 0;
+  const bool best = t.m.library_isa_differs();
   const double fp32 = best ? t.m.library_fp32_gflops : t.m.fp32_gflops;
   const double bf16 = best ? t.m.library_bf16_gflops : t.m.bf16_gflops;
-  const bool on_bf16 = dtype == DType::BF16 && bf16 > 0;
-  t.peak = on_bf16 ? bf16 : fp32;
-  t.peak_kind = on_bf16 ? "bf16 dot-product" : "fp32 FMA";
+  t.on_bf16 = dtype == DType::BF16 && bf16 > 0;
+  t.peak = t.on_bf16 ? bf16 : fp32;
+  t.peak_kind = t.on_bf16 ? "bf16 dot-product" : "fp32 FMA";
   t.peak_isa = best ? t.m.library_isa : t.m.isa;
   return t;
 }
 
 std::string dispatch_note(const Target& t) {
   if (!t.peak_above_dispatch()) return "";
-  const bool bf16 = t.peak_kind == "bf16 dot-product" && t.m.bf16_gflops > 0;
+  const bool bf16 = t.on_bf16 && t.m.bf16_gflops > 0;  // the dispatched ISA may have no bf16 units (avx2)
   return fmt::format(" Our kernels ran at {} (ATTNPROF_ISA), whose {} peak is {:.1f} GFLOP/s; OpenBLAS and oneDNN "
                      "at {}.",
                      t.m.isa, bf16 ? "bf16 dot-product" : "fp32 FMA", bf16 ? t.m.bf16_gflops : t.m.fp32_gflops,

@@ -128,6 +128,7 @@ struct Target {
   double peak = 0;        // GFLOP/s of the problem's dtype
   std::string peak_kind;  // "bf16 dot-product", "fp32 FMA", "bf16 tensor-core datasheet", ...
   std::string peak_isa;   // the ISA `peak` was measured at: the CPU's best ("avx512"), or the GPU's "sm_90"
+  bool on_bf16 = false;   // `peak` is of bf16 dot-product units (a bf16 problem on a CPU with AVX512-BF16)
   bool gpu = false;
   // The CPU's best ISA is above the one our kernels are dispatched at (ATTNPROF_ISA): what % peak is out of.
   bool peak_above_dispatch() const { return !gpu && peak_isa != m.isa; }

@@ -128,14 +128,10 @@ std::string atomic_target_dir(const std::string& path) {
       int flags = 0;
       const bool got = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
       ::close(fd);
-      if (got && (flags & FS_IMMUTABLE_FL) != 0)
-        ATTNPROF_FAIL("cannot write '{}': it is immutable (chattr +i), so it cannot be replaced; `chattr -i` clears "
-                      "the flag",
-                      path);
-      if (got && (flags & FS_APPEND_FL) != 0)
-        ATTNPROF_FAIL("cannot write '{}': it is append-only (chattr +a), so it cannot be replaced; `chattr -a` "
-                      "clears the flag",
-                      path);
+      const bool immutable = got && (flags & FS_IMMUTABLE_FL) != 0, append = got && (flags & FS_APPEND_FL) != 0;
+      if (immutable || append)
+        ATTNPROF_FAIL("cannot write '{}': it is {} (chattr +{}), so it cannot be replaced; `chattr -{}` clears the flag",
+                      path, immutable ? "immutable" : "append-only", immutable ? 'i' : 'a', immutable ? 'i' : 'a');
     }
   }
   const size_t slash = target.find_last_of('/');

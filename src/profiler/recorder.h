@@ -31,7 +31,7 @@ std::vector<ThreadBuffer*> all_buffers();
 
 // Maps in, as if written, the whole pages of [p, p + bytes). An event buffer's pages are otherwise first touched
 // when an event lands on them, inside whichever zone is open: each such fault (about 10 us on a ballooned VM,
-// once per ~15 zones) would be billed to that op's self time and page-fault count. One madvise maps 16 MB in
+// once per ~17 zones) would be billed to that op's self time and page-fault count. One madvise maps 16 MB in
 // ~3 ms, against ~50 ms for touching it page by page. Where the kernel has no MADV_POPULATE_WRITE (before
 // Linux 5.14) the pages are left to fault on first use.
 void populate(const void* p, size_t bytes) noexcept;
