@@ -660,6 +660,99 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
   EXPECT_TRUE(bound.count("flash/flash_attention_fwd"));
 }
 
+// roofline --from places the ops a compare measured, from its summaries and under the peaks it recorded:
+// nothing runs, so every figure is the run's own (the same op, the same self time, the same FLOPs).
+TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
+  const fs::path runs = dir_ / "run";
+  const Result c = run("compare --variants naive,inplace,flash --iters 2 --warmup 0" + kSmall + " --out " + runs.string());
+  ASSERT_EQ(c.code, 0) << c.err;
+  const Result r = run("roofline --from " + runs.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "nothing is measured, validated or run";
+  EXPECT_NE(r.out.find("as " + (runs / "compare.json").string() + " measured them (2 recorded forwards each"),
+            std::string::npos) << r.out;
+  // Its files join the run's directory (no --out), so the report draws them beside the comparison.
+  const json compare = json::parse(io::read_file(runs / "compare.json"));
+  const json j = json::parse(io::read_file(runs / "roofline.json"));
+  EXPECT_EQ(j["kind"], "roofline");
+  EXPECT_EQ(j["from"], (runs / "compare.json").string());
+  EXPECT_EQ(j["problem"], compare["problem"]);
+  for (const char* key : {"fp32_gflops", "bf16_gflops", "bandwidth_gbs", "library_fp32_gflops", "library_bf16_gflops"})
+    EXPECT_EQ(j["machine"][key], compare["machine"][key]) << key;
+  // Every op that does work of its own, in the run's order of variants, and nothing else.
+  std::vector<std::string> placed, expected;
+  for (const json& op : j["ops"]) placed.push_back(op["variant"].get<std::string>() + "/" + op["name"].get<std::string>());
+  for (const char* variant : {"naive", "inplace", "flash"}) {
+    const json s = json::parse(io::read_file(runs / (std::string(variant) + ".summary.json")));
+    for (const json& row : s["rows"]) {
+      if (analysis::is_annotation(row["name"].get<std::string>(), row["category"].get<std::string>())) continue;
+      const json& own = row["self_cost"];
+      if (own["flops"].get<double>() <= 0 && own["bytes"].get<double>() <= 0) continue;
+      expected.push_back(std::string(variant) + "/" + row["name"].get<std::string>());
+      const auto op = std::find_if(j["ops"].begin(), j["ops"].end(), [&](const json& o) {
+        return o["variant"] == variant && o["name"] == row["name"];
+      });
+      ASSERT_NE(op, j["ops"].end()) << expected.back();
+      EXPECT_EQ((*op)["self_ns"].get<double>(), row["self_ns"].get<double>()) << expected.back();
+      EXPECT_EQ((*op)["flops"].get<double>(), own["flops"].get<double>()) << expected.back();
+      EXPECT_EQ((*op)["bytes"].get<double>(), own["bytes"].get<double>()) << expected.back();
+      EXPECT_DOUBLE_EQ((*op)["achieved_gflops"].get<double>(), own["flops"].get<double>() / row["self_ns"].get<double>());
+    }
+  }
+  EXPECT_EQ(placed, expected);
+  EXPECT_NE(std::find(placed.begin(), placed.end(), "naive/softmax"), placed.end());
+  EXPECT_NE(std::find(placed.begin(), placed.end(), "flash/flash_attention_fwd"), placed.end());
+
+  // Named variants narrow it; --out sends it elsewhere.
+  const Result one = run("roofline --from " + (runs / "compare.json").string() + " flash" + out_flag());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const json flash = read_json("roofline.json");
+  ASSERT_EQ(flash["ops"].size(), 1u);
+  EXPECT_EQ(flash["ops"][0]["name"], "flash_attention_fwd");
+  fs::remove_all(out());
+
+  // Flags of a run, another device, a variant the run lacks: exit 2, nothing written.
+  const std::string from = " --from " + runs.string() + " ";
+  expect_bad("roofline" + from + "--shape 1,2,64,32 --iters 3",
+             "--shape and --iters do not apply with --from, which places the ops an earlier compare measured");
+  expect_bad("roofline" + from + "--peaks-only", "--peaks-only does not apply with --from");
+  expect_bad("roofline" + from + "--device cuda", "is a CPU run; drop --device");
+  expect_bad("roofline" + from + "sdpa-math", "variant 'sdpa-math' is not in " + (runs / "compare.json").string() +
+                                                  " (it holds naive, inplace, flash)");
+  expect_bad("roofline --from " + (dir_ / "nothing").string(), "no such directory or file");
+  // Files that are not what the run wrote: each named, with its field.
+  auto damaged = [&](const std::string& file, const std::function<void(json&)>& edit, const std::string& expect) {
+    const fs::path copy = dir_ / "damaged";
+    fs::remove_all(copy);
+    fs::copy(runs, copy);
+    json doc = json::parse(io::read_file(copy / file));
+    edit(doc);
+    std::ofstream(copy / file) << doc.dump();
+    expect_bad("roofline --from " + copy.string(), expect);
+  };
+  damaged("compare.json", [](json& d) { d["machine"]["bandwidth_gbs"] = 1e-300; },
+          "compare.json: field 'machine': bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s");
+  damaged("compare.json", [](json& d) { d["machine"].erase("fp32_gflops"); },
+          "compare.json: field 'machine': field 'fp32_gflops' is missing");
+  damaged("compare.json", [](json& d) { d["variants"][0]["summary"] = "../naive.summary.json"; },
+          "names its summary '../naive.summary.json', not a plain file name");
+  damaged("naive.summary.json",
+          [](json& d) {
+            for (json& row : d["rows"])
+              if (row["name"] == "softmax") row["self_cost"]["flops"] = "many";
+          },
+          "self_cost: field 'flops' is not a number");
+  damaged("naive.summary.json", [](json& d) { d["run"]["ms_per_forward"] = d["run"]["ms_per_forward"].get<double>() * 2; },
+          "naive.summary.json is not the summary");
+  // Its outputs never replace what it reads.
+  fs::remove(runs / "roofline.json");
+  fs::create_symlink("compare.json", runs / "roofline.json");
+  const Result linked = run("roofline --from " + runs.string());
+  EXPECT_EQ(linked.code, 2);
+  EXPECT_NE(linked.err.find("which --from reads"), std::string::npos) << linked.err;
+  EXPECT_EQ(json::parse(io::read_file(runs / "compare.json")), compare);
+}
+
 // ATTNPROF_ISA=scalar dispatches our kernels at scalar, but OpenBLAS and oneDNN still choose the CPU's best ISA:
 // roofline and compare place matmul under that ISA's peaks (recorded beside the scalar ones), not under the
 // scalar FMA peak, which OpenBLAS beats many times over. The checks are on the ceilings used, not on speed.

@@ -329,6 +329,60 @@ TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
   EXPECT_EQ(names, (std::set<std::string>{"matmul", "copy_", "masked_fill_"}));
 }
 
+// roofline --from reads a run back from its files: a summary's rows and compare.json's peaks must place every
+// op as the live profile did, a device profile's activities in device time included (so a GPU run's roofline
+// can be drawn where there is no GPU).
+TEST(DeviceReport, ASummaryReadBackPlacesTheSameOpsAsTheProfile) {
+  cuda::DeviceInfo h200;
+  h200.name = "NVIDIA H200";
+  h200.cc_major = 9;
+  h200.sms = 132;
+  h200.sm_clock_ghz = 1.98;
+  h200.bandwidth_gbs = 4800.0;
+  const analysis::MachinePeaks peaks = cuda::gpu_peaks(h200);
+  const analysis::MachinePeaks back = analysis::machine_peaks_from_json(nlohmann::json(peaks));
+  EXPECT_EQ(back.isa, "sm_90");
+  EXPECT_EQ(back.threads, 132);
+  for (auto field : {&analysis::MachinePeaks::fp32_gflops, &analysis::MachinePeaks::bf16_gflops,
+                     &analysis::MachinePeaks::bandwidth_gbs, &analysis::MachinePeaks::library_fp32_gflops,
+                     &analysis::MachinePeaks::library_bf16_gflops})
+    EXPECT_EQ(back.*field, peaks.*field);
+  for (const prof::ProfileResult& r : {device_profile(), testing_device::synthetic_profile()}) {
+    SCOPED_TRACE(r.has_device ? "device profile" : "host profile");
+    const analysis::KeyAverages ka = analysis::key_averages(r);
+    const nlohmann::json summary = nlohmann::json::parse(report::summary_json(r, ka).dump());
+    report::check_summary(summary, "summary");
+    const analysis::KeyAverages read = report::key_averages_from_summary(summary);
+    EXPECT_EQ(read.has_device, r.has_device);
+    const auto live = analysis::roofline_ops(ka, peaks), again = analysis::roofline_ops(read, back);
+    ASSERT_EQ(live.size(), again.size());
+    ASSERT_FALSE(live.empty());
+    for (size_t i = 0; i < live.size(); ++i) {
+      SCOPED_TRACE(live[i].op->name);
+      EXPECT_EQ(again[i].op->name, live[i].op->name);
+      EXPECT_DOUBLE_EQ(again[i].ns, live[i].ns);
+      EXPECT_DOUBLE_EQ(again[i].cost.flops, live[i].cost.flops);
+      EXPECT_DOUBLE_EQ(again[i].cost.bytes(), live[i].cost.bytes());
+      EXPECT_DOUBLE_EQ(again[i].pt.attainable_gflops, live[i].pt.attainable_gflops);
+      EXPECT_DOUBLE_EQ(again[i].pt.achieved_gflops, live[i].pt.achieved_gflops);
+      EXPECT_EQ(again[i].pt.memory_bound, live[i].pt.memory_bound);
+    }
+  }
+  // Peaks that are not what attnprof writes: an Error naming the field.
+  nlohmann::json bad = nlohmann::json(peaks);
+  bad.erase("bandwidth_gbs");
+  try {
+    (void)analysis::machine_peaks_from_json(bad);
+    ADD_FAILURE() << "a machine without bandwidth was read";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "field 'bandwidth_gbs' is missing");
+  }
+  bad = nlohmann::json(peaks);
+  bad["threads"] = "132";
+  EXPECT_THROW((void)analysis::machine_peaks_from_json(bad), Error);
+  EXPECT_THROW((void)analysis::machine_peaks_from_json(nlohmann::json::array()), Error);
+}
+
 // A GPU run's trace on the report's timeline: the kernels and the copy of the first forward on their stream
 // track, beside the host ops that launched them.
 #include <filesystem>

@@ -6,9 +6,7 @@
 //     peak memory, ops and error (two runs before and after a change, two machines, a CPU run and a GPU run).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -33,23 +31,6 @@ std::string input_file(const std::string& path) {
   return std::filesystem::is_directory(path, ec) ? (std::filesystem::path(path) / "compare.json").string() : path;
 }
 
-nlohmann::json load(const std::string& path) {
-  std::error_code ec;
-  // Checked before opening: /dev/zero would be read forever, and opening a FIFO blocks until a writer comes.
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
-  // A file past any attnprof writes is refused by its size, before a byte of it is read.
-  if (const auto size = std::filesystem::file_size(path, ec); !ec)
-    if (const std::string why = report::input_size_error(size); !why.empty()) ATTNPROF_FAIL("cannot read {}: {}", path, why);
-  std::ifstream f(path, std::ios::binary);
-  ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
-  std::ostringstream bytes;
-  bytes << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) ATTNPROF_FAIL("{}: not valid JSON", path);
-  return j;
-}
-
 std::string file_label(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   if (const size_t dot = name.find(".summary.json"); dot != std::string::npos) name.resize(dot);
@@ -66,7 +47,7 @@ void run_diff(const DiffArgs& a) {
         ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
     check_output_flag("--save", a.out);  // what writing it would refuse, before the files are read
   }
-  const nlohmann::json base = load(base_path), next = load(next_path);
+  const nlohmann::json base = read_json_file(base_path), next = read_json_file(next_path);
   auto is_compare = [](const nlohmann::json& j) {
     return j.is_object() && j.contains("kind") && j["kind"].is_string() && j["kind"] == "compare";
   };

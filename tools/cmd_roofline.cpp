@@ -2,9 +2,12 @@
 // bandwidth; cached per CPU, ISA and thread count) and every op of each variant's profile placed under them:
 // arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
 // `--device cuda`: the GPU's datasheet ceilings, and every kernel, copy and fill of the CUDA variants placed in
-// device time (CUPTI).
+// device time (CUPTI). `--from DIR`: the ops an earlier `attnprof compare --out DIR` measured, placed under the
+// peaks that run recorded, without running anything (a CUDA run's too, on a machine without a GPU).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/ranges.h>
 
@@ -25,6 +28,10 @@ struct RooflineArgs {
   bool variants_given = false;  // named on the command line (not the default list)
   std::vector<std::string> run_flags_given;  // --out, --warmup, --iters, --seed as given: none applies to --peaks-only
   std::string device = "cpu";
+  bool device_given = false;
+  std::string from;                       // an earlier compare's directory, or its compare.json
+  bool out_given = false;
+  std::vector<std::string> flags_given;   // every option given, as its long name: what --from refuses
 };
 
 // `memory_reclaim`: analysis::memory_reclaim_note() or "" on a CPU; a GPU's datasheet ceilings have none.
@@ -64,7 +71,232 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
   return t;
 }
 
+// The column heads of the op rows.
+std::string ops_heading() {
+  return fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10}{:>8}  {}\n", "Variant", "Op", "FLOP/B", "Attainable",
+                     "Achieved", "GB/s", "% att.", "Bound");
+}
+
+// Every op of one variant's profile that does work of its own, placed under `m`: a row of `text` and an entry
+// of j["ops"] each.
+void place_variant(const std::string& variant, const analysis::KeyAverages& ka, const analysis::MachinePeaks& m,
+                   nlohmann::json& j, std::string& text) {
+  for (const analysis::PlacedOp& placed : analysis::roofline_ops(ka, m)) {
+    const analysis::OpStats& op = *placed.op;
+    const analysis::RooflinePoint& pt = placed.pt;
+    const OpCost& cost = placed.cost;
+    const double gbs = placed.ns > 0 ? cost.bytes() / placed.ns : 0.0;
+    const char* bound = pt.memory_bound ? "memory" : "compute";
+    j["ops"].push_back({{"variant", variant},
+                        {"name", op.name},
+                        {"category", op.category},
+                        {"calls", op.calls},
+                        {"self_ns", placed.ns},
+                        {"flops", cost.flops},
+                        {"bf16_flops", cost.bf16_flops},
+                        {"library_flops", cost.library_flops},
+                        {"library_bf16_flops", cost.library_bf16_flops},
+                        {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(cost, m)},
+                        {"bytes", cost.bytes()},
+                        {"intensity", pt.intensity},
+                        {"achieved_gflops", pt.achieved_gflops},
+                        {"achieved_gbs", gbs},
+                        {"attainable_gflops", pt.attainable_gflops},
+                        {"ridge_intensity", pt.ridge_intensity},
+                        {"fraction_of_attainable", pt.fraction_of_attainable},
+                        // what the table's %bw shows for ops without FLOPs (copies), whose
+                        // fraction_of_attainable is 0: achieved GB/s over the bandwidth ceiling
+                        {"fraction_of_bandwidth", m.bandwidth_gbs > 0 ? gbs / m.bandwidth_gbs : 0.0},
+                        {"bound", bound}});
+    // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
+    const std::string pct = cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
+                                              : fmt::format("{:.0f}%bw", 100 * gbs / m.bandwidth_gbs);
+    text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", variant,
+                        op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
+                        pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);
+  }
+}
+
+// What the columns mean, below the rows.
+std::string legend(bool gpu) {
+  if (gpu)
+    return "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
+           "  and fp16 GEMMs and attention kernels (one dense rate for both), the fp32 CUDA-core one for\n"
+           "  elementwise kernels and fp32 GEMMs.\n"
+           "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n"
+           "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
+  return "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
+         "  matmuls on oneDNN and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops,\n"
+         "  fp32, fp16 and widened bf16 matmuls and SDPA math (it upcasts to fp32); matmul's at the ISA OpenBLAS\n"
+         "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n"
+         "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n"
+         "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
+         "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"
+         "  stayed in cache.\n"
+         "Each op is placed once, by its own FLOPs, bytes and self time; a wrapper whose work is all its\n"
+         "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
+}
+
+// A string field of a file attnprof wrote, "" when absent or not a string (the file's checker has run).
+std::string text_of(const nlohmann::json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A compare.json row's status: "ok", "failed" or "skipped" (files from before "status" say "skipped" and "ok").
+std::string status_of(const nlohmann::json& row) {
+  if (const std::string s = text_of(row, "status"); !s.empty()) return s;
+  const auto sk = row.find("skipped"), ok = row.find("ok");
+  if (sk != row.end() && ((sk->is_string() && !sk->get<std::string>().empty()) || (sk->is_boolean() && sk->get<bool>())))
+    return "skipped";
+  return ok != row.end() && ok->is_boolean() && !ok->get<bool>() ? "failed" : "ok";
+}
+
+// roofline --from: the ops an earlier compare measured, under the peaks it recorded. Nothing runs, so the
+// placement is that run's, figure for figure, and a CUDA run's can be read on a machine without a GPU.
+void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the run's directory
+  namespace fs = std::filesystem;
+  CommonOptions& o = a.common;
+  // Flags that choose, size or run a problem: the run is over, they would do nothing.
+  std::vector<std::string> idle;
+  for (const std::string& f : a.flags_given)
+    if (f != "--from" && f != "--out" && f != "--json" && f != "--html" && f != "--device") idle.push_back(f);
+  if (!idle.empty()) {
+    const size_t n = idle.size();
+    std::string flags;
+    for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + idle[i];
+    ATTNPROF_FAIL("{} {} not apply with --from, which places the ops an earlier compare measured and runs nothing: "
+                  "drop {} (or --from)",
+                  flags, n == 1 ? "does" : "do", n == 1 ? "it" : "them");
+  }
+  ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "--device '{}' is none of cpu, cuda", a.device);
+  std::error_code ec;
+  const bool is_dir = fs::is_directory(a.from, ec);
+  const std::string compare_path = is_dir ? (fs::path(a.from) / "compare.json").string() : a.from;
+  ATTNPROF_CHECK(is_dir || fs::exists(a.from, ec),
+                 "--from '{}': no such directory or file (give the --out directory of `attnprof compare`, or its "
+                 "compare.json)", a.from);
+  ATTNPROF_CHECK(!is_dir || fs::exists(compare_path, ec),
+                 "--from '{}' holds no compare.json: give the --out directory of `attnprof compare`", a.from);
+  const fs::path run_dir = is_dir ? fs::path(a.from) : fs::path(a.from).parent_path().empty()
+                                                           ? fs::path(".")
+                                                           : fs::path(a.from).parent_path();
+  if (!a.out_given) o.out = run_dir.string();  // the roofline joins the run it places
+
+  const nlohmann::json c = read_json_file(compare_path);
+  report::check_compare_json(c, compare_path);
+  const bool gpu = text_of(c, "device") == "cuda";
+  if (a.device_given && (a.device == "cuda") != gpu)
+    ATTNPROF_FAIL("--device {}: {} is a {} run; drop --device (--from places the run on the device it ran on)",
+                  a.device, compare_path, gpu ? "CUDA" : "CPU");
+  const auto machine = c.find("machine");
+  ATTNPROF_CHECK(machine != c.end(), "{}: field 'machine' is missing (compare records the peaks it measured against)",
+                 compare_path);
+  analysis::MachinePeaks m;
+  try {
+    m = analysis::machine_peaks_from_json(*machine);
+  } catch (const Error& e) {
+    ATTNPROF_FAIL("{}: field 'machine': {}", compare_path, e.what());
+  }
+  const std::string reclaim = gpu ? "" : text_of(*machine, "memory_reclaim");
+
+  // The variants to place: those named, each of which the run must hold, else all of them in its order.
+  const nlohmann::json& rows = c["variants"];
+  std::vector<const nlohmann::json*> chosen;
+  std::vector<std::string> held;
+  for (const nlohmann::json& row : rows) held.push_back(text_of(row, "name"));
+  if (a.variants_given) {
+    for (const std::string& name : a.variants) {
+      const auto it = std::find(held.begin(), held.end(), name);
+      if (it == held.end())
+        ATTNPROF_FAIL("variant '{}' is not in {} (it holds {})", name, compare_path, fmt::join(held, ", "));
+      const nlohmann::json* row = &rows[size_t(it - held.begin())];
+      if (std::find(chosen.begin(), chosen.end(), row) == chosen.end()) chosen.push_back(row);
+    }
+  } else {
+    for (const nlohmann::json& row : rows) chosen.push_back(&row);
+  }
+
+  const std::string problem = text_of(c, "problem");
+  const double iters = c.contains("iters") && c["iters"].is_number() ? c["iters"].get<double>() : 0;
+  std::string text = peaks_text(m, gpu, reclaim);
+  text += fmt::format("\n{} of {} as {} measured them ({}; intensity and FLOPs from the cost model)\n",
+                      gpu ? "Kernels, copies and fills" : "Ops", problem, compare_path,
+                      iters >= 1 ? fmt::format("{:.0f} recorded forwards each", iters) : "its recorded forwards");
+  text += ops_heading();
+  nlohmann::json j = {{"kind", "roofline"},
+                      {"attnprof_version", ATTNPROF_VERSION},
+                      {"device", gpu ? "cuda" : "cpu"},
+                      {"threads", c.contains("threads") && c["threads"].is_number_integer() ? c["threads"]
+                                                                                             : nlohmann::json(m.threads)},
+                      {"machine", machine_json(m, gpu, reclaim)},
+                      {"from", compare_path},
+                      {"problem", problem},
+                      {"dtype", text_of(c, "dtype")},
+                      {"ops", nlohmann::json::array()},
+                      {"skipped", nlohmann::json::array()}};
+  std::vector<std::string> inputs = {compare_path};
+  for (const nlohmann::json* row : chosen) {
+    const std::string name = text_of(*row, "name");
+    if (const std::string status = status_of(*row); status != "ok") {
+      const std::string note = text_of(*row, "note");
+      text += fmt::format("{:<12}{}: {}\n", name, status, note.empty() ? "not run" : note);
+      j["skipped"].push_back({{"variant", name}, {"status", status}, {"note", note}});
+      continue;
+    }
+    const std::string file = text_of(*row, "summary").empty() ? name + ".summary.json" : text_of(*row, "summary");
+    // A name that is not a plain file name would reach files outside the run's directory.
+    if (file.find_first_of("/\\") != std::string::npos || file.front() == '.')
+      ATTNPROF_FAIL("{}: variant '{}' names its summary '{}', not a plain file name (attnprof writes "
+                    "<variant>.summary.json)", compare_path, name, file);
+    const std::string path = (run_dir / file).string();
+    const nlohmann::json s = read_json_file(path);
+    report::check_summary(s, path);
+    // The directory may hold files of another run (a later profile --out into it): their ops are not this run's.
+    if (const std::string p = report::recorded(s, "problem"); !p.empty() && p != problem)
+      ATTNPROF_FAIL("{} is of {}, while {} is of {}: they are files of two runs (run compare again, or give the "
+                    "directory of the run that wrote both)", path, p, compare_path, problem);
+    // compare writes a row's time into its summary: another figure there is another run's (profile naive
+    // --out into the same directory, after the compare).
+    const auto row_ms = row->find("ms");
+    const auto run = s.find("run");
+    if (row_ms != row->end() && row_ms->is_number() && run != s.end() && run->is_object() &&
+        run->contains("ms_per_forward") && (*run)["ms_per_forward"].is_number()) {
+      const double here = (*run)["ms_per_forward"].get<double>(), there = row_ms->get<double>();
+      if (std::abs(here - there) > 1e-9 * std::max(std::abs(here), std::abs(there)))
+        ATTNPROF_FAIL("{} is not the summary {} wrote for '{}' (its ms per forward is {:.6g}, the run's {:.6g}): "
+                      "a later run replaced it (profile --out into the same directory?); run compare again",
+                      path, compare_path, name, here, there);
+    }
+    if (const std::string v = report::recorded(s, "variant"); !v.empty() && v != name)
+      ATTNPROF_FAIL("{} is variant '{}'s summary, while {} names it for '{}'", path, v, compare_path, name);
+    if (s.contains("device") != gpu)
+      ATTNPROF_FAIL("{} is a {} profile, while {} is a {} run", path, gpu ? "CPU" : "CUDA", compare_path,
+                    gpu ? "CUDA" : "CPU");
+    inputs.push_back(path);
+    place_variant(name, report::key_averages_from_summary(s), m, j, text);
+  }
+  text += legend(gpu);
+
+  // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
+  check_html_if_asked(o);
+  for (const char* out_file : {"roofline.json", "roofline.txt"})
+    for (const std::string& in : inputs)
+      if (same_file(out_path(o.out, out_file), in))
+        ATTNPROF_FAIL("cannot write '{}': it is {}, which --from reads", out_path(o.out, out_file), in);
+  prepare_out_dir(o.out);
+  check_out_files(o, {}, {"roofline.json", "roofline.txt"});
+  report::FileBatch outputs;
+  write_json(out_path(o.out, "roofline.json"), j);
+  report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
+  outputs.commit();
+  write_html_if_asked(o);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
 void run_roofline(const RooflineArgs& a) {
+  if (!a.from.empty()) return run_roofline_from(a);
   const CommonOptions& o = a.common;
   const bool gpu = use_cuda(a.device);
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
@@ -133,8 +365,7 @@ void run_roofline(const RooflineArgs& a) {
                               in.p.str(), o.iters)
                 : fmt::format("\nOps of {} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
                               in.p.str(), o.iters);
-    text += fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10}{:>8}  {}\n", "Variant", "Op", "FLOP/B", "Attainable",
-                        "Achieved", "GB/s", "% att.", "Bound");
+    text += ops_heading();
     for (const Variant* v : variants) {
       RunOutcome r = gpu ? run_cuda_variant(*v, in, ref, plan, v->name) : run_variant(*v, in, ref, plan, v->name);
       if (r.status == RunOutcome::Status::Ok && gpu && !r.result.has_device) {
@@ -147,59 +378,9 @@ void run_roofline(const RooflineArgs& a) {
         j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
         continue;
       }
-      for (const analysis::PlacedOp& placed : analysis::roofline_ops(r.ka, m)) {
-        const analysis::OpStats& op = *placed.op;
-        const analysis::RooflinePoint& pt = placed.pt;
-        const OpCost& cost = placed.cost;
-        const double gbs = placed.ns > 0 ? cost.bytes() / placed.ns : 0.0;
-        const char* bound = pt.memory_bound ? "memory" : "compute";
-        j["ops"].push_back({{"variant", v->name},
-                            {"name", op.name},
-                            {"category", op.category},
-                            {"calls", op.calls},
-                            {"self_ns", placed.ns},
-                            {"flops", cost.flops},
-                            {"bf16_flops", cost.bf16_flops},
-                            {"library_flops", cost.library_flops},
-                            {"library_bf16_flops", cost.library_bf16_flops},
-                            {"compute_ceiling_gflops", analysis::compute_ceiling_gflops(cost, m)},
-                            {"bytes", cost.bytes()},
-                            {"intensity", pt.intensity},
-                            {"achieved_gflops", pt.achieved_gflops},
-                            {"achieved_gbs", gbs},
-                            {"attainable_gflops", pt.attainable_gflops},
-                            {"ridge_intensity", pt.ridge_intensity},
-                            {"fraction_of_attainable", pt.fraction_of_attainable},
-                            // what the table's %bw shows for ops without FLOPs (copies), whose
-                            // fraction_of_attainable is 0: achieved GB/s over the bandwidth ceiling
-                            {"fraction_of_bandwidth", m.bandwidth_gbs > 0 ? gbs / m.bandwidth_gbs : 0.0},
-                            {"bound", bound}});
-        // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
-        const std::string pct = cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
-                                                  : fmt::format("{:.0f}%bw", 100 * gbs / m.bandwidth_gbs);
-        text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", v->name,
-                            op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
-                            pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);
-      }
+      place_variant(v->name, r.ka, m, j, text);
     }
-    if (gpu) {
-      text += "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
-              "  and fp16 GEMMs and attention kernels (one dense rate for both), the fp32 CUDA-core one for\n"
-              "  elementwise kernels and fp32 GEMMs.\n";
-      text += "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n";
-      text += "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
-    } else {
-      text += "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
-              "  matmuls on oneDNN and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops,\n"
-              "  fp32, fp16 and widened bf16 matmuls and SDPA math (it upcasts to fp32); matmul's at the ISA OpenBLAS\n"
-              "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n";
-      text += "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n";
-      text += "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
-              "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"
-              "  stayed in cache.\n";
-      text += "Each op is placed once, by its own FLOPs, bytes and self time; a wrapper whose work is all its\n"
-              "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
-    }
+    text += legend(gpu);
   }
   if (!a.peaks_only) {
     write_json(out_path(o.out, "roofline.json"), j);
@@ -223,12 +404,20 @@ void add_roofline_command(CLI::App& app) {
   sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
   sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
-  sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
+  CLI::Option* device =
+      sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
+  sub->add_option("--from", args->from,
+                  "place the ops an earlier `attnprof compare --out DIR` measured (DIR or its compare.json), under "
+                  "the peaks it recorded, running nothing; --out defaults to DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
-  sub->callback([args, variants, sub] {
+  sub->callback([args, variants, device, sub] {
     args->variants_given = variants->count() > 0;
+    args->device_given = device->count() > 0;
+    args->out_given = sub->get_option("--out")->count() > 0;
     for (const char* flag : {"--out", "--warmup", "--iters", "--seed"})
       if (sub->get_option(flag)->count() > 0) args->run_flags_given.push_back(flag);
+    for (const CLI::Option* opt : sub->get_options())
+      if (opt->count() > 0 && !opt->get_positional()) args->flags_given.push_back(opt->get_name());
     run_roofline(*args);
   });
 }

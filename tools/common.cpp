@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -509,6 +511,21 @@ void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
+  if (const auto size = std::filesystem::file_size(path, ec); !ec)
+    if (const std::string why = report::input_size_error(size); !why.empty()) ATTNPROF_FAIL("cannot read {}: {}", path, why);
+  std::ifstream f(path, std::ios::binary);
+  ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
+  std::ostringstream bytes;
+  bytes << f.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) ATTNPROF_FAIL("{}: not valid JSON", path);
+  return j;
+}
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

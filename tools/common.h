@@ -189,6 +189,11 @@ std::string trace_file(const std::string& variant, const CommonOptions& o);
 // without --gzip), which would otherwise sit beside the new summary as if it were this run's.
 void remove_other_format_trace(const std::string& out, const std::string& variant, const CommonOptions& o);
 void write_json(const std::string& path, const nlohmann::json& j);
+// A JSON file attnprof wrote, read back whole (diff, roofline --from): Error "cannot read <path>: ..." for a
+// path that is not a regular file (checked before opening: /dev/zero would be read forever, a FIFO blocks),
+// one larger than any attnprof writes (report::kMaxInputBytes, refused by its size) or not readable, and
+// "<path>: not valid JSON".
+nlohmann::json read_json_file(const std::string& path);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).
 std::vector<std::string> split_list(const std::string& s);

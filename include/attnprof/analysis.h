@@ -167,6 +167,9 @@ struct MachinePeaks {
 // "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops"}: the form every JSON output
 // (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
+// The same object read back (a compare.json's "machine"): Error saying what is wrong when a field is missing,
+// of the wrong type, or a figure no machine gives (0.1 GFLOP/s .. 10 PFLOP/s, 0.1 GB/s .. 100 TB/s).
+MachinePeaks machine_peaks_from_json(const nlohmann::json& j);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
 // The cache is a JSON file keyed by CPU model and signature, ISA and thread count

@@ -117,6 +117,10 @@ struct ProfileDiff {
 // them, leaving out only what needs them.
 void check_summary(const nlohmann::json& summary, const std::string& what, bool run_figures = false);
 void check_compare_json(const nlohmann::json& compare, const std::string& what);
+// A summary's rows read back as key averages (each op's calls, self and total time, own and inclusive cost,
+// memory, device time): what `roofline --from` places and the report rebuilds a table from. Lenient (a field
+// that is absent reads as 0), so call check_summary first.
+analysis::KeyAverages key_averages_from_summary(const nlohmann::json& summary);
 
 // The largest input diff and report read, before any of it is: 256 MiB (gzip-compressed traces: compressed and
 // inflated). The largest file a run writes is a trace at --iters 10000, the most it records (sdpa-math's, the

@@ -301,6 +301,24 @@ MachinePeaks from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+MachinePeaks machine_peaks_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) ATTNPROF_FAIL("it is {}, not an object", j.is_null() ? "null" : j.type_name());
+  for (const char* key : {"cpu", "isa", "library_isa"}) {
+    if (!j.contains(key)) ATTNPROF_FAIL("field '{}' is missing", key);
+    if (!j[key].is_string()) ATTNPROF_FAIL("field '{}' is not a string", key);
+  }
+  for (const char* key : {"threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops",
+                          "library_fp32_gflops", "library_bf16_gflops"}) {
+    if (!j.contains(key)) ATTNPROF_FAIL("field '{}' is missing", key);
+    if (!j[key].is_number()) ATTNPROF_FAIL("field '{}' is not a number", key);
+  }
+  try {
+    return from_json(j);
+  } catch (const std::exception& e) {  // a figure no machine gives, a thread count that is none
+    ATTNPROF_FAIL("{}", e.what());
+  }
+}
+
 std::optional<std::string> memory_reclaim_note(const std::string& sysfs) {
   // The balloon driver lists each device's negotiated features as a string of '0'/'1', bit 0 first;
   // bit 5 is VIRTIO_BALLOON_F_REPORTING (free page reporting).

@@ -212,6 +212,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     (void)number(r, "flops", row_what);
     const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
     const json& cost = r.contains("cost") && r["cost"].is_object() ? r["cost"] : empty;
+    // The cost model's FLOPs, which roofline --from places ops by: numbers within range, or absent.
+    for (const json* c : {&self_cost, &cost})
+      for (const char* key : {"flops", "bf16_flops", "library_flops", "library_bf16_flops", "bytes_read", "bytes_written"})
+        (void)number(*c, key, fmt::format("{} {}", row_what, c == &cost ? "cost" : "self_cost"));
     if (p.device) {
       // Device time and bytes belong to the activities; the host ops that launched them hold none (each
       // kernel counted once, as in the CUDA table).

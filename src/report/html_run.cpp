@@ -677,3 +677,11 @@ Run read_run(const fs::path& dir, size_t max_spans) {
 }
 
 }  // namespace attnprof::report::html_run
+
+namespace attnprof::report {
+
+analysis::KeyAverages key_averages_from_summary(const nlohmann::json& summary) {
+  return html_run::key_averages_from_summary(summary);
+}
+
+}  // namespace attnprof::report
