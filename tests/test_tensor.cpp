@@ -161,6 +161,55 @@ TEST(Tensor, RandnIsReproducibleAndStandard) {
   EXPECT_NEAR(sq / 10000, 1.0, 0.05);
 }
 
+// Drawn in blocks of 2^16 elements, in parallel: the bits depend on the seed only, not on the thread count, and
+// the blocks (and the seeds q, k and v take: seed, seed + 1, seed + 2) are independent streams, not copies.
+TEST(Tensor, RandnBlocksAreTheSameAtEveryThreadCountAndIndependent) {
+  constexpr int64_t kBlock = int64_t(1) << 16;
+  const Shape4 shape{1, 1, 900, 256};  // 3.5 blocks: a short last one
+  const int threads = ops::num_threads();
+  ops::set_num_threads(1);
+  Tensor one = Tensor::empty(shape, DType::F32);
+  fill_randn(one, 7);
+  ops::set_num_threads(2);
+  Tensor two = Tensor::empty(shape, DType::F32);
+  fill_randn(two, 7);
+  ops::set_num_threads(threads);
+  EXPECT_EQ(std::memcmp(one.raw(), two.raw(), one.nbytes()), 0);
+  Tensor next = Tensor::empty(shape, DType::F32);
+  fill_randn(next, 8);
+  const float* x = one.data<float>();
+  const float* y = next.data<float>();
+  // Pearson correlation of two runs of kBlock / 2 elements: about N(0, 1/sqrt(32768)), sd 0.0055.
+  auto correlation = [](const float* a, const float* b, int64_t n) {
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      sa += a[i], sb += b[i], saa += double(a[i]) * a[i], sbb += double(b[i]) * b[i], sab += double(a[i]) * b[i];
+    }
+    const double cov = sab / n - sa / n * sb / n;
+    return cov / std::sqrt((saa / n - sa / n * sa / n) * (sbb / n - sb / n * sb / n));
+  };
+  const int64_t half = kBlock / 2;
+  for (int64_t b = 0; b + 1 < 3; ++b) {
+    SCOPED_TRACE(b);
+    EXPECT_LT(std::fabs(correlation(x + b * kBlock, x + (b + 1) * kBlock, half)), 0.03) << "neighbouring blocks";
+    EXPECT_LT(std::fabs(correlation(x + b * kBlock, y + b * kBlock, half)), 0.03) << "seeds 7 and 8";
+    EXPECT_LT(std::fabs(correlation(x + b * kBlock, y + (b + 1) * kBlock, half)), 0.03) << "seed 8 one block on";
+  }
+  // Every element drawn, the short last block included, and standard throughout.
+  const int64_t n = one.numel();
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(x[i])) << i;
+    sum += x[i];
+    sq += double(x[i]) * x[i];
+  }
+  EXPECT_NEAR(sum / double(n), 0.0, 0.01);
+  EXPECT_NEAR(sq / double(n), 1.0, 0.01);
+  double tail = 0;
+  for (int64_t i = 3 * kBlock; i < n; ++i) tail += double(x[i]) * x[i];
+  EXPECT_NEAR(tail / double(n - 3 * kBlock), 1.0, 0.05);
+}
+
 TEST(Allocator, TracksLiveAndPeakAndAligns) {
   const MemoryStats s0 = memory_stats();
   reset_peak_memory();

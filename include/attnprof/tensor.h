@@ -87,8 +87,9 @@ class Tensor {
   DType dtype_ = DType::F32;
 };
 
-// Fills with N(0,1) samples from a portable generator (mt19937_64 + Box-Muller): same seed, same bits on
-// every platform. bf16 and fp16 tensors receive the samples rounded to their type.
+// Fills with N(0,1) samples from a portable generator (mt19937_64 + Box-Muller, one generator per block of
+// 2^16 elements, seeded from the seed and the block): same seed, same bits on every platform and at every
+// thread count, drawn in parallel. bf16 and fp16 tensors receive the samples rounded to their type.
 void fill_randn(Tensor& t, uint64_t seed);
 
 // The non-finite elements of `t`, described for an error message ("1 NaN and 2 Inf, the first at

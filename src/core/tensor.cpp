@@ -1,5 +1,6 @@
 #include "attnprof/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -134,19 +135,42 @@ void Tensor::set(int64_t b, int64_t h, int64_t i, int64_t j, float v) {
   store_from_float(static_cast<char*>(raw()), dtype_, offset_of(b, h, i, j), v);
 }
 
+namespace {
+
+// SplitMix64's finaliser: spreads a counter into a well-mixed 64-bit seed.
+uint64_t mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 void fill_randn(Tensor& t, uint64_t seed) {
   ATTNPROF_CHECK(t.defined(), "fill_randn on an undefined tensor");
   ATTNPROF_CHECK(t.is_contiguous(), "fill_randn needs a contiguous tensor");
-  std::mt19937_64 gen(seed);
+  // Blocks of 2^16 elements, each from its own generator seeded by (seed, block): the threads share the work
+  // and the bits depend on the seed alone, not on how many threads drew them. Even-sized, so no Box-Muller
+  // pair straddles two blocks. Seeds seed, seed+1, seed+2 (q, k, v) give streams that never meet: block b of
+  // one equals block b' of another only if b - b' = 1 / golden ratio (mod 2^64), no block count a tensor has.
+  constexpr int64_t kBlock = int64_t(1) << 16;
+  constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
   const double two_pi = 6.283185307179586;
-  auto uniform = [&] { return (double(gen() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0,1)
   const int64_t n = t.numel();
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   char* base = static_cast<char*>(t.raw());
-  for (int64_t i = 0; i < n; i += 2) {
-    double r = std::sqrt(-2.0 * std::log(uniform()));
-    double a = two_pi * uniform();
-    store_from_float(base, t.dtype(), i, float(r * std::cos(a)));
-    if (i + 1 < n) store_from_float(base, t.dtype(), i + 1, float(r * std::sin(a)));
+  const DType dtype = t.dtype();
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::mt19937_64 gen(mix64(seed + kGolden * uint64_t(b + 1)));
+    auto uniform = [&] { return (double(gen() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0,1)
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < end; i += 2) {
+      const double r = std::sqrt(-2.0 * std::log(uniform()));
+      const double a = two_pi * uniform();
+      store_from_float(base, dtype, i, float(r * std::cos(a)));
+      if (i + 1 < end) store_from_float(base, dtype, i + 1, float(r * std::sin(a)));
+    }
   }
 }
 
