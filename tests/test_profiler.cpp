@@ -16,6 +16,7 @@
 #include "attnprof/isa.h"
 #include "attnprof/profiler.h"
 #include "attnprof/report.h"
+#include "profiler/recorder.h"
 
 using namespace attnprof;
 
@@ -903,6 +904,41 @@ TEST(Profiler, ZoneListenerSeesEveryRecordedZoneInOrder) {
   for (const auto& t : r.threads) zones += t.zones.size();
   EXPECT_EQ(zones, 3u);
   EXPECT_EQ(prof::zone_listener(), nullptr);
+}
+
+TEST(Profiler, WorkerBuffersAreMadeAndMappedInAtStartNotInTheFirstOp) {
+  // OpenMP workers that have never recorded (a team size no other test uses, its threads made before the
+  // session): start() makes and maps in each one's buffer, so their first shares inside an op fault nothing of
+  // the profiler's there. Made on first use instead, each worker's zone, work and stack vectors fault in the op.
+  constexpr int kTeam = 7;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(kTeam);
+#pragma omp parallel
+  { (void)omp_get_thread_num(); }
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  const size_t buffers_at_start = prof::detail::all_buffers().size();
+  for (int round = 0; round < 3; ++round) {
+    ATTNPROF_OP_ZONE(op, "op");
+    ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel
+    {
+      ATTNPROF_WORK_SHARE(share, region);
+      share.add_items(1);
+    }
+  }
+  p.stop();
+  omp_set_num_threads(threads);
+  EXPECT_EQ(prof::detail::all_buffers().size(), buffers_at_start) << "no buffer made inside the op";
+  const prof::ProfileResult r = p.result();
+  ASSERT_TRUE(r.counters_recorded) << r.counters_note;
+  size_t workers = 0;
+  for (const prof::ThreadTrace& t : r.threads) workers += !t.work.empty();
+  EXPECT_EQ(workers, size_t(kTeam)) << "every thread of the team recorded its shares";
+  const auto ka = analysis::key_averages(r);
+  const auto* op = row(ka, "op");
+  ASSERT_TRUE(op);
+  EXPECT_LE(op->page_faults, (kTeam - 1) * (kThreadSanitizer ? 4 : 1)) << "over 3 calls of a 7-thread region";
 }
 
 TEST(Profiler, EventBufferPagesAreNotBilledToTheZonesThatFillThem) {

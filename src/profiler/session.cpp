@@ -120,6 +120,11 @@ void Profiler::start() {
   detail::ThreadBuffer* self = detail::thread_buffer();
   self->zones.reserve(size_t(1) << 16);
   self->mem.reserve(size_t(1) << 14);
+  // Every OpenMP worker of the team the ops will run on gets its buffer here, so that it is mapped in below: made
+  // on the worker's first share instead, inside a measured op, its first pages would fault there and be billed
+  // to that op. (Threads of a larger team made later still make theirs on first use; the next start() maps it.)
+#pragma omp parallel
+  (void)detail::thread_buffer();
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     detail::populate_capacity(b->zones);
     detail::populate_capacity(b->mem);
