@@ -720,6 +720,7 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   expect_bad("roofline" + from + "sdpa-math", "variant 'sdpa-math' is not in " + (runs / "compare.json").string() +
                                                   " (it holds naive, inplace, flash)");
   expect_bad("roofline --from " + (dir_ / "nothing").string(), "no such directory or file");
+  expect_bad("roofline --from ''", "--from: an empty value");
   // Files that are not what the run wrote: each named, with its field.
   auto damaged = [&](const std::string& file, const std::function<void(json&)>& edit, const std::string& expect) {
     const fs::path copy = dir_ / "damaged";
@@ -734,6 +735,19 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
           "compare.json: field 'machine': bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s");
   damaged("compare.json", [](json& d) { d["machine"].erase("fp32_gflops"); },
           "compare.json: field 'machine': field 'fp32_gflops' is missing");
+  // A skipped row's note is a file's text: printed without the control characters it may hold.
+  {
+    const fs::path copy = dir_ / "noted";
+    fs::copy(runs, copy);
+    json doc = json::parse(io::read_file(copy / "compare.json"));
+    doc["variants"][1]["status"] = "skipped";
+    doc["variants"][1]["note"] = "over \x1b[31mbudget";
+    std::ofstream(copy / "compare.json") << doc.dump();
+    const Result noted = run("roofline --from " + copy.string());
+    ASSERT_EQ(noted.code, 0) << noted.err;
+    EXPECT_NE(noted.out.find("inplace     skipped: over  [31mbudget"), std::string::npos) << noted.out;
+    EXPECT_EQ(json::parse(io::read_file(copy / "roofline.json"))["skipped"][0]["variant"], "inplace");
+  }
   damaged("compare.json", [](json& d) { d["variants"][0]["summary"] = "../naive.summary.json"; },
           "names its summary '../naive.summary.json', not a plain file name");
   damaged("naive.summary.json",

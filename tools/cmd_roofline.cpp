@@ -31,6 +31,7 @@ struct RooflineArgs {
   bool device_given = false;
   std::string from;                       // an earlier compare's directory, or its compare.json
   bool out_given = false;
+  bool from_given = false;
   std::vector<std::string> flags_given;   // every option given, as its long name: what --from refuses
 };
 
@@ -239,7 +240,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   for (const nlohmann::json* row : chosen) {
     const std::string name = text_of(*row, "name");
     if (const std::string status = status_of(*row); status != "ok") {
-      const std::string note = text_of(*row, "note");
+      const std::string note = terminal_line(text_of(*row, "note"));  // a file's text, not escape sequences
       text += fmt::format("{:<12}{}: {}\n", name, status, note.empty() ? "not run" : note);
       j["skipped"].push_back({{"variant", name}, {"status", status}, {"note", note}});
       continue;
@@ -296,7 +297,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 }
 
 void run_roofline(const RooflineArgs& a) {
-  if (!a.from.empty()) return run_roofline_from(a);
+  if (a.from_given) return run_roofline_from(a);  // (an empty --from is refused with every empty value)
   const CommonOptions& o = a.common;
   const bool gpu = use_cuda(a.device);
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
@@ -406,11 +407,12 @@ void add_roofline_command(CLI::App& app) {
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
   CLI::Option* device =
       sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
-  sub->add_option("--from", args->from,
+  CLI::Option* from = sub->add_option("--from", args->from,
                   "place the ops an earlier `attnprof compare --out DIR` measured (DIR or its compare.json), under "
                   "the peaks it recorded, running nothing; --out defaults to DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
-  sub->callback([args, variants, device, sub] {
+  sub->callback([args, variants, device, from, sub] {
+    args->from_given = from->count() > 0;
     args->variants_given = variants->count() > 0;
     args->device_given = device->count() > 0;
     args->out_given = sub->get_option("--out")->count() > 0;
