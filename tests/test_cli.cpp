@@ -34,6 +34,7 @@
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
+#include "device_profile_fixture.h"
 #include "io/file.h"
 
 namespace fs = std::filesystem;
@@ -765,6 +766,64 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   EXPECT_EQ(linked.code, 2);
   EXPECT_NE(linked.err.find("which --from reads"), std::string::npos) << linked.err;
   EXPECT_EQ(json::parse(io::read_file(runs / "compare.json")), compare);
+}
+
+// A CUDA compare's directory, as a GPU machine writes it (compare.json with the GPU's datasheet peaks, a device
+// summary of a CUPTI capture: here the synthetic one of the host-side CUDA tests), read back by roofline --from
+// on this machine, which has no GPU: every kernel, copy and fill placed in its device time.
+TEST_F(Cli, RooflineFromACudaRunPlacesItsKernelsWithoutAGpu) {
+  const fs::path runs = dir_ / "gpu-run";
+  fs::create_directories(runs);
+  const std::string problem = "B=1 Hq=1 Hkv=1 Nq=8 Nk=8 D=8 bf16 causal";
+  prof::ProfileResult r = testing_device::synthetic_profile();
+  cuda::attach_device_capture(r, testing_device::synthetic_capture());
+  r.metadata = {{"problem", problem}, {"variant", "naive"}, {"annotation", "attn_fwd"}};
+  const analysis::KeyAverages ka = analysis::key_averages(r);
+  json summary = report::summary_json(r, ka);
+  const double ms = 0.0125;
+  summary["run"] = {{"variant", "naive"}, {"ms_per_forward", ms}, {"peak_extra_bytes", 8192}, {"ops_per_forward", 3}};
+  std::ofstream(runs / "naive.summary.json") << summary.dump(2);
+  cuda::DeviceInfo h200;
+  h200.name = "NVIDIA H200";
+  h200.cc_major = 9;
+  h200.sms = 132;
+  h200.sm_clock_ghz = 1.98;
+  h200.bandwidth_gbs = 4800.0;
+  const json compare = {{"kind", "compare"},
+                        {"device", "cuda"},
+                        {"gpu", h200.name},
+                        {"problem", problem},
+                        {"dtype", "bf16"},
+                        {"iters", 1},
+                        {"machine", json(cuda::gpu_peaks(h200))},
+                        {"variants", {{{"name", "naive"}, {"status", "ok"}, {"ms", ms}, {"summary", "naive.summary.json"}},
+                                      {{"name", "flash"}, {"status", "skipped"}, {"note", "no kernel image"}}}}};
+  std::ofstream(runs / "compare.json") << compare.dump(2);
+
+  const Result out = run("roofline --from " + runs.string() + " --json");
+  ASSERT_EQ(out.code, 0) << out.err;
+  const json j = json::parse(out.out);
+  EXPECT_EQ(j["device"], "cuda");
+  EXPECT_EQ(j["machine"]["isa"], "sm_90");
+  EXPECT_DOUBLE_EQ(j["machine"]["bf16_gflops"].get<double>(), 989400.0);
+  EXPECT_EQ(j["skipped"], json::parse(R"([{"variant": "flash", "status": "skipped", "note": "no kernel image"}])"));
+  std::set<std::string> placed;
+  for (const json& op : j["ops"]) {
+    placed.insert(op["name"].get<std::string>());
+    const auto row = std::find_if(summary["rows"].begin(), summary["rows"].end(),
+                                  [&](const json& x) { return x["name"] == op["name"]; });
+    ASSERT_NE(row, summary["rows"].end()) << op["name"];
+    EXPECT_EQ(op["self_ns"].get<double>(), (*row)["self_cuda_ns"].get<double>()) << op["name"] << ": device time";
+  }
+  // The kernels, the copy and the fill kernel; not the host ops that launched them.
+  EXPECT_EQ(placed, (std::set<std::string>{"ampere_bf16_gemm", "Memcpy DtoD (Device -> Device)",
+                                           "masked_fill_ker(float*, unsigned char const*, float)"}));
+  const std::string text = io::read_file(runs / "roofline.txt");
+  EXPECT_NE(text.find("GPU: NVIDIA H200 (sm_90, 132 SMs"), std::string::npos) << text;
+  EXPECT_NE(text.find("Kernels, copies and fills of " + problem), std::string::npos) << text;
+  EXPECT_NE(text.find("flash       skipped: no kernel image"), std::string::npos) << text;
+  // The device the run was on is the one it is placed on.
+  expect_bad("roofline --from " + runs.string() + " --device cpu", "is a CUDA run; drop --device");
 }
 
 // ATTNPROF_ISA=scalar dispatches our kernels at scalar, but OpenBLAS and oneDNN still choose the CPU's best ISA:
