@@ -100,4 +100,15 @@ cuda::DeviceCapture synthetic_capture() {
   return cap;
 }
 
+// An H200 as cudaGetDeviceProperties describes it: 132 SMs, the 1.98 GHz maximum clock, 4.8 TB/s of HBM3e.
+cuda::DeviceInfo h200_info() {
+  cuda::DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.sms = 132;
+  d.sm_clock_ghz = 1.98;
+  d.bandwidth_gbs = 4800.0;
+  return d;
+}
+
 }  // namespace attnprof::testing_device

@@ -783,12 +783,7 @@ TEST_F(Cli, RooflineFromACudaRunPlacesItsKernelsWithoutAGpu) {
   const double ms = 0.0125;
   summary["run"] = {{"variant", "naive"}, {"ms_per_forward", ms}, {"peak_extra_bytes", 8192}, {"ops_per_forward", 3}};
   std::ofstream(runs / "naive.summary.json") << summary.dump(2);
-  cuda::DeviceInfo h200;
-  h200.name = "NVIDIA H200";
-  h200.cc_major = 9;
-  h200.sms = 132;
-  h200.sm_clock_ghz = 1.98;
-  h200.bandwidth_gbs = 4800.0;
+  const cuda::DeviceInfo h200 = testing_device::h200_info();
   const json compare = {{"kind", "compare"},
                         {"device", "cuda"},
                         {"gpu", h200.name},

@@ -139,11 +139,7 @@ TEST(CudaDevice, GpuPeaksFeedTheRoofline) {
   EXPECT_NEAR(p.bf16_gflops, 312000.0, 1.0);  // the datasheet's 312 TFLOP/s dense bf16 (rate × clock: 311.9)
   EXPECT_NEAR(p.fp32_gflops, 19491.8, 1.0);   // 19.5 TFLOP/s fp32
   // Hopper reports its 1.98 GHz maximum clock; the datasheet's 989.4 TFLOP/s (1.83 GHz) is the peak used.
-  cuda::DeviceInfo h200;
-  h200.name = "NVIDIA H200";
-  h200.cc_major = 9;
-  h200.sms = 132;
-  h200.sm_clock_ghz = 1.98;
+  const cuda::DeviceInfo h200 = testing_device::h200_info();
   EXPECT_NEAR(cuda::gpu_peaks(h200).bf16_gflops, 989400.0, 1.0);
   EXPECT_NEAR(cuda::gpu_peaks(h200).fp32_gflops, 132 * 256 * 1.98, 1.0);  // 66.9 TFLOP/s, the datasheet's fp32
   EXPECT_EQ(cuda::datasheet_bf16_tflops("NVIDIA H100 80GB HBM3", 132), 989.4);

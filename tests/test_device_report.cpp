@@ -333,12 +333,7 @@ TEST(DeviceReport, RooflinePlacesEveryActivityOnceInDeviceTime) {
 // op as the live profile did, a device profile's activities in device time included (so a GPU run's roofline
 // can be drawn where there is no GPU).
 TEST(DeviceReport, ASummaryReadBackPlacesTheSameOpsAsTheProfile) {
-  cuda::DeviceInfo h200;
-  h200.name = "NVIDIA H200";
-  h200.cc_major = 9;
-  h200.sms = 132;
-  h200.sm_clock_ghz = 1.98;
-  h200.bandwidth_gbs = 4800.0;
+  const cuda::DeviceInfo h200 = testing_device::h200_info();
   const analysis::MachinePeaks peaks = cuda::gpu_peaks(h200);
   const analysis::MachinePeaks back = analysis::machine_peaks_from_json(nlohmann::json(peaks));
   EXPECT_EQ(back.isa, "sm_90");

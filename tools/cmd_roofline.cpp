@@ -144,15 +144,6 @@ std::string text_of(const nlohmann::json& o, const char* key) {
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// A compare.json row's status: "ok", "failed" or "skipped" (files from before "status" say "skipped" and "ok").
-std::string status_of(const nlohmann::json& row) {
-  if (const std::string s = text_of(row, "status"); !s.empty()) return s;
-  const auto sk = row.find("skipped"), ok = row.find("ok");
-  if (sk != row.end() && ((sk->is_string() && !sk->get<std::string>().empty()) || (sk->is_boolean() && sk->get<bool>())))
-    return "skipped";
-  return ok != row.end() && ok->is_boolean() && !ok->get<bool>() ? "failed" : "ok";
-}
-
 // roofline --from: the ops an earlier compare measured, under the peaks it recorded. Nothing runs, so the
 // placement is that run's, figure for figure, and a CUDA run's can be read on a machine without a GPU.
 void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the run's directory
@@ -239,7 +230,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   std::vector<std::string> inputs = {compare_path};
   for (const nlohmann::json* row : chosen) {
     const std::string name = text_of(*row, "name");
-    if (const std::string status = status_of(*row); status != "ok") {
+    if (const std::string status = report::compare_row_status(*row); status != "ok") {
       const std::string note = terminal_line(text_of(*row, "note"));  // a file's text, not escape sequences
       text += fmt::format("{:<12}{}: {}\n", name, status, note.empty() ? "not run" : note);
       j["skipped"].push_back({{"variant", name}, {"status", status}, {"note", note}});
@@ -288,12 +279,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   prepare_out_dir(o.out);
   check_out_files(o, {}, {"roofline.json", "roofline.txt"});
   report::FileBatch outputs;
-  write_json(out_path(o.out, "roofline.json"), j);
-  report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
-  outputs.commit();
-  write_html_if_asked(o);
-  if (o.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  commit_and_print(o, "roofline", j, text, outputs);
 }
 
 void run_roofline(const RooflineArgs& a) {
@@ -383,13 +369,8 @@ void run_roofline(const RooflineArgs& a) {
     }
     text += legend(gpu);
   }
-  if (!a.peaks_only) {
-    write_json(out_path(o.out, "roofline.json"), j);
-    report::write_text_atomic(out_path(o.out, "roofline.txt"), text);
-    outputs.commit();
-    write_html_if_asked(o);
-  }
-  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  if (!a.peaks_only) commit_and_print(o, "roofline", j, text, outputs);
+  else if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
   exit_if_validation_failed(failed);
 }

@@ -354,12 +354,7 @@ void run_sweep(const SweepArgs& a) {
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : "");
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
-  write_json(out_path(o.out, "sweep.json"), j);
-  report::write_text_atomic(out_path(o.out, "sweep.txt"), text);
-  outputs.commit();
-  write_html_if_asked(o);
-  if (o.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  commit_and_print(o, "sweep", j, text, outputs);
   std::vector<std::string> failed;
   for (const Point& p : points)
     if (p.status == "failed") failed.push_back(fmt::format("{} at N={}", p.variant, p.seq));

@@ -512,6 +512,16 @@ void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>
 
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
 
+void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
+                      report::FileBatch& outputs) {
+  write_json(out_path(o.out, name + ".json"), j);
+  report::write_text_atomic(out_path(o.out, name + ".txt"), text);
+  outputs.commit();
+  write_html_if_asked(o);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::printf("%s", text.c_str());
+}
+
 nlohmann::json read_json_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))

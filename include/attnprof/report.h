@@ -117,6 +117,9 @@ struct ProfileDiff {
 // them, leaving out only what needs them.
 void check_summary(const nlohmann::json& summary, const std::string& what, bool run_figures = false);
 void check_compare_json(const nlohmann::json& compare, const std::string& what);
+// A compare.json row's status as written ("ok", "failed", "skipped"; "" when it is not a string), or, in files
+// from before "status" existed, the one their "skipped" and "ok" fields mean.
+std::string compare_row_status(const nlohmann::json& row);
 // A summary's rows read back as key averages (each op's calls, self and total time, own and inclusive cost,
 // memory, device time): what `roofline --from` places and the report rebuilds a table from. Lenient (a field
 // that is absent reads as 0), so call check_summary first.

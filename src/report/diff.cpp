@@ -560,13 +560,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   const auto st = v.find("status");
   if (st != v.end() && !st->is_string())
     ATTNPROF_FAIL("{}: field 'status' is {}, not a string (ok, failed or skipped)", what, st->dump());
-  std::string status = text(v, "status");
-  if (st == v.end()) {
-    const auto sk = v.find("skipped"), ok = v.find("ok");
-    const bool skipped = sk != v.end() && ((sk->is_string() && !sk->get<std::string>().empty()) ||
-                                           (sk->is_boolean() && sk->get<bool>()));
-    status = skipped ? "skipped" : ok != v.end() && ok->is_boolean() && !ok->get<bool>() ? "failed" : "ok";
-  }
+  const std::string status = compare_row_status(v);
   if (status != "ok" && status != "failed" && status != "skipped")
     ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
   (is_base ? r.base_status : r.new_status) = status;
@@ -636,6 +630,15 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   add_compare_rows(d, base, true, "base");
   add_compare_rows(d, next, false, "new");
   return d;
+}
+
+std::string compare_row_status(const json& row) {
+  if (const auto st = row.find("status"); st != row.end()) return st->is_string() ? st->get<std::string>() : "";
+  // Files written before "status" existed say "skipped": "<why>" (or true) and "ok": false instead.
+  const auto sk = row.find("skipped"), ok = row.find("ok");
+  const bool skipped = sk != row.end() && ((sk->is_string() && !sk->get<std::string>().empty()) ||
+                                           (sk->is_boolean() && sk->get<bool>()));
+  return skipped ? "skipped" : ok != row.end() && ok->is_boolean() && !ok->get<bool>() ? "failed" : "ok";
 }
 
 void check_compare_json(const json& c, const std::string& what) {
