@@ -508,6 +508,23 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   EXPECT_TRUE(chart_variants(data_block(page3), "time-by-op").count("inplace"));
 }
 
+TEST(HtmlReport, ARooflineFromACompareRunSaysWhichRunItPlaced) {
+  TempDir d("roofline-from");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const std::string live = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(live.find("measured ceilings (from roofline.json). Points"), std::string::npos);
+  json roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
+  roof["from"] = "/somewhere/<else>/compare.json";
+  spit(d.path / "roofline.json", roof.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  // The file's name, not the path of the machine that wrote it.
+  EXPECT_NE(page.find("(from roofline.json, which placed the ops of the run in compare.json without running them "
+                      "again)"),
+            std::string::npos);
+  EXPECT_EQ(page.find("somewhere"), std::string::npos);
+}
+
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   TempDir d("earlier-run");
   for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})

@@ -390,7 +390,8 @@ void add_roofline_command(CLI::App& app) {
       sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
   CLI::Option* from = sub->add_option("--from", args->from,
                   "place the ops an earlier `attnprof compare --out DIR` measured (DIR or its compare.json), under "
-                  "the peaks it recorded, running nothing; --out defaults to DIR");
+                  "the peaks it recorded, running nothing; --out defaults to DIR")
+                           ->type_name("DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
   sub->callback([args, variants, device, from, sub] {
     args->from_given = from->count() > 0;

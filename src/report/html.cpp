@@ -708,7 +708,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                           {"bound", str(o, "bound", "?")}});
       }
     }
-    source = "roofline.json";
+    // roofline --from placed an earlier compare's ops: say so, by the file's name only (the path is the
+    // machine's where it ran).
+    const std::string from = str(*in.doc, "from");
+    source = from.empty() ? "roofline.json"
+                          : "roofline.json, which placed the ops of the run in " +
+                                std::filesystem::path(from).filename().string() + " without running them again";
   } else if (compare) {
     // No roofline.json: place each op of each summary with compare.json's measured machine peaks.
     m = machine_of(member(*compare, {"machine"}));
