@@ -723,14 +723,18 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   expect_bad("roofline --from " + (dir_ / "nothing").string(), "no such directory or file");
   expect_bad("roofline --from ''", "--from: an empty value");
   // Files that are not what the run wrote: each named, with its field.
-  auto damaged = [&](const std::string& file, const std::function<void(json&)>& edit, const std::string& expect) {
-    const fs::path copy = dir_ / "damaged";
+  // A copy of the run with one of its files edited.
+  auto edited = [&](const std::string& file, const std::function<void(json&)>& edit) {
+    const fs::path copy = dir_ / "edited";
     fs::remove_all(copy);
     fs::copy(runs, copy);
     json doc = json::parse(io::read_file(copy / file));
     edit(doc);
     std::ofstream(copy / file) << doc.dump();
-    expect_bad("roofline --from " + copy.string(), expect);
+    return copy;
+  };
+  auto damaged = [&](const std::string& file, const std::function<void(json&)>& edit, const std::string& expect) {
+    expect_bad("roofline --from " + edited(file, edit).string(), expect);
   };
   damaged("compare.json", [](json& d) { d["machine"]["bandwidth_gbs"] = 1e-300; },
           "compare.json: field 'machine': bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s");
@@ -738,12 +742,10 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
           "compare.json: field 'machine': field 'fp32_gflops' is missing");
   // A skipped row's note is a file's text: printed without the control characters it may hold.
   {
-    const fs::path copy = dir_ / "noted";
-    fs::copy(runs, copy);
-    json doc = json::parse(io::read_file(copy / "compare.json"));
-    doc["variants"][1]["status"] = "skipped";
-    doc["variants"][1]["note"] = "over \x1b[31mbudget";
-    std::ofstream(copy / "compare.json") << doc.dump();
+    const fs::path copy = edited("compare.json", [](json& d) {
+      d["variants"][1]["status"] = "skipped";
+      d["variants"][1]["note"] = "over \x1b[31mbudget";
+    });
     const Result noted = run("roofline --from " + copy.string());
     ASSERT_EQ(noted.code, 0) << noted.err;
     EXPECT_NE(noted.out.find("inplace     skipped: over  [31mbudget"), std::string::npos) << noted.out;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/ranges.h>
 
@@ -26,13 +27,12 @@ struct RooflineArgs {
   bool remeasure = false;
   bool peaks_only = false;
   bool variants_given = false;  // named on the command line (not the default list)
-  std::vector<std::string> run_flags_given;  // --out, --warmup, --iters, --seed as given: none applies to --peaks-only
   std::string device = "cpu";
-  bool device_given = false;
   std::string from;                       // an earlier compare's directory, or its compare.json
-  bool out_given = false;
-  bool from_given = false;
-  std::vector<std::string> flags_given;   // every option given, as its long name: what --from refuses
+  std::vector<std::string> flags_given;   // every option given, as its long name ("--out")
+  bool given(std::string_view flag) const {
+    return std::find(flags_given.begin(), flags_given.end(), flag) != flags_given.end();
+  }
 };
 
 // `memory_reclaim`: analysis::memory_reclaim_note() or "" on a CPU; a GPU's datasheet ceilings have none.
@@ -70,6 +70,17 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
   if (const std::string lib = report::library_peaks_note(m); !lib.empty()) t += "  " + lib + "\n";
   if (!memory_reclaim.empty()) t += "  Memory: " + memory_reclaim + "\n";
   return t;
+}
+
+// Flags given that `mode` would ignore: refused, naming them all ("--out and --iters do not apply with
+// --peaks-only, which <what>: drop them (or --peaks-only)"), rather than silently ignored.
+void refuse_idle_flags(const std::vector<std::string>& given, const char* mode, const char* what) {
+  const size_t n = given.size();
+  if (n == 0) return;
+  std::string flags;
+  for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + given[i];
+  ATTNPROF_FAIL("{} {} not apply with {}, which {}: drop {} (or {})", flags, n == 1 ? "does" : "do", mode, what,
+                n == 1 ? "it" : "them", mode);
 }
 
 // The column heads of the op rows.
@@ -153,14 +164,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   std::vector<std::string> idle;
   for (const std::string& f : a.flags_given)
     if (f != "--from" && f != "--out" && f != "--json" && f != "--html" && f != "--device") idle.push_back(f);
-  if (!idle.empty()) {
-    const size_t n = idle.size();
-    std::string flags;
-    for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + idle[i];
-    ATTNPROF_FAIL("{} {} not apply with --from, which places the ops an earlier compare measured and runs nothing: "
-                  "drop {} (or --from)",
-                  flags, n == 1 ? "does" : "do", n == 1 ? "it" : "them");
-  }
+  refuse_idle_flags(idle, "--from", "places the ops an earlier compare measured and runs nothing");
   ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "--device '{}' is none of cpu, cuda", a.device);
   std::error_code ec;
   const bool is_dir = fs::is_directory(a.from, ec);
@@ -173,12 +177,12 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   const fs::path run_dir = is_dir ? fs::path(a.from) : fs::path(a.from).parent_path().empty()
                                                            ? fs::path(".")
                                                            : fs::path(a.from).parent_path();
-  if (!a.out_given) o.out = run_dir.string();  // the roofline joins the run it places
+  if (!a.given("--out")) o.out = run_dir.string();  // the roofline joins the run it places
 
   const nlohmann::json c = read_json_file(compare_path);
   report::check_compare_json(c, compare_path);
   const bool gpu = text_of(c, "device") == "cuda";
-  if (a.device_given && (a.device == "cuda") != gpu)
+  if (a.given("--device") && (a.device == "cuda") != gpu)
     ATTNPROF_FAIL("--device {}: {} is a {} run; drop --device (--from places the run on the device it ran on)",
                   a.device, compare_path, gpu ? "CUDA" : "CPU");
   const auto machine = c.find("machine");
@@ -283,7 +287,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 }
 
 void run_roofline(const RooflineArgs& a) {
-  if (a.from_given) return run_roofline_from(a);  // (an empty --from is refused with every empty value)
+  if (a.given("--from")) return run_roofline_from(a);  // (an empty --from is refused with every empty value)
   const CommonOptions& o = a.common;
   const bool gpu = use_cuda(a.device);
   ATTNPROF_CHECK(!(gpu && a.remeasure), "--remeasure: a GPU's ceilings are its datasheet's, there is nothing to measure");
@@ -302,13 +306,11 @@ void run_roofline(const RooflineArgs& a) {
   // in every command, never silently ignored.
   if (a.peaks_only) (void)problem_of(o);
   // The run flags would do nothing: refused rather than silently ignored.
-  if (a.peaks_only && !a.run_flags_given.empty()) {
-    const size_t n = a.run_flags_given.size();
-    std::string flags;
-    for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + a.run_flags_given[i];
-    ATTNPROF_FAIL("{} {} not apply with --peaks-only, which runs no variant and writes no files: drop {} (or "
-                  "--peaks-only)",
-                  flags, n == 1 ? "does" : "do", n == 1 ? "it" : "them");
+  if (a.peaks_only) {
+    std::vector<std::string> run_flags;  // as given, in this order: none applies to --peaks-only
+    for (const char* flag : {"--out", "--warmup", "--iters", "--seed"})
+      if (a.given(flag)) run_flags.push_back(flag);
+    refuse_idle_flags(run_flags, "--peaks-only", "runs no variant and writes no files");
   }
   apply_runtime_options(o);
   if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
@@ -386,20 +388,14 @@ void add_roofline_command(CLI::App& app) {
   sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
   sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
-  CLI::Option* device =
-      sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
-  CLI::Option* from = sub->add_option("--from", args->from,
+  sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
+  sub->add_option("--from", args->from,
                   "place the ops an earlier `attnprof compare --out DIR` measured (DIR or its compare.json), under "
                   "the peaks it recorded, running nothing; --out defaults to DIR")
                            ->type_name("DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
-  sub->callback([args, variants, device, from, sub] {
-    args->from_given = from->count() > 0;
+  sub->callback([args, variants, sub] {
     args->variants_given = variants->count() > 0;
-    args->device_given = device->count() > 0;
-    args->out_given = sub->get_option("--out")->count() > 0;
-    for (const char* flag : {"--out", "--warmup", "--iters", "--seed"})
-      if (sub->get_option(flag)->count() > 0) args->run_flags_given.push_back(flag);
     for (const CLI::Option* opt : sub->get_options())
       if (opt->count() > 0 && !opt->get_positional()) args->flags_given.push_back(opt->get_name());
     run_roofline(*args);

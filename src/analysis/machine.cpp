@@ -267,7 +267,18 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
 
 namespace {
 
+// An entry of the cache, or a compare.json's "machine": std::runtime_error naming what is wrong.
 MachinePeaks from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error(fmt::format("it is {}, not an object", j.is_null() ? "null" : j.type_name()));
+  for (const char* key : {"cpu", "isa", "library_isa"}) {
+    if (!j.contains(key)) throw std::runtime_error(fmt::format("field '{}' is missing", key));
+    if (!j[key].is_string()) throw std::runtime_error(fmt::format("field '{}' is not a string", key));
+  }
+  for (const char* key : {"threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops",
+                          "library_fp32_gflops", "library_bf16_gflops"}) {
+    if (!j.contains(key)) throw std::runtime_error(fmt::format("field '{}' is missing", key));
+    if (!j[key].is_number()) throw std::runtime_error(fmt::format("field '{}' is not a number", key));
+  }
   MachinePeaks m;
   m.cpu = j.at("cpu").get<std::string>();
   if (j.contains("cpu_signature")) {
@@ -302,19 +313,9 @@ MachinePeaks from_json(const nlohmann::json& j) {
 }  // namespace
 
 MachinePeaks machine_peaks_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) ATTNPROF_FAIL("it is {}, not an object", j.is_null() ? "null" : j.type_name());
-  for (const char* key : {"cpu", "isa", "library_isa"}) {
-    if (!j.contains(key)) ATTNPROF_FAIL("field '{}' is missing", key);
-    if (!j[key].is_string()) ATTNPROF_FAIL("field '{}' is not a string", key);
-  }
-  for (const char* key : {"threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops",
-                          "library_fp32_gflops", "library_bf16_gflops"}) {
-    if (!j.contains(key)) ATTNPROF_FAIL("field '{}' is missing", key);
-    if (!j[key].is_number()) ATTNPROF_FAIL("field '{}' is not a number", key);
-  }
   try {
     return from_json(j);
-  } catch (const std::exception& e) {  // a figure no machine gives, a thread count that is none
+  } catch (const std::exception& e) {  // the cache's reader notes it and re-measures; a caller here stops
     ATTNPROF_FAIL("{}", e.what());
   }
 }
