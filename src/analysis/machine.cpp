@@ -29,6 +29,7 @@
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
 #include "analysis/peak_loops.h"
+#include "analysis/peaks_cache.h"
 #include "io/file.h"
 #include "ops/blas_loader.h"
 
@@ -353,7 +354,23 @@ std::optional<std::string> memory_reclaim_note(const std::string& sysfs) {
       blocks);
 }
 
-MachinePeaks machine_peaks(int threads, bool force_measure) {
+namespace detail {
+
+MachinePeaks measure_peak_figures(int threads, Isa isa) {
+  MachinePeaks m;
+  m.fp32_gflops = measure_fp32(threads, isa);
+  m.bf16_gflops = measure_bf16(threads, isa);
+  m.bandwidth_gbs = measure_bandwidth(threads);
+  m.sgemm_gflops = measure_sgemm(threads);
+  // OpenBLAS and oneDNN choose their kernels from CPUID: below the best ISA, their peaks are measured too.
+  const Isa library_isa = available_isas().back();
+  m.library_isa = std::string(isa_name(library_isa));
+  m.library_fp32_gflops = library_isa == isa ? m.fp32_gflops : measure_fp32(threads, library_isa);
+  m.library_bf16_gflops = library_isa == isa ? m.bf16_gflops : measure_bf16(threads, library_isa);
+  return m;
+}
+
+MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure) {
   ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
   const std::string cpu = cpu_model();
   const std::string signature = cpu_signature();
@@ -431,22 +448,13 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
       break;
     }
 
-  MachinePeaks m;
+  const OtherWork beside;
+  MachinePeaks m = measure(threads, isa);
+  const double other = beside.cpus();
   m.cpu = cpu;
   m.cpu_signature = signature;
   m.isa = isa_s;
   m.threads = threads;
-  const OtherWork beside;
-  m.fp32_gflops = measure_fp32(threads, isa);
-  m.bf16_gflops = measure_bf16(threads, isa);
-  m.bandwidth_gbs = measure_bandwidth(threads);
-  m.sgemm_gflops = measure_sgemm(threads);
-  // OpenBLAS and oneDNN choose their kernels from CPUID: below the best ISA, their peaks are measured too.
-  const Isa library_isa = available_isas().back();
-  m.library_isa = std::string(isa_name(library_isa));
-  m.library_fp32_gflops = library_isa == isa ? m.fp32_gflops : measure_fp32(threads, library_isa);
-  m.library_bf16_gflops = library_isa == isa ? m.bf16_gflops : measure_bf16(threads, library_isa);
-  const double other = beside.cpus();
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.
   if (beside_figure(other, load) > busy_above)
@@ -475,6 +483,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure) {
     }
   }
   return m;
+}
+
+}  // namespace detail
+
+MachinePeaks machine_peaks(int threads, bool force_measure) {
+  return detail::machine_peaks(threads, force_measure, detail::measure_peak_figures);
 }
 
 }  // namespace attnprof::analysis

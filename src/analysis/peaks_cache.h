@@ -1,0 +1,22 @@
+// Internal: machine_peaks() in two parts, the cache (which entry is this machine's, when one is measured again)
+// and the timed measurement, so the cache's rules can be tested without timing the machine at every step.
+#pragma once
+
+#include <functional>
+
+#include "attnprof/analysis.h"
+#include "attnprof/isa.h"
+
+namespace attnprof::analysis::detail {
+
+// The timed figures of one measurement at `threads` threads with our kernels at `isa`: fp32_gflops,
+// bf16_gflops, bandwidth_gbs, sgemm_gflops and the library_* peaks (the CPU's best ISA). The other fields are
+// the cache's to fill.
+MachinePeaks measure_peak_figures(int threads, Isa isa);
+
+using PeakMeasurement = std::function<MachinePeaks(int threads, Isa isa)>;
+
+// machine_peaks(threads, force_measure) with `measure` in place of measure_peak_figures.
+MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure);
+
+}  // namespace attnprof::analysis::detail
