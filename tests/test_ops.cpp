@@ -313,12 +313,21 @@ TEST(Ops, SoftmaxMatchesLoop) {
         // ulp; absolute: fp16's subnormal spacing (2^-24) halved, for probabilities below 2^-14
         const double tol = t == DType::F32 ? 1e-5 : t == DType::F16 ? 1e-3 : 8e-3;
         const double atol = t == DType::F16 ? std::ldexp(1.0, -25) : 1e-30;
-        for (bool inplace : {false, true}) {
-          Tensor o = a.clone();
-          if (inplace)
+        // The same values laid out with rows strided (a transposed buffer): the row loop, not the vector kernels.
+        Tensor a_strided = Tensor::empty({a.shape(0), a.shape(1), a.shape(3), a.shape(2)}, t).transpose();
+        for_each_element(a.shape(), [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+          a_strided.set(b, h, i, j, a.get(b, h, i, j));
+        });
+        for (const auto& [inplace, strided] : {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+          Tensor o;
+          if (inplace) {  // written where each row was read, strides kept
+            o = strided ? a_strided.transpose().clone().transpose() : a.clone();  // a fresh copy either way
             ops::softmax_(o);
-          else
-            o = ops::softmax(a);
+            if (strided) EXPECT_FALSE(o.is_contiguous()) << what;
+          } else {
+            o = ops::softmax(strided ? a_strided : a);
+            EXPECT_TRUE(o.is_contiguous()) << what;
+          }
           int64_t bad = 0;
           for (int64_t b = 0; b < a.shape(0); ++b)
             for (int64_t h = 0; h < a.shape(1); ++h)
@@ -332,7 +341,7 @@ TEST(Ops, SoftmaxMatchesLoop) {
                   if (!(std::fabs(got - want) <= atol + tol * want)) ++bad;
                 }
               }
-          EXPECT_EQ(bad, 0) << what << (inplace ? " (in place)" : "");
+          EXPECT_EQ(bad, 0) << what << (inplace ? " (in place)" : "") << (strided ? " (strided rows)" : "");
         }
       }
   }

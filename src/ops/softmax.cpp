@@ -35,6 +35,33 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
   for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, tmp[j] * inv);
 }
 
+// Every row of `a` (any strides) into `dst`: in place (dst is a's data, each row written where it was read) or
+// into a fresh contiguous tensor (row r at r·n). The vector kernels take contiguous rows; strided ones the loop.
+void softmax_rows(const Tensor& a, void* dst, bool in_place) {
+  const int64_t n = a.shape(3), st = a.stride(3);
+  const DType t = a.dtype();
+  const void* src = a.raw();
+  const detail::RowKernels& k = detail::row_kernels();
+  ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+    std::vector<float> tmp(static_cast<size_t>(n));
+    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
+      const int64_t wo = in_place ? ro : r * n;  // written with a's stride in place, else contiguously
+      if (st != 1)
+        softmax_row(src, ro, st, dst, wo, in_place ? st : 1, n, t, tmp.data());
+      else if (t == DType::F32)
+        k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + wo, n);
+      else
+        k.half(t).softmax(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + wo, n, tmp.data());
+    }
+  }
+}
+
 }  // namespace
 
 OpCost softmax_cost(const Shape4& a, DType dtype) {
@@ -48,27 +75,7 @@ Tensor& softmax_(Tensor& a) {
   detail::check_float(a, "softmax_");
   z.add_shape(a.shape());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
-  const int64_t n = a.shape(3), st = a.stride(3);
-  const DType t = a.dtype();
-  void* base = a.raw();
-  const detail::RowKernels& k = detail::row_kernels();
-  ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel
-  {
-    ATTNPROF_WORK_SHARE(share, region);
-    std::vector<float> tmp(static_cast<size_t>(n));
-    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
-      if (st != 1)
-        softmax_row(base, ro, st, base, ro, st, n, t, tmp.data());
-      else if (t == DType::F32)
-        k.softmax_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n);
-      else
-        k.half(t).softmax(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, tmp.data());
-    }
-  }
+  softmax_rows(a, a.raw(), /*in_place=*/true);
   return a;
 }
 
@@ -78,29 +85,7 @@ Tensor softmax(const Tensor& a) {
   z.add_shape(a.shape());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
-  const int64_t n = a.shape(3), st = a.stride(3);
-  const DType t = a.dtype();
-  const void* src = a.raw();
-  void* dst = out.raw();
-  const detail::RowKernels& k = detail::row_kernels();
-  ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel
-  {
-    ATTNPROF_WORK_SHARE(share, region);
-    std::vector<float> tmp(static_cast<size_t>(n));
-    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
-      if (st != 1)
-        softmax_row(src, ro, st, dst, r * n, 1, n, t, tmp.data());
-      else if (t == DType::F32)
-        k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n);
-      else
-        k.half(t).softmax(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n,
-                          tmp.data());
-    }
-  }
+  softmax_rows(a, out.raw(), /*in_place=*/false);
   return out;
 }
 
