@@ -1,6 +1,7 @@
 // End-to-end tests of the attnprof command line: each subcommand on small shapes (outputs exist, parse and
 // say what they should), and every kind of bad input (exit code 2, one line on stderr, no files left).
 #include <fcntl.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -970,6 +971,76 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --device tpu" + kSmall, "unknown --device 'tpu'");
   if (!cuda::available()) expect_bad("sweep --device cuda" + kSmall, "--device cuda");
   if (!cuda::available()) expect_bad("compare --device cuda --variants bogus" + kSmall, "--device cuda");
+}
+
+// Without --threads, attnprof runs the team OpenMP (and PyTorch) would: OMP_NUM_THREADS when set, else every CPU
+// its affinity mask allows (taskset, a cpuset). An OMP_NUM_THREADS it cannot run is an error naming it, unless
+// --threads is given.
+TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
+  const std::string args = "compare --shape 1,2,64,32 --variants flash --iters 1 --warmup 0" + out_flag();
+  struct Env {  // OMP_NUM_THREADS for the runs inside one scope
+    explicit Env(const char* v) { v ? ::setenv("OMP_NUM_THREADS", v, 1) : ::unsetenv("OMP_NUM_THREADS"); }
+    ~Env() { ::unsetenv("OMP_NUM_THREADS"); }
+  };
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  const int cpus = CPU_COUNT(&all);
+  auto threads_of = [&](const std::string& extra = "") {
+    const Result r = run(args + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const int n = read_json("compare.json").value("threads", -1);
+    fs::remove_all(out());
+    return n;
+  };
+  {
+    const Env env(nullptr);
+    EXPECT_EQ(threads_of(), cpus);
+  }
+  for (const char* v : {"1", "1,2", " 1 ", "2"}) {
+    const Env env(v);
+    EXPECT_EQ(threads_of(), v[0] == '2' ? 2 : 1) << "'" << v << "'";
+  }
+  {
+    const Env env("2");
+    EXPECT_EQ(threads_of(" --threads 1"), 1) << "--threads wins";
+  }
+  // Confined to one CPU, as `taskset -c 0` would: one thread (the child inherits the mask).
+  {
+    const Env env(nullptr);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &all)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+    const int n = threads_of();
+    ASSERT_EQ(::sched_setaffinity(0, sizeof all, &all), 0);
+    EXPECT_EQ(n, 1);
+  }
+  // A value attnprof cannot run: over 4 × the CPUs (OpenMP itself would start it), or no count at all.
+  {
+    const Env env(std::to_string(4 * cpus + 1).c_str());
+    expect_bad(args.substr(0, args.find(" --out")), "OMP_NUM_THREADS='" + std::to_string(4 * cpus + 1) +
+                                                        "' is not a thread count attnprof runs");
+    EXPECT_EQ(threads_of(" --threads 1"), 1) << "with --threads the variable is not read";
+  }
+  for (const char* v : {"abc", "0", "-1", "2x"}) {
+    const Env env(v);
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << v;
+    // OpenMP may warn about the value first (libgomp: "Invalid value for environment variable ..."); attnprof's
+    // error is the one line after that.
+    std::vector<std::string> lines;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line.rfind("libgomp: ", 0) != 0) lines.push_back(line);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_EQ(lines[0].rfind("attnprof: error: OMP_NUM_THREADS='" + std::string(v) + "' is not a thread count", 0), 0u)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out())) << v;
+  }
 }
 
 TEST_F(Cli, IntegerOptionsTakePlainDecimalInTheirRangeOnly) {

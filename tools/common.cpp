@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -124,7 +125,29 @@ int64_t parse_bytes(const std::string& s) {
 
 bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty(); }
 
-int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrency())); }
+int hardware_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+int default_threads() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (!env || !*env) return hardware_threads();
+  // OpenMP reads a comma-separated list, one count per nesting level; the first is the team attnprof runs.
+  const std::string_view value(env);
+  std::string_view first = value.substr(0, value.find(','));
+  first.remove_prefix(std::min(first.size(), first.find_first_not_of(" \t")));  // spaces around it, as OpenMP allows
+  first.remove_suffix(first.size() - std::min(first.size(), first.find_last_not_of(" \t") + 1));
+  const std::optional<__int128> n = plain_decimal(first);
+  const int limit = hardware_threads() * 4;
+  if (!n || *n < 1 || *n > limit)
+    ATTNPROF_FAIL("OMP_NUM_THREADS='{}' is not a thread count attnprof runs (1..{}: at most 4 × the {} CPUs it may "
+                  "use); without --threads attnprof follows it, as OpenMP does: correct or unset it, or pass --threads",
+                  value, limit, hardware_threads());
+  return int(*n);
+}
 
 CLI::Validator decimal_check(std::string flag, __int128 lo, __int128 hi, std::string note) {
   return CLI::Validator(
@@ -155,10 +178,12 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_flag_callback("--no-causal", [=] { causal_flag(false); }, "no mask: every query sees every key");
   const int max_threads = hardware_threads() * 4;
   add_integer_option(sub, "--threads", o.threads,
-                     fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: the {} hardware threads)",
+                     fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: OMP_NUM_THREADS when set, as "
+                                 "OpenMP and PyTorch read it, else the {} CPUs attnprof may run on)",
                                  max_threads, hardware_threads()),
                      0, max_threads,
-                     fmt::format("(0: the {0} hardware threads; at most 4 × {0})", hardware_threads()));
+                     fmt::format("(0: OMP_NUM_THREADS, else the {0} CPUs attnprof may run on; at most 4 × {0})",
+                                 hardware_threads()));
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.iters < 0) o.iters = d.iters;
   add_integer_option(sub, "--warmup", o.warmup, "warm-up forwards before timing", 0, kMaxForwards)->capture_default_str();
@@ -199,9 +224,9 @@ void remove_other_format_trace(const std::string& out, const std::string& varian
 void apply_runtime_options(const CommonOptions& o) {
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
-    ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × {} hardware threads)", o.threads, limit,
-                  hardware_threads());
-  ops::set_num_threads(o.threads == 0 ? hardware_threads() : o.threads);
+    ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} CPUs attnprof may run on)", o.threads,
+                  limit, hardware_threads());
+  ops::set_num_threads(o.threads == 0 ? default_threads() : o.threads);
   // The option checks refuse these first (add_common_options); kept for callers that fill CommonOptions.
   if (o.warmup < 0 || o.warmup > kMaxForwards)
     ATTNPROF_FAIL("--warmup {} is out of range: expected 0..{}", o.warmup, kMaxForwards);

@@ -30,7 +30,7 @@ struct CommonOptions {
   std::string dtype = "bf16";
   bool causal = true;
   bool causal_flag_seen = false;  // --causal or --no-causal was given (both at once is an error)
-  int threads = 0;                     // 0: all hardware threads
+  int threads = 0;                     // 0: default_threads()
   int warmup = -1;                     // -1: the subcommand's default
   int iters = -1;
   uint64_t seed = 0;
@@ -83,7 +83,11 @@ CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, 
 
 // Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
 void apply_runtime_options(const CommonOptions& o);
+// The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them.
 int hardware_threads();
+// The threads without --threads (or with 0): OMP_NUM_THREADS when set, as OpenMP and PyTorch read it (its first
+// level), else hardware_threads(). A value that is no count in 1..4 × hardware_threads() is an Error naming it.
+int default_threads();
 
 struct Inputs {
   Tensor q, k, v;
