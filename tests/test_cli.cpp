@@ -416,6 +416,112 @@ TEST_F(Cli, CompareCountersPutPageFaultsInTheSummariesForDiff) {
   EXPECT_EQ(d2.out.find("Faults"), std::string::npos) << d2.out;
 }
 
+// compare --peer torch, without torch: every way the interpreter can be wrong is refused before anything runs,
+// with one line that says what to do, and nothing written.
+TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
+  const std::string args = "compare" + kSmall + "--variants flash --peer torch";
+  expect_bad(args + " --python " + (dir_ / "no-such-python").string(), "cannot start the python interpreter");
+  expect_bad(args + " --python /bin/false", "failed before running anything: exit status 1");
+  expect_bad("compare" + kSmall + "--python /usr/bin/python3", "--python applies with --peer torch only");
+  expect_bad("compare" + kSmall + "--peer tensorflow", "unknown --peer 'tensorflow': expected torch");
+  expect_bad("compare" + kSmall + "--peer torch --device cuda", "--peer torch runs on the CPU backend");
+  // Stand-ins for an interpreter gone wrong after the probe (argv: -c SCRIPT probe|run ...): what they print or
+  // how they end is named, and the variants that ran are not written either.
+  const std::string probe_ok = "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"0.0\"}'; exit 0; fi\n";
+  for (const auto& [name, body, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"garbage", "echo hello\n", "printed no result (exit status 0)"},
+           {"no-rows", "echo '{\"torch\": \"0.0\"}'\n", "printed no rows"},
+           {"bad-times", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [\"a\"]}]}'\n",
+            "printed no forward times for torch-naive"},
+           {"no-output", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [1.5]}]}'\n",
+            "returned no output for torch-naive"},
+           {"traceback", "echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: boom' >&2; exit 1\n",
+            "failed: RuntimeError: boom (exit status 1)"},
+           {"killed", "kill -9 $$\n", "failed: killed by signal 9"}}) {
+    SCOPED_TRACE(name);
+    const fs::path fake = dir_ / ("python-" + name);
+    { std::ofstream(fake) << probe_ok << body; }
+    fs::permissions(fake, fs::perms::owner_all);
+    // After the variants ran (their progress is on stderr): exit 2, the error last, and their files discarded.
+    const Result r = run(args + " --python " + fake.string() + out_flag());
+    EXPECT_EQ(r.code, 2) << r.err;
+    const size_t last = r.err.rfind('\n', r.err.size() - 2);
+    const std::string last_line = r.err.substr(last == std::string::npos ? 0 : last + 1);
+    EXPECT_EQ(last_line.rfind("attnprof: error: --peer torch: ", 0), 0u) << r.err;
+    EXPECT_NE(last_line.find(expect), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(fs::exists(out())) << "a run whose peer failed writes nothing";
+  }
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the interpreter without torch";
+  // A real interpreter that has neither numpy nor torch: Debian's python3 without its site packages.
+  const fs::path bare = dir_ / "python-without-site";
+  { std::ofstream(bare) << "#!/bin/sh\nexec /usr/bin/python3 -I -S \"$@\"\n"; }
+  fs::permissions(bare, fs::perms::owner_all);
+  expect_bad(args + " --python " + bare.string(), "cannot import numpy and torch: ModuleNotFoundError: No module named");
+}
+
+// compare --peer torch with the torch Debian ships (python3-torch, not installed by setup.sh): the blog's script
+// and torch's SDPA on the same inputs, timed, checked against the same fp64 reference, in the table and in
+// compare.json; a row torch cannot run (fp16 matmul on the CPU in 1.13) or that would not fit the memory
+// budget is a skipped row with the reason.
+TEST_F(Cli, ComparePeerTorchRunsTheBlogsScriptAndSdpaOnTheSameInputs) {
+  if (std::system("/usr/bin/python3 -c 'import numpy, torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch to run this test)";
+  Result r = run("compare --shape 1,4,128,32 --kv-heads 2 --threads 1 --iters 2 --variants naive,flash --peer torch "
+                 "--python /usr/bin/python3" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  json c = read_json("compare.json");
+  ASSERT_TRUE(c.contains("peers")) << c.dump(1);
+  const json& peers = c["peers"];
+  EXPECT_EQ(peers["kind"], "torch");
+  EXPECT_EQ(peers["python"], "/usr/bin/python3");
+  EXPECT_FALSE(peers["torch_version"].get<std::string>().empty());
+  EXPECT_EQ(peers["threads"], 1) << "torch runs the threads attnprof does";
+  ASSERT_EQ(peers["rows"].size(), 2u);
+  const json& naive = c["variants"][0];
+  for (const json& row : peers["rows"]) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["status"], "ok");
+    EXPECT_EQ(row["forward_ms"].size(), 2u);
+    EXPECT_GT(row["ms"].get<double>(), 0.0);
+    EXPECT_NEAR(row["gflops"].get<double>(), c["attention_flops"].get<double>() / (row["ms"].get<double>() * 1e6),
+                1e-9 * row["gflops"].get<double>());
+    // Checked as attnprof's unfused variants are, and as close to the reference: torch rounds to bf16 between
+    // ops as naive does.
+    EXPECT_EQ(row["tolerance"], naive["tolerance"]);
+    EXPECT_LE(row["tolerance_used"].get<double>(), 1.0);
+    EXPECT_GT(row["max_abs_err"].get<double>(), 0.0);
+    EXPECT_LT(row["max_abs_err"].get<double>(), 2 * naive["max_abs_err"].get<double>());
+  }
+  EXPECT_EQ(peers["rows"][0]["name"], "torch-naive");
+  EXPECT_EQ(peers["rows"][1]["name"], "torch-sdpa");
+  EXPECT_NE(r.out.find("Peer: torch " + peers["torch_version"].get<std::string>()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Fastest against fastest: "), std::string::npos) << r.out;
+  // The peer's rows are not variants: no files of theirs, and nothing else reads them as one.
+  EXPECT_FALSE(fs::exists(out() / "torch-naive.summary.json"));
+  Result again = run("roofline --from " + out().string());
+  EXPECT_EQ(again.code, 0) << again.err;
+
+  // A row torch cannot run, and one over the memory budget: skipped with the reason; attnprof's rows unchanged.
+  fs::remove_all(out());
+  r = run("compare --shape 1,2,64,32 --dtype fp16 --threads 1 --variants flash --peer torch --python /usr/bin/python3" +
+          out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  c = read_json("compare.json");
+  for (const json& row : c["peers"]["rows"])
+    if (row["status"] == "skipped") EXPECT_NE(row["note"].get<std::string>().find(" raised "), std::string::npos) << row;
+  fs::remove_all(out());
+  r = run("compare --shape 1,2,512,32 --threads 1 --variants flash --memory-budget 2M --peer torch "
+          "--python /usr/bin/python3" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  c = read_json("compare.json");
+  EXPECT_EQ(c["variants"][0]["status"], "ok");
+  EXPECT_EQ(c["peers"]["rows"][0]["status"], "skipped");
+  EXPECT_NE(c["peers"]["rows"][0]["note"].get<std::string>().find("torch-naive at"), std::string::npos)
+      << c["peers"]["rows"][0];
+  EXPECT_EQ(c["peers"]["rows"][1]["status"], "ok");
+}
+
 TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
   // A variant named twice, directly or through "sdpa", runs once, where it was first named.
   const Result r =

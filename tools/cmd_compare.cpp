@@ -22,6 +22,9 @@ struct CompareArgs {
   std::string variants;  // comma-separated subset; empty: all
   std::string device = "cpu";
   bool counters = false;  // page faults per op in the summaries (diff then shows what in-place saves)
+  std::string peer;       // "torch": PyTorch on the same inputs, in `python` (peer_torch.cpp)
+  std::string python = "python3";
+  CLI::Option* python_opt = nullptr;
 };
 
 struct Row {
@@ -229,6 +232,68 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
   return s + rule + "\n";
 }
 
+// The peer's rows under the comparison: the same first columns, what ran instead of attnprof's profile columns,
+// and how the fastest attnprof variant stands against the fastest peer row.
+std::string render_peers(const PeerRun& peers, const std::vector<Row>& rows, const AttnProblem& p, const Target& t) {
+  const std::string rule(120 + 7, '-');
+  std::string s = fmt::format(
+      "Peer: torch {} ('{}', {}), on the same inputs and against the same fp64 reference; each forward timed by "
+      "time.perf_counter in the peer's process, not profiled.\n",
+      peers.torch_version, peers.python, threads_text(peers.threads));
+  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>11}  {:<7}{}\n", "Variant", "ms/fwd", "GFLOP/s", "% peak", "Max err",
+                   "Check", "What ran");
+  const PeerRow* best_peer = nullptr;
+  for (const PeerRow& r : peers.rows) {
+    if (r.status == RunOutcome::Status::Skipped) {
+      s += fmt::format("{:<12}skipped: {}\n", r.name, r.note);
+      continue;
+    }
+    const double gflops = r.ms > 0 ? attention_flops(p) / (r.ms * 1e6) : 0.0;
+    s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>11.2e}  {:<7}{}\n", r.name, r.ms, gflops,
+                     t.peak > 0 ? 100.0 * gflops / t.peak : 0.0, r.err.max_abs,
+                     r.status == RunOutcome::Status::Ok ? "OK" : "FAIL", r.call);
+    if (r.status == RunOutcome::Status::Ok && (!best_peer || r.ms < best_peer->ms)) best_peer = &r;
+  }
+  const Row* best = nullptr;
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok && (!best || r.ms < best->ms)) best = &r;
+  if (best && best_peer && best->ms > 0)
+    s += fmt::format("Fastest against fastest: {} {:.3f} ms, {} {:.3f} ms: attnprof's {:.2f}x {}.\n", best->name,
+                     best->ms, best_peer->name, best_peer->ms,
+                     best_peer->ms >= best->ms ? best_peer->ms / best->ms : best->ms / best_peer->ms,
+                     best_peer->ms >= best->ms ? "faster" : "slower");
+  return s + rule + "\n";
+}
+
+nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Target& t) {
+  using nlohmann::json;
+  json rows = json::array();
+  for (const PeerRow& r : peers.rows) {
+    const bool timed = r.status != RunOutcome::Status::Skipped;
+    auto when = [timed](json v) { return timed ? v : json(); };
+    const double gflops = r.ms > 0 ? attention_flops(p) / (r.ms * 1e6) : 0.0;
+    rows.push_back({{"name", r.name},
+                    {"call", r.call},
+                    {"status", status_name(r.status)},
+                    {"note", r.note},
+                    {"ms", when(r.ms)},
+                    {"forward_ms", r.forward_ms},
+                    {"spread", when(report::spread_json(r.forward_ms))},
+                    {"gflops", when(gflops)},
+                    {"pct_peak", when(t.peak > 0 ? 100.0 * gflops / t.peak : 0.0)},
+                    {"max_abs_err", when(r.err.max_abs)},
+                    {"nmse", when(r.err.nmse)},
+                    {"tolerance_used", when(std::isfinite(r.err.tol_used) ? json(r.err.tol_used) : json())},
+                    {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}}});
+  }
+  return {{"kind", "torch"},
+          {"python", peers.python},
+          {"torch_version", peers.torch_version},
+          {"threads", peers.threads},
+          {"timing", "time.perf_counter around each forward, in the peer's process"},
+          {"rows", rows}};
+}
+
 // The variants whose rows failed validation (for the exit code).
 std::vector<std::string> failed_names(const std::vector<Row>& rows) {
   std::vector<std::string> out;
@@ -316,12 +381,18 @@ void run_compare_cuda(const CompareArgs& a) {
 }
 
 void run_compare(const CompareArgs& a) {
+  if (a.python_opt->count() > 0 && a.peer.empty()) ATTNPROF_FAIL("--python applies with --peer torch only");
+  if (!a.peer.empty() && a.peer != "torch") ATTNPROF_FAIL("unknown --peer '{}': expected torch", a.peer);
+  if (!a.peer.empty() && a.device == "cuda")
+    ATTNPROF_FAIL("--peer torch runs on the CPU backend; on a GPU, scripts/gpu-check.sh runs PyTorch's peer");
   if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
+  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
+  const std::string torch_version = a.peer.empty() ? "" : probe_torch_peer(a.python);
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
   check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
@@ -354,6 +425,19 @@ void run_compare(const CompareArgs& a) {
     row.r.result = prof::ProfileResult{};  // written; free the events
     rows.push_back(std::move(row));
   }
+  std::optional<PeerRun> peers;
+  if (!a.peer.empty()) {
+    progress(fmt::format("peer: torch {} in '{}': the blog's script and SDPA, {} warm-up and {} timed forwards",
+                         torch_version, a.python, o.warmup, o.iters));
+    Tolerance tol;  // the unfused variants' bound: torch's bf16 ops round between ops as naive's do
+    for (const Variant& v : registry())
+      if (v.name == "naive") tol = v.tolerance(in.p.dtype);
+    peers = run_torch_peer(in, a.python, threads, o.warmup, o.iters, tol, ref);
+    for (const PeerRow& r : peers->rows)
+      progress(r.status == RunOutcome::Status::Skipped
+                   ? fmt::format("peer {}: skipped: {}", r.name, r.note)
+                   : fmt::format("peer {}: {:.3f} ms/forward, max abs error {:.2e}", r.name, r.ms, r.err.max_abs));
+  }
 
   const std::string sdpa_auto{sdpa_backend_name(sdpa_select_backend(in.p))};
   const std::optional<std::string> reclaim = analysis::memory_reclaim_note();
@@ -362,9 +446,11 @@ void run_compare(const CompareArgs& a) {
   j["machine"]["bf16_matmul"] = ops::bf16_matmul_key();
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
+  if (peers) j["peers"] = peers_json(*peers, in.p, t);
 
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
+  if (peers) text += render_peers(*peers, rows, in.p, t);
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
                       t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
@@ -406,6 +492,11 @@ void add_compare_command(CLI::App& app) {
                 "software counters in each variant's table and summary, as profile --counters records them: page "
                 "faults per op (every thread's), task-clock per forward; attnprof diff of two summaries then shows "
                 "each op's faults");
+  sub->add_option("--peer", args->peer,
+                  "torch: also run PyTorch on the same inputs (the blog's five-op script and its SDPA), timed in its "
+                  "own process and checked against the same fp64 reference (CPU only; needs torch in --python)");
+  args->python_opt = sub->add_option("--python", args->python,
+                                     "the python interpreter for --peer torch (default python3 on PATH)");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->callback([args] { run_compare(*args); });
 }

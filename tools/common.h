@@ -258,6 +258,28 @@ class LazyReference {
   std::optional<Reference> ref_;
 };
 
+// compare --peer torch (peer_torch.cpp): PyTorch on the same inputs in a python interpreter, its outputs checked
+// against the same fp64 reference. probe_torch_peer: torch's version, or an Error saying why the interpreter
+// cannot run the peer (not found, no torch), before anything runs.
+struct PeerRow {
+  std::string name;  // torch-naive, torch-sdpa
+  std::string call;  // what ran
+  RunOutcome::Status status = RunOutcome::Status::Ok;  // Failed: ran, and its output is outside the tolerance
+  std::string note;                                    // why it was skipped
+  std::vector<double> forward_ms;                      // torch's time.perf_counter around each forward
+  double ms = 0;                                       // their median
+  ErrorStats err;
+  Tolerance tol;
+};
+struct PeerRun {
+  std::string python, torch_version;
+  int threads = 0;  // torch.get_num_threads() in the peer
+  std::vector<PeerRow> rows;
+};
+std::string probe_torch_peer(const std::string& python);
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
+                       const Tolerance& tol, LazyReference& ref);
+
 // Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
 // (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant
 // is validated or timed. A memory-budget refusal (OutOfBudget) is left for run_variant to report as a skip.

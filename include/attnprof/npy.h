@@ -58,5 +58,7 @@ Tensor load(const std::string& path);
 std::string to_bytes(const Tensor& t);
 // Writes a tensor to `path` through a temporary file and a rename (no partial files on failure).
 void save(const std::string& path, const Tensor& t);
+// The bytes save() writes (header and data), for a stream or a pipe.
+std::string to_bytes(const Tensor& t);
 
 }  // namespace attnprof::npy

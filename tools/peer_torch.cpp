@@ -1,0 +1,283 @@
+// compare --peer torch: PyTorch on the same inputs, in a python interpreter of the user's choosing (Debian's
+// python3-torch 1.13, or a newer torch in a virtual environment), timed by its own clock and checked against
+// the same fp64 reference as attnprof's variants: the blog's five-op script and torch's SDPA entry point.
+//
+// The child's stdin, stdout and stderr are anonymous in-memory files (memfd): the inputs go in as three .npy
+// arrays, the outputs come back as a JSON line followed by one .npy array per row that ran. Nothing is written
+// to disk, so neither an error nor a signal leaves a file behind, and the child never blocks on a pipe.
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "attnprof/allocator.h"
+#include "attnprof/npy.h"
+#include "common.h"
+
+extern char** environ;
+
+namespace attnprof::cli {
+namespace {
+
+// argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE. Exit 3: numpy or torch cannot be imported.
+constexpr const char* kScript = R"PY(
+import json, sys, time
+def main():
+    try:
+        import numpy as np
+        import torch
+    except Exception as e:
+        sys.stderr.write("%s: %s\n" % (type(e).__name__, e))
+        return 3
+    if sys.argv[1] == "probe":
+        print(json.dumps({"torch": torch.__version__, "numpy": np.__version__}))
+        return 0
+    dtype, causal, threads = sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+    warmup, iters, scale, run_naive = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]), sys.argv[8] == "1"
+    torch.set_num_threads(threads)
+    src = sys.stdin.buffer
+    def tensor(a):  # bf16 travels as its 16-bit patterns ('<u2'), as attnprof writes it
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if dtype == "bf16" else torch.from_numpy(a)
+    q, k, v = tensor(np.load(src)), tensor(np.load(src)), tensor(np.load(src))
+    if k.shape[1] != q.shape[1]:  # grouped-query attention: each K/V head serves Hq / Hkv query heads
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    nq, nk, d = q.shape[2], k.shape[2], q.shape[3]
+    mask = torch.ones(nq, nk, dtype=torch.bool).triu(1) if causal else None  # top-left, as is_causal
+    default_scale = abs(scale * d ** 0.5 - 1.0) < 1e-12
+    def naive():  # the blog's script: five ops, each allocating its result
+        s = torch.matmul(q, k.transpose(-2, -1))
+        s = s * scale
+        if mask is not None:
+            s = s.masked_fill(mask, float("-inf"))
+        return torch.matmul(torch.softmax(s, dim=-1), v)
+    F = torch.nn.functional
+    if hasattr(F, "scaled_dot_product_attention"):
+        sdpa_call = "torch.nn.functional.scaled_dot_product_attention"
+        kw = {} if default_scale else {"scale": scale}
+        def sdpa():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **kw)
+    else:  # torch 1.13: the private entry point, returning (output, weights)
+        sdpa_call = "torch.nn.functional._scaled_dot_product_attention"
+        def sdpa():
+            if not default_scale:
+                raise ValueError("this torch's SDPA has no scale argument")
+            return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, causal)[0]
+    rows, outputs = [], []
+    for name, call, fn in (("torch-naive", "matmul, mul, masked_fill, softmax, matmul", naive),
+                           ("torch-sdpa", sdpa_call, sdpa)):
+        row = {"name": name, "call": call}
+        rows.append(row)
+        if name == "torch-naive" and not run_naive:
+            row["skipped"] = True
+            continue
+        try:
+            with torch.no_grad():
+                for _ in range(warmup):
+                    fn()
+                ms = []
+                for _ in range(iters):
+                    t0 = time.perf_counter()
+                    out = fn()
+                    ms.append((time.perf_counter() - t0) * 1e3)
+        except Exception as e:
+            row["error"] = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")
+            continue
+        row["forward_ms"] = ms
+        outputs.append(out.float().contiguous().numpy())
+    sys.stdout.write(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}) + "\n")
+    sys.stdout.flush()
+    for a in outputs:
+        np.save(sys.stdout.buffer, a)
+    sys.stdout.buffer.flush()
+    return 0
+sys.exit(main())
+)PY";
+
+// An anonymous in-memory file, for one of the child's standard streams.
+class MemFile {
+ public:
+  explicit MemFile(const char* name) : fd_(::memfd_create(name, MFD_CLOEXEC)) {
+    if (fd_ < 0) ATTNPROF_FAIL("--peer torch: memfd_create failed: {}", std::strerror(errno));
+  }
+  ~MemFile() { ::close(fd_); }
+  MemFile(const MemFile&) = delete;
+  MemFile& operator=(const MemFile&) = delete;
+  int fd() const { return fd_; }
+  void append(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ATTNPROF_FAIL("--peer torch: writing the inputs for the peer failed: {}", std::strerror(errno));
+      data.remove_prefix(size_t(n));
+    }
+  }
+  std::string contents() const {
+    std::string out;
+    char buf[1 << 16];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) ATTNPROF_FAIL("--peer torch: reading the peer's output failed: {}", std::strerror(errno));
+      if (n == 0) return out;
+      out.append(buf, size_t(n));
+      at += n;
+    }
+  }
+  void rewind() const { ::lseek(fd_, 0, SEEK_SET); }
+
+ private:
+  int fd_;
+};
+
+struct Child {
+  int status = 0;
+  std::string out, err;
+  bool exited(int code) const { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+  // The child's last line on stderr (a traceback's last line says what went wrong), or how it ended.
+  std::string why() const {
+    std::string_view e(err);
+    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.remove_suffix(1);
+    const std::string last(e.substr(e.find_last_of('\n') == std::string_view::npos ? 0 : e.find_last_of('\n') + 1));
+    const std::string how = WIFSIGNALED(status) ? fmt::format("killed by signal {} ({})", WTERMSIG(status),
+                                                              strsignal(WTERMSIG(status)))
+                                                : fmt::format("exit status {}", WEXITSTATUS(status));
+    return last.empty() ? how : fmt::format("{} ({})", terminal_line(last), how);
+  }
+};
+
+// Runs `python -c SCRIPT args...` with stdin from `in` (read from its start) and waits for it.
+Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in) {
+  const MemFile out("attnprof-peer-out"), err("attnprof-peer-err");
+  in.rewind();
+  std::vector<std::string> argv = {python, "-c", kScript};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in.fd(), 0);
+  posix_spawn_file_actions_adddup2(&fa, out.fd(), 1);
+  posix_spawn_file_actions_adddup2(&fa, err.fd(), 2);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    ATTNPROF_FAIL("--peer torch: cannot start the python interpreter '{}': {} (pass --python with the path of one "
+                  "that has torch)",
+                  python, std::strerror(rc));
+  Child c;
+  while (::waitpid(pid, &c.status, 0) < 0)
+    if (errno != EINTR) ATTNPROF_FAIL("--peer torch: waiting for '{}' failed: {}", python, std::strerror(errno));
+  c.out = out.contents();
+  c.err = err.contents();
+  return c;
+}
+
+std::string no_torch_message(const std::string& python, const Child& c) {
+  return fmt::format("--peer torch: '{}' cannot import numpy and torch: {}; install Debian's python3-torch "
+                     "(apt-get install python3-torch) or pass --python with an interpreter that has them",
+                     python, c.why());
+}
+
+// The JSON line the script prints first, or an Error naming what came instead.
+nlohmann::json result_line(const std::string& python, const Child& c, size_t& end) {
+  end = c.out.find('\n');
+  try {
+    if (end == std::string::npos) throw std::runtime_error("no line");
+    nlohmann::json j = nlohmann::json::parse(c.out.substr(0, end));
+    if (!j.is_object() || !j.contains("torch") || !j["torch"].is_string()) throw std::runtime_error("no torch version");
+    ++end;
+    return j;
+  } catch (const std::exception&) {
+    ATTNPROF_FAIL("--peer torch: '{}' printed no result ({})", python, c.why());
+  }
+}
+
+}  // namespace
+
+std::string probe_torch_peer(const std::string& python) {
+  const MemFile in("attnprof-peer-in");
+  const Child c = run_python(python, {"probe"}, in);
+  if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
+  if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed before running anything: {}", python, c.why());
+  size_t end = 0;
+  return result_line(python, c, end)["torch"].get<std::string>();
+}
+
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
+                       const Tolerance& tol, LazyReference& ref) {
+  const AttnProblem& p = in.p;
+  PeerRun run;
+  run.python = python;
+  // The blog's script holds N×N scores in the peer's own process: checked against the same memory budget as
+  // attnprof's naive (its inputs, our copy of them for its stdin, the fp32 outputs coming back, and 3 N×N).
+  const double nn = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * double(dtype_size(p.dtype));
+  const double outputs = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.D) * 4.0;
+  std::string naive_skip;
+  try {
+    check_memory_budget(2 * input_bytes(p) + 2 * outputs + 3 * nn,
+                        fmt::format("torch-naive at {} (its inputs, its outputs and three N×N score tensors)", p.str()));
+  } catch (const OutOfBudget& e) {
+    naive_skip = e.what();
+  }
+  MemFile stdin_file("attnprof-peer-in");
+  for (const Tensor* t : {&in.q, &in.k, &in.v}) stdin_file.append(npy::to_bytes(*t));
+  const double scale = in.opt.scale.value_or(1.0 / std::sqrt(double(p.D)));
+  const Child c = run_python(python,
+                             {"run", std::string(dtype_name(p.dtype)), p.mask == MaskKind::Causal ? "1" : "0",
+                              std::to_string(threads), std::to_string(warmup), std::to_string(iters),
+                              fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0"},
+                             stdin_file);
+  if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
+  if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());
+  size_t at = 0;
+  const nlohmann::json j = result_line(python, c, at);
+  run.torch_version = j["torch"].get<std::string>();
+  run.threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 0;
+  if (!j.contains("rows") || !j["rows"].is_array()) ATTNPROF_FAIL("--peer torch: '{}' printed no rows", python);
+  for (const nlohmann::json& r : j["rows"]) {
+    PeerRow row;
+    row.name = r.value("name", "?");
+    row.call = r.value("call", "");
+    row.tol = tol;
+    if (r.value("skipped", false)) {
+      row.status = RunOutcome::Status::Skipped;
+      row.note = naive_skip;
+    } else if (r.contains("error")) {
+      row.status = RunOutcome::Status::Skipped;
+      row.note = "torch " + run.torch_version + " raised " + terminal_line(r.value("error", "an error"));
+    } else {
+      const nlohmann::json& ms = r.value("forward_ms", nlohmann::json());
+      if (!ms.is_array() || ms.empty() ||
+          !std::all_of(ms.begin(), ms.end(), [](const nlohmann::json& x) { return x.is_number() && x.get<double>() >= 0; }))
+        ATTNPROF_FAIL("--peer torch: '{}' printed no forward times for {}", python, row.name);
+      for (const nlohmann::json& x : ms) row.forward_ms.push_back(x.get<double>());
+      std::vector<double> sorted = row.forward_ms;
+      std::sort(sorted.begin(), sorted.end());
+      row.ms = sorted[sorted.size() / 2];
+      // Its output, the next .npy array on stdout: fp32 [B, Hq, Nq, D], checked against the fp64 reference.
+      if (at >= c.out.size()) ATTNPROF_FAIL("--peer torch: '{}' returned no output for {}", python, row.name);
+      const npy::Header h = npy::parse_header(c.out.data() + at, c.out.size() - at, "the peer's " + row.name + " output");
+      const Tensor out = npy::load_from_memory(c.out.data() + at, h.data_offset + h.data_bytes,
+                                               "the peer's " + row.name + " output");
+      at += h.data_offset + h.data_bytes;
+      const Shape4 want{p.B, p.Hq, p.Nq, p.D};
+      if (out.shape() != want)
+        ATTNPROF_FAIL("--peer torch: the peer's {} output has shape {}, expected {}", row.name, shape_str(out.shape()),
+                      shape_str(want));
+      row.err = compare_to_reference(out, ref.get(), tol);
+      row.status = row.err.ok() ? RunOutcome::Status::Ok : RunOutcome::Status::Failed;
+    }
+    run.rows.push_back(std::move(row));
+  }
+  return run;
+}
+
+}  // namespace attnprof::cli
