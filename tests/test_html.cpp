@@ -525,6 +525,38 @@ TEST(HtmlReport, ARooflineFromACompareRunSaysWhichRunItPlaced) {
   EXPECT_EQ(page.find("somewhere"), std::string::npos);
 }
 
+// compare --peer torch's rows: a table of their own under the comparison (escaped), absent without them.
+TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
+  TempDir d("peers");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const std::string without = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(without.find("PyTorch on the same inputs"), std::string::npos);
+  json c = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  c["peers"] = {{"kind", "torch"}, {"python", "/usr/bin/python3"}, {"torch_version", "1.13.0a0"}, {"threads", 2},
+                {"timing", "time.perf_counter around each forward, in the peer's process"},
+                {"rows", {{{"name", "torch-naive"}, {"call", "matmul, mul, masked_fill, softmax, matmul"},
+                           {"status", "ok"}, {"ms", 2443.702}, {"gflops", 7.03}, {"pct_peak", 0.84},
+                           {"max_abs_err", 0.0142}},
+                          {{"name", "torch-sdpa<b>"}, {"call", "x"}, {"status", "failed"}, {"ms", 1325.5},
+                           {"gflops", 13.0}, {"pct_peak", 1.5}, {"max_abs_err", 0.5}},
+                          {{"name", "torch-fp16"}, {"status", "skipped"}, {"note", "torch raised <RuntimeError>"},
+                           {"ms", nullptr}}}}};
+  spit(d.path / "compare.json", c.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("PyTorch on the same inputs: torch 1.13.0a0 (/usr/bin/python3, 2 threads), each forward timed "
+                      "by time.perf_counter around each forward, in the peer&#39;s process"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td>torch-naive</td><td class=\"num\">2443.702</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>matmul, mul, masked_fill, softmax, matmul</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>torch-sdpa&lt;b&gt;</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>FAIL</td>"), std::string::npos);
+  EXPECT_NE(page.find("skipped: torch raised &lt;RuntimeError&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("<b>"), std::string::npos);
+  // Not variants: the comparison chart's bars are the variants' only.
+  EXPECT_EQ(count(page, "torch-naive"), 1u) << "the peer appears in its table only";
+}
+
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   TempDir d("earlier-run");
   for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})

@@ -227,6 +227,35 @@ std::string problem_but_n(const json& c) {
                      (*sh)["D"].dump(), str(c, "dtype"), c["causal"].get<bool>() ? "causal" : "no mask");
 }
 
+// compare --peer torch's rows: PyTorch on the same inputs, checked against the same reference, timed in its own
+// process. Not variants: no profile, memory or floor of theirs, so a table of their own under the comparison.
+void section_compare_peers(Page& pg, const json& c) {
+  const json* peers = member(c, {"peers"});
+  const json* rows = peers ? member(*peers, {"rows"}) : nullptr;
+  if (!rows || !rows->is_array() || rows->empty()) return;
+  std::string t = "<table class=\"data\"><thead><tr><th>peer</th><th>ms / forward</th><th>GFLOP/s</th>"
+                  "<th>% of peak</th><th>max |err|</th><th>check</th><th>what ran</th></tr></thead><tbody>\n";
+  for (const json& r : *rows) {
+    t += "<tr>" + td(str(r, "name", "?"));
+    const std::string status = str(r, "status", "?");
+    if (status == "skipped" || !std::isfinite(num(r, "ms", NAN))) {
+      const std::string why = str(r, "note");
+      t += "<td colspan=\"6\" class=\"skipped\">" + html_escape(status == "skipped" ? status : "not run") +
+           (why.empty() ? "" : ": " + html_escape(why)) + "</td></tr>\n";
+      continue;
+    }
+    t += td(fmt_num(num(r, "ms", NAN), 3), true) + td(fmt_num(num(r, "gflops", NAN), 1), true) +
+         td(fmt_num(num(r, "pct_peak", NAN), 1), true) + td(fmt_sci(num(r, "max_abs_err", NAN)), true) +
+         td(status == "ok" ? "OK" : status == "failed" ? "FAIL" : status) + td(str(r, "call")) + "</tr>\n";
+  }
+  t += "</tbody></table>\n";
+  pg.p(fmt::format("PyTorch on the same inputs: torch {} ({}, {} thread{}), each forward timed by {}; its outputs "
+                   "checked against the same fp64 reference.",
+                   str(*peers, "torch_version", "?"), str(*peers, "python", "?"), str(*peers, "threads", "?"),
+                   num(*peers, "threads", 0) == 1 ? "" : "s", str(*peers, "timing", "the peer")));
+  pg.raw(t);
+}
+
 void section_compare(Page& pg, const Input& in) {
   pg.h2("compare", "Comparison");
   if (!in.doc) {
@@ -304,6 +333,7 @@ void section_compare(Page& pg, const Input& in) {
   const std::string gemm_key = machine ? str(*machine, "bf16_matmul") : "";
   const std::string gemm_note = gemm_key.empty() ? "" : report::unfused_matmul_note(str(c, "dtype"), gemm_key);
   if (!gemm_note.empty()) pg.note(gemm_note);
+  section_compare_peers(pg, c);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
