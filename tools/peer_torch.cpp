@@ -69,7 +69,8 @@ def main():
                 raise ValueError("this torch's SDPA has no scale argument")
             return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, causal)[0]
     rows, outputs = [], []
-    for name, call, fn in (("torch-naive", "matmul, mul, masked_fill, softmax, matmul", naive),
+    naive_call = "matmul, mul, masked_fill, softmax, matmul" if causal else "matmul, mul, softmax, matmul"
+    for name, call, fn in (("torch-naive", naive_call, naive),
                            ("torch-sdpa", sdpa_call, sdpa)):
         row = {"name": name, "call": call}
         rows.append(row)
