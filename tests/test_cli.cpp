@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <regex>
 #include <sstream>
@@ -1084,9 +1085,13 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
 // --threads is given.
 TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
   const std::string args = "compare --shape 1,2,64,32 --variants flash --iters 1 --warmup 0" + out_flag();
-  struct Env {  // OMP_NUM_THREADS for the runs inside one scope
-    explicit Env(const char* v) { v ? ::setenv("OMP_NUM_THREADS", v, 1) : ::unsetenv("OMP_NUM_THREADS"); }
-    ~Env() { ::unsetenv("OMP_NUM_THREADS"); }
+  struct Env {  // OMP_NUM_THREADS for the runs inside one scope, then as it was (scripts/tsan.sh sets it)
+    explicit Env(const char* v) {
+      if (const char* was = std::getenv("OMP_NUM_THREADS")) before = was;
+      v ? ::setenv("OMP_NUM_THREADS", v, 1) : ::unsetenv("OMP_NUM_THREADS");
+    }
+    ~Env() { before ? ::setenv("OMP_NUM_THREADS", before->c_str(), 1) : ::unsetenv("OMP_NUM_THREADS"); }
+    std::optional<std::string> before;
   };
   cpu_set_t all;
   ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
