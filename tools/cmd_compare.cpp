@@ -116,10 +116,15 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
 
 // The rows whose forwards shared the CPUs or disagree (their medians may stand on disturbed forwards), and
 // `machine_note` with the latter; then the ops whose threads sat idle in their own parallel regions.
-std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machine_note) {
+// The peer's timed rows (compare --peer torch) are judged the same way: their forwards can disagree too.
+std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machine_note,
+                            const PeerRun* peers = nullptr) {
   std::vector<report::Timings> timings;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing});
+  if (peers)
+    for (const PeerRow& r : peers->rows)
+      if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, std::nullopt});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
@@ -474,7 +479,7 @@ void run_compare(const CompareArgs& a) {
       unfused && !note.empty())
     text += note + "\n";
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
-  text += noisy_rows_note(rows, reclaim.value_or(""));
+  text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
   exit_if_validation_failed(failed_names(rows));
