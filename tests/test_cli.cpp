@@ -434,6 +434,8 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
            {"no-rows", "echo '{\"torch\": \"0.0\"}'\n", "printed no rows"},
            {"bad-times", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [\"a\"]}]}'\n",
             "printed no forward times for torch-naive"},
+           {"other-row", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"\\\\u001b[31mred\", \"forward_ms\": [1.5]}]}'\n",
+            "printed a row that is not torch-naive or torch-sdpa"},
            {"no-output", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [1.5]}]}'\n",
             "returned no output for torch-naive"},
            {"traceback", "echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: boom' >&2; exit 1\n",

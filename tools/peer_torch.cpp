@@ -209,7 +209,7 @@ std::string probe_torch_peer(const std::string& python) {
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed before running anything: {}", python, c.why());
   size_t end = 0;
-  return result_line(python, c, end)["torch"].get<std::string>();
+  return terminal_line(result_line(python, c, end)["torch"].get<std::string>());
 }
 
 PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
@@ -240,20 +240,23 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());
   size_t at = 0;
   const nlohmann::json j = result_line(python, c, at);
-  run.torch_version = j["torch"].get<std::string>();
+  run.torch_version = terminal_line(j["torch"].get<std::string>());
   run.threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 0;
   if (!j.contains("rows") || !j["rows"].is_array()) ATTNPROF_FAIL("--peer torch: '{}' printed no rows", python);
   for (const nlohmann::json& r : j["rows"]) {
     PeerRow row;
-    row.name = r.value("name", "?");
-    row.call = r.value("call", "");
+    row.name = r.is_object() && r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "";
+    if (row.name != "torch-naive" && row.name != "torch-sdpa")
+      ATTNPROF_FAIL("--peer torch: '{}' printed a row that is not torch-naive or torch-sdpa", python);
+    row.call = r.contains("call") && r["call"].is_string() ? terminal_line(r["call"].get<std::string>()) : "";
     row.tol = tol;
-    if (r.value("skipped", false)) {
+    if (r.contains("skipped") && r["skipped"] == true) {
       row.status = RunOutcome::Status::Skipped;
       row.note = naive_skip;
     } else if (r.contains("error")) {
       row.status = RunOutcome::Status::Skipped;
-      row.note = "torch " + run.torch_version + " raised " + terminal_line(r.value("error", "an error"));
+      row.note = "torch " + terminal_line(run.torch_version) + " raised " +
+                 terminal_line(r["error"].is_string() ? r["error"].get<std::string>() : "an error");
     } else {
       const nlohmann::json& ms = r.value("forward_ms", nlohmann::json());
       if (!ms.is_array() || ms.empty() ||
