@@ -63,6 +63,11 @@ std::vector<std::string> names_of(const std::vector<const Variant*>& variants) {
   return names;
 }
 
+// The rate of one forward taking `ms` (attention FLOPs, the table's convention) and its share of the target's
+// peak: the variants' rows and the peer's use the same two.
+double gflops_at(const AttnProblem& p, double ms) { return ms > 0 ? attention_flops(p) / (ms * 1e6) : 0.0; }
+double pct_of_peak(const Target& t, double gflops) { return t.peak > 0 ? 100.0 * gflops / t.peak : 0.0; }
+
 // One variant's outcome as a row: the time per forward (host clock on the CPU, CUDA events on the GPU), the
 // rate against the target's peak, the cost model's bytes with their bandwidth bound, and the roofline floor of
 // the ops it recorded.
@@ -83,8 +88,8 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
     for (double ns : row.r.forward_ns) row.forward_ms.push_back(ns * 1e-6);
     row.ops = row.r.ops_per_forward;
   }
-  row.gflops = row.ms > 0 ? attention_flops(in.p) / (row.ms * 1e6) : 0.0;
-  row.pct_peak = t.peak > 0 ? 100.0 * row.gflops / t.peak : 0.0;
+  row.gflops = gflops_at(in.p, row.ms);
+  row.pct_peak = pct_of_peak(t, row.gflops);
   // On a GPU the floor is the device activities' (host zones against the GPU's ceilings would mean nothing):
   // none when CUPTI collected none.
   if (!row.r.forward_ns.empty() && (!t.gpu || row.r.ka.has_device)) {
@@ -253,9 +258,9 @@ std::string render_peers(const PeerRun& peers, const std::vector<Row>& rows, con
       s += fmt::format("{:<12}skipped: {}\n", r.name, r.note);
       continue;
     }
-    const double gflops = r.ms > 0 ? attention_flops(p) / (r.ms * 1e6) : 0.0;
+    const double gflops = gflops_at(p, r.ms);
     s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>11.2e}  {:<7}{}\n", r.name, r.ms, gflops,
-                     t.peak > 0 ? 100.0 * gflops / t.peak : 0.0, r.err.max_abs,
+                     pct_of_peak(t, gflops), r.err.max_abs,
                      r.status == RunOutcome::Status::Ok ? "OK" : "FAIL", r.call);
     if (r.status == RunOutcome::Status::Ok && (!best_peer || r.ms < best_peer->ms)) best_peer = &r;
   }
@@ -276,7 +281,7 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
   for (const PeerRow& r : peers.rows) {
     const bool timed = r.status != RunOutcome::Status::Skipped;
     auto when = [timed](json v) { return timed ? v : json(); };
-    const double gflops = r.ms > 0 ? attention_flops(p) / (r.ms * 1e6) : 0.0;
+    const double gflops = gflops_at(p, r.ms);
     rows.push_back({{"name", r.name},
                     {"call", r.call},
                     {"status", status_name(r.status)},
@@ -285,7 +290,7 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
                     {"forward_ms", r.forward_ms},
                     {"spread", when(report::spread_json(r.forward_ms))},
                     {"gflops", when(gflops)},
-                    {"pct_peak", when(t.peak > 0 ? 100.0 * gflops / t.peak : 0.0)},
+                    {"pct_peak", when(pct_of_peak(t, gflops))},
                     {"max_abs_err", when(r.err.max_abs)},
                     {"nmse", when(r.err.nmse)},
                     {"tolerance_used", when(std::isfinite(r.err.tol_used) ? json(r.err.tol_used) : json())},
@@ -434,9 +439,8 @@ void run_compare(const CompareArgs& a) {
   if (!a.peer.empty()) {
     progress(fmt::format("peer: torch {} in '{}': the blog's script and SDPA, {} warm-up and {} timed forwards",
                          torch_version, a.python, o.warmup, o.iters));
-    Tolerance tol;  // the unfused variants' bound: torch's bf16 ops round between ops as naive's do
-    for (const Variant& v : registry())
-      if (v.name == "naive") tol = v.tolerance(in.p.dtype);
+    // The unfused variants' bound: torch's bf16 ops round between ops as naive's do.
+    const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
     peers = run_torch_peer(in, a.python, threads, o.warmup, o.iters, tol, ref);
     for (const PeerRow& r : peers->rows)
       progress(r.status == RunOutcome::Status::Skipped

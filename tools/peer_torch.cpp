@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "attnprof/allocator.h"
+#include "attnprof/analysis.h"
 #include "attnprof/npy.h"
 #include "common.h"
 
@@ -263,9 +264,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
           !std::all_of(ms.begin(), ms.end(), [](const nlohmann::json& x) { return x.is_number() && x.get<double>() >= 0; }))
         ATTNPROF_FAIL("--peer torch: '{}' printed no forward times for {}", python, row.name);
       for (const nlohmann::json& x : ms) row.forward_ms.push_back(x.get<double>());
-      std::vector<double> sorted = row.forward_ms;
-      std::sort(sorted.begin(), sorted.end());
-      row.ms = sorted[sorted.size() / 2];
+      row.ms = analysis::median(row.forward_ms);
       // Its output, the next .npy array on stdout: fp32 [B, Hq, Nq, D], checked against the fp64 reference.
       if (at >= c.out.size()) ATTNPROF_FAIL("--peer torch: '{}' returned no output for {}", python, row.name);
       const npy::Header h = npy::parse_header(c.out.data() + at, c.out.size() - at, "the peer's " + row.name + " output");
