@@ -455,6 +455,17 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_FALSE(fs::exists(out())) << "a run whose peer failed writes nothing";
   }
+  {  // A row the peer skipped though attnprof did not ask: kept as skipped, with a reason, not an empty note.
+    const fs::path fake = dir_ / "python-skips";
+    { std::ofstream(fake) << probe_ok << "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"skipped\": true}]}'\n"; }
+    fs::permissions(fake, fs::perms::owner_all);
+    const Result r = run(args + " --python " + fake.string() + out_flag());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json row = read_json("compare.json")["peers"]["rows"][0];
+    EXPECT_EQ(row["status"], "skipped");
+    EXPECT_EQ(row["note"], "the peer skipped it unasked");
+    fs::remove_all(out());
+  }
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the interpreter without torch";
   // A real interpreter that has neither numpy nor torch: Debian's python3 without its site packages.
   const fs::path bare = dir_ / "python-without-site";

@@ -253,10 +253,10 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
     row.tol = tol;
     if (r.contains("skipped") && r["skipped"] == true) {
       row.status = RunOutcome::Status::Skipped;
-      row.note = naive_skip;
+      row.note = naive_skip.empty() ? "the peer skipped it unasked" : naive_skip;
     } else if (r.contains("error")) {
       row.status = RunOutcome::Status::Skipped;
-      row.note = "torch " + terminal_line(run.torch_version) + " raised " +
+      row.note = "torch " + run.torch_version + " raised " +
                  terminal_line(r["error"].is_string() ? r["error"].get<std::string>() : "an error");
     } else {
       const nlohmann::json& ms = r.value("forward_ms", nlohmann::json());
