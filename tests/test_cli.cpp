@@ -466,6 +466,34 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
     EXPECT_EQ(row["note"], "the peer skipped it unasked");
     fs::remove_all(out());
   }
+  {  // A timed row whose forwards shared the CPUs (by the peer's own readings): a Busy line, as a variant's gets,
+     // and its cpu_sharing in compare.json; the stand-in's zeros fail the check, which is printed, not the exit.
+    const fs::path zeros = dir_ / "zeros.npy";
+    { std::ofstream(zeros, std::ios::binary) << npy::to_bytes(Tensor::zeros({1, 2, 64, 32}, DType::F32)); }
+    // Every CPU busy with other work for the whole second: above the busy mark (cpus - 1 + 0.5) on any machine.
+    const int cpus = int(::sysconf(_SC_NPROCESSORS_ONLN));
+    const fs::path fake = dir_ / "python-busy";
+    {
+      std::ofstream(fake) << probe_ok
+                          << fmt::format(R"(echo '{{"torch": "0.0", "threads": 1, "rows": [{{"name": "torch-sdpa", )"
+                                         R"("call": "sdpa", "forward_ms": [100, 101], "beside": {{"machine_busy_s": )"
+                                         R"({}.5, "own_cpu_s": 0.5, "wall_s": 1.0}}}}]}}')"
+                                         "\ncat {}\n",
+                                         cpus, zeros.string());
+    }
+    fs::permissions(fake, fs::perms::owner_all);
+    const Result r = run(args + " --python " + fake.string() + out_flag());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(fmt::format("Busy: other work used {}.0 of {} CPUs while torch-sdpa ran on 1 thread: ", cpus,
+                                     cpus)),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+    const json row = read_json("compare.json")["peers"]["rows"][0];
+    EXPECT_EQ(row["status"], "failed");
+    EXPECT_DOUBLE_EQ(row["cpu_sharing"]["other_cpus"].get<double>(), double(cpus));
+    EXPECT_EQ(row["cpu_sharing"]["threads"], 1);
+    fs::remove_all(out());
+  }
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the interpreter without torch";
   // A real interpreter that has neither numpy nor torch: Debian's python3 without its site packages.
   const fs::path bare = dir_ / "python-without-site";

@@ -537,7 +537,8 @@ TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
                 {"timing", "time.perf_counter around each forward, in the peer's process"},
                 {"rows", {{{"name", "torch-naive"}, {"call", "matmul, mul, masked_fill, softmax, matmul"},
                            {"status", "ok"}, {"ms", 2443.702}, {"gflops", 7.03}, {"pct_peak", 0.84},
-                           {"max_abs_err", 0.0142}},
+                           {"max_abs_err", 0.0142}, {"forward_ms", {2443.702, 1200.0, 2500.0}},
+                           {"cpu_sharing", {{"other_cpus", 1.75}, {"cpus", 2}, {"threads", 2}}}},
                           {{"name", "torch-sdpa<b>"}, {"call", "x"}, {"status", "failed"}, {"ms", 1325.5},
                            {"gflops", 13.0}, {"pct_peak", 1.5}, {"max_abs_err", 0.5}},
                           {{"name", "torch-fp16"}, {"status", "skipped"}, {"note", "torch raised <RuntimeError>"},
@@ -553,8 +554,12 @@ TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
   EXPECT_NE(page.find("<td>FAIL</td>"), std::string::npos);
   EXPECT_NE(page.find("skipped: torch raised &lt;RuntimeError&gt;"), std::string::npos);
   EXPECT_EQ(page.find("<b>"), std::string::npos);
+  // Its timed forwards are judged as the variants' are, as compare prints them: Busy and Noisy lines.
+  EXPECT_NE(page.find("Busy: other work used 1.8 of 2 CPUs while torch-naive ran on 2 threads"), std::string::npos);
+  EXPECT_NE(page.find("Noisy: torch-naive took 2.444s / 1.200s / 2.500s per forward"), std::string::npos);
   // Not variants: the comparison chart's bars are the variants' only.
-  EXPECT_EQ(count(page, "torch-naive"), 1u) << "the peer appears in its table only";
+  EXPECT_FALSE(chart_variants(data_block(page), "compare").count("torch-naive"));
+  EXPECT_EQ(count(page, "torch-naive"), 3u) << "the peer appears in its table and its two notes only";
 }
 
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {

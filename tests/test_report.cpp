@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -156,6 +158,21 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
                           R"({"other_cpus": 1, "cpus": 2})"})
     EXPECT_FALSE(report::cpu_sharing_of({{"cpu_sharing", nlohmann::json::parse(bad)}})) << bad;
   EXPECT_FALSE(report::cpu_sharing_of(nlohmann::json::object())) << "a record without the field";
+
+  // Another process's readings (compare's peer): the machine's busy time less the process's own, per second.
+  const auto peer = analysis::cpu_sharing(2.5, 1.0, 0.5, 2);
+  ASSERT_TRUE(peer);
+  EXPECT_DOUBLE_EQ(peer->other_cpus, 3.0);
+  EXPECT_EQ(peer->threads, 2);
+  EXPECT_EQ(peer->cpus, analysis::online_cpus());
+  EXPECT_DOUBLE_EQ(analysis::cpu_sharing(1.0, 1.5, 1.0, 1)->other_cpus, 0.0) << "ticks, not negative work";
+  EXPECT_FALSE(analysis::cpu_sharing(1.0, 0.5, 0.1, 1)) << "shorter than kOtherWorkMinSeconds";
+  for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    EXPECT_FALSE(analysis::cpu_sharing(bad, 0.5, 1.0, 1)) << bad;
+    EXPECT_FALSE(analysis::cpu_sharing(1.0, bad, 1.0, 1)) << bad;
+    EXPECT_FALSE(analysis::cpu_sharing(1.0, 0.5, bad, 1)) << bad;
+  }
+  EXPECT_FALSE(analysis::cpu_sharing(1.0, 0.5, 1.0, 0)) << "no threads";
 }
 
 // Noisy forwards: one line per subject above 1.15x, the advice once (singular or plural), the machine's

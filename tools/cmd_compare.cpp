@@ -129,7 +129,7 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
     if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing});
   if (peers)
     for (const PeerRow& r : peers->rows)
-      if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, std::nullopt});
+      if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, r.sharing});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
@@ -289,6 +289,7 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
                     {"ms", when(r.ms)},
                     {"forward_ms", r.forward_ms},
                     {"spread", when(report::spread_json(r.forward_ms))},
+                    {"cpu_sharing", report::cpu_sharing_json(r.sharing)},
                     {"gflops", when(gflops)},
                     {"pct_peak", when(pct_of_peak(t, gflops))},
                     {"max_abs_err", when(r.err.max_abs)},

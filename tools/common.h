@@ -267,6 +267,7 @@ struct PeerRow {
   RunOutcome::Status status = RunOutcome::Status::Ok;  // Failed: ran, and its output is outside the tolerance
   std::string note;                                    // why it was skipped
   std::vector<double> forward_ms;                      // torch's time.perf_counter around each forward
+  std::optional<analysis::CpuSharing> sharing;         // the other work beside them, when measurable
   double ms = 0;                                       // their median (analysis::median)
   ErrorStats err;
   Tolerance tol;

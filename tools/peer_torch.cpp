@@ -27,7 +27,17 @@ namespace {
 
 // argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
-import json, sys, time
+import json, os, sys, time
+def busy_seconds():  # CPU time every CPU spent not idle, as attnprof reads /proc/stat; None unreadable
+    try:
+        with open("/proc/stat") as f:
+            v = f.readline().split()
+        if v[0] != "cpu":
+            return None
+        user, nice, system, idle, iowait, irq, softirq, steal = (float(x) for x in v[1:9])
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    except Exception:
+        return None
 def main():
     try:
         import numpy as np
@@ -83,14 +93,18 @@ def main():
                 for _ in range(warmup):
                     fn()
                 ms = []
+                busy0, own0, wall0 = busy_seconds(), time.process_time(), time.perf_counter()
                 for _ in range(iters):
                     t0 = time.perf_counter()
                     out = fn()
                     ms.append((time.perf_counter() - t0) * 1e3)
+                busy1, own1, wall1 = busy_seconds(), time.process_time(), time.perf_counter()
         except Exception as e:
             row["error"] = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")
             continue
         row["forward_ms"] = ms
+        if busy0 is not None and busy1 is not None:  # what ran beside the timed forwards
+            row["beside"] = {"machine_busy_s": busy1 - busy0, "own_cpu_s": own1 - own0, "wall_s": wall1 - wall0}
         outputs.append(out.float().contiguous().numpy())
     sys.stdout.write(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}) + "\n")
     sys.stdout.flush()
@@ -265,6 +279,14 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
         ATTNPROF_FAIL("--peer torch: '{}' printed no forward times for {}", python, row.name);
       for (const nlohmann::json& x : ms) row.forward_ms.push_back(x.get<double>());
       row.ms = analysis::median(row.forward_ms);
+      // The other work beside its timed forwards, judged as the variants' is (its own threads are its CPU time).
+      if (const nlohmann::json& b = r.value("beside", nlohmann::json()); b.is_object()) {
+        auto number = [&b](const char* key) {
+          return b.contains(key) && b[key].is_number() ? b[key].get<double>() : std::nan("");
+        };
+        row.sharing = analysis::cpu_sharing(number("machine_busy_s"), number("own_cpu_s"), number("wall_s"),
+                                            run.threads > 0 ? run.threads : threads);
+      }
       // Its output, the next .npy array on stdout: fp32 [B, Hq, Nq, D], checked against the fp64 reference.
       if (at >= c.out.size()) ATTNPROF_FAIL("--peer torch: '{}' returned no output for {}", python, row.name);
       const npy::Header h = npy::parse_header(c.out.data() + at, c.out.size() - at, "the peer's " + row.name + " output");

@@ -212,6 +212,11 @@ struct CpuSharing {
 // The figure for a stretch `w` measured by, run on `threads` threads: nothing when /proc/stat could not be
 // read or the stretch was shorter than kOtherWorkMinSeconds.
 std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads);
+// The same figure from another process's readings over its own timed stretch (compare --peer torch reads
+// /proc/stat and its CPU time around its forwards): the machine's busy seconds and the process's own CPU
+// seconds over `wall_seconds`. Nothing when a reading is negative or not finite, or the stretch is too short.
+std::optional<CpuSharing> cpu_sharing(double machine_busy_seconds, double own_cpu_seconds, double wall_seconds,
+                                      int threads);
 
 struct RooflinePoint {
   double intensity = 0.0;       // FLOP per byte from the cost model

@@ -219,10 +219,20 @@ OtherWork::OtherWork() : busy0_(machine_busy_seconds()), own0_(own_cpu_seconds()
 
 double OtherWork::seconds() const { return steady_seconds() - t0_; }
 
+namespace {
+// Other work in CPUs: what the machine was busy with beyond the process's own CPU time, per second of wall time.
+double other_cpus(double machine_busy_s, double own_cpu_s, double wall_s) {
+  if (!(std::isfinite(machine_busy_s) && std::isfinite(own_cpu_s) && std::isfinite(wall_s)) || machine_busy_s < 0 ||
+      own_cpu_s < 0 || wall_s <= 0)
+    return std::nan("");
+  return std::max(0.0, machine_busy_s - own_cpu_s) / wall_s;
+}
+}  // namespace
+
 double OtherWork::cpus() const {
   const double busy1 = machine_busy_seconds(), own1 = own_cpu_seconds(), wall = seconds();
-  if (busy0_ < 0 || busy1 < 0 || own0_ < 0 || own1 < 0 || wall <= 0) return std::nan("");
-  return std::max(0.0, (busy1 - busy0_) - (own1 - own0_)) / wall;
+  if (busy0_ < 0 || busy1 < 0 || own0_ < 0 || own1 < 0) return std::nan("");
+  return other_cpus(busy1 - busy0_, own1 - own0_, wall);
 }
 
 int online_cpus() { return int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
@@ -232,6 +242,13 @@ double busy_mark(int threads, int cpus) { return double(cpus) - double(std::min(
 std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads) {
   const double other = w.cpus();
   if (!std::isfinite(other) || w.seconds() < kOtherWorkMinSeconds) return std::nullopt;
+  return CpuSharing{other, online_cpus(), threads};
+}
+
+std::optional<CpuSharing> cpu_sharing(double machine_busy_seconds, double own_cpu_seconds, double wall_seconds,
+                                      int threads) {
+  const double other = other_cpus(machine_busy_seconds, own_cpu_seconds, wall_seconds);
+  if (!std::isfinite(other) || wall_seconds < kOtherWorkMinSeconds || threads < 1) return std::nullopt;
   return CpuSharing{other, online_cpus(), threads};
 }
 

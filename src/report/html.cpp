@@ -327,13 +327,19 @@ void section_compare(Page& pg, const Input& in) {
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
           "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
   const json* machine = member(c, {"machine"});
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
   // A CPU run records the bf16 GEMM it used (a GPU run none); its fp16 GEMM is always the widened one.
   const std::string gemm_key = machine ? str(*machine, "bf16_matmul") : "";
   const std::string gemm_note = gemm_key.empty() ? "" : report::unfused_matmul_note(str(c, "dtype"), gemm_key);
   if (!gemm_note.empty()) pg.note(gemm_note);
   section_compare_peers(pg, c);
+  // Busy and Noisy lines, as compare prints them under its table and the peer's: the peer's timed rows too.
+  const json* peers = member(c, {"peers"});
+  if (const json* peer_rows = peers ? member(*peers, {"rows"}) : nullptr; peer_rows && peer_rows->is_array())
+    for (const json& r : *peer_rows)
+      if (str(r, "status") != "skipped" && std::isfinite(num(r, "ms", NAN)))
+        timings.push_back({str(r, "name", "?"), forward_ms(r), cpu_sharing_of(r)});
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
