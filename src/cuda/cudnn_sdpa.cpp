@@ -614,8 +614,11 @@ std::shared_ptr<const SdpaPlan> SdpaPlan::build(const AttnProblem& p, std::strin
       continue;
     }
     const size_t first = log.size();
-    std::unique_ptr<Descriptor> plan =
-        search(*graph, l.str(), Target{h, nullptr}, std::numeric_limits<int>::max(), log);
+    // A few engines per lowering: each finalize compiles a kernel (about a second), and when every one fails
+    // alike (a library missing on the machine), trying all of them in every lowering for every problem would
+    // spend minutes saying the same thing.
+    constexpr int kPlansPerLowering = 4;
+    std::unique_ptr<Descriptor> plan = search(*graph, l.str(), Target{h, nullptr}, kPlansPerLowering, log);
     if (!plan) continue;
     const EngineTry& chosen = log.back();
     std::shared_ptr<SdpaPlan> r(new SdpaPlan);

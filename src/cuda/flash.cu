@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 
 #include "cuda/flash_ptx.cuh"  // first: the primitives the kernel is written in
@@ -21,10 +22,16 @@ void launch(const FlashParams& p, cudaStream_t st) {
     constexpr int smem = c.smem_bytes(D);
     auto* kernel = flash_fwd_kernel<E, D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
     if constexpr (smem > 48 * 1024) {
-      // Opt-in above 48 KiB, once per process (one device). A failure surfaces as the launch's error.
+      // Opt-in above 48 KiB, once per process (one device). A failure is named here; the launch then fails
+      // with it and the caller's launch check reports it.
       static const cudaError_t configured =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      (void)configured;
+      if (configured != cudaSuccess) {
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+          std::fprintf(stderr, "attnprof: the flash kernel (head dim %d, config %d) could not opt in to %d bytes of "
+                       "shared memory: %s\n", D, C, smem, cudaGetErrorString(configured));
+      }
     }
     const long long blocks = c.grid_blocks(p.Nq, p.B * p.Hq);
     // A grid past 2^31-1 blocks cannot be expressed: launch an empty one, which fails with

@@ -1,7 +1,8 @@
 // attnprof-gpu-timing: the numbers docs/gpu.md records, independent of the CLI. For every CUDA variant at
 // one shape (default: the blog's [8,16,1024,64] bf16 causal; --dtype fp16 for fp16): validation against the
 // fp64 reference, the device activities of one profiled forward (CUPTI), and the forward's device time (CUDA events, median of
-// --iters) as ms, TFLOP/s (FlashAttention's causal-halved FLOPs) and % of the GPU's dense bf16 peak.
+// --iters) as ms, TFLOP/s (FlashAttention's causal-halved FLOPs) and % of the GPU's dense bf16 peak, and
+// "burst ms": one forward's share of --iters forwards enqueued back to back (no launch gap between them).
 //
 // Then every tile configuration of the flash kernel (fragment.h: kFlashConfigs): each is first validated
 // against the fp64 reference on ragged shapes (Nq, Nk not multiples of the tiles, Nq != Nk, GQA, causal and
@@ -326,8 +327,8 @@ int main(int argc, char** argv) {
     save();
     std::string tables;
     if (variants)
-      std::printf("\n%-11s %10s %10s %9s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "valid", "max_abs",
-                  "device activities per forward");
+      std::printf("\n%-11s %10s %10s %9s %10s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "burst ms",
+                  "valid", "max_abs", "device activities per forward");
     static const std::vector<Variant> kNone;
     for (const Variant& var : variants ? cuda::cuda_registry() : kNone) {
       nlohmann::json e = {{"name", var.name}};
@@ -360,6 +361,7 @@ int main(int argc, char** argv) {
         const double pct = dev.bf16_tflops > 0 ? 100.0 * tflops / dev.bf16_tflops : 0.0;
         e["median_ms"] = t.median_ms;
         e["min_ms"] = t.min_ms;
+        e["burst_ms"] = t.burst_ms;
         e["tflops"] = tflops;
         e["pct_bf16_peak"] = pct;
         std::string acts;
@@ -383,8 +385,8 @@ int main(int argc, char** argv) {
           acts = fmt::format("not profiled: {}", ex.what());
           e["profile_error"] = ex.what();
         }
-        std::printf("%-11s %10.3f %10.1f %8.1f%% %8s %10.2e  %zu: %s\n", var.name.c_str(), t.median_ms, tflops, pct,
-                    valid.c_str(), max_abs, n_acts, acts.c_str());
+        std::printf("%-11s %10.3f %10.1f %8.1f%% %10.3f %8s %10.2e  %zu: %s\n", var.name.c_str(), t.median_ms, tflops,
+                    pct, t.burst_ms, valid.c_str(), max_abs, n_acts, acts.c_str());
         std::fflush(stdout);
       } catch (const std::exception& ex) {
         std::printf("%-11s error: %s\n", var.name.c_str(), ex.what());
