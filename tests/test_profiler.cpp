@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "attnprof/allocator.h"
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
+#include "attnprof/error.h"
 #include "attnprof/ops.h"
 #include "attnprof/isa.h"
 #include "attnprof/profiler.h"
@@ -968,4 +970,45 @@ TEST(Profiler, EventBufferPagesAreNotBilledToTheZonesThatFillThem) {
   ASSERT_GT(event_pages, 100);
   EXPECT_LT(parent->self_page_faults, event_pages * kShadowPagesPerPage + event_pages / 4)
       << "of " << event_pages << " pages the events filled";
+}
+
+TEST(Profiler, PrepareMakesTheBuffersOutsideTheHeapAndHoldsTheSession) {
+  // prepare() does what start() allocates, ahead of a caller's warm-up forwards, and its event buffers are
+  // mapped pages of their own (page-aligned, as no heap block is): reserved in the malloc heap, they would
+  // take the holes the program's freed buffers left there, and the first recorded forwards would get fresh
+  // pages (and their faults) that the unprofiled program does not.
+  const long page = ::sysconf(_SC_PAGESIZE);
+  {
+    prof::Profiler p({.schedule = {.wait = 1, .warmup = 1, .active = 2}});
+    p.prepare();
+    p.prepare();  // once is enough; again is a no-op
+    prof::Profiler other;
+    EXPECT_THROW(other.start(), attnprof::Error) << "a prepared session is held";
+    for (prof::detail::ThreadBuffer* b : prof::detail::all_buffers()) {
+      SCOPED_TRACE(b->name);
+      for (const void* data : {static_cast<const void*>(b->zones.data()), static_cast<const void*>(b->mem.data()),
+                               static_cast<const void*>(b->work.data())})
+        if (data) EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % uintptr_t(page), 0u);
+      EXPECT_GE(b->zones.capacity(), 4096u);
+    }
+    // Recording begins at start(), not at prepare(): a zone in between is not kept.
+    { ATTNPROF_OP_ZONE(before, "before_start"); }
+    p.start();
+    for (int i = 0; i < 4; ++i) {
+      { ATTNPROF_OP_ZONE(op, "op"); }
+      p.step();
+    }
+    p.stop();
+    const auto ka = analysis::key_averages(p.result());
+    EXPECT_FALSE(row(ka, "before_start"));
+    ASSERT_TRUE(row(ka, "op"));
+    EXPECT_EQ(row(ka, "op")->calls, 2);
+  }
+  {  // A session prepared and never started is released when its profiler goes.
+    prof::Profiler p;
+    p.prepare();
+  }
+  prof::Profiler again;
+  EXPECT_NO_THROW(again.start());
+  again.stop();
 }

@@ -784,18 +784,29 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
     r.peak_extra_bytes = ms.peak_bytes - before;
     if (!validate(o.out, ref.get(), plan, r)) return r;
   }
-  if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
-  for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
-
+  // The profiler makes its buffers, and every name it will record, before the warm-up forwards: what it
+  // allocates then changes the heap the forwards allocate from (a freed buffer's hole taken, a fresh one made
+  // on new pages), and the warm-ups, not the first recorded forwards, pay for the heap settling around it.
+  // Between the last warm-up and the last recorded forward nothing here allocates (the progress line is made
+  // ahead).
   const prof::Schedule& s = plan.schedule;
   const int steps = s.wait + s.warmup + s.active;
-  if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active));
   prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
   set_run_metadata(profiler, v, in);
+  profiler.prepare();
+  prof::VariantScope scope(v.name);
+  (void)prof::detail::intern(v.annotation);
+  const std::string profiling_line =
+      label.empty() ? "" : terminal_line(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active)) + "\n";
+  if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
+  for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
+  if (!profiling_line.empty()) {
+    std::fputs(profiling_line.c_str(), stderr);
+    std::fflush(stderr);
+  }
   const analysis::OtherWork beside;
   profiler.start();
   {
-    prof::VariantScope scope(v.name);
     for (int i = 0; i < steps; ++i) {
       {
         ATTNPROF_ANNOTATE_DYN(zone, v.annotation);

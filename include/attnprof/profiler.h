@@ -316,6 +316,11 @@ class Profiler {
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
 
+  // Everything start() allocates, done ahead: the event buffers (mapped, not from the heap), the OpenMP
+  // workers' buffers, the zone-overhead calibration and the schedule's ProfilerStep#N names. A caller that
+  // runs warm-up forwards calls it before them, so the heap the forwards allocate from has settled around
+  // the profiler by the first recorded step. Claims the session (one at a time); start() calls it if needed.
+  void prepare();
   void start();  // clears buffers, enters step 0 of the schedule
   void step();   // ends the current step, like torch.profiler's prof.step()
   void stop();   // ends the session; result() is valid after this
@@ -333,6 +338,7 @@ class Profiler {
 
   ProfilerOptions opts_;
   int step_ = 0;
+  bool prepared_ = false;  // holds the session: prepare() ran and stop() has not
   bool running_ = false;
   int32_t step_zone_ = -1;
   detail::ThreadBuffer* step_buf_ = nullptr;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <new>
 #include <set>
 
 namespace attnprof::prof {
@@ -28,6 +29,16 @@ thread_local ThreadBuffer* tl_buffer = nullptr;
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
 #endif
+
+void* map_pages(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes == 0 ? 1 : bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+void unmap_pages(void* p, size_t bytes) noexcept {
+  if (p) (void)::munmap(p, bytes == 0 ? 1 : bytes);
+}
 
 void populate(const void* p, size_t bytes) noexcept {
   static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));

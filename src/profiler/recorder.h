@@ -10,12 +10,34 @@
 
 namespace attnprof::prof::detail {
 
+// Event storage mapped straight from the kernel, never from the malloc heap. Buffers reserved in the heap
+// when a session starts (half a megabyte of memory events, a worker's spans) would take the holes the
+// program's freed buffers left there during its warm-up, so the first recorded forwards would get fresh pages
+// for their own buffers and pay first-touch faults the unprofiled program does not (flash's scratch at a small
+// shape: 5-10x its time in the first two recorded steps). Like Tracy's own allocator, the profiler keeps out
+// of the heap it observes.
+void* map_pages(size_t bytes);  // throws std::bad_alloc when the kernel refuses
+void unmap_pages(void* p, size_t bytes) noexcept;
+template <typename T>
+struct MappedAllocator {
+  using value_type = T;
+  MappedAllocator() = default;
+  template <typename U>
+  MappedAllocator(const MappedAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(map_pages(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { unmap_pages(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const MappedAllocator<U>&) const noexcept { return true; }
+};
+template <typename T>
+using EventVector = std::vector<T, MappedAllocator<T>>;
+
 struct ThreadBuffer {
   uint32_t tid = 0;
   std::string name;
-  std::vector<ZoneEvent> zones;
-  std::vector<MemEvent> mem;
-  std::vector<WorkSpan> work;     // shares of parallel regions
+  EventVector<ZoneEvent> zones;
+  EventVector<MemEvent> mem;
+  EventVector<WorkSpan> work;     // shares of parallel regions
   std::vector<int32_t> stack;     // indices of open zones
   const char* variant = nullptr;  // set by VariantScope
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
@@ -36,7 +58,7 @@ std::vector<ThreadBuffer*> all_buffers();
 // Linux 5.14) the pages are left to fault on first use.
 void populate(const void* p, size_t bytes) noexcept;
 template <typename T>
-void populate_capacity(const std::vector<T>& v) noexcept {
+void populate_capacity(const EventVector<T>& v) noexcept {
   populate(v.data(), v.capacity() * sizeof(T));
 }
 

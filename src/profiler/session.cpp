@@ -1,6 +1,7 @@
 // The profiling session: schedule (wait/warmup/active/repeat), ProfilerStep#N annotations, collection.
 #include <algorithm>
 #include <mutex>
+#include <string>
 
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
@@ -85,6 +86,8 @@ Profiler::~Profiler() {
       stop();
     } catch (...) {
     }
+  } else if (prepared_) {
+    g_session_open.store(false);  // prepared, never started
   }
 }
 
@@ -104,9 +107,11 @@ bool Profiler::schedule_given() const {
   return s.wait != d.wait || s.warmup != d.warmup || s.active != d.active || s.repeat != d.repeat;
 }
 
-void Profiler::start() {
+void Profiler::prepare() {
   ATTNPROF_CHECK(!running_, "profiler already started");
+  if (prepared_) return;
   ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
+  prepared_ = true;
   calibrated_zone_overhead_ns();  // before any events, so calibration never lands in a trace
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     b->zones.clear();
@@ -130,6 +135,21 @@ void Profiler::start() {
     detail::populate_capacity(b->mem);
     detail::populate_capacity(b->work);
   }
+  // The step annotations' names, interned now rather than between two recorded forwards, where each new
+  // name's few heap bytes could be carved from a buffer the last forward freed, and the next forward's
+  // buffer of that size would land on fresh pages.
+  if (opts_.step_annotations && schedule_given()) {
+    const Schedule& sc = opts_.schedule;
+    const int64_t cycle = int64_t(sc.wait) + sc.warmup + sc.active;
+    const int64_t steps = std::min<int64_t>(cycle * std::max(sc.repeat, 1), 4096);
+    for (int64_t k = 0; k < steps; ++k)
+      if (phase_of(int(k)) == Phase::Active) (void)detail::intern("ProfilerStep#" + std::to_string(k));
+  }
+}
+
+void Profiler::start() {
+  ATTNPROF_CHECK(!running_, "profiler already started");
+  prepare();
   detail::g_memory.store(opts_.profile_memory);
   collected_ = ProfileResult{};
   collected_.origin_ticks = now_ticks();
@@ -195,9 +215,9 @@ void Profiler::stop() {
     ThreadTrace t;
     t.tid = b->tid;
     t.name = b->name;
-    t.zones = b->zones;
-    t.mem = b->mem;
-    t.work = b->work;
+    t.zones.assign(b->zones.begin(), b->zones.end());
+    t.mem.assign(b->mem.begin(), b->mem.end());
+    t.work.assign(b->work.begin(), b->work.end());
     // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
     const uint64_t now = now_ticks();
     for (ZoneEvent& e : t.zones) {
@@ -213,6 +233,7 @@ void Profiler::stop() {
     b->work.clear();
     b->stack.clear();
   }
+  prepared_ = false;
   g_session_open.store(false);
 }
 
