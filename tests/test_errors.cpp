@@ -242,7 +242,12 @@ TEST(Errors, ValidationFiguresAgainstTheReference) {
   EXPECT_EQ(bad.violations, 1);
   EXPECT_NEAR(bad.tol_used, 0.2 / 0.15, 1e-6);
   out.set(0, 0, 0, 0, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE(std::isinf(compare_to_reference(out, ref, {0.1, 0.1}).tol_used));
+  // A NaN output: no figure over the finite rest stands for it (a finite NMSE beside it would read as a fit).
+  const ErrorStats nan = compare_to_reference(out, ref, {0.1, 0.1});
+  EXPECT_EQ(nan.non_finite, 1);
+  EXPECT_EQ(nan.violations, 2);
+  for (const double f : {nan.tol_used, nan.max_abs, nan.max_rel, nan.nmse}) EXPECT_TRUE(std::isinf(f)) << f;
+  EXPECT_EQ(bad.non_finite, 0);
 }
 
 TEST(Errors, SizesInMessagesReadInTheirOwnUnit) {

@@ -657,12 +657,23 @@ void exit_if_validation_failed(const std::vector<std::string>& failed) {
 }
 
 std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
-                                                const std::string& backend, const AttnProblem& p) {
+                                                const std::string& backend, const AttnProblem& p, bool defaults) {
   std::vector<const Variant*> out;
+  std::vector<std::string> left_out;
   for (const std::string& n : names) {
-    const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? backend : "", p);
+    const Variant* v = nullptr;
+    try {
+      v = &resolve_variant_on(gpu, n, n == "sdpa" ? backend : "", p);
+    } catch (const Error& e) {
+      if (!defaults) throw;
+      left_out.push_back(e.what());
+      std::fprintf(stderr, "attnprof: note: left out of the default variants: %s\n", terminal_line(e.what()).c_str());
+      continue;
+    }
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
+  if (out.empty())
+    ATTNPROF_FAIL("none of the default variants can run {}: {}", p.str(), fmt::join(left_out, "; "));
   return out;
 }
 
@@ -693,8 +704,12 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
   if (plan.keep_output) r.output = out;
   if (r.err.ok()) return true;
   r.status = RunOutcome::Status::Failed;
-  r.note = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
-                       r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
+  r.note = r.err.non_finite > 0
+               ? fmt::format("validation failed: {} of {} elements are NaN or infinite ({} outside atol {:g} + rtol "
+                             "{:g} in all)",
+                             r.err.non_finite, r.err.count, r.err.violations, r.tol.atol, r.tol.rtol)
+               : fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                             r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
   return false;
 }
 

@@ -100,6 +100,7 @@ struct ErrorStats {
   double tol_used = 0.0;      // max |x - ref| / (atol + rtol·|ref|): the margin to the tolerance (ok at <= 1)
   double nmse = 0.0;          // sum (x-ref)^2 / sum ref^2
   int64_t violations = 0;     // elements with |x - ref| > atol + rtol·|ref| (or non-finite)
+  int64_t non_finite = 0;     // elements that are NaN or ±inf: then max_abs, max_rel, tol_used and nmse are inf
   int64_t count = 0;
   bool ok() const { return violations == 0; }
 };
