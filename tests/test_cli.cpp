@@ -752,6 +752,30 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
 }
 
+// A head dim flash cannot serve: the command's own default list leaves flash out with a note, as compare
+// skips it; named by the user, it is refused.
+TEST_F(Cli, DefaultVariantsThatCannotRunAreLeftOutNamedOnesRefused) {
+  const std::string shape = " --shape 1,1,16,320 --threads 1 --iters 1 --warmup 0 ";
+  const Result sweep = run("sweep --seq 16,32 --json" + shape + out_flag());
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  EXPECT_NE(sweep.err.find("attnprof: note: left out of the default variants: variant 'flash' cannot run"),
+            std::string::npos) << sweep.err;
+  std::set<std::string> ran;
+  const json points = json::parse(sweep.out)["points"];
+  for (const json& p : points) ran.insert(p["variant"].get<std::string>());
+  EXPECT_EQ(ran, (std::set<std::string>{"naive"}));
+  fs::remove_all(out());
+  const Result roof = run("roofline" + shape + out_flag());
+  ASSERT_EQ(roof.code, 0) << roof.err;
+  const std::string note = "left out of the default variants";
+  const size_t first = roof.err.find(note);
+  ASSERT_NE(first, std::string::npos) << roof.err;
+  EXPECT_EQ(roof.err.find(note, first + 1), std::string::npos) << "said once: " << roof.err;
+  fs::remove_all(out());
+  expect_bad("sweep --variants naive,flash --seq 16,32" + shape, "variant 'flash' cannot run");
+  expect_bad("roofline flash" + shape, "variant 'flash' cannot run");
+}
+
 TEST_F(Cli, RooflinePlacesEveryOp) {
   // --peaks-only prints the peaks and writes nothing ...
   const Result peaks = run("roofline --peaks-only --threads 1");

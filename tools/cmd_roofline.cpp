@@ -313,10 +313,13 @@ void run_roofline(const RooflineArgs& a) {
     refuse_idle_flags(run_flags, "--peaks-only", "runs no variant and writes no files");
   }
   apply_runtime_options(o);
-  if (!a.peaks_only && !use_files(o)) (void)resolve_variants_on(gpu, a.variants, a.backend, problem_of(o));  // before the inputs
+  // Before the random inputs are drawn; from input files, once they are read (their shape is the problem).
+  std::vector<const Variant*> variants;
+  if (!a.peaks_only && !use_files(o))
+    variants = resolve_variants_on(gpu, a.variants, a.backend, problem_of(o), !a.variants_given);
   const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);
-  const std::vector<const Variant*> variants =
-      a.peaks_only ? std::vector<const Variant*>{} : resolve_variants_on(gpu, a.variants, a.backend, in.p);
+  if (!a.peaks_only && use_files(o))
+    variants = resolve_variants_on(gpu, a.variants, a.backend, in.p, !a.variants_given);
   if (!a.peaks_only) {
     refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt"});
     check_html_if_asked(o);

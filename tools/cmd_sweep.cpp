@@ -24,6 +24,7 @@ struct SweepArgs {
   std::string variants = "naive,flash";
   std::string backend;
   std::string device = "cpu";
+  bool variants_given = false;  // named on the command line (not the default list)
 };
 
 // Longer sequences could not be held by any machine (and doubling past 2^62 would overflow).
@@ -180,7 +181,8 @@ void run_sweep(const SweepArgs& a) {
   const std::vector<std::string> names = split_list(a.variants);
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
-  const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()));
+  const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
+                                                                !a.variants_given);
   check_html_if_asked(o);
   prepare_out_dir(o.out);
   check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
@@ -367,13 +369,17 @@ void add_sweep_command(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* sub = app.add_subcommand("sweep", "time and peak memory over sequence lengths, with scaling fits");
   sub->add_option("--seq", args->seq, "FIRST..LAST doubles from FIRST; or a list 256,768,1024")->capture_default_str();
-  sub->add_option("--variants", args->variants, "comma-separated: naive, inplace, sdpa, sdpa-math, sdpa-flash, flash")
-      ->capture_default_str();
+  CLI::Option* variants =
+      sub->add_option("--variants", args->variants, "comma-separated: naive, inplace, sdpa, sdpa-math, sdpa-flash, flash")
+          ->capture_default_str();
   sub->add_option("--backend", args->backend,
                   "SDPA backend for 'sdpa' in --variants: math | flash | auto (with --device cuda: math | cudnn | auto)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
-  sub->callback([args] { run_sweep(*args); });
+  sub->callback([args, variants] {
+    args->variants_given = variants->count() > 0;
+    run_sweep(*args);
+  });
 }
 
 }  // namespace attnprof::cli

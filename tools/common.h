@@ -123,8 +123,11 @@ const Variant& resolve_cuda_variant(const std::string& name, const std::string& 
 const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::string& backend, const AttnProblem& p);
 // Every name through resolve_variant_on (`backend` goes to "sdpa" only), each variant once, in the order first
 // named: "naive,naive" and "sdpa,sdpa-flash" would otherwise run one variant twice.
+// With `defaults` (the command's own list, the user named none) a variant that cannot serve `p` is left out
+// with a note on stderr instead of refused, as compare skips it; an Error when none is left.
 std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
-                                                const std::string& backend, const AttnProblem& p);
+                                                const std::string& backend, const AttnProblem& p,
+                                                bool defaults = false);
 
 // What a run's rates are measured against: the CPU's measured peaks (GFLOP/s), or a GPU's datasheet peaks,
 // whose rates read better in TFLOP/s and whose "ops" are the activities CUPTI saw on the device.
