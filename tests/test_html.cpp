@@ -688,10 +688,19 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   EXPECT_NE(page.find("<td class=\"num\">1.823</td><td class=\"num\">–</td>"), std::string::npos);
   EXPECT_EQ(page.find("<td class=\"num\">1.0000</td>"), std::string::npos);
   EXPECT_NE(page.find("this VM hands freed memory back"), std::string::npos);
+  EXPECT_EQ(page.find("weak: no power law"), std::string::npos);
   // The same problem: no note.
   sweep["shape"]["Hkv"] = 16;
   spit(d.path / "sweep.json", sweep.dump());
   EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("This sweep is of"), std::string::npos);
+  // A weak fit is marked in the table as sweep prints it, not only on the chart's label.
+  sweep["fits"][0]["points"] = 4;
+  sweep["fits"][0]["stderr"] = 0.487;
+  sweep["fits"][0]["weak"] = true;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string weak = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(weak.find("<td class=\"num\">4</td><td>weak: no power law</td>"), std::string::npos);
+  EXPECT_NE(weak.find("so that exponent is no scaling law"), std::string::npos);
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -185,7 +185,7 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"iters", o.iters},
           {"attention_flops", attention_flops(in.p)},
           {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair: Nq*Nk, causal Nq^2/2 "
-                               "(Nq <= Nk) or Nq*Nk - Nk^2/2 (Nq > Nk), halved when Nq == Nk"},
+                               "(Nq <= Nk) or Nq*Nk - Nk^2/2 (Nq > Nk), so Nq*Nk/2 when Nq == Nk"},
           {"peak_kind", t.peak_kind},
           {"peak_gflops", t.peak},
           {"peak_isa", t.peak_isa},

@@ -168,8 +168,9 @@ void run_profile(const ProfileArgs& a) {
   if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
   if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());
   std::printf("%s", report::thread_balance_table(analysis::thread_balance(r.result)).c_str());
-  std::printf("time per forward: %s (median of %zu recorded forwards), %.1f GFLOP/s (%s)\n",
-              report::format_time_ns(r.median_ns).c_str(), r.forward_ns.size(),
+  std::printf("time per forward: %s (%s), %.1f GFLOP/s (%s)\n", report::format_time_ns(r.median_ns).c_str(),
+              r.forward_ns.size() == 1 ? "one recorded forward"
+                                       : fmt::format("median of {} recorded forwards", r.forward_ns.size()).c_str(),
               r.median_ns > 0 ? flops / r.median_ns : 0.0,
               (flops_legend(in.p) + (in.p.mask == MaskKind::Causal ? "; the table's GFLOP/s count what each op "
                                                                      "computed, masked scores included"

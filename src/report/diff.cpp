@@ -520,7 +520,7 @@ std::string run_label(const json& c) {
     // The SIMD target the peaks and kernels ran with: one CPU under ATTNPROF_ISA=scalar and as itself are two runs.
     if (const std::string isa = text(c["machine"], "isa"); !isa.empty()) where += ", " + isa;
     const double threads = c.contains("threads") && c["threads"].is_number() ? c["threads"].get<double>() : 0.0;
-    if (threads >= 1 && threads <= 1e6) where += fmt::format(", {:.0f} threads", threads);
+    if (threads >= 1 && threads <= 1e6) where += fmt::format(", {:.0f} thread{}", threads, threads == 1 ? "" : "s");
   }
   const std::string problem = text(c, "problem");
   return fmt::format("{}{}", problem.empty() ? "?" : problem, where.empty() ? "" : " on " + where);

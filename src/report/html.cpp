@@ -581,8 +581,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   json time_fit = json::array(), mem_fit = json::array();
   std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
                           "<th>± std. error</th><th>coefficient a (ms, or bytes for memory)</th><th>R²</th>"
-                          "<th>points</th></tr></thead><tbody>\n";
-  bool any_fit = false;
+                          "<th>points</th><th>fit</th></tr></thead><tbody>\n";
+  bool any_fit = false, any_weak = false;
   if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
     for (const json& f : *fits) {
       const std::string v = str(f, "variant", "?");
@@ -590,19 +590,20 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const double b = num(f, "exponent", NAN), a = num(f, "coefficient", NAN);
       // Two points fix a line exactly: no error estimate, and R² is 1 by construction, so neither is shown.
       const bool two = num(f, "points", NAN) == 2;
+      // A weak fit's exponent is no scaling law: its row and its chart label say so, as sweep prints it.
+      const json* w = member(f, {"weak"});
+      const bool weak = w && w->is_boolean() && w->get<bool>();
+      any_weak = any_weak || weak;
       fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
                    td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
                    td(two ? "–" : fmt_num(num(f, "r2", NAN), 4), true) + td(fmt_num(num(f, "points", NAN), 0), true) +
-                   "</tr>\n";
+                   td(weak ? "weak: no power law" : "") + "</tr>\n";
       any_fit = true;
       auto r = range.find(v);
       if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
       const bool mem = metric == "memory";
       // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
       const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
-      // A weak fit's exponent is no scaling law: its label says so.
-      const json* w = member(f, {"weak"});
-      const bool weak = w && w->is_boolean() && w->get<bool>();
       const std::string label = fmt::format("N^{:.2f}{}", b, weak ? " (weak fit)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (double x : {r->second.first, r->second.second})
@@ -686,6 +687,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   }
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
+  if (any_weak)
+    pg.note("weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that "
+            "exponent is no scaling law: at small N fixed costs dominate, or the timings were disturbed.");
   if (!skipped.empty()) {
     std::string list = "<ul class=\"note\">";
     for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";
