@@ -747,6 +747,8 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
       EXPECT_EQ(p["variant"], "naive");
       EXPECT_EQ(p["seq"], 512);
       EXPECT_NE(p["note"].get<std::string>().find("budget"), std::string::npos);
+      // Refused before its inputs were drawn: none of them live beside the scores it would need.
+      EXPECT_EQ(p["note"].get<std::string>().find("already live"), std::string::npos) << p["note"];
     }
   EXPECT_EQ(skipped, 1);
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr

@@ -214,6 +214,11 @@ void run_sweep(const SweepArgs& a) {
       bar.update(done, fmt::format("{} N={}", v->name, n));
       try {
         if (auto why = v->unsupported(p0)) throw OutOfBudget(*why);  // before drawing the inputs
+        {  // and the variant's own budget check (naive's N×N scores): at N=16384 the inputs are seconds to draw
+          AttnOptions planned;
+          planned.is_causal = o.causal;
+          (void)v->prepare(p0, planned);
+        }
         const Inputs in = make_inputs(o, n, /*with_reference=*/false);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
         if (!spot_check(*runner, *v, in, pt)) {
