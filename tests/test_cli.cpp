@@ -1731,6 +1731,16 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
   EXPECT_NE(r.err.find("MiB of tensors live: the address-space limit (ulimit -v) of 200 MiB"), std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(big)) << "a stopped run leaves no output directory";
+  // The inputs fit, their fp64 reference (not tensors, past the budget by --memory-budget) does not: said to
+  // be outside the tensors, under the limit.
+  r = limited("profile flash --iters 1 --warmup 0 --shape 6,16,1024,64 --dtype fp32 --memory-budget 100G --out " +
+              big.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("attnprof: error: out of memory: an allocation outside the tensors (the fp64 reference's or a "
+                       "report's buffers) failed under the address-space limit (ulimit -v) of 200 MiB"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(big)) << "a stopped run leaves no output directory";
 }
 
 TEST_F(Cli, OverBudgetProfileStopsBeforeTheReference) {

@@ -179,12 +179,17 @@ int main(int argc, char** argv) {
   } catch (const attnprof::Error& e) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {
-    // Under an address-space limit the limit, not free memory, is the likely cause: name it and its size.
+    // Not a tensor's (the tracked allocator names its own size and the tensors live): a buffer of the fp64
+    // reference or of a report, whose size the C++ runtime does not pass on (and the tensors beside it are
+    // freed by the time it lands here). Under an address-space limit the limit, not free memory, is the
+    // likely cause: named with its size.
     if (const int64_t limit = attnprof::address_space_limit_bytes(); limit >= 0)
-      return fail("out of memory: an allocation failed under the address-space limit (ulimit -v) of " +
-                  std::to_string(limit >> 20) + " MiB; raise it, or try a smaller --shape or fewer --threads");
-    return fail("out of memory: the system refused an allocation (a ulimit, or less free memory than the run "
-                "needs); try a smaller --shape or a --memory-budget under what is free");
+      return fail("out of memory: an allocation outside the tensors (the fp64 reference's or a report's buffers) "
+                  "failed under the address-space limit (ulimit -v) of " + std::to_string(limit >> 20) +
+                  " MiB; raise it, or try a smaller --shape or fewer --threads");
+    return fail("out of memory: the system refused an allocation outside the tensors (the fp64 reference's or a "
+                "report's buffers: a ulimit, or less free memory than the run needs); try a smaller --shape or a "
+                "--memory-budget under what is free");
   } catch (const std::exception& e) {
     attnprof::cli::remove_created_dirs_if_empty();
     std::fprintf(stderr, "attnprof: internal error: %s\n", attnprof::cli::terminal_line(e.what()).c_str());
