@@ -661,15 +661,16 @@ std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std:
   std::vector<const Variant*> out;
   std::vector<std::string> left_out;
   for (const std::string& n : names) {
-    const Variant* v = nullptr;
-    try {
-      v = &resolve_variant_on(gpu, n, n == "sdpa" ? backend : "", p);
-    } catch (const Error& e) {
-      if (!defaults) throw;
-      left_out.push_back(e.what());
-      std::fprintf(stderr, "attnprof: note: left out of the default variants: %s\n", terminal_line(e.what()).c_str());
-      continue;
+    if (defaults && n != "sdpa") {  // the command's own list holds registry names only
+      const Variant& listed = gpu ? cuda::find_cuda_variant(n) : find_variant(n);
+      if (auto why = listed.unsupported(p)) {
+        left_out.push_back(fmt::format("{}: {}", n, *why));
+        std::fprintf(stderr, "attnprof: note: left out of the default variants: %s cannot run %s: %s\n", n.c_str(),
+                     p.str().c_str(), terminal_line(*why).c_str());
+        continue;
+      }
     }
+    const Variant* v = &resolve_variant_on(gpu, n, n == "sdpa" ? backend : "", p);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   if (out.empty())
