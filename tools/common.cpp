@@ -263,10 +263,10 @@ void check_forward_fits(const Variant& v, const AttnProblem& p) {
   const double inputs = input_bytes(p), reference = reference_bytes(p), forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
   // The N×N scores are the usual excess, and flash then the way out; else the inputs and the reference are.
   check_memory_budget(inputs + reference + forward,
-                      fmt::format("{} at {} (its inputs, {:.0f} bytes, their fp64 reference, {:.0f} bytes{})", v.name,
-                                  p.str(), inputs, reference,
-                                  forward > 0 ? fmt::format(", and what one forward allocates beyond them, {:.0f} bytes",
-                                                            forward)
+                      fmt::format("{} at {} (its inputs, {} bytes, their fp64 reference, {} bytes{})", v.name,
+                                  p.str(), byte_count(inputs), byte_count(reference),
+                                  forward > 0 ? fmt::format(", and what one forward allocates beyond them, {} bytes",
+                                                            byte_count(forward))
                                               : std::string()),
                       forward > inputs + reference ? kNoScoresHint : kSmallerInputsHint);
 }
@@ -318,8 +318,8 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
     const double bytes = input_bytes(p);
     if (const double reference = reference_bytes(p); with_reference)
       check_memory_budget(bytes + reference,
-                          fmt::format("the random inputs of {} ({:.0f} bytes) and their fp64 reference ({:.0f} bytes)",
-                                      p.str(), bytes, reference),
+                          fmt::format("the random inputs of {} ({} bytes) and their fp64 reference ({} bytes)",
+                                      p.str(), byte_count(bytes), byte_count(reference)),
                           kSmallerInputsHint);
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));

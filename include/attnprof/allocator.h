@@ -61,5 +61,8 @@ class MemoryReservation {
 // A byte count for messages in the binary unit that reads best: "512 B", "1.50 KiB", "8.25 MiB", "2.00 GiB",
 // "3.00 TiB" (a budget refusal of megabytes no longer reads "0.00 GiB").
 std::string binary_size(double bytes);
+// A byte count as the exact integer while a double holds it exactly (below 2^53), else to four significant
+// digits ("2.400e+21"): "{:.0f}" of a larger double prints digits the figure does not have.
+std::string byte_count(double bytes);
 
 }  // namespace attnprof

@@ -96,6 +96,10 @@ std::string binary_size(double bytes) {
   return fmt::format("{:.2f} {}", v, units[u]);
 }
 
+std::string byte_count(double bytes) {
+  return std::fabs(bytes) < 9007199254740992.0 ? fmt::format("{:.0f}", bytes) : fmt::format("{:.3e}", bytes);
+}
+
 namespace {
 std::atomic<int64_t> g_reserved{0};
 }  // namespace
@@ -109,8 +113,8 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
     const std::string with_live =
         live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
-    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}){}, over the memory budget of {} bytes ({}){}{}", what,
-                                  bytes, binary_size(bytes), with_live, budget, binary_size(double(budget)),
+    throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}){}{}", what,
+                                  byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),
                                   hint.empty() ? "" : "; ", hint),
                       __FILE__, __LINE__);
   }
