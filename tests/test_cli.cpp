@@ -1435,6 +1435,16 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   bad("diff " + out().string() + " " + out().string() + " --row-limit 2",
       "--row-limit applies to the op rows of two summaries; a diff of two compare runs has one row per variant");
   bad("diff " + out().string() + " " + naive, "cannot diff " + cmp + " (a compare.json) against " + naive);
+  // A directory without a compare.json (a profile's --out) names the summaries it holds; an empty one says so.
+  const fs::path prof_dir = dir_ / "profile-out", empty_dir = dir_ / "empty-out";
+  fs::create_directories(prof_dir);
+  fs::create_directories(empty_dir);
+  fs::copy_file(naive, prof_dir / "naive.summary.json");
+  bad("diff " + naive + " " + prof_dir.string(),
+      prof_dir.string() + " holds no compare.json, only summaries (naive.summary.json): name the summary to compare, "
+                          "e.g. " + (prof_dir / "naive.summary.json").string());
+  bad("diff " + naive + " " + empty_dir.string(),
+      empty_dir.string() + " is a directory without a compare.json or a <variant>.summary.json");
   // A directory whose compare.json lost its "kind" is named as the file at fault.
   fs::create_directories(out() / "old");
   io::write_file_atomic((out() / "old" / "compare.json").string(), R"({"variants": [{"name": 5}]})");

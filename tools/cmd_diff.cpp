@@ -4,9 +4,12 @@
 //     inplace: the blog's first two scripts);
 //   - two compare.json, or two directories holding one: variant by variant, ms per forward and the speed-up,
 //     peak memory, ops and error (two runs before and after a change, two machines, a CPU run and a GPU run).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -25,10 +28,24 @@ struct DiffArgs {
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
-// A directory stands for the compare.json inside it.
+// A directory stands for the compare.json inside it; one without (a profile's --out) names its summaries.
 std::string input_file(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  return std::filesystem::is_directory(path, ec) ? (std::filesystem::path(path) / "compare.json").string() : path;
+  if (!fs::is_directory(path, ec)) return path;
+  const fs::path compare = fs::path(path) / "compare.json";
+  if (fs::exists(compare, ec)) return compare.string();
+  std::vector<std::string> summaries;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+    if (const std::string name = it->path().filename().string(); name.ends_with(".summary.json"))
+      summaries.push_back(name);
+  std::sort(summaries.begin(), summaries.end());
+  if (summaries.empty())
+    ATTNPROF_FAIL("{} is a directory without a compare.json or a <variant>.summary.json: diff takes two "
+                  "<variant>.summary.json, or two compare.json (or two directories holding one)",
+                  path);
+  ATTNPROF_FAIL("{} holds no compare.json, only summaries ({}): name the summary to compare, e.g. {}", path,
+                fmt::join(summaries, ", "), (fs::path(path) / summaries.front()).string());
 }
 
 std::string file_label(const std::string& path) {
