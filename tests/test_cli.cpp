@@ -426,6 +426,14 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
   expect_bad("compare" + kSmall + "--python /usr/bin/python3", "--python applies with --peer torch only");
   expect_bad("compare" + kSmall + "--peer tensorflow", "unknown --peer 'tensorflow': expected torch");
   expect_bad("compare" + kSmall + "--peer torch --device cuda", "--peer torch runs on the CPU backend");
+  expect_bad("compare" + kSmall + "--peer-timeout 5", "--peer-timeout applies with --peer torch only");
+  {  // An interpreter that hangs, in its probe or its run: stopped at --peer-timeout, the run ends, nothing written.
+    const fs::path hangs = dir_ / "python-hangs";
+    { std::ofstream(hangs) << "#!/bin/sh\nexec sleep 60\n"; }
+    fs::permissions(hangs, fs::perms::owner_all);
+    expect_bad(args + " --python " + hangs.string() + " --peer-timeout 1",
+               "'" + hangs.string() + "' did not finish within --peer-timeout 1 s and was stopped");
+  }
   // Stand-ins for an interpreter gone wrong after the probe (argv: -c SCRIPT probe|run ...): what they print or
   // how they end is named, and the variants that ran are not written either.
   const std::string probe_ok = "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"0.0\"}'; exit 0; fi\n";
@@ -440,13 +448,14 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
             "returned no output for torch-naive"},
            {"traceback", "echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: boom' >&2; exit 1\n",
             "failed: RuntimeError: boom (exit status 1)"},
-           {"killed", "kill -9 $$\n", "failed: killed by signal 9"}}) {
+           {"killed", "kill -9 $$\n", "failed: killed by signal 9"},
+           {"hangs", "exec sleep 60\n", "did not finish within --peer-timeout 1 s and was stopped"}}) {
     SCOPED_TRACE(name);
     const fs::path fake = dir_ / ("python-" + name);
     { std::ofstream(fake) << probe_ok << body; }
     fs::permissions(fake, fs::perms::owner_all);
     // After the variants ran (their progress is on stderr): exit 2, the error last, and their files discarded.
-    const Result r = run(args + " --python " + fake.string() + out_flag());
+    const Result r = run(args + " --python " + fake.string() + " --peer-timeout 1" + out_flag());
     EXPECT_EQ(r.code, 2) << r.err;
     const size_t last = r.err.rfind('\n', r.err.size() - 2);
     const std::string last_line = r.err.substr(last == std::string::npos ? 0 : last + 1);

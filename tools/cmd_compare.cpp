@@ -25,6 +25,8 @@ struct CompareArgs {
   std::string peer;       // "torch": PyTorch on the same inputs, in `python` (peer_torch.cpp)
   std::string python = "python3";
   CLI::Option* python_opt = nullptr;
+  int peer_timeout = 0;  // seconds the peer's process may take, each of its two runs; 0: no limit
+  CLI::Option* peer_timeout_opt = nullptr;
 };
 
 struct Row {
@@ -393,6 +395,8 @@ void run_compare_cuda(const CompareArgs& a) {
 
 void run_compare(const CompareArgs& a) {
   if (a.python_opt->count() > 0 && a.peer.empty()) ATTNPROF_FAIL("--python applies with --peer torch only");
+  if (a.peer_timeout_opt->count() > 0 && a.peer.empty())
+    ATTNPROF_FAIL("--peer-timeout applies with --peer torch only");
   if (!a.peer.empty() && a.peer != "torch") ATTNPROF_FAIL("unknown --peer '{}': expected torch", a.peer);
   if (!a.peer.empty() && a.device == "cuda")
     ATTNPROF_FAIL("--peer torch runs on the CPU backend; on a GPU, scripts/gpu-check.sh runs PyTorch's peer");
@@ -403,7 +407,7 @@ void run_compare(const CompareArgs& a) {
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
-  const std::string torch_version = a.peer.empty() ? "" : probe_torch_peer(a.python);
+  const std::string torch_version = a.peer.empty() ? "" : probe_torch_peer(a.python, a.peer_timeout);
   refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
   prepare_out_dir(o.out);
   check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
@@ -442,7 +446,7 @@ void run_compare(const CompareArgs& a) {
                          torch_version, a.python, o.warmup, o.iters));
     // The unfused variants' bound: torch's bf16 ops round between ops as naive's do.
     const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
-    peers = run_torch_peer(in, a.python, threads, o.warmup, o.iters, tol, ref);
+    peers = run_torch_peer(in, a.python, threads, o.warmup, o.iters, tol, ref, a.peer_timeout);
     for (const PeerRow& r : peers->rows)
       progress(r.status == RunOutcome::Status::Skipped
                    ? fmt::format("peer {}: skipped: {}", r.name, r.note)
@@ -507,6 +511,11 @@ void add_compare_command(CLI::App& app) {
                   "own process and checked against the same fp64 reference (CPU only; needs torch in --python)");
   args->python_opt = sub->add_option("--python", args->python,
                                      "the python interpreter for --peer torch (default python3 on PATH)");
+  args->peer_timeout_opt = add_integer_option(
+      sub, "--peer-timeout", args->peer_timeout,
+      "seconds the peer's python may take (its probe, then its run), after which it is stopped and the run ends "
+      "with an error (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
+      0, 86400);
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->callback([args] { run_compare(*args); });
 }

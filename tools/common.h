@@ -280,9 +280,10 @@ struct PeerRun {
   int threads = 0;  // torch.get_num_threads() in the peer
   std::vector<PeerRow> rows;
 };
-std::string probe_torch_peer(const std::string& python);
+// `timeout_s` > 0: the interpreter is stopped (SIGKILL) past that many seconds and an Error says so.
+std::string probe_torch_peer(const std::string& python, int timeout_s = 0);
 PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
-                       const Tolerance& tol, LazyReference& ref);
+                       const Tolerance& tol, LazyReference& ref, int timeout_s = 0);
 
 // Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
 // (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant

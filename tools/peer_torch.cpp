@@ -12,6 +12,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cmath>
 #include <cstring>
 
@@ -167,8 +170,9 @@ struct Child {
   }
 };
 
-// Runs `python -c SCRIPT args...` with stdin from `in` (read from its start) and waits for it.
-Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in) {
+// Runs `python -c SCRIPT args...` with stdin from `in` (read from its start) and waits for it: at most
+// `timeout_s` seconds when > 0, after which it is killed and an Error names the limit.
+Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in, int timeout_s) {
   const MemFile out("attnprof-peer-out"), err("attnprof-peer-err");
   in.rewind();
   std::vector<std::string> argv = {python, "-c", kScript};
@@ -189,8 +193,19 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
                   "that has torch)",
                   python, std::strerror(rc));
   Child c;
-  while (::waitpid(pid, &c.status, 0) < 0)
-    if (errno != EINTR) ATTNPROF_FAIL("--peer torch: waiting for '{}' failed: {}", python, std::strerror(errno));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &c.status, timeout_s > 0 ? WNOHANG : 0);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) ATTNPROF_FAIL("--peer torch: waiting for '{}' failed: {}", python, std::strerror(errno));
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
+      }
+      ATTNPROF_FAIL("--peer torch: '{}' did not finish within --peer-timeout {} s and was stopped", python, timeout_s);
+    }
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   c.out = out.contents();
   c.err = err.contents();
   return c;
@@ -218,9 +233,9 @@ nlohmann::json result_line(const std::string& python, const Child& c, size_t& en
 
 }  // namespace
 
-std::string probe_torch_peer(const std::string& python) {
+std::string probe_torch_peer(const std::string& python, int timeout_s) {
   const MemFile in("attnprof-peer-in");
-  const Child c = run_python(python, {"probe"}, in);
+  const Child c = run_python(python, {"probe"}, in, timeout_s);
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed before running anything: {}", python, c.why());
   size_t end = 0;
@@ -228,7 +243,7 @@ std::string probe_torch_peer(const std::string& python) {
 }
 
 PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
-                       const Tolerance& tol, LazyReference& ref) {
+                       const Tolerance& tol, LazyReference& ref, int timeout_s) {
   const AttnProblem& p = in.p;
   PeerRun run;
   run.python = python;
@@ -250,7 +265,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
                              {"run", std::string(dtype_name(p.dtype)), p.mask == MaskKind::Causal ? "1" : "0",
                               std::to_string(threads), std::to_string(warmup), std::to_string(iters),
                               fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0"},
-                             stdin_file);
+                             stdin_file, timeout_s);
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());
   size_t at = 0;
