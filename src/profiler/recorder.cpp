@@ -1,6 +1,16 @@
 // Per-thread event buffers: where zones and memory events land while the profiler records.
 #include "profiler/recorder.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTNPROF_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTNPROF_ASAN 1
+#endif
+#endif
+#if ATTNPROF_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,6 +56,12 @@ void populate(const void* p, size_t bytes) noexcept {
   const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
   if (p == nullptr || last <= first) return;
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+#if ATTNPROF_ASAN
+  // Under AddressSanitizer every write of an event first reads the shadow of its bytes: pages mapped here,
+  // not from its allocator, have shadow nothing has read yet, which would fault in inside the first op to
+  // write there. Reading it now maps it with the buffer.
+  (void)__asan_region_is_poisoned(reinterpret_cast<void*>(first), last - first);
+#endif
 }
 
 ThreadBuffer* thread_buffer() {
