@@ -159,13 +159,13 @@ const Variant& find_cuda_variant(std::string_view name);  // Error listing the n
 struct DeviceTiming {
   std::vector<double> ms;  // per forward
   double median_ms = 0.0, min_ms = 0.0;  // median_ms is analysis::median(ms), as on the host
-  // One forward's share of `iters` forwards enqueued back to back between one pair of events: the device's
-  // time without the gaps where it waits for the host to launch the next forward (each timed forward above
-  // starts on an idle device, so it includes its own launch).
+  // With `burst`: one forward's share of `iters` forwards enqueued back to back between one pair of events,
+  // the device's time without the gaps where it waits for the host to launch the next forward (each timed
+  // forward above starts on an idle device, so it includes its own launch). 0 when not asked.
   double burst_ms = 0.0;
 };
 DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
-                                 const DeviceTensor& v, int warmup = 3, int iters = 20);
+                                 const DeviceTensor& v, int warmup = 3, int iters = 20, bool burst = false);
 
 // The hand-written FlashAttention-2 forward on device tensors (bf16, D 64 or 128, no mask or causal).
 DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,

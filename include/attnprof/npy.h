@@ -54,11 +54,10 @@ Tensor load_from_memory(const void* data, size_t size, std::string_view what = "
 // Loads a file. Reads only the header before checking the declared size against the file size.
 Tensor load(const std::string& path);
 
-// Serialises a tensor as a version 1.0 .npy image (header padded to 64 bytes, NumPy's alignment).
+// Serialises a tensor as a version 1.0 .npy image (header padded to 64 bytes, NumPy's alignment): the bytes
+// save() writes, for a stream or a pipe.
 std::string to_bytes(const Tensor& t);
 // Writes a tensor to `path` through a temporary file and a rename (no partial files on failure).
 void save(const std::string& path, const Tensor& t);
-// The bytes save() writes (header and data), for a stream or a pipe.
-std::string to_bytes(const Tensor& t);
 
 }  // namespace attnprof::npy

@@ -42,7 +42,7 @@ DeviceOutput flash_attention(const DeviceTensor&, const DeviceTensor&, const Dev
   no_cuda("flash_attention");
 }
 DeviceTiming time_device_forward(DeviceRunner&, const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, int,
-                                 int) {
+                                 int, bool) {
   no_cuda("time_device_forward");
 }
 ActivityCollector::ActivityCollector() = default;

@@ -302,7 +302,7 @@ const Variant& find_cuda_variant(std::string_view name) {
 namespace attnprof::cuda {
 
 DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, const DeviceTensor& k,
-                                 const DeviceTensor& v, int warmup, int iters) {
+                                 const DeviceTensor& v, int warmup, int iters, bool burst) {
   ATTNPROF_CHECK(warmup >= 0 && iters >= 1, "time_device_forward needs warmup >= 0 and iters >= 1");
   for (int i = 0; i < warmup; ++i) runner.run_device(q, k, v);
   ATTNPROF_CUDA_CHECK(cudaStreamSynchronize(detail::stream()));
@@ -321,22 +321,18 @@ DeviceTiming time_device_forward(DeviceRunner& runner, const DeviceTensor& q, co
     } ev;
     ATTNPROF_CUDA_CHECK(cudaEventCreate(&ev.a));
     ATTNPROF_CUDA_CHECK(cudaEventCreate(&ev.b));
-    for (int i = 0; i < iters; ++i) {
+    // Milliseconds between one pair of events around `forwards` forwards enqueued back to back.
+    auto timed = [&](int forwards) {
       ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.a, detail::stream()));
-      runner.run_device(q, k, v);
+      for (int i = 0; i < forwards; ++i) runner.run_device(q, k, v);
       ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.b, detail::stream()));
       ATTNPROF_CUDA_CHECK(cudaEventSynchronize(ev.b));
       float ms = 0.0f;
       ATTNPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.a, ev.b));
-      t.ms.push_back(double(ms));
-    }
-    ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.a, detail::stream()));
-    for (int i = 0; i < iters; ++i) runner.run_device(q, k, v);
-    ATTNPROF_CUDA_CHECK(cudaEventRecord(ev.b, detail::stream()));
-    ATTNPROF_CUDA_CHECK(cudaEventSynchronize(ev.b));
-    float burst = 0.0f;
-    ATTNPROF_CUDA_CHECK(cudaEventElapsedTime(&burst, ev.a, ev.b));
-    t.burst_ms = double(burst) / iters;
+      return double(ms);
+    };
+    for (int i = 0; i < iters; ++i) t.ms.push_back(timed(1));
+    if (burst) t.burst_ms = timed(iters) / iters;
   }  // the events are destroyed here, before the launch check, as on every way out
   detail::check_launch("the timed forwards");
   t.median_ms = analysis::median(t.ms);
