@@ -129,6 +129,12 @@ TEST_F(Cli, VersionAndHelpPerSubcommand) {
   }
   EXPECT_NE(run("profile --help").out.find("--backend"), std::string::npos);
   EXPECT_NE(run("sweep --help").out.find("--seq"), std::string::npos);
+  // Each command answers --version too, before it would name a missing argument (profile's variant).
+  for (const char* sub : {"profile", "compare", "sweep", "roofline", "report", "diff"}) {
+    r = run(std::string(sub) + " --version");
+    EXPECT_EQ(r.code, 0) << sub << ": " << r.err;
+    EXPECT_EQ(r.out, std::string("attnprof ") + ATTNPROF_VERSION + "\n") << sub;
+  }
 }
 
 TEST_F(Cli, ProfileWritesTableTraceAndSummary) {

@@ -149,12 +149,6 @@ std::string legend(bool gpu) {
          "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
 }
 
-// A string field of a file attnprof wrote, "" when absent or not a string (the file's checker has run).
-std::string text_of(const nlohmann::json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // roofline --from: the ops an earlier compare measured, under the peaks it recorded. Nothing runs, so the
 // placement is that run's, figure for figure, and a CUDA run's can be read on a machine without a GPU.
 void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the run's directory
@@ -181,7 +175,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 
   const nlohmann::json c = read_json_file(compare_path);
   report::check_compare_json(c, compare_path);
-  const bool gpu = text_of(c, "device") == "cuda";
+  const bool gpu = report::string_field(c, "device") == "cuda";
   if (a.given("--device") && (a.device == "cuda") != gpu)
     ATTNPROF_FAIL("--device {}: {} is a {} run; drop --device (--from places the run on the device it ran on)",
                   a.device, compare_path, gpu ? "CUDA" : "CPU");
@@ -194,13 +188,13 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   } catch (const Error& e) {
     ATTNPROF_FAIL("{}: field 'machine': {}", compare_path, e.what());
   }
-  const std::string reclaim = gpu ? "" : text_of(*machine, "memory_reclaim");
+  const std::string reclaim = gpu ? "" : report::string_field(*machine, "memory_reclaim");
 
   // The variants to place: those named, each of which the run must hold, else all of them in its order.
   const nlohmann::json& rows = c["variants"];
   std::vector<const nlohmann::json*> chosen;
   std::vector<std::string> held;
-  for (const nlohmann::json& row : rows) held.push_back(text_of(row, "name"));
+  for (const nlohmann::json& row : rows) held.push_back(report::string_field(row, "name"));
   if (a.variants_given) {
     for (const std::string& name : a.variants) {
       const auto it = std::find(held.begin(), held.end(), name);
@@ -213,7 +207,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     for (const nlohmann::json& row : rows) chosen.push_back(&row);
   }
 
-  const std::string problem = text_of(c, "problem");
+  const std::string problem = report::string_field(c, "problem");
   const double iters = c.contains("iters") && c["iters"].is_number() ? c["iters"].get<double>() : 0;
   std::string text = peaks_text(m, gpu, reclaim);
   text += fmt::format("\n{} of {} as {} measured them ({}; intensity and FLOPs from the cost model)\n",
@@ -228,19 +222,20 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
                       {"machine", machine_json(m, gpu, reclaim)},
                       {"from", compare_path},
                       {"problem", problem},
-                      {"dtype", text_of(c, "dtype")},
+                      {"dtype", report::string_field(c, "dtype")},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
   std::vector<std::string> inputs = {compare_path};
   for (const nlohmann::json* row : chosen) {
-    const std::string name = text_of(*row, "name");
+    const std::string name = report::string_field(*row, "name");
     if (const std::string status = report::compare_row_status(*row); status != "ok") {
-      const std::string note = terminal_line(text_of(*row, "note"));  // a file's text, not escape sequences
+      const std::string note = terminal_line(report::string_field(*row, "note"));  // a file's text, not escape sequences
       text += fmt::format("{:<12}{}: {}\n", name, status, note.empty() ? "not run" : note);
       j["skipped"].push_back({{"variant", name}, {"status", status}, {"note", note}});
       continue;
     }
-    const std::string file = text_of(*row, "summary").empty() ? name + ".summary.json" : text_of(*row, "summary");
+    std::string file = report::string_field(*row, "summary");
+    if (file.empty()) file = name + ".summary.json";
     // A name that is not a plain file name would reach files outside the run's directory.
     if (file.find_first_of("/\\") != std::string::npos || file.front() == '.')
       ATTNPROF_FAIL("{}: variant '{}' names its summary '{}', not a plain file name (attnprof writes "

@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
   // An option given an empty value (--memory-budget "", --save "") is a mistake, never "the default".
   const CLI::Validator non_empty([](std::string& s) { return s.empty() ? std::string("an empty value") : std::string(); },
                                  "", "non-empty");
-  for (CLI::App* sub : app.get_subcommands({}))
+  for (CLI::App* sub : app.get_subcommands({})) {
+    // "attnprof profile --version" answers as "attnprof --version" does, before a missing variant is named.
+    sub->set_version_flag("--version", std::string("attnprof ") + ATTNPROF_VERSION);
     for (CLI::Option* opt : sub->get_options()) {
       // A flag given a value (--causal=false, --json=0) is refused rather than read one way by one flag and
       // ignored by another: --causal=false used to leave the mask on. "--flag=true" still means the flag.
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
         opt->check(non_empty);
       }
     }
+  }
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
   std::string commands;
   bool known = false;

@@ -275,10 +275,10 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
   if (!j.contains("rows") || !j["rows"].is_array()) ATTNPROF_FAIL("--peer torch: '{}' printed no rows", python);
   for (const nlohmann::json& r : j["rows"]) {
     PeerRow row;
-    row.name = r.is_object() && r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "";
+    row.name = report::string_field(r, "name");
     if (row.name != "torch-naive" && row.name != "torch-sdpa")
       ATTNPROF_FAIL("--peer torch: '{}' printed a row that is not torch-naive or torch-sdpa", python);
-    row.call = r.contains("call") && r["call"].is_string() ? terminal_line(r["call"].get<std::string>()) : "";
+    row.call = terminal_line(report::string_field(r, "call"));
     row.tol = tol;
     if (r.contains("skipped") && r["skipped"] == true) {
       row.status = RunOutcome::Status::Skipped;

@@ -77,6 +77,8 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
 // profiler's "metadata", else the top level (roofline.json); "" when none holds a non-empty string. The one
 // rule report and diff read a file's problem and annotation by.
 std::string recorded(const nlohmann::json& doc, std::string_view key);
+// The string `o` holds under `key`, "" when it is absent or not a string (the file's checker has run).
+std::string string_field(const nlohmann::json& o, std::string_view key);
 
 // ---- two profiles side by side ----------------------------------------------------------------------
 // One op of a profile diff, per forward on each side (a side's figures are 0 when the op is absent there).

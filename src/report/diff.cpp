@@ -100,11 +100,6 @@ const std::string& printable_field(const std::string& value, const std::string& 
   return value;
 }
 
-std::string text(const json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool is_activity(const std::string& category) {
   return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
 }
@@ -127,8 +122,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (!s.is_object() || !s.contains("schema"))
     ATTNPROF_FAIL("{}: not an attnprof summary (expected \"schema\": \"attnprof.summary/1\"; write one with "
                   "`attnprof profile` or `attnprof compare`)", what);
-  if (text(s, "schema") != "attnprof.summary/1")
-    ATTNPROF_FAIL("{}: schema '{}' is not one this attnprof reads (attnprof.summary/1)", what, text(s, "schema"));
+  if (string_field(s, "schema") != "attnprof.summary/1")
+    ATTNPROF_FAIL("{}: schema '{}' is not one this attnprof reads (attnprof.summary/1)", what, string_field(s, "schema"));
   const auto rows = s.find("rows");
   if (rows == s.end() || !rows->is_array()) ATTNPROF_FAIL("{}: no \"rows\" array", what);
   // "device" is a CUDA profile's section: it decides which clock the times are read from.
@@ -202,7 +197,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
 
   for (const json& r : *rows) {
     const std::string name = r["name"].get<std::string>();
-    const std::string cat = text(r, "category");
+    const std::string cat = string_field(r, "category");
     if (analysis::is_annotation(name, cat)) continue;
     OpFigures o;
     const std::string row_what = fmt::format("{} row '{}'", what, name);
@@ -515,14 +510,14 @@ std::string run_label(const json& c) {
   std::string where;
   if (c.contains("gpu") && c["gpu"].is_string()) where = c["gpu"].get<std::string>();
   else if (c.contains("machine") && c["machine"].is_object()) {
-    where = text(c["machine"], "cpu");
-    if (const std::string sig = text(c["machine"], "cpu_signature"); !sig.empty()) where += " (" + sig + ")";
+    where = string_field(c["machine"], "cpu");
+    if (const std::string sig = string_field(c["machine"], "cpu_signature"); !sig.empty()) where += " (" + sig + ")";
     // The SIMD target the peaks and kernels ran with: one CPU under ATTNPROF_ISA=scalar and as itself are two runs.
-    if (const std::string isa = text(c["machine"], "isa"); !isa.empty()) where += ", " + isa;
+    if (const std::string isa = string_field(c["machine"], "isa"); !isa.empty()) where += ", " + isa;
     const double threads = c.contains("threads") && c["threads"].is_number() ? c["threads"].get<double>() : 0.0;
     if (threads >= 1 && threads <= 1e6) where += fmt::format(", {:.0f} thread{}", threads, threads == 1 ? "" : "s");
   }
-  const std::string problem = text(c, "problem");
+  const std::string problem = string_field(c, "problem");
   return fmt::format("{}{}", problem.empty() ? "?" : problem, where.empty() ? "" : " on " + where);
 }
 
@@ -535,15 +530,15 @@ double maybe(const json& o, const char* key, const std::string& what) {
 }
 
 void check_compare(const json& c, const std::string& which) {
-  if (!c.is_object() || text(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
+  if (!c.is_object() || string_field(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
   // What diff prints of the run, in its header and notes.
-  (void)printable_field(text(c, "problem"), "problem", which);
+  (void)printable_field(string_field(c, "problem"), "problem", which);
   if (c.contains("gpu") && c["gpu"].is_string()) (void)printable_field(c["gpu"].get<std::string>(), "gpu", which);
   if (c.contains("machine") && c["machine"].is_object())
     for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul"})
-      (void)printable_field(text(c["machine"], key), std::string("machine.") + key, which);
+      (void)printable_field(string_field(c["machine"], key), std::string("machine.") + key, which);
   // The device every row ran on: absent (older CPU runs) or one of the two attnprof runs on.
   if (const auto dev = c.find("device"); dev != c.end() && !dev->is_null()) {
     if (!dev->is_string()) ATTNPROF_FAIL("{}: field 'device' is {}, not a string (cpu or cuda)", which, dev->dump());
@@ -585,7 +580,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
 // Every row of one compare.json into d, as the base or the new side (`which` names it in errors).
 void add_compare_rows(RunDiff& d, const json& doc, bool is_base, const std::string& which) {
   for (const json& v : doc["variants"]) {
-    const std::string name = v.is_object() ? text(v, "name") : "";
+    const std::string name = v.is_object() ? string_field(v, "name") : "";
     if (name.empty()) ATTNPROF_FAIL("{}: a variant without a \"name\"", which);
     (void)printable_name(name, which);
     // report reads <name>.summary.json, .table.txt and the traces beside compare.json: a name that is not a
@@ -617,10 +612,10 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   RunDiff d;
   d.base_label = run_label(base);
   d.new_label = run_label(next);
-  d.same_problem = text(base, "problem") == text(next, "problem");
+  d.same_problem = string_field(base, "problem") == string_field(next, "problem");
   auto gemm = [](const json& c) {
-    return text(c, "dtype") == "bf16" && c.contains("machine") && c["machine"].is_object()
-               ? text(c["machine"], "bf16_matmul")
+    return string_field(c, "dtype") == "bf16" && c.contains("machine") && c["machine"].is_object()
+               ? string_field(c["machine"], "bf16_matmul")
                : std::string();
   };
   if (const std::string b = gemm(base), n = gemm(next); !b.empty() && !n.empty() && b != n) {

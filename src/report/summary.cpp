@@ -18,16 +18,18 @@ nlohmann::json cost_json(const OpCost& c) {
 
 }  // namespace
 
+std::string string_field(const nlohmann::json& o, std::string_view key) {
+  if (!o.is_object()) return {};
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string recorded(const nlohmann::json& doc, std::string_view key) {
   if (!doc.is_object()) return {};
-  auto text = [&](const nlohmann::json& o) {
-    const auto it = o.find(key);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
   for (const char* section : {"run", "metadata"})
     if (const auto it = doc.find(section); it != doc.end() && it->is_object())
-      if (std::string v = text(*it); !v.empty()) return v;
-  return text(doc);
+      if (std::string v = string_field(*it, key); !v.empty()) return v;
+  return string_field(doc, key);
 }
 
 nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAverages& ka) {
