@@ -875,13 +875,20 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
   }
   const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
                            dv = cuda::DeviceTensor::from_host(in.v);
+  // As on the CPU, the profiler makes its buffers and names before the warm-ups, so the host side of the
+  // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
+  const prof::Schedule& s = plan.schedule;
+  const int steps = s.wait + s.warmup + s.active;
+  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
+  set_run_metadata(profiler, v, in);
+  profiler.set_metadata("device", cuda::device_info().name);
+  profiler.prepare();
+  (void)prof::detail::intern(v.annotation);
   for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
   const DevicePeak peak = device_forward_peak(*dev, dq, dk, dv);
   r.peak_bytes = peak.total;
   r.peak_extra_bytes = peak.extra;
 
-  const prof::Schedule& s = plan.schedule;
-  const int steps = s.wait + s.warmup + s.active;
   if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, s.active));
   cuda::ActivityCollector cupti;
   try {
@@ -890,9 +897,6 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     r.cupti_note = e.what();
     progress(fmt::format("{}: CUPTI unavailable, recording the host side only: {}", label, r.cupti_note));
   }
-  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
-  set_run_metadata(profiler, v, in);
-  profiler.set_metadata("device", cuda::device_info().name);
   profiler.start();
   {
     prof::VariantScope scope(v.name);
