@@ -853,6 +853,45 @@ TEST(Profiler, TaskClockNeverExceedsTheZonesOwnTime) {
   EXPECT_LE(double(row(ka, "short")->task_clock_ns), row(ka, "short")->total_ns + 200 * 100.0);
 }
 
+TEST(Profiler, CountersAreReadOutsideAnOpsTimeAndTheirCostIsCalibrated) {
+  // Each zone's two getrusage calls (about a microsecond each) sit outside its [t0, t1]: an empty op zone
+  // stays as short as it is without counters, instead of carrying microseconds of its own counting into its
+  // self time. The reads land in the parent's time, and the session's calibration, made with counters on,
+  // is what the aggregation takes off per nested zone.
+  prof::Profiler p({.software_counters = true});
+  p.start();
+  {
+    ATTNPROF_OP_ZONE(parent, "parent_op");
+    for (int i = 0; i < 200; ++i) {
+      ATTNPROF_OP_ZONE(z, "empty_op");
+    }
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  ASSERT_TRUE(r.counters_recorded) << r.counters_note;
+  EXPECT_EQ(r.zone_overhead_ns, prof::calibrated_zone_overhead_ns(true));
+  std::vector<double> own;
+  for (const prof::ZoneEvent& e : r.threads.at(0).zones)
+    if (std::string(e.name) == "empty_op") {
+      EXPECT_GE(e.page_faults, 0);  // measured, as a delta
+      own.push_back(r.ns(e.t1 - e.t0));
+    }
+  ASSERT_EQ(own.size(), 200u);
+  std::sort(own.begin(), own.end());
+  // A ratio within one run, not a time: the median empty zone against what one zone's counting costs.
+  EXPECT_LT(own[own.size() / 2] * 4, r.zone_overhead_ns)
+      << "median empty zone " << own[own.size() / 2] << " ns, counted zone overhead " << r.zone_overhead_ns << " ns";
+  const auto ka = analysis::key_averages(r);
+  // The parent's self time keeps what ran between its children, not 200 zones' counting.
+  EXPECT_LT(row(ka, "parent_op")->self_ns, 200 * r.zone_overhead_ns / 2);
+
+  prof::Profiler off;
+  off.start();
+  { ATTNPROF_OP_ZONE(z, "empty_op"); }
+  off.stop();
+  EXPECT_EQ(off.result().zone_overhead_ns, prof::calibrated_zone_overhead_ns(false));
+}
+
 TEST(Profiler, RecordShapesOption) {
   Tensor a = Tensor::zeros({1, 1, 8, 4}, DType::F32), b = Tensor::zeros({1, 1, 4, 8}, DType::F32);
   for (bool shapes : {true, false}) {

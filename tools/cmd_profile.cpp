@@ -199,8 +199,8 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
   sub->add_flag("--counters", args->counters,
-                "software counters: page faults per op, forward and profiler step (every thread's, getrusage; about "
-                "2 us per op), task-clock per forward and step (perf_event_open): the table gains their columns, and "
+                "software counters: page faults per op, forward and profiler step (every thread's, getrusage; read "
+                "outside each op's time, their cost calibrated away), task-clock per forward and step (perf_event_open): the table gains their columns, and "
                 "its footer says what was recorded and why anything could not be");
   add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true, .traces = true});
   sub->callback([args] { run_profile(*args); });

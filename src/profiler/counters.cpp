@@ -105,10 +105,10 @@ std::string session_end() {
   return g_note;
 }
 
-void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
-  // Start values; zone_close turns them into deltas. -1 stays "not measured". Task-clock is read last here
-  // and first there, so its interval is the innermost.
-  e.page_faults = process_page_faults();
+// Start values; the closing calls turn them into deltas. -1 stays "not measured".
+void faults_open(ZoneEvent& e) noexcept { e.page_faults = process_page_faults(); }
+
+void clock_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
   if (!g_task_clock.load(std::memory_order_relaxed) || !is_annotation(e)) return;
   ThreadCounters& c = b->counters;
   if (!c.tried) {
@@ -118,11 +118,14 @@ void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
   e.task_clock_ns = read_counter(c.task_clock_fd);
 }
 
-void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
+void clock_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept {
   if (e.task_clock_ns >= 0) {
     const int64_t v = read_counter(b->counters.task_clock_fd);
     e.task_clock_ns = v >= 0 ? v - e.task_clock_ns : -1;
   }
+}
+
+void faults_close(ZoneEvent& e) noexcept {
   if (e.page_faults >= 0) {
     const int64_t v = process_page_faults();
     e.page_faults = v >= 0 ? v - e.page_faults : -1;

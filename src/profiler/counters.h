@@ -3,9 +3,11 @@
 // Page faults are the whole process's (getrusage: every thread's minor and major faults), read at the open and
 // close of every zone, ops included: the faults of an op that first touches a fresh buffer land on its OpenMP
 // workers as much as on the calling thread, and a per-thread count would miss theirs. One getrusage costs
-// about a microsecond (more with more threads), which lands inside the zone's own time.
+// about a microsecond (more with more threads), so it is read outside the zone's [t0, t1]: the two reads land
+// in the parent's time, where the profiler's calibration, made with counters on, takes them off again.
 // Task-clock is the opening thread's CPU time (perf_event_open, pid = 0, cpu = -1), read on user_annotation
-// zones only; each thread opens its counter on first use and the session closes them all at stop().
+// zones only, inside [t0, t1] so that it never exceeds the zone's duration; each thread opens its counter on
+// first use and the session closes them all at stop().
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,11 @@ std::string session_end();
 // Whether this session reads task-clock on annotations (perf_event_open allowed it); valid until session_end.
 bool task_clock_recorded() noexcept;
 
-// Called from open_zone/close_zone for every zone while counters are on.
-void zone_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
-void zone_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
+// Called from open_zone/close_zone for every zone while counters are on: the page faults before t0 and after
+// t1, the task-clock (annotations only) just inside them.
+void faults_open(ZoneEvent& e) noexcept;
+void clock_open(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
+void clock_close(detail::ThreadBuffer* b, ZoneEvent& e) noexcept;
+void faults_close(ZoneEvent& e) noexcept;
 
 }  // namespace attnprof::prof::counters

@@ -100,21 +100,26 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
   e.variant = b->variant;
   b->stack.push_back(idx);
   if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_open(name, category);
+  // Page faults are read outside [t0, t1] (a microsecond each, which the calibration takes off the parent),
+  // task-clock inside, so that it never exceeds the zone's own duration.
+  const bool counting = g_counters.load(std::memory_order_relaxed);
+  if (counting) [[unlikely]] counters::faults_open(e);
   e.t0 = now_ticks();
-  // Counters are read inside [t0, t1], so a zone's task-clock never exceeds its own duration.
-  if (g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_open(b, e);
+  if (counting) [[unlikely]] counters::clock_open(b, e);
   return idx;
 }
 
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
   // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
   const bool kept = size_t(idx) < b->zones.size() && !b->stack.empty() && b->stack.back() == idx;
-  if (kept && g_counters.load(std::memory_order_relaxed)) [[unlikely]] counters::zone_close(b, b->zones[size_t(idx)]);
+  const bool counting = kept && g_counters.load(std::memory_order_relaxed);
+  if (counting) [[unlikely]] counters::clock_close(b, b->zones[size_t(idx)]);
   const uint64_t t = now_ticks();
   // Every opened zone closes its listener range, kept or dropped, so the listener's pushes and pops pair.
   if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_close();
   if (!kept) return;
   b->zones[size_t(idx)].t1 = t;
+  if (counting) [[unlikely]] counters::faults_close(b->zones[size_t(idx)]);
   b->stack.pop_back();
 }
 

@@ -33,14 +33,17 @@ void set_marks() {
 
 }  // namespace
 
-double calibrated_zone_overhead_ns() {
+double calibrated_zone_overhead_ns(bool with_counters) {
   // What one empty child zone adds to its parent's time beyond its own measured duration: exactly
   // what must be subtracted from a parent's self time per direct child. Measured once, median of 5.
-  static const double value = [] {
+  // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
+  // part of what it adds to its parent, and is calibrated with them on.
+  auto measure = [](bool counting) {
     // The zone listener (NVTX mirroring) is held off: calibration zones must not reach Nsight's timeline.
     const ZoneListener* listener = zone_listener();
     set_zone_listener(nullptr);
     const bool was = detail::g_recording.exchange(true);
+    const bool counters_were = detail::g_counters.exchange(counting);
     detail::ThreadBuffer* b = detail::thread_buffer();
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
     static constexpr ZoneSite parent_site{"calibration", "cpu_op", __FILE__, __LINE__};
@@ -64,12 +67,18 @@ double calibrated_zone_overhead_ns() {
       if (round > 0) samples.push_back(double(parent_t1 - parent_t0 - child_sum) * ns_per_tick() / kChildren);
     }
     b->mem.resize(mem0);
+    detail::g_counters.store(counters_were);
     detail::g_recording.store(was);
     set_zone_listener(listener);
     std::sort(samples.begin(), samples.end());
     return samples[samples.size() / 2];
-  }();
-  return value;
+  };
+  if (with_counters) {
+    static const double counting = measure(true);
+    return counting;
+  }
+  static const double plain = measure(false);
+  return plain;
 }
 
 Profiler::Profiler(ProfilerOptions opts) : opts_(opts) {
@@ -113,6 +122,7 @@ void Profiler::prepare() {
   ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
   prepared_ = true;
   calibrated_zone_overhead_ns();  // before any events, so calibration never lands in a trace
+  if (opts_.software_counters) calibrated_zone_overhead_ns(true);
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     b->zones.clear();
     b->mem.clear();
@@ -207,7 +217,7 @@ void Profiler::stop() {
   running_ = false;
   collected_.ns_per_tick = ns_per_tick();
   collected_.clock = clock_name();
-  collected_.zone_overhead_ns = calibrated_zone_overhead_ns();
+  collected_.zone_overhead_ns = calibrated_zone_overhead_ns(collected_.counters_recorded);
   collected_.counters_note = counters::session_end();
   collected_.metadata = metadata_;
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
