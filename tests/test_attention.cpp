@@ -48,6 +48,28 @@ TEST(Attention, EveryVariantMatchesReference) {
   }
 }
 
+// An explicit scale reaches every variant the same way, a negative one included (valid in SDPA: PyTorch
+// scales q and k by sqrt(|scale|) with the sign on q, where a plain sqrt would be NaN). bf16 runs at
+// magnitudes near the default 1/sqrt(D): a larger scale's logits lose more to bf16's rounding in naive's bf16
+// scores than the tolerance allows, as in PyTorch.
+TEST(Attention, EveryVariantTakesAnExplicitScaleANegativeOneToo) {
+  const std::vector<std::pair<DType, double>> runs = {
+      {DType::F32, 0.7}, {DType::F32, -0.25}, {DType::F32, -2.0}, {DType::BF16, 0.09}, {DType::BF16, -0.125}};
+  for (const auto& [t, scale] : runs)
+    for (const Case& c : {Case{1, 2, 2, 100, 130, 64, MaskKind::Causal}, Case{2, 2, 1, 50, 90, 48, MaskKind::Bool}}) {
+      Inputs in = make_inputs(c, t, 7);
+      in.opt.scale = scale;
+      const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+      const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+      double naive_err = -1.0;
+      for (const Variant& var : registry()) {
+        if (var.unsupported(p)) continue;
+        SCOPED_TRACE(fmt::format("{} {} scale={}", var.name, case_name(c, t), scale));
+        expect_matches_reference(var, var.prepare(p, in.opt)->run(in.q, in.k, in.v), ref, t, naive_err);
+      }
+    }
+}
+
 // The oracle itself against attention written as its definition reads, one key's dot product at a time:
 // reference_attention reorganises the loops for speed (keys transposed, causal keys past the query skipped,
 // four terms per pass) and must still add every sum in the definition's order, so the two agree to the last

@@ -1,6 +1,6 @@
 // Variant 3: scaled_dot_product_attention, one fused entry point with backends, PyTorch's semantics.
 //   math:  the composed reference path, as PyTorch's _scaled_dot_product_attention_math: bf16 and fp16
-//          inputs are upcast to fp32, q and k are each scaled by sqrt(scale), the causal mask is rebuilt on every
+//          inputs are upcast to fp32, q and k are each scaled by sqrt(|scale|) (q with its sign), the causal mask is rebuilt on every
 //          call, then matmul, masked_fill/add, softmax, matmul, and a cast back. (The blog found it 3.7×
 //          slower than in-place naive for exactly these reasons.)
 //   flash: attnprof's FlashAttention-2-style kernel (flash_attention).
@@ -76,8 +76,10 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   Tensor q = upcast ? ops::to(q0, DType::F32) : q0;
   Tensor k = upcast ? ops::to(k0, DType::F32) : k0;
   Tensor v = upcast ? ops::to(v0, DType::F32) : v0;
-  const double sq = std::sqrt(p.effective_scale());
-  q = ops::mul(q, sq);
+  // sqrt of the scale's magnitude on each side, its sign on q's (as PyTorch does since 2.1): a negative scale
+  // is valid, and its plain square root is NaN.
+  const double scale = p.effective_scale(), sq = std::sqrt(std::fabs(scale));
+  q = ops::mul(q, std::copysign(sq, scale));
   k = ops::mul(k, sq);
   Tensor s = ops::matmul(q, ops::transpose(k));
   const float ninf = -std::numeric_limits<float>::infinity();

@@ -148,8 +148,8 @@ class SdpaMathRunner final : public DeviceRunner {
     DeviceTensor q = upcast ? dops::to(q0, DType::F32) : q0;
     DeviceTensor k = upcast ? dops::to(k0, DType::F32) : k0;
     DeviceTensor v = upcast ? dops::to(v0, DType::F32) : v0;
-    const double sq = std::sqrt(p_.effective_scale());
-    q = dops::mul(q, sq);
+    const double scale = p_.effective_scale(), sq = std::sqrt(std::fabs(scale));  // sign on q's side, as on the CPU
+    q = dops::mul(q, std::copysign(sq, scale));
     k = dops::mul(k, sq);
     DeviceTensor s = dops::matmul_qk(q, k);
     if (p_.mask == MaskKind::Causal) s = dops::masked_fill(s, dops::triu_mask(p_.Nq, p_.Nk, 1), kNegInf);
