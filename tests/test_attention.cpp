@@ -70,6 +70,44 @@ TEST(Attention, EveryVariantTakesAnExplicitScaleANegativeOneToo) {
     }
 }
 
+// A NaN in the inputs is never hidden: a NaN in one query row makes that row's output NaN in every variant
+// (as the fp64 reference's), and the other rows stay right. A NaN in one key reaches every query row that
+// sees that key. Validation then counts them (compare_to_reference's non_finite).
+TEST(Attention, ANaNInTheInputsReachesTheOutputInEveryVariant) {
+  for (DType t : {DType::F32, DType::BF16})
+    for (Isa isa : available_isas()) {
+      IsaOverride use(isa);
+      const Case c{1, 2, 2, 70, 70, 32, MaskKind::Causal};
+      Inputs in = make_inputs(c, t, 3);
+      in.q.set(0, 1, 5, 7, std::numeric_limits<float>::quiet_NaN());
+      in.k.set(0, 0, 40, 3, std::numeric_limits<float>::quiet_NaN());
+      const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+      for (const Variant& var : registry()) {
+        if (var.unsupported(p)) continue;
+        SCOPED_TRACE(fmt::format("{} {} isa={}", var.name, dtype_name(t), isa_name(isa)));
+        const Tensor o = var.prepare(p, in.opt)->run(in.q, in.k, in.v).out;
+        int64_t nan_rows_h1 = 0, nan_rows_h0 = 0, finite_rows = 0;
+        for (int64_t i = 0; i < c.Nq; ++i) {
+          bool all_nan1 = true, all_nan0 = true, finite = true;
+          for (int64_t d = 0; d < c.D; ++d) {
+            all_nan1 = all_nan1 && std::isnan(o.get(0, 1, i, d));
+            all_nan0 = all_nan0 && std::isnan(o.get(0, 0, i, d));
+            finite = finite && std::isfinite(o.get(0, 1, i, d));
+          }
+          nan_rows_h1 += all_nan1;
+          finite_rows += finite;
+          nan_rows_h0 += all_nan0 && i >= 40;  // causal: rows 40.. see key 40
+          if (i < 40) {
+            for (int64_t d = 0; d < c.D; ++d) EXPECT_TRUE(std::isfinite(o.get(0, 0, i, d))) << "head 0 row " << i;
+          }
+        }
+        EXPECT_EQ(nan_rows_h1, 1);  // query row 5 of head 1
+        EXPECT_EQ(finite_rows, c.Nq - 1);
+        EXPECT_EQ(nan_rows_h0, c.Nq - 40);
+      }
+    }
+}
+
 // The oracle itself against attention written as its definition reads, one key's dot product at a time:
 // reference_attention reorganises the loops for speed (keys transposed, causal keys past the query skipped,
 // four terms per pass) and must still add every sum in the definition's order, so the two agree to the last

@@ -70,6 +70,8 @@ void check_softmax(int64_t n, bool in_place) {
       if (r == 3) v = -kInf;                        // nothing visible: zeros
       if (r == 5 && j % 2 == 1) v = -kInf;          // every other key masked
       if (r == 7 && j != n - 1) v = -kInf;          // only the last key visible: exactly 1
+      if (r == 9 && j == n / 2) v = std::nanf("");  // a NaN: the whole row NaN
+      if (r == 11) v = j == n - 1 ? std::nanf("") : -kInf;  // a NaN beside -inf only: NaN, not zeros
       x[size_t(r * n + j)] = to_storage<T>(v);
     }
   const std::vector<T> x0 = x;
@@ -79,6 +81,10 @@ void check_softmax(int64_t n, bool in_place) {
   const double rel = std::is_same_v<T, float> ? 2e-6 : std::is_same_v<T, f16> ? 1.0 / 2048 : 1.0 / 256;
   for (int64_t r = 0; r < kRows; ++r) {
     auto in = [&](int64_t j) { return double(from_storage(x0[size_t(r * n + j)])); };
+    if (r == 9 || r == 11) {
+      for (int64_t j = 0; j < n; ++j) ASSERT_TRUE(std::isnan(double(from_storage(out[size_t(r * n + j)])))) << "row " << r << " col " << j;
+      continue;
+    }
     double mx = -INFINITY, sum = 0.0;
     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, in(j));
     for (int64_t j = 0; j < n; ++j) sum += mx == -INFINITY ? 0.0 : std::exp(in(j) - mx);

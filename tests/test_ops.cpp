@@ -347,6 +347,43 @@ TEST(Ops, SoftmaxMatchesLoop) {
   }
 }
 
+// A NaN score makes its whole row NaN, as in PyTorch, wherever it sits: in a vector block or the tail, first
+// or last (the max instruction drops one operand's NaN, and exp2 clamps its argument), beside finite scores or
+// -inf ones only. Rows without a NaN are untouched, and an all -inf row is still zeros.
+TEST(Ops, SoftmaxRowWithANaNIsNaN) {
+  const float ninf = -std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16, DType::F16})
+      for (int64_t n : {1, 3, 16, 20, 40, 100})
+        for (bool masked_rest : {false, true}) {
+          // Row i holds its NaN at position i % n (rows n.. have none); with masked_rest the others are -inf.
+          Tensor a = Tensor::empty({1, 1, n + 2, n}, t);
+          for (int64_t i = 0; i < n + 2; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              a.set(0, 0, i, j, i < n && j == i ? nan : masked_rest && i < n ? ninf : 0.1f * float(j));
+          a.set(0, 0, n + 1, 0, ninf);
+          for (int64_t j = 0; j < n; ++j) a.set(0, 0, n + 1, j, ninf);  // all -inf: zeros
+          const Tensor strided = a.transpose().clone().transpose();     // the row loop, not the vector kernels
+          for (const auto& [label, o] : {std::pair{"out of place", ops::softmax(a)}, {"strided", ops::softmax(strided)},
+                                         {"in place", [&] { Tensor c = a.clone(); ops::softmax_(c); return c; }()}}) {
+            const std::string what = fmt::format("{} {} n={} {} {}", isa_name(isa), dtype_name(t), n,
+                                                 masked_rest ? "rest -inf" : "rest finite", label);
+            int64_t not_nan = 0;
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t j = 0; j < n; ++j) not_nan += !std::isnan(o.get(0, 0, i, j));
+            EXPECT_EQ(not_nan, 0) << what;
+            double sum = 0.0;
+            for (int64_t j = 0; j < n; ++j) {
+              sum += o.get(0, 0, n, j);
+              EXPECT_EQ(o.get(0, 0, n + 1, j), 0.0f) << what;
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-2) << what;
+          }
+        }
+  }
+}
+
 // matmul against an fp64 loop over the same (rounded) inputs: contiguous operands, kᵀ as a transposed view,
 // a broadcast (stride-0) operand and grouped heads (b with fewer heads than a), fp32 and bf16, on every ISA
 // target. bf16 below AVX-512 is widened to fp32 and multiplied by sgemm; from AVX-512 up it is oneDNN's bf16

@@ -34,6 +34,10 @@ __global__ void masked_fill_kernel(T* x, const uint8_t* mask, int64_t H, int64_t
     if (mask[layout::mask_offset(e, H, Nq, Nk, ms)]) store(x, e, value);
 }
 
+// The row maximum's step: fmaxf drops a NaN operand, this keeps it, so that a NaN score makes its whole row
+// NaN (as the CPU ops and PyTorch do) even where every other score is -inf.
+__device__ __forceinline__ float max_keep_nan(float a, float b) { return a != a || b != b ? a + b : fmaxf(a, b); }
+
 // One warp per row. Rows up to 32·kPerLane long (the blog's are 1024) stay in registers between the max,
 // the sum and the write, so the row is read once, as PyTorch's softmax kernel does for rows up to 1024.
 // Lane l holds columns l, l+32, ...: every load and store is coalesced.
@@ -50,9 +54,9 @@ __global__ void softmax_regs_kernel(const T* x, T* y, int64_t rows, int n) {
   for (int c = 0; c < kPerLane; ++c) {
     const int j = c * 32 + lane;
     v[c] = j < n ? load(xr, j) : -INFINITY;
-    mx = fmaxf(mx, v[c]);
+    mx = max_keep_nan(mx, v[c]);
   }
-  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  for (int o = 16; o > 0; o /= 2) mx = max_keep_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (mx == -INFINITY) {  // nothing visible: zeros, as PyTorch's flash kernels give
 #pragma unroll
     for (int c = 0; c < kPerLane; ++c)
@@ -81,8 +85,8 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t n) {
   const T* xr = x + row * n;
   T* yr = y + row * n;
   float mx = -INFINITY;
-  for (int64_t j = lane; j < n; j += 32) mx = fmaxf(mx, load(xr, j));
-  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  for (int64_t j = lane; j < n; j += 32) mx = max_keep_nan(mx, load(xr, j));
+  for (int o = 16; o > 0; o /= 2) mx = max_keep_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (mx == -INFINITY) {  // nothing visible: zeros, as PyTorch's flash kernels give
     for (int64_t j = lane; j < n; j += 32) store(yr, j, 0.0f);
     return;

@@ -119,7 +119,13 @@ inline void softmax_any(int64_t n, Load ld, float* ex, Store st) {
   if (j < n) vmax = F::max(vmax, F::keep_first(ld(j, n - j), n - j, ninf));
   const float mx = F::hmax(vmax);
   if (mx == ninf) {
-    for (j = 0; j < n; j += W) st(j, F::zero(), std::min<int64_t>(W, n - j));
+    // Every score -inf gives zeros (one convention for every variant), unless the max skipped a NaN (vmaxps
+    // drops one operand's NaN): a NaN anywhere in a row makes the row NaN, as in PyTorch. Elsewhere the NaN
+    // reaches the sum through exp2.
+    bool nan = false;
+    for (j = 0; j < n && !nan; j += W) nan = F::any_nan(F::keep_first(ld(j, std::min<int64_t>(W, n - j)), n - j, 0.0f));
+    const V fill = nan ? F::set1(std::numeric_limits<float>::quiet_NaN()) : F::zero();
+    for (j = 0; j < n; j += W) st(j, fill, std::min<int64_t>(W, n - j));
     return;
   }
   const V l2e = F::set1(kLog2e), vmx = F::set1(mx);

@@ -1,6 +1,7 @@
 // softmax over the last dim, out of place and in place. Computed in fp32 for bf16 and fp16 inputs.
 // A row whose entries are all -inf yields zeros (PyTorch's eager softmax would give NaN; its flash
-// kernels give 0, and attnprof uses one convention for every variant).
+// kernels give 0, and attnprof uses one convention for every variant). A NaN anywhere in a row makes the
+// whole row NaN, as in PyTorch, so that validation sees it.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -18,12 +19,15 @@ namespace {
 void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t dof, int64_t dst_st, int64_t n,
                  DType t, float* tmp) {
   float mx = -std::numeric_limits<float>::infinity();
+  bool nan = false;
   for (int64_t j = 0; j < n; ++j) {
     tmp[j] = detail::load(src, t, so + j * sst);
     mx = std::max(mx, tmp[j]);
+    nan = nan || std::isnan(tmp[j]);
   }
-  if (mx == -std::numeric_limits<float>::infinity()) {
-    for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, 0.0f);
+  if (nan || mx == -std::numeric_limits<float>::infinity()) {  // a NaN makes the row NaN, as in PyTorch
+    const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, fill);
     return;
   }
   float sum = 0.0f;

@@ -31,6 +31,7 @@ struct Avx2 {
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
     return _mm_cvtss_f32(m);
   }
+  static bool any_nan(V v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
   static float hsum(V v) {
     __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_add_ps(m, _mm_movehl_ps(m, m));
@@ -45,11 +46,11 @@ struct Avx2 {
     return _mm256_blendv_ps(_mm256_set1_ps(x), v, _mm256_castsi256_ps(lane_mask(valid)));
   }
 
-  // 2^x for x <= 0, -inf -> 0; see Avx512::exp2. 2^n is built in the exponent field (n >= -125 keeps the
-  // result normal); arguments below -125 give exactly 0.
+  // 2^x for x <= 0, -inf -> 0, NaN -> NaN; see Avx512::exp2. 2^n is built in the exponent field (n >= -125
+  // keeps the result normal); arguments below -125 give exactly 0.
   static V exp2(V x) {
-    const V ok = _mm256_cmp_ps(x, _mm256_set1_ps(-125.0f), _CMP_GE_OQ);
-    x = _mm256_max_ps(x, _mm256_set1_ps(-125.0f));
+    const V ok = _mm256_cmp_ps(x, _mm256_set1_ps(-125.0f), _CMP_NLT_UQ);  // NaN passes, and stays NaN:
+    x = _mm256_max_ps(_mm256_set1_ps(-125.0f), x);                         // vmaxps returns its second operand
     const V n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const V f = _mm256_sub_ps(x, n);
     V p = _mm256_set1_ps(1.535336188319500e-4f);

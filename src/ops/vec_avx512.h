@@ -24,17 +24,19 @@ struct Avx512 {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  static bool any_nan(V v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
   // Lanes at index >= valid become x (the causal / ragged tail of a score row).
   // Lanes at index < n become x (causal masking of a column of transposed scores).
   static V mask_first(V v, int64_t n, float x) { return _mm512_mask_blend_ps(lanes(n), v, _mm512_set1_ps(x)); }
   static V keep_first(V v, int64_t valid, float x) { return _mm512_mask_blend_ps(lanes(valid), _mm512_set1_ps(x), v); }
 
-  // 2^x for x <= 0 (softmax arguments), -inf -> 0. Range reduction x = n + f, |f| <= 1/2; degree-6
-  // polynomial for 2^f (Cephes exp2f coefficients, relative error ~2e-7); 2^n applied with vscalefps.
-  // Arguments below -125 give exactly 0 (they would be denormals, which only cost time).
+  // 2^x for x <= 0 (softmax arguments), -inf -> 0, NaN -> NaN (a NaN score must not vanish from its row).
+  // Range reduction x = n + f, |f| <= 1/2; degree-6 polynomial for 2^f (Cephes exp2f coefficients, relative
+  // error ~2e-7); 2^n applied with vscalefps. Arguments below -125 give exactly 0 (they would be denormals,
+  // which only cost time).
   static V exp2(V x) {
-    const __mmask16 ok = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);
-    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+    const __mmask16 ok = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);  // NaN passes, and stays
+    x = _mm512_max_ps(_mm512_set1_ps(-125.0f), x);  // NaN: vmaxps returns its second operand when either is NaN
     const V n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const V f = _mm512_sub_ps(x, n);
     V p = _mm512_set1_ps(1.535336188319500e-4f);

@@ -26,6 +26,7 @@ struct Scalar {
   static V max(V a, V b) { return std::max(a, b); }
   static float hmax(V v) { return v; }
   static float hsum(V v) { return v; }
+  static bool any_nan(V v) { return std::isnan(v); }
   // Lanes at index < n become x (causal masking of a column of transposed scores).
   static V mask_first(V v, int64_t n, float x) { return n > 0 ? x : v; }
   static V keep_first(V v, int64_t valid, float x) { return valid > 0 ? v : x; }

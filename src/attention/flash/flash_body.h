@@ -100,7 +100,9 @@ inline void forward(const Params& p) {
             for (int64_t c = 0; c < cols; ++c) s[c] += load1(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
           }
           float mx = m[size_t(r)];
-          for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, s[c]);
+          // A NaN score sticks in the max (std::max would drop it), so it reaches the row's sum and output.
+          for (int64_t c = 0; c < cols; ++c)
+            if (s[c] > mx || std::isnan(s[c])) mx = s[c];
           if (mx == ninf) continue;  // nothing visible yet in this row
           const float alpha = std::exp2(m[size_t(r)] - mx);
           float sum = 0.0f;
