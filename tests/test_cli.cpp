@@ -380,6 +380,25 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
   }
 }
 
+// Without --warmup, the CPU warms up for the default count and then until 0.1 s has passed (a forward's first
+// runs in a process are slower while malloc adapts); --warmup W runs exactly W. compare.json says which.
+TEST_F(Cli, CompareWarmsUpForAFloorOfTimeUnlessWarmupIsGiven) {
+  Result r = run("compare --variants flash --iters 1" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = read_json("compare.json");
+  EXPECT_EQ(j["warmup"], 1);
+  EXPECT_DOUBLE_EQ(j["warmup_min_s"].get<double>(), 0.1);
+  // A forward at this shape takes well under a millisecond: 0.1 s holds many more than the count.
+  EXPECT_GT(j["variants"][0]["warmup_forwards"].get<int>(), 1) << j["variants"][0].dump();
+  EXPECT_NE(r.err.find("warm-up forwards (1 at least, and 0.1 s of them)"), std::string::npos) << r.err;
+  r = run("compare --variants flash --iters 1 --warmup 2" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = read_json("compare.json");
+  EXPECT_EQ(j["warmup"], 2);
+  EXPECT_DOUBLE_EQ(j["warmup_min_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["variants"][0]["warmup_forwards"], 2);
+}
+
 TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
   // 160 KiB is enough for the inputs (3 × 16 KiB at fp32) and their fp64 reference (97 KiB) but not for the
   // naive N×N scores.

@@ -155,6 +155,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
+          {"warmup_forwards", when(ran, r.r.warmup_forwards)},
           {"spread", when(ran, report::spread_json(r.forward_ms))},
           {"cpu_sharing", report::cpu_sharing_json(r.r.sharing)},
           {"gflops", when(ran, r.gflops)},
@@ -184,6 +185,7 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"causal", in.p.mask == MaskKind::Causal},
           {"inputs", in.source},
           {"warmup", o.warmup},
+          {"warmup_min_s", warmup_floor_s(o)},
           {"iters", o.iters},
           {"attention_flops", attention_flops(in.p)},
           {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair: Nq*Nk, causal Nq^2/2 "
@@ -423,6 +425,7 @@ void run_compare(const CompareArgs& a) {
 
   RunPlan plan;
   plan.warmup = o.warmup;
+  plan.warmup_min_s = warmup_floor_s(o);
   plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
   plan.software_counters = a.counters;
   std::vector<Row> rows;
@@ -446,7 +449,7 @@ void run_compare(const CompareArgs& a) {
                          torch_version, a.python, o.warmup, o.iters));
     // The unfused variants' bound: torch's bf16 ops round between ops as naive's do.
     const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
-    peers = run_torch_peer(in, a.python, threads, o.warmup, o.iters, tol, ref, a.peer_timeout);
+    peers = run_torch_peer(in, a.python, threads, o.warmup, plan.warmup_min_s, o.iters, tol, ref, a.peer_timeout);
     for (const PeerRow& r : peers->rows)
       progress(r.status == RunOutcome::Status::Skipped
                    ? fmt::format("peer {}: skipped: {}", r.name, r.note)

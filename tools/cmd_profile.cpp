@@ -96,6 +96,7 @@ void run_profile(const ProfileArgs& a) {
 
   RunPlan plan;
   plan.warmup = o.warmup;
+  plan.warmup_min_s = warmup_floor_s(o);
   plan.schedule = {.wait = 1, .warmup = 1, .active = o.iters};
   plan.keep_output = !o.save_output.empty();
   plan.software_counters = a.counters;

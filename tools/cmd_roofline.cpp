@@ -346,6 +346,7 @@ void run_roofline(const RooflineArgs& a) {
     LazyReference ref(in);
     RunPlan plan;
     plan.warmup = o.warmup;
+    plan.warmup_min_s = warmup_floor_s(o);
     plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
     text += gpu ? fmt::format("\nKernels, copies and fills of {} ({} recorded forwards each, device time from CUPTI; "
                               "intensity and FLOPs from the launching op's cost model)\n",

@@ -109,10 +109,11 @@ bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
   return false;
 }
 
-// One point on the host: `warmup` forwards (the validation forward counting as the first), then the median
-// of `iters` timed ones and the largest peak above what was live before each.
+// One point on the host: `warmup` forwards (the validation forward counting as the first; without --warmup,
+// more until kWarmupFloorS has passed), then the median of `iters` timed ones and the largest peak above what
+// was live before each.
 void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
-  for (int i = 1; i < o.warmup; ++i) (void)runner.run(in.q, in.k, in.v);
+  (void)warm_up(o.warmup - 1, warmup_floor_s(o), [&] { (void)runner.run(in.q, in.k, in.v); });
   std::vector<double> ms;
   const analysis::OtherWork beside;
   for (int i = 0; i < o.iters; ++i) {

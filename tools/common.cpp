@@ -186,7 +186,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
                                  hardware_threads()));
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.iters < 0) o.iters = d.iters;
-  add_integer_option(sub, "--warmup", o.warmup, "warm-up forwards before timing", 0, kMaxForwards)->capture_default_str();
+  o.warmup_opt = add_integer_option(sub, "--warmup", o.warmup,
+                                    fmt::format("warm-up forwards before timing (default {}, on the CPU then more until "
+                                                "{:g} s of them have run; given, exactly this many)",
+                                                d.warmup, kWarmupFloorS),
+                                    0, kMaxForwards);
   add_integer_option(sub, "--iters", o.iters, "timed forwards", 1, kMaxForwards,
                      "(every profiled forward is kept in memory until the run ends)")
       ->capture_default_str();
@@ -208,6 +212,10 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
     sub->add_option("--save-output", o.save_output, "write the attention output to this .npy file");
   if (d.traces)
     sub->add_flag("--gzip", o.gzip, "write traces gzip-compressed (<variant>.trace.json.gz; Perfetto opens them as they are)");
+}
+
+double warmup_floor_s(const CommonOptions& o) {
+  return o.warmup_opt && o.warmup_opt->count() > 0 ? 0.0 : kWarmupFloorS;
 }
 
 std::string trace_file(const std::string& variant, const CommonOptions& o) {
@@ -814,8 +822,11 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   (void)prof::detail::intern(v.annotation);
   const std::string profiling_line =
       label.empty() ? "" : terminal_line(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active)) + "\n";
-  if (!label.empty() && plan.warmup > 0) progress(fmt::format("{}: {} warm-up forwards", label, plan.warmup));
-  for (int i = 0; i < plan.warmup; ++i) (void)runner->run(in.q, in.k, in.v);
+  if (!label.empty() && (plan.warmup > 0 || plan.warmup_min_s > 0))
+    progress(plan.warmup_min_s > 0
+                 ? fmt::format("{}: warm-up forwards ({} at least, and {:g} s of them)", label, plan.warmup, plan.warmup_min_s)
+                 : fmt::format("{}: {} warm-up forwards", label, plan.warmup));
+  r.warmup_forwards = warm_up(plan.warmup, plan.warmup_min_s, [&] { (void)runner->run(in.q, in.k, in.v); });
   if (!profiling_line.empty()) {
     std::fputs(profiling_line.c_str(), stderr);
     std::fflush(stderr);
@@ -885,6 +896,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
   profiler.prepare();
   (void)prof::detail::intern(v.annotation);
   for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
+  r.warmup_forwards = plan.warmup;
   const DevicePeak peak = device_forward_peak(*dev, dq, dk, dv);
   r.peak_bytes = peak.total;
   r.peak_extra_bytes = peak.extra;

@@ -3,6 +3,7 @@
 // routine (prepare -> validate against fp64 -> warm up -> profile) that profile, compare and roofline use.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -44,6 +45,7 @@ struct CommonOptions {
   CLI::Option* shape_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
   CLI::Option* seed_opt = nullptr;
+  CLI::Option* warmup_opt = nullptr;
 };
 
 struct Defaults {
@@ -60,6 +62,29 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d);
 // wrote a 58 MB trace). Past that a profile says nothing more, and a typo (--iters 100000000) would fill
 // memory, or overflow the step count (wait + warmup + active), instead of stopping.
 inline constexpr int kMaxForwards = 10000;
+
+// Without --warmup, a CPU run warms up for the subcommand's count of forwards and for at least this long. A
+// forward's first few runs in a process are slower than the rest while glibc's malloc moves its mmap threshold
+// to the forward's buffer sizes: flash at [1,2,256,64] on one thread took 0.75-1.0 ms for each of its first
+// three forwards and 0.08 ms after, so one warm-up left the median at 0.8 ms. At the blog's shape a forward
+// takes longer than this, so the count alone decides. --warmup N means exactly N.
+inline constexpr double kWarmupFloorS = 0.1;
+double warmup_floor_s(const CommonOptions& o);  // kWarmupFloorS, or 0 when --warmup was given
+
+// Runs `forward` `count` times, then again until `min_s` seconds have passed since the first (kMaxForwards in
+// all at most); returns how many ran. Allocates nothing itself.
+template <class F>
+int warm_up(int count, double min_s, F&& forward) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int n = 0;
+  for (; n < count; ++n) forward();
+  if (min_s <= 0) return n;
+  while (n < kMaxForwards && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < min_s) {
+    forward();
+    ++n;
+  }
+  return n;
+}
 
 // Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
 // option, --shape field and --seq length takes them. nullopt when `s` is not that; a magnitude past 2^64 comes
@@ -217,6 +242,7 @@ double now_s();
 
 struct RunPlan {
   int warmup = 3;                // unprofiled forwards after validation
+  double warmup_min_s = 0.0;     // ... and more until this long has passed (warmup_floor_s; host paths only)
   prof::Schedule schedule{.wait = 1, .warmup = 1, .active = 3};
   bool keep_output = false;      // keep the validated output (for --save-output)
   int event_iters = 0;           // CUDA: forwards timed with CUDA events after profiling (0: none)
@@ -242,6 +268,7 @@ struct RunOutcome {
   double median_event_ms = 0.0;
   double ops_per_forward = 0.0;  // per recorded forward: zones with a cost of their own (CPU), activities (GPU)
   std::optional<analysis::CpuSharing> sharing;  // CPU: the other work beside the profiled forwards, when measurable
+  int warmup_forwards = 0;       // the warm-up forwards that ran (plan.warmup, or more for plan.warmup_min_s)
 };
 const char* status_name(RunOutcome::Status s);
 
@@ -282,8 +309,8 @@ struct PeerRun {
 };
 // `timeout_s` > 0: the interpreter is stopped (SIGKILL) past that many seconds and an Error says so.
 std::string probe_torch_peer(const std::string& python, int timeout_s = 0);
-PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
-                       const Tolerance& tol, LazyReference& ref, int timeout_s = 0);
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, double warmup_min_s,
+                       int iters, const Tolerance& tol, LazyReference& ref, int timeout_s = 0);
 
 // Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
 // (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant

@@ -28,7 +28,7 @@ extern char** environ;
 namespace attnprof::cli {
 namespace {
 
-// argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE. Exit 3: numpy or torch cannot be imported.
+// argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
 import json, os, sys, time
 def busy_seconds():  # CPU time every CPU spent not idle, as attnprof reads /proc/stat; None unreadable
@@ -53,6 +53,7 @@ def main():
         return 0
     dtype, causal, threads = sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
     warmup, iters, scale, run_naive = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]), sys.argv[8] == "1"
+    warmup_min_s = float(sys.argv[9])  # then more warm-up forwards until this long has passed, as attnprof's
     torch.set_num_threads(threads)
     src = sys.stdin.buffer
     def tensor(a):  # bf16 travels as its 16-bit patterns ('<u2'), as attnprof writes it
@@ -93,8 +94,10 @@ def main():
             continue
         try:
             with torch.no_grad():
-                for _ in range(warmup):
+                warm, t_warm = 0, time.perf_counter()
+                while warm < warmup or (warm < 10000 and time.perf_counter() - t_warm < warmup_min_s):
                     fn()
+                    warm += 1
                 ms = []
                 busy0, own0, wall0 = busy_seconds(), time.process_time(), time.perf_counter()
                 for _ in range(iters):
@@ -242,8 +245,8 @@ std::string probe_torch_peer(const std::string& python, int timeout_s) {
   return terminal_line(result_line(python, c, end)["torch"].get<std::string>());
 }
 
-PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, int iters,
-                       const Tolerance& tol, LazyReference& ref, int timeout_s) {
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, double warmup_min_s,
+                       int iters, const Tolerance& tol, LazyReference& ref, int timeout_s) {
   const AttnProblem& p = in.p;
   PeerRun run;
   run.python = python;
@@ -264,7 +267,8 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
   const Child c = run_python(python,
                              {"run", std::string(dtype_name(p.dtype)), p.mask == MaskKind::Causal ? "1" : "0",
                               std::to_string(threads), std::to_string(warmup), std::to_string(iters),
-                              fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0"},
+                              fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0",
+                              fmt::format("{:g}", warmup_min_s)},
                              stdin_file, timeout_s);
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());
