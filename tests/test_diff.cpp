@@ -386,6 +386,14 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["run"]["ms_per_forward"] = 1e-300;
   expect_error(bad, "field 'ms_per_forward' is 1e-300 ms, under the profiler's 1 ns resolution");
+  // An op without a name would print as a blank row and a dangling comma in the removed list; timed forwards
+  // that are not there would leave the Noisy judgement nothing to judge.
+  bad = naive_summary();
+  bad["rows"][3]["name"] = "";
+  expect_error(bad, "a row whose \"name\" is empty");
+  bad = naive_summary();
+  bad["run"]["forward_ms"] = json::array();
+  expect_error(bad, "field 'forward_ms' is empty");
 }
 
 

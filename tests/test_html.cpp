@@ -599,6 +599,25 @@ TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   const std::string later = render_html_report(d.path.string(), stub_library());
   EXPECT_EQ(later.find("inplace.summary.json is left out"), std::string::npos);
   EXPECT_TRUE(chart_variants(data_block(later), "time-by-op").count("inplace"));
+  // compare --variants naive,flash: compare.json does not name inplace at all. Its older summary is an earlier
+  // run's and is left out, named; a later `profile inplace` is drawn.
+  json two = compare;
+  json kept = json::array();
+  for (const json& v : two["variants"])
+    if (v["name"] != "inplace") kept.push_back(v);
+  two["variants"] = kept;
+  spit(d.path / "compare.json", two.dump());
+  fs::last_write_time(d.path / "inplace.summary.json", now - std::chrono::seconds(60));
+  const std::string unnamed = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(unnamed.find("inplace.summary.json is left out: it is older than compare.json, which did not run inplace, "
+                         "so it is an earlier run&#39;s in this directory."),
+            std::string::npos);
+  EXPECT_FALSE(chart_variants(data_block(unnamed), "time-by-op").count("inplace"));
+  EXPECT_TRUE(chart_variants(data_block(unnamed), "time-by-op").count("naive"));
+  fs::last_write_time(d.path / "inplace.summary.json", fs::file_time_type::clock::now() + std::chrono::seconds(5));
+  const std::string profiled_after = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(profiled_after.find("inplace.summary.json is left out"), std::string::npos);
+  EXPECT_TRUE(chart_variants(data_block(profiled_after), "time-by-op").count("inplace"));
 }
 
 TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {

@@ -152,6 +152,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   for (const json& r : *rows) {
     if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
       ATTNPROF_FAIL("{}: a row without a \"name\"", what);
+    if (r["name"].get<std::string>().empty()) ATTNPROF_FAIL("{}: a row whose \"name\" is empty (every op has one)", what);
     (void)printable_name(r["name"].get<std::string>(), what);
     (void)count(r, "calls", fmt::format("{} row '{}'", what, r["name"].get<std::string>()), 1);
     if (!annotation.empty() && r["name"] == annotation) {
@@ -181,6 +182,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures || present("ms_per_forward"))
     p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
   p.side.forward_ms = forward_times(run, run_what);
+  if (present("forward_ms") && p.side.forward_ms.empty())
+    ATTNPROF_FAIL("{}: field 'forward_ms' is empty (attnprof writes one time per timed forward)", run_what);
   p.side.sharing = cpu_sharing_of(run);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
@@ -566,6 +569,8 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
   (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
+  if (status == "ok" && v.contains("forward_ms") && (is_base ? r.base_forward_ms : r.new_forward_ms).empty())
+    ATTNPROF_FAIL("{}: status 'ok' with an empty 'forward_ms' (attnprof writes one time per timed forward)", what);
   (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.

@@ -478,10 +478,11 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
   v.table = read_table_text(dir, v, op_notes);
 }
 
-// The variants of a run directory: those compare.json ran, in its order, then every other <variant>.summary.json
-// there (sorted); `not_run` gets the ones compare.json names but did not run, with the reason.
+// The variants of a run directory: those compare.json ran, in its order (`compare_ran` of them), then every
+// other <variant>.summary.json there (sorted); `not_run` gets the ones compare.json names but did not run, with
+// the reason.
 std::vector<VariantData> collect_variants(const fs::path& dir, const Input& compare,
-                                          std::map<std::string, std::string>& not_run) {
+                                          std::map<std::string, std::string>& not_run, size_t& compare_ran) {
   std::vector<VariantData> vs;
   std::set<std::string> seen, seen_files;
   auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
@@ -506,6 +507,7 @@ std::vector<VariantData> collect_variants(const fs::path& dir, const Input& comp
           }
         }
   }
+  compare_ran = vs.size();
   std::vector<std::string> found;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -576,7 +578,8 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory;
   // the ones compare.json did not run (skipped over the budget, failed validation), with the reason.
   std::map<std::string, std::string> not_run;
-  run.variants = collect_variants(dir, compare, not_run);
+  size_t compare_named = 0;  // the first ones: those compare.json ran
+  run.variants = collect_variants(dir, compare, not_run, compare_named);
   std::vector<VariantData>& vs = run.variants;
 
   // A directory keeps what every earlier run left in it. A summary of another problem must not be drawn beside
@@ -659,6 +662,17 @@ Run read_run(const fs::path& dir, size_t max_spans) {
       ++run.usable;  // an earlier run's, left out
       leave_out(i, fmt::format("{} is left out: compare.json did not run {} ({}), so the file is an earlier run's "
                                "in this directory.", v.summary_file, v.name, nr->second));
+      continue;
+    }
+    // Nor does a summary compare.json does not name at all (compare --variants chose others), older than it:
+    // its bars, tables and threads would stand beside this run's unmarked. A profile run after the compare is
+    // newer and is drawn with it.
+    if (s.doc && i >= compare_named && not_run.count(v.name) == 0 && older_than_compare(v.summary_file)) {
+      ++run.usable;
+      leave_out(i, fmt::format("{} is left out: it is older than compare.json, which did not run {}, so it is an "
+                               "earlier run's in this directory. Run `attnprof profile {}` into this --out after "
+                               "the compare to draw it beside this run, or give each run its own --out.",
+                               v.summary_file, v.name, v.name));
       continue;
     }
     if (s.doc) try {
