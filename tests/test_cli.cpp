@@ -761,6 +761,14 @@ TEST_F(Cli, SweepRecordsTheProblemItsPointsShare) {
   EXPECT_NE(r.out.find("attnprof sweep — B=2 Hq=4 Hkv=2 D=32 with N = 64,128, bf16 causal, 1 thread"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in torch's binary units (1 Mb = 2^20 B)"), std::string::npos) << r.out;
+  // A range names the lengths that ran, and says where doubling stopped short of LAST.
+  const Result range = run("sweep --seq 32..100 --variants flash --shape 2,4,64,32 --threads 1 --iters 1" + out_flag());
+  ASSERT_EQ(range.code, 0) << range.err;
+  EXPECT_NE(range.out.find("with N = 32,64, bf16"), std::string::npos) << range.out;
+  EXPECT_NE(range.err.find("--seq 32..100: doubling from 32 stops at 64 (the next, 128, passes 100)"), std::string::npos)
+      << range.err;
+  ASSERT_EQ(run("sweep --seq 64,128 --variants flash --shape 2,4,64,32 --kv-heads 2 --threads 1 --iters 1 "
+                "--dtype BF16" + out_flag()).code, 0);
   const json j = read_json("sweep.json");
   EXPECT_EQ(j["shape"], (json{{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"D", 32}}));
   EXPECT_EQ(j["dtype"], "bf16");
@@ -1131,6 +1139,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
+  expect_bad("sweep --seq 64..100" + kSmall, "--seq '64..100' gives the one length 64: doubling from 64 passes 100 at "
+                                             "once (name a LAST of at least 128, or list the lengths: 64,100)");
   // Options that would be silently ignored are refused.
   expect_bad("sweep --variants naive --backend math" + kSmall,
              "--backend applies to the variant 'sdpa', which --variants 'naive' does not name");
@@ -1149,6 +1159,15 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
              "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");
+  {  // --save-output naming the --out directory the run would make: refused before anything runs or is made
+    const std::string both = (dir_ / "not-yet").string();
+    const Result r = run("profile naive --save-output " + both + " --out " + both + kSmall);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("cannot write --save-output '" + both + "': it is the --out directory the run makes"),
+              std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("validating"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(both));
+  }
   expect_bad("roofline --peaks-only --html" + kSmall, "--peaks-only writes no files: drop --html");
   // The problem flags are checked with --peaks-only too, though it does not use them.
   expect_bad("roofline --peaks-only --shape 8,16,0,64", "N must be positive");

@@ -77,6 +77,10 @@ void run_profile(const ProfileArgs& a) {
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
     if (fs::is_directory(o.save_output))
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
+    std::error_code sec, oec;  // not there yet: the run would make it as --out, and then find a directory
+    if (fs::weakly_canonical(o.save_output, sec) == fs::weakly_canonical(o.out, oec) && !sec && !oec)
+      ATTNPROF_FAIL("cannot write --save-output '{}': it is the --out directory the run makes (name a .npy file)",
+                    o.save_output);
     // Everything else npy::save would refuse at the end (a link to nothing, a directory that takes no new file,
     // a name too long for its temporary file); inside --out, once prepare_out_dir has made it.
     if (!in_out) check_output_flag("--save-output", o.save_output);

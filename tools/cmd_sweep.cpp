@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <fmt/ranges.h>
+
 #include "attnprof/allocator.h"
 #include "attnprof/cuda.h"
 #include "attnprof/ops.h"
@@ -51,6 +53,14 @@ std::vector<int64_t> parse_seq(const std::string& s) {
     const int64_t first = num(s.substr(0, dots)), last = num(s.substr(dots + 2));
     if (last < first) ATTNPROF_FAIL("--seq '{}': the last length is smaller than the first", s);
     for (int64_t n = first; n <= last; n *= 2) out.push_back(n);
+    // A range that doubles past LAST at once gives one point, and no scaling fit: a mistake, not a sweep.
+    if (out.size() == 1 && last != first)
+      ATTNPROF_FAIL("--seq '{}' gives the one length {}: doubling from {} passes {} at once (name a LAST of at least "
+                    "{}, or list the lengths: {},{})",
+                    s, first, first, last, 2 * first, first, last);
+    if (out.back() != last)
+      progress(fmt::format("--seq {}: doubling from {} stops at {} (the next, {}, passes {})", s, first, out.back(),
+                           2 * out.back(), last));
     return out;
   }
   for (const std::string& part : split_list(s)) {
@@ -292,7 +302,8 @@ void run_sweep(const SweepArgs& a) {
                        ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "", p.status,
                        note);
   }
-  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, a.seq, dtype_name(ps.dtype),
+  // The lengths that ran, not --seq as typed: FIRST..LAST stops at the last doubling that does not pass LAST.
+  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
   // Rates as compare prints them: GFLOP/s on the CPU, TFLOP/s on a GPU.
