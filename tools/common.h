@@ -66,8 +66,8 @@ inline constexpr int kMaxForwards = 10000;
 // Without --warmup, a CPU run warms up for the subcommand's count of forwards and for at least this long. A
 // forward's first few runs in a process are slower than the rest while glibc's malloc moves its mmap threshold
 // to the forward's buffer sizes: flash at [1,2,256,64] on one thread took 0.75-1.0 ms for each of its first
-// three forwards and 0.08 ms after, so one warm-up left the median at 0.8 ms. At the blog's shape a forward
-// takes longer than this, so the count alone decides. --warmup N means exactly N.
+// three forwards and 0.08 ms after, so one warm-up left the median at 0.8 ms. At the blog's shape one forward
+// of the unfused variants outlasts this, and flash (37 ms) runs three. --warmup N means exactly N.
 inline constexpr double kWarmupFloorS = 0.1;
 double warmup_floor_s(const CommonOptions& o);  // kWarmupFloorS, or 0 when --warmup was given
 
