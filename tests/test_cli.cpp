@@ -1141,6 +1141,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
   expect_bad("sweep --seq 64..100" + kSmall, "--seq '64..100' gives the one length 64: doubling from 64 passes 100 at "
                                              "once (name a LAST of at least 128, or list the lengths: 64,100)");
+  // A range that stops short of LAST says so only in a run that goes ahead: a refused one prints its one line.
+  expect_bad("sweep --seq 32..100 --variants bogus" + kSmall, "unknown variant 'bogus'");
   // Options that would be silently ignored are refused.
   expect_bad("sweep --variants naive --backend math" + kSmall,
              "--backend applies to the variant 'sdpa', which --variants 'naive' does not name");
@@ -1159,14 +1161,19 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
              "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");
-  {  // --save-output naming the --out directory the run would make: refused before anything runs or is made
-    const std::string both = (dir_ / "not-yet").string();
-    const Result r = run("profile naive --save-output " + both + " --out " + both + kSmall);
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("cannot write --save-output '" + both + "': it is the --out directory the run makes"),
+  // --save-output naming the --out directory the run would make, however either is spelt: refused before
+  // anything runs or is made.
+  for (const auto& [save, out_dir] : std::vector<std::pair<std::string, std::string>>{
+           {(dir_ / "not-yet").string(), (dir_ / "not-yet").string()},
+           {(dir_ / "not-yet").string(), (dir_ / "not-yet").string() + "/"},
+           {(dir_ / "." / "not-yet").string(), (dir_ / "not-yet").string()},
+           {fs::relative(dir_ / "not-yet").string(), (dir_ / "not-yet").string()}}) {
+    const Result r = run("profile naive --save-output " + save + " --out " + out_dir + kSmall);
+    EXPECT_EQ(r.code, 2) << save << " " << out_dir;
+    EXPECT_NE(r.err.find("cannot write --save-output '" + save + "': it is the --out directory the run makes"),
               std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("validating"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(both));
+    EXPECT_FALSE(fs::exists(dir_ / "not-yet"));
   }
   expect_bad("roofline --peaks-only --html" + kSmall, "--peaks-only writes no files: drop --html");
   // The problem flags are checked with --peaks-only too, though it does not use them.

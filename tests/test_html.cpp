@@ -720,6 +720,13 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   const std::string weak = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(weak.find("<td class=\"num\">4</td><td>weak: no power law</td>"), std::string::npos);
   EXPECT_NE(weak.find("so that exponent is no scaling law"), std::string::npos);
+  EXPECT_EQ(weak.find("implausible"), std::string::npos);
+  // A time exponent no attention forward has, as sweep flags it: in the row, the label and a note.
+  sweep["fits"][0]["implausible"] = true;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string implausible = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(implausible.find("<td>weak: no power law; implausible: disturbed timings</td>"), std::string::npos);
+  EXPECT_NE(implausible.find("a time exponent outside 0..3, which no attention forward has"), std::string::npos);
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
@@ -735,6 +742,44 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
       EXPECT_FALSE(c["spec"]["layer"][1]["data"]["values"].empty());
     }
   EXPECT_TRUE(roof);
+}
+
+// A roofline.json older than compare.json placed an earlier run's ops (roofline --from before the last compare):
+// left out and named, the chart built from compare.json; a newer one (roofline --from after it) is drawn.
+TEST(HtmlReport, AnOlderRooflineJsonIsAnEarlierRunsAndIsLeftOut) {
+  TempDir d("stale-roofline");
+  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json", "roofline.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(d.path / "roofline.json", now - std::chrono::seconds(60));
+  fs::last_write_time(d.path / "compare.json", now);
+  const std::string stale = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(stale.find("roofline.json is left out: it is older than compare.json, so it placed an earlier run&#39;s ops."),
+            std::string::npos);
+  bool roof = false;  // still drawn, from compare.json and the summaries
+  const json data = data_block(stale);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "roofline") roof = true;
+  EXPECT_TRUE(roof);
+  fs::last_write_time(d.path / "roofline.json", now + std::chrono::seconds(5));
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("roofline.json is left out"), std::string::npos);
+}
+
+// A summary of a variant compare.json ran, replaced by a later `profile`: drawn (the directory's latest) and
+// said so, since its time is not the Comparison table's. The summary compare wrote itself gets no note.
+TEST(HtmlReport, ALaterProfilesSummaryIsDrawnAndNamed) {
+  TempDir d("later-profile");
+  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("from a later run"), std::string::npos);
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  naive["run"]["ms_per_forward"] = 150.0;
+  spit(d.path / "naive.summary.json", naive.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive: naive.summary.json is from a later run than compare.json (150.000 ms per forward against "
+                      "the 190.000 in the Comparison table)"),
+            std::string::npos);
+  EXPECT_TRUE(chart_variants(data_block(page), "time-by-op").count("naive"));
 }
 
 // Under ATTNPROF_ISA below the CPU's best, compare.json's machine has the libraries' peaks beside the dispatched

@@ -77,8 +77,15 @@ void run_profile(const ProfileArgs& a) {
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
     if (fs::is_directory(o.save_output))
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
-    std::error_code sec, oec;  // not there yet: the run would make it as --out, and then find a directory
-    if (fs::weakly_canonical(o.save_output, sec) == fs::weakly_canonical(o.out, oec) && !sec && !oec)
+    // Not there yet: the run would make it as --out, and then find a directory. Compared as absolute paths
+    // without a trailing separator, so 'D', './D', 'D/' and '$PWD/D' are one place (weakly_canonical leaves
+    // a relative path that does not exist relative, and keeps its trailing slash).
+    auto place = [](const std::string& p, std::error_code& e) {
+      fs::path a = fs::weakly_canonical(fs::absolute(p, e), e).lexically_normal();
+      return a.has_filename() ? a : a.parent_path();
+    };
+    std::error_code sec, oec;
+    if (place(o.save_output, sec) == place(o.out, oec) && !sec && !oec)
       ATTNPROF_FAIL("cannot write --save-output '{}': it is the --out directory the run makes (name a .npy file)",
                     o.save_output);
     // Everything else npy::save would refuse at the end (a link to nothing, a directory that takes no new file,

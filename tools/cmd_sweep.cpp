@@ -32,7 +32,8 @@ struct SweepArgs {
 // Longer sequences could not be held by any machine (and doubling past 2^62 would overflow).
 constexpr int64_t kMaxSeq = int64_t(1) << 31;
 
-std::vector<int64_t> parse_seq(const std::string& s) {
+// `note` gets where a FIRST..LAST range stopped short of LAST, for the caller to print once every input is checked.
+std::vector<int64_t> parse_seq(const std::string& s, std::string& note) {
   // Each length as every integer option reads it (plain_decimal): no spaces, '+' or hex.
   auto num = [&](const std::string& t) -> int64_t {
     if (t.empty())
@@ -59,8 +60,8 @@ std::vector<int64_t> parse_seq(const std::string& s) {
                     "{}, or list the lengths: {},{})",
                     s, first, first, last, 2 * first, first, last);
     if (out.back() != last)
-      progress(fmt::format("--seq {}: doubling from {} stops at {} (the next, {}, passes {})", s, first, out.back(),
-                           2 * out.back(), last));
+      note = fmt::format("--seq {}: doubling from {} stops at {} (the next, {}, passes {})", s, first, out.back(),
+                         2 * out.back(), last);
     return out;
   }
   for (const std::string& part : split_list(s)) {
@@ -187,7 +188,8 @@ void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
-  const std::vector<int64_t> seqs = parse_seq(a.seq);
+  std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
+  const std::vector<int64_t> seqs = parse_seq(a.seq, seq_note);
   ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
   const std::vector<std::string> names = split_list(a.variants);
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
@@ -197,6 +199,7 @@ void run_sweep(const SweepArgs& a) {
   check_html_if_asked(o);
   prepare_out_dir(o.out);
   check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
+  if (!seq_note.empty()) progress(seq_note);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   std::optional<cuda::DeviceInfo> dev;
@@ -302,7 +305,7 @@ void run_sweep(const SweepArgs& a) {
                        ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "", p.status,
                        note);
   }
-  // The lengths that ran, not --seq as typed: FIRST..LAST stops at the last doubling that does not pass LAST.
+  // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
   std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
@@ -337,6 +340,9 @@ void run_sweep(const SweepArgs& a) {
     }
     for (const auto& [metric, y] : {std::pair<const char*, const std::vector<double>&>{"time", t}, {"memory", mem}}) {
       const analysis::PowerFit f = analysis::fit_power_law(x, y);
+      // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
+      // of the variant but of disturbed timings, however well two or three points line up.
+      const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
       j["fits"].push_back({{"variant", v->name},
                            {"metric", metric},
                            {"exponent", f.exponent},
@@ -345,18 +351,25 @@ void run_sweep(const SweepArgs& a) {
                            {"stderr", f.exponent_stderr},
                            {"rms_log_error", f.rms_log_error},
                            {"points", x.size()},
-                           {"weak", f.weak()}});
+                           {"weak", f.weak()},
+                           {"implausible", implausible}});
       // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}\n", v->name,
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}\n", v->name,
                                          metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
-                                         f.weak() ? "  weak: no power law" : "")
+                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "")
                            : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
-                                         "estimate)\n", v->name, metric, f.exponent);
+                                         "estimate){}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "");
     }
   }
   const bool any_weak = std::any_of(j["fits"].begin(), j["fits"].end(), [](const nlohmann::json& f) {
     return f.value("weak", false);
   });
+  const bool any_implausible = std::any_of(j["fits"].begin(), j["fits"].end(), [](const nlohmann::json& f) {
+    return f.value("implausible", false);
+  });
+  if (any_implausible)
+    text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
+            "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
   if (any_weak)
     text += "weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that exponent "
             "is no scaling law: at small N fixed costs dominate, or the timings were disturbed (Busy/Noisy above); "

@@ -582,7 +582,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
                           "<th>± std. error</th><th>coefficient a (ms, or bytes for memory)</th><th>R²</th>"
                           "<th>points</th><th>fit</th></tr></thead><tbody>\n";
-  bool any_fit = false, any_weak = false;
+  bool any_fit = false, any_weak = false, any_implausible = false;
   if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
     for (const json& f : *fits) {
       const std::string v = str(f, "variant", "?");
@@ -594,17 +594,24 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const json* w = member(f, {"weak"});
       const bool weak = w && w->is_boolean() && w->get<bool>();
       any_weak = any_weak || weak;
+      // A time exponent no attention forward has (outside 0..3): the timings were disturbed.
+      const json* imp = member(f, {"implausible"});
+      const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
+      any_implausible = any_implausible || implausible;
+      std::string verdict = weak ? "weak: no power law" : "";
+      if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
       fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
                    td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
                    td(two ? "–" : fmt_num(num(f, "r2", NAN), 4), true) + td(fmt_num(num(f, "points", NAN), 0), true) +
-                   td(weak ? "weak: no power law" : "") + "</tr>\n";
+                   td(verdict) + "</tr>\n";
       any_fit = true;
       auto r = range.find(v);
       if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
       const bool mem = metric == "memory";
       // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
       const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
-      const std::string label = fmt::format("N^{:.2f}{}", b, weak ? " (weak fit)" : "");
+      const std::string label =
+          fmt::format("N^{:.2f}{}", b, implausible ? " (implausible)" : weak ? " (weak fit)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (double x : {r->second.first, r->second.second})
         dst.push_back({{"variant", v}, {"seq", x}, {"y", a * std::pow(x, b) * scale}, {"label", label},
@@ -690,6 +697,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (any_weak)
     pg.note("weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that "
             "exponent is no scaling law: at small N fixed costs dominate, or the timings were disturbed.");
+  if (any_implausible)
+    pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "
+            "timings of those points were disturbed.");
   if (!skipped.empty()) {
     std::string list = "<ul class=\"note\">";
     for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";

@@ -622,13 +622,6 @@ Run read_run(const fs::path& dir, size_t max_spans) {
                        "in this directory; give each problem its own --out, or compare two runs with `attnprof diff`.",
                        file, p, reference, reference_from);
   };
-  if (run.roofline.doc)
-    if (const std::string p = other_problem(*run.roofline.doc); !p.empty()) {
-      run.notes.push_back(left_out("roofline.json", p));
-      run.roofline.doc.reset();
-      run.roofline.note = "roofline.json is of another problem (see the top of the page)";
-    }
-
   std::error_code cec;
   const fs::file_time_type compare_time = fs::last_write_time(dir / "compare.json", cec);
   auto older_than_compare = [&](const std::string& file) {
@@ -636,6 +629,23 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     const fs::file_time_type t = fs::last_write_time(dir / file, fec);
     return compare.doc && !cec && !fec && t < compare_time;
   };
+
+  if (run.roofline.doc) {
+    if (const std::string p = other_problem(*run.roofline.doc); !p.empty()) {
+      run.notes.push_back(left_out("roofline.json", p));
+      run.roofline.doc.reset();
+      run.roofline.note = "roofline.json is of another problem (see the top of the page)";
+    } else if (older_than_compare("roofline.json")) {
+      // Placed before this compare ran (roofline --from an earlier compare, or its own run): its points are
+      // that run's ops, some of variants this compare may not have run. The chart is built from compare.json.
+      run.notes.push_back("roofline.json is left out: it is older than compare.json, so it placed an earlier run's "
+                          "ops. The roofline below is built from compare.json and its summaries; `attnprof roofline "
+                          "--from` this directory places this run's.");
+      run.left_out.insert("roofline.json");
+      run.roofline.doc.reset();
+      run.roofline.note = "roofline.json is an earlier run's (see the top of the page)";
+    }
+  }
 
   std::vector<std::string>& op_notes = run.op_notes;
   std::vector<bool> keep(vs.size(), true);
@@ -683,6 +693,22 @@ Run read_run(const fs::path& dir, size_t max_spans) {
         continue;
       }
     if (s.doc) ++run.usable;
+    // A summary compare.json ran but did not write (a later `profile` replaced it): drawn, as the directory's
+    // latest, and said so, since its time is not the one in the Comparison table. compare writes both figures
+    // from one number, so any difference means another run.
+    const json* rows = compare.doc ? member(*compare.doc, {"variants"}) : nullptr;
+    const json* summary_run = s.doc ? member(*s.doc, {"run"}) : nullptr;
+    if (rows && rows->is_array() && summary_run && i < compare_named)
+      for (const json& row : *rows)
+        if (str(row, "name") == v.name) {
+          const double in_compare = num(row, "ms", NAN), in_summary = num(*summary_run, "ms_per_forward", NAN);
+          if (std::isfinite(in_compare) && std::isfinite(in_summary) && in_compare != in_summary)
+            op_notes.push_back(fmt::format(
+                "{}: {} is from a later run than compare.json ({:.3f} ms per forward against the {:.3f} in the "
+                "Comparison table): {}'s bars, step changes, memory, timeline and table are that run's.",
+                v.name, v.summary_file, in_summary, in_compare, v.name));
+          break;
+        }
     load_variant(dir, std::move(s), max_spans, v, op_notes);
   }
   for (size_t i = vs.size(); i-- > 0;)
