@@ -132,12 +132,14 @@ void place_variant(const std::string& variant, const analysis::KeyAverages& ka, 
 // What the columns mean, below the rows.
 std::string legend(bool gpu) {
   if (gpu)
-    return "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
+    return "Attainable and Achieved are GFLOP/s; GB/s is the kernel's bytes over its device time.\n"
+           "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
            "  and fp16 GEMMs and attention kernels (one dense rate for both), the fp32 CUDA-core one for\n"
            "  elementwise kernels and fp32 GEMMs.\n"
            "% att. = achieved / attainable GFLOP/s; for copies and fills, %bw = achieved GB/s / DRAM bandwidth.\n"
            "Each kernel is placed once, in its own device time; the host ops that launched it are not placed again.\n";
-  return "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
+  return "Attainable and Achieved are GFLOP/s; GB/s is the op's bytes (cost model) over its self time.\n"
+         "Attainable = min(compute peak, FLOP/B × bandwidth); compute peak: the bf16 dot-product one for bf16\n"
          "  matmuls on oneDNN and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops,\n"
          "  fp32, fp16 and widened bf16 matmuls and SDPA math (it upcasts to fp32); matmul's at the ISA OpenBLAS\n"
          "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n"

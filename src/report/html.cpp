@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -380,7 +381,16 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   for (const VariantData& v : vs) {
     if (!v.summary) continue;
     all_per_forward = all_per_forward && v.per_forward;
+    const bool host = !v.summary->contains("device");
     for (const OpRow& r : v.ops) {
+      // The forward's own time between its ops (freeing the last op's buffers, allocating the next's) is part
+      // of what the variant costs: naive's frees of its N×N scores take a tenth of its forward, where
+      // sdpa-math's land in an op's self time. Its own slice, so every bar adds up to the forward.
+      if (host && is_annotation(r) && r.name == v.forward_zone && r.self_ns > 0) {
+        time_rows.push_back({{"variant", v.name}, {"op", "between ops (" + r.name + " self)"},
+                             {"ms", r.self_ns * 1e-6 / v.forwards}, {"calls", r.calls / v.forwards}});
+        continue;
+      }
       if (is_annotation(r)) continue;
       if (r.self_ns > 0)
         time_rows.push_back({{"variant", v.name}, {"op", r.name}, {"ms", r.self_ns * 1e-6 / v.forwards},
@@ -421,7 +431,9 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
              stacked(time_rows, "ms", "self time " + unit + " (ms)",
                      {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "ms"}, {"format", ".3f"}},
                       {{"field", "calls"}, {"format", ".0f"}}}),
-             "Self time by op (annotations left out): what dominates each variant.");
+             "Self time by op: what dominates each variant. The forward annotation's own time, what ran between "
+             "its ops (freeing one op's buffers, allocating the next's), is a slice of its own, so each bar adds up "
+             "to the forward; steps (ProfilerStep#N) are left out.");
   if (!byte_rows.empty())
     pg.chart("bytes-by-op",
              stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
@@ -745,6 +757,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                       const std::vector<VariantData>& vs) {
   pg.h2("roofline", "Roofline");
   json points = json::array();
+  // Ops that move bytes and compute nothing (copies, casts, masks): no place on a FLOP/s axis, so a table of
+  // their bandwidth instead. (variant, op, GB/s)
+  std::vector<std::tuple<std::string, std::string, double>> bytes_only;
   Machine m;
   std::string source;
   if (in.doc) {
@@ -752,6 +767,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     if (const json* ops = member(*in.doc, {"ops", "points"}); ops && ops->is_array()) {
       for (const json& o : *ops) {
         const double ai = num(o, "intensity"), g = num(o, "achieved_gflops");
+        if (num(o, "flops") <= 0 && num(o, "bytes") > 0 && num(o, "self_ns") > 0) {
+          bytes_only.emplace_back(str(o, "variant", "?"), str(o, "name", "?"), num(o, "bytes") / num(o, "self_ns"));
+          continue;
+        }
         if (ai <= 0 || g <= 0) continue;
         points.push_back({{"variant", str(o, "variant", "?")}, {"op", str(o, "name", "?")}, {"intensity", ai},
                           {"gflops", g}, {"attainable", num(o, "attainable_gflops")},
@@ -775,6 +794,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     for (const VariantData& v : vs) {
       for (const OpRow& r : v.ops) {
         // Each op by its own cost over its self time, as `attnprof roofline` places it: a wrapper has none.
+        if (!is_annotation(r) && r.flops <= 0 && r.bytes > 0 && r.self_ns > 0) {
+          bytes_only.emplace_back(v.name, r.name, r.bytes / r.self_ns);  // B/ns = GB/s
+          continue;
+        }
         if (is_annotation(r) || r.flops <= 0 || r.bytes <= 0 || r.self_ns <= 0) continue;
         const double ai = r.flops / r.bytes, g = r.flops / r.self_ns;  // FLOP/ns = GFLOP/s
         OpCost c;
@@ -860,8 +883,20 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                              : "Every op of every variant against the machine's measured ceilings (from ") +
                source +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
-               "the gap to the line is what the implementation leaves on the table.");
+               "the gap to the line is what the implementation leaves on the table. A point above the sloped line "
+               "moved its bytes faster than the measured bandwidth (STREAM triad): an in-place op reads and writes "
+               "the same lines, or its data stayed in cache.");
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
+  if (!bytes_only.empty()) {
+    std::string t = "<table class=\"data\"><thead><tr><th>variant</th><th>op</th><th>GB/s</th><th>% of "
+                    "bandwidth</th></tr></thead><tbody>\n";
+    for (const auto& [variant, op, gbs] : bytes_only)
+      t += "<tr>" + td(variant) + td(op) + td(fmt_num(gbs, 2), true) + td(fmt_num(100.0 * gbs / m.bw, 1), true) + "</tr>\n";
+    pg.note(fmt::format("Ops that move bytes and compute nothing (copies, casts, mask fills) have no place on a FLOP/s "
+                        "axis; against the {:.1f} GB/s bandwidth ceiling instead:",
+                        m.bw));
+    pg.raw(t + "</tbody></table>\n");
+  }
   if (m.lib_differs())
     pg.note(fmt::format("Our kernels ran at {}, and are placed under its ceilings; matmul (OpenBLAS/oneDNN) under the "
                         "{} ones: the libraries choose their own ISA.",
@@ -912,7 +947,8 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
   pg.chart("memory", spec,
            "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant (shared memory "
            "axis, own time axis): the naive variants allocate the N×N scores every forward, the fused ones only "
-           "small per-thread tiles.");
+           "small per-thread tiles. The inputs are live throughout, so each row stands on them; the Comparison's "
+           "peak memory counts only what a forward allocates above them.");
   std::string src;
   for (const auto& s : sources) src += (src.empty() ? "" : "; ") + s;
   pg.note("Sources: " + src);

@@ -448,6 +448,7 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
       if (r.calls > 0 && is_forward_zone(r.name, r.category, annotation)) {
         v.forwards = r.calls;
         v.per_forward = true;
+        v.forward_zone = r.name;
         break;
       }
     v.memory = timeline_from_summary(*v.summary);

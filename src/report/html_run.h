@@ -60,6 +60,7 @@ struct VariantData {
   std::vector<OpRow> ops;
   double forwards = 1;          // calls of the per-forward annotation, when one is found
   bool per_forward = false;
+  std::string forward_zone;     // that annotation's name ("attn_fwd"), "" when none was found
   std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
   std::string memory_source;
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
