@@ -90,9 +90,15 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   EXPECT_DOUBLE_EQ(d.base.forwards, 2.0);  // calls of attn_fwd
   EXPECT_DOUBLE_EQ(d.next.forwards, 3.0);
   auto rows = by_label(d);
-  EXPECT_EQ(rows.size(), 7u);  // annotations and ProfilerStep#N are not ops
+  EXPECT_EQ(rows.size(), 8u);  // annotations and ProfilerStep#N are not ops ...
   EXPECT_EQ(rows.count("attn_fwd"), 0u);
   EXPECT_EQ(rows.count("ProfilerStep#2"), 0u);
+  // ... but the forward annotation's own time, what ran between its ops, is a row of its own on both sides.
+  const report::DiffRow& between = rows["between ops"];
+  EXPECT_EQ(between.change, "same");
+  EXPECT_DOUBLE_EQ(between.base_ns, 20.0);  // attn_fwd's 40 ns over 2 forwards
+  EXPECT_DOUBLE_EQ(between.new_ns, 10.0);   // 30 over 3
+  EXPECT_DOUBLE_EQ(between.base_all_bytes, 0.0);
 
   const report::DiffRow& mm = rows["matmul"];
   EXPECT_EQ(mm.change, "same");
@@ -122,8 +128,8 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   EXPECT_DOUBLE_EQ(rows["+extra_op"].new_ns, 100.0);
 
   // Totals per forward, and rows ordered by the size of the change.
-  EXPECT_DOUBLE_EQ(d.base_ns, (8000 + 4000 + 20 + 3000 + 1000 + 2000) / 2.0);
-  EXPECT_DOUBLE_EQ(d.new_ns, (12000 + 1500 + 1500 + 3000 + 300) / 3.0);
+  EXPECT_DOUBLE_EQ(d.base_ns, (40 + 8000 + 4000 + 20 + 3000 + 1000 + 2000) / 2.0);
+  EXPECT_DOUBLE_EQ(d.new_ns, (30 + 12000 + 1500 + 1500 + 3000 + 300) / 3.0);
   for (size_t i = 1; i < d.rows.size(); ++i)
     EXPECT_GE(std::abs(d.rows[i - 1].new_ns - d.rows[i - 1].base_ns), std::abs(d.rows[i].new_ns - d.rows[i].base_ns));
   EXPECT_EQ(d.rows.front().base_name, "mul");  // -1500 ns, the largest change

@@ -81,6 +81,10 @@ std::string recorded(const nlohmann::json& doc, std::string_view key);
 std::string string_field(const nlohmann::json& o, std::string_view key);
 
 // ---- two profiles side by side ----------------------------------------------------------------------
+// The row of a profile diff (and the report's time bars) that holds the forward annotation's own time, what
+// ran between its ops (freeing one op's buffers, allocating the next's): one name on every side, so naive's
+// attn_fwd and SDPA's sdpa_fwd pair.
+inline constexpr std::string_view kBetweenOps = "between ops";
 // One op of a profile diff, per forward on each side (a side's figures are 0 when the op is absent there).
 struct DiffRow {
   std::string base_name, new_name;  // equal, or "mul" / "mul_" for an op and its in-place form; "" = absent

@@ -201,7 +201,12 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   for (const json& r : *rows) {
     const std::string name = r["name"].get<std::string>();
     const std::string cat = string_field(r, "category");
-    if (analysis::is_annotation(name, cat)) continue;
+    // The forward annotation's own time, what ran between its ops (freeing one op's buffers, allocating the
+    // next's), is part of what a variant costs: one row under one name on every side ("between ops"), so
+    // naive's attn_fwd and SDPA's sdpa_fwd pair. Steps and other annotations stay out. A device profile's
+    // annotation holds host time only.
+    const bool between = !p.device && !annotation.empty() && name == annotation;
+    if (analysis::is_annotation(name, cat) && !between) continue;
     OpFigures o;
     const std::string row_what = fmt::format("{} row '{}'", what, name);
     o.calls = number(r, "calls", what) / f;
@@ -224,16 +229,17 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       o.ns = number(r, "self_ns", what) / f;
       o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;
       o.bytes = number(self_cost, "bytes", what) / f;
-      o.all_bytes = number(cost, "bytes", what) / f;
+      o.all_bytes = between ? 0.0 : number(cost, "bytes", what) / f;  // the forward's own: no op's bytes
       if (const auto pf = r.find("self_page_faults"); pf != r.end() && !pf->is_null()) {
         o.faults = number(r, "self_page_faults", row_what) / f;
         p.faults = true;
       }
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
-    auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == name; });
+    const std::string key = between ? std::string(kBetweenOps) : name;
+    auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == key; });
     if (it == p.ops.end()) {
-      p.ops.emplace_back(name, o);
+      p.ops.emplace_back(key, o);
     } else {
       it->second.calls += o.calls;
       it->second.ns += o.ns;

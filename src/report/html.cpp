@@ -387,7 +387,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
       // of what the variant costs: naive's frees of its N×N scores take a tenth of its forward, where
       // sdpa-math's land in an op's self time. Its own slice, so every bar adds up to the forward.
       if (host && is_annotation(r) && r.name == v.forward_zone && r.self_ns > 0) {
-        time_rows.push_back({{"variant", v.name}, {"op", "between ops (" + r.name + " self)"},
+        time_rows.push_back({{"variant", v.name}, {"op", std::string(kBetweenOps)},
                              {"ms", r.self_ns * 1e-6 / v.forwards}, {"calls", r.calls / v.forwards}});
         continue;
       }
@@ -431,9 +431,9 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
              stacked(time_rows, "ms", "self time " + unit + " (ms)",
                      {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "ms"}, {"format", ".3f"}},
                       {{"field", "calls"}, {"format", ".0f"}}}),
-             "Self time by op: what dominates each variant. The forward annotation's own time, what ran between "
-             "its ops (freeing one op's buffers, allocating the next's), is a slice of its own, so each bar adds up "
-             "to the forward; steps (ProfilerStep#N) are left out.");
+             "Self time by op: what dominates each variant. The forward annotation's own time (attn_fwd's, "
+             "sdpa_fwd's), what ran between its ops (freeing one op's buffers, allocating the next's), is a slice "
+             "of its own, 'between ops', so each bar adds up to the forward; steps (ProfilerStep#N) are left out.");
   if (!byte_rows.empty())
     pg.chart("bytes-by-op",
              stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
