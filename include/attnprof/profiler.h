@@ -339,6 +339,7 @@ class Profiler {
   ProfilerOptions opts_;
   int step_ = 0;
   bool prepared_ = false;  // holds the session: prepare() ran and stop() has not
+  double counting_overhead_ns_ = 0.0;  // calibrated_zone_overhead_ns(true), measured by prepare()
   bool running_ = false;
   int32_t step_zone_ = -1;
   detail::ThreadBuffer* step_buf_ = nullptr;
@@ -347,7 +348,8 @@ class Profiler {
 };
 
 // Measures the cost of one enter+exit of a recording zone (ns), once per process; cached. With
-// `with_counters`, of a zone that reads the software counters too (two getrusage calls, about 2 us).
+// `with_counters`, of a zone that reads the software counters too (two getrusage calls, about 2 us), measured
+// anew on each call: getrusage's cost grows with the process's threads.
 double calibrated_zone_overhead_ns(bool with_counters = false);
 
 namespace detail {

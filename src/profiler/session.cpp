@@ -38,7 +38,7 @@ double calibrated_zone_overhead_ns(bool with_counters) {
   // what must be subtracted from a parent's self time per direct child. Measured once, median of 5.
   // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
   // part of what it adds to its parent, and is calibrated with them on.
-  auto measure = [](bool counting) {
+  auto measure = [](bool counting, int children) {
     // The zone listener (NVTX mirroring) is held off: calibration zones must not reach Nsight's timeline.
     const ZoneListener* listener = zone_listener();
     set_zone_listener(nullptr);
@@ -48,7 +48,7 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
     static constexpr ZoneSite parent_site{"calibration", "cpu_op", __FILE__, __LINE__};
     static constexpr ZoneSite child_site{"calibration_child", "cpu_op", __FILE__, __LINE__};
-    constexpr int kChildren = 2000;
+    const int kChildren = children;
     std::vector<double> samples;
     for (int round = 0; round < 6; ++round) {
       b->zones.reserve(zones0 + kChildren + 8);
@@ -73,11 +73,10 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     std::sort(samples.begin(), samples.end());
     return samples[samples.size() / 2];
   };
-  if (with_counters) {
-    static const double counting = measure(true);
-    return counting;
-  }
-  static const double plain = measure(false);
+  // With counters, measured anew each time: getrusage(RUSAGE_SELF) walks every thread of the process, so
+  // its cost grows with the threads there are now (a session calibrates after its OpenMP team exists).
+  if (with_counters) return measure(true, 500);
+  static const double plain = measure(false, 2000);
   return plain;
 }
 
@@ -121,8 +120,6 @@ void Profiler::prepare() {
   if (prepared_) return;
   ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
   prepared_ = true;
-  calibrated_zone_overhead_ns();  // before any events, so calibration never lands in a trace
-  if (opts_.software_counters) calibrated_zone_overhead_ns(true);
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     b->zones.clear();
     b->mem.clear();
@@ -140,6 +137,10 @@ void Profiler::prepare() {
   // to that op. (Threads of a larger team made later still make theirs on first use; the next start() maps it.)
 #pragma omp parallel
   (void)detail::thread_buffer();
+  // Before any events, so calibration never lands in a trace; after the team exists, whose threads a
+  // counter read walks.
+  calibrated_zone_overhead_ns();
+  if (opts_.software_counters) counting_overhead_ns_ = calibrated_zone_overhead_ns(true);
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     detail::populate_capacity(b->zones);
     detail::populate_capacity(b->mem);
@@ -217,7 +218,7 @@ void Profiler::stop() {
   running_ = false;
   collected_.ns_per_tick = ns_per_tick();
   collected_.clock = clock_name();
-  collected_.zone_overhead_ns = calibrated_zone_overhead_ns(collected_.counters_recorded);
+  collected_.zone_overhead_ns = collected_.counters_recorded ? counting_overhead_ns_ : calibrated_zone_overhead_ns();
   collected_.counters_note = counters::session_end();
   collected_.metadata = metadata_;
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
