@@ -399,6 +399,27 @@ TEST_F(Cli, CompareWarmsUpForAFloorOfTimeUnlessWarmupIsGiven) {
   EXPECT_EQ(j["variants"][0]["warmup_forwards"], 2);
 }
 
+// compare's Threads: lines say which ops left a thread idle in their parallel regions: exactly the ops whose
+// summary's thread_balance has a team of 2 or more busy under 80 % of its time (the profile they come from is
+// freed once the row's files are written, so the line must be made from what was kept). At 16 rows softmax's
+// second thread usually starts late enough to leave the team half idle, so there is a line to check.
+TEST_F(Cli, CompareThreadsLinesFollowEachSummarysThreadBalance) {
+  const Result r = run("compare --variants naive,inplace --iters 2 --warmup 1 --shape 1,1,16,16 --threads 2" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  int checked = 0;
+  for (const char* variant : {"naive", "inplace"}) {
+    const json s = read_json(std::string(variant) + ".summary.json");
+    ASSERT_TRUE(s.contains("thread_balance")) << variant;
+    for (const json& b : s["thread_balance"]) {
+      const std::string line = fmt::format("Threads: {}'s {} kept its", variant, b["name"].get<std::string>());
+      const bool idle = b["threads"].get<int>() > 1 && b["busy_share"].get<double>() < 0.8;
+      EXPECT_EQ(r.out.find(line) != std::string::npos, idle) << line << " busy " << b["busy_share"] << "\n" << r.out;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
   // 160 KiB is enough for the inputs (3 × 16 KiB at fp32) and their fp64 reference (97 KiB) but not for the
   // naive N×N scores.

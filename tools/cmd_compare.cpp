@@ -37,6 +37,7 @@ struct Row {
   std::vector<double> forward_ms;  // every timed forward
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
   std::string trace;               // its trace file's name in --out
+  std::vector<analysis::ThreadBalance> balance;  // each op's threads in its parallel regions (kept: the profile is freed)
 };
 
 // The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them; each
@@ -81,6 +82,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   row.bytes = v.cost(in.p).bytes();
   row.bound_ms = t.m.bandwidth_gbs > 0 ? row.bytes / t.m.bandwidth_gbs * 1e-6 : 0.0;
   if (row.r.status != RunOutcome::Status::Ok) return row;
+  row.balance = analysis::thread_balance(row.r.result);
   if (t.gpu) {
     row.ms = row.r.median_event_ms;
     row.forward_ms = row.r.event_ms;
@@ -137,7 +139,7 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
-      for (const std::string& line : report::thread_balance_notes(r.name, analysis::thread_balance(r.r.result)))
+      for (const std::string& line : report::thread_balance_notes(r.name, r.balance))
         s += line + "\n";
   return s;
 }
