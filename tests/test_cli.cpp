@@ -1975,6 +1975,12 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
 }
 
 TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
+#ifdef ATTNPROF_TSAN
+  // Seen once in scripts/tsan.sh (clang 14): the signal landed while ThreadSanitizer's free() held its slot
+  // lock, the runtime ran the handler there at once, and the handler's first atomic store waited on that lock
+  // forever. The release and ASan suites check this test's cleanup; its threads are not what it is about.
+  GTEST_SKIP() << "ThreadSanitizer's runtime can deadlock running a signal handler inside its own free()";
+#endif
   // compare stages each variant's files in temporary files until the run ends. Killed half-way (Ctrl-C, a job
   // scheduler's SIGTERM), it must remove them, and the --out directories it created, then die of the signal.
   // Deterministic: the signal is sent once the first staged file exists, with four variants still to run.
