@@ -326,6 +326,7 @@ void run_sweep(const SweepArgs& a) {
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
+  bool any_weak = false, any_implausible = false;  // a note below for each kind of doubtful fit
   for (const Variant* v : variants) {
     std::vector<double> x, t, mem;
     for (const Point& p : points)
@@ -343,6 +344,8 @@ void run_sweep(const SweepArgs& a) {
       // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
       // of the variant but of disturbed timings, however well two or three points line up.
       const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
+      any_weak = any_weak || f.weak();
+      any_implausible = any_implausible || implausible;
       j["fits"].push_back({{"variant", v->name},
                            {"metric", metric},
                            {"exponent", f.exponent},
@@ -361,12 +364,6 @@ void run_sweep(const SweepArgs& a) {
                                          "estimate){}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "");
     }
   }
-  const bool any_weak = std::any_of(j["fits"].begin(), j["fits"].end(), [](const nlohmann::json& f) {
-    return f.value("weak", false);
-  });
-  const bool any_implausible = std::any_of(j["fits"].begin(), j["fits"].end(), [](const nlohmann::json& f) {
-    return f.value("implausible", false);
-  });
   if (any_implausible)
     text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
             "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";

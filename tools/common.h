@@ -3,7 +3,6 @@
 // routine (prepare -> validate against fp64 -> warm up -> profile) that profile, compare and roofline use.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -70,21 +69,6 @@ inline constexpr int kMaxForwards = 10000;
 // of the unfused variants outlasts this, and flash (37 ms) runs three. --warmup N means exactly N.
 inline constexpr double kWarmupFloorS = 0.1;
 double warmup_floor_s(const CommonOptions& o);  // kWarmupFloorS, or 0 when --warmup was given
-
-// Runs `forward` `count` times, then again until `min_s` seconds have passed since the first (kMaxForwards in
-// all at most); returns how many ran. Allocates nothing itself.
-template <class F>
-int warm_up(int count, double min_s, F&& forward) {
-  const auto t0 = std::chrono::steady_clock::now();
-  int n = 0;
-  for (; n < count; ++n) forward();
-  if (min_s <= 0) return n;
-  while (n < kMaxForwards && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < min_s) {
-    forward();
-    ++n;
-  }
-  return n;
-}
 
 // Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
 // option, --shape field and --seq length takes them. nullopt when `s` is not that; a magnitude past 2^64 comes
@@ -239,6 +223,20 @@ std::vector<std::string> split_list(const std::string& s);
 using analysis::median;  // the one median (attnprof/analysis.h), host and CUDA-event timings alike
 double elapsed_s(double since_s);
 double now_s();
+
+// Runs `forward` `count` times, then again until `min_s` seconds have passed since the first (kMaxForwards in
+// all at most); returns how many ran. Allocates nothing itself.
+template <class F>
+int warm_up(int count, double min_s, F&& forward) {
+  const double t0 = now_s();
+  int n = 0;
+  for (; n < count; ++n) forward();
+  while (n < kMaxForwards && min_s > 0 && elapsed_s(t0) < min_s) {
+    forward();
+    ++n;
+  }
+  return n;
+}
 
 struct RunPlan {
   int warmup = 3;                // unprofiled forwards after validation

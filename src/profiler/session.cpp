@@ -35,7 +35,7 @@ void set_marks() {
 
 double calibrated_zone_overhead_ns(bool with_counters) {
   // What one empty child zone adds to its parent's time beyond its own measured duration: exactly
-  // what must be subtracted from a parent's self time per direct child. Measured once, median of 5.
+  // what must be subtracted from a parent's self time per direct child; the median of 5 rounds of `children`.
   // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
   // part of what it adds to its parent, and is calibrated with them on.
   auto measure = [](bool counting, int children) {
@@ -48,14 +48,13 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
     static constexpr ZoneSite parent_site{"calibration", "cpu_op", __FILE__, __LINE__};
     static constexpr ZoneSite child_site{"calibration_child", "cpu_op", __FILE__, __LINE__};
-    const int kChildren = children;
     std::vector<double> samples;
     for (int round = 0; round < 6; ++round) {
-      b->zones.reserve(zones0 + kChildren + 8);
+      b->zones.reserve(zones0 + children + 8);
       uint64_t parent_t0 = 0, parent_t1 = 0, child_sum = 0;
       {
         Zone parent(parent_site);
-        for (int i = 0; i < kChildren; ++i) {
+        for (int i = 0; i < children; ++i) {
           Zone child(child_site);
         }
       }
@@ -64,7 +63,7 @@ double calibrated_zone_overhead_ns(bool with_counters) {
       parent_t1 = p.t1;
       for (size_t i = zones0 + 1; i < b->zones.size(); ++i) child_sum += b->zones[i].t1 - b->zones[i].t0;
       b->zones.resize(zones0);
-      if (round > 0) samples.push_back(double(parent_t1 - parent_t0 - child_sum) * ns_per_tick() / kChildren);
+      if (round > 0) samples.push_back(double(parent_t1 - parent_t0 - child_sum) * ns_per_tick() / children);
     }
     b->mem.resize(mem0);
     detail::g_counters.store(counters_were);
