@@ -479,36 +479,36 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
   v.table = read_table_text(dir, v, op_notes);
 }
 
-// The variants of a run directory: those compare.json ran, in its order (`compare_ran` of them), then every
+// The variants of a run directory: those compare.json ran, in its order (with their compare_ms), then every
 // other <variant>.summary.json there (sorted); `not_run` gets the ones compare.json names but did not run, with
 // the reason.
 std::vector<VariantData> collect_variants(const fs::path& dir, const Input& compare,
-                                          std::map<std::string, std::string>& not_run, size_t& compare_ran) {
+                                          std::map<std::string, std::string>& not_run) {
   std::vector<VariantData> vs;
   std::set<std::string> seen, seen_files;
-  auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file) {
+  auto add_variant = [&](const std::string& name, std::string summary_file, std::string trace_file, double ms) {
     if (summary_file.empty()) summary_file = name + ".summary.json";
     if (!seen.insert(name).second || !seen_files.insert(summary_file).second) return;
     VariantData v;
     v.name = name;
     v.summary_file = std::move(summary_file);
     v.trace_file = std::move(trace_file);
+    v.compare_ms = ms;
     vs.push_back(std::move(v));
   };
   if (compare.doc) {
     if (const json* arr = member(*compare.doc, {"variants"}); arr && arr->is_array())
       for (const json& v : *arr)
         if (v.is_object() && v.contains("name")) {
-          if (std::isfinite(num(v, "ms", NAN))) {
+          if (const double ms = num(v, "ms", NAN); std::isfinite(ms)) {
             add_variant(str(v, "name"), fs::path(str(v, "summary")).filename().string(),
-                        fs::path(str(v, "trace")).filename().string());
+                        fs::path(str(v, "trace")).filename().string(), ms);
           } else {
             const std::string why = str(v, "note");
             not_run[str(v, "name")] = str(v, "status", "skipped") + (why.empty() ? "" : ": " + why);
           }
         }
   }
-  compare_ran = vs.size();
   std::vector<std::string> found;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -517,7 +517,7 @@ std::vector<VariantData> collect_variants(const fs::path& dir, const Input& comp
     if (n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0) found.push_back(n);
   }
   std::sort(found.begin(), found.end());
-  for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "");
+  for (const auto& n : found) add_variant(n.substr(0, n.size() - 13), n, "", NAN);
   return vs;
 }
 
@@ -579,8 +579,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   // Variants: those compare.json names, in its order, then any other <variant>.summary.json in the directory;
   // the ones compare.json did not run (skipped over the budget, failed validation), with the reason.
   std::map<std::string, std::string> not_run;
-  size_t compare_named = 0;  // the first ones: those compare.json ran
-  run.variants = collect_variants(dir, compare, not_run, compare_named);
+  run.variants = collect_variants(dir, compare, not_run);
   std::vector<VariantData>& vs = run.variants;
 
   // A directory keeps what every earlier run left in it. A summary of another problem must not be drawn beside
@@ -678,7 +677,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     // Nor does a summary compare.json does not name at all (compare --variants chose others), older than it:
     // its bars, tables and threads would stand beside this run's unmarked. A profile run after the compare is
     // newer and is drawn with it.
-    if (s.doc && i >= compare_named && not_run.count(v.name) == 0 && older_than_compare(v.summary_file)) {
+    if (s.doc && !std::isfinite(v.compare_ms) && not_run.count(v.name) == 0 && older_than_compare(v.summary_file)) {
       ++run.usable;
       leave_out(i, fmt::format("{} is left out: it is older than compare.json, which did not run {}, so it is an "
                                "earlier run's in this directory. Run `attnprof profile {}` into this --out after "
@@ -697,19 +696,13 @@ Run read_run(const fs::path& dir, size_t max_spans) {
     // A summary compare.json ran but did not write (a later `profile` replaced it): drawn, as the directory's
     // latest, and said so, since its time is not the one in the Comparison table. compare writes both figures
     // from one number, so any difference means another run.
-    const json* rows = compare.doc ? member(*compare.doc, {"variants"}) : nullptr;
-    const json* summary_run = s.doc ? member(*s.doc, {"run"}) : nullptr;
-    if (rows && rows->is_array() && summary_run && i < compare_named)
-      for (const json& row : *rows)
-        if (str(row, "name") == v.name) {
-          const double in_compare = num(row, "ms", NAN), in_summary = num(*summary_run, "ms_per_forward", NAN);
-          if (std::isfinite(in_compare) && std::isfinite(in_summary) && in_compare != in_summary)
-            op_notes.push_back(fmt::format(
-                "{}: {} is from a later run than compare.json ({:.3f} ms per forward against the {:.3f} in the "
-                "Comparison table): {}'s bars, step changes, memory, timeline and table are that run's.",
-                v.name, v.summary_file, in_summary, in_compare, v.name));
-          break;
-        }
+    if (const json* summary_run = s.doc ? member(*s.doc, {"run"}) : nullptr; summary_run)
+      if (const double in_summary = num(*summary_run, "ms_per_forward", NAN);
+          std::isfinite(v.compare_ms) && std::isfinite(in_summary) && v.compare_ms != in_summary)
+        op_notes.push_back(fmt::format(
+            "{}: {} is from a later run than compare.json ({:.3f} ms per forward against the {:.3f} in the "
+            "Comparison table): {}'s bars, step changes, memory, timeline and table are that run's.",
+            v.name, v.summary_file, in_summary, v.compare_ms, v.name));
     load_variant(dir, std::move(s), max_spans, v, op_notes);
   }
   for (size_t i = vs.size(); i-- > 0;)

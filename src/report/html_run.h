@@ -3,6 +3,7 @@
 // damaged file becomes a note that the page shows in place of its section, never an error.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -61,6 +62,7 @@ struct VariantData {
   double forwards = 1;          // calls of the per-forward annotation, when one is found
   bool per_forward = false;
   std::string forward_zone;     // that annotation's name ("attn_fwd"), "" when none was found
+  double compare_ms = NAN;      // its ms per forward in compare.json; NaN when compare.json did not run it
   std::vector<std::pair<double, double>> memory;  // (ms since start, live bytes)
   std::string memory_source;
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
