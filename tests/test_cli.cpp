@@ -129,6 +129,17 @@ TEST_F(Cli, VersionAndHelpPerSubcommand) {
   }
   EXPECT_NE(run("profile --help").out.find("--backend"), std::string::npos);
   EXPECT_NE(run("sweep --help").out.find("--seq"), std::string::npos);
+  // The commands that take variants list each registry's, with the one-line summaries the registries carry.
+  for (const char* sub : {"profile", "compare", "sweep", "roofline"}) {
+    const std::string help = run(std::string(sub) + " --help").out;
+    for (const auto* reg : {&registry(), &cuda::cuda_registry()})
+      for (const Variant& v : *reg) {
+        ASSERT_FALSE(v.summary.empty()) << v.name;
+        EXPECT_NE(help.find(v.name + std::string(12 - std::min<size_t>(v.name.size(), 11), ' ') + v.summary),
+                  std::string::npos) << sub << " lacks " << v.backend << " " << v.name << ":\n" << help;
+      }
+    EXPECT_EQ(help.find("Variants with --device cuda:") != std::string::npos, !cuda::cuda_registry().empty()) << sub;
+  }
   // Each command answers --version too, before it would name a missing argument (profile's variant).
   for (const char* sub : {"profile", "compare", "sweep", "roofline", "report", "diff"}) {
     r = run(std::string(sub) + " --version");

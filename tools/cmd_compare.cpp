@@ -523,6 +523,7 @@ void add_compare_command(CLI::App& app) {
       "with an error (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
       0, 86400);
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
+  sub->footer(variants_help());
   sub->callback([args] { run_compare(*args); });
 }
 

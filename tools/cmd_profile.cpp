@@ -215,6 +215,7 @@ void add_profile_command(CLI::App& app) {
                 "outside each op's time, their cost calibrated away), task-clock per forward and step (perf_event_open): the table gains their columns, and "
                 "its footer says what was recorded and why anything could not be");
   add_common_options(sub, args->common, {.warmup = 3, .iters = 3, .file_inputs = true, .save_output = true, .traces = true});
+  sub->footer(variants_help());
   sub->callback([args] { run_profile(*args); });
 }
 

@@ -395,6 +395,7 @@ void add_roofline_command(CLI::App& app) {
                   "the peaks it recorded, running nothing; --out defaults to DIR")
                            ->type_name("DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
+  sub->footer(variants_help());
   sub->callback([args, variants, sub] {
     args->variants_given = variants->count() > 0;
     for (const CLI::Option* opt : sub->get_options())

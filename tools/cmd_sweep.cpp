@@ -403,6 +403,7 @@ void add_sweep_command(CLI::App& app) {
                   "SDPA backend for 'sdpa' in --variants: math | flash | auto (with --device cuda: math | cudnn | auto)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
+  sub->footer(variants_help());
   sub->callback([args, variants] {
     args->variants_given = variants->count() > 0;
     run_sweep(*args);

@@ -352,6 +352,18 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
   return in;
 }
 
+std::string variants_help() {
+  std::string s;
+  const auto list = [&s](const char* title, const std::vector<Variant>& r) {
+    if (r.empty()) return;
+    s += fmt::format("{}{}:\n", s.empty() ? "" : "\n", title);
+    for (const Variant& v : r) s += fmt::format("  {:<12}{}\n", v.name, v.summary);
+  };
+  list("Variants", registry());
+  list("Variants with --device cuda", cuda::cuda_registry());
+  return s;
+}
+
 const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p) {
   const Variant* v = nullptr;
   if (name == "sdpa") {

@@ -125,6 +125,8 @@ AttnProblem problem_of(const CommonOptions& o, int64_t seq = 0);
 // naive | inplace | sdpa (with --backend) | sdpa-math | sdpa-flash | flash. Errors when the variant or the
 // explicit backend cannot serve `p`.
 const Variant& resolve_variant(const std::string& name, const std::string& backend, const AttnProblem& p);
+// The --help footer of the commands that take variants: each registry's names with their one-line summaries.
+std::string variants_help();
 // The same names on the CUDA registry: naive, inplace, flash, sdpa (cuDNN when it can serve the problem, else
 // math, or --backend math|cudnn|auto), or a registry name (sdpa-math, sdpa-cudnn).
 const Variant& resolve_cuda_variant(const std::string& name, const std::string& backend, const AttnProblem& p);

@@ -268,7 +268,7 @@ std::vector<Variant> build() {
       }});
   r.push_back(Variant{
       "sdpa-cudnn", "cuda", "sdpa_fwd",
-      "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16, no mask or causal)",
+      "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16 or fp16; unmasked or causal)",
       sdpa_cudnn_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::kCudnnBlockRows); },
       fused_tolerance, sdpa_cudnn_prepare});
   r.push_back(Variant{
