@@ -40,7 +40,7 @@ constexpr int kBatch = 1 << 14;  // zones per timed batch; buffers are reset bet
 
 // What ATTNPROF_OP_ZONE expands to when the profiler is compiled in.
 #define BENCH_ENABLED_ZONE(var, name)                                                  \
-  static constexpr prof::ZoneSite var##_site{name, "cpu_op", __FILE__, __LINE__};      \
+  static constexpr prof::ZoneSite var##_site{name, "cpu_op"};                          \
   prof::Zone var(var##_site)
 
 void per_zone_counter(benchmark::State& state) {

@@ -241,6 +241,8 @@ TEST(Flash, BytesModelFollowsTheBlockHeightOfTheBodyThatRuns) {
     const int64_t want = isa == Isa::Scalar ? 64 : 256;
     EXPECT_EQ(flash_block_rows(), want) << isa_name(isa);
     EXPECT_DOUBLE_EQ(flash_cost(p).bytes(), flash_bytes(p, want)) << isa_name(isa);
+    // What the kernel writes is O and the logsumexp; the rest is read. The variants' cost and the zone's agree.
+    EXPECT_DOUBLE_EQ(flash_cost(p).bytes_written, qo / 2 + lse) << isa_name(isa);
   }
   AttnProblem m = p;
   m.mask = MaskKind::Additive;

@@ -2,8 +2,8 @@
 //
 //   ATTNPROF_CHECK(q.shape(3) == k.shape(3), "head dims differ: q has D={}, k has D={}", q.shape(3), k.shape(3));
 //
-// Checked errors at API boundaries throw attnprof::Error with a message that names the problem and
-// the source location it came from. Only the command line decides to exit. Hot loops use ATTNPROF_DASSERT,
+// Checked errors at API boundaries throw attnprof::Error with a message that names the problem in the
+// user's terms (the flag, the file, the shape), not the source line. Only the command line decides to exit. Hot loops use ATTNPROF_DASSERT,
 // which compiles away in release builds.
 #pragma once
 
@@ -17,15 +17,7 @@ namespace attnprof {
 
 class Error : public std::runtime_error {
  public:
-  Error(std::string message, const char* file, int line)
-      : std::runtime_error(std::move(message)), file_(file), line_(line) {}
   explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
-  // "src/ops/matmul.cpp:42", or "" when thrown without a location.
-  std::string where() const { return file_ ? fmt::format("{}:{}", file_, line_) : std::string(); }
-
- private:
-  const char* file_ = nullptr;
-  int line_ = 0;
 };
 
 // Thrown when an operation would need more memory than the configured budget.
@@ -39,10 +31,10 @@ class OutOfBudget : public Error {
 #define ATTNPROF_CHECK(cond, ...)                                                   \
   do {                                                                              \
     if (!(cond)) [[unlikely]]                                                       \
-      throw ::attnprof::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__);      \
+      throw ::attnprof::Error(::fmt::format(__VA_ARGS__));                          \
   } while (0)
 
-#define ATTNPROF_FAIL(...) throw ::attnprof::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
+#define ATTNPROF_FAIL(...) throw ::attnprof::Error(::fmt::format(__VA_ARGS__))
 
 #ifdef NDEBUG
 #define ATTNPROF_DASSERT(cond) ((void)0)

@@ -3,8 +3,9 @@
 //   for (Isa t : available_isas()) { IsaOverride use(t); run_kernel(); }   // test every target
 //   Isa best = best_isa();                                                 // what dispatch picks
 //
-// Kernels are written once per target (files named *_avx512.cpp, *_avx2.cpp are compiled with that
-// target's flags) and chosen at run time from CPUID, so a binary built here runs on CPUs without AVX-512.
+// Kernels are written once per target (files named *_avx512.cpp, *_avx2.cpp compile their bodies for that
+// target through the pragmas of src/core/isa_target.h) and chosen at run time from CPUID, so a binary built
+// here runs on CPUs without AVX-512.
 #pragma once
 
 #include <optional>

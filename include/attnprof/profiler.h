@@ -42,8 +42,6 @@ namespace attnprof::prof {
 struct ZoneSite {
   const char* name;
   const char* category;  // "cpu_op", "user_annotation", "kernel"...
-  const char* file;
-  int line;
 };
 
 inline constexpr int kMaxShapes = 4;
@@ -365,8 +363,7 @@ void on_memory(void* p, int64_t delta, int64_t total) noexcept;
 #if ATTNPROF_PROFILER_ENABLED
 // A zone named `name` (a string literal) held in variable `var`, category `cat`.
 #define ATTNPROF_ZONE_AS(var, name, cat)                                                            \
-  static constexpr ::attnprof::prof::ZoneSite ATTNPROF_CONCAT(attnprof_site_, __LINE__){name, cat, \
-                                                                                        __FILE__, __LINE__}; \
+  static constexpr ::attnprof::prof::ZoneSite ATTNPROF_CONCAT(attnprof_site_, __LINE__){name, cat}; \
   ::attnprof::prof::Zone var(ATTNPROF_CONCAT(attnprof_site_, __LINE__))
 #define ATTNPROF_ANNOTATE_DYN(var, name_sv) ::attnprof::prof::Zone var((name_sv), "user_annotation")
 #define ATTNPROF_PARALLEL_REGION(var) const ::attnprof::prof::ParallelRegion var

@@ -43,8 +43,7 @@ void* tracked_alloc(size_t bytes) {
                                       : fmt::format("the address-space limit (ulimit -v) of {:.0f} MiB", double(limit) / mib);
     throw OutOfBudget(fmt::format("out of memory: could not allocate {} bytes ({:.1f} MiB) beside the {:.1f} MiB of "
                                   "tensors live: {}",
-                                  bytes, double(bytes) / mib, double(g_counters.stats().current_bytes) / mib, why),
-                      __FILE__, __LINE__);
+                                  bytes, double(bytes) / mib, double(g_counters.stats().current_bytes) / mib, why));
   }
   const int64_t now = g_counters.on_alloc(int64_t(bytes));
   prof::detail::on_memory(p, int64_t(bytes), now);
@@ -115,8 +114,7 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
         live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
     throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}){}{}", what,
                                   byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),
-                                  hint.empty() ? "" : "; ", hint),
-                      __FILE__, __LINE__);
+                                  hint.empty() ? "" : "; ", hint));
   }
 }
 

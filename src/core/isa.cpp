@@ -11,7 +11,7 @@ namespace attnprof {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, avx512 = false, avx512bf16 = false;
+  bool avx2 = false, avx512 = false, avx512bf16 = false;
   CpuFeatures() {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return;
@@ -23,7 +23,6 @@ struct CpuFeatures {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
     // The avx2 target is compiled with fma, f16c (the fp16 loads and stores) and bmi2: all are required.
     avx2 = ymm_os && ((b >> 5) & 1) && has_fma && f16c && ((b >> 8) & 1);
-    fma = has_fma;
     const bool f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     avx512 = zmm_os && avx2 && f && dq && bw && vl;
     if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512bf16 = avx512 && ((a >> 5) & 1);

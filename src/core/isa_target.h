@@ -1,4 +1,4 @@
-// Internal: compile the code between ATTNPROF_TARGET_BEGIN_<ISA> and ATTNPROF_TARGET_END for one SIMD
+// Internal: compile the code between ATTNPROF_TARGET_BEGIN(features) and ATTNPROF_TARGET_END for one SIMD
 // target, Highway-style. We use target pragmas rather than per-file -m flags on purpose: with -mavx512f on
 // a whole file, inline functions and template instantiations from shared headers (std::vector, our
 // dtype helpers) could be emitted with AVX-512 code and chosen by the linker for callers elsewhere,

@@ -175,8 +175,7 @@ void* device_alloc(size_t bytes) {
       (void)cudaGetLastError();
       throw OutOfBudget(fmt::format("CUDA out of memory: cudaMalloc of {} bytes ({}) failed: {}; {} bytes live in "
                                     "attnprof tensors",
-                                    size, binary_size(double(size)), cudaGetErrorString(e), g_counters.current()),
-                        __FILE__, __LINE__);
+                                    size, binary_size(double(size)), cudaGetErrorString(e), g_counters.current()));
     }
     std::lock_guard<std::mutex> lock(pool().m);
     pool().reserved += int64_t(size);

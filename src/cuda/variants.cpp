@@ -88,8 +88,7 @@ void check_device_budget(double bytes, const std::string& what) {
   if (!(bytes <= double(avail)))
     throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}) of device memory, {} free; flash and sdpa-cudnn need no "
                                   "N×N buffer: try one of them",
-                                  what, bytes, binary_size(bytes), binary_size(double(avail))),
-                      __FILE__, __LINE__);
+                                  what, bytes, binary_size(bytes), binary_size(double(avail))));
 }
 
 // The mask the unfused paths fill with -inf (true = fill), built once on the device.

@@ -64,11 +64,10 @@ AddressSpace address_space() {
 int64_t mib(int64_t bytes) { return bytes >> 20; }
 int64_t mib_up(int64_t bytes) { return (bytes + (int64_t(1) << 20) - 1) >> 20; }
 
-// Throws unless the address-space limit leaves room for `buffers` more of OpenBLAS's buffers (and the library's
-// code when `loading`), plus the margin, beside what is in use. `fewer` says how to make it need less.
-void check_room(int buffers, bool loading, const std::string& what, const std::string& fewer) {
+// Throws unless the address-space limit leaves room for `need` more bytes of OpenBLAS's (its code and buffers),
+// plus the margin, beside what is in use. `fewer` says how to make it need less.
+void check_room(int64_t need, const std::string& what, const std::string& fewer) {
   const AddressSpace a = address_space();
-  const int64_t need = (loading ? kOpenblasLibraryBytes : 0) + int64_t(buffers) * kOpenblasBufferBytes;
   if (a.limit < 0 || a.used + need + kOpenblasMarginBytes <= a.limit) return;
   ATTNPROF_FAIL("the address-space limit (ulimit -v) of {} MiB is too small for OpenBLAS, which reserves up to ~{} MiB "
                 "{} beside the {} MiB in use: raise it to at least {} MiB{}{}",
@@ -109,7 +108,7 @@ const BlasApi& blas_api() {
   if (starts > 2 * threads)
     fewer = fmt::format("set OMP_NUM_THREADS={} (OpenBLAS starts with a buffer for each of {} threads)", threads,
                         starts);
-  check_room(buffers, true,
+  check_room(openblas_reserve_bytes(threads),
              fmt::format("at {} thread{} (~{} MiB of code and {} buffers of {} MiB: one for each thread it runs and "
                          "for each thread calling it)",
                          threads, threads == 1 ? "" : "s", mib(kOpenblasLibraryBytes), buffers,
@@ -135,7 +134,7 @@ void reserve_blas_threads(int n) {
   std::lock_guard lock(g_mutex);
   const int buffers = openblas_buffers(n);
   if (!g_api.load(std::memory_order_relaxed) || buffers <= g_buffers) return;
-  check_room(buffers - g_buffers, false,
+  check_room(int64_t(buffers - g_buffers) * kOpenblasBufferBytes,
              fmt::format("more at {} threads ({} more buffers of {} MiB: one for each thread it runs and for each "
                          "thread calling it)",
                          n, buffers - g_buffers, mib(kOpenblasBufferBytes)),

@@ -46,8 +46,8 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     const bool counters_were = detail::g_counters.exchange(counting);
     detail::ThreadBuffer* b = detail::thread_buffer();
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
-    static constexpr ZoneSite parent_site{"calibration", "cpu_op", __FILE__, __LINE__};
-    static constexpr ZoneSite child_site{"calibration_child", "cpu_op", __FILE__, __LINE__};
+    static constexpr ZoneSite parent_site{"calibration", "cpu_op"};
+    static constexpr ZoneSite child_site{"calibration_child", "cpu_op"};
     std::vector<double> samples;
     for (int round = 0; round < 6; ++round) {
       b->zones.reserve(zones0 + children + 8);

@@ -52,7 +52,9 @@ double flash_bytes(const AttnProblem& p, int64_t br) {
 }
 
 OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
-  return fused_attention_cost(p, flash_bytes(p, block_rows), 0.0);
+  // Written: O and the fp32 logsumexp; read: the rest (Q, K/V per block, the mask).
+  const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
+  return fused_attention_cost(p, flash_bytes(p, block_rows) - written, written);
 }
 
 OpCost flash_cost(const AttnProblem& p) { return flash_cost(p, flash_block_rows()); }
@@ -64,8 +66,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   z.add_shape(q.shape());
   z.add_shape(k.shape());
   z.add_shape(v.shape());
-  const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
-  z.set_cost(fused_attention_cost(p, flash_bytes(p, flash_block_rows()) - written, written));
+  z.set_cost(flash_cost(p));
   const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
   const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
   const Tensor vc = v.stride(3) == 1 ? v : v.contiguous();
