@@ -83,8 +83,12 @@ pack() {
   fi
   if [[ $(stat -c %d "$STAGE") == $(stat -c %d "$OUT") ]]; then
     mv -f "$STAGE/gpu-check.tgz" "$OUT/gpu-check.tgz"
-  else  # another file system: copy beside, then rename
-    cp -f "$STAGE/gpu-check.tgz" "$OUT/.gpu-check.tgz.part" && mv -f "$OUT/.gpu-check.tgz.part" "$OUT/gpu-check.tgz"
+  else  # another file system: copy beside, then rename; beside $OUT, not in it, where that is the same file
+    # system, so that a kill during the copy leaves no ninth file in $OUT (a runner brings back eight)
+    local part="$OUT/.gpu-check.tgz.part" up
+    up=$(dirname "$OUT")
+    [[ -w $up && $(stat -c %d "$up") == $(stat -c %d "$OUT") ]] && part="$up/.gpu-check.tgz.part"
+    cp -f "$STAGE/gpu-check.tgz" "$part" && mv -f "$part" "$OUT/gpu-check.tgz"
   fi
 }
 # shellcheck disable=SC2317  # run by the EXIT trap
@@ -245,10 +249,10 @@ mapfile -t openblas_found < <(lib_candidates 'libopenblas.so.0' | uniq_files)
 if (( ${#cudnn_found[@]} )); then
   export ATTNPROF_CUDNN_LIBRARY="${cudnn_found[0]}"
   cudnn_dir=$(dirname "$ATTNPROF_CUDNN_LIBRARY")
-  [[ ":$LD_LIBRARY_PATH:" == *":$cudnn_dir:"* ]] || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_dir"
+  [[ ":${LD_LIBRARY_PATH:-}:" == *":$cudnn_dir:"* ]] || export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cudnn_dir"
 fi
 {
-  echo; echo "# LD_LIBRARY_PATH the binaries run with"; echo "$LD_LIBRARY_PATH"
+  echo; echo "# LD_LIBRARY_PATH the binaries run with"; echo "${LD_LIBRARY_PATH:-}"
   echo; echo "# cuDNN libcudnn.so.9 found (in search order)"
   for f in "${cudnn_found[@]}"; do echo "$f -> $(readlink -f "$f")"; done
   (( ${#cudnn_found[@]} )) || echo "(none: sdpa-cudnn will say it cannot load cuDNN)"
@@ -418,19 +422,24 @@ if ours_ms is None:
     if cv and isinstance(cv.get("ms"), (int, float)):
         ours_ms, src = cv["ms"], "compare --device cuda"
 theirs = ((p or {}).get("backends", {}).get("flash") or {}).get("median_ms")
-if ours_ms and theirs:
-    r = ours_ms / theirs
-    print(f"flash vs PyTorch flash: {ours_ms:.3f} ms ({src}) vs {theirs:.3f} ms = {r:.2f}x "
-          f"({'within' if r <= 1.5 else 'NOT within'} the 1.5x target)")
-else:
-    print("flash vs PyTorch flash: not measured (see timing.txt, compare.txt, torch.txt)")
-# The same back to back: each side's launch overhead (PyTorch's Python dispatch, attnprof's host work) hidden.
+# The verdict is judged back to back: a forward timed alone on an idle stream includes its own launch (PyTorch's
+# Python dispatch, attnprof's host work), microseconds beside a kernel of tens. Per forward is kept as information,
+# and judges only when a side has no back-to-back figure.
 ours_burst = (ours or {}).get("burst_ms")
 theirs_burst = ((p or {}).get("backends", {}).get("flash") or {}).get("burst_ms")
-if ours_burst and theirs_burst:
+burst_judged = bool(ours_burst and theirs_burst)
+def verdict(r):
+    return f"{'within' if r <= 1.5 else 'NOT within'} the 1.5x target"
+if ours_ms and theirs:
+    r = ours_ms / theirs
+    print(f"flash vs PyTorch flash, per forward (each with its launch): {ours_ms:.3f} ms ({src}) vs {theirs:.3f} ms "
+          f"= {r:.2f}x" + (" (information; judged back to back below)" if burst_judged else f" ({verdict(r)})"))
+else:
+    print("flash vs PyTorch flash: not measured (see timing.txt, compare.txt, torch.txt)")
+if burst_judged:
     r = ours_burst / theirs_burst
-    print(f"flash vs PyTorch flash, back to back: {ours_burst:.3f} ms vs {theirs_burst:.3f} ms = {r:.2f}x "
-          f"({'within' if r <= 1.5 else 'NOT within'} the 1.5x target)")
+    print(f"flash vs PyTorch flash, back to back (launches hidden behind the kernels): {ours_burst:.3f} ms vs "
+          f"{theirs_burst:.3f} ms = {r:.2f}x ({verdict(r)})")
 tc = load("timing_configs.json")
 if tc and tc.get("flash_configs"):
     print(f"flash configurations: fastest valid {tc.get('flash_fastest', 'none')}, default {tc.get('flash_default')}"

@@ -105,6 +105,23 @@ TEST(CudaActivity, AttachesRecordsToTheirLaunchingZones) {
   EXPECT_EQ(analysis::device_peak_bytes(r), 8192);
 }
 
+// Activities without a clock reading (CUPTI could not take one) cannot be placed: refused, not mapped at device
+// time 0. A capture of host-side memory events alone needs none.
+TEST(CudaActivity, ActivitiesWithoutAClockReadingAreRefused) {
+  prof::ProfileResult r = synthetic_profile();
+  cuda::DeviceCapture cap = synthetic_capture();
+  cap.clock_samples.clear();
+  try {
+    cuda::attach_device_capture(r, cap);
+    ADD_FAILURE() << "attached without a clock";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no clock reading"), std::string::npos) << e.what();
+  }
+  cap.activities.clear();
+  prof::ProfileResult r2 = synthetic_profile();
+  EXPECT_NO_THROW(cuda::attach_device_capture(r2, cap));
+}
+
 TEST(CudaActivity, KeepUnattributedKeepsOrphans) {
   prof::ProfileResult r = synthetic_profile();
   cuda::attach_device_capture(r, synthetic_capture(), {.keep_unattributed = true});
@@ -176,7 +193,7 @@ TEST(CudaRegistry, EntriesPresentWhenBuiltWithCuda) {
     EXPECT_FALSE(v.annotation.empty());
     EXPECT_TRUE(v.unsupported && v.cost && v.tolerance && v.prepare) << v.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"naive", "inplace", "sdpa-math", "sdpa-cudnn", "flash"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"naive", "inplace", "sdpa-math", "flash", "sdpa-cudnn"}));
   EXPECT_EQ(cuda::find_cuda_variant("flash").annotation, "flash_kernel_fwd");
   EXPECT_THROW(cuda::find_cuda_variant("nope"), Error);
   // The blog's problem: cost models are there with or without a device.

@@ -232,6 +232,10 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
         s += fmt::format("{:<12}skipped: {}\n", r.name, r.r.note);
         break;
       case RunOutcome::Status::Failed:
+        if (r.r.device_error) {  // nothing was measured: the reason is the row
+          s += fmt::format("{:<12}{}\n", r.name, r.r.note);
+          break;
+        }
         s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11.2e}  FAIL (not timed)\n", r.name,
                          "--", "--", "--", report::format_bytes_decimal(double(r.r.peak_extra_bytes)), "--", ops_w,
                          report::format_bytes_decimal(r.bytes), "--", "--", r.r.err.max_abs);
@@ -311,12 +315,12 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
           {"rows", rows}};
 }
 
-// The variants whose rows failed validation (for the exit code).
-std::vector<std::string> failed_names(const std::vector<Row>& rows) {
-  std::vector<std::string> out;
+// The variants whose rows failed validation, or failed on the GPU (for the exit code and its line).
+void exit_if_any_failed(const std::vector<Row>& rows) {
+  std::vector<std::string> invalid, device;
   for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Failed) out.push_back(r.name);
-  return out;
+    if (r.r.status == RunOutcome::Status::Failed) (r.r.device_error ? device : invalid).push_back(r.name);
+  exit_if_validation_failed(invalid, device);
 }
 
 // Writes compare.json and compare.txt, commits them with the variants' files in `outputs`, writes (with
@@ -395,7 +399,7 @@ void run_compare_cuda(const CompareArgs& a) {
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"warmup_min_s", 0.0}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   finish(o, j, text, outputs);
-  exit_if_validation_failed(failed_names(rows));
+  exit_if_any_failed(rows);
 }
 
 void run_compare(const CompareArgs& a) {
@@ -497,7 +501,7 @@ void run_compare(const CompareArgs& a) {
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
-  exit_if_validation_failed(failed_names(rows));
+  exit_if_any_failed(rows);
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ void run_profile(const ProfileArgs& a) {
     // Reported, not timed (the benchmark refuses to time a kernel that fails validation).
     if (o.json) std::printf("%s\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2).c_str());
     else std::printf("%s: %s (not timed)\n", v.name.c_str(), r.note.c_str());
-    exit_if_validation_failed({v.name});
+    if (r.device_error) exit_if_validation_failed({}, {v.name});
+    else exit_if_validation_failed({v.name});
   }
   const double flops = attention_flops(in.p);
   run["ms_per_forward"] = r.median_ns * 1e-6;

@@ -342,7 +342,7 @@ void run_roofline(const RooflineArgs& a) {
     j["problem"] = in.p.str();
     j["dtype"] = std::string(dtype_name(in.p.dtype));
   }
-  std::vector<std::string> failed;  // variants that failed validation: placed nowhere, exit code 1
+  std::vector<std::string> failed, device_failed;  // failed validation / on the GPU: placed nowhere, exit code 1
   if (!variants.empty()) {
     if (!gpu) prepare_libraries(variants, in);  // OpenBLAS refused under ulimit -v stops it before any variant
     LazyReference ref(in);
@@ -363,7 +363,7 @@ void run_roofline(const RooflineArgs& a) {
         r.note = "no device activity to place: " + r.cupti_note;
       }
       if (r.status != RunOutcome::Status::Ok) {
-        if (r.status == RunOutcome::Status::Failed) failed.push_back(v->name);
+        if (r.status == RunOutcome::Status::Failed) (r.device_error ? device_failed : failed).push_back(v->name);
         text += fmt::format("{:<12}{}: {}\n", v->name, status_name(r.status), r.note);
         j["skipped"].push_back({{"variant", v->name}, {"status", status_name(r.status)}, {"note", r.note}});
         continue;
@@ -375,7 +375,7 @@ void run_roofline(const RooflineArgs& a) {
   if (!a.peaks_only) commit_and_print(o, "roofline", j, text, outputs);
   else if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
-  exit_if_validation_failed(failed);
+  exit_if_validation_failed(failed, device_failed);
 }
 
 }  // namespace

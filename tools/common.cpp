@@ -665,14 +665,16 @@ int stdout_status(int code) {
   return code;
 }
 
-void exit_if_validation_failed(const std::vector<std::string>& failed) {
-  if (failed.empty()) return;
+void exit_if_validation_failed(const std::vector<std::string>& failed, const std::vector<std::string>& device_failed) {
+  if (failed.empty() && device_failed.empty()) return;
   // A run that wrote nothing (profile writes no file for a failed variant) leaves no new --out behind, as an
   // error does: the directories it created go while they are empty, never one that holds a file.
   remove_created_dirs_if_empty();
   if (stdout_status(0) != 0) std::exit(2);
-  std::fprintf(stderr, "attnprof: %s failed validation against the fp64 reference (reported, not timed)\n",
-               terminal_line(fmt::format("{}", fmt::join(failed, ", "))).c_str());
+  std::vector<std::string> what;
+  if (!failed.empty()) what.push_back(fmt::format("{} failed validation against the fp64 reference", fmt::join(failed, ", ")));
+  if (!device_failed.empty()) what.push_back(fmt::format("{} failed on the GPU", fmt::join(device_failed, ", ")));
+  std::fprintf(stderr, "attnprof: %s (reported, not timed)\n", terminal_line(fmt::format("{}", fmt::join(what, "; "))).c_str());
   std::exit(1);
 }
 
@@ -889,58 +891,70 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     r.note = e.what();
     return r;
   }
-  auto* dev = dynamic_cast<cuda::DeviceRunner*>(runner.get());
-  ATTNPROF_CHECK(dev, "CUDA variant {} has no device runner", v.name);
-  if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
-  {
-    const AttnOutput o = runner->run(in.q, in.k, in.v);
-    if (!validate(o.out, ref.get(), plan, r)) return r;
-  }
-  const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
-                           dv = cuda::DeviceTensor::from_host(in.v);
-  // As on the CPU, the profiler makes its buffers and names before the warm-ups, so the host side of the
-  // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
-  const prof::Schedule& s = plan.schedule;
-  const int steps = s.wait + s.warmup + s.active;
-  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
-  set_run_metadata(profiler, v, in);
-  profiler.set_metadata("device", cuda::device_info().name);
-  profiler.prepare();
-  (void)prof::detail::intern(v.annotation);
-  for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
-  r.warmup_forwards = plan.warmup;
-  const DevicePeak peak = device_forward_peak(*dev, dq, dk, dv);
-  r.peak_bytes = peak.total;
-  r.peak_extra_bytes = peak.extra;
-
-  if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, s.active));
-  cuda::ActivityCollector cupti;
+  // From here on a failure (a kernel fault, a library call the device rejects) ends this variant's row, not the
+  // run: the variants after it still run (a fault that poisons the CUDA context fails them too, each with its
+  // reason), and compare writes its files before it exits non-zero.
   try {
-    cupti.start();
-  } catch (const Error& e) {  // CUPTI admits one subscriber per process (Nsight Systems is one)
-    r.cupti_note = e.what();
-    progress(fmt::format("{}: CUPTI unavailable, recording the host side only: {}", label, r.cupti_note));
-  }
-  profiler.start();
-  {
-    prof::VariantScope scope(v.name);
-    for (int i = 0; i < steps; ++i) {
-      {
-        ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
-        (void)dev->run_device(dq, dk, dv);
-        cuda::synchronize();
-      }
-      profiler.step();
+    auto* dev = dynamic_cast<cuda::DeviceRunner*>(runner.get());
+    ATTNPROF_CHECK(dev, "CUDA variant {} has no device runner", v.name);
+    if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
+    {
+      const AttnOutput o = runner->run(in.q, in.k, in.v);
+      if (!validate(o.out, ref.get(), plan, r)) return r;
     }
-  }
-  profiler.stop();
-  r.result = profiler.result();
-  if (cupti.running()) cuda::attach_device_capture(r.result, cupti.stop());
-  summarise_recording(v, plan, r);
-  if (plan.event_iters > 0) {
-    const cuda::DeviceTiming t = cuda::time_device_forward(*dev, dq, dk, dv, 1, plan.event_iters);
-    r.event_ms = t.ms;
-    r.median_event_ms = t.median_ms;
+    const cuda::DeviceTensor dq = cuda::DeviceTensor::from_host(in.q), dk = cuda::DeviceTensor::from_host(in.k),
+                             dv = cuda::DeviceTensor::from_host(in.v);
+    // As on the CPU, the profiler makes its buffers and names before the warm-ups, so the host side of the
+    // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
+    const prof::Schedule& s = plan.schedule;
+    const int steps = s.wait + s.warmup + s.active;
+    prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
+    set_run_metadata(profiler, v, in);
+    profiler.set_metadata("device", cuda::device_info().name);
+    profiler.prepare();
+    (void)prof::detail::intern(v.annotation);
+    for (int i = 0; i < plan.warmup; ++i) (void)dev->run_device(dq, dk, dv);
+    r.warmup_forwards = plan.warmup;
+    const DevicePeak peak = device_forward_peak(*dev, dq, dk, dv);
+    r.peak_bytes = peak.total;
+    r.peak_extra_bytes = peak.extra;
+
+    if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, s.active));
+    cuda::ActivityCollector cupti;
+    try {
+      cupti.start();
+    } catch (const Error& e) {  // CUPTI admits one subscriber per process (Nsight Systems is one)
+      r.cupti_note = e.what();
+      progress(fmt::format("{}: CUPTI unavailable, recording the host side only: {}", label, r.cupti_note));
+    }
+    profiler.start();
+    {
+      prof::VariantScope scope(v.name);
+      for (int i = 0; i < steps; ++i) {
+        {
+          ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
+          (void)dev->run_device(dq, dk, dv);
+          cuda::synchronize();
+        }
+        profiler.step();
+      }
+    }
+    profiler.stop();
+    r.result = profiler.result();
+    if (cupti.running()) cuda::attach_device_capture(r.result, cupti.stop());
+    summarise_recording(v, plan, r);
+    if (plan.event_iters > 0) {
+      const cuda::DeviceTiming t = cuda::time_device_forward(*dev, dq, dk, dv, 1, plan.event_iters);
+      r.event_ms = t.ms;
+      r.median_event_ms = t.median_ms;
+    }
+  } catch (const Error& e) {
+    RunOutcome failed;
+    failed.tol = r.tol;
+    failed.status = RunOutcome::Status::Failed;
+    failed.device_error = true;
+    failed.note = fmt::format("failed on the GPU: {}", e.what());
+    return failed;
   }
   return r;
 }

@@ -254,6 +254,7 @@ struct RunOutcome {
   enum class Status { Ok, Skipped, Failed };
   Status status = Status::Ok;
   std::string note;              // why skipped / failed
+  bool device_error = false;     // CUDA: failed on the GPU after prepare (not a validation failure)
   ErrorStats err;
   Tolerance tol;
   Tensor output;
@@ -363,9 +364,11 @@ void progress(const std::string& line);
 void print_error(std::string_view message);
 
 // Called once a command has written and printed its results: when any variant failed validation against the
-// fp64 reference (`failed` names them), says so on stderr and exits 1, so that a script sees the failure.
-// Exit codes: 0 all validated, 1 a validation failure (results still written), 2 bad input.
-void exit_if_validation_failed(const std::vector<std::string>& failed);
+// fp64 reference (`failed` names them) or failed on the GPU (`device_failed`: a kernel fault, a library call
+// the device rejected), says so on stderr and exits 1, so that a script sees the failure.
+// Exit codes: 0 all validated, 1 a validation or device failure (results still written), 2 bad input.
+void exit_if_validation_failed(const std::vector<std::string>& failed,
+                               const std::vector<std::string>& device_failed = {});
 
 // Flushes stdout and returns `code`, or 2 after an error line when stdout could not be written (a full disk,
 // /dev/full, a file size limit): a --json consumer must not take a cut-off document for a result.

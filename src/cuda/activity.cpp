@@ -104,6 +104,10 @@ analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
 // ---- conversion -----------------------------------------------------------------------------------------
 void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, const AttachOptions& opt) {
   const double npt = r.ns_per_tick > 0 ? r.ns_per_tick : prof::ns_per_tick();
+  // Without a clock reading, device timestamps cannot be placed on the host timeline at all.
+  ATTNPROF_CHECK(!cap.clock_samples.empty() || cap.activities.empty(),
+                 "CUPTI gave no clock reading, so its {} device activities cannot be placed on the host timeline",
+                 cap.activities.size());
   const ClockMap clock = cap.clock_samples.empty() ? ClockMap{} : fit_clock(cap.clock_samples, npt);
   std::unordered_map<uint32_t, int32_t> thread_of_tid;
   for (size_t i = 0; i < r.threads.size(); ++i) thread_of_tid[r.threads[i].tid] = int32_t(i);

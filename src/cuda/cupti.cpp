@@ -162,17 +162,16 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   for (RawActivity& a : got) s.activities.push_back(std::move(a));
 }
 
-ClockSample sample_clock() {
-  ClockSample c;
-  c.host_before = prof::now_ticks();
-  cuptiGetTimestamp(&c.device_ns);
-  c.host_after = prof::now_ticks();
-  return c;
-}
-
-// Several readings; fit_clock keeps the tightest as its anchor.
+// Several readings; fit_clock keeps the tightest as its anchor. A reading CUPTI could not take is left out
+// rather than kept as device time 0, which would map every activity decades away.
 void sample_clock_into(std::vector<ClockSample>& out) {
-  for (int i = 0; i < 5; ++i) out.push_back(sample_clock());
+  for (int i = 0; i < 5; ++i) {
+    ClockSample c;
+    c.host_before = prof::now_ticks();
+    const CUptiResult got = cuptiGetTimestamp(&c.device_ns);
+    c.host_after = prof::now_ticks();
+    if (got == CUPTI_SUCCESS && c.device_ns != 0) out.push_back(c);
+  }
 }
 
 std::vector<ClockSample> g_samples;
@@ -255,7 +254,8 @@ DeviceCapture ActivityCollector::stop() {
   detail::set_mem_capture(false);
   sample_clock_into(g_samples);
   State& s = state();
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // delivers every buffer through buffer_completed
+  // Delivers every buffer through buffer_completed.
+  const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   cupti_teardown();
   DeviceCapture cap;
   {
@@ -269,6 +269,13 @@ DeviceCapture ActivityCollector::stop() {
   cap.device_name = g_device_name;
   if (sync != cudaSuccess)
     ATTNPROF_FAIL("a kernel failed in the profiled forward: {} ({})", cudaGetErrorString(sync), cudaGetErrorName(sync));
+  // Without the flush the capture would be silently short of activities: say why instead.
+  if (flushed != CUPTI_SUCCESS) {
+    const char* msg = nullptr;
+    cuptiGetResultString(flushed, &msg);
+    ATTNPROF_FAIL("CUPTI could not flush its activity buffers, so the kernels' records are missing: {} ({})",
+                  msg ? msg : "?", int(flushed));
+  }
   return cap;
 }
 

@@ -266,17 +266,19 @@ std::vector<Variant> build() {
         return std::make_unique<SdpaMathRunner>(p, o);
       }});
   r.push_back(Variant{
-      "sdpa-cudnn", "cuda", "sdpa_fwd",
-      "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16 or fp16; unmasked or causal)",
-      sdpa_cudnn_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::kCudnnBlockRows); },
-      fused_tolerance, sdpa_cudnn_prepare});
-  r.push_back(Variant{
       "flash", "cuda", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: bf16/fp16 mma.sync tensor cores, online softmax, causal block skipping",
       flash_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::flash_block_rows(p.D)); },
       fused_tolerance, [](const AttnProblem& p, const AttnOptions& o) -> std::unique_ptr<Runner> {
         return std::make_unique<FlashRunner>(p, o);
       }});
+  // Last: the one variant whose device code is not ours. Should cuDNN's kernel fault, the error is sticky and
+  // fails every later launch in the process; every other variant has then run already.
+  r.push_back(Variant{
+      "sdpa-cudnn", "cuda", "sdpa_fwd",
+      "scaled_dot_product_attention, cuDNN backend: cuDNN 9's fused flash attention (bf16 or fp16; unmasked or causal)",
+      sdpa_cudnn_unsupported, [](const AttnProblem& p) { return detail::fused_cost(p, detail::kCudnnBlockRows); },
+      fused_tolerance, sdpa_cudnn_prepare});
   return r;
 }
 
