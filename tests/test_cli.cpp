@@ -218,7 +218,7 @@ TEST_F(Cli, ProfileBesideOtherWorkSaysTheCpusWereShared) {
   }
   json summary;
   Result r;
-  // Enough forwards for a measurable stretch (kOtherWorkMinSeconds) on any machine: more until there is one.
+  // Enough forwards for a measurable stretch (other_work_min_seconds()) on any machine: more until there is one.
   for (int iters : {20, 80, 320}) {
     r = run(fmt::format("profile inplace --shape 1,4,512,64 --warmup 0 --iters {} --threads {}", iters, cpus) + out_flag());
     if (r.code != 0) break;

@@ -146,6 +146,18 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   EXPECT_EQ(both[1], "Re-run on an idle machine before comparing it.");
   EXPECT_EQ(both[2].rfind("Noisy: b took", 0), 0u) << both[2];
   EXPECT_EQ(both[4], "Note: a VM note.");
+  // A stretch too short to judge is said so, once for all such subjects; a figure read back (window unknown) or a
+  // long enough stretch that found nothing is silence.
+  const double min_s = analysis::other_work_min_seconds();
+  const std::vector<std::string> unjudged = report::timing_notes(
+      {{"flash", {1.0, 1.0}, std::nullopt, 0.002}, {"naive", {1.0, 1.0}, std::nullopt, min_s / 2},
+       {"inplace", {1.0, 1.0}, std::nullopt}, {"sdpa-math", {1.0, 1.0}, CpuSharing{0.1, 2, 2}, 1.0}},
+      "");
+  ASSERT_EQ(unjudged.size(), 1u);
+  EXPECT_EQ(unjudged[0].rfind("Not judged: whether other work shared the CPUs with flash (2.000ms), naive (", 0), 0u)
+      << unjudged[0];
+  EXPECT_NE(unjudged[0].find("their warm-up and timed forwards took under the"), std::string::npos) << unjudged[0];
+  EXPECT_TRUE(report::timing_notes({{"flash", {1.0, 1.0}, std::nullopt, min_s * 2}}, "").empty());
 
   const auto back = report::cpu_sharing_of({{"cpu_sharing", report::cpu_sharing_json(CpuSharing{1.25, 2, 2})}});
   ASSERT_TRUE(back);
@@ -166,7 +178,9 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   EXPECT_EQ(peer->threads, 2);
   EXPECT_EQ(peer->cpus, analysis::online_cpus());
   EXPECT_DOUBLE_EQ(analysis::cpu_sharing(1.0, 1.5, 1.0, 1)->other_cpus, 0.0) << "ticks, not negative work";
-  EXPECT_FALSE(analysis::cpu_sharing(1.0, 0.5, 0.1, 1)) << "shorter than kOtherWorkMinSeconds";
+  EXPECT_FALSE(analysis::cpu_sharing(1.0, 0.5, 0.09, 1)) << "shorter than other_work_min_seconds()";
+  EXPECT_GE(analysis::other_work_min_seconds(), 0.1);
+  EXPECT_GE(analysis::other_work_min_seconds(), 2.0 * analysis::online_cpus() / double(::sysconf(_SC_CLK_TCK)) - 1e-12);
   for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     EXPECT_FALSE(analysis::cpu_sharing(bad, 0.5, 1.0, 1)) << bad;
     EXPECT_FALSE(analysis::cpu_sharing(1.0, bad, 1.0, 1)) << bad;

@@ -130,10 +130,10 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
                             const PeerRun* peers = nullptr) {
   std::vector<report::Timings> timings;
   for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing});
+    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing, r.r.sharing_window_s});
   if (peers)
     for (const PeerRow& r : peers->rows)
-      if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, r.sharing});
+      if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, r.sharing, r.sharing_window_s});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.

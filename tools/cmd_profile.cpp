@@ -190,7 +190,7 @@ void run_profile(const ProfileArgs& a) {
                                                                    : ""))
                   .c_str());
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
-  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing}}, machine_note))
+  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note))
     std::printf("%s\n", line.c_str());
   std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
               o.save_output.empty() ? "" : ", ", o.save_output.c_str());

@@ -83,6 +83,7 @@ struct Point {
   int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
   std::optional<analysis::CpuSharing> sharing;  // host: the other work beside the timed forwards, when measurable
+  double sharing_window_s = -1.0;                // host: the stretch it was measured over (warm-ups included)
   std::string status = "ok", note;
 };
 
@@ -124,9 +125,9 @@ bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
 // more until kWarmupFloorS has passed), then the median of `iters` timed ones and the largest peak above what
 // was live before each.
 void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, Point& pt) {
+  const analysis::OtherWork beside;  // from the first warm-up, as compare's
   (void)warm_up(o.warmup - 1, warmup_floor_s(o), [&] { (void)runner.run(in.q, in.k, in.v); });
   std::vector<double> ms;
-  const analysis::OtherWork beside;
   for (int i = 0; i < o.iters; ++i) {
     reset_peak_memory();
     const int64_t before = memory_stats().current_bytes;
@@ -140,6 +141,7 @@ void measure_on_host(Runner& runner, const Inputs& in, const CommonOptions& o, P
   pt.ms = median(ms);
   pt.forward_ms = std::move(ms);
   pt.sharing = analysis::cpu_sharing(beside, ops::num_threads());
+  pt.sharing_window_s = beside.seconds();
 }
 
 // One point on the GPU: inputs uploaded once, one forward for the device memory peak above the inputs, then
@@ -322,7 +324,7 @@ void run_sweep(const SweepArgs& a) {
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   std::vector<report::Timings> timings;
   for (const Point& p : points)
-    if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing});
+    if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing, p.sharing_window_s});
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";

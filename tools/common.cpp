@@ -840,12 +840,14 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
     progress(plan.warmup_min_s > 0
                  ? fmt::format("{}: warm-up forwards ({} at least, and {:g} s of them)", label, plan.warmup, plan.warmup_min_s)
                  : fmt::format("{}: {} warm-up forwards", label, plan.warmup));
+  // The other work beside the forwards is measured from the first warm-up: a busy machine slows them all alike,
+  // and the recorded forwards alone are often too short a stretch to tell (other_work_min_seconds()).
+  const analysis::OtherWork beside;
   r.warmup_forwards = warm_up(plan.warmup, plan.warmup_min_s, [&] { (void)runner->run(in.q, in.k, in.v); });
   if (!profiling_line.empty()) {
     std::fputs(profiling_line.c_str(), stderr);
     std::fflush(stderr);
   }
-  const analysis::OtherWork beside;
   profiler.start();
   {
     for (int i = 0; i < steps; ++i) {
@@ -858,6 +860,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   }
   profiler.stop();
   r.sharing = analysis::cpu_sharing(beside, ops::num_threads());
+  r.sharing_window_s = beside.seconds();
   r.result = profiler.result();
   summarise_recording(v, plan, r);
   return r;

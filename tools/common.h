@@ -269,6 +269,7 @@ struct RunOutcome {
   double median_event_ms = 0.0;
   double ops_per_forward = 0.0;  // per recorded forward: zones with a cost of their own (CPU), activities (GPU)
   std::optional<analysis::CpuSharing> sharing;  // CPU: the other work beside the profiled forwards, when measurable
+  double sharing_window_s = -1.0;  // CPU: the stretch it was measured over (warm-ups and recorded forwards)
   int warmup_forwards = 0;       // the warm-up forwards that ran (plan.warmup, or more for plan.warmup_min_s)
 };
 const char* status_name(RunOutcome::Status s);
@@ -299,6 +300,7 @@ struct PeerRow {
   std::string note;                                    // why it was skipped
   std::vector<double> forward_ms;                      // torch's time.perf_counter around each forward
   std::optional<analysis::CpuSharing> sharing;         // the other work beside them, when measurable
+  double sharing_window_s = -1.0;                      // the stretch it was measured over (its warm-ups included)
   double ms = 0;                                       // their median (analysis::median)
   ErrorStats err;
   Tolerance tol;

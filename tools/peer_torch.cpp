@@ -95,12 +95,13 @@ def main():
             continue
         try:
             with torch.no_grad():
+                # What ran beside the forwards, from the first warm-up, as attnprof measures its own.
+                busy0, own0, wall0 = busy_seconds(), time.process_time(), time.perf_counter()
                 warm, t_warm = 0, time.perf_counter()
                 while warm < warmup or (warm < max_forwards and time.perf_counter() - t_warm < warmup_min_s):
                     fn()
                     warm += 1
                 ms = []
-                busy0, own0, wall0 = busy_seconds(), time.process_time(), time.perf_counter()
                 for _ in range(iters):
                     t0 = time.perf_counter()
                     out = fn()
@@ -306,6 +307,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
         };
         row.sharing = analysis::cpu_sharing(number("machine_busy_s"), number("own_cpu_s"), number("wall_s"),
                                             run.threads > 0 ? run.threads : threads);
+        if (const double wall = number("wall_s"); wall >= 0) row.sharing_window_s = wall;
       }
       // Its output, the next .npy array on stdout: fp32 [B, Hq, Nq, D], checked against the fp64 reference.
       if (at >= c.out.size()) ATTNPROF_FAIL("--peer torch: '{}' returned no output for {}", python, row.name);

@@ -200,8 +200,10 @@ int online_cpus();
 // The busy mark: other work above the CPUs `threads` leave free on `cpus`, plus half a CPU of slack, left the
 // threads too few CPUs.
 double busy_mark(int threads, int cpus);
-// Over a window shorter than this, /proc/stat's 10 ms ticks make the figure too coarse to judge by.
-inline constexpr double kOtherWorkMinSeconds = 0.2;
+// The shortest window the figure is judged over: /proc/stat counts each CPU's busy time in whole ticks (10 ms),
+// so a window's busy seconds can be off by up to a tick per CPU; over 2·cpus ticks that moves the figure by at
+// most half a CPU, the busy mark's slack. At least 0.1 s (2 CPUs: 0.1 s; 16 CPUs: 0.32 s).
+double other_work_min_seconds();
 
 // What ran beside a timed stretch of forwards, when it was long enough to say.
 struct CpuSharing {
@@ -210,7 +212,7 @@ struct CpuSharing {
   bool shared() const { return other_cpus > busy_mark(threads, cpus); }
 };
 // The figure for a stretch `w` measured by, run on `threads` threads: nothing when /proc/stat could not be
-// read or the stretch was shorter than kOtherWorkMinSeconds.
+// read or the stretch was shorter than other_work_min_seconds().
 std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads);
 // The same figure from another process's readings over its own timed stretch (compare --peer torch reads
 // /proc/stat and its CPU time around its forwards): the machine's busy seconds and the process's own CPU

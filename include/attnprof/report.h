@@ -259,11 +259,14 @@ std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record)
 //   "Noisy: flash took 82.651ms / 44.868ms per forward (slowest 1.84x the fastest)." for every subject whose
 //   spread is above kNoisySpread, then what to do about it once, then `machine_note`
 //   (analysis::memory_reclaim_note) when it is not empty.
+//   "Not judged: flash's warm-up and timed forwards took 0.031 s, ..." for subjects whose sharing was not
+//   measured because their stretch (`window_s`, when known) was shorter than analysis::other_work_min_seconds().
 // Nothing when every subject ran alone and steadily.
 struct Timings {
   std::string subject;
   std::vector<double> forward_ms;
   std::optional<analysis::CpuSharing> sharing = std::nullopt;
+  double window_s = -1.0;  // the stretch `sharing` was measured over, when known (-1: not known, e.g. read back)
 };
 std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note);
 

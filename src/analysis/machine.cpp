@@ -239,16 +239,21 @@ int online_cpus() { return int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))); }
 
 double busy_mark(int threads, int cpus) { return double(cpus) - double(std::min(threads, cpus)) + 0.5; }
 
+double other_work_min_seconds() {
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  return std::max(0.1, 2.0 * double(online_cpus()) / double(hz > 0 ? hz : 100));
+}
+
 std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads) {
   const double other = w.cpus();
-  if (!std::isfinite(other) || w.seconds() < kOtherWorkMinSeconds) return std::nullopt;
+  if (!std::isfinite(other) || w.seconds() < other_work_min_seconds()) return std::nullopt;
   return CpuSharing{other, online_cpus(), threads};
 }
 
 std::optional<CpuSharing> cpu_sharing(double machine_busy_seconds, double own_cpu_seconds, double wall_seconds,
                                       int threads) {
   const double other = other_cpus(machine_busy_seconds, own_cpu_seconds, wall_seconds);
-  if (!std::isfinite(other) || wall_seconds < kOtherWorkMinSeconds || threads < 1) return std::nullopt;
+  if (!std::isfinite(other) || wall_seconds < other_work_min_seconds() || threads < 1) return std::nullopt;
   return CpuSharing{other, online_cpus(), threads};
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "attnprof/error.h"
 #include "attnprof/report.h"
@@ -70,6 +71,17 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
     lines.push_back(fmt::format("Re-run on an idle machine{} before comparing {}.",
                                 threaded ? " (or with fewer --threads, which leaves the other work a CPU)" : "",
                                 busy == 1 ? "it" : "them"));
+  // Stretches too short to tell: a busy machine slows every forward alike, so silence would read as "idle".
+  const double min_s = analysis::other_work_min_seconds();
+  std::vector<std::string> short_runs;
+  for (const Timings& t : timings)
+    if (!t.sharing && t.window_s >= 0 && t.window_s < min_s)
+      short_runs.push_back(fmt::format("{} ({})", t.subject, format_time_ns(t.window_s * 1e9)));
+  if (!short_runs.empty())
+    lines.push_back(fmt::format("Not judged: whether other work shared the CPUs with {}: {} warm-up and timed forwards "
+                                "took under the {:.2f} s that /proc/stat's ticks need (leave --warmup at its default, "
+                                "or raise --iters).",
+                                fmt::join(short_runs, ", "), short_runs.size() == 1 ? "its" : "their", min_s));
   // Forwards that disagree: the median may stand on disturbed ones.
   int noisy = 0;
   for (const Timings& t : timings) {
