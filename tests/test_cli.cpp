@@ -160,6 +160,17 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
     EXPECT_NE(r.out.find(op), std::string::npos) << op;
   EXPECT_NE(r.out.find("time per forward:"), std::string::npos);
   EXPECT_NE(r.out.find("validation: max abs error"), std::string::npos);
+  // The blog's counts on one line, as the summary records them: six ops (the copy of out-of-place masked_fill
+  // among them) and the memory one forward allocates.
+  {
+    const json run = read_json("naive.summary.json")["run"];
+    EXPECT_EQ(run["ops_per_forward"].get<double>(), 6.0);
+    EXPECT_NE(r.out.find(fmt::format("per forward: 6 ops that do work of their own (matmul ×2, mul, copy_, masked_fill_, "
+                                     "softmax); {} allocated at its peak above the inputs",
+                                     report::format_bytes(run["peak_extra_bytes"].get<int64_t>()))),
+              std::string::npos)
+        << r.out;
+  }
   // The margin to the tolerance, as the summary records it: the line's percentage is tolerance_used.
   {
     const json s = read_json("naive.summary.json");

@@ -189,6 +189,23 @@ void run_profile(const ProfileArgs& a) {
                                                                      "computed, masked scores included"
                                                                    : ""))
                   .c_str());
+  // The blog's two headline counts: the ops (kernels, on a GPU) one forward runs, and the memory it allocates.
+  if (!r.forward_ns.empty()) {
+    std::vector<std::string> ops;
+    if (!r.result.has_device)
+      for (const analysis::OpStats& s : r.ka.rows) {
+        if (analysis::is_annotation(s.name, s.category) || !s.self_cost.does_work() || s.calls <= 0) continue;
+        const double per = double(s.calls) / double(r.forward_ns.size());
+        ops.push_back(per == 1.0 ? s.name : fmt::format("{} ×{:g}", s.name, per));
+      }
+    std::printf("per forward: %s%s; %s allocated at its peak above the inputs (%s)\n",
+                fmt::format("{:g} {}", r.ops_per_forward,
+                            gpu ? (r.ops_per_forward == 1 ? "device activity" : "device activities")
+                                : (r.ops_per_forward == 1 ? "op that does work of its own" : "ops that do work of their own"))
+                    .c_str(),
+                ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")).c_str(),
+                report::format_bytes(r.peak_extra_bytes).c_str(), gpu ? "device allocator" : "tracked allocator");
+  }
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note))
     std::printf("%s\n", line.c_str());
