@@ -502,6 +502,24 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
     expect_bad(args + " --python " + hangs.string() + " --peer-timeout 1",
                "'" + hangs.string() + "' did not finish within --peer-timeout 1 s and was stopped");
   }
+  {  // A wrapper whose own children hang: the timeout ends them too (the interpreter runs in a group of its own).
+    const fs::path wraps = dir_ / "python-wraps", pidfile = dir_ / "grandchild.pid";
+    { std::ofstream(wraps) << "#!/bin/sh\nsleep 60 &\necho $! > " << pidfile.string() << "\nwait\n"; }
+    fs::permissions(wraps, fs::perms::owner_all);
+    expect_bad(args + " --python " + wraps.string() + " --peer-timeout 1", "did not finish within --peer-timeout 1 s");
+    std::string pid;
+    std::ifstream(pidfile) >> pid;
+    ASSERT_FALSE(pid.empty());
+    // Killed (then reaped by init, at once or soon): gone, or a zombie for a moment.
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      std::string stat;
+      std::getline(std::ifstream("/proc/" + pid + "/stat"), stat);
+      gone = stat.empty() || stat.find(") Z ") != std::string::npos;
+      if (!gone) ::usleep(20000);
+    }
+    EXPECT_TRUE(gone) << "the wrapper's sleep " << pid << " survived the timeout";
+  }
   // Stand-ins for an interpreter gone wrong after the probe (argv: -c SCRIPT probe|run ...): what they print or
   // how they end is named, and the variants that ran are not written either.
   const std::string probe_ok = "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"0.0\"}'; exit 0; fi\n";

@@ -175,6 +175,8 @@ void prepare_out_dir(const std::string& dir);
 void remove_created_dirs_if_empty() noexcept;
 // The same from a signal handler (async-signal-safe: rmdir(2) on a fixed copy of the paths).
 void remove_created_dirs_on_signal() noexcept;
+// From a signal handler: ends the running --peer torch interpreter's process group, if one runs (kill(2) only).
+void kill_peer_on_signal() noexcept;
 // Throws "<what> '<dir>' is not writable: ..." unless a file can be created in `dir`.
 void check_writable_dir(const std::string& dir, std::string_view what);
 std::string out_path(const std::string& dir, const std::string& file);

@@ -38,12 +38,14 @@ int fail(const std::string& msg) {
 // Ctrl-C (or a kill) in the middle of a run: the files written so far wait in temporary files for the run's
 // end, and the --out directory may be new. Remove both, then die of the signal as the shell expects
 // (exit status 128 + signal; SIGQUIT and SIGXCPU with their core dump, where core dumps are enabled).
-// Everything here is async-signal-safe: unlink, rmdir, sigaction, raise.
+// The --peer torch interpreter, in a process group of its own, is killed with it. Everything here is
+// async-signal-safe: unlink, rmdir, kill, sigaction, raise.
 extern "C" void on_terminating_signal(int sig) {
   // A run whose files are being renamed into place finishes that first: all new, never half new.
   if (attnprof::report::defer_signal_while_committing(sig)) return;
   attnprof::report::remove_temporary_files();
   attnprof::cli::remove_created_dirs_on_signal();
+  attnprof::cli::kill_peer_on_signal();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -27,6 +28,9 @@ extern char** environ;
 
 namespace attnprof::cli {
 namespace {
+
+// The running peer's process group (its interpreter's pid), 0 when none runs: read by the signal handler.
+std::atomic<pid_t> g_peer_group{0};
 
 // argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
@@ -190,27 +194,47 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   posix_spawn_file_actions_adddup2(&fa, in.fd(), 0);
   posix_spawn_file_actions_adddup2(&fa, out.fd(), 1);
   posix_spawn_file_actions_adddup2(&fa, err.fd(), 2);
+  // In a process group of its own, so that a timeout or a signal that ends attnprof ends everything the
+  // interpreter started too (torch's worker threads are threads; a --python wrapper script's children are not).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, nullptr, cargv.data(), environ);
+  const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, &attr, cargv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc == 0) g_peer_group.store(pid, std::memory_order_release);
   if (rc != 0)
     ATTNPROF_FAIL("--peer torch: cannot start the python interpreter '{}': {} (pass --python with the path of one "
                   "that has torch)",
                   python, std::strerror(rc));
   Child c;
+  // Ends the group (what the interpreter started goes with it) and reaps the interpreter. It is waited for
+  // without being reaped first (WNOWAIT), so the group's id cannot pass to another process before the kill.
+  const auto end_group = [&] {
+    ::kill(-pid, SIGKILL);
+    while (::waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
+    }
+    g_peer_group.store(0, std::memory_order_release);
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (;;) {
-    const pid_t done = ::waitpid(pid, &c.status, timeout_s > 0 ? WNOHANG : 0);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) ATTNPROF_FAIL("--peer torch: waiting for '{}' failed: {}", python, std::strerror(errno));
-    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
-      }
+    siginfo_t info{};
+    const int w = ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT | (timeout_s > 0 ? WNOHANG : 0));
+    if (w == 0 && info.si_pid == pid) break;
+    if (w < 0 && errno != EINTR) {
+      const int e = errno;
+      end_group();
+      ATTNPROF_FAIL("--peer torch: waiting for '{}' failed: {}", python, std::strerror(e));
+    }
+    if (w == 0 && std::chrono::steady_clock::now() >= deadline) {
+      end_group();
       ATTNPROF_FAIL("--peer torch: '{}' did not finish within --peer-timeout {} s and was stopped", python, timeout_s);
     }
-    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (w == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  end_group();  // the interpreter has exited; what it left running in its group (a wrapper's children) goes too
   c.out = out.contents();
   c.err = err.contents();
   return c;
@@ -237,6 +261,10 @@ nlohmann::json result_line(const std::string& python, const Child& c, size_t& en
 }
 
 }  // namespace
+
+void kill_peer_on_signal() noexcept {
+  if (const pid_t g = g_peer_group.load(std::memory_order_acquire); g > 0) ::kill(-g, SIGKILL);
+}
 
 std::string probe_torch_peer(const std::string& python, int timeout_s) {
   const MemFile in("attnprof-peer-in");
