@@ -1326,7 +1326,7 @@ TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
                                                         "' is not a thread count attnprof runs");
     EXPECT_EQ(threads_of(" --threads 1"), 1) << "with --threads the variable is not read";
   }
-  for (const char* v : {"abc", "0", "-1", "2x"}) {
+  for (const char* v : {"abc", "0", "-1", "2x", "1,", "2,abc", "1,0"}) {  // the lists: OpenMP ignores them whole
     const Env env(v);
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << v;
@@ -1340,6 +1340,37 @@ TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
     EXPECT_EQ(lines[0].rfind("attnprof: error: OMP_NUM_THREADS='" + std::string(v) + "' is not a thread count", 0), 0u)
         << r.err;
     EXPECT_FALSE(fs::exists(out())) << v;
+  }
+  // Other OpenMP variables, as OpenMP applies them: a thread limit caps the default and refuses a larger
+  // --threads; OMP_DYNAMIC cannot shrink a team below the count reported; OMP_PROC_BIND, which binds the main
+  // thread to one CPU as OpenMP starts, does not make the default one thread.
+  struct Var {  // one more variable for the runs inside one scope
+    Var(const char* name, const char* v) : name(name) { ::setenv(name, v, 1); }
+    ~Var() { ::unsetenv(name); }
+    const char* name;
+  };
+  {
+    const Env env(nullptr);
+    {
+      const Var limit("OMP_THREAD_LIMIT", "1");
+      EXPECT_EQ(threads_of(), 1);
+      if (cpus > 1)
+        expect_bad(args.substr(0, args.find(" --out")) + " --threads 2",
+                   "--threads 2 is more than OMP_THREAD_LIMIT=1 lets an OpenMP team have");
+    }
+    for (const auto& [name, value] : {std::pair<const char*, const char*>{"OMP_DYNAMIC", "true"}, {"OMP_PROC_BIND", "true"}}) {
+      const Var var(name, value);
+      EXPECT_EQ(threads_of(), cpus) << name;
+      if (cpus > 1) {
+        // The team that ran: every thread of it took a share of flash's region.
+        const Result r = run("profile flash --shape 2,4,256,64 --iters 1" + out_flag());
+        ASSERT_EQ(r.code, 0) << r.err;
+        const json balance = read_json("flash.summary.json")["thread_balance"];
+        ASSERT_TRUE(balance.is_array() && !balance.empty()) << balance.dump();
+        EXPECT_EQ(balance[0]["threads"].get<int>(), cpus) << name << ": " << balance.dump();
+        fs::remove_all(out());
+      }
+    }
   }
 }
 

@@ -125,28 +125,35 @@ int64_t parse_bytes(const std::string& s) {
 
 bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty(); }
 
-int hardware_threads() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1, int(std::thread::hardware_concurrency()));
-}
+int hardware_threads() { return ops::available_cpus(); }
 
 int default_threads() {
   const char* env = std::getenv("OMP_NUM_THREADS");
-  if (!env || !*env) return hardware_threads();
-  // OpenMP reads a comma-separated list, one count per nesting level; the first is the team attnprof runs.
+  if (!env || !*env) return std::min(hardware_threads(), ops::thread_limit());
+  // OpenMP reads a comma-separated list, one count per nesting level; the first is the team attnprof runs. A list
+  // with an element that is no positive count ("1,", "2,abc", "1,0") is ignored whole by OpenMP: refused here.
   const std::string_view value(env);
-  std::string_view first = value.substr(0, value.find(','));
-  first.remove_prefix(std::min(first.size(), first.find_first_not_of(" \t")));  // spaces around it, as OpenMP allows
-  first.remove_suffix(first.size() - std::min(first.size(), first.find_last_not_of(" \t") + 1));
-  const std::optional<__int128> n = plain_decimal(first);
   const int limit = hardware_threads() * 4;
-  if (!n || *n < 1 || *n > limit)
+  const auto refuse = [&] {
     ATTNPROF_FAIL("OMP_NUM_THREADS='{}' is not a thread count attnprof runs (1..{}: at most 4 × the {} CPUs it may "
-                  "use); without --threads attnprof follows it, as OpenMP does: correct or unset it, or pass --threads",
+                  "use; a list, one positive count per nesting level, as OpenMP reads it); without --threads "
+                  "attnprof follows it, as OpenMP does: correct or unset it, or pass --threads",
                   value, limit, hardware_threads());
-  return int(*n);
+  };
+  std::optional<__int128> first;
+  for (size_t at = 0;;) {
+    const size_t comma = value.find(',', at);
+    std::string_view item = value.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));  // spaces around it, as OpenMP allows
+    item.remove_suffix(item.size() - std::min(item.size(), item.find_last_not_of(" \t") + 1));
+    const std::optional<__int128> n = plain_decimal(item);
+    if (!n || *n < 1) refuse();
+    if (!first) first = n;
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  if (*first > limit) refuse();
+  return std::min(int(*first), ops::thread_limit());
 }
 
 CLI::Validator decimal_check(std::string flag, __int128 lo, __int128 hi, std::string note) {
@@ -234,6 +241,10 @@ void apply_runtime_options(const CommonOptions& o) {
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
     ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} CPUs attnprof may run on)", o.threads,
                   limit, hardware_threads());
+  if (o.threads > ops::thread_limit())
+    ATTNPROF_FAIL("--threads {} is more than OMP_THREAD_LIMIT={} lets an OpenMP team have: pass --threads {} or less, "
+                  "or raise or unset OMP_THREAD_LIMIT",
+                  o.threads, ops::thread_limit(), ops::thread_limit());
   ops::set_num_threads(o.threads == 0 ? default_threads() : o.threads);
   // The option checks refuse these first (add_common_options); kept for callers that fill CommonOptions.
   if (o.warmup < 0 || o.warmup > kMaxForwards)

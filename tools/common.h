@@ -92,10 +92,12 @@ CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, 
 
 // Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
 void apply_runtime_options(const CommonOptions& o);
-// The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them.
+// The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them
+// (ops::available_cpus: OMP_PROC_BIND narrows the main thread's own affinity, not this).
 int hardware_threads();
 // The threads without --threads (or with 0): OMP_NUM_THREADS when set, as OpenMP and PyTorch read it (its first
-// level), else hardware_threads(). A value that is no count in 1..4 × hardware_threads() is an Error naming it.
+// level), else hardware_threads(); at most OMP_THREAD_LIMIT, as OpenMP caps a team. A list OpenMP would ignore
+// ("1,", "2,abc") or a first count outside 1..4 × hardware_threads() is an Error naming it.
 int default_threads();
 
 struct Inputs {

@@ -84,7 +84,13 @@ void check_broadcast(const Shape4& mask, const Shape4& target, const char* what)
 
 // OpenMP and BLAS threads; n >= 1. Throws Error, changing nothing, when OpenBLAS is loaded and the address-space
 // limit leaves no room for the buffers it would add for more threads.
+// OpenMP's dynamic adjustment (OMP_DYNAMIC) is turned off: a team has exactly n threads, the count every
+// peak and "% of peak" is reported against.
 void set_num_threads(int n);
 int num_threads();
+// The CPUs OpenMP counts for this process (omp_get_num_procs: its affinity when it started, before OMP_PROC_BIND
+// binds the first thread to one of them) and the most threads its teams may have (OMP_THREAD_LIMIT).
+int available_cpus();
+int thread_limit();
 
 }  // namespace attnprof::ops

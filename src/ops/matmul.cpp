@@ -287,10 +287,13 @@ Tensor transpose(const Tensor& a) {
 void set_num_threads(int n) {
   ATTNPROF_CHECK(n >= 1, "thread count must be >= 1, got {}", n);
   detail::reserve_blas_threads(n);  // first: OpenBLAS follows OpenMP's count on its next call by itself
+  omp_set_dynamic(0);
   omp_set_num_threads(n);
   detail::set_blas_threads(n);
 }
 
 int num_threads() { return omp_get_max_threads(); }
+int available_cpus() { return std::max(1, omp_get_num_procs()); }
+int thread_limit() { return std::max(1, omp_get_thread_limit()); }
 
 }  // namespace attnprof::ops
