@@ -410,10 +410,13 @@ TEST(Trace, RealProfilePassesTheChecker) {
       saw_matmul = true;
       EXPECT_EQ(e["cat"], "cpu_op");
       EXPECT_EQ(e["args"]["Input Dims"].size(), 2u);
+      EXPECT_EQ(e["args"]["Input type"], nlohmann::json::array({"fp32", "fp32"})) << "torch's key, our dtype names";
       EXPECT_GT(e["args"]["FLOPs"].get<double>(), 0.0);
       EXPECT_GT(e["args"]["bytes"].get<double>(), 0.0);
       EXPECT_EQ(e["args"]["variant"], "naive");
     }
+    if (e["ph"] == "X" && e["name"] == "masked_fill_" && e["cat"] == "cpu_op")
+      EXPECT_EQ(e["args"]["Input type"], nlohmann::json::array({"fp32", "bool"})) << "the mask's own type";
     if (e["ph"] == "X" && e["name"] == "attn_fwd") {
       saw_annotation = true;
       EXPECT_EQ(e["cat"], "user_annotation");

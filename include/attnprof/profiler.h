@@ -56,6 +56,7 @@ struct ZoneEvent {
   const char* variant = nullptr;    // the attention variant that was running, if any (interned)
   OpCost cost;                      // from the op's cost model
   std::array<std::array<int64_t, 4>, kMaxShapes> shapes{};
+  std::array<const char*, kMaxShapes> types{};  // each shape's element type ("bf16", "fp32"...), static strings
   // Software counters when enabled, -1 when not measured: page faults (every thread's) on every zone,
   // task-clock (this thread's CPU time) on annotation zones.
   int64_t task_clock_ns = -1;
@@ -216,10 +217,14 @@ class Zone {
   void set_cost(const OpCost& c) noexcept {
     if (idx_ >= 0) detail::zone_at(buf_, idx_)->cost = c;
   }
-  void add_shape(const std::array<int64_t, 4>& s) noexcept {
+  // An input's shape and, when given, its element type (a string with static storage: dtype_name's).
+  void add_shape(const std::array<int64_t, 4>& s, const char* type = nullptr) noexcept {
     if (idx_ < 0) return;
     ZoneEvent* e = detail::zone_at(buf_, idx_);
-    if (e->n_shapes < kMaxShapes) e->shapes[e->n_shapes++] = s;
+    if (e->n_shapes < kMaxShapes) {
+      e->types[e->n_shapes] = type;
+      e->shapes[e->n_shapes++] = s;
+    }
   }
 
  private:
@@ -236,7 +241,7 @@ class NullZone {
  public:
   constexpr bool active() const { return false; }
   constexpr void set_cost(const OpCost&) const noexcept {}
-  constexpr void add_shape(const std::array<int64_t, 4>&) const noexcept {}
+  constexpr void add_shape(const std::array<int64_t, 4>&, const char* = nullptr) const noexcept {}
 };
 
 // The calling thread's side of an OpenMP region, made just before it: names the region after the innermost

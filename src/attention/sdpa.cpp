@@ -69,9 +69,9 @@ namespace {
 Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const AttnProblem& p,
                  const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "_scaled_dot_product_attention_math");
-  z.add_shape(q0.shape());
-  z.add_shape(k0.shape());
-  z.add_shape(v0.shape());
+  z.add_shape(q0.shape(), dtype_name(q0.dtype()).data());
+  z.add_shape(k0.shape(), dtype_name(k0.dtype()).data());
+  z.add_shape(v0.shape(), dtype_name(v0.dtype()).data());
   const bool upcast = is_half(p.dtype);
   Tensor q = upcast ? ops::to(q0, DType::F32) : q0;
   Tensor k = upcast ? ops::to(k0, DType::F32) : k0;
@@ -95,17 +95,17 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
 Tensor sdpa_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o, SdpaBackend backend,
                      const AttnProblem& p) {
   ATTNPROF_OP_ZONE(z, "scaled_dot_product_attention");
-  z.add_shape(q.shape());
-  z.add_shape(k.shape());
-  z.add_shape(v.shape());
+  z.add_shape(q.shape(), dtype_name(q.dtype()).data());
+  z.add_shape(k.shape(), dtype_name(k.dtype()).data());
+  z.add_shape(v.shape(), dtype_name(v.dtype()).data());
   if (backend == SdpaBackend::Auto) backend = sdpa_select_backend(p);
   if (auto why = sdpa_backend_unsupported(backend, p))
     ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend), *why);
   if (backend == SdpaBackend::Math) return sdpa_math(q, k, v, p, o);
   ATTNPROF_OP_ZONE(zf, "_scaled_dot_product_flash_attention");
-  zf.add_shape(q.shape());
-  zf.add_shape(k.shape());
-  zf.add_shape(v.shape());
+  zf.add_shape(q.shape(), dtype_name(q.dtype()).data());
+  zf.add_shape(k.shape(), dtype_name(k.dtype()).data());
+  zf.add_shape(v.shape(), dtype_name(v.dtype()).data());
   return flash_attention(q, k, v, o).out;
 }
 

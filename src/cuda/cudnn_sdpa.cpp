@@ -720,9 +720,9 @@ class SdpaCudnnRunner final : public DeviceRunner {
     ATTNPROF_CHECK(q.dtype() == p_.dtype && k.dtype() == p_.dtype && v.dtype() == p_.dtype,
                    "sdpa-cudnn was prepared for {} q, k, v; got {}, {}, {}", dtype_name(p_.dtype), dtype_name(q.dtype()),
                    dtype_name(k.dtype()), dtype_name(v.dtype()));
-    zc.add_shape(q.shape());
-    zc.add_shape(k.shape());
-    zc.add_shape(v.shape());
+    zc.add_shape(q.shape(), dtype_name(q.dtype()).data());
+    zc.add_shape(k.shape(), dtype_name(k.dtype()).data());
+    zc.add_shape(v.shape(), dtype_name(v.dtype()).data());
     zc.set_cost(detail::fused_cost(p_, detail::kCudnnBlockRows));
     DeviceOutput out;
     out.out = DeviceTensor::empty(qs, p_.dtype);

@@ -233,7 +233,7 @@ DeviceTensor DeviceTensor::empty(const Shape4& shape, DType dtype) {
 DeviceTensor DeviceTensor::from_host(const Tensor& host) {
   ATTNPROF_CHECK(host.defined(), "from_host needs a defined tensor");
   ATTNPROF_ZONE_AS(z, "to", "cpu_op");
-  z.add_shape(host.shape());
+  z.add_shape(host.shape(), dtype_name(host.dtype()).data());
   const Tensor c = host.contiguous();
   DeviceTensor t = empty(c.shape(), c.dtype());
   z.set_cost(OpCost{0.0, double(t.nbytes()), double(t.nbytes())});
@@ -245,7 +245,7 @@ DeviceTensor DeviceTensor::from_host(const Tensor& host) {
 Tensor DeviceTensor::to_host() const {
   ATTNPROF_CHECK(defined(), "to_host on an empty device tensor");
   ATTNPROF_ZONE_AS(z, "to", "cpu_op");
-  z.add_shape(shape_);
+  z.add_shape(shape_, dtype_name(dtype_).data());
   z.set_cost(OpCost{0.0, double(nbytes()), double(nbytes())});
   Tensor h = Tensor::empty(shape_, dtype_);
   ATTNPROF_CUDA_CHECK(cudaMemcpyAsync(h.raw(), raw(), nbytes(), cudaMemcpyDeviceToHost, detail::stream()));

@@ -43,8 +43,8 @@ DeviceTensor matmul_qk(const DeviceTensor& q, const DeviceTensor& k) {
   const int64_t B = q.shape(0), Hq = q.shape(1), Nq = q.shape(2), D = q.shape(3);
   const int64_t Hkv = k.shape(1), Nk = k.shape(2);
   const Shape4 kt{B, Hkv, D, Nk};
-  z.add_shape(q.shape());
-  z.add_shape(kt);
+  z.add_shape(q.shape(), dtype_name(q.dtype()).data());
+  z.add_shape(kt, dtype_name(k.dtype()).data());
   z.set_cost(ops::gemm_cost(q.shape(), kt, detail::tensor_core_dtype(q.dtype())));
   DeviceTensor s = DeviceTensor::empty({B, Hq, Nq, Nk}, q.dtype());
   gemm(layout::qk_gemm(B, Hq, Hkv, Nq, Nk, D), k.raw(), q.raw(), s.raw(), q.dtype());
@@ -56,8 +56,8 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
   NvtxRange nv("matmul");
   const int64_t B = p.shape(0), Hq = p.shape(1), Nq = p.shape(2), Nk = p.shape(3);
   const int64_t Hkv = v.shape(1), D = v.shape(3);
-  z.add_shape(p.shape());
-  z.add_shape(v.shape());
+  z.add_shape(p.shape(), dtype_name(p.dtype()).data());
+  z.add_shape(v.shape(), dtype_name(v.dtype()).data());
   z.set_cost(ops::gemm_cost(p.shape(), v.shape(), detail::tensor_core_dtype(p.dtype())));
   DeviceTensor o = DeviceTensor::empty({B, Hq, Nq, D}, p.dtype());
   gemm(layout::pv_gemm(B, Hq, Hkv, Nq, Nk, D), v.raw(), p.raw(), o.raw(), p.dtype());
@@ -67,7 +67,7 @@ DeviceTensor matmul_pv(const DeviceTensor& p, const DeviceTensor& v) {
 DeviceTensor mul(const DeviceTensor& a, double s) {
   ATTNPROF_ZONE_AS(z, "mul", "cpu_op");
   NvtxRange nv("mul");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
   DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
   kernels::scale(a.raw(), out.raw(), a.numel(), float(s), a.dtype(), detail::stream());
@@ -78,7 +78,7 @@ DeviceTensor mul(const DeviceTensor& a, double s) {
 void mul_(DeviceTensor& a, double s) {
   ATTNPROF_ZONE_AS(z, "mul_", "cpu_op");
   NvtxRange nv("mul_");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::mul_cost(a.shape(), a.dtype()));
   kernels::scale(a.raw(), a.raw(), a.numel(), float(s), a.dtype(), detail::stream());
   detail::check_launch("scale");
@@ -89,8 +89,8 @@ void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
   NvtxRange nv("masked_fill_");
   ATTNPROF_CHECK(mask.dtype() == DType::Bool, "masked_fill needs a Bool mask, got {}", dtype_name(mask.dtype()));
   ops::check_broadcast(mask.shape(), a.shape(), "masked_fill mask");
-  z.add_shape(a.shape());
-  z.add_shape(mask.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(mask.shape(), dtype_name(mask.dtype()).data());
   z.set_cost(ops::masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
   kernels::masked_fill(a.raw(), mask.data<uint8_t>(), a.shape(0), a.shape(1), a.shape(2), a.shape(3), mask.shape(0),
                        mask.shape(1), mask.shape(2), mask.shape(3), value, a.dtype(), detail::stream());
@@ -100,7 +100,7 @@ void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
 DeviceTensor clone(const DeviceTensor& a) {
   ATTNPROF_ZONE_AS(z, "copy_", "cpu_op");
   NvtxRange nv("copy_");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::copy_cost(a.shape(), a.dtype(), a.dtype()));
   DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
   ATTNPROF_CUDA_CHECK(cudaMemcpyAsync(out.raw(), a.raw(), a.nbytes(), cudaMemcpyDeviceToDevice, detail::stream()));
@@ -111,8 +111,8 @@ DeviceTensor masked_fill(const DeviceTensor& a, const DeviceTensor& mask, float 
   // As in ATen: clone (the Memcpy DtoD the blog saw) then fill in place; the children carry the cost.
   ATTNPROF_ZONE_AS(z, "masked_fill", "cpu_op");
   NvtxRange nv("masked_fill");
-  z.add_shape(a.shape());
-  z.add_shape(mask.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(mask.shape(), dtype_name(mask.dtype()).data());
   DeviceTensor out = clone(a);
   masked_fill_(out, mask, value);
   return out;
@@ -121,7 +121,7 @@ DeviceTensor masked_fill(const DeviceTensor& a, const DeviceTensor& mask, float 
 DeviceTensor softmax(const DeviceTensor& a) {
   ATTNPROF_ZONE_AS(z, "softmax", "cpu_op");
   NvtxRange nv("softmax");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
   DeviceTensor out = DeviceTensor::empty(a.shape(), a.dtype());
   kernels::softmax_rows(a.raw(), out.raw(), a.numel() / a.shape(3), a.shape(3), a.dtype(), detail::stream());
@@ -132,7 +132,7 @@ DeviceTensor softmax(const DeviceTensor& a) {
 void softmax_(DeviceTensor& a) {
   ATTNPROF_ZONE_AS(z, "softmax_", "cpu_op");
   NvtxRange nv("softmax_");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::softmax_cost(a.shape(), a.dtype()));
   kernels::softmax_rows(a.raw(), a.raw(), a.numel() / a.shape(3), a.shape(3), a.dtype(), detail::stream());
   detail::check_launch("softmax");
@@ -141,7 +141,7 @@ void softmax_(DeviceTensor& a) {
 DeviceTensor to(const DeviceTensor& a, DType dtype) {
   ATTNPROF_ZONE_AS(z, "to", "cpu_op");
   NvtxRange nv("to");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(ops::copy_cost(a.shape(), a.dtype(), dtype));
   DeviceTensor out = DeviceTensor::empty(a.shape(), dtype);
   ATTNPROF_CHECK(a.dtype() == dtype || a.dtype() == DType::F32 || dtype == DType::F32,

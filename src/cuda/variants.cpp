@@ -50,9 +50,9 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   ATTNPROF_CHECK(q.shape(3) == 64 || q.shape(3) == 128, "the CUDA flash kernel needs head dim 64 or 128, got {}",
                  q.shape(3));
   const AttnProblem p = AttnProblem::from_shapes(q.shape(), k.shape(), v.shape(), q.dtype(), o);
-  z.add_shape(q.shape());
-  z.add_shape(k.shape());
-  z.add_shape(v.shape());
+  z.add_shape(q.shape(), dtype_name(q.dtype()).data());
+  z.add_shape(k.shape(), dtype_name(k.dtype()).data());
+  z.add_shape(v.shape(), dtype_name(v.dtype()).data());
   z.set_cost(detail::fused_cost(p, detail::flash_block_rows(p.D)));
   DeviceOutput out;
   out.out = DeviceTensor::empty(q.shape(), q.dtype());

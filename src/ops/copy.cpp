@@ -49,7 +49,7 @@ OpCost copy_cost(const Shape4& a, DType from, DType to) {
 Tensor clone(const Tensor& a) {
   ATTNPROF_OP_ZONE(z, "copy_");
   ATTNPROF_CHECK(a.defined(), "clone of an undefined tensor");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(copy_cost(a.shape(), a.dtype(), a.dtype()));
   if (Tensor out = fast_copy(a, a.dtype()); out.defined()) return out;
   return a.clone();
@@ -58,7 +58,7 @@ Tensor clone(const Tensor& a) {
 Tensor to(const Tensor& a, DType dtype) {
   ATTNPROF_OP_ZONE(z, "to");
   ATTNPROF_CHECK(a.defined(), "to() of an undefined tensor");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(copy_cost(a.shape(), a.dtype(), dtype));
   if (Tensor out = fast_copy(a, dtype); out.defined()) return out;
   return a.to(dtype);
@@ -84,7 +84,7 @@ Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
 Tensor logical_not(const Tensor& mask) {
   ATTNPROF_OP_ZONE(z, "logical_not");
   ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "logical_not needs a bool tensor");
-  z.add_shape(mask.shape());
+  z.add_shape(mask.shape(), dtype_name(mask.dtype()).data());
   z.set_cost(logical_not_cost(mask.shape()));
   Tensor out = Tensor::empty(mask.shape(), DType::Bool);
   uint8_t* o = out.data<uint8_t>();

@@ -23,7 +23,7 @@ OpCost mul_cost(const Shape4& a, DType dtype) {
 Tensor& mul_(Tensor& a, double s) {
   ATTNPROF_OP_ZONE(z, "mul_");
   detail::check_float(a, "mul_");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(mul_cost(a.shape(), a.dtype()));
   const float f = float(s);
   const DType t = a.dtype();
@@ -45,7 +45,7 @@ Tensor& mul_(Tensor& a, double s) {
 Tensor mul(const Tensor& a, double s) {
   ATTNPROF_OP_ZONE(z, "mul");
   detail::check_float(a, "mul");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(mul_cost(a.shape(), a.dtype()));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   const float f = float(s);
@@ -88,8 +88,8 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
   ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "masked_fill_ needs a bool mask, got {}",
                  mask.defined() ? dtype_name(mask.dtype()) : "undefined");
   check_broadcast(mask.shape(), a.shape(), "mask");
-  z.add_shape(a.shape());
-  z.add_shape(mask.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(mask.shape(), dtype_name(mask.dtype()).data());
   z.set_cost(masked_fill_cost(a.shape(), a.dtype(), mask.shape()));
   const DType t = a.dtype();
   const int64_t n = a.shape(3), st = a.stride(3);
@@ -115,8 +115,8 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
 Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
   // As in ATen: clone (the copy the blog sees as a Memcpy on the GPU), then fill in place.
   ATTNPROF_OP_ZONE(z, "masked_fill");
-  z.add_shape(a.shape());
-  if (mask.defined()) z.add_shape(mask.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  if (mask.defined()) z.add_shape(mask.shape(), dtype_name(mask.dtype()).data());
   // No cost of its own: its children (copy_, masked_fill_) carry it; analysis sums children into totals.
   Tensor out = clone(a);
   masked_fill_(out, mask, value);
@@ -136,8 +136,8 @@ Tensor& add_(Tensor& a, const Tensor& m) {
   ATTNPROF_CHECK(!(is_half(a.dtype()) && is_half(m.dtype()) && a.dtype() != m.dtype()),
                  "add_: a {} additive mask cannot be added to {} scores: use an fp32 mask or one of the scores' dtype",
                  dtype_name(m.dtype()), dtype_name(a.dtype()));
-  z.add_shape(a.shape());
-  z.add_shape(m.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(m.shape(), dtype_name(m.dtype()).data());
   z.set_cost(add_cost(a.shape(), a.dtype(), m.shape(), m.dtype()));
   const DType t = a.dtype(), mt = m.dtype();
   const int64_t n = a.shape(3), st = a.stride(3);
@@ -166,8 +166,8 @@ Tensor& add_(Tensor& a, const Tensor& m) {
 
 Tensor add(const Tensor& a, const Tensor& m) {
   ATTNPROF_OP_ZONE(z, "add");
-  z.add_shape(a.shape());
-  z.add_shape(m.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(m.shape(), dtype_name(m.dtype()).data());
   // Cost recorded by the children (copy_, add_).
   Tensor out = clone(a);
   add_(out, m);

@@ -259,8 +259,8 @@ OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   ATTNPROF_OP_ZONE(z, "matmul");
   check_matmul(a, b);
-  z.add_shape(a.shape());
-  z.add_shape(b.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(b.shape(), dtype_name(b.dtype()).data());
   z.set_cost(matmul_cost(a.shape(), b.shape(), a.dtype()));
   Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
   if (a.dtype() == DType::F32) {
@@ -280,7 +280,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor transpose(const Tensor& a) {
   ATTNPROF_OP_ZONE(z, "transpose");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   return a.transpose();
 }
 

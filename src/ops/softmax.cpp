@@ -77,7 +77,7 @@ OpCost softmax_cost(const Shape4& a, DType dtype) {
 Tensor& softmax_(Tensor& a) {
   ATTNPROF_OP_ZONE(z, "softmax_");
   detail::check_float(a, "softmax_");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   softmax_rows(a, a.raw(), /*in_place=*/true);
   return a;
@@ -86,7 +86,7 @@ Tensor& softmax_(Tensor& a) {
 Tensor softmax(const Tensor& a) {
   ATTNPROF_OP_ZONE(z, "softmax");
   detail::check_float(a, "softmax");
-  z.add_shape(a.shape());
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   softmax_rows(a, out.raw(), /*in_place=*/false);

@@ -9,7 +9,7 @@
 // fractions reach the file). Each zone's end is rounded separately from its start, then clamped into its
 // parent's interval, so X events on one (pid, tid) nest or are disjoint exactly as recorded. Events are
 // written in (ts ascending, dur descending, depth ascending) order so parents precede their children.
-// Zone args carry "Input Dims", the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
+// Zone args carry "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
 // the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant, and
 // software counters when recorded. No JSON DOM is built: export runs at millions of events per second.
 //
@@ -335,6 +335,19 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
           b.push_back(']');
         }
         b.push_back(']');
+        // torch's "Input type" beside it, one per input: our dtype names ("" for a shape recorded without one).
+        bool typed = false;
+        for (int k = 0; k < e.n_shapes; ++k) typed = typed || e.types[size_t(k)];
+        if (typed) {
+          put(b, ",\"Input type\":[");
+          for (int k = 0; k < e.n_shapes; ++k) {
+            if (k) b.push_back(',');
+            b.push_back('"');
+            if (const char* ty = e.types[size_t(k)]) put(b, ty);
+            b.push_back('"');
+          }
+          b.push_back(']');
+        }
       }
       const OpCost& c = incl[it.thread][it.index];
       if (c.does_work()) {

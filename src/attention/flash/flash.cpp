@@ -63,9 +63,9 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
   const AttnProblem p = AttnProblem::from(q, k, v, o);
   ATTNPROF_CHECK(p.D <= 256, "the flash kernel supports head dims up to 256, got D={}", p.D);
-  z.add_shape(q.shape());
-  z.add_shape(k.shape());
-  z.add_shape(v.shape());
+  z.add_shape(q.shape(), dtype_name(q.dtype()).data());
+  z.add_shape(k.shape(), dtype_name(k.dtype()).data());
+  z.add_shape(v.shape(), dtype_name(v.dtype()).data());
   z.set_cost(flash_cost(p));
   const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
   const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
