@@ -347,9 +347,13 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
                        format_bytes(ka.outside_zones_bytes));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
+  out += "CPU Mem: bytes allocated in the op and its children, summed over its calls; frees are not subtracted "
+         "(torch nets them out, so its Self CPU Mem can go negative): a forward's peak is compare's Peak mem, and the "
+         "summary keeps the frees as freed_bytes.\n";
   if (opt.extra_columns && any_cost)
     out += "FLOPs: what each op computed (a causal matmul computes every score, masked or not), so rows of a "
-           "causal forward count up to twice attention's convention, which compare's GFLOP/s use.\n";
+           "causal forward count up to twice attention's convention, which compare's GFLOP/s use; a fused kernel "
+           "(flash_attention_fwd) is counted by that convention, the visible half.\n";
   if (bound) {
     const analysis::MachinePeaks& m = *opt.peaks;
     const double bw = m.bandwidth_gbs;
