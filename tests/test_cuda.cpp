@@ -19,6 +19,7 @@
 #include "attnprof/cuda.h"
 #include "attnprof/error.h"
 #include "attnprof/profiler.h"
+#include "attnprof/report.h"
 #if defined(ATTNPROF_HAVE_CUDA)
 #include "cuda/cublas_loader.h"
 #endif
@@ -103,6 +104,35 @@ TEST(CudaActivity, AttachesRecordsToTheirLaunchingZones) {
   // Device memory: the event outside its zone's span goes too.
   ASSERT_EQ(r.device_mem.size(), 3u);
   EXPECT_EQ(analysis::device_peak_bytes(r), 8192);
+}
+
+// Occupancy as CUDA's calculator and Kineto count it, for an A100's limits: our default D=64 flash
+// configuration (4 warps, 235 registers, 36 KiB) holds 2 blocks an SM by its registers, 12.5 % of the warp
+// slots (the blog's PyTorch flash showed ~13 %); a grid of fewer blocks than SMs caps the estimate.
+TEST(CudaActivity, OccupancyFollowsRegistersSharedMemoryAndTheGrid) {
+  const cuda::SmLimits a100{108, 2048, 32, 65536, 167936, 1024};
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 128, 235, 36 * 1024), 0.125);
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 256, 128, 36 * 1024), 0.25);  // 2 blocks of 8 warps
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 256, 32, 0), 1.0);            // threads bound: 8 blocks
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 32, 16, 0), 0.5);             // 32 blocks of one warp
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 128, 32, 100 * 1024), 0.0625); // one block by shared memory
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(a100, 128, 32, 200 * 1024), 0.0);   // none fits
+  EXPECT_DOUBLE_EQ(cuda::theoretical_occupancy(cuda::SmLimits{}, 128, 32, 0), -1.0);
+  // The blog's shape on our kernel: 8·16·(1024/128) = 1024 blocks, 9.5 an SM: the registers bind, not the grid.
+  EXPECT_DOUBLE_EQ(cuda::estimated_occupancy(a100, 1024, 128, 235, 36 * 1024), 0.125);
+  EXPECT_DOUBLE_EQ(cuda::estimated_occupancy(a100, 54, 128, 32, 0), 54.0 / 108 * 4 / 64);
+  EXPECT_DOUBLE_EQ(cuda::estimated_occupancy(a100, 0, 128, 32, 0), -1.0);
+
+  // Attached to each kernel when the capture carries the limits, and drawn in the table and the trace.
+  prof::ProfileResult r = synthetic_profile();
+  cuda::DeviceCapture cap = synthetic_capture();
+  cap.sm_limits = a100;
+  cuda::attach_device_capture(r, cap);
+  for (const auto& d : r.device)
+    if (d.kind == DeviceActivity::Kind::Kernel) EXPECT_GE(d.occupancy, 0.0f) << d.name;
+    else EXPECT_LT(d.occupancy, 0.0f) << d.name;
+  EXPECT_NE(report::device_table(r).find("Occupancy"), std::string::npos);
+  EXPECT_NE(report::chrome_trace_text(r).find("\"est. achieved occupancy %\":"), std::string::npos);
 }
 
 // Activities without a clock reading (CUPTI could not take one) cannot be placed: refused, not mapped at device

@@ -111,6 +111,7 @@ struct DeviceOpStats {
   OpCost cost;                   // summed over calls (zero when the launching op's model did not apply)
   std::array<int32_t, 3> grid{}, block{};  // of the last call
   int32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+  float occupancy = -1.0f;       // estimated achieved occupancy of the last call (kernels; -1 unknown)
 };
 std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
 double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")

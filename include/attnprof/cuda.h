@@ -52,6 +52,26 @@ bool available();                // built with CUDA and at least one usable devi
 std::string unavailable_reason();  // why available() is false ("" when it is true)
 int device_count();              // 0 without CUDA or without a device
 
+// What bounds how many blocks of a kernel one SM holds at once (cudaDeviceProp's per-SM limits).
+struct SmLimits {
+  int sms = 0;
+  int max_threads = 0;                 // maxThreadsPerMultiProcessor: 2048 on sm_80 and sm_90 (64 warps)
+  int max_blocks = 0;                  // maxBlocksPerMultiProcessor: 32
+  int registers = 0;                   // regsPerMultiprocessor: 65536
+  int64_t shared_memory = 0;           // sharedMemPerMultiprocessor: A100 167936, H100 233472
+  int64_t reserved_shared_memory = 0;  // reservedSharedMemPerBlock: 1024, taken by every block
+  bool known() const { return sms > 0 && max_threads >= 32 && max_blocks > 0 && registers > 0 && shared_memory > 0; }
+};
+// Theoretical occupancy of a kernel: the share (0..1) of an SM's warp slots its resident blocks fill, from its
+// block size, registers per thread and shared memory per block, as CUDA's occupancy calculator counts them
+// (registers allocated per warp in units of 256, shared memory per block in units of 128 bytes after the
+// reserved share). 0 when one block cannot fit; -1 when the limits are unknown or the block is empty.
+double theoretical_occupancy(const SmLimits& sm, int block_threads, int registers_per_thread, int64_t smem_per_block);
+// Kineto's "est. achieved occupancy %", as a share: the theoretical occupancy, capped by the warps a grid of
+// `grid_blocks` gives each SM on average (fewer blocks than SMs leave SMs idle). -1 when unknown.
+double estimated_occupancy(const SmLimits& sm, int64_t grid_blocks, int block_threads, int registers_per_thread,
+                           int64_t smem_per_block);
+
 struct DeviceInfo {
   int id = 0;
   std::string name;              // "NVIDIA A100-SXM4-80GB"
@@ -63,6 +83,7 @@ struct DeviceInfo {
   double bf16_tflops = 0.0;      // dense tensor-core bf16 peak: the datasheet's where the name identifies the
                                  // product (datasheet_bf16_tflops), else per-SM rate × SMs × clock
   std::string bf16_peak_source;  // "datasheet" or "per-SM rate × SMs × reported clock"
+  SmLimits sm_limits;            // for each kernel's occupancy
 };
 DeviceInfo device_info(int id = 0);
 // Dense bf16 tensor-core FLOP per clock per SM for compute capability major.minor (0 when unknown):
@@ -226,6 +247,7 @@ struct DeviceCapture {
   std::vector<DeviceMemRecord> mem;
   std::vector<ClockSample> clock_samples;
   std::string device_name;
+  SmLimits sm_limits;            // the device's, for each kernel's estimated occupancy (unknown: none given)
   uint64_t dropped_records = 0;  // CUPTI buffers dropped (reported, never silently)
 };
 

@@ -105,6 +105,7 @@ struct DeviceActivity {
   std::array<int32_t, 3> grid{}, block{};
   int32_t registers = 0;            // per thread
   int32_t static_smem = 0, dynamic_smem = 0;  // bytes per block
+  float occupancy = -1.0f;          // kernels: estimated achieved occupancy (Kineto's), 0..1; -1 unknown
   int64_t bytes = 0;                // memcpy/memset size
   const char* variant = nullptr;    // the launching zone's variant
   OpCost cost;                      // the launching op's cost model when it launched this activity alone

@@ -71,6 +71,7 @@ std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r) {
     row.registers = d.registers;
     row.static_smem = d.static_smem;
     row.dynamic_smem = d.dynamic_smem;
+    row.occupancy = d.occupancy;
   }
   return rows;
 }

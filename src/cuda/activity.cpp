@@ -47,6 +47,28 @@ ClockMap fit_clock(const std::vector<ClockSample>& samples, double ns_per_tick) 
   return m;
 }
 
+double theoretical_occupancy(const SmLimits& sm, int block_threads, int registers_per_thread, int64_t smem_per_block) {
+  if (!sm.known() || block_threads <= 0 || registers_per_thread < 0 || smem_per_block < 0) return -1.0;
+  const int max_warps = sm.max_threads / 32;
+  const int warps = (block_threads + 31) / 32;
+  int blocks = std::min(sm.max_blocks, sm.max_threads / (warps * 32));
+  if (registers_per_thread > 0) {
+    const int per_warp = (registers_per_thread * 32 + 255) / 256 * 256;
+    blocks = std::min(blocks, (sm.registers / per_warp) / warps);
+  }
+  const int64_t smem = (smem_per_block + sm.reserved_shared_memory + 127) / 128 * 128;
+  if (smem > 0) blocks = std::min<int64_t>(blocks, sm.shared_memory / smem);
+  return double(std::max(blocks, 0) * warps) / double(max_warps);
+}
+
+double estimated_occupancy(const SmLimits& sm, int64_t grid_blocks, int block_threads, int registers_per_thread,
+                           int64_t smem_per_block) {
+  const double theoretical = theoretical_occupancy(sm, block_threads, registers_per_thread, smem_per_block);
+  if (theoretical < 0 || grid_blocks <= 0) return -1.0;
+  const double warps_per_sm = double(grid_blocks) / double(sm.sms) * double((block_threads + 31) / 32);
+  return std::min(theoretical, warps_per_sm / double(sm.max_threads / 32));
+}
+
 std::string demangle(const std::string& name) {
   if (name.rfind("_Z", 0) != 0) return name;
   int status = 0;
@@ -145,6 +167,10 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
     d.registers = a.registers;
     d.static_smem = a.static_smem;
     d.dynamic_smem = a.dynamic_smem;
+    if (a.kind == DeviceActivity::Kind::Kernel)
+      d.occupancy = float(estimated_occupancy(cap.sm_limits, int64_t(a.grid[0]) * a.grid[1] * a.grid[2],
+                                              a.block[0] * a.block[1] * a.block[2], a.registers,
+                                              int64_t(a.static_smem) + a.dynamic_smem));
     d.bytes = a.bytes;
     auto it = launch_of.find(a.correlation);
     bool attributed = false;

@@ -176,6 +176,7 @@ void sample_clock_into(std::vector<ClockSample>& out) {
 
 std::vector<ClockSample> g_samples;
 std::string g_device_name;
+SmLimits g_sm_limits;
 
 // Undoes whatever start() had switched on (every call is harmless when its part was never done).
 void cupti_teardown() {
@@ -206,7 +207,7 @@ void ActivityCollector::start() {
   ATTNPROF_CHECK(!g_active.load(), "another ActivityCollector is running");
   detail::ensure_available();
   (void)detail::stream();  // create the context before CUPTI starts
-  const std::string device_name = device_info(0).name;
+  const DeviceInfo info = device_info(0);
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.m);
@@ -237,7 +238,8 @@ void ActivityCollector::start() {
   }
   g_samples.clear();
   sample_clock_into(g_samples);
-  g_device_name = device_name;
+  g_device_name = info.name;
+  g_sm_limits = info.sm_limits;
   (void)detail::take_mem_records();
   detail::set_mem_capture(true);
   g_active.store(true);
@@ -267,6 +269,7 @@ DeviceCapture ActivityCollector::stop() {
   cap.mem = detail::take_mem_records();
   cap.clock_samples = g_samples;
   cap.device_name = g_device_name;
+  cap.sm_limits = g_sm_limits;
   if (sync != cudaSuccess)
     ATTNPROF_FAIL("a kernel failed in the profiled forward: {} ({})", cudaGetErrorString(sync), cudaGetErrorName(sync));
   // Without the flush the capture would be silently short of activities: say why instead.

@@ -59,6 +59,9 @@ DeviceInfo device_info(int id) {
   d.memory_bytes = int64_t(prop.totalGlobalMem);
   d.bandwidth_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) * 1e-9;  // double data rate
   d.bf16_tflops = bf16_peak_tflops(d, &d.bf16_peak_source);
+  d.sm_limits = SmLimits{prop.multiProcessorCount,   prop.maxThreadsPerMultiProcessor,
+                         prop.maxBlocksPerMultiProcessor, prop.regsPerMultiprocessor,
+                         int64_t(prop.sharedMemPerMultiprocessor), int64_t(prop.reservedSharedMemPerBlock)};
   return d;
 }
 

@@ -381,7 +381,7 @@ std::string device_table(const prof::ProfileResult& r, int row_limit) {
   Layout layout;
   const std::vector<std::string> header = {"Name",       "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
                                            "# of Calls", "Grid",      "Block",       "Regs",       "SMem",
-                                           "TFLOP/s"};
+                                           "Occupancy",  "TFLOP/s"};
   layout.add(name_width);
   for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
   auto dims = [](const std::array<int32_t, 3>& d) {
@@ -397,11 +397,15 @@ std::string device_table(const prof::ProfileResult& r, int row_limit) {
                        fmt::format("{}", row.calls), k ? dims(row.grid) : "--", k ? dims(row.block) : "--",
                        k ? fmt::format("{}", row.registers) : "--",
                        k ? format_bytes(row.static_smem + row.dynamic_smem) : "--",
+                       k && row.occupancy >= 0 ? fmt::format("{:.1f} %", 100.0 * row.occupancy) : "--",
                        row.cost.flops > 0 && row.total_ns > 0 ? fmt::format("{:.1f}", row.cost.flops / row.total_ns * 1e-3)
                                                                : "--"});
   }
   out += layout.rule();
   out += fmt::format("Self CUDA time total: {}\n", format_time_ns(total));
+  out += "Occupancy: estimated achieved occupancy, as Kineto's: the warps the kernel's resident blocks hold per SM "
+         "(limited by its registers, shared memory and block size) over the SM's warp slots, capped by the warps its "
+         "grid gives each SM.\n";
   return out;
 }
 

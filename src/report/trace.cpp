@@ -149,13 +149,16 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
   put_us(b, it.dur);
   fmt::format_to(out, ",\"args\":{{\"device\":{0},\"stream\":{1},\"correlation\":{2},\"External id\":{2}", d.device,
                  d.stream, d.correlation);
-  if (d.kind == prof::DeviceActivity::Kind::Kernel)
+  if (d.kind == prof::DeviceActivity::Kind::Kernel) {
     fmt::format_to(out,
                    ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"registers per thread\":{},\"shared memory\":{}",
                    d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2], d.registers,
                    d.static_smem + d.dynamic_smem);
-  else
+    if (d.occupancy >= 0)  // Kineto's key, in percent
+      fmt::format_to(out, ",\"est. achieved occupancy %\":{:.1f}", 100.0 * d.occupancy);
+  } else {
     fmt::format_to(out, ",\"bytes\":{}", d.bytes);
+  }
   if (d.variant) {
     put(b, ",\"variant\":");
     put_escaped(b, d.variant);
