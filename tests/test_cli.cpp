@@ -1038,6 +1038,23 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
               if (row["name"] == "softmax") row["self_cost"]["flops"] = "many";
           },
           "self_cost: field 'flops' is not a number");
+  // A cost model that is not an object is no op without cost: the op would silently go unplaced.
+  for (const json& bad : {json("x"), json::array(), json(nullptr)})
+    damaged("naive.summary.json",
+            [&](json& d) {
+              for (json& row : d["rows"])
+                if (row["name"] == "softmax") row["self_cost"] = bad;
+            },
+            "naive.summary.json row 'softmax': field 'self_cost' is " + bad.dump() + ", not an object");
+  damaged("naive.summary.json",
+          [](json& d) {
+            for (json& row : d["rows"])
+              if (row["name"] == "softmax") row.erase("cost");
+          },
+          "naive.summary.json row 'softmax': field 'cost' is missing");
+  // A comparison of no variants: attnprof never writes one, and it would give an empty roofline.
+  damaged("compare.json", [](json& d) { d["variants"] = json::array(); },
+          "compare.json: field 'variants' is empty");
   damaged("naive.summary.json", [](json& d) { d["run"]["ms_per_forward"] = d["run"]["ms_per_forward"].get<double>() * 2; },
           "naive.summary.json is not the summary");
   // Its outputs never replace what it reads.
@@ -2452,6 +2469,15 @@ TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   refused("profile naive" + fast + " --save-output " + (dir_ / "o-link.npy").string(),
           "--save-output: cannot write '" + (dir_ / "o-link.npy").string() +
               "': it is a symbolic link to a file that does not exist");
+  // A loop of links, as the file and as its directory: named as one (std::filesystem throws on such a path).
+  fs::create_symlink("loop-f", dir_ / "loop-e");
+  fs::create_symlink("loop-e", dir_ / "loop-f");
+  refused("profile flash" + fast + " --save-output " + (dir_ / "loop-e").string(),
+          "--save-output: cannot write '" + (dir_ / "loop-e").string() +
+              "': it is a symbolic link that never reaches a file (a loop of links)");
+  refused("profile flash" + fast + " --save-output " + (dir_ / "loop-e" / "o.npy").string(),
+          "cannot write --save-output '" + (dir_ / "loop-e" / "o.npy").string() + "': the directory '" +
+              (dir_ / "loop-e").string() + "' is a symbolic link that never reaches a directory (a loop of links)");
   // diff --save: checked before either file is read (here neither exists).
   const std::string nowhere = (dir_ / "no-such-dir" / "d.txt").string();
   refused("diff " + o + "a.summary.json " + o + "b.summary.json --save " + nowhere,

@@ -400,6 +400,19 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["run"]["forward_ms"] = json::array();
   expect_error(bad, "field 'forward_ms' is empty");
+  // A cost model that is not an object (or is missing: every row has one) would read as an op that moved no
+  // bytes: "0 b moved", or "changed" against the other side's real figure.
+  for (const char* key : {"self_cost", "cost"}) {
+    for (const json& not_an_object : {json("x"), json::array(), json(nullptr), json(5)}) {
+      bad = naive_summary();
+      bad["rows"][2][key] = not_an_object;
+      expect_error(bad, fmt::format("base summary 'a.summary.json' row 'matmul': field '{}' is {}, not an object", key,
+                                    not_an_object.dump()));
+    }
+    bad = naive_summary();
+    bad["rows"][2].erase(key);
+    expect_error(bad, fmt::format("row 'matmul': field '{}' is missing", key));
+  }
 }
 
 
@@ -610,6 +623,55 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   // diff_compare_runs applies the same checks itself.
   c["device"] = "tpu";
   EXPECT_THROW(report::diff_compare_runs(good, c), Error);
+}
+
+// The row's other figures (report draws them: GFLOP/s, % of peak, bytes moved, the floor) are numbers, not
+// negative, or null; and a variant that ran took time, in every forward. Anything else is refused, naming the
+// field, rather than drawn or printed as "0.000 ... ok/ok".
+TEST(Diff, CompareRunsRefuseFiguresNoRunWrites) {
+  const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  auto error_of = [&](const json& c) -> std::string {
+    try {
+      report::check_compare_json(c, "b/compare.json");
+      report::diff_compare_runs(good, c);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms",
+                          "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards"}) {
+    json c = good;
+    c["variants"][0][key] = -5;
+    EXPECT_EQ(error_of(c), fmt::format("b/compare.json variant 'naive': field '{}' is -5, out of range (expected a "
+                                       "non-negative number up to 2^53)", key));
+    c["variants"][0][key] = "x";
+    EXPECT_EQ(error_of(c), fmt::format("b/compare.json variant 'naive': field '{}' is not a number", key));
+    c["variants"][0][key] = 1e300;
+    EXPECT_NE(error_of(c).find(fmt::format("field '{}' is 1e+300, out of range", key)), std::string::npos);
+    for (const json ok : {json(nullptr), json(0.0), json(0.5)}) {
+      c["variants"][0][key] = ok;
+      EXPECT_EQ(error_of(c), "accepted") << key << " " << ok.dump();
+    }
+  }
+  json c = good;
+  c["variants"][0]["floor_memory_share"] = 1.5;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'floor_memory_share' is 1.5, not a share of the "
+                         "floor (0 to 1)");
+  c = good;
+  c["variants"][0]["ms"] = 0;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': status 'ok' with a time ('ms') of 0; attnprof writes the "
+                         "median of forwards it timed, and none takes no time");
+  c = good;
+  c["variants"][0]["forward_ms"] = {100.0, 0.0};
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': status 'ok' with a forward of 0 ms in 'forward_ms'; "
+                         "attnprof writes the time of each forward it timed, and none takes no time");
+  // Rows that did not run hold no time and the zeros compare writes for them.
+  c = compare_run("P", {variant("naive", "skipped", -1, -1, -1, -1)});
+  c["variants"][0]["bytes"] = 0;
+  c["variants"][0]["bound_ms"] = 0;
+  c["variants"][0]["forward_ms"] = json::array();
+  EXPECT_EQ(error_of(c), "accepted");
 }
 
 // Every text diff prints from a compare.json (its problem, the machine's CPU) is refused with a control

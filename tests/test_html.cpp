@@ -250,7 +250,8 @@ TEST(HtmlReport, TimelineShowsTheFirstForwardWithLanesAndDepths) {
   spit(d.path / "naive.summary.json",
        json{{"schema", "attnprof.summary/1"},
             {"metadata", {{"annotation", "attn_fwd"}}},
-            {"rows", {{{"name", "attn_fwd"}, {"category", "user_annotation"}, {"calls", 2}, {"self_ns", 0}}}}}
+            {"rows", {{{"name", "attn_fwd"}, {"category", "user_annotation"}, {"calls", 2}, {"self_ns", 0},
+                       {"cost", json::object()}, {"self_cost", json::object()}}}}}
            .dump());
   const json data = data_block(render_html_report(d.path.string(), stub_library()));
   const json* spans = nullptr;
@@ -647,9 +648,15 @@ TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
   const std::set<std::string> drawn = chart_variants(data_block(page), "time-by-op");
   EXPECT_TRUE(drawn.count("flash") && !drawn.count("naive") && !drawn.count("inplace"));
 
-  // compare.json: a time as a string, a negative byte count.
+  // compare.json: a time as a string, a negative byte count; and the figures of its table and charts
+  // (bytes moved, GFLOP/s, % of peak, the floor), which would otherwise be drawn as they stand.
   for (const auto& [field, value, why] : {std::tuple<const char*, json, const char*>{"ms", "8.157", "field &#39;ms&#39; is not a number"},
-                                          {"peak_bytes", -5, "field &#39;peak_bytes&#39; is -5, out of range"}}) {
+                                          {"peak_bytes", -5, "field &#39;peak_bytes&#39; is -5, out of range"},
+                                          {"bytes", -5, "field &#39;bytes&#39; is -5, out of range"},
+                                          {"bytes", "x", "field &#39;bytes&#39; is not a number"},
+                                          {"gflops", -5, "field &#39;gflops&#39; is -5, out of range"},
+                                          {"pct_peak", -5, "field &#39;pct_peak&#39; is -5, out of range"},
+                                          {"floor_ms", -5, "field &#39;floor_ms&#39; is -5, out of range"}}) {
     json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
     compare["variants"][0][field] = value;
     spit(d.path / "compare.json", compare.dump());

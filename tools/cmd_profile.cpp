@@ -71,11 +71,21 @@ void run_profile(const ProfileArgs& a) {
     // A file inside --out may name it before the run creates it (prepare_out_dir checks it then).
     const bool in_out = fs::weakly_canonical(dir, ec) == fs::weakly_canonical(o.out, ec) && !ec;
     save_in_out = in_out;
-    if (!in_out && !fs::exists(dir))
+    // Asked with error codes: on a loop of symbolic links std::filesystem throws, which would reach the user as
+    // an internal error rather than as what is wrong with the path.
+    std::error_code dec;
+    const fs::file_status dir_status = fs::status(dir, dec);
+    if (!in_out && dec == std::errc::too_many_symbolic_link_levels)
+      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' is a symbolic link that never reaches a "
+                    "directory (a loop of links)", o.save_output, parent.string());
+    if (!in_out && dec && dir_status.type() != fs::file_type::not_found)
+      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' cannot be reached ({})", o.save_output,
+                    parent.string(), dec.message());
+    if (!in_out && !fs::exists(dir_status))
       ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' does not exist", o.save_output, parent.string());
-    if (!in_out && !fs::is_directory(dir))
+    if (!in_out && !fs::is_directory(dir_status))
       ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
-    if (fs::is_directory(o.save_output))
+    if (std::error_code fec; fs::is_directory(o.save_output, fec))  // a loop: check_output_flag names it below
       ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
     // Not there yet: the run would make it as --out, and then find a directory. Compared as absolute paths
     // without a trailing separator, so 'D', './D', 'D/' and '$PWD/D' are one place (weakly_canonical leaves

@@ -213,8 +213,18 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     (void)required(r, p.device ? "self_cuda_ns" : "self_ns", row_what);
     (void)number(r, "total_ns", row_what);
     (void)number(r, "flops", row_what);
-    const json& self_cost = r.contains("self_cost") && r["self_cost"].is_object() ? r["self_cost"] : empty;
-    const json& cost = r.contains("cost") && r["cost"].is_object() ? r["cost"] : empty;
+    // The op's cost model, own and with its children's: summary_json writes both into every row, so one that is
+    // missing or not an object is a corrupt file, not an op that moved no bytes (it would read as zeros).
+    for (const char* key : {"self_cost", "cost"}) {
+      const auto c = r.find(key);
+      if (c == r.end())
+        ATTNPROF_FAIL("{}: field '{}' is missing (attnprof writes the op's cost model into every row)", row_what, key);
+      if (!c->is_object())
+        ATTNPROF_FAIL("{}: field '{}' is {}, not an object (attnprof writes the op's cost model there)", row_what, key,
+                      c->dump());
+    }
+    const json& self_cost = r["self_cost"];
+    const json& cost = r["cost"];
     // The cost model's FLOPs, which roofline --from places ops by: numbers within range, or absent.
     for (const json* c : {&self_cost, &cost})
       for (const char* key : {"flops", "bf16_flops", "library_flops", "library_bf16_flops", "bytes_read", "bytes_written"})
@@ -571,12 +581,27 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_ms : r.new_ms) = time_ms(maybe(v, "ms", what), "ms", what);
   if (status == "ok" && (is_base ? r.base_ms : r.new_ms) < 0)
     ATTNPROF_FAIL("{}: status 'ok' without a time ('ms'); attnprof writes one for every variant that ran", what);
+  // A variant that ran took time: a 0 would be printed as its time, with no speed-up beside it.
+  if (status == "ok" && (is_base ? r.base_ms : r.new_ms) == 0)
+    ATTNPROF_FAIL("{}: status 'ok' with a time ('ms') of 0; attnprof writes the median of forwards it timed, and "
+                  "none takes no time", what);
   (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
   (is_base ? r.base_ops : r.new_ops) = maybe(v, "ops", what);
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
+  // The row's other figures, which diff does not print but report draws: numbers, not negative, or null.
+  for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms",
+                          "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards"})
+    (void)maybe(v, key, what);
+  if (maybe(v, "floor_memory_share", what) > 1)
+    ATTNPROF_FAIL("{}: field 'floor_memory_share' is {}, not a share of the floor (0 to 1)", what,
+                  v["floor_memory_share"].get<double>());
   (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
   if (status == "ok" && v.contains("forward_ms") && (is_base ? r.base_forward_ms : r.new_forward_ms).empty())
     ATTNPROF_FAIL("{}: status 'ok' with an empty 'forward_ms' (attnprof writes one time per timed forward)", what);
+  for (const double ms : is_base ? r.base_forward_ms : r.new_forward_ms)
+    if (status == "ok" && ms == 0)
+      ATTNPROF_FAIL("{}: status 'ok' with a forward of 0 ms in 'forward_ms'; attnprof writes the time of each forward "
+                    "it timed, and none takes no time", what);
   (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
