@@ -471,7 +471,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
-  s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model.\n";
+  s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
+       "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (d.faults)
     s += "Faults: the op's own page faults (not its children's), every thread's (--counters): one per first "
          "touch of a 4 KiB page, or of a 2 MiB one where the kernel backs a buffer with a huge page.\n";
@@ -716,7 +717,8 @@ std::string diff_table(const RunDiff& d) {
   }
   s += rule + "\n";
   s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: ops with work of their own on a CPU, "
-       "device activities on a GPU.\n";
+       "device activities on a GPU. Peak: bytes one forward allocates above its inputs, in torch's binary units "
+       "(1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (any_noisy)
     s += fmt::format("*: the forwards of one side spread by more than {:.0f} % or shared the CPUs with other work: that "
                      "speed-up may be the machine's, not the code's.\n",
