@@ -148,6 +148,22 @@ TEST_F(Cli, VersionAndHelpPerSubcommand) {
   }
 }
 
+// The peaks cache's notes are the command's to print (the library returns them): a corrupt cache is named on
+// stderr as a note, measured again and rewritten, and the run goes on.
+TEST_F(Cli, APeaksCacheNoteReachesTheUser) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache / "attnprof");
+  { std::ofstream(cache / "attnprof" / "peaks.json") << "{\"version\": 4, \"entries\": ["; }
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const Result r = run("roofline --peaks-only --threads 1");
+  ::setenv("XDG_CACHE_HOME", (fs::path(ATTNPROF_BINARY_DIR) / "test_cli_cache").c_str(), 1);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("attnprof: note: ignoring corrupt machine-peaks cache " + (cache / "attnprof" / "peaks.json").string()),
+            std::string::npos)
+      << r.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(attnprof::io::read_file((cache / "attnprof" / "peaks.json").string())));
+}
+
 TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   const Result r = run("profile naive" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;

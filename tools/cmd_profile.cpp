@@ -112,7 +112,7 @@ void run_profile(const ProfileArgs& a) {
   const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
   const std::string where = gpu ? dev.name : threads_text(threads);
   progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
-  const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(dev) : analysis::machine_peaks(threads);
+  const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(dev) : host_peaks(threads);
   LazyReference ref(in);  // computed after the variant is prepared: over-budget runs stop before fp64 work
 
   RunPlan plan;

@@ -331,7 +331,7 @@ void run_roofline(const RooflineArgs& a) {
   const int threads = ops::num_threads();
 
   if (!gpu) progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
-  const analysis::MachinePeaks m = gpu ? cuda::gpu_peaks(cuda::device_info()) : analysis::machine_peaks(threads, a.remeasure);
+  const analysis::MachinePeaks m = gpu ? cuda::gpu_peaks(cuda::device_info()) : host_peaks(threads, a.remeasure);
   const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   std::string text = peaks_text(m, gpu, reclaim);
 

@@ -402,9 +402,16 @@ const Variant& resolve_variant_on(bool gpu, const std::string& name, const std::
   return gpu ? resolve_cuda_variant(name, backend, p) : resolve_variant(name, backend, p);
 }
 
+analysis::MachinePeaks host_peaks(int threads, bool remeasure) {
+  std::vector<std::string> notes;
+  analysis::MachinePeaks m = analysis::machine_peaks(threads, remeasure, &notes);
+  for (const std::string& n : notes) progress("attnprof: note: " + n);
+  return m;
+}
+
 Target host_target(int threads, DType dtype) {
   Target t;
-  t.m = analysis::machine_peaks(threads);
+  t.m = host_peaks(threads);
   // Under a forced ISA the library figures are the best ISA's, measured beside the dispatched one's.
   const bool best = t.m.library_isa_differs();
   const double fp32 = best ? t.m.library_fp32_gflops : t.m.fp32_gflops;

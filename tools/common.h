@@ -154,6 +154,8 @@ struct Target {
   // The CPU's best ISA is above the one our kernels are dispatched at (ATTNPROF_ISA): what % peak is out of.
   bool peak_above_dispatch() const { return !gpu && peak_isa != m.isa; }
 };
+// The machine's peaks (analysis::machine_peaks), with what it has to say printed as "attnprof: note: ..." lines.
+analysis::MachinePeaks host_peaks(int threads, bool remeasure = false);
 // The CPU's peaks at `threads` (measured once, then cached): bf16 problems against the vdpbf16ps rate where
 // the CPU has one, everything else against fp32 FMA; at the CPU's best ISA, whatever ATTNPROF_ISA dispatches
 // our kernels at (the hardware's peak is what % peak is out of, and OpenBLAS and oneDNN run there anyway).

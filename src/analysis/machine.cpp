@@ -392,8 +392,12 @@ MachinePeaks measure_peak_figures(int threads, Isa isa) {
   return m;
 }
 
-MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure) {
+MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure,
+                           std::vector<std::string>* notes) {
   ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
+  const auto note = [notes](std::string text) {
+    if (notes) notes->push_back(std::move(text));
+  };
   const std::string cpu = cpu_model();
   const std::string signature = cpu_signature();
   const Isa isa = best_isa();
@@ -413,8 +417,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       nlohmann::json j = nlohmann::json::parse(io::read_file(path));
       if (j.is_object() && j.contains("version") && j["version"].is_number_integer() &&
           j["version"].get<int64_t>() >= 1 && j["version"].get<int64_t>() < kCacheVersion) {
-        std::fprintf(stderr, "attnprof: note: the machine-peaks cache %s is from an older attnprof; re-measuring\n",
-                     path.c_str());
+        note(fmt::format("the machine-peaks cache {} is from an older attnprof; re-measuring", path));
         j = cache;
       }
       if (!j.is_object() || j.value("version", 0) != kCacheVersion || !j.at("entries").is_array())
@@ -422,8 +425,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       for (const auto& e : j.at("entries")) (void)from_json(e);  // validate every entry
       cache = std::move(j);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "attnprof: note: ignoring corrupt machine-peaks cache %s (%s); re-measuring\n",
-                   path.c_str(), e.what());
+      note(fmt::format("ignoring corrupt machine-peaks cache {} ({}); re-measuring", path, e.what()));
     }
   }
   // This machine's key, less the signature: an entry matches with the signature equal, and an unsigned one
@@ -456,17 +458,14 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       // cannot be read).
       const std::string what = beside_text(other, cached_load);
       if (beside_figure(other_work_now(), load) >= busy_above / 2) {
-        std::fprintf(stderr,
-                     "attnprof: note: the cached machine peaks were measured on a busy machine (%s) and may be low; "
-                     "they are measured again once it is idle, or now with `attnprof roofline --peaks-only "
-                     "--remeasure`\n",
-                     what.c_str());
+        note(fmt::format("the cached machine peaks were measured on a busy machine ({}) and may be low; they are "
+                         "measured again once it is idle, or now with `attnprof roofline --peaks-only --remeasure`",
+                         what));
         return m;
       }
-      std::fprintf(stderr,
-                   "attnprof: note: the cached machine peaks were measured on a busy machine (%s); measuring them "
-                   "again now that it is idle\n",
-                   what.c_str());
+      note(fmt::format("the cached machine peaks were measured on a busy machine ({}); measuring them again now "
+                       "that it is idle",
+                       what));
       break;
     }
 
@@ -480,10 +479,9 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.
   if (beside_figure(other, load) > busy_above)
-    std::fprintf(stderr,
-                 "attnprof: note: the machine was busy while the peaks were measured (%s): they may be low; they "
-                 "are measured again once it is idle, or with `attnprof roofline --peaks-only --remeasure`\n",
-                 beside_text(other, load).c_str());
+    note(fmt::format("the machine was busy while the peaks were measured ({}): they may be low; they are measured "
+                     "again once it is idle, or with `attnprof roofline --peaks-only --remeasure`",
+                     beside_text(other, load)));
 
   if (!path.empty()) {
     auto& entries = cache["entries"];
@@ -501,7 +499,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       std::filesystem::create_directories(dir, ec);  // ~/.cache may not exist yet; a failure shows below
       io::write_file_atomic(path, cache.dump(2) + "\n", /*now=*/true);  // a cache outlives a failed command
     } catch (const Error& e) {
-      std::fprintf(stderr, "attnprof: note: could not cache machine peaks: %s\n", e.what());
+      note(fmt::format("could not cache machine peaks: {}", e.what()));
     }
   }
   return m;
@@ -509,8 +507,8 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
 
 }  // namespace detail
 
-MachinePeaks machine_peaks(int threads, bool force_measure) {
-  return detail::machine_peaks(threads, force_measure, detail::measure_peak_figures);
+MachinePeaks machine_peaks(int threads, bool force_measure, std::vector<std::string>* notes) {
+  return detail::machine_peaks(threads, force_measure, detail::measure_peak_figures, notes);
 }
 
 }  // namespace attnprof::analysis

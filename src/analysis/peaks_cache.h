@@ -16,7 +16,8 @@ MachinePeaks measure_peak_figures(int threads, Isa isa);
 
 using PeakMeasurement = std::function<MachinePeaks(int threads, Isa isa)>;
 
-// machine_peaks(threads, force_measure) with `measure` in place of measure_peak_figures.
-MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure);
+// machine_peaks(threads, force_measure, notes) with `measure` in place of measure_peak_figures.
+MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure,
+                           std::vector<std::string>* notes = nullptr);
 
 }  // namespace attnprof::analysis::detail
