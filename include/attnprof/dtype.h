@@ -110,4 +110,15 @@ inline uint16_t float_to_f16(float f) {
 inline float half_to_float(DType t, uint16_t h) { return t == DType::F16 ? f16_to_float(h) : bf16_to_float(h); }
 inline uint16_t float_to_half(DType t, float f) { return t == DType::F16 ? float_to_f16(f) : float_to_bf16(f); }
 
+// Element i of an fp32, bf16 or fp16 buffer as fp32, and back: the scalar and strided paths' one accessor.
+inline float load_float(const void* p, DType t, int64_t i) {
+  return t == DType::F32 ? static_cast<const float*>(p)[i] : half_to_float(t, static_cast<const uint16_t*>(p)[i]);
+}
+inline void store_float(void* p, DType t, int64_t i, float v) {
+  if (t == DType::F32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = float_to_half(t, v);
+}
+
 }  // namespace attnprof

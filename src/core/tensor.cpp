@@ -18,23 +18,17 @@ namespace {
 
 Shape4 contiguous_strides(const Shape4& s) { return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}; }
 
+// dtype.h's accessors, plus bool (0 or 1), which tensors hold and the kernels' paths never see.
 float load_as_float(const char* base, DType t, int64_t off) {
-  switch (t) {
-    case DType::F32: return reinterpret_cast<const float*>(base)[off];
-    case DType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
-    case DType::F16: return f16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
-    case DType::Bool: return reinterpret_cast<const uint8_t*>(base)[off] ? 1.0f : 0.0f;
-  }
-  return 0.0f;
+  if (t == DType::Bool) return reinterpret_cast<const uint8_t*>(base)[off] ? 1.0f : 0.0f;
+  return load_float(base, t, off);
 }
 
 void store_from_float(char* base, DType t, int64_t off, float v) {
-  switch (t) {
-    case DType::F32: reinterpret_cast<float*>(base)[off] = v; break;
-    case DType::BF16: reinterpret_cast<uint16_t*>(base)[off] = float_to_bf16(v); break;
-    case DType::F16: reinterpret_cast<uint16_t*>(base)[off] = float_to_f16(v); break;
-    case DType::Bool: reinterpret_cast<uint8_t*>(base)[off] = v != 0.0f; break;
-  }
+  if (t == DType::Bool)
+    reinterpret_cast<uint8_t*>(base)[off] = v != 0.0f;
+  else
+    store_float(base, t, off, v);
 }
 
 }  // namespace

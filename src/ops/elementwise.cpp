@@ -36,7 +36,7 @@ Tensor& mul_(Tensor& a, double s) {
     } else if (st == 1) {
       k.half(t).scale(static_cast<uint16_t*>(base) + ro, static_cast<uint16_t*>(base) + ro, n, f);
     } else {
-      for (int64_t j = 0; j < n; ++j) detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) * f);
+      for (int64_t j = 0; j < n; ++j) store_float(base, t, ro + j * st, load_float(base, t, ro + j * st) * f);
     }
   });
   return a;
@@ -69,7 +69,7 @@ Tensor mul(const Tensor& a, double s) {
       } else if (st == 1) {
         k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
       } else {
-        for (int64_t j = 0; j < n; ++j) detail::store(dst, t, r * n + j, detail::load(src, t, ro + j * st) * f);
+        for (int64_t j = 0; j < n; ++j) store_float(dst, t, r * n + j, load_float(src, t, ro + j * st) * f);
       }
     }
   }
@@ -107,7 +107,7 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
       return;
     }
     for (int64_t j = 0; j < n; ++j)
-      if (mb[mo + j * mst]) detail::store(base, t, ro + j * st, value);
+      if (mb[mo + j * mst]) store_float(base, t, ro + j * st, value);
   });
   return a;
 }
@@ -159,7 +159,7 @@ Tensor& add_(Tensor& a, const Tensor& m) {
       return;
     }
     for (int64_t j = 0; j < n; ++j)
-      detail::store(base, t, ro + j * st, detail::load(base, t, ro + j * st) + detail::load(mb, mt, mo + j * mst));
+      store_float(base, t, ro + j * st, load_float(base, t, ro + j * st) + load_float(mb, mt, mo + j * mst));
   });
   return a;
 }

@@ -38,15 +38,8 @@ void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
   }
 }
 
-// One element of an fp32, bf16 or fp16 tensor as fp32 (the strided fallbacks).
-inline float load(const void* p, DType t, int64_t i) {
-  return t == DType::F32 ? static_cast<const float*>(p)[i] : half_to_float(t, static_cast<const uint16_t*>(p)[i]);
-}
-inline void store(void* p, DType t, int64_t i, float v) {
-  if (t == DType::F32)
-    static_cast<float*>(p)[i] = v;
-  else
-    static_cast<uint16_t*>(p)[i] = float_to_half(t, v);
-}
+// One element of an fp32, bf16 or fp16 tensor as fp32 (the strided fallbacks): dtype.h's accessors.
+using attnprof::load_float;
+using attnprof::store_float;
 
 }  // namespace attnprof::ops::detail

@@ -21,13 +21,13 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
   float mx = -std::numeric_limits<float>::infinity();
   bool nan = false;
   for (int64_t j = 0; j < n; ++j) {
-    tmp[j] = detail::load(src, t, so + j * sst);
+    tmp[j] = load_float(src, t, so + j * sst);
     mx = std::max(mx, tmp[j]);
     nan = nan || std::isnan(tmp[j]);
   }
   if (nan || mx == -std::numeric_limits<float>::infinity()) {  // a NaN makes the row NaN, as in PyTorch
     const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-    for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, fill);
+    for (int64_t j = 0; j < n; ++j) store_float(dst, t, dof + j * dst_st, fill);
     return;
   }
   float sum = 0.0f;
@@ -36,7 +36,7 @@ void softmax_row(const void* src, int64_t so, int64_t sst, void* dst, int64_t do
     sum += tmp[j];
   }
   const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < n; ++j) detail::store(dst, t, dof + j * dst_st, tmp[j] * inv);
+  for (int64_t j = 0; j < n; ++j) store_float(dst, t, dof + j * dst_st, tmp[j] * inv);
 }
 
 // Every row of `a` (any strides) into `dst`: in place (dst is a's data, each row written where it was read) or

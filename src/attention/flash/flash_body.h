@@ -25,9 +25,6 @@ namespace FLASH_NS {
 inline constexpr int64_t kBr = 64;
 inline constexpr int64_t kBc = 64;
 
-inline float load1(const void* p, DType t, int64_t i) {
-  return t == DType::F32 ? static_cast<const float*>(p)[i] : half_to_float(t, static_cast<const uint16_t*>(p)[i]);
-}
 
 inline void forward(const Params& p) {
   const int64_t D = p.D, group = p.Hq / p.Hkv;
@@ -61,7 +58,7 @@ inline void forward(const Params& p) {
       const float qscale = p.scale * kLog2e;  // work in base 2: exp2 is cheaper than exp
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
-        for (int64_t d = 0; d < D; ++d) Q[size_t(r * D + d)] = load1(p.q, p.dtype, off + d) * qscale;
+        for (int64_t d = 0; d < D; ++d) Q[size_t(r * D + d)] = load_float(p.q, p.dtype, off + d) * qscale;
       }
       std::fill(acc, acc + kBr * D, 0.0f);
       std::fill(m, m + kBr, ninf);
@@ -73,8 +70,8 @@ inline void forward(const Params& p) {
           const int64_t ko = b * p.ks[0] + hk * p.ks[1] + (j0 + c) * p.ks[2];
           const int64_t vo = b * p.vs[0] + hk * p.vs[1] + (j0 + c) * p.vs[2];
           for (int64_t d = 0; d < D; ++d) {
-            K[size_t(c * D + d)] = load1(p.k, p.dtype, ko + d);
-            V[size_t(c * D + d)] = load1(p.v, p.dtype, vo + d);
+            K[size_t(c * D + d)] = load_float(p.k, p.dtype, ko + d);
+            V[size_t(c * D + d)] = load_float(p.v, p.dtype, vo + d);
           }
         }
         const bool diagonal = causal && j0 + cols - 1 > i0;
@@ -97,7 +94,7 @@ inline void forward(const Params& p) {
               if (!mk[c * p.ms[3]]) s[c] = ninf;
           } else if (p.mask == MaskKind::Additive) {
             const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + j0 * p.ms[3];
-            for (int64_t c = 0; c < cols; ++c) s[c] += load1(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
+            for (int64_t c = 0; c < cols; ++c) s[c] += load_float(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
           }
           float mx = m[size_t(r)];
           // A NaN score sticks in the max (std::max would drop it), so it reaches the row's sum and output.

@@ -213,9 +213,6 @@ inline void by_vecs(int64_t nv, Fn&& fn) {
 }
 static_assert(kMr == 6, "by_rows covers 1..6 rows");
 
-inline float load1(const void* ptr, DType t, int64_t i) {
-  return t == DType::F32 ? static_cast<const float*>(ptr)[i] : half_to_float(t, static_cast<const uint16_t*>(ptr)[i]);
-}
 
 // Row of n values of dtype t starting at src (unit stride) -> fp32 dst[0:n), zeros up to n_pad.
 inline void row_to_f32(const void* src, DType t, int64_t n, int64_t n_pad, float* dst) {
@@ -427,7 +424,7 @@ inline void apply_mask(const Plan& pl, const Scratch& s, const QBlock& q, const 
       if (p.mask == MaskKind::Bool)
         sc[r] = static_cast<const uint8_t*>(p.mask_ptr)[mo] ? sc[r] * pl.qscale : kNegInf;
       else
-        sc[r] = sc[r] * pl.qscale + load1(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
+        sc[r] = sc[r] * pl.qscale + load_float(p.mask_ptr, p.mask_dtype, mo) * kLog2e;
     }
   }
 }
