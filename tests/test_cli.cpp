@@ -161,7 +161,7 @@ TEST_F(Cli, APeaksCacheNoteReachesTheUser) {
   EXPECT_NE(r.err.find("attnprof: note: ignoring corrupt machine-peaks cache " + (cache / "attnprof" / "peaks.json").string()),
             std::string::npos)
       << r.err;
-  EXPECT_NO_THROW((void)nlohmann::json::parse(attnprof::io::read_file((cache / "attnprof" / "peaks.json").string())));
+  EXPECT_TRUE(nlohmann::json::accept(attnprof::io::read_file((cache / "attnprof" / "peaks.json").string())));
 }
 
 TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
