@@ -315,6 +315,76 @@ TEST(HtmlReport, StackedBarsArePerForwardAndLeaveAnnotationsOut) {
   EXPECT_TRUE(seen);
 }
 
+// The time bars are sums of self time over the recorded forwards divided by their number: the mean forward.
+// compare's ms / forward is the median. The caption and axis say which the bars are; where the two part by more
+// than 5 %, a note names both, with the forwards' own times.
+TEST(HtmlReport, TimeBarsAreTheMeanForwardAndANoteNamesTheMedianWhereTheyPart) {
+  TempDir d("mean-median");
+  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  auto time_chart = [](const json& data) {
+    for (const json& c : data["charts"])
+      if (c["kind"] == "time-by-op") return c;
+    ADD_FAILURE() << "no time-by-op chart";
+    return json();
+  };
+  // The fixture's forwards agree (naive: 190.017 ms of bars against a 190 ms median): the caption, no note.
+  const std::string same = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(same.find("Self time by op, the mean per recorded forward"), std::string::npos);
+  EXPECT_NE(same.find("so each bar adds up to the mean recorded forward;"), std::string::npos);
+  EXPECT_NE(same.find("is the median recorded forward, not the mean"), std::string::npos);
+  EXPECT_EQ(same.find("each bar adds up to the forward;"), std::string::npos) << "the old claim, which was false";
+  EXPECT_EQ(same.find("its time bar adds up to"), std::string::npos);
+  EXPECT_EQ(time_chart(data_block(same))["spec"]["encoding"]["x"]["title"],
+            "self time per forward, mean over the recorded forwards (ms)");
+
+  // One slow forward of three: the bars (the mean) stay at 190.017 ms, the median is 150 ms.
+  const json forwards = {150.0, 150.0, 270.05};
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  naive["run"]["ms_per_forward"] = 150.0;
+  naive["run"]["forward_ms"] = forwards;
+  spit(d.path / "naive.summary.json", naive.dump());
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  for (json& v : compare["variants"])
+    if (v["name"] == "naive") {
+      v["ms"] = 150.0;
+      v["forward_ms"] = forwards;
+    }
+  spit(d.path / "compare.json", compare.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  double naive_ms = 0;
+  const json chart = time_chart(data_block(page));
+  for (const json& row : chart["spec"]["data"]["values"])
+    if (row["variant"] == "naive") naive_ms += row["ms"].get<double>();
+  EXPECT_NEAR(naive_ms, 190.0 + 0.05 / 3, 1e-6) << "the bars are not rescaled to the median";
+  EXPECT_NE(page.find("naive: its time bar adds up to 190.017 ms, the mean over its 3 recorded forwards; they took "
+                      "150.000, 150.000, 270.050 ms (mean 190.017), and the Comparison table&#39;s 150.000 ms per "
+                      "forward is their median: a forward far slower than the others"),
+            std::string::npos)
+      << page.substr(page.find("<section id=\"ops\">"), 4000);
+  // flash's bar (61.517 ms) is within 5 % of its 62 ms: no note.
+  EXPECT_EQ(page.find("flash: its time bar adds up to"), std::string::npos);
+  // The note follows the time chart, in its section.
+  const auto ops = page.find("<section id=\"ops\">"), end = page.find("</section>", ops);
+  const auto note = page.find("naive: its time bar adds up to");
+  EXPECT_TRUE(ops < note && note < end);
+
+  // A later profile's summary: its own median (the run the bars are from) is named, by its file.
+  naive["run"]["ms_per_forward"] = 140.0;
+  spit(d.path / "naive.summary.json", naive.dump());
+  const std::string later = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(later.find("(mean 190.017), and naive.summary.json&#39;s 140.000 ms per forward is their median"),
+            std::string::npos);
+
+  // Many forwards: their range, not a list.
+  json many = json::array();
+  for (int i = 0; i < 12; ++i) many.push_back(i == 11 ? 1000.0 : 140.0);
+  naive["run"]["forward_ms"] = many;
+  spit(d.path / "naive.summary.json", naive.dump());
+  EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("; they took from 140.000 to 1000.000 ms (mean "),
+            std::string::npos);
+}
+
 TEST(HtmlReport, SelfContained) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
   // Nothing is loaded from anywhere: no src/href to another host, no stylesheets, frames or imports.
@@ -760,6 +830,68 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   EXPECT_NE(page.find("Ops that move bytes and compute nothing"), std::string::npos);
   EXPECT_NE(page.find("<tr><td>naive</td><td>copy</td>"), std::string::npos);
   EXPECT_NE(page.find("A point above the sloped line moved its bytes faster"), std::string::npos);
+}
+
+// The bytes-only table holds exactly the ops with bytes and no FLOPs (copies, casts, triu); a mask fill has
+// 1 FLOP per element in the cost model, so it is a point on the chart, and the caption and note say so.
+TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {
+  TempDir d("bytes-only");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
+                        "roofline.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  // A row with neither FLOPs nor bytes (a view) is in neither the chart nor the table.
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  json view = naive["rows"][4];
+  view["name"] = "transpose";
+  for (const char* k : {"cost", "self_cost"})
+    view[k] = {{"flops", 0.0}, {"bytes_read", 0.0}, {"bytes_written", 0.0}, {"bytes", 0.0}};
+  naive["rows"].push_back(view);
+  spit(d.path / "naive.summary.json", naive.dump());
+  auto check = [](const std::string& page, const std::set<std::pair<std::string, std::string>>& tabled,
+                  const std::string& here) {
+    const json data = data_block(page);
+    std::set<std::pair<std::string, std::string>> placed;
+    for (const json& c : data["charts"])
+      if (c["kind"] == "roofline")
+        for (const json& p : c["spec"]["layer"][1]["data"]["values"])
+          placed.insert({p["variant"].get<std::string>(), p["op"].get<std::string>()});
+    EXPECT_TRUE(placed.count({"inplace", "masked_fill_"})) << "a mask fill computes: 1 FLOP per element";
+    std::set<std::pair<std::string, std::string>> rows;
+    const auto roof = page.find("<section id=\"roofline\">");
+    const std::string sec = page.substr(roof, page.find("</section>", roof) - roof);
+    const std::regex row(R"(<tr><td>([^<]*)</td><td>([^<]*)</td><td class="num">)");
+    for (auto it = std::sregex_iterator(sec.begin(), sec.end(), row); it != std::sregex_iterator(); ++it)
+      rows.insert({(*it)[1].str(), (*it)[2].str()});
+    EXPECT_EQ(rows, tabled);
+    for (const auto& r : rows) EXPECT_FALSE(placed.count(r)) << r.first << " " << r.second;
+    EXPECT_FALSE(placed.count({"naive", "transpose"}));
+    EXPECT_FALSE(rows.count({"naive", "transpose"}));
+    EXPECT_NE(sec.find("Mask fills (masked_fill_) are placed: the cost model counts their compare and select as 1 "
+                       "FLOP per element."),
+              std::string::npos);
+    EXPECT_NE(sec.find("Ops that move bytes and compute nothing in the cost model (copies, casts, and triu, whose "
+                       "causal mask is index arithmetic; here " + here + ") have no place on a FLOP/s axis"),
+              std::string::npos)
+        << sec;
+    EXPECT_NE(sec.find("(mask fills, at 1 FLOP per element, are on the chart above):"), std::string::npos);
+    EXPECT_EQ(page.find("mask fills) have no place"), std::string::npos) << "the old caption, which was false";
+  };
+  // From compare.json and the summaries (roofline.json older than compare.json is left out).
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(d.path / "roofline.json", now - std::chrono::seconds(60));
+  fs::last_write_time(d.path / "compare.json", now);
+  check(render_html_report(d.path.string(), stub_library()),
+        {{"naive", "copy"}, {"sdpa_math", "to_fp32"}, {"sdpa_math", "triu"}, {"sdpa_math", "to_bf16"}},
+        "copy, to_fp32, triu, to_bf16");
+  // From roofline.json's points, by the same rule: flops == 0 and bytes > 0.
+  json roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
+  roof["ops"].push_back({{"variant", "naive"}, {"name", "copy_"}, {"flops", 0.0}, {"bytes", 1.6e9},
+                                   {"self_ns", 2.2e7}, {"intensity", 0.0}, {"achieved_gflops", 0.0}});
+  roof["ops"].push_back({{"variant", "naive"}, {"name", "transpose"}, {"flops", 0.0}, {"bytes", 0.0},
+                                   {"self_ns", 1e3}, {"intensity", 0.0}, {"achieved_gflops", 0.0}});
+  spit(d.path / "roofline.json", roof.dump());
+  fs::last_write_time(d.path / "roofline.json", now + std::chrono::seconds(5));
+  check(render_html_report(d.path.string(), stub_library()), {{"naive", "copy_"}}, "copy_");
 }
 
 // A roofline.json older than compare.json placed an earlier run's ops (roofline --from before the last compare):

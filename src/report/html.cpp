@@ -374,31 +374,82 @@ void section_compare(Page& pg, const Input& in) {
 }
 
 // --- per variant: self time by op and bytes moved by op, stacked ---
+// A host variant's time bar is the mean recorded forward (its ops' self times summed over the forwards, divided
+// by their number); compare and profile report the median forward. A gap over this share of the median gets a
+// note naming both (a forward that waited on the machine, or a cold first one, moves the mean only).
+constexpr double kMeanMedianGap = 0.05;
+
+// The note for one host variant whose bar adds up to `bar_ms`, or "" when its median is within kMeanMedianGap.
+// The median is the summary's own (the run the bars are from), else compare.json's for it.
+std::string mean_median_note(const VariantData& v, double bar_ms) {
+  const json* run = v.summary ? member(*v.summary, {"run"}) : nullptr;
+  const double in_summary = run ? num(*run, "ms_per_forward", NAN) : NAN;
+  const double median = std::isfinite(in_summary) && in_summary > 0 ? in_summary : v.compare_ms;
+  if (!(std::isfinite(median) && median > 0 && std::isfinite(bar_ms)) ||
+      std::abs(bar_ms - median) <= kMeanMedianGap * median)
+    return "";
+  const std::string where = std::isfinite(v.compare_ms) && v.compare_ms == median
+                                ? "the Comparison table's"
+                                : fmt::format("{}'s", v.summary_file);
+  std::string recorded;  // the forwards' own times, when the summary kept them
+  if (const std::vector<double> ms = run ? forward_ms(*run) : std::vector<double>{}; !ms.empty()) {
+    double sum = 0;
+    for (double x : ms) sum += x;
+    const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+    if (ms.size() <= 10) {
+      recorded = "; they took ";
+      for (size_t i = 0; i < ms.size(); ++i) recorded += fmt::format("{}{:.3f}", i ? ", " : "", ms[i]);
+      recorded += " ms";
+    } else {
+      recorded = fmt::format("; they took from {:.3f} to {:.3f} ms", *lo, *hi);
+    }
+    recorded += fmt::format(" (mean {:.3f})", sum / double(ms.size()));
+  }
+  return fmt::format("{}: its time bar adds up to {:.3f} ms, the mean over its {:.0f} recorded forwards{}, and "
+                     "{} {:.3f} ms per forward is their median: {} moves the mean, not the median.",
+                     v.name, bar_ms, v.forwards, recorded, where, median,
+                     bar_ms > median ? "a forward far slower than the others (one that waited on the machine, a "
+                                       "cold first one)"
+                                     : "a forward far faster than the others");
+}
+
 void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector<std::string>& notes) {
   pg.h2("ops", "Where the time and the bytes go");
   json time_rows = json::array(), byte_rows = json::array();
   bool all_per_forward = !vs.empty();
+  bool any_host = false, any_device = false;  // variants drawn in host time, in device time (Self CUDA)
+  // Where a host bar (the mean recorded forward) and the median forward the tables show differ by more than
+  // kMeanMedianGap of the median: one line naming both, so the reader sees why the bar is not the table's time.
+  std::vector<std::string> mean_notes;
   for (const VariantData& v : vs) {
     if (!v.summary) continue;
     all_per_forward = all_per_forward && v.per_forward;
     const bool host = !v.summary->contains("device");
+    (host ? any_host : any_device) = true;
+    double bar_ms = 0;  // what this variant's time bar adds up to
     for (const OpRow& r : v.ops) {
       // The forward's own time between its ops (freeing the last op's buffers, allocating the next's) is part
       // of what the variant costs: naive's frees of its N×N scores take a tenth of its forward, where
-      // sdpa-math's land in an op's self time. Its own slice, so every bar adds up to the forward.
+      // sdpa-math's land in an op's self time. Its own slice, so every bar adds up to the forward: the mean
+      // recorded one, since each slice is a sum over the recorded forwards divided by their number.
       if (host && is_annotation(r) && r.name == v.forward_zone && r.self_ns > 0) {
         time_rows.push_back({{"variant", v.name}, {"op", std::string(kBetweenOps)},
                              {"ms", r.self_ns * 1e-6 / v.forwards}, {"calls", r.calls / v.forwards}});
+        bar_ms += r.self_ns * 1e-6 / v.forwards;
         continue;
       }
       if (is_annotation(r)) continue;
-      if (r.self_ns > 0)
+      if (r.self_ns > 0) {
         time_rows.push_back({{"variant", v.name}, {"op", r.name}, {"ms", r.self_ns * 1e-6 / v.forwards},
                              {"calls", r.calls / v.forwards}});
+        bar_ms += r.self_ns * 1e-6 / v.forwards;
+      }
       if (r.bytes > 0)
         byte_rows.push_back({{"variant", v.name}, {"op", r.name}, {"mb", r.bytes / 1e6 / v.forwards},
                              {"gflop", r.flops / 1e9 / v.forwards}});
     }
+    if (host && v.per_forward && bar_ms > 0)
+      if (std::string n = mean_median_note(v, bar_ms); !n.empty()) mean_notes.push_back(std::move(n));
   }
   for (const auto& n : notes) pg.note(n);
   if (time_rows.empty() && byte_rows.empty()) {
@@ -426,14 +477,38 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                   {"order", {{"field", field}, {"type", "quantitative"}, {"sort", "descending"}}},
                   {"tooltip", tooltip}}}};
   };
-  if (!time_rows.empty())
+  if (!time_rows.empty()) {
+    // Each slice is an op's self time summed over the recorded forwards and divided by their number: a mean.
+    // The tables above give the median forward; the caption says which is which, and mean_notes where they part.
+    std::string caption =
+        all_per_forward ? "Self time by op, the mean per recorded forward (each op's self time summed over the "
+                          "profiled forwards, divided by their number): what dominates each variant."
+                        : "Self time by op: what dominates each variant. A variant whose summary has no per-forward "
+                          "annotation is drawn over all its profiled steps, and so is the axis.";
+    if (any_host)
+      caption += std::string(" The forward annotation's own time (attn_fwd's, sdpa_fwd's), what ran between its ops "
+                             "(freeing one op's buffers, allocating the next's), is a slice of its own, 'between "
+                             "ops', so each bar adds up to ") +
+                 (all_per_forward ? "the mean recorded forward" : "the time profiled") +
+                 "; steps (ProfilerStep#N) are left out.";
+    if (any_device)
+      caption += " A GPU variant's bar stacks its kernels', copies' and fills' Self CUDA time (the host ops that "
+                 "launched them keep none); the device's idle time between them is in no slice, so the bar can be "
+                 "shorter than the forward's CUDA-event time.";
+    if (any_host && all_per_forward)
+      caption += fmt::format(" The ms per forward that compare and profile report (the Comparison table's) is the "
+                             "median recorded forward, not the mean: a slow forward lengthens a bar but not the "
+                             "median (a note names both figures where they differ by more than {:.0f} %).",
+                             100.0 * kMeanMedianGap);
     pg.chart("time-by-op",
-             stacked(time_rows, "ms", "self time " + unit + " (ms)",
+             stacked(time_rows, "ms",
+                     all_per_forward ? "self time per forward, mean over the recorded forwards (ms)"
+                                     : "self time " + unit + " (ms)",
                      {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "ms"}, {"format", ".3f"}},
                       {{"field", "calls"}, {"format", ".0f"}}}),
-             "Self time by op: what dominates each variant. The forward annotation's own time (attn_fwd's, "
-             "sdpa_fwd's), what ran between its ops (freeing one op's buffers, allocating the next's), is a slice "
-             "of its own, 'between ops', so each bar adds up to the forward; steps (ProfilerStep#N) are left out.");
+             caption);
+    for (const std::string& n : mean_notes) pg.note(n);
+  }
   if (!byte_rows.empty())
     pg.chart("bytes-by-op",
              stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
@@ -757,8 +832,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                       const std::vector<VariantData>& vs) {
   pg.h2("roofline", "Roofline");
   json points = json::array();
-  // Ops that move bytes and compute nothing (copies, casts, masks): no place on a FLOP/s axis, so a table of
-  // their bandwidth instead. (variant, op, GB/s)
+  // Ops that move bytes and compute nothing in the cost model (flops == 0, bytes > 0: copies, casts, triu's
+  // mask): no place on a FLOP/s axis, so a table of their bandwidth instead. (variant, op, GB/s) A mask fill
+  // (masked_fill_) is not one of them: its compare-and-select is 1 FLOP per element, so it is a point.
   std::vector<std::tuple<std::string, std::string, double>> bytes_only;
   Machine m;
   std::string source;
@@ -878,23 +954,43 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                  {{"field", "bound"}}}}}}});
   json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
+  // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
+  // says what is not drawn. On a GPU the fill kernel's name is mangled (_Z15masked_fill_ker...): a substring.
+  bool mask_fill_placed = false;
+  for (const json& p : points)
+    if (p["op"].get<std::string>().find("masked_fill") != std::string::npos) mask_fill_placed = true;
   pg.chart("roofline", spec,
-           std::string(m.gpu ? "Every kernel of every variant against the GPU's datasheet ceilings (from "
-                             : "Every op of every variant against the machine's measured ceilings (from ") +
+           std::string(m.gpu ? "Every kernel of every variant that computes (has FLOPs in the cost model) against "
+                               "the GPU's datasheet ceilings (from "
+                             : "Every op of every variant that computes (has FLOPs in the cost model) against the "
+                               "machine's measured ceilings (from ") +
                source +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the gap to the line is what the implementation leaves on the table. A point above the sloped line "
                "moved its bytes faster than the measured bandwidth (STREAM triad): an in-place op reads and writes "
-               "the same lines, or its data stayed in cache.");
+               "the same lines, or its data stayed in cache." +
+               (mask_fill_placed ? " Mask fills (masked_fill_) are placed: the cost model counts their compare "
+                                   "and select as 1 FLOP per element."
+                                 : "") +
+               (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
   if (!bytes_only.empty()) {
     std::string t = "<table class=\"data\"><thead><tr><th>variant</th><th>op</th><th>GB/s</th><th>% of "
                     "bandwidth</th></tr></thead><tbody>\n";
     for (const auto& [variant, op, gbs] : bytes_only)
       t += "<tr>" + td(variant) + td(op) + td(fmt_num(gbs, 2), true) + td(fmt_num(100.0 * gbs / m.bw, 1), true) + "</tr>\n";
-    pg.note(fmt::format("Ops that move bytes and compute nothing (copies, casts, mask fills) have no place on a FLOP/s "
-                        "axis; against the {:.1f} GB/s bandwidth ceiling instead:",
-                        m.bw));
+    // Name the ops the table holds, so the note cannot list a kind of op the chart placed.
+    std::vector<std::string> names;
+    for (const auto& [variant, op, gbs] : bytes_only)
+      if (std::find(names.begin(), names.end(), op) == names.end()) names.push_back(op);
+    std::string listed;
+    for (size_t i = 0; i < names.size(); ++i) listed += (i ? ", " : "") + names[i];
+    pg.note(fmt::format("Ops that move bytes and compute nothing in the cost model ({}; here {}) have no place on "
+                        "a FLOP/s axis; against the {:.1f} GB/s bandwidth ceiling instead{}:",
+                        m.gpu ? "copies, memsets, casts"
+                              : "copies, casts, and triu, whose causal mask is index arithmetic",
+                        listed, m.bw,
+                        mask_fill_placed ? " (mask fills, at 1 FLOP per element, are on the chart above)" : ""));
     pg.raw(t + "</tbody></table>\n");
   }
   if (m.lib_differs())
