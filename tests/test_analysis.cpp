@@ -433,17 +433,30 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   };
   write_entry(R"("load_average": 1000, "other_cpus": 0)");
   EXPECT_EQ(call(), std::make_pair(7.0, false)) << "measured beside no other work: used";
-  write_entry(R"("load_average": 0, "other_cpus": 1000)");
+  // Other work on every CPU: busy for a one-thread measurement.
+  const int hw = analysis::online_cpus();
+  write_entry(fmt::format(R"("load_average": 0, "other_cpus": {})", hw));
   notes.clear();
   const auto [busy_cached, busy_remeasured] = call();
   const std::string busy_note = said();
-  EXPECT_NE(busy_note.find("measured on a busy machine (other work used 1000.0 of"), std::string::npos) << busy_note;
+  EXPECT_NE(busy_note.find(fmt::format("measured on a busy machine (other work used {:.1f} of", double(hw))),
+            std::string::npos)
+      << busy_note;
   EXPECT_EQ(busy_remeasured, busy_cached != 7.0);
   const nlohmann::json after = nlohmann::json::parse(attnprof::io::read_file(file.string()));
   ASSERT_EQ(after["entries"].size(), 1u);
   EXPECT_EQ(after["entries"][0]["fp32_gflops"].get<double>(), busy_cached);
-  if (!busy_remeasured) EXPECT_EQ(after["entries"][0]["other_cpus"].get<double>(), 1000.0) << "kept as it was";
-  else EXPECT_LT(after["entries"][0]["other_cpus"].get<double>(), 1000.0) << "replaced by a fresh measurement";
+  if (!busy_remeasured) EXPECT_EQ(after["entries"][0]["other_cpus"].get<double>(), double(hw)) << "kept as it was";
+  else EXPECT_LE(after["entries"][0]["other_cpus"].get<double>(), double(hw)) << "a fresh measurement's own figure";
+  // Other work no measurement records (more than every CPU, or negative; a negative load average): a corrupt
+  // entry, measured again with a note rather than printed as "other work used 1000000000.0 of 2 CPUs".
+  for (const char* bad : {R"("load_average": 0, "other_cpus": 1e9)", R"("load_average": 0, "other_cpus": -5)",
+                          R"("load_average": -1)"}) {
+    write_entry(bad);
+    notes.clear();
+    EXPECT_TRUE(call().second) << bad;
+    EXPECT_NE(said().find("ignoring corrupt machine-peaks cache"), std::string::npos) << bad << ": " << said();
+  }
   // A version-1 cache summed per-thread rates (too high where threads share a core), a version-2 one has no
   // library peaks, a version-3 one timed the scalar FMA loop through memory: their entries, even this machine's,
   // are measured again, and the rewritten cache is version 4.

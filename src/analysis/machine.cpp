@@ -451,6 +451,13 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
         return e.contains(key) && e[key].is_number() ? e[key].get<double>() : std::nan("");
       };
       const double other = number("other_cpus"), cached_load = number("load_average");
+      // Other work is between none and every CPU (the entry is this machine's); a load average is not negative.
+      if (other < 0 || other > double(hw) || cached_load < 0) {
+        note(fmt::format("ignoring corrupt machine-peaks cache {} (other_cpus {}, load_average {}: no measurement "
+                         "records that); re-measuring",
+                         path, other, cached_load));
+        break;
+      }
       if (!(beside_figure(other, cached_load) > busy_above)) return m;  // an entry with neither counts as idle
       // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
       // once the machine is idle, kept with a note while it is not. Idle means other work below half the busy
