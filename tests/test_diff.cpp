@@ -586,19 +586,22 @@ TEST(Diff, CompareRunsMarkSpeedUpsFromNoisyForwards) {
   EXPECT_THROW(report::diff_compare_runs(base, bad), Error);
 }
 
+// What the checks say of `c` as the new side of a diff against `good` ("accepted" when nothing).
+std::string compare_error(const json& good, const json& c) {
+  try {
+    report::check_compare_json(c, "b/compare.json");
+    report::diff_compare_runs(good, c);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 // A spread is slowest / fastest forward (null with fewer than two), and a run's device is cpu or cuda: any other
 // value is a corrupt compare.json, refused naming the field and the value rather than ignored.
 TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
-  auto error_of = [&](const json& c) -> std::string {
-    try {
-      report::check_compare_json(c, "b/compare.json");
-      report::diff_compare_runs(good, c);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  auto error_of = [&](const json& c) { return compare_error(good, c); };
   json c = good;
   c["variants"][0]["spread"] = "x";
   EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'spread' is \"x\", not a number");
@@ -630,15 +633,7 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
 // field, rather than drawn or printed as "0.000 ... ok/ok".
 TEST(Diff, CompareRunsRefuseFiguresNoRunWrites) {
   const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
-  auto error_of = [&](const json& c) -> std::string {
-    try {
-      report::check_compare_json(c, "b/compare.json");
-      report::diff_compare_runs(good, c);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  auto error_of = [&](const json& c) { return compare_error(good, c); };
   for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms",
                           "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards"}) {
     json c = good;
