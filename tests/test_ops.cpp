@@ -99,6 +99,23 @@ int64_t vm_size() {
 // before main in every process and, under a small `ulimit -v`, retried its failed mmaps forever. This test
 // runs first in this binary, before any matmul. It also holds the address-space check's figures
 // (openblas_reserve_bytes) to what OpenBLAS maps here: as it loads, and once threads call it at once.
+
+// A team has the count set: OpenMP's dynamic adjustment (OMP_DYNAMIC, which shrinks teams on a loaded machine)
+// is turned off, even when it was on, so the threads every peak is reported against are the threads that run.
+TEST(Threads, SetNumThreadsFixesTheTeamSize) {
+  omp_set_dynamic(1);
+  const int before = ops::num_threads();
+  ops::set_num_threads(2);
+  EXPECT_EQ(omp_get_dynamic(), 0);
+  int team = 0;
+#pragma omp parallel
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+  }
+  EXPECT_EQ(team, 2);
+  ops::set_num_threads(before);
+}
 TEST(OpenBlas, IsLoadedOnFirstUseNotAtStartUp) {
   EXPECT_FALSE(loaded("libopenblas")) << "libopenblas is in the process before any matmul";
   EXPECT_FALSE(ops::detail::blas_loaded());

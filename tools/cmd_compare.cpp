@@ -148,7 +148,8 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
 nlohmann::json row_json(const Row& r) {
   using nlohmann::json;
   const bool ran = r.r.status == RunOutcome::Status::Ok;
-  const bool validated = r.r.status != RunOutcome::Status::Skipped;
+  // Checked against the reference: a skipped row was not, nor one that failed on the GPU before or during it.
+  const bool validated = r.r.status != RunOutcome::Status::Skipped && !r.r.device_error;
   auto when = [](bool b, json v) { return b ? v : json(); };
   return {{"name", r.name},
           {"status", status_name(r.r.status)},

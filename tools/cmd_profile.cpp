@@ -3,6 +3,7 @@
 // inside the variant's annotation (attn_fwd, sdpa_fwd, flash_kernel_fwd). Validated against fp64 first.
 // --device cuda: the CUDA variant on the GPU, each recorded forward also through CUPTI (Self CUDA columns,
 // the kernel table, GPU stream tracks in the trace).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -137,6 +138,9 @@ void run_profile(const ProfileArgs& a) {
                         {"nmse", r.err.nmse},
                         {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}},
                         {"peak_extra_bytes", r.peak_extra_bytes}};
+  if (r.device_error)  // failed on the GPU: nothing was checked or measured
+    for (const char* key : {"max_abs_err", "max_rel_err", "tolerance_used", "nmse", "peak_extra_bytes"})
+      run[key] = nullptr;
   if (r.status == RunOutcome::Status::Failed) {
     // Reported, not timed (the benchmark refuses to time a kernel that fails validation).
     if (o.json) std::printf("%s\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2).c_str());
@@ -202,15 +206,23 @@ void run_profile(const ProfileArgs& a) {
   // The blog's two headline counts: the ops (kernels, on a GPU) one forward runs, and the memory it allocates.
   if (!r.forward_ns.empty()) {
     std::vector<std::string> ops;
-    if (!r.result.has_device)
+    if (!r.result.has_device) {
+      // Calls per name, in the table's order (rows of one name merge under --group-by-input-shape).
+      std::vector<std::pair<std::string, int64_t>> calls;
       for (const analysis::OpStats& s : r.ka.rows) {
         if (analysis::is_annotation(s.name, s.category) || !s.self_cost.does_work() || s.calls <= 0) continue;
-        const double per = double(s.calls) / double(r.forward_ns.size());
-        ops.push_back(per == 1.0 ? s.name : fmt::format("{} ×{:g}", s.name, per));
+        auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.first == s.name; });
+        if (it == calls.end()) calls.emplace_back(s.name, s.calls);
+        else it->second += s.calls;
       }
+      for (const auto& [name, n] : calls) {
+        const double per = double(n) / double(r.forward_ns.size());
+        ops.push_back(per == 1.0 ? name : fmt::format("{} ×{:g}", name, per));
+      }
+    }
     std::printf("per forward: %s%s; %s allocated at its peak above the inputs (%s)\n",
                 fmt::format("{:g} {}", r.ops_per_forward,
-                            gpu ? (r.ops_per_forward == 1 ? "device activity" : "device activities")
+                            r.result.has_device ? (r.ops_per_forward == 1 ? "device activity" : "device activities")
                                 : (r.ops_per_forward == 1 ? "op that does work of its own" : "ops that do work of their own"))
                     .c_str(),
                 ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")).c_str(),

@@ -195,7 +195,9 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   if (o.iters < 0) o.iters = d.iters;
   o.warmup_opt = add_integer_option(sub, "--warmup", o.warmup,
                                     fmt::format("warm-up forwards before timing (default {}, on the CPU then more until "
-                                                "{:g} s of them have run; given, exactly this many)",
+                                                "{:g} s of them have run, more on a machine of many CPUs: what "
+                                                "/proc/stat needs to tell whether other work shared them; given, "
+                                                "exactly this many)",
                                                 d.warmup, kWarmupFloorS),
                                     0, kMaxForwards);
   add_integer_option(sub, "--iters", o.iters, "timed forwards", 1, kMaxForwards,
@@ -222,7 +224,9 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
 }
 
 double warmup_floor_s(const CommonOptions& o) {
-  return o.warmup_opt && o.warmup_opt->count() > 0 ? 0.0 : kWarmupFloorS;
+  // At least the stretch /proc/stat needs to judge the other work beside the forwards (0.1 s on 2 CPUs, more
+  // on many), so a default run is never too short to say whether it shared the CPUs.
+  return o.warmup_opt && o.warmup_opt->count() > 0 ? 0.0 : std::max(kWarmupFloorS, analysis::other_work_min_seconds());
 }
 
 std::string trace_file(const std::string& variant, const CommonOptions& o) {
@@ -969,6 +973,12 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
       r.event_ms = t.ms;
       r.median_event_ms = t.median_ms;
     }
+  } catch (const OutOfBudget& e) {  // device memory taken since prepare (another process): not a failure
+    RunOutcome skipped;
+    skipped.tol = r.tol;
+    skipped.status = RunOutcome::Status::Skipped;
+    skipped.note = e.what();
+    return skipped;
   } catch (const Error& e) {
     RunOutcome failed;
     failed.tol = r.tol;

@@ -34,7 +34,14 @@ std::atomic<pid_t> g_peer_group{0};
 
 // argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
-import json, os, sys, time
+import json, os, sys, threading, time
+def exit_with_parent():  # attnprof killed outright (SIGKILL, the OOM killer) runs no handler: stop with it
+    parent = os.getppid()
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(137)
+    threading.Thread(target=watch, daemon=True).start()
 def busy_seconds():  # CPU time every CPU spent not idle, as attnprof reads /proc/stat; None unreadable
     try:
         with open("/proc/stat") as f:
@@ -46,6 +53,7 @@ def busy_seconds():  # CPU time every CPU spent not idle, as attnprof reads /pro
     except Exception:
         return None
 def main():
+    exit_with_parent()
     try:
         import numpy as np
         import torch
@@ -196,15 +204,22 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   posix_spawn_file_actions_adddup2(&fa, err.fd(), 2);
   // In a process group of its own, so that a timeout or a signal that ends attnprof ends everything the
   // interpreter started too (torch's worker threads are threads; a --python wrapper script's children are not).
+  // Signals wait while the interpreter starts and its group is recorded (one arriving in between would end
+  // attnprof without the handler knowing of the group); the interpreter starts with the mask as it was.
+  sigset_t all, before;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &before);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &before);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, &attr, cargv.data(), environ);
+  if (rc == 0) g_peer_group.store(pid, std::memory_order_release);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (rc == 0) g_peer_group.store(pid, std::memory_order_release);
   if (rc != 0)
     ATTNPROF_FAIL("--peer torch: cannot start the python interpreter '{}': {} (pass --python with the path of one "
                   "that has torch)",
@@ -214,9 +229,9 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   // without being reaped first (WNOWAIT), so the group's id cannot pass to another process before the kill.
   const auto end_group = [&] {
     ::kill(-pid, SIGKILL);
+    g_peer_group.store(0, std::memory_order_release);  // before the reaping frees the group's id for reuse
     while (::waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
     }
-    g_peer_group.store(0, std::memory_order_release);
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (;;) {

@@ -171,7 +171,8 @@ class DeviceRunner : public Runner {
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override;
 };
 
-// Variants with backend "cuda": naive, inplace, sdpa-math, sdpa-cudnn, flash. Empty without CUDA.
+// Variants with backend "cuda": naive, inplace, sdpa-math, flash, sdpa-cudnn (last: cuDNN's kernels are the only
+// device code not ours, and a fault in them is sticky). Empty without CUDA.
 const std::vector<Variant>& cuda_registry();
 const Variant& find_cuda_variant(std::string_view name);  // Error listing the names when not found
 
