@@ -579,11 +579,13 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   if (status != "ok" && status != "failed" && status != "skipped")
     ATTNPROF_FAIL("{}: status '{}' is none of ok, failed, skipped", what, status);
   (is_base ? r.base_status : r.new_status) = status;
-  (is_base ? r.base_ms : r.new_ms) = time_ms(maybe(v, "ms", what), "ms", what);
-  if (status == "ok" && (is_base ? r.base_ms : r.new_ms) < 0)
+  const bool ran = status == "ok";
+  double& ms = is_base ? r.base_ms : r.new_ms;
+  ms = time_ms(maybe(v, "ms", what), "ms", what);
+  if (ran && ms < 0)
     ATTNPROF_FAIL("{}: status 'ok' without a time ('ms'); attnprof writes one for every variant that ran", what);
   // A variant that ran took time: a 0 would be printed as its time, with no speed-up beside it.
-  if (status == "ok" && (is_base ? r.base_ms : r.new_ms) == 0)
+  if (ran && ms == 0)
     ATTNPROF_FAIL("{}: status 'ok' with a time ('ms') of 0; attnprof writes the median of forwards it timed, and "
                   "none takes no time", what);
   (is_base ? r.base_peak : r.new_peak) = maybe(v, "peak_bytes", what);
@@ -591,20 +593,21 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   (is_base ? r.base_err : r.new_err) = maybe(v, "max_abs_err", what);
   // The row's other figures, which diff does not print but report draws: numbers, not negative, or null. Checked
   // on rows that ran: a skipped row keeps its cost model's figures for a shape that may be far past 2^53 bytes.
-  if (status == "ok")
-    for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms",
-                            "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards"})
+  if (ran) {
+    for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms", "nmse",
+                            "tolerance_used", "warmup_forwards"})
       (void)maybe(v, key, what);
-  if (status == "ok" && maybe(v, "floor_memory_share", what) > 1)
-    ATTNPROF_FAIL("{}: field 'floor_memory_share' is {}, not a share of the floor (0 to 1)", what,
-                  v["floor_memory_share"].get<double>());
-  (is_base ? r.base_forward_ms : r.new_forward_ms) = forward_times(v, what);
-  if (status == "ok" && v.contains("forward_ms") && (is_base ? r.base_forward_ms : r.new_forward_ms).empty())
+    if (maybe(v, "floor_memory_share", what) > 1)
+      ATTNPROF_FAIL("{}: field 'floor_memory_share' is {}, not a share of the floor (0 to 1)", what,
+                    v["floor_memory_share"].get<double>());
+  }
+  std::vector<double>& forwards = is_base ? r.base_forward_ms : r.new_forward_ms;
+  forwards = forward_times(v, what);
+  if (ran && v.contains("forward_ms") && forwards.empty())
     ATTNPROF_FAIL("{}: status 'ok' with an empty 'forward_ms' (attnprof writes one time per timed forward)", what);
-  for (const double ms : is_base ? r.base_forward_ms : r.new_forward_ms)
-    if (status == "ok" && ms == 0)
-      ATTNPROF_FAIL("{}: status 'ok' with a forward of 0 ms in 'forward_ms'; attnprof writes the time of each forward "
-                    "it timed, and none takes no time", what);
+  if (ran && std::find(forwards.begin(), forwards.end(), 0.0) != forwards.end())
+    ATTNPROF_FAIL("{}: status 'ok' with a forward of 0 ms in 'forward_ms'; attnprof writes the time of each forward "
+                  "it timed, and none takes no time", what);
   (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
