@@ -38,8 +38,4 @@ void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
   }
 }
 
-// One element of an fp32, bf16 or fp16 tensor as fp32 (the strided fallbacks): dtype.h's accessors.
-using attnprof::load_float;
-using attnprof::store_float;
-
 }  // namespace attnprof::ops::detail
