@@ -268,6 +268,37 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   std::filesystem::remove_all(dir);
 }
 
+// A libraries' peak measured below the dispatched ISA's (the machine disturbed it: the best ISA also runs the
+// dispatched one's code) is taken as no lower, with a note; one above it is kept as measured.
+TEST(MachinePeaks, TheLibrariesPeakIsNeverBelowTheDispatchedIsas) {
+  const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_library";
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const detail::PeakMeasurement disturbed = [](int, Isa) {
+    MachinePeaks m;
+    m.fp32_gflops = 220.0;
+    m.bf16_gflops = 0.0;
+    m.bandwidth_gbs = 50.0;
+    m.sgemm_gflops = 90.0;
+    m.library_isa = isa_name(available_isas().back());
+    m.library_fp32_gflops = 100.0;
+    m.library_bf16_gflops = 200.0;
+    return m;
+  };
+  std::vector<std::string> notes;
+  const MachinePeaks m = detail::machine_peaks(1, true, disturbed, &notes);
+  EXPECT_EQ(m.fp32_gflops, 220.0);
+  EXPECT_EQ(m.library_fp32_gflops, 220.0);
+  EXPECT_EQ(m.library_bf16_gflops, 200.0) << "above the dispatched ISA's 0: as measured";
+  std::string all;
+  for (const std::string& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("fp32 peak of the libraries' ISA"), std::string::npos) << all;
+  EXPECT_NE(all.find("measured 100.0 GFLOP/s, below the 220.0"), std::string::npos) << all;
+  EXPECT_EQ(all.find("bf16 peak of the libraries'"), std::string::npos) << all;
+  std::filesystem::remove_all(dir);
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
 // The cache's rules, with the timed part replaced by one that counts its calls and gives new figures each
 // time (fp32 101, 102, ...): every case says whether the cached entry was used or the machine measured again.
 TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {

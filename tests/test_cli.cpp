@@ -164,6 +164,36 @@ TEST_F(Cli, APeaksCacheNoteReachesTheUser) {
   EXPECT_TRUE(nlohmann::json::accept(attnprof::io::read_file((cache / "attnprof" / "peaks.json").string())));
 }
 
+// Peaks measured low (a busy machine) put a rate above 100 %, which no code reaches: compare and sweep say so
+// beside their tables. Here the cached entry is lowered by hand to 0.1 GFLOP/s.
+TEST_F(Cli, ARateAboveTheMeasuredPeakIsExplained) {
+  const fs::path cache = dir_ / "cache";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const Result measured = run("roofline --peaks-only --threads 1");
+  ASSERT_EQ(measured.code, 0) << measured.err;
+  const fs::path file = cache / "attnprof" / "peaks.json";
+  json peaks = json::parse(io::read_file(file));
+  ASSERT_EQ(peaks["entries"].size(), 1u) << peaks;
+  for (const char* key : {"fp32_gflops", "bf16_gflops", "library_fp32_gflops", "library_bf16_gflops"})
+    if (peaks["entries"][0][key].get<double>() > 0) peaks["entries"][0][key] = 0.1;
+  peaks["entries"][0]["other_cpus"] = 0.0;
+  { std::ofstream(file) << peaks.dump(); }
+  const Result c = run("compare --variants flash --iters 1 --warmup 0 --dtype fp32" + kSmall + out_flag());
+  const Result s = run("sweep --seq 64,128 --variants flash --iters 1 --warmup 0 --dtype fp32" + kSmall + out_flag());
+  ::setenv("XDG_CACHE_HOME", (fs::path(ATTNPROF_BINARY_DIR) / "test_cli_cache").c_str(), 1);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("Over 100 %: flash ran above the measured peak, which no code reaches"), std::string::npos)
+      << c.out;
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_NE(s.out.find("Over 100 %: flash at N=64, flash at N=128 ran above the measured peak"), std::string::npos)
+      << s.out;
+  EXPECT_NE(s.out.find("attnprof roofline --peaks-only --remeasure"), std::string::npos) << s.out;
+  // At the peaks as measured, nothing is over.
+  const Result idle = run("compare --variants flash --iters 1 --warmup 0 --dtype fp32" + kSmall + out_flag());
+  ASSERT_EQ(idle.code, 0) << idle.err;
+  EXPECT_EQ(idle.out.find("Over 100 %"), std::string::npos) << idle.out;
+}
+
 TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   const Result r = run("profile naive" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -289,6 +319,58 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   ASSERT_EQ(off.code, 0) << off.err;
   EXPECT_NE(off.out.find("Counters: counters off (turn them on with `attnprof profile --counters`"), std::string::npos)
       << off.out;
+}
+
+// torch.profiler's profile_memory and record_shapes, which the blog's scripts turn off: without them the table
+// has no memory columns (as torch's), the trace no memory events or Input Dims, and the summary and diff say the
+// memory is unknown rather than 0.
+TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
+  const Result on = run("profile naive" + kSmall + out_flag());
+  ASSERT_EQ(on.code, 0) << on.err;
+  EXPECT_NE(on.out.find("CPU Mem"), std::string::npos) << on.out;
+  EXPECT_EQ(on.out.find("Not recorded:"), std::string::npos) << on.out;
+  EXPECT_EQ(read_json("naive.summary.json")["profiler"],
+            (json{{"profile_memory", true}, {"record_shapes", true}}));
+  const fs::path with_memory = dir_ / "with-memory.summary.json";
+  fs::copy_file(out() / "naive.summary.json", with_memory);
+
+  const Result off = run("profile naive --no-profile-memory --no-record-shapes" + kSmall + out_flag());
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.out.find("CPU Mem"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("Self CPU %"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("Not recorded: memory (profile_memory off) and input shapes (record_shapes off)."),
+            std::string::npos) << off.out;
+  // The blog's counts do not come from the profiler: still printed.
+  EXPECT_NE(off.out.find("allocated at its peak above the inputs"), std::string::npos) << off.out;
+  const json s = read_json("naive.summary.json");
+  EXPECT_EQ(s["profiler"], (json{{"profile_memory", false}, {"record_shapes", false}}));
+  EXPECT_TRUE(s["memory"]["timeline"].empty());
+  EXPECT_TRUE(s["memory"]["peak_bytes"].is_null());
+  for (const json& row : s["rows"]) {
+    EXPECT_TRUE(row["mem_bytes"].is_null()) << row;
+    EXPECT_EQ(row["input_shapes"], "") << row;
+  }
+  const std::string trace = io::read_file(out() / "naive.trace.json");
+  for (const char* absent : {"Input Dims", "Input type", "[memory]", "\"name\":\"Memory\""})
+    EXPECT_EQ(trace.find(absent), std::string::npos) << absent;
+  EXPECT_NE(trace.find("\"name\":\"matmul\""), std::string::npos);
+
+  // diff beside a profile with memory: its memory cells are unknown, not a change to 0.
+  const Result d = run("diff " + with_memory.string() + " " + (out() / "naive.summary.json").string() + " --json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  for (const json& row : json::parse(d.out)["rows"]) {
+    EXPECT_TRUE(row["base_mem_bytes"].is_null()) << row;
+    EXPECT_TRUE(row["new_mem_bytes"].is_null()) << row;
+  }
+  const Result dt = run("diff " + with_memory.string() + " " + (out() / "naive.summary.json").string());
+  ASSERT_EQ(dt.code, 0) << dt.err;
+  EXPECT_NE(dt.out.find("Self CPU Mem: -- (a profile that recorded no memory"), std::string::npos) << dt.out;
+
+  fs::remove_all(out());
+  expect_bad("profile naive --no-record-shapes --group-by-input-shape" + kSmall,
+             "--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
+  expect_bad("profile naive --no-profile-memory --sort-by self_cpu_memory_usage" + kSmall,
+             "--sort-by self_cpu_memory_usage needs memory, which --no-profile-memory leaves unrecorded");
 }
 
 // Each thread's share of the ops' own parallel regions: on its thread's track in the trace, in summary.json's
@@ -1539,6 +1621,11 @@ TEST_F(Cli, CompareSaysVariantInTheSingular) {
   const Result two = run("compare --variants naive,flash --iters 1 --warmup 0" + kSmall + out_flag());
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_NE(two.err.find("attnprof compare: 2 variants at "), std::string::npos) << two.err;
+  // The backend `sdpa` would select is said only where an SDPA row ran.
+  EXPECT_EQ(two.out.find("sdpa (auto) selects"), std::string::npos) << two.out;
+  const Result sdpa = run("compare --variants sdpa-math --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(sdpa.code, 0) << sdpa.err;
+  EXPECT_NE(sdpa.out.find("sdpa (auto) selects "), std::string::npos) << sdpa.out;
 }
 
 TEST_F(Cli, UnusableOutputPathsSayWhy) {
@@ -1611,12 +1698,12 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
     EXPECT_NE(b.err.find(expect), std::string::npos) << b.err;
     EXPECT_TRUE(b.out.empty()) << b.out;
   };
-  bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read /nonexistent/x.summary.json");
+  bad("diff " + naive + " /nonexistent/x.summary.json", "cannot read '/nonexistent/x.summary.json'");
   // Not regular files: refused before reading (/dev/zero never ends, a FIFO blocks until a writer comes).
-  bad("diff /dev/zero " + naive, "cannot read /dev/zero: it is not a regular file");
+  bad("diff /dev/zero " + naive, "cannot read '/dev/zero': it is not a regular file");
   const std::string fifo = (dir_ / "fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  bad("diff " + naive + " " + fifo, "cannot read " + fifo + ": it is not a regular file");
+  bad("diff " + naive + " " + fifo, "cannot read '" + fifo + "': it is not a regular file");
   bad("diff " + naive + " " + (out() / "compare.txt").string(), "not valid JSON");
   const std::string cmp = (out() / "compare.json").string();
   bad("diff " + naive + " " + cmp, "cannot diff " + cmp + " (a compare.json) against " + naive);
@@ -1665,12 +1752,12 @@ TEST_F(Cli, DiffAndReportRefuseAnInputLargerThanAnyRunWritesBeforeReadingIt) {
   const std::string naive = (out() / "naive.summary.json").string();
   const Result r = run("diff " + big.string() + " " + naive);
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_EQ(r.err, "attnprof: error: cannot read " + big.string() + ": it is 268435457 bytes (256.00 MiB), over the "
+  EXPECT_EQ(r.err, "attnprof: error: cannot read '" + big.string() + "': it is 268435457 bytes (256.00 MiB), over the "
                    "256 MiB attnprof reads: no file it writes is that large\n");
   EXPECT_TRUE(r.out.empty());
   const Result d = run("diff " + out().string() + " " + huge.parent_path().string());
   EXPECT_EQ(d.code, 2) << d.err;
-  EXPECT_EQ(d.err, "attnprof: error: cannot read " + huge.string() + ": it is 8589934592 bytes (8.00 GiB), over the "
+  EXPECT_EQ(d.err, "attnprof: error: cannot read '" + huge.string() + "': it is 8589934592 bytes (8.00 GiB), over the "
                    "256 MiB attnprof reads: no file it writes is that large\n");
   // The report reads leniently: the oversized file is left out with a note naming it and its size, the rest
   // is drawn.
@@ -2364,7 +2451,7 @@ TEST_F(Cli, ErrorLinesReachTheTerminalWithoutControlCharacters) {
     EXPECT_FALSE(c < 0x20 || c == 0x7f || c == 0xff) << "byte 0x" << std::hex << int(c) << " at " << std::dec << i;
   }
   EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("attnprof: error: cannot read " + dir_.string() + "/a [2J   ?-\xc3\xbc\xc2\xb7.json"),
+  EXPECT_NE(r.err.find("attnprof: error: cannot read '" + dir_.string() + "/a [2J   ?-\xc3\xbc\xc2\xb7.json"),
             std::string::npos)
       << r.err;
 }

@@ -3,6 +3,7 @@
 // columns and sort keys, the trace's GPU stream tracks, launch slices and flows, the summary's device fields.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -247,6 +248,17 @@ TEST(DeviceReport, TableGainsTorchsCudaColumns) {
   EXPECT_NE(t.find("Self CUDA time total: 0.180us"), std::string::npos) << t;
   // Sorted by CUDA total: the step (180 ns) leads; by Self CUDA: the GEMM leads.
   EXPECT_LT(t.find("ProfilerStep#2"), t.find("ampere_bf16_gemm"));
+  {  // Without profile_memory, as torch's table: no memory columns, CPU's or CUDA's, and a footer saying so.
+    prof::ProfileResult unrecorded = device_profile();
+    unrecorded.memory_recorded = false;
+    const std::string nt = report::table(analysis::key_averages(unrecorded), {.sort_by = "cuda_time_total"});
+    const std::vector<std::string> nh = row_cells(nt, "Name");
+    EXPECT_EQ(std::count(nh.begin(), nh.end(), "CPU Mem") + std::count(nh.begin(), nh.end(), "CUDA Mem"), 0) << nt;
+    ASSERT_GE(nh.size(), 11u) << nt;
+    EXPECT_EQ(nh[10], "# of Calls") << nt;
+    EXPECT_NE(nt.find("Not recorded: memory (profile_memory off)."), std::string::npos) << nt;
+    EXPECT_EQ(row_cells(nt, "ampere_bf16_gemm").size(), nh.size()) << nt;
+  }
   const std::string by_self = report::table(ka, {.sort_by = "self_cuda_time_total", .row_limit = 1});
   EXPECT_NE(by_self.find("ampere_bf16_gemm"), std::string::npos) << by_self;
   EXPECT_EQ(by_self.find("ProfilerStep#2"), std::string::npos) << by_self;

@@ -201,6 +201,14 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
 }
 
 // What Floor ms and Bound stand on, in the table's footnotes.
+// The rows (and peer rows) whose rate came out above the peak: names for over_peak_note.
+std::vector<std::string> over_peak(const std::vector<Row>& rows, const Target& t) {
+  std::vector<std::string> over;
+  for (const Row& r : rows)
+    if (r.r.status != RunOutcome::Status::Skipped && r.ms > 0 && r.pct_peak > 100) over.push_back(r.name);
+  return over;
+}
+
 std::string floor_legend(const Target& t) {
   const std::string ceilings =
       t.gpu ? fmt::format("the GPU's datasheet {:.0f} GB/s and {:.0f} TFLOP/s bf16 / {:.0f} fp32", t.m.bandwidth_gbs,
@@ -387,6 +395,7 @@ void run_compare_cuda(const CompareArgs& a) {
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
   text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
                       dtype_name(in.p.dtype), t.peak * 1e-3);
+  text += over_peak_note(t, over_peak(rows, t));
   text += floor_legend(t);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
           "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
@@ -479,6 +488,14 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
                       t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
+  {
+    std::vector<std::string> over = over_peak(rows, t);
+    if (peers)
+      for (const PeerRow& r : peers->rows)
+        if (r.status != RunOutcome::Status::Skipped && r.ms > 0 && pct_of_peak(t, gflops_at(in.p, r.ms)) > 100)
+          over.push_back(r.name);
+    text += over_peak_note(t, over);
+  }
   text += floor_legend(t);
   if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text += "Floor ms: " + lib + ".\n";
   text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
@@ -487,9 +504,11 @@ void run_compare(const CompareArgs& a) {
   text += "Ops: ops per forward that do work of their own, the passes a GPU launches a kernel for (the blog's counts: "
           "naive 6, in-place 5); views and wrappers whose work is their children's (masked_fill, SDPA's entry "
           "points) are not counted.\n";
+  // Which backend `sdpa` alone (profile sdpa, the torch call) would take: said where an SDPA row ran.
+  const bool sdpa_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.name.rfind("sdpa", 0) == 0; });
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
-                      "tolerance. sdpa (auto) selects {}.\n",
-                      sdpa_auto);
+                      "tolerance.{}\n",
+                      sdpa_ran ? fmt::format(" sdpa (auto) selects {}.", sdpa_auto) : std::string());
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
   const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {

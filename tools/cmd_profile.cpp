@@ -26,10 +26,68 @@ struct ProfileArgs {
   std::string device = "cpu";
   bool group_by_input_shape = false;
   bool counters = false;
+  bool profile_memory = true;  // torch.profiler's switches, on by default here (the tables' memory columns and
+  bool record_shapes = true;   // the trace's Input Dims); the blog's scripts turn both off
 };
+
+// --save-output, checked before anything runs or is written: not one of the run's own files, and a place a .npy
+// can be written. True when it names a file inside --out, which may not exist yet: check_output_flag() is then
+// run on it once prepare_out_dir() has made --out.
+bool check_save_output(const CommonOptions& o, const std::string& variant) {
+  if (o.save_output.empty()) return false;
+  namespace fs = std::filesystem;
+  // The .npy would be replaced by the run's own file of that name (or the trace it removes), silently.
+  // Neither file need exist yet, so besides file identity the paths are compared resolved.
+  std::error_code ec;
+  const fs::path saved = fs::weakly_canonical(o.save_output, ec);
+  for (const std::string& path : run_out_files(o, {variant}, {})) {
+    std::error_code ec2;
+    if (same_file(o.save_output, path) || (!ec && fs::weakly_canonical(path, ec2) == saved && !ec2))
+      ATTNPROF_FAIL("--save-output '{}' is the --out file '{}', which the run writes", o.save_output, path);
+  }
+  const fs::path parent = fs::path(o.save_output).parent_path();
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  // A file inside --out may name it before the run creates it (prepare_out_dir checks it then).
+  const bool in_out = fs::weakly_canonical(dir, ec) == fs::weakly_canonical(o.out, ec) && !ec;
+  // Asked with error codes: on a loop of symbolic links std::filesystem throws, which would reach the user as
+  // an internal error rather than as what is wrong with the path.
+  std::error_code dec;
+  const fs::file_status dir_status = fs::status(dir, dec);
+  if (!in_out && dec == std::errc::too_many_symbolic_link_levels)
+    ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' is a symbolic link that never reaches a "
+                  "directory (a loop of links)", o.save_output, parent.string());
+  if (!in_out && dec && dir_status.type() != fs::file_type::not_found)
+    ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' cannot be reached ({})", o.save_output,
+                  parent.string(), dec.message());
+  if (!in_out && !fs::exists(dir_status))
+    ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' does not exist", o.save_output, parent.string());
+  if (!in_out && !fs::is_directory(dir_status))
+    ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
+  if (std::error_code fec; fs::is_directory(o.save_output, fec))  // a loop: check_output_flag names it below
+    ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
+  // Not there yet: the run would make it as --out, and then find a directory. Compared as absolute paths
+  // without a trailing separator, so 'D', './D', 'D/' and '$PWD/D' are one place (weakly_canonical leaves
+  // a relative path that does not exist relative, and keeps its trailing slash).
+  auto place = [](const std::string& p, std::error_code& e) {
+    fs::path a = fs::weakly_canonical(fs::absolute(p, e), e).lexically_normal();
+    return a.has_filename() ? a : a.parent_path();
+  };
+  std::error_code sec, oec;
+  if (place(o.save_output, sec) == place(o.out, oec) && !sec && !oec)
+    ATTNPROF_FAIL("cannot write --save-output '{}': it is the --out directory the run makes (name a .npy file)",
+                  o.save_output);
+  // Everything else npy::save would refuse at the end (a link to nothing, a directory that takes no new file,
+  // a name too long for its temporary file); inside --out, once prepare_out_dir has made it.
+  if (!in_out) check_output_flag("--save-output", o.save_output);
+  return in_out;
+}
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
+  if (a.group_by_input_shape && !a.record_shapes)
+    ATTNPROF_FAIL("--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
+  if (!a.profile_memory && a.sort_by.find("memory_usage") != std::string::npos)
+    ATTNPROF_FAIL("--sort-by {} needs memory, which --no-profile-memory leaves unrecorded", a.sort_by);
   // Writing the output over an input file would destroy the input the run reads: refused before it is read.
   if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
   const bool gpu = use_cuda(a.device);
@@ -43,18 +101,6 @@ void run_profile(const ProfileArgs& a) {
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
   refuse_inputs_in_out(o, {v.name}, {});
-  if (!o.save_output.empty()) {
-    // The .npy would be replaced by the run's own file of that name (or the trace it removes), silently.
-    // Neither file need exist yet, so besides file identity the paths are compared resolved.
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path saved = fs::weakly_canonical(o.save_output, ec);
-    for (const std::string& path : run_out_files(o, {v.name}, {})) {
-      std::error_code ec2;
-      if (same_file(o.save_output, path) || (!ec && fs::weakly_canonical(path, ec2) == saved && !ec2))
-        ATTNPROF_FAIL("--save-output '{}' is the --out file '{}', which the run writes", o.save_output, path);
-    }
-  }
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
     report::TableOptions check;
@@ -63,46 +109,7 @@ void run_profile(const ProfileArgs& a) {
     empty.has_device = gpu;
     (void)report::table(empty, check);
   }
-  bool save_in_out = false;  // --save-output names a file inside --out, which may not exist yet
-  if (!o.save_output.empty()) {  // checked before anything runs or is written
-    namespace fs = std::filesystem;
-    const fs::path parent = fs::path(o.save_output).parent_path();
-    const fs::path dir = parent.empty() ? fs::path(".") : parent;
-    std::error_code ec;
-    // A file inside --out may name it before the run creates it (prepare_out_dir checks it then).
-    const bool in_out = fs::weakly_canonical(dir, ec) == fs::weakly_canonical(o.out, ec) && !ec;
-    save_in_out = in_out;
-    // Asked with error codes: on a loop of symbolic links std::filesystem throws, which would reach the user as
-    // an internal error rather than as what is wrong with the path.
-    std::error_code dec;
-    const fs::file_status dir_status = fs::status(dir, dec);
-    if (!in_out && dec == std::errc::too_many_symbolic_link_levels)
-      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' is a symbolic link that never reaches a "
-                    "directory (a loop of links)", o.save_output, parent.string());
-    if (!in_out && dec && dir_status.type() != fs::file_type::not_found)
-      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' cannot be reached ({})", o.save_output,
-                    parent.string(), dec.message());
-    if (!in_out && !fs::exists(dir_status))
-      ATTNPROF_FAIL("cannot write --save-output '{}': the directory '{}' does not exist", o.save_output, parent.string());
-    if (!in_out && !fs::is_directory(dir_status))
-      ATTNPROF_FAIL("cannot write --save-output '{}': '{}' is not a directory", o.save_output, parent.string());
-    if (std::error_code fec; fs::is_directory(o.save_output, fec))  // a loop: check_output_flag names it below
-      ATTNPROF_FAIL("cannot write --save-output '{}': it is a directory (name a .npy file)", o.save_output);
-    // Not there yet: the run would make it as --out, and then find a directory. Compared as absolute paths
-    // without a trailing separator, so 'D', './D', 'D/' and '$PWD/D' are one place (weakly_canonical leaves
-    // a relative path that does not exist relative, and keeps its trailing slash).
-    auto place = [](const std::string& p, std::error_code& e) {
-      fs::path a = fs::weakly_canonical(fs::absolute(p, e), e).lexically_normal();
-      return a.has_filename() ? a : a.parent_path();
-    };
-    std::error_code sec, oec;
-    if (place(o.save_output, sec) == place(o.out, oec) && !sec && !oec)
-      ATTNPROF_FAIL("cannot write --save-output '{}': it is the --out directory the run makes (name a .npy file)",
-                    o.save_output);
-    // Everything else npy::save would refuse at the end (a link to nothing, a directory that takes no new file,
-    // a name too long for its temporary file); inside --out, once prepare_out_dir has made it.
-    if (!in_out) check_output_flag("--save-output", o.save_output);
-  }
+  const bool save_in_out = check_save_output(o, v.name);
   check_html_if_asked(o);
   prepare_out_dir(o.out);
   check_out_files(o, {v.name}, {});
@@ -123,6 +130,8 @@ void run_profile(const ProfileArgs& a) {
   plan.keep_output = !o.save_output.empty();
   plan.software_counters = a.counters;
   plan.group_by_input_shape = a.group_by_input_shape;
+  plan.profile_memory = a.profile_memory;
+  plan.record_shapes = a.record_shapes;
   RunOutcome r = gpu ? run_cuda_variant(v, in, ref, plan, v.name) : run_variant(v, in, ref, plan, v.name);
   if (r.status == RunOutcome::Status::Skipped) ATTNPROF_FAIL("{} cannot run: {}", v.name, r.note);
 
@@ -250,6 +259,14 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
+  sub->add_flag("--profile-memory,!--no-profile-memory", args->profile_memory,
+                "record every allocation and free (default on): the table's CPU Mem columns and the trace's memory "
+                "counter; --no-profile-memory leaves both out, as the blog's profile_memory=False")
+      ->capture_default_str();
+  sub->add_flag("--record-shapes,!--no-record-shapes", args->record_shapes,
+                "keep each op's input shapes and dtypes (default on): the trace's Input Dims and Input type, "
+                "--group-by-input-shape; --no-record-shapes drops them, as the blog's record_shapes=False")
+      ->capture_default_str();
   sub->add_flag("--counters", args->counters,
                 "software counters: page faults per op, forward and profiler step (every thread's, getrusage; read "
                 "outside each op's time, their cost calibrated away), task-clock per forward and step (perf_event_open): the table gains their columns, and "

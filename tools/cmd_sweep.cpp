@@ -230,11 +230,8 @@ void run_sweep(const SweepArgs& a) {
       bar.update(done, fmt::format("{} N={}", v->name, n));
       try {
         if (auto why = v->unsupported(p0)) throw OutOfBudget(*why);  // before drawing the inputs
-        {  // and the variant's own budget check (naive's N×N scores): at N=16384 the inputs are seconds to draw
-          AttnOptions planned;
-          planned.is_causal = o.causal;
-          (void)v->prepare(p0, planned);
-        }
+        // and the budget, inputs and naive's N×N scores together: at N=16384 the inputs are seconds to draw
+        check_forward_fits(*v, p0, /*with_reference=*/false);
         const Inputs in = make_inputs(o, n, /*with_reference=*/false);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
         if (!spot_check(*runner, *v, in, pt)) {
@@ -370,7 +367,7 @@ void run_sweep(const SweepArgs& a) {
     text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
             "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
   if (any_weak)
-    text += "weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that exponent "
+    text += "weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square above 0.25 in natural log, about 28 %), so that exponent "
             "is no scaling law: at small N fixed costs dominate, or the timings were disturbed (Busy/Noisy above); "
             "sweep larger N, or raise --iters.\n";
   text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
@@ -379,6 +376,12 @@ void run_sweep(const SweepArgs& a) {
                       "takes over.{}\n",
                       rate, target.peak_kind, target.peak * rate_scale, rate,
                       gpu ? gpu_name : threads_text(target.m.threads) + ", " + target.peak_isa, dispatch_note(target));
+  {
+    std::vector<std::string> over;
+    for (const Point& p : points)
+      if (p.status == "ok" && p.pct_peak > 100) over.push_back(fmt::format("{} at N={}", p.variant, p.seq));
+    text += over_peak_note(target, over);
+  }
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
   text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
                       "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "

@@ -282,12 +282,14 @@ double input_bytes(const AttnProblem& p) {
          (double(p.Hq) * double(p.Nq) + 2.0 * double(p.Hkv) * double(p.Nk));
 }
 
-void check_forward_fits(const Variant& v, const AttnProblem& p) {
-  const double inputs = input_bytes(p), reference = reference_bytes(p), forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
+void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_reference) {
+  const double inputs = input_bytes(p), reference = with_reference ? reference_bytes(p) : 0.0,
+               forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
   // The N×N scores are the usual excess, and flash then the way out; else the inputs and the reference are.
   check_memory_budget(inputs + reference + forward,
-                      fmt::format("{} at {} (its inputs, {} bytes, their fp64 reference, {} bytes{})", v.name,
-                                  p.str(), byte_count(inputs), byte_count(reference),
+                      fmt::format("{} at {} (its inputs, {} bytes{}{})", v.name, p.str(), byte_count(inputs),
+                                  with_reference ? fmt::format(", their fp64 reference, {} bytes", byte_count(reference))
+                                                 : std::string(),
                                   forward > 0 ? fmt::format(", and what one forward allocates beyond them, {} bytes",
                                                             byte_count(forward))
                                               : std::string()),
@@ -434,6 +436,18 @@ std::string dispatch_note(const Target& t) {
                      "at {}.",
                      t.m.isa, bf16 ? "bf16 dot-product" : "fp32 FMA", bf16 ? t.m.bf16_gflops : t.m.fp32_gflops,
                      t.peak_isa);
+}
+
+std::string over_peak_note(const Target& t, const std::vector<std::string>& over) {
+  if (over.empty()) return "";
+  if (t.gpu)
+    return fmt::format("Over 100 %: {} ran above the GPU's datasheet peak, which no kernel reaches: the device "
+                       "clock ran above the datasheet's boost clock, or the times are short of what ran.\n",
+                       fmt::join(over, ", "));
+  return fmt::format("Over 100 %: {} ran above the measured peak, which no code reaches: the peak was measured low, "
+                     "on a busy machine; measure it again on an idle machine with "
+                     "`attnprof roofline --peaks-only --remeasure`.\n",
+                     fmt::join(over, ", "));
 }
 
 Target device_target(const cuda::DeviceInfo& dev, DType dtype) {
@@ -590,16 +604,7 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    ATTNPROF_FAIL("cannot read {}: it is not a regular file", path);
-  if (const auto size = std::filesystem::file_size(path, ec); !ec)
-    if (const std::string why = report::input_size_error(size); !why.empty()) ATTNPROF_FAIL("cannot read {}: {}", path, why);
-  std::ifstream f(path, std::ios::binary);
-  ATTNPROF_CHECK(f.good(), "cannot read {}: no such file or not readable", path);
-  std::ostringstream bytes;
-  bytes << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(bytes.str(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = nlohmann::json::parse(report::read_input_file(path), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) ATTNPROF_FAIL("{}: not valid JSON", path);
   return j;
 }
@@ -762,6 +767,16 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
 // work of their own (a recorded cost: FLOPs or bytes), the passes a GPU would launch one kernel for, so not
 // views (transpose), wrappers whose work is their children's (masked_fill over copy_ and masked_fill_, SDPA's
 // entry points), annotations or ProfilerStep#N; device activities (kernels, copies, fills) for a CUDA profile.
+// An outcome with nothing measured: skipped (with why), or failed on the device before anything was checked.
+RunOutcome not_run(const Tolerance& tol, RunOutcome::Status status, std::string note, bool device_error = false) {
+  RunOutcome r;
+  r.tol = tol;
+  r.status = status;
+  r.note = std::move(note);
+  r.device_error = device_error;
+  return r;
+}
+
 void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
   r.ka = analysis::key_averages(r.result, {.group_by_input_shape = plan.group_by_input_shape});
   r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);
@@ -813,18 +828,12 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
                        const std::string& label) {
   RunOutcome r;
   r.tol = v.tolerance(in.p.dtype);
-  if (auto why = v.unsupported(in.p)) {
-    r.status = RunOutcome::Status::Skipped;
-    r.note = *why;
-    return r;
-  }
+  if (auto why = v.unsupported(in.p)) return not_run(r.tol, RunOutcome::Status::Skipped, *why);
   std::unique_ptr<Runner> runner;
   try {
     runner = v.prepare(in.p, in.opt);
   } catch (const OutOfBudget& e) {
-    r.status = RunOutcome::Status::Skipped;
-    r.note = e.what();
-    return r;
+    return not_run(r.tol, RunOutcome::Status::Skipped, e.what());
   }
   // Reference first: one forward, checked against fp64, before anything is timed.
   if (!label.empty()) progress(fmt::format("{}: validating against the fp64 reference", label));
@@ -835,9 +844,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
     try {
       o = runner->run(in.q, in.k, in.v);
     } catch (const OutOfBudget& e) {
-      r.status = RunOutcome::Status::Skipped;
-      r.note = e.what();
-      return r;
+      return not_run(r.tol, RunOutcome::Status::Skipped, e.what());
     }
     const MemoryStats ms = memory_stats();
     r.peak_bytes = ms.peak_bytes;
@@ -851,7 +858,11 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   // ahead).
   const prof::Schedule& s = plan.schedule;
   const int steps = s.wait + s.warmup + s.active;
-  prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
+  prof::Profiler profiler({.schedule = s,
+                           .profile_memory = plan.profile_memory,
+                           .record_shapes = plan.record_shapes,
+                           .software_counters = plan.software_counters,
+                           .step_annotations = true});
   set_run_metadata(profiler, v, in);
   profiler.prepare();
   prof::VariantScope scope(v.name);
@@ -905,16 +916,10 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
   r.tol = v.tolerance(in.p.dtype);
   std::unique_ptr<Runner> runner;
   try {
-    if (auto why = v.unsupported(in.p)) {
-      r.status = RunOutcome::Status::Skipped;
-      r.note = *why;
-      return r;
-    }
+    if (auto why = v.unsupported(in.p)) return not_run(r.tol, RunOutcome::Status::Skipped, *why);
     runner = v.prepare(in.p, in.opt);
   } catch (const Error& e) {  // a device that cannot hold the problem, a library that cannot plan it
-    r.status = RunOutcome::Status::Skipped;
-    r.note = e.what();
-    return r;
+    return not_run(r.tol, RunOutcome::Status::Skipped, e.what());
   }
   // From here on a failure (a kernel fault, a library call the device rejects) ends this variant's row, not the
   // run: the variants after it still run (a fault that poisons the CUDA context fails them too, each with its
@@ -933,7 +938,11 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
     const prof::Schedule& s = plan.schedule;
     const int steps = s.wait + s.warmup + s.active;
-    prof::Profiler profiler({.schedule = s, .software_counters = plan.software_counters, .step_annotations = true});
+    prof::Profiler profiler({.schedule = s,
+                             .profile_memory = plan.profile_memory,
+                             .record_shapes = plan.record_shapes,
+                             .software_counters = plan.software_counters,
+                             .step_annotations = true});
     set_run_metadata(profiler, v, in);
     profiler.set_metadata("device", cuda::device_info().name);
     profiler.prepare();
@@ -967,6 +976,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     profiler.stop();
     r.result = profiler.result();
     if (cupti.running()) cuda::attach_device_capture(r.result, cupti.stop());
+    if (!plan.profile_memory) r.result.device_mem.clear();  // device memory is memory profiling too
     summarise_recording(v, plan, r);
     if (plan.event_iters > 0) {
       const cuda::DeviceTiming t = cuda::time_device_forward(*dev, dq, dk, dv, 1, plan.event_iters);
@@ -974,18 +984,10 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
       r.median_event_ms = t.median_ms;
     }
   } catch (const OutOfBudget& e) {  // device memory taken since prepare (another process): not a failure
-    RunOutcome skipped;
-    skipped.tol = r.tol;
-    skipped.status = RunOutcome::Status::Skipped;
-    skipped.note = e.what();
-    return skipped;
-  } catch (const Error& e) {
-    RunOutcome failed;
-    failed.tol = r.tol;
-    failed.status = RunOutcome::Status::Failed;
-    failed.device_error = true;
-    failed.note = fmt::format("failed on the GPU: {}", e.what());
-    return failed;
+    return not_run(r.tol, RunOutcome::Status::Skipped, e.what());
+  } catch (const Error& e) {  // what was measured before the fault is dropped: none of it was checked whole
+    return not_run(r.tol, RunOutcome::Status::Failed, fmt::format("failed on the GPU: {}", e.what()),
+                   /*device_error=*/true);
   }
   return r;
 }

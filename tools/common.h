@@ -114,9 +114,10 @@ struct Inputs {
 Inputs make_inputs(const CommonOptions& o, int64_t seq = 0, bool with_reference = true);
 // q, k and v's bytes at problem p.
 double input_bytes(const AttnProblem& p);
-// Before the inputs are drawn: the inputs plus what one forward of v allocates beyond them (Variant::peak_bytes)
-// against the memory budget. OutOfBudget (exit 2) when they cannot fit; nothing for variants without an estimate.
-void check_forward_fits(const Variant& v, const AttnProblem& p);
+// Before the inputs are drawn: the inputs, their fp64 reference (with_reference; sweep checks a few heads and
+// holds none) and what one forward of v allocates beyond them (Variant::peak_bytes, where v has one) against the
+// memory budget. OutOfBudget (exit 2) when they cannot fit.
+void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_reference = true);
 // "1 thread", "2 threads".
 inline std::string threads_text(int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
 // True when the inputs come from --q/--k/--v files (their shapes are known only once they are read).
@@ -163,6 +164,9 @@ Target host_target(int threads, DType dtype);
 // When our kernels ran below the ISA `t.peak` is of: " Our kernels ran at scalar (ATTNPROF_ISA), whose fp32 FMA
 // peak is 9.1 GFLOP/s; OpenBLAS and oneDNN at avx512." for the % peak legends; "" otherwise.
 std::string dispatch_note(const Target& t);
+// For rows whose rate came out above t.peak ("flash at N=512"), which no code reaches: "Over 100 %: ..." saying the
+// peak was measured low and how to measure it again; "" when `over` is empty.
+std::string over_peak_note(const Target& t, const std::vector<std::string>& over);
 // A GPU's datasheet peaks: bf16 and fp16 at the dense tensor-core rate (the same on sm_80 and sm_90), fp32 on
 // the CUDA cores.
 Target device_target(const cuda::DeviceInfo& dev, DType dtype);
@@ -253,6 +257,8 @@ struct RunPlan {
   bool keep_output = false;      // keep the validated output (for --save-output)
   int event_iters = 0;           // CUDA: forwards timed with CUDA events after profiling (0: none)
   bool software_counters = false;   // page faults per zone, task-clock per annotation (--counters)
+  bool profile_memory = true;       // ProfilerOptions' (profile --no-profile-memory)
+  bool record_shapes = true;        // ProfilerOptions' (profile --no-record-shapes)
   bool group_by_input_shape = false;  // key_averages: one row per (name, input shapes)
 };
 

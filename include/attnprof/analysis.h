@@ -71,6 +71,8 @@ struct KeyAverages {
   double self_total_ns = 0.0;     // sum of self times of every zone (torch's "Self CPU time total")
   double zone_overhead_ns = 0.0;  // calibrated per-zone overhead that was subtracted
   int64_t zones = 0;              // number of zone events aggregated
+  bool has_memory = true;         // the profile recorded memory (profile_memory): else no row's memory is known
+  bool has_shapes = true;         // the profile recorded input shapes (record_shapes)
   int64_t peak_bytes = 0;         // peak live bytes of the tracked allocator during the profile
   int64_t start_bytes = 0;        // live bytes when recording began
   int64_t outside_zones_bytes = 0;  // bytes allocated while no zone was open on the allocating thread (no row
@@ -277,8 +279,8 @@ struct PowerFit {
   double rms_log_error = 0.0;
   double exponent_stderr = 0.0;
   size_t points = 0;
-  // The points stray from a power law: a standard error above 0.15 on the exponent, or points 25 % off the
-  // line on average (rms_log_error; not R², which means nothing for a flat series such as flash's memory at
+  // The points stray from a power law: a standard error above 0.15 on the exponent, or points off the line by
+  // a root-mean-square above 0.25 in natural log, about 28 % (rms_log_error; not R², which means nothing for a flat series such as flash's memory at
   // small N). Three points or more: two fix a line exactly and say nothing either way. Its exponent is no
   // scaling law: fixed costs dominate at small N, or the timings were disturbed.
   bool weak() const { return points > 2 && (exponent_stderr > 0.15 || rms_log_error > 0.25); }

@@ -127,6 +127,8 @@ struct ProfileResult {
   uint64_t origin_ticks = 0;      // tick value that maps to t = 0 in reports
   double zone_overhead_ns = 0.0;  // calibrated cost of one zone enter+exit, subtracted from self and total times
   int64_t start_bytes = 0;        // live tracked-allocator bytes when the kept recording window began
+  bool memory_recorded = true;    // ProfilerOptions::profile_memory: allocations and frees are in ThreadTrace::mem
+  bool shapes_recorded = true;    // ProfilerOptions::record_shapes: zones keep their input shapes and types
   bool counters_recorded = false; // software counters were read: page faults on every zone
   bool task_clock_recorded = false; // and task-clock on annotation zones (perf_event_open allowed it)
   std::string clock;              // "tsc" or "steady_clock"
@@ -154,6 +156,8 @@ struct Schedule {
 
 struct ProfilerOptions {
   Schedule schedule{};
+  // On by default, unlike torch.profiler's: the tables' memory columns and the trace's Input Dims come from
+  // them. Off, the allocator's hook returns at once and the shapes are dropped at stop().
   bool profile_memory = true;
   bool record_shapes = true;
   bool software_counters = false;  // page faults per zone (getrusage), task-clock per annotation (perf_event_open)

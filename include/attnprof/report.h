@@ -111,6 +111,7 @@ struct ProfileDiff {
   ProfileSide base, next;
   bool device = false;     // both are device (CUPTI) profiles: times are Self CUDA, memory is device memory
   bool faults = false;     // both recorded page faults per op (profile --counters): the table shows them
+  bool memory = true;      // both recorded memory per op (profile_memory): else the memory cells are unknown
   std::vector<DiffRow> rows;  // by the size of the change in time, largest first
   double base_ns = 0, new_ns = 0;  // sums of the rows' self times per forward
 };
@@ -142,6 +143,9 @@ inline constexpr uint64_t kMaxInputBytes = uint64_t(256) << 20;
 std::string input_size_error(uint64_t bytes, uint64_t limit = kMaxInputBytes);
 // The limit as those messages name it: "256 MiB".
 std::string input_size_limit_text(uint64_t limit = kMaxInputBytes);
+// The whole of `path`, a file a run wrote (a summary, compare.json), refused by its size before it is read: an
+// Error naming it when it is over `limit`, not a regular file, or cannot be read.
+std::string read_input_file(const std::string& path, uint64_t limit = kMaxInputBytes);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
 // of implementation removed, added or turned in place, and where the time went. Annotations and

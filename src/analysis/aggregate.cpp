@@ -102,6 +102,8 @@ std::vector<OpCost> inclusive_costs(const prof::ThreadTrace& t) {
 KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions& opt) {
   KeyAverages ka;
   ka.zone_overhead_ns = r.zone_overhead_ns;
+  ka.has_memory = r.memory_recorded;
+  ka.has_shapes = r.shapes_recorded;
   ka.start_bytes = r.start_bytes;
   ka.peak_bytes = r.start_bytes;
   ka.counters_note = r.counters_note;

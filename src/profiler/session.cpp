@@ -163,6 +163,8 @@ void Profiler::start() {
   detail::g_memory.store(opts_.profile_memory);
   collected_ = ProfileResult{};
   collected_.origin_ticks = now_ticks();
+  collected_.memory_recorded = opts_.profile_memory;
+  collected_.shapes_recorded = opts_.record_shapes;
   collected_.counters_recorded = counters::session_begin(opts_.software_counters);
   collected_.task_clock_recorded = counters::task_clock_recorded();
   detail::g_counters.store(collected_.counters_recorded);

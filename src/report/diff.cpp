@@ -3,6 +3,7 @@
 // its last). Works on summary documents, so any two runs on disk can be compared.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "io/file.h"
 #include "report/figures.h"
 
 namespace attnprof::report {
@@ -114,6 +116,7 @@ struct Parsed {
   ProfileSide side;
   bool device = false;
   bool faults = false;  // its op rows carry page faults
+  bool memory = true;   // its op rows carry memory (a profile without profile_memory holds nulls there)
   std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
 };
 
@@ -141,6 +144,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   const json& run = run_it != s.end() && run_it->is_object() ? *run_it : empty;
   Parsed p;
   p.device = s.contains("device");
+  if (const auto pr = s.find("profiler"); pr != s.end() && pr->is_object())
+    p.memory = !pr->contains("profile_memory") || pr->at("profile_memory") != false;
   p.side.label = !recorded(s, "variant").empty() ? printable_field(recorded(s, "variant"), "variant", what) : label;
   p.side.problem = printable_field(recorded(s, "problem"), "problem", what);
   if (run_figures && p.side.problem.empty())
@@ -279,6 +284,15 @@ std::string input_size_error(uint64_t bytes, uint64_t limit) {
                      binary_size(double(bytes)), input_size_limit_text(limit));
 }
 
+std::string read_input_file(const std::string& path, uint64_t limit) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec))  // the rest io::read_file refuses, naming what it is
+    if (const auto size = std::filesystem::file_size(path, ec); !ec)
+      if (const std::string why = input_size_error(size, limit); !why.empty())
+        ATTNPROF_FAIL("cannot read '{}': {}", path, why);
+  return io::read_file(path);
+}
+
 void check_summary(const json& s, const std::string& what, bool run_figures) {
   (void)parse_as(s, what, "", run_figures);
 }
@@ -301,6 +315,7 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   d.next = b.side;
   d.device = a.device;
   d.faults = a.faults && b.faults;
+  d.memory = a.memory && b.memory;
   std::map<std::string, OpFigures> in_a(a.ops.begin(), a.ops.end()), in_b(b.ops.begin(), b.ops.end());
   std::map<std::string, bool> used_b;
   auto row_of = [&](const std::string& an, const OpFigures* x, const std::string& bn, const OpFigures* y,
@@ -428,7 +443,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {:<12}\n", name, w,
                      calls(r.base_calls) + " -> " + calls(r.new_calls), format_time_ns(r.base_ns),
                      format_time_ns(r.new_ns), signed_time(r.new_ns - r.base_ns),
-                     format_bytes(int64_t(std::llround(r.base_mem))), format_bytes(int64_t(std::llround(r.new_mem))),
+                     d.memory ? format_bytes(int64_t(std::llround(r.base_mem))) : "--",
+                     d.memory ? format_bytes(int64_t(std::llround(r.new_mem))) : "--",
                      format_bytes(int64_t(std::llround(r.base_bytes))),
                      format_bytes(int64_t(std::llround(r.new_bytes))), fault_cells, r.change);
   }
@@ -465,14 +481,17 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     return out;
   };
   if (!gone.empty())
-    s += fmt::format("removed: {} ({}, {} allocated{} per forward gone with them)\n", join(gone),
-                     format_time_ns(gone_ns), format_bytes(int64_t(std::llround(gone_mem))),
+    s += fmt::format("removed: {} ({}{}{} per forward gone with them)\n", join(gone), format_time_ns(gone_ns),
+                     d.memory ? fmt::format(", {} allocated", format_bytes(int64_t(std::llround(gone_mem)))) : "",
                      d.faults ? fmt::format(" and {} page faults", calls(gone_faults)) : std::string());
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
        "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
+  if (!d.memory)
+    s += fmt::format("{}: -- (a profile that recorded no memory, profile_memory off, is on one side or both).\n",
+                     mem);
   if (d.faults)
     s += "Faults: the op's own page faults (not its children's), every thread's (--counters): one per first "
          "touch of a 4 KiB page, or of a 2 MiB one where the kernel backs a buffer with a huge page.\n";
@@ -502,8 +521,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                     {"base_ns", r.base_ns},
                     {"new_ns", r.new_ns},
                     {"delta_ns", r.new_ns - r.base_ns},
-                    {"base_mem_bytes", r.base_mem},
-                    {"new_mem_bytes", r.new_mem},
+                    {"base_mem_bytes", d.memory ? json(r.base_mem) : json()},
+                    {"new_mem_bytes", d.memory ? json(r.new_mem) : json()},
                     {"base_bytes", r.base_bytes},
                     {"new_bytes", r.new_bytes},
                     {"base_all_bytes", r.base_all_bytes},

@@ -552,7 +552,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
       rows.push_back({{"step", step}, {"step_index", steps}, {"op", op}, {"change", r.change},
                       {"delta_ms", (r.new_ns - r.base_ns) * 1e-6},
                       {"base_ms", r.base_ns * 1e-6}, {"new_ms", r.new_ns * 1e-6},
-                      {"base_mem_mb", r.base_mem / 1e6}, {"new_mem_mb", r.new_mem / 1e6}});
+                      {"base_mem_mb", d.memory ? json(r.base_mem / 1e6) : json()},
+                      {"new_mem_mb", d.memory ? json(r.new_mem / 1e6) : json()}});
       if (d.faults) {
         rows.back()["base_faults"] = r.base_faults;
         rows.back()["new_faults"] = r.new_faults;
@@ -782,7 +783,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
   if (any_weak)
-    pg.note("weak: the points stray from a power law (± above 0.15, or 25 % off the line on average), so that "
+    pg.note("weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square above 0.25 in natural log, about 28 %), so that "
             "exponent is no scaling law: at small N fixed costs dominate, or the timings were disturbed.");
   if (any_implausible)
     pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "

@@ -396,6 +396,10 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
   ka.outside_zones_bytes = int64_t(num(memory ? *memory : empty, "outside_zones_bytes", 0));
   if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
+  if (const json* pr = member(s, {"profiler"}); pr && pr->is_object()) {  // absent: written before it was optional
+    ka.has_memory = !pr->contains("profile_memory") || pr->at("profile_memory") != false;
+    ka.has_shapes = !pr->contains("record_shapes") || pr->at("record_shapes") != false;
+  }
   if (const json* d = member(s, {"device"}); d && d->is_object()) {
     ka.has_device = true;
     ka.device_name = str(*d, "name");

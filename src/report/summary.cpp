@@ -40,6 +40,9 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
   for (const auto& [k, v] : r.metadata) meta[k] = v;
   j["metadata"] = meta;
   j["clock"] = {{"source", r.clock}, {"ns_per_tick", r.ns_per_tick}};
+  // What was recorded, in torch.profiler's names: a memory figure of a profile without memory is null, not 0.
+  j["profiler"] = {{"profile_memory", r.memory_recorded}, {"record_shapes", r.shapes_recorded}};
+  const auto mem_figure = [&](int64_t bytes) { return ka.has_memory ? json(bytes) : json(nullptr); };
 
   // Wall span of the recorded zones (first open to last close, all threads).
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -73,9 +76,9 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                 {"avg_ns", s.calls ? s.total_ns / double(s.calls) : 0.0},
                 {"self_pct", s.self_ns * pct_base},
                 {"total_pct", s.total_ns * pct_base},
-                {"mem_bytes", s.mem_bytes},
-                {"self_mem_bytes", s.self_mem_bytes},
-                {"freed_bytes", s.freed_bytes},
+                {"mem_bytes", mem_figure(s.mem_bytes)},
+                {"self_mem_bytes", mem_figure(s.self_mem_bytes)},
+                {"freed_bytes", mem_figure(s.freed_bytes)},
                 {"cost", cost_json(s.cost)},
                 {"self_cost", cost_json(s.self_cost)},
                 {"gflops_per_s", s.rate_ns() > 0 ? s.cost.flops / s.rate_ns() : 0.0},
@@ -87,8 +90,8 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                   {"cuda_total_ns", s.device_total_ns},
                   {"cuda_avg_ns", s.calls ? s.device_total_ns / double(s.calls) : 0.0},
                   {"self_cuda_pct", s.self_device_ns * dev_pct},
-                  {"cuda_mem_bytes", s.device_mem_bytes},
-                  {"self_cuda_mem_bytes", s.self_device_mem_bytes}});
+                  {"cuda_mem_bytes", mem_figure(s.device_mem_bytes)},
+                  {"self_cuda_mem_bytes", mem_figure(s.self_device_mem_bytes)}});
     }
     row["task_clock_ns"] = s.task_clock_ns >= 0 ? json(s.task_clock_ns) : json(nullptr);
     row["page_faults"] = s.page_faults >= 0 ? json(s.page_faults) : json(nullptr);
@@ -107,9 +110,9 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
   json tl = json::array();
   for (const auto& [t_us, bytes] : timeline) tl.push_back({{"t_us", t_us}, {"bytes", bytes}});
   j["memory"] = {{"start_bytes", ka.start_bytes},
-                 {"peak_bytes", ka.peak_bytes},
-                 {"end_bytes", timeline.empty() ? ka.start_bytes : timeline.back().second},
-                 {"outside_zones_bytes", ka.outside_zones_bytes},
+                 {"peak_bytes", mem_figure(ka.peak_bytes)},
+                 {"end_bytes", mem_figure(timeline.empty() ? ka.start_bytes : timeline.back().second)},
+                 {"outside_zones_bytes", mem_figure(ka.outside_zones_bytes)},
                  {"timeline", std::move(tl)}};
   j["counters"] = {{"note", r.counters_note}, {"recorded", r.counters_recorded}, {"task_clock_recorded", r.task_clock_recorded}};
   json threads = json::array();  // each op's OpenMP regions (analysis::thread_balance)
@@ -131,7 +134,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
     j["device"] = {{"name", ka.device_name},
                    {"self_cuda_time_total_ns", ka.device_self_total_ns},
                    {"activities", r.device.size()},
-                   {"peak_bytes", ka.device_peak_bytes},
+                   {"peak_bytes", mem_figure(ka.device_peak_bytes)},
                    {"timeline", std::move(dtl)}};
   }
   return j;

@@ -255,8 +255,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   Layout layout;
   std::vector<std::string> header = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
   if (dev) header.insert(header.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
-  header.insert(header.end(), {"CPU Mem", "Self CPU Mem"});
-  if (dev) header.insert(header.end(), {"CUDA Mem", "Self CUDA Mem"});
+  // As torch's table, the memory columns only where memory was profiled (profile_memory).
+  const bool mem = ka.has_memory;
+  if (mem) header.insert(header.end(), {"CPU Mem", "Self CPU Mem"});
+  if (mem && dev) header.insert(header.end(), {"CUDA Mem", "Self CUDA Mem"});
   header.push_back("# of Calls");
   layout.add(name_width);
   for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
@@ -305,8 +307,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     if (dev)
       cells.insert(cells.end(), {format_time_ns(s->self_device_ns), pct(s->self_device_ns, ka.device_self_total_ns),
                                  format_time_ns(s->device_total_ns), format_time_ns(s->device_total_ns / calls)});
-    cells.insert(cells.end(), {format_bytes(s->mem_bytes), format_bytes(s->self_mem_bytes)});
-    if (dev) cells.insert(cells.end(), {format_bytes(s->device_mem_bytes), format_bytes(s->self_device_mem_bytes)});
+    if (mem) cells.insert(cells.end(), {format_bytes(s->mem_bytes), format_bytes(s->self_mem_bytes)});
+    if (mem && dev) cells.insert(cells.end(), {format_bytes(s->device_mem_bytes), format_bytes(s->self_device_mem_bytes)});
     cells.push_back(fmt::format("{}", s->calls));
     if (opt.show_input_shapes) cells.push_back(s->input_shapes.substr(0, shapes_width));
     const bool costed = s->cost.does_work();
@@ -347,9 +349,15 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
                        format_bytes(ka.outside_zones_bytes));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
-  out += "CPU Mem: bytes allocated in the op and its children, summed over its calls; frees are not subtracted "
-         "(torch nets them out, so its Self CPU Mem can go negative): a forward's peak is compare's Peak mem, and the "
-         "summary keeps the frees as freed_bytes.\n";
+  if (mem)
+    out += "CPU Mem: bytes allocated in the op and its children, summed over its calls; frees are not subtracted "
+           "(torch nets them out, so its Self CPU Mem can go negative): a forward's peak is compare's Peak mem, and "
+           "the summary keeps the frees as freed_bytes.\n";
+  if (!mem || !ka.has_shapes)
+    out += fmt::format("Not recorded: {}.\n",
+                       !mem && !ka.has_shapes ? "memory (profile_memory off) and input shapes (record_shapes off)"
+                       : !mem                 ? "memory (profile_memory off)"
+                                              : "input shapes (record_shapes off)");
   if (opt.extra_columns && any_cost)
     out += "FLOPs: what each op computed (a causal matmul computes every score, masked or not), so rows of a "
            "causal forward count up to twice attention's convention, which compare's GFLOP/s use; a fused kernel "
