@@ -986,12 +986,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
       if (std::find(names.begin(), names.end(), op) == names.end()) names.push_back(op);
     std::string listed;
     for (size_t i = 0; i < names.size(); ++i) listed += (i ? ", " : "") + names[i];
+    // The chart's caption says where the mask fills are: not repeated here.
     pg.note(fmt::format("Ops that move bytes and compute nothing in the cost model ({}; here {}) have no place on "
-                        "a FLOP/s axis; against the {:.1f} GB/s bandwidth ceiling instead{}:",
+                        "a FLOP/s axis; against the {:.1f} GB/s bandwidth ceiling instead:",
                         m.gpu ? "copies, memsets, casts"
                               : "copies, casts, and triu, whose causal mask is index arithmetic",
-                        listed, m.bw,
-                        mask_fill_placed ? " (mask fills, at 1 FLOP per element, are on the chart above)" : ""));
+                        listed, m.bw));
     pg.raw(t + "</tbody></table>\n");
   }
   if (m.lib_differs())
