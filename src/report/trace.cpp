@@ -181,16 +181,22 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
 using Sink = std::function<void(std::string_view)>;
 
 // Writes the trace through `sink` in chunks of about 1 MiB, so a file export never holds the whole text.
-void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const Sink& sink) {
-  const long pid = long(::getpid());
-  // Per-thread clamped intervals and inclusive costs.
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());
-  std::vector<std::vector<OpCost>> incl(r.threads.size());
-  std::vector<Item> items;
+// Every event of the trace, placed on the timeline in the order it is written: zones clamped into their parents
+// (a clock read a few ns apart must not put a child outside), each thread's work shares nested in the zone open
+// when they began, launches in their launching zone.
+struct Layout {
+  std::vector<Item> items;                 // sorted by ts, longer first, outer first
+  std::vector<std::vector<OpCost>> incl;   // per thread, per zone: its inclusive cost (the zone's args)
+};
+
+Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
+  Layout l;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());  // per zone: clamped interval
+  l.incl.resize(r.threads.size());
   size_t n_items = 0;
   for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
-  items.reserve(n_items);
+  l.items.reserve(n_items);
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
     const prof::ThreadTrace& t = r.threads[ti];
     auto& sp = spans[ti];
@@ -204,9 +210,9 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         f = std::clamp(f, s, pf);
       }
       sp[i] = {s, f};
-      items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
+      l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
-    incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
+    l.incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
     // A thread's share of a region nests in the zone open on that thread when it began (the op's own zone
     // on the calling thread); a worker's shares are roots of its track.
     for (size_t i = 0; i < t.work.size(); ++i) {
@@ -219,16 +225,16 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         f = std::clamp(f, s, pf);
         depth = uint16_t(t.zones[size_t(w.zone)].depth + 1);
       }
-      items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
+      l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
     }
     if (opt.memory_counters || opt.memory_instants)
       for (size_t i = 0; i < t.mem.size(); ++i)
-        items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
+        l.items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
   }
   // Device side: launch slices nest in their launching zone; activities on their stream tracks.
   for (size_t i = 0; i < r.device.size(); ++i) {
     const prof::DeviceActivity& d = r.device[i];
-    items.push_back(Item{to_ns(r, d.t0), to_ns(r, std::max(d.t1, d.t0)) - to_ns(r, d.t0), 0, uint32_t(i), 0, Kind::Device});
+    l.items.push_back(Item{to_ns(r, d.t0), to_ns(r, std::max(d.t1, d.t0)) - to_ns(r, d.t0), 0, uint32_t(i), 0, Kind::Device});
     if (!has_launch(r, d)) continue;
     const auto& zones = r.threads[size_t(d.thread)].zones;
     int64_t s0 = to_ns(r, d.launch_t0), s1 = to_ns(r, d.launch_t1);
@@ -239,26 +245,21 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       s1 = std::clamp(s1, s0, pf);
       depth = uint16_t(zones[size_t(d.zone)].depth + 1);
     }
-    items.push_back(Item{s0, s1 - s0, uint32_t(d.thread), uint32_t(i), depth, Kind::Launch});
+    l.items.push_back(Item{s0, s1 - s0, uint32_t(d.thread), uint32_t(i), depth, Kind::Launch});
   }
   for (size_t i = 0; i < r.device_mem.size(); ++i)
-    items.push_back(Item{to_ns(r, r.device_mem[i].t), 0, 0, uint32_t(i), 0, Kind::DeviceMemory});
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    l.items.push_back(Item{to_ns(r, r.device_mem[i].t), 0, 0, uint32_t(i), 0, Kind::DeviceMemory});
+  std::stable_sort(l.items.begin(), l.items.end(), [](const Item& a, const Item& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     if (a.dur != b.dur) return a.dur > b.dur;
     return a.depth < b.depth;
   });
+  return l;
+}
 
-  Buf b;
-  constexpr size_t kChunk = size_t(1) << 20;
-  b.reserve(kChunk + 4096);
-  auto maybe_flush = [&] {
-    if (b.size() >= kChunk) {
-      sink(std::string_view(b.data(), b.size()));
-      b.clear();
-    }
-  };
-  put(b, "{\"traceEvents\":[\n");
+// The "M" events that name the tracks: attnprof's process and each thread (sorted by tid), then one process
+// per GPU with a track per stream.
+void put_track_names(Buf& b, const prof::ProfileResult& r, long pid) {
   fmt::format_to(std::back_inserter(b),
                  "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"attnprof\"}}}}",
                  pid);
@@ -270,7 +271,6 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
                    "}}}},\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
                    pid, t.tid, t.tid);
   }
-  // GPU processes and their stream tracks.
   std::map<uint32_t, std::set<uint32_t>> streams;
   for (const prof::DeviceActivity& d : r.device) streams[d.device].insert(d.stream);
   if (!r.device_mem.empty()) streams[0];  // the CUDA Mem counter lives on device 0's process
@@ -287,6 +287,104 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
                      ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{0},\"tid\":{1},\"args\":{{\"name\":\"stream {1}\"}}}}",
                      dpid, st);
   }
+}
+
+// A zone's args, after the opening brace: torch's "Input Dims" and "Input type" (record_shapes), its inclusive
+// cost model, its variant and its software counters. Appends only (the hot loop).
+void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c) {
+  bool first = true;
+  auto key = [&](std::string_view k) {
+    if (!first) b.push_back(',');
+    first = false;
+    put(b, k);
+  };
+  if (e.n_shapes > 0) {
+    key("\"Input Dims\":[");
+    for (int k = 0; k < e.n_shapes; ++k) {
+      const auto& d = e.shapes[size_t(k)];
+      put(b, k ? ",[" : "[");
+      for (int x = 0; x < 4; ++x) {
+        if (x) b.push_back(',');
+        put_int(b, d[size_t(x)]);
+      }
+      b.push_back(']');
+    }
+    b.push_back(']');
+    // torch's "Input type" beside it, one per input: our dtype names ("" for a shape recorded without one).
+    bool typed = false;
+    for (int k = 0; k < e.n_shapes; ++k) typed = typed || e.types[size_t(k)];
+    if (typed) {
+      put(b, ",\"Input type\":[");
+      for (int k = 0; k < e.n_shapes; ++k) {
+        if (k) b.push_back(',');
+        b.push_back('"');
+        if (const char* ty = e.types[size_t(k)]) put(b, ty);
+        b.push_back('"');
+      }
+      b.push_back(']');
+    }
+  }
+  if (c.does_work()) {
+    key("\"FLOPs\":");
+    put_number(b, c.flops);
+    put(b, ",\"bytes\":");
+    put_number(b, c.bytes());
+    put(b, ",\"bytes_read\":");
+    put_number(b, c.bytes_read);
+    put(b, ",\"bytes_written\":");
+    put_number(b, c.bytes_written);
+  }
+  if (e.variant) {
+    key("\"variant\":");
+    put_escaped(b, e.variant);
+  }
+  if (e.task_clock_ns >= 0) {
+    key("\"task_clock_ns\":");
+    put_int(b, e.task_clock_ns);
+  }
+  if (e.page_faults >= 0) {
+    key("\"page_faults\":");
+    put_int(b, e.page_faults);
+  }
+}
+
+// The trace's closing "otherData": what recorded it, the clock, the calibrated zone overhead, the counters note,
+// what was recorded (torch's switches) and the run's metadata.
+void put_other_data(Buf& b, const prof::ProfileResult& r) {
+  put(b, "\n],\n\"otherData\":{");
+  fmt::format_to(std::back_inserter(b), "\"profiler\":\"attnprof\",\"clock\":");
+  put_escaped(b, r.clock);
+  fmt::format_to(std::back_inserter(b), ",\"zone_overhead_ns\":{:.3f},\"counters\":", r.zone_overhead_ns);
+  put_escaped(b, r.counters_note);
+  fmt::format_to(std::back_inserter(b), ",\"profile_memory\":{},\"record_shapes\":{}", r.memory_recorded,
+                 r.shapes_recorded);
+  put(b, ",\"metadata\":{");
+  bool first = true;
+  for (const auto& [k, v] : r.metadata) {
+    if (!first) b.push_back(',');
+    first = false;
+    put_escaped(b, k);
+    b.push_back(':');
+    put_escaped(b, v);
+  }
+  put(b, "}}}\n");
+}
+
+void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const Sink& sink) {
+  const long pid = long(::getpid());
+  const Layout lay = lay_out(r, opt);
+
+  Buf b;
+  constexpr size_t kChunk = size_t(1) << 20;
+  b.reserve(kChunk + 4096);
+  auto maybe_flush = [&] {
+    if (b.size() >= kChunk) {
+      sink(std::string_view(b.data(), b.size()));
+      b.clear();
+    }
+  };
+  put(b, "{\"traceEvents\":[\n");
+  put_track_names(b, r, pid);
   // The hot loop: no format strings, only appends (export runs at millions of events per second).
   std::string pid_s = fmt::format_int(pid).str();
   std::vector<std::string> tid_s;
@@ -298,7 +396,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
     put(b, tid_s[thread]);
     put(b, ",\"ts\":");
   };
-  for (const Item& it : items) {
+  for (const Item& it : lay.items) {
     maybe_flush();
     if (it.kind == Kind::Launch || it.kind == Kind::Device || it.kind == Kind::DeviceMemory) {
       put_device_item(b, r, it, pid);
@@ -320,61 +418,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
     if (it.kind == Kind::Zone) {
       const prof::ZoneEvent& e = t.zones[it.index];
       put_slice(e.category ? e.category : "cpu_op", e.name);
-      bool first = true;
-      auto key = [&](std::string_view k) {
-        if (!first) b.push_back(',');
-        first = false;
-        put(b, k);
-      };
-      if (e.n_shapes > 0) {
-        key("\"Input Dims\":[");
-        for (int k = 0; k < e.n_shapes; ++k) {
-          const auto& d = e.shapes[size_t(k)];
-          put(b, k ? ",[" : "[");
-          for (int x = 0; x < 4; ++x) {
-            if (x) b.push_back(',');
-            put_int(b, d[size_t(x)]);
-          }
-          b.push_back(']');
-        }
-        b.push_back(']');
-        // torch's "Input type" beside it, one per input: our dtype names ("" for a shape recorded without one).
-        bool typed = false;
-        for (int k = 0; k < e.n_shapes; ++k) typed = typed || e.types[size_t(k)];
-        if (typed) {
-          put(b, ",\"Input type\":[");
-          for (int k = 0; k < e.n_shapes; ++k) {
-            if (k) b.push_back(',');
-            b.push_back('"');
-            if (const char* ty = e.types[size_t(k)]) put(b, ty);
-            b.push_back('"');
-          }
-          b.push_back(']');
-        }
-      }
-      const OpCost& c = incl[it.thread][it.index];
-      if (c.does_work()) {
-        key("\"FLOPs\":");
-        put_number(b, c.flops);
-        put(b, ",\"bytes\":");
-        put_number(b, c.bytes());
-        put(b, ",\"bytes_read\":");
-        put_number(b, c.bytes_read);
-        put(b, ",\"bytes_written\":");
-        put_number(b, c.bytes_written);
-      }
-      if (e.variant) {
-        key("\"variant\":");
-        put_escaped(b, e.variant);
-      }
-      if (e.task_clock_ns >= 0) {
-        key("\"task_clock_ns\":");
-        put_int(b, e.task_clock_ns);
-      }
-      if (e.page_faults >= 0) {
-        key("\"page_faults\":");
-        put_int(b, e.page_faults);
-      }
+      put_zone_args(b, e, lay.incl[it.thread][it.index]);
       put(b, "}}");
     } else if (it.kind == Kind::Work) {
       const prof::WorkSpan& w = t.work[it.index];
@@ -408,21 +452,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       }
     }
   }
-  put(b, "\n],\n\"otherData\":{");
-  fmt::format_to(std::back_inserter(b), "\"profiler\":\"attnprof\",\"clock\":");
-  put_escaped(b, r.clock);
-  fmt::format_to(std::back_inserter(b), ",\"zone_overhead_ns\":{:.3f},\"counters\":", r.zone_overhead_ns);
-  put_escaped(b, r.counters_note);
-  put(b, ",\"metadata\":{");
-  bool first = true;
-  for (const auto& [k, v] : r.metadata) {
-    if (!first) b.push_back(',');
-    first = false;
-    put_escaped(b, k);
-    b.push_back(':');
-    put_escaped(b, v);
-  }
-  put(b, "}}}\n");
+  put_other_data(b, r);
   sink(std::string_view(b.data(), b.size()));
 }
 
