@@ -202,7 +202,7 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
 
 // What Floor ms and Bound stand on, in the table's footnotes.
 // The rows (and peer rows) whose rate came out above the peak: names for over_peak_note.
-std::vector<std::string> over_peak(const std::vector<Row>& rows, const Target& t) {
+std::vector<std::string> over_peak(const std::vector<Row>& rows) {
   std::vector<std::string> over;
   for (const Row& r : rows)
     if (r.r.status != RunOutcome::Status::Skipped && r.ms > 0 && r.pct_peak > 100) over.push_back(r.name);
@@ -395,7 +395,7 @@ void run_compare_cuda(const CompareArgs& a) {
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
   text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
                       dtype_name(in.p.dtype), t.peak * 1e-3);
-  text += over_peak_note(t, over_peak(rows, t));
+  text += over_peak_note(t, over_peak(rows));
   text += floor_legend(t);
   text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
           "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
@@ -489,7 +489,7 @@ void run_compare(const CompareArgs& a) {
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
                       t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
   {
-    std::vector<std::string> over = over_peak(rows, t);
+    std::vector<std::string> over = over_peak(rows);
     if (peers)
       for (const PeerRow& r : peers->rows)
         if (r.status != RunOutcome::Status::Skipped && r.ms > 0 && pct_of_peak(t, gflops_at(in.p, r.ms)) > 100)

@@ -186,33 +186,10 @@ class Progress {
   double t0_;
 };
 
-void run_sweep(const SweepArgs& a) {
-  const CommonOptions& o = a.common;
-  const bool gpu = use_cuda(a.device);
-  apply_runtime_options(o);
-  std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
-  const std::vector<int64_t> seqs = parse_seq(a.seq, seq_note);
-  ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
-  const std::vector<std::string> names = split_list(a.variants);
-  ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
-                 "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
-  const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
-                                                                !a.variants_given);
-  check_html_if_asked(o);
-  prepare_out_dir(o.out);
-  check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
-  if (!seq_note.empty()) progress(seq_note);
-  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
-  const int threads = ops::num_threads();
-  std::optional<cuda::DeviceInfo> dev;
-  if (gpu) dev = cuda::device_info();
-  const std::string gpu_name = dev ? dev->name : "";
-  // What each point's rate is set against, as compare's % peak: the CPU's measured peaks or the GPU's datasheet.
-  if (!gpu) progress("measuring (or loading cached) machine peaks");
-  // The problem every point shares (N varies).
-  const AttnProblem ps = problem_of(o, seqs.front());
-  const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
-
+// Every (variant, N) point, in that order: validated on two heads, then timed (host or device); one over the memory
+// budget, or that the variant cannot serve, is a skipped point with the reason. A progress bar with an ETA.
+std::vector<Point> measure_points(const std::vector<const Variant*>& variants, const std::vector<int64_t>& seqs,
+                                  const CommonOptions& o, bool gpu, const Target& target) {
   // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
   double total = 0;
   for (size_t vi = 0; vi < variants.size(); ++vi)
@@ -257,6 +234,91 @@ void run_sweep(const SweepArgs& a) {
   }
   bar.update(total, "done");
   bar.done();
+  return points;
+}
+
+// The least-squares power laws of time and memory over N, per variant: their lines of the text (with a note for
+// each kind of doubtful fit), and one object each into `fits` (sweep.json's).
+std::string scaling_fits(const std::vector<const Variant*>& variants, const std::vector<Point>& points,
+                         nlohmann::json& fits) {
+  std::string text;
+  text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
+  bool any_weak = false, any_implausible = false;  // a note below for each kind of doubtful fit
+  for (const Variant* v : variants) {
+    std::vector<double> x, t, mem;
+    for (const Point& p : points)
+      if (p.variant == v->name && p.status == "ok") {
+        x.push_back(double(p.seq));
+        t.push_back(p.ms);
+        mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
+      }
+    if (x.size() < 2) {
+      text += fmt::format("  {}: fewer than 2 points ran, no fit\n", v->name);
+      continue;
+    }
+    for (const auto& [metric, y] : {std::pair<const char*, const std::vector<double>&>{"time", t}, {"memory", mem}}) {
+      const analysis::PowerFit f = analysis::fit_power_law(x, y);
+      // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
+      // of the variant but of disturbed timings, however well two or three points line up.
+      const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
+      any_weak = any_weak || f.weak();
+      any_implausible = any_implausible || implausible;
+      fits.push_back({{"variant", v->name},
+                           {"metric", metric},
+                           {"exponent", f.exponent},
+                           {"coefficient", f.coefficient},
+                           {"r2", f.r2},
+                           {"stderr", f.exponent_stderr},
+                           {"rms_log_error", f.rms_log_error},
+                           {"points", x.size()},
+                           {"weak", f.weak()},
+                           {"implausible", implausible}});
+      // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}\n", v->name,
+                                         metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
+                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "")
+                           : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
+                                         "estimate){}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "");
+    }
+  }
+  if (any_implausible)
+    text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
+            "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
+  if (any_weak)
+    text += "weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
+            "above 0.25 in natural log, about 28 %), so that exponent is no scaling law: at small N fixed costs "
+            "dominate, or the timings were disturbed (Busy/Noisy above); sweep larger N, or raise --iters.\n";
+  return text;
+}
+
+void run_sweep(const SweepArgs& a) {
+  const CommonOptions& o = a.common;
+  const bool gpu = use_cuda(a.device);
+  apply_runtime_options(o);
+  std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
+  const std::vector<int64_t> seqs = parse_seq(a.seq, seq_note);
+  ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
+  const std::vector<std::string> names = split_list(a.variants);
+  ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
+                 "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
+  const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
+                                                                !a.variants_given);
+  check_html_if_asked(o);
+  prepare_out_dir(o.out);
+  check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
+  if (!seq_note.empty()) progress(seq_note);
+  report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
+  const int threads = ops::num_threads();
+  std::optional<cuda::DeviceInfo> dev;
+  if (gpu) dev = cuda::device_info();
+  const std::string gpu_name = dev ? dev->name : "";
+  // What each point's rate is set against, as compare's % peak: the CPU's measured peaks or the GPU's datasheet.
+  if (!gpu) progress("measuring (or loading cached) machine peaks");
+  // The problem every point shares (N varies).
+  const AttnProblem ps = problem_of(o, seqs.front());
+  const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
+
+  const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target);
 
   // The shared problem, as compare.json records its shape, so report can tell a sweep of grouped-query heads
   // or another batch from the run beside it.
@@ -324,52 +386,7 @@ void run_sweep(const SweepArgs& a) {
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing, p.sharing_window_s});
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
-  text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
-  bool any_weak = false, any_implausible = false;  // a note below for each kind of doubtful fit
-  for (const Variant* v : variants) {
-    std::vector<double> x, t, mem;
-    for (const Point& p : points)
-      if (p.variant == v->name && p.status == "ok") {
-        x.push_back(double(p.seq));
-        t.push_back(p.ms);
-        mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
-      }
-    if (x.size() < 2) {
-      text += fmt::format("  {}: fewer than 2 points ran, no fit\n", v->name);
-      continue;
-    }
-    for (const auto& [metric, y] : {std::pair<const char*, const std::vector<double>&>{"time", t}, {"memory", mem}}) {
-      const analysis::PowerFit f = analysis::fit_power_law(x, y);
-      // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
-      // of the variant but of disturbed timings, however well two or three points line up.
-      const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
-      any_weak = any_weak || f.weak();
-      any_implausible = any_implausible || implausible;
-      j["fits"].push_back({{"variant", v->name},
-                           {"metric", metric},
-                           {"exponent", f.exponent},
-                           {"coefficient", f.coefficient},
-                           {"r2", f.r2},
-                           {"stderr", f.exponent_stderr},
-                           {"rms_log_error", f.rms_log_error},
-                           {"points", x.size()},
-                           {"weak", f.weak()},
-                           {"implausible", implausible}});
-      // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}\n", v->name,
-                                         metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
-                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "")
-                           : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
-                                         "estimate){}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "");
-    }
-  }
-  if (any_implausible)
-    text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
-            "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
-  if (any_weak)
-    text += "weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square above 0.25 in natural log, about 28 %), so that exponent "
-            "is no scaling law: at small N fixed costs dominate, or the timings were disturbed (Busy/Noisy above); "
-            "sweep larger N, or raise --iters.\n";
+  text += scaling_fits(variants, points, j["fits"]);
   text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
                       "time; % peak of the {} {:.1f} {} ({}). It climbs with N while fixed costs amortise, and "
                       "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "

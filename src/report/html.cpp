@@ -783,8 +783,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
   if (any_weak)
-    pg.note("weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square above 0.25 in natural log, about 28 %), so that "
-            "exponent is no scaling law: at small N fixed costs dominate, or the timings were disturbed.");
+    pg.note("weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
+            "above 0.25 in natural log, about 28 %), so that exponent is no scaling law: at small N fixed costs "
+            "dominate, or the timings were disturbed.");
   if (any_implausible)
     pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "
             "timings of those points were disturbed.");
