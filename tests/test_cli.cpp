@@ -358,7 +358,8 @@ TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
   // diff beside a profile with memory: its memory cells are unknown, not a change to 0.
   const Result d = run("diff " + with_memory.string() + " " + (out() / "naive.summary.json").string() + " --json");
   ASSERT_EQ(d.code, 0) << d.err;
-  for (const json& row : json::parse(d.out)["rows"]) {
+  const json dj = json::parse(d.out);
+  for (const json& row : dj["rows"]) {
     EXPECT_TRUE(row["base_mem_bytes"].is_null()) << row;
     EXPECT_TRUE(row["new_mem_bytes"].is_null()) << row;
   }
@@ -371,6 +372,37 @@ TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
              "--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
   expect_bad("profile naive --no-profile-memory --sort-by self_cpu_memory_usage" + kSmall,
              "--sort-by self_cpu_memory_usage needs memory, which --no-profile-memory leaves unrecorded");
+}
+
+// --schedule is torch.profiler's schedule(wait, warmup, active, repeat): every cycle's active steps are recorded
+// under their own step numbers; a schedule that records nothing or never ends, or --iters beside it, is refused.
+TEST_F(Cli, ProfileScheduleRecordsEveryCyclesActiveSteps) {
+  const Result r = run("profile naive --schedule 0,1,2,2 --json" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("profiling 6 steps (4 recorded)"), std::string::npos) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["run"]["forward_ms"].size(), 4u);
+  EXPECT_EQ(j["run"]["schedule"], (json{{"wait", 0}, {"warmup", 1}, {"active", 2}, {"repeat", 2}}));
+  std::set<std::string> steps;
+  const json summary = read_json("naive.summary.json");
+  for (const json& row : summary["rows"]) {
+    const std::string name = row["name"];
+    if (name.rfind("ProfilerStep#", 0) == 0) steps.insert(name);
+    if (name == "attn_fwd") EXPECT_EQ(row["calls"], 4) << row;
+  }
+  EXPECT_EQ(steps, (std::set<std::string>{"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#5"}));
+  // Without it, the blog's: wait 1, warmup 1, active --iters.
+  const Result d = run("profile naive --iters 2 --json" + kSmall + out_flag());
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(json::parse(d.out)["run"]["schedule"], (json{{"wait", 1}, {"warmup", 1}, {"active", 2}, {"repeat", 1}}));
+  fs::remove_all(out());
+  expect_bad("profile naive --schedule 1,1" + kSmall, "--schedule '1,1' has 2 fields: expected WAIT,WARMUP,ACTIVE");
+  expect_bad("profile naive --schedule 1,1,0" + kSmall, "ACTIVE is 0, so nothing would be recorded");
+  expect_bad("profile naive --schedule 1,1,3,0" + kSmall, "REPEAT 0 (torch's \"forever\") has no end");
+  expect_bad("profile naive --schedule 1,-1,3" + kSmall, "WARMUP '-1' is not a count");
+  expect_bad("profile naive --schedule 1,1,0x3" + kSmall, "ACTIVE '0x3' is not a count");
+  expect_bad("profile naive --schedule 1,1,5000,3" + kSmall, "runs 15006 steps, over 10000");
+  expect_bad("profile naive --schedule 1,1,3 --iters 3" + kSmall, "--iters conflicts with --schedule");
 }
 
 // Each thread's share of the ops' own parallel regions: on its thread's track in the trace, in summary.json's

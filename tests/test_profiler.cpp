@@ -558,6 +558,28 @@ TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
     }
 }
 
+// repeat: each cycle's active window is kept, its warm-up dropped, and the steps after the last cycle record
+// nothing, as torch.profiler's schedule(wait, warmup, active, repeat).
+TEST(Profiler, ScheduleRepeatKeepsEveryCyclesActiveWindow) {
+  prof::Profiler p({.schedule = {.wait = 0, .warmup = 1, .active = 2, .repeat = 2}});
+  p.start();
+  for (int i = 0; i < 8; ++i) {  // two cycles of 3 steps, then 2 steps past them
+    {
+      ATTNPROF_ANNOTATE("work");
+      spin_us(5);
+    }
+    p.step();
+  }
+  p.stop();
+  const auto ka = analysis::key_averages(p.result());
+  std::vector<std::string> steps;
+  for (const auto& s : ka.rows)
+    if (s.name.rfind("ProfilerStep#", 0) == 0) steps.push_back(s.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#5"}));
+  ASSERT_TRUE(row(ka, "work"));
+  EXPECT_EQ(row(ka, "work")->calls, 4);
+}
+
 TEST(Profiler, StepAnnotationsOffRecordsNoStepZones) {
   prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 2}, .step_annotations = false});
   p.start();

@@ -26,9 +26,41 @@ struct ProfileArgs {
   std::string device = "cpu";
   bool group_by_input_shape = false;
   bool counters = false;
+  std::string schedule;  // "WAIT,WARMUP,ACTIVE[,REPEAT]": torch.profiler's schedule(); default 1,1,--iters,1
   bool profile_memory = true;  // torch.profiler's switches, on by default here (the tables' memory columns and
   bool record_shapes = true;   // the trace's Input Dims); the blog's scripts turn both off
 };
+
+// --schedule WAIT,WARMUP,ACTIVE[,REPEAT], as torch.profiler.schedule(wait, warmup, active, repeat): plain
+// decimal counts, at least one active step, and a finite repeat (torch's 0, forever, has no end in a run of a
+// fixed number of forwards); the steps it runs within the cap every run's forwards have.
+prof::Schedule parse_schedule(const std::string& text) {
+  const std::vector<std::string> parts = split_list(text);
+  const char* expect = "expected WAIT,WARMUP,ACTIVE or WAIT,WARMUP,ACTIVE,REPEAT (the blog's: 1,1,3)";
+  if (parts.size() != 3 && parts.size() != 4)
+    ATTNPROF_FAIL("--schedule '{}' has {} field{}: {}", text, parts.size(), parts.size() == 1 ? "" : "s", expect);
+  static constexpr const char* kNames[] = {"WAIT", "WARMUP", "ACTIVE", "REPEAT"};
+  int64_t v[4] = {0, 0, 0, 1};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::optional<__int128> n = plain_decimal(parts[i]);
+    if (!n || *n < 0)
+      ATTNPROF_FAIL("--schedule '{}': {} '{}' is not a count (a decimal integer of at least 0); {}", text, kNames[i],
+                    parts[i], expect);
+    if (*n > kMaxForwards)
+      ATTNPROF_FAIL("--schedule '{}': {} {} is over {}, the most forwards a run takes", text, kNames[i], parts[i],
+                    kMaxForwards);
+    v[i] = int64_t(*n);
+  }
+  if (v[2] < 1) ATTNPROF_FAIL("--schedule '{}': ACTIVE is 0, so nothing would be recorded; {}", text, expect);
+  if (v[3] < 1)
+    ATTNPROF_FAIL("--schedule '{}': REPEAT 0 (torch's \"forever\") has no end in a run of a fixed number of forwards; "
+                  "give the number of cycles",
+                  text);
+  const int64_t steps = (v[0] + v[1] + v[2]) * v[3];
+  if (steps > kMaxForwards)
+    ATTNPROF_FAIL("--schedule '{}' runs {} steps, over {}, the most forwards a run takes", text, steps, kMaxForwards);
+  return {.wait = int(v[0]), .warmup = int(v[1]), .active = int(v[2]), .repeat = int(v[3])};
+}
 
 // --save-output, checked before anything runs or is written: not one of the run's own files, and a place a .npy
 // can be written. True when it names a file inside --out, which may not exist yet: check_output_flag() is then
@@ -84,6 +116,10 @@ bool check_save_output(const CommonOptions& o, const std::string& variant) {
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
+  if (!a.schedule.empty() && o.iters_opt && o.iters_opt->count() > 0)
+    ATTNPROF_FAIL("--iters conflicts with --schedule: the schedule's ACTIVE is the number of recorded forwards");
+  const prof::Schedule schedule =
+      a.schedule.empty() ? prof::Schedule{.wait = 1, .warmup = 1, .active = o.iters} : parse_schedule(a.schedule);
   if (a.group_by_input_shape && !a.record_shapes)
     ATTNPROF_FAIL("--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
   if (!a.profile_memory && a.sort_by.find("memory_usage") != std::string::npos)
@@ -126,7 +162,7 @@ void run_profile(const ProfileArgs& a) {
   RunPlan plan;
   plan.warmup = o.warmup;
   plan.warmup_min_s = warmup_floor_s(o);
-  plan.schedule = {.wait = 1, .warmup = 1, .active = o.iters};
+  plan.schedule = schedule;
   plan.keep_output = !o.save_output.empty();
   plan.software_counters = a.counters;
   plan.group_by_input_shape = a.group_by_input_shape;
@@ -146,7 +182,9 @@ void run_profile(const ProfileArgs& a) {
                         {"tolerance_used", r.err.tol_used},
                         {"nmse", r.err.nmse},
                         {"tolerance", {{"atol", r.tol.atol}, {"rtol", r.tol.rtol}}},
-                        {"peak_extra_bytes", r.peak_extra_bytes}};
+                        {"peak_extra_bytes", r.peak_extra_bytes},
+                        {"schedule", {{"wait", schedule.wait}, {"warmup", schedule.warmup},
+                                      {"active", schedule.active}, {"repeat", schedule.repeat}}}};
   if (r.device_error)  // failed on the GPU: nothing was checked or measured
     for (const char* key : {"max_abs_err", "max_rel_err", "tolerance_used", "nmse", "peak_extra_bytes"})
       run[key] = nullptr;
@@ -259,6 +297,10 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
+  sub->add_option("--schedule", args->schedule,
+                  "WAIT,WARMUP,ACTIVE[,REPEAT]: torch.profiler's schedule(wait, warmup, active, repeat) over the "
+                  "profiled forwards (default 1,1,--iters: the blog's 1,1,3); the ACTIVE steps of every cycle are "
+                  "recorded, as ProfilerStep#N with N counted from the first step");
   sub->add_flag("--profile-memory,!--no-profile-memory", args->profile_memory,
                 "record every allocation and free (default on): the table's CPU Mem columns and the trace's memory "
                 "counter; --no-profile-memory leaves both out, as the blog's profile_memory=False")

@@ -200,7 +200,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
                                                 "exactly this many)",
                                                 d.warmup, kWarmupFloorS),
                                     0, kMaxForwards);
-  add_integer_option(sub, "--iters", o.iters, "timed forwards", 1, kMaxForwards,
+  o.iters_opt = add_integer_option(sub, "--iters", o.iters, "timed forwards", 1, kMaxForwards,
                      "(every profiled forward is kept in memory until the run ends)")
       ->capture_default_str();
   // Checked here, not by CLI11, which reads -1 as 2^64-1 and clamps 2^64 to 2^64-1.
@@ -210,8 +210,8 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
-                  "bytes the N×N paths may use: digits, optionally followed by K, M, G or T (1K = 1024), e.g. 8G "
-                  "(default: physical memory)");
+                  "bytes the inputs, their fp64 reference and a forward's N×N buffers may use together: digits, "
+                  "optionally followed by K, M, G or T (1K = 1024), e.g. 8G (default: physical memory)");
   if (d.file_inputs) {
     sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4 fp32, <f2 fp16, <u2 bf16 bits, <f8 -> fp32)");
     sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");
@@ -857,7 +857,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   // Between the last warm-up and the last recorded forward nothing here allocates (the progress line is made
   // ahead).
   const prof::Schedule& s = plan.schedule;
-  const int steps = s.wait + s.warmup + s.active;
+  const int steps = (s.wait + s.warmup + s.active) * std::max(s.repeat, 1), recorded = s.active * std::max(s.repeat, 1);
   prof::Profiler profiler({.schedule = s,
                            .profile_memory = plan.profile_memory,
                            .record_shapes = plan.record_shapes,
@@ -868,7 +868,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   prof::VariantScope scope(v.name);
   (void)prof::detail::intern(v.annotation);
   const std::string profiling_line =
-      label.empty() ? "" : terminal_line(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, s.active)) + "\n";
+      label.empty() ? "" : terminal_line(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, recorded)) + "\n";
   if (!label.empty() && (plan.warmup > 0 || plan.warmup_min_s > 0))
     progress(plan.warmup_min_s > 0
                  ? fmt::format("{}: warm-up forwards ({} at least, and {:g} s of them)", label, plan.warmup, plan.warmup_min_s)
@@ -937,7 +937,8 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     // As on the CPU, the profiler makes its buffers and names before the warm-ups, so the host side of the
     // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
     const prof::Schedule& s = plan.schedule;
-    const int steps = s.wait + s.warmup + s.active;
+    const int steps = (s.wait + s.warmup + s.active) * std::max(s.repeat, 1),
+              recorded = s.active * std::max(s.repeat, 1);
     prof::Profiler profiler({.schedule = s,
                              .profile_memory = plan.profile_memory,
                              .record_shapes = plan.record_shapes,
@@ -953,7 +954,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     r.peak_bytes = peak.total;
     r.peak_extra_bytes = peak.extra;
 
-    if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, s.active));
+    if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, recorded));
     cuda::ActivityCollector cupti;
     try {
       cupti.start();

@@ -45,6 +45,7 @@ struct CommonOptions {
   CLI::Option* dtype_opt = nullptr;
   CLI::Option* seed_opt = nullptr;
   CLI::Option* warmup_opt = nullptr;
+  CLI::Option* iters_opt = nullptr;
 };
 
 struct Defaults {
