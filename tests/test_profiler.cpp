@@ -527,10 +527,10 @@ TEST(Profiler, MemoryAttributionAndPeak) {
   EXPECT_GE(fwd->freed_bytes, 2 * scores);
 }
 
-TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
-  prof::Profiler p({.schedule = {.wait = 1, .warmup = 1, .active = 3, .repeat = 1}});
+// `steps` profiler steps of a 5 µs "work" annotation each, from start() to stop().
+static void run_work_steps(prof::Profiler& p, int steps) {
   p.start();
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < steps; ++i) {
     {
       ATTNPROF_ANNOTATE("work");
       spin_us(5);
@@ -538,6 +538,11 @@ TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
     p.step();
   }
   p.stop();
+}
+
+TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
+  prof::Profiler p({.schedule = {.wait = 1, .warmup = 1, .active = 3, .repeat = 1}});
+  run_work_steps(p, 5);
   const auto ka = analysis::key_averages(p.result());
   std::vector<std::string> steps;
   for (const auto& s : ka.rows)
@@ -562,15 +567,7 @@ TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
 // nothing, as torch.profiler's schedule(wait, warmup, active, repeat).
 TEST(Profiler, ScheduleRepeatKeepsEveryCyclesActiveWindow) {
   prof::Profiler p({.schedule = {.wait = 0, .warmup = 1, .active = 2, .repeat = 2}});
-  p.start();
-  for (int i = 0; i < 8; ++i) {  // two cycles of 3 steps, then 2 steps past them
-    {
-      ATTNPROF_ANNOTATE("work");
-      spin_us(5);
-    }
-    p.step();
-  }
-  p.stop();
+  run_work_steps(p, 8);  // two cycles of 3 steps, then 2 steps past them
   const auto ka = analysis::key_averages(p.result());
   std::vector<std::string> steps;
   for (const auto& s : ka.rows)
