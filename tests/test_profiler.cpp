@@ -1042,6 +1042,32 @@ TEST(Profiler, EventBufferPagesAreNotBilledToTheZonesThatFillThem) {
       << "of " << event_pages << " pages the events filled";
 }
 
+// The calling thread's buffers grow between steps, never inside one: after each step() they hold at least two
+// more steps like the last. A step of 3,000 zones outgrows the 65,536 reserved up front by the 22nd step.
+TEST(Profiler, BuffersGrowBetweenStepsNotInsideThem) {
+  prof::Profiler p;
+  p.start();
+  prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
+  const size_t reserved = b->zones.capacity();
+  constexpr size_t kPerStep = 3000;
+  for (int step = 0; step < 40; ++step) {
+    const size_t before = b->zones.size();
+    const void* data = b->zones.data();
+    for (size_t i = 0; i < kPerStep; ++i) {
+      ATTNPROF_OP_ZONE(z, "op");
+    }
+    ASSERT_EQ(b->zones.data(), data) << "the buffer moved inside step " << step;
+    ASSERT_EQ(b->zones.size(), before + kPerStep);
+    p.step();
+    ASSERT_GE(b->zones.capacity() - b->zones.size(), 2 * kPerStep) << "after step " << step;
+  }
+  EXPECT_GT(b->zones.capacity(), reserved) << "grown past what was reserved up front";
+  p.stop();
+  const auto ka = analysis::key_averages(p.result());
+  ASSERT_TRUE(row(ka, "op"));
+  EXPECT_EQ(row(ka, "op")->calls, int64_t(40 * kPerStep));
+}
+
 TEST(Profiler, PrepareMakesTheBuffersOutsideTheHeapAndHoldsTheSession) {
   // prepare() does what start() allocates, ahead of a caller's warm-up forwards, and its event buffers are
   // mapped pages of their own (page-aligned, as no heap block is): reserved in the malloc heap, they would

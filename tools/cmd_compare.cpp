@@ -200,8 +200,7 @@ nlohmann::json problem_json(const Inputs& in, const CommonOptions& o, const Targ
           {"machine", nlohmann::json(t.m)}};
 }
 
-// What Floor ms and Bound stand on, in the table's footnotes.
-// The rows (and peer rows) whose rate came out above the peak: names for over_peak_note.
+// The rows whose rate came out above the peak: names for over_peak_note (the CPU run adds its peer rows').
 std::vector<std::string> over_peak(const std::vector<Row>& rows) {
   std::vector<std::string> over;
   for (const Row& r : rows)
@@ -209,6 +208,7 @@ std::vector<std::string> over_peak(const std::vector<Row>& rows) {
   return over;
 }
 
+// What Floor ms and Bound stand on, in the table's footnotes.
 std::string floor_legend(const Target& t) {
   const std::string ceilings =
       t.gpu ? fmt::format("the GPU's datasheet {:.0f} GB/s and {:.0f} TFLOP/s bf16 / {:.0f} fp32", t.m.bandwidth_gbs,
@@ -505,7 +505,9 @@ void run_compare(const CompareArgs& a) {
           "naive 6, in-place 5); views and wrappers whose work is their children's (masked_fill, SDPA's entry "
           "points) are not counted.\n";
   // Which backend `sdpa` alone (profile sdpa, the torch call) would take: said where an SDPA row ran.
-  const bool sdpa_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.name.rfind("sdpa", 0) == 0; });
+  const bool sdpa_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+    return r.name.rfind("sdpa", 0) == 0 && r.r.status != RunOutcome::Status::Skipped;
+  });
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance.{}\n",
                       sdpa_ran ? fmt::format(" sdpa (auto) selects {}.", sdpa_auto) : std::string());

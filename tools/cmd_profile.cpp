@@ -27,6 +27,7 @@ struct ProfileArgs {
   bool group_by_input_shape = false;
   bool counters = false;
   std::string schedule;  // "WAIT,WARMUP,ACTIVE[,REPEAT]": torch.profiler's schedule(); default 1,1,--iters,1
+  CLI::Option* schedule_opt = nullptr;  // given (an empty value is refused, not taken as the default)
   bool profile_memory = true;  // torch.profiler's switches, on by default here (the tables' memory columns and
   bool record_shapes = true;   // the trace's Input Dims); the blog's scripts turn both off
 };
@@ -37,6 +38,7 @@ struct ProfileArgs {
 prof::Schedule parse_schedule(const std::string& text) {
   const std::vector<std::string> parts = split_list(text);
   const char* expect = "expected WAIT,WARMUP,ACTIVE or WAIT,WARMUP,ACTIVE,REPEAT (the blog's: 1,1,3)";
+  if (text.empty()) ATTNPROF_FAIL("--schedule is empty: {}", expect);
   if (parts.size() != 3 && parts.size() != 4)
     ATTNPROF_FAIL("--schedule '{}' has {} field{}: {}", text, parts.size(), parts.size() == 1 ? "" : "s", expect);
   static constexpr const char* kNames[] = {"WAIT", "WARMUP", "ACTIVE", "REPEAT"};
@@ -56,9 +58,15 @@ prof::Schedule parse_schedule(const std::string& text) {
     ATTNPROF_FAIL("--schedule '{}': REPEAT 0 (torch's \"forever\") has no end in a run of a fixed number of forwards; "
                   "give the number of cycles",
                   text);
+  // The recorded forwards stay in memory until the run ends: at most --iters' cap, across every cycle; and no more
+  // steps in all than one cycle of the largest fields.
+  if (v[2] * v[3] > kMaxForwards)
+    ATTNPROF_FAIL("--schedule '{}' records {} forwards (ACTIVE × REPEAT), over {}: every recorded forward is kept "
+                  "in memory until the run ends, as --iters' are",
+                  text, v[2] * v[3], kMaxForwards);
   const int64_t steps = (v[0] + v[1] + v[2]) * v[3];
-  if (steps > kMaxForwards)
-    ATTNPROF_FAIL("--schedule '{}' runs {} steps, over {}, the most forwards a run takes", text, steps, kMaxForwards);
+  if (steps > 3 * kMaxForwards)
+    ATTNPROF_FAIL("--schedule '{}' runs {} steps, over {}", text, steps, 3 * kMaxForwards);
   return {.wait = int(v[0]), .warmup = int(v[1]), .active = int(v[2]), .repeat = int(v[3])};
 }
 
@@ -116,13 +124,15 @@ bool check_save_output(const CommonOptions& o, const std::string& variant) {
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
-  if (!a.schedule.empty() && o.iters_opt && o.iters_opt->count() > 0)
+  if (a.schedule_opt && a.schedule_opt->count() > 0 && o.iters_opt && o.iters_opt->count() > 0)
     ATTNPROF_FAIL("--iters conflicts with --schedule: the schedule's ACTIVE is the number of recorded forwards");
-  const prof::Schedule schedule =
-      a.schedule.empty() ? prof::Schedule{.wait = 1, .warmup = 1, .active = o.iters} : parse_schedule(a.schedule);
+  const prof::Schedule schedule = a.schedule_opt && a.schedule_opt->count() > 0
+                                      ? parse_schedule(a.schedule)
+                                      : prof::Schedule{.wait = 1, .warmup = 1, .active = o.iters};
   if (a.group_by_input_shape && !a.record_shapes)
     ATTNPROF_FAIL("--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
-  if (!a.profile_memory && a.sort_by.find("memory_usage") != std::string::npos)
+  if (!a.profile_memory && (a.sort_by == "cpu_memory_usage" || a.sort_by == "self_cpu_memory_usage" ||
+                            a.sort_by == "cuda_memory_usage" || a.sort_by == "self_cuda_memory_usage"))
     ATTNPROF_FAIL("--sort-by {} needs memory, which --no-profile-memory leaves unrecorded", a.sort_by);
   // Writing the output over an input file would destroy the input the run reads: refused before it is read.
   if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
@@ -297,7 +307,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
-  sub->add_option("--schedule", args->schedule,
+  args->schedule_opt = sub->add_option("--schedule", args->schedule,
                   "WAIT,WARMUP,ACTIVE[,REPEAT]: torch.profiler's schedule(wait, warmup, active, repeat) over the "
                   "profiled forwards (default 1,1,--iters: the blog's 1,1,3); the ACTIVE steps of every cycle are "
                   "recorded, as ProfilerStep#N with N counted from the first step");

@@ -209,6 +209,11 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
         if (auto why = v->unsupported(p0)) throw OutOfBudget(*why);  // before drawing the inputs
         // and the budget, inputs and naive's N×N scores together: at N=16384 the inputs are seconds to draw
         check_forward_fits(*v, p0, /*with_reference=*/false);
+        if (gpu) {  // the device's budget, which only the CUDA variant's prepare checks (no host estimate)
+          AttnOptions planned;
+          planned.is_causal = o.causal;
+          (void)v->prepare(p0, planned);
+        }
         const Inputs in = make_inputs(o, n, /*with_reference=*/false);
         std::unique_ptr<Runner> runner = v->prepare(in.p, in.opt);
         if (!spot_check(*runner, *v, in, pt)) {

@@ -763,10 +763,6 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
   return false;
 }
 
-// key_averages, the recorded forwards and their median, and ops per forward: on the CPU the zones that do
-// work of their own (a recorded cost: FLOPs or bytes), the passes a GPU would launch one kernel for, so not
-// views (transpose), wrappers whose work is their children's (masked_fill over copy_ and masked_fill_, SDPA's
-// entry points), annotations or ProfilerStep#N; device activities (kernels, copies, fills) for a CUDA profile.
 // An outcome with nothing measured: skipped (with why), or failed on the device before anything was checked.
 RunOutcome not_run(const Tolerance& tol, RunOutcome::Status status, std::string note, bool device_error = false) {
   RunOutcome r;
@@ -777,6 +773,10 @@ RunOutcome not_run(const Tolerance& tol, RunOutcome::Status status, std::string 
   return r;
 }
 
+// key_averages, the recorded forwards and their median, and ops per forward: on the CPU the zones that do
+// work of their own (a recorded cost: FLOPs or bytes), the passes a GPU would launch one kernel for, so not
+// views (transpose), wrappers whose work is their children's (masked_fill over copy_ and masked_fill_, SDPA's
+// entry points), annotations or ProfilerStep#N; device activities (kernels, copies, fills) for a CUDA profile.
 void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
   r.ka = analysis::key_averages(r.result, {.group_by_input_shape = plan.group_by_input_shape});
   r.forward_ns = analysis::zone_durations_ns(r.result, v.annotation);

@@ -531,6 +531,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   int steps = 0;
   bool device = false;  // GPU runs: the times are Self CUDA
   bool faults = false;  // some step's two summaries recorded page faults (--counters)
+  bool memory = true;   // every step's two summaries recorded memory (profile_memory)
   // Facets in the run's variant order, by a numeric field: Vega-Lite would sort names alphabetically, and a
   // sort list of names is compiled into a Vega expression, which a hostile name can break.
   for (const VariantData& v : vs) {
@@ -545,6 +546,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     const std::string step = base->name + " -> " + v.name;
     device = device || d.device;
     faults = faults || d.faults;
+    memory = memory && d.memory;
     std::vector<std::string> gone, inplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
@@ -582,9 +584,11 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   json tooltip = {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
                   {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
                   {{"field", "new_ms"}, {"format", ".3f"}, {"title", "new ms"}},
-                  {{"field", "delta_ms"}, {"format", "+.3f"}, {"title", "change ms"}},
-                  {{"field", "base_mem_mb"}, {"format", ".1f"}, {"title", "base MB allocated"}},
-                  {{"field", "new_mem_mb"}, {"format", ".1f"}, {"title", "new MB allocated"}}};
+                  {{"field", "delta_ms"}, {"format", "+.3f"}, {"title", "change ms"}}};
+  if (memory) {  // not where a side was profiled without memory: a null would print as 0.0
+    tooltip.push_back({{"field", "base_mem_mb"}, {"format", ".1f"}, {"title", "base MB allocated"}});
+    tooltip.push_back({{"field", "new_mem_mb"}, {"format", ".1f"}, {"title", "new MB allocated"}});
+  }
   if (faults) {  // the op's own page faults per forward, every thread's: what touching fresh buffers cost
     tooltip.push_back({{"field", "base_faults"}, {"format", ".0f"}, {"title", "base page faults"}});
     tooltip.push_back({{"field", "new_faults"}, {"format", ".0f"}, {"title", "new page faults"}});
