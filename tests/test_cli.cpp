@@ -191,6 +191,14 @@ TEST_F(Cli, ARateAboveTheMeasuredPeakIsExplained) {
   EXPECT_NE(s.out.find("Over 100 %: flash at N=64, flash at N=128 ran above the measured peak"), std::string::npos)
       << s.out;
   EXPECT_NE(s.out.find("attnprof roofline --peaks-only --remeasure"), std::string::npos) << s.out;
+  // The report says it beside both tables, from compare.json and sweep.json (where the chart library is there).
+  const Result page = run("report" + out_flag());
+  if (!(page.code == 2 && page.err.find("npm ci") != std::string::npos)) {
+    ASSERT_EQ(page.code, 0) << page.err;
+    const std::string html = io::read_file(out() / "report.html");
+    EXPECT_NE(html.find("Over 100 %: flash ran above the measured peak"), std::string::npos);
+    EXPECT_NE(html.find("Over 100 %: flash at N=64, flash at N=128 ran above the measured peak"), std::string::npos);
+  }
   // At the peaks as this test measured them, nothing is over.
   { std::ofstream(file) << as_measured; }
   const Result idle = run("compare --variants flash --iters 1 --warmup 0 --dtype fp32" + kSmall + out_flag());
@@ -371,8 +379,23 @@ TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
   const Result dt = run("diff " + with_memory.string() + " " + (out() / "naive.summary.json").string());
   ASSERT_EQ(dt.code, 0) << dt.err;
   EXPECT_NE(dt.out.find("Self CPU Mem: -- (a profile that recorded no memory"), std::string::npos) << dt.out;
+  {  // The null figures say so by themselves, without the "profiler" object; a non-boolean switch is corrupt.
+    json edited = read_json("naive.summary.json");
+    edited.erase("profiler");
+    const fs::path no_block = dir_ / "no-block.summary.json", bad = dir_ / "bad-switch.summary.json";
+    { std::ofstream(no_block) << edited.dump(); }
+    const Result nb = run("diff " + with_memory.string() + " " + no_block.string());
+    ASSERT_EQ(nb.code, 0) << nb.err;
+    EXPECT_NE(nb.out.find("Self CPU Mem: -- (a profile that recorded no memory"), std::string::npos) << nb.out;
+    edited["profiler"] = {{"profile_memory", 0}, {"record_shapes", false}};
+    { std::ofstream(bad) << edited.dump(); }
+    const Result bs = run("diff " + with_memory.string() + " " + bad.string());
+    EXPECT_EQ(bs.code, 2) << bs.err;
+    EXPECT_NE(bs.err.find("field 'profiler.profile_memory' is 0, not true or false"), std::string::npos) << bs.err;
+  }
 
   fs::remove_all(out());
+  expect_bad("profile naive --no-profile-memory=false" + kSmall, "--no-profile-memory takes no value");
   expect_bad("profile naive --no-record-shapes --group-by-input-shape" + kSmall,
              "--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
   expect_bad("profile naive --no-profile-memory --sort-by self_cpu_memory_usage" + kSmall,
@@ -582,10 +605,10 @@ TEST_F(Cli, CompareThreadsLinesFollowEachSummarysThreadBalance) {
 }
 
 TEST_F(Cli, CompareReportsAVariantOverTheBudgetAsARow) {
-  // 160 KiB is enough for the inputs (3 × 16 KiB at fp32) and their fp64 reference (97 KiB) but not for the
-  // naive N×N scores.
-  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --memory-budget 160K --variants naive,flash --json" +
-                    kSmall + out_flag());
+  // At N=256, 1000 KiB is enough for the inputs (3 × 64 KiB at fp32), their fp64 reference and flash's output
+  // and scratch, but not for the naive N×N scores beside them.
+  const Result r = run("compare --iters 1 --warmup 0 --dtype fp32 --memory-budget 1000K --variants naive,flash --json "
+                       "--shape 1,2,256,32 --threads 1" + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   ASSERT_EQ(j["variants"].size(), 2u);
@@ -2110,6 +2133,10 @@ TEST_F(Cli, HtmlFlagWritesTheReportBesideTheResults) {
   EXPECT_NE(page.find("</html>"), std::string::npos);
   EXPECT_NE(page.find("flash"), std::string::npos);
   EXPECT_NE(r.err.find("report.html"), std::string::npos) << r.err;
+  // profile --json names the page among the files it wrote.
+  const Result p = run("profile flash --iters 1 --warmup 0 --html --json" + kSmall + out_flag());
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(json::parse(p.out)["files"]["report"], (out() / "report.html").string()) << p.out;
 }
 
 TEST_F(Cli, HtmlFlagRefusesAPageOverTheRunsFilesBeforeTheRun) {

@@ -148,7 +148,8 @@ TEST(Errors, BudgetCheckOfAHugeShapeDoesNotOverflow) {
 
 TEST(Errors, BudgetEstimatesBoundTheMeasuredPeak) {
   // The pre-checks must count what a forward really allocates beyond its inputs (the widened matmul's fp32
-  // scratch included: fp16 always widens, bf16 where oneDNN has no bf16 matmul) and not the inputs the caller
+  // scratch included: fp16 always widens, bf16 where oneDNN has no bf16 matmul; flash's output, logsumexp and
+  // per-thread scratch) and not the inputs the caller
   // already holds, or the message's figure is wrong and a budget near the real peak is misjudged. Measured
   // against the tracked allocator's peak: an upper bound, and within 15%. Besides Nq = Nk, shapes where the
   // keys outweigh the queries (a few queries over a long cache, GQA), where scaling k is sdpa-math's worst moment.
@@ -158,7 +159,7 @@ TEST(Errors, BudgetEstimatesBoundTheMeasuredPeak) {
   for (const Case& c : {Case{{1, 2, 512, 64}, {1, 2, 512, 64}}, Case{{1, 2, 1, 128}, {1, 2, 4096, 128}},
                         Case{{1, 4, 16, 128}, {1, 2, 4096, 128}}, Case{{2, 4, 300, 64}, {2, 1, 700, 64}}}) {
     for (DType dt : {DType::F16, DType::BF16, DType::F32})
-      for (const char* name : {"naive", "inplace", "sdpa-math"})
+      for (const char* name : {"naive", "inplace", "sdpa-math", "flash", "sdpa-flash"})
         for (bool key_padding : {false, true}) {  // causal, or a key-padding bool mask [B,1,1,Nk]
           const std::string what = fmt::format("{} {} q {} kv {}{}", dtype_name(dt), name, shape_str(c.q), shape_str(c.kv),
                                                key_padding ? " key-padding mask" : " causal");
@@ -168,8 +169,13 @@ TEST(Errors, BudgetEstimatesBoundTheMeasuredPeak) {
           const AttnProblem p = AttnProblem::from(q, k, v, o);
           const double scratch = naive_matmul_scratch_bytes(p);
           EXPECT_EQ(scratch > 0, dt == DType::F16 || (dt == DType::BF16 && !ops::bf16_matmul_uses_onednn())) << what;
-          const double estimate = std::string_view(name) == "sdpa-math" ? sdpa_math_peak_bytes(p)
-                                                                         : naive_peak_bytes(p, std::string_view(name) == "inplace", scratch);
+          // The registry's figure, which check_forward_fits uses: naive's and sdpa-math's as their prepare
+          // checks them, flash's (output, logsumexp, every thread's scratch) as flash_peak_bytes.
+          const double estimate = find_variant(name).peak_bytes(p);
+          if (std::string_view(name) == "sdpa-math") EXPECT_EQ(estimate, sdpa_math_peak_bytes(p)) << what;
+          if (std::string_view(name) == "flash") EXPECT_EQ(estimate, flash_peak_bytes(p)) << what;
+          if (std::string_view(name).starts_with("naive") || std::string_view(name) == "inplace")
+            EXPECT_EQ(estimate, naive_peak_bytes(p, std::string_view(name) == "inplace", scratch)) << what;
           const int64_t base = memory_stats().current_bytes;
           reset_peak_memory();
           Tensor out = find_variant(name).prepare(p, o)->run(q, k, v).out;

@@ -35,10 +35,14 @@ std::string input_file(const std::string& path) {
   if (!fs::is_directory(path, ec)) return path;
   const fs::path compare = fs::path(path) / "compare.json";
   if (fs::exists(compare, ec)) return compare.string();
+  // A directory that cannot be searched (mode 000) is not one without the files: say what stopped the reading.
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    ATTNPROF_FAIL("cannot read the directory '{}': {}", path, ec.message());
   std::vector<std::string> summaries;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
     if (const std::string name = it->path().filename().string(); name.ends_with(".summary.json"))
       summaries.push_back(name);
+  if (ec) ATTNPROF_FAIL("cannot read the directory '{}': {}", path, ec.message());
   std::sort(summaries.begin(), summaries.end());
   if (summaries.empty())
     ATTNPROF_FAIL("{} is a directory without a compare.json or a <variant>.summary.json: diff takes two "

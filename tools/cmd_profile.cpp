@@ -241,6 +241,7 @@ void run_profile(const ProfileArgs& a) {
                         {"run", run},
                         {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
+    if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
@@ -311,14 +312,14 @@ void add_profile_command(CLI::App& app) {
                   "WAIT,WARMUP,ACTIVE[,REPEAT]: torch.profiler's schedule(wait, warmup, active, repeat) over the "
                   "profiled forwards (default 1,1,--iters: the blog's 1,1,3); the ACTIVE steps of every cycle are "
                   "recorded, as ProfilerStep#N with N counted from the first step");
-  sub->add_flag("--profile-memory,!--no-profile-memory", args->profile_memory,
-                "record every allocation and free (default on): the table's CPU Mem columns and the trace's memory "
-                "counter; --no-profile-memory leaves both out, as the blog's profile_memory=False")
-      ->capture_default_str();
-  sub->add_flag("--record-shapes,!--no-record-shapes", args->record_shapes,
-                "keep each op's input shapes and dtypes (default on): the trace's Input Dims and Input type, "
-                "--group-by-input-shape; --no-record-shapes drops them, as the blog's record_shapes=False")
-      ->capture_default_str();
+  // Only the "off" spellings: both are on unless given (a "--profile-memory" beside them would only let the last of
+  // two contradicting flags win).
+  sub->add_flag_callback("--no-profile-memory", [args] { args->profile_memory = false; },
+                         "record no allocations and frees, as the blog's profile_memory=False (recorded by default): "
+                         "the table loses its memory columns, the trace its memory counter");
+  sub->add_flag_callback("--no-record-shapes", [args] { args->record_shapes = false; },
+                         "drop each op's input shapes and dtypes, as the blog's record_shapes=False (kept by default): "
+                         "the trace's Input Dims and Input type, and --group-by-input-shape, need them");
   sub->add_flag("--counters", args->counters,
                 "software counters: page faults per op, forward and profiler step (every thread's, getrusage; read "
                 "outside each op's time, their cost calibrated away), task-clock per forward and step (perf_event_open): the table gains their columns, and "

@@ -168,7 +168,10 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   ATTNPROF_CHECK(is_dir || fs::exists(a.from, ec),
                  "--from '{}': no such directory or file (give the --out directory of `attnprof compare`, or its "
                  "compare.json)", a.from);
-  ATTNPROF_CHECK(!is_dir || fs::exists(compare_path, ec),
+  const bool has_compare = is_dir && fs::exists(compare_path, ec);
+  if (is_dir && !has_compare && ec && ec != std::errc::no_such_file_or_directory)
+    ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
+  ATTNPROF_CHECK(!is_dir || has_compare,
                  "--from '{}' holds no compare.json: give the --out directory of `attnprof compare`", a.from);
   const fs::path run_dir = is_dir ? fs::path(a.from) : fs::path(a.from).parent_path().empty()
                                                            ? fs::path(".")

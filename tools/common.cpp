@@ -210,7 +210,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
-                  "bytes the inputs, their fp64 reference and a forward's N×N buffers may use together: digits, "
+                  "bytes the inputs, their fp64 reference and what a forward allocates may use together: digits, "
                   "optionally followed by K, M, G or T (1K = 1024), e.g. 8G (default: physical memory)");
   if (d.file_inputs) {
     sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4 fp32, <f2 fp16, <u2 bf16 bits, <f8 -> fp32)");
@@ -293,7 +293,9 @@ void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_refere
                                   forward > 0 ? fmt::format(", and what one forward allocates beyond them, {} bytes",
                                                             byte_count(forward))
                                               : std::string()),
-                      forward > inputs + reference ? kNoScoresHint : kSmallerInputsHint);
+                      // flash suggested only to a variant that needs more than flash would
+                      forward > inputs + reference && forward > flash_peak_bytes(p) ? kNoScoresHint
+                                                                                    : kSmallerInputsHint);
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -439,15 +441,7 @@ std::string dispatch_note(const Target& t) {
 }
 
 std::string over_peak_note(const Target& t, const std::vector<std::string>& over) {
-  if (over.empty()) return "";
-  if (t.gpu)
-    return fmt::format("Over 100 %: {} ran above the GPU's datasheet peak, which no kernel reaches: the device "
-                       "clock ran above the datasheet's boost clock, or the times are short of what ran.\n",
-                       fmt::join(over, ", "));
-  return fmt::format("Over 100 %: {} ran above the measured peak, which no code reaches: the peak was measured low, "
-                     "on a busy machine; measure it again on an idle machine with "
-                     "`attnprof roofline --peaks-only --remeasure`.\n",
-                     fmt::join(over, ", "));
+  return report::over_peak_note(t.gpu, over);
 }
 
 Target device_target(const cuda::DeviceInfo& dev, DType dtype) {
@@ -868,7 +862,10 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   prof::VariantScope scope(v.name);
   (void)prof::detail::intern(v.annotation);
   const std::string profiling_line =
-      label.empty() ? "" : terminal_line(fmt::format("{}: profiling {} steps ({} recorded)", label, steps, recorded)) + "\n";
+      label.empty() ? ""
+                    : terminal_line(fmt::format("{}: profiling {} step{} ({} recorded)", label, steps,
+                                                steps == 1 ? "" : "s", recorded)) +
+                          "\n";
   if (!label.empty() && (plan.warmup > 0 || plan.warmup_min_s > 0))
     progress(plan.warmup_min_s > 0
                  ? fmt::format("{}: warm-up forwards ({} at least, and {:g} s of them)", label, plan.warmup, plan.warmup_min_s)
@@ -954,7 +951,9 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     r.peak_bytes = peak.total;
     r.peak_extra_bytes = peak.extra;
 
-    if (!label.empty()) progress(fmt::format("{}: profiling {} steps ({} recorded) through CUPTI", label, steps, recorded));
+    if (!label.empty())
+      progress(fmt::format("{}: profiling {} step{} ({} recorded) through CUPTI", label, steps, steps == 1 ? "" : "s",
+                           recorded));
     cuda::ActivityCollector cupti;
     try {
       cupti.start();

@@ -126,10 +126,14 @@ double flash_bytes(const AttnProblem& p, int64_t block_rows);
 // The query block height of the CPU flash body best_isa() runs (256 for AVX2/AVX-512, 64 for scalar).
 int64_t flash_block_rows();
 // A fused forward's cost model (the flash variants, SDPA's flash backend, cuDNN): fused_attention_cost with
-// flash_bytes, all counted as read (the split is only known inside the kernel, which records its own); the
-// one-argument form for the CPU kernel, the other for a GPU kernel's thread-block height.
+// flash_bytes, O and the logsumexp written and the rest read; the one-argument form for the CPU kernel, the
+// other for a GPU kernel's thread-block height.
 OpCost flash_cost(const AttnProblem& p);
 OpCost flash_cost(const AttnProblem& p, int64_t block_rows);
+// Bytes one CPU flash forward allocates beyond its inputs at its peak: the output, its fp32 logsumexp and every
+// thread's scratch (page-rounded, for the threads a call at this size runs on); O(N·D), never N×N. A copy made
+// of an input or mask whose last dim is not contiguous comes on top.
+double flash_peak_bytes(const AttnProblem& p);
 
 // What a refusal over the memory budget suggests for the paths that hold N×N scores (naive, inplace,
 // sdpa-math): one sentence, the same from the library and the command line.
@@ -154,8 +158,8 @@ struct Variant {
   // OutOfBudget when the variant would not fit in the memory budget.
   std::function<std::unique_ptr<Runner>(const AttnProblem&, const AttnOptions&)> prepare;
   // Bytes one forward allocates beyond its inputs at its worst moment: the figure prepare checks against the
-  // memory budget, here so a caller can check it before drawing gigabytes of inputs. Empty where that is
-  // O(N·D) (the flash kernels) or not host memory (the CUDA variants).
+  // memory budget, here so a caller can check it before drawing gigabytes of inputs. Empty where it is not
+  // host memory (the CUDA variants, whose prepare checks the device's).
   std::function<double(const AttnProblem&)> peak_bytes = nullptr;
 };
 

@@ -231,6 +231,10 @@ std::string describe_bf16_matmul(std::string_view key);
 // the one `bf16_key` names; "fp16": always widened to fp32 for sgemm): "bf16 matmul (naive, inplace): ...".
 // "" for fp32 or a bf16 key it does not know. compare prints it and the HTML report shows it.
 std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key);
+// For rows whose rate came out above the peak ("flash", "flash at N=512"), which no code reaches: "Over 100 %: ..."
+// (with its newline) saying why the peak is low and how to measure it again; "" when `over` is empty. `gpu`: the
+// peak is a GPU's datasheet figure, not a measurement. compare and sweep print it, the HTML report shows it.
+std::string over_peak_note(bool gpu, const std::vector<std::string>& over);
 // The line that says matmul's FLOPs (OpenBLAS, oneDNN) are billed at the library ISA's peaks, not at the
 // dispatched ISA's (ATTNPROF_ISA below the CPU's best): "matmul (OpenBLAS/oneDNN) billed at the avx512 peaks
 // (fp32 93.0 / bf16 186.0 GFLOP/s): the libraries choose their own ISA". "" when the ISAs are the same.

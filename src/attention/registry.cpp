@@ -55,11 +55,13 @@ std::vector<Variant> build() {
   r.push_back(Variant{
       "sdpa-flash", "cpu", "sdpa_fwd", "scaled_dot_product_attention, flash backend (dispatches to the flash kernel)",
       flash_unsupported, [](const AttnProblem& p) { return flash_cost(p); }, fused_tolerance,
-      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Flash); }});
+      [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Flash); },
+      flash_peak_bytes});
   r.push_back(Variant{
       "flash", "cpu", "flash_kernel_fwd",
       "hand-written FlashAttention-2 kernel: tiled, online softmax, causal block skipping, SIMD per ISA",
-      flash_unsupported, [](const AttnProblem& p) { return flash_cost(p); }, fused_tolerance, variants::make_flash});
+      flash_unsupported, [](const AttnProblem& p) { return flash_cost(p); }, fused_tolerance, variants::make_flash,
+      flash_peak_bytes});
   return r;
 }
 

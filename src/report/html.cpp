@@ -312,10 +312,18 @@ void section_compare(Page& pg, const Input& in) {
   t += "</tbody></table>\n";
   std::string meta = run_meta(c);
   const bool gpu = str(c, "device") == "cuda";
+  std::vector<std::string> over_peak;  // rows (and peer rows) above 100 % of the peak, as compare names them
+  const json* peer_doc = member(c, {"peers"});
+  for (const json* rows : {variants, peer_doc ? member(*peer_doc, {"rows"}) : nullptr})
+    if (rows && rows->is_array())
+      for (const json& v : *rows)
+        if (str(v, "status", "ok") != "skipped" && num(v, "pct_peak", 0.0) > 100)
+          over_peak.push_back(str(v, "name", "?"));
   if (c.contains("inputs")) meta += "· inputs: " + str(c, "inputs") + " ";
   if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
   pg.raw(t);
+  if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   pg.note(std::string(gpu ? "ms / forward is the median device time of one forward timed with CUDA events. "
                            : "ms / forward is the median wall time of one profiled forward. ") +
           "Floor ms is the roofline floor of what one forward ran: each " + (gpu ? "kernel, copy and fill" : "op") +
@@ -644,7 +652,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   const bool gpu = str(s, "device") == "cuda";
   const double rate_scale = gpu ? 1e-3 : 1.0;
   const char* rate_unit = gpu ? "TFLOP/s" : "GFLOP/s";
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, over_peak;
   std::vector<Timings> timings;
   if (const json* pts = member(s, {"points"}); pts && pts->is_array()) {
     for (const json& p : *pts) {
@@ -659,6 +667,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       if (!std::isfinite(seq) || seq <= 0) continue;
       timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p),
                          cpu_sharing_of(p)});
+      if (num(p, "pct_peak", 0.0) > 100) over_peak.push_back(fmt::format("{} at N={}", v, fmt_num(seq, 0)));
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);
@@ -786,6 +795,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   }
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");
   if (any_fit) pg.raw(fit_table);
+  if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   if (any_weak)
     pg.note("weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
             "above 0.25 in natural log, about 28 %), so that exponent is no scaling law: at small N fixed costs "

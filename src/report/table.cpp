@@ -128,6 +128,20 @@ std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_ke
   return gemm.empty() ? "" : "bf16 matmul (naive, inplace): " + gemm + ".";
 }
 
+std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
+  if (over.empty()) return "";
+  std::string names;
+  for (const std::string& n : over) names += (names.empty() ? "" : ", ") + n;
+  if (gpu)
+    return fmt::format("Over 100 %: {} ran above the GPU's datasheet peak, which no kernel reaches: the device "
+                       "clock ran above the datasheet's boost clock, or the times are short of what ran.\n",
+                       names);
+  return fmt::format("Over 100 %: {} ran above the measured peak, which no code reaches: the peak was measured low, "
+                     "on a busy machine; measure it again on an idle machine with "
+                     "`attnprof roofline --peaks-only --remeasure`.\n",
+                     names);
+}
+
 std::string library_peaks_note(const analysis::MachinePeaks& m) {
   if (!m.library_isa_differs()) return "";
   const std::string bf16 = m.library_bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.library_bf16_gflops) : "";

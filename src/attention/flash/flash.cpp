@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "attention/variants.h"
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
@@ -59,6 +61,21 @@ OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
 
 OpCost flash_cost(const AttnProblem& p) { return flash_cost(p, flash_block_rows()); }
 
+double flash_peak_bytes(const AttnProblem& p) {
+  size_t scratch = 0;
+  switch (best_isa()) {
+    case Isa::AVX512: scratch = flash::scratch_bytes_avx512(p.D); break;
+    case Isa::AVX2: scratch = flash::scratch_bytes_avx2(p.D); break;
+    case Isa::Scalar: scratch = flash::scratch_bytes_scalar(p.D); break;
+  }
+  // As ThreadScratch: each thread's slice rounded up to whole pages; one thread when the call is one task.
+  const int64_t br = flash_block_rows(), tasks = p.B * p.Hq * ((p.Nq + br - 1) / br);
+  const double threads = tasks > 1 ? double(ops::num_threads()) : 1.0;
+  const double out = double(dtype_size(p.dtype)) * double(p.B * p.Hq * p.Nq) * double(p.D) +
+                     4.0 * double(p.B * p.Hq * p.Nq);
+  return out + double((scratch + 4095) / 4096 * 4096) * threads;
+}
+
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
   const AttnProblem p = AttnProblem::from(q, k, v, o);
@@ -102,7 +119,10 @@ namespace variants {
 namespace {
 class FlashRunner final : public Runner {
  public:
-  FlashRunner(const AttnOptions& o) : o_(o) {}
+  FlashRunner(const AttnProblem& p, const AttnOptions& o) : o_(o) {
+    check_memory_budget(flash_peak_bytes(p), fmt::format("flash at {} (its output and per-thread scratch)", p.str()),
+                        "raise --memory-budget, or run a smaller --shape");
+  }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override { return flash_attention(q, k, v, o_); }
 
  private:
@@ -110,8 +130,8 @@ class FlashRunner final : public Runner {
 };
 }  // namespace
 
-std::unique_ptr<Runner> make_flash(const AttnProblem&, const AttnOptions& o) {
-  return std::make_unique<FlashRunner>(o);
+std::unique_ptr<Runner> make_flash(const AttnProblem& p, const AttnOptions& o) {
+  return std::make_unique<FlashRunner>(p, o);
 }
 
 }  // namespace variants

@@ -51,5 +51,9 @@ void forward_avx512(const Params& p);
 int64_t block_rows_scalar();
 int64_t block_rows_avx2();
 int64_t block_rows_avx512();
+// Bytes of scratch one thread of each body takes at head dim D (ThreadScratch rounds each thread's to pages).
+size_t scratch_bytes_scalar(int64_t D);
+size_t scratch_bytes_avx2(int64_t D);
+size_t scratch_bytes_avx512(int64_t D);
 
 }  // namespace attnprof::flash

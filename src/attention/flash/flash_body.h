@@ -26,6 +26,9 @@ inline constexpr int64_t kBr = 64;
 inline constexpr int64_t kBc = 64;
 
 
+// Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
+inline size_t scratch_bytes(int64_t D) { return size_t(2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr) * sizeof(float); }
+
 inline void forward(const Params& p) {
   const int64_t D = p.D, group = p.Hq / p.Hkv;
   const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
@@ -33,9 +36,7 @@ inline void forward(const Params& p) {
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
   const bool causal = p.mask == MaskKind::Causal;
-  // Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
-  const int64_t floats = 2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr;
-  const ThreadScratch scratch(size_t(floats) * sizeof(float), tasks > 1 ? omp_get_max_threads() : 1);
+  const ThreadScratch scratch(scratch_bytes(D), tasks > 1 ? omp_get_max_threads() : 1);
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {

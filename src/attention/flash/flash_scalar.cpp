@@ -5,4 +5,5 @@
 namespace attnprof::flash {
 void forward_scalar(const Params& p) { scalar::forward(p); }
 int64_t block_rows_scalar() { return scalar::kBr; }
+size_t scratch_bytes_scalar(int64_t D) { return scalar::scratch_bytes(D); }
 }  // namespace attnprof::flash

@@ -571,6 +571,8 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
   }
 }
 
+inline size_t scratch_bytes(int64_t D) { return Layout(D).bytes(); }
+
 inline void forward(const Params& p, bool bf16_dot) {
   const int64_t tasks = task_count(p);
   const ThreadScratch scratch(Layout(p.D).bytes(), tasks > 1 ? omp_get_max_threads() : 1);
