@@ -34,7 +34,8 @@ struct ProfileArgs {
 
 // --schedule WAIT,WARMUP,ACTIVE[,REPEAT], as torch.profiler.schedule(wait, warmup, active, repeat): plain
 // decimal counts, at least one active step, and a finite repeat (torch's 0, forever, has no end in a run of a
-// fixed number of forwards); the steps it runs within the cap every run's forwards have.
+// fixed number of forwards); at most kMaxForwards recorded steps (ACTIVE × REPEAT), as --iters, and three times
+// that in all.
 prof::Schedule parse_schedule(const std::string& text) {
   const std::vector<std::string> parts = split_list(text);
   const char* expect = "expected WAIT,WARMUP,ACTIVE or WAIT,WARMUP,ACTIVE,REPEAT (the blog's: 1,1,3)";
