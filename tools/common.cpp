@@ -33,9 +33,6 @@
 namespace attnprof::cli {
 namespace {
 
-// What to do about inputs (or their reference) over the memory budget: no variant needs less for them.
-constexpr const char* kSmallerInputsHint = "raise --memory-budget, or run a smaller --shape";
-
 // f(), with an error it throws prefixed by the option (or variable) whose value caused it: the library's
 // parsers ("unsupported dtype 'int8'") do not know which option the user typed.
 template <class F>
@@ -295,7 +292,7 @@ void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_refere
                                               : std::string()),
                       // flash suggested only to a variant that needs more than flash would
                       forward > inputs + reference && forward > flash_peak_bytes(p) ? kNoScoresHint
-                                                                                    : kSmallerInputsHint);
+                                                                                    : kSmallerShapeHint);
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -347,7 +344,7 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
       check_memory_budget(bytes + reference,
                           fmt::format("the random inputs of {} ({} bytes) and their fp64 reference ({} bytes)",
                                       p.str(), byte_count(bytes), byte_count(reference)),
-                          kSmallerInputsHint);
+                          kSmallerShapeHint);
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
     if (bytes >= double(1 << 30))  // seconds of work, before anything else is printed
@@ -793,7 +790,7 @@ namespace {
 double checked_reference_bytes(const AttnProblem& p) {
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
-                      kSmallerInputsHint);
+                      kSmallerShapeHint);
   return bytes;
 }
 }  // namespace
@@ -851,7 +848,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   // Between the last warm-up and the last recorded forward nothing here allocates (the progress line is made
   // ahead).
   const prof::Schedule& s = plan.schedule;
-  const int steps = (s.wait + s.warmup + s.active) * std::max(s.repeat, 1), recorded = s.active * std::max(s.repeat, 1);
+  const int64_t steps = s.steps(), recorded = s.active_steps();
   prof::Profiler profiler({.schedule = s,
                            .profile_memory = plan.profile_memory,
                            .record_shapes = plan.record_shapes,
@@ -880,7 +877,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   }
   profiler.start();
   {
-    for (int i = 0; i < steps; ++i) {
+    for (int64_t i = 0; i < steps; ++i) {
       {
         ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
         (void)runner->run(in.q, in.k, in.v);
@@ -934,8 +931,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     // As on the CPU, the profiler makes its buffers and names before the warm-ups, so the host side of the
     // recorded forwards (the launches, Self CPU) runs on a heap the warm-ups have already settled.
     const prof::Schedule& s = plan.schedule;
-    const int steps = (s.wait + s.warmup + s.active) * std::max(s.repeat, 1),
-              recorded = s.active * std::max(s.repeat, 1);
+    const int64_t steps = s.steps(), recorded = s.active_steps();
     prof::Profiler profiler({.schedule = s,
                              .profile_memory = plan.profile_memory,
                              .record_shapes = plan.record_shapes,
@@ -964,7 +960,7 @@ RunOutcome run_cuda_variant(const Variant& v, const Inputs& in, LazyReference& r
     profiler.start();
     {
       prof::VariantScope scope(v.name);
-      for (int i = 0; i < steps; ++i) {
+      for (int64_t i = 0; i < steps; ++i) {
         {
           ATTNPROF_ANNOTATE_DYN(zone, v.annotation);
           (void)dev->run_device(dq, dk, dv);

@@ -280,8 +280,8 @@ struct PowerFit {
   double exponent_stderr = 0.0;
   size_t points = 0;
   // The points stray from a power law: a standard error above 0.15 on the exponent, or points off the line by
-  // a root-mean-square above 0.25 in natural log, about 28 % (rms_log_error; not R², which means nothing for a flat series such as flash's memory at
-  // small N). Three points or more: two fix a line exactly and say nothing either way. Its exponent is no
+  // a root-mean-square above 0.25 in natural log, about 28 % (rms_log_error; not R², which means nothing for a
+  // flat series such as flash's memory at small N). Three points or more: two fix a line exactly and say nothing either way. Its exponent is no
   // scaling law: fixed costs dominate at small N, or the timings were disturbed.
   bool weak() const { return points > 2 && (exponent_stderr > 0.15 || rms_log_error > 0.25); }
 };

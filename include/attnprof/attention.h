@@ -134,10 +134,15 @@ OpCost flash_cost(const AttnProblem& p, int64_t block_rows);
 // thread's scratch (page-rounded, for the threads a call at this size runs on); O(N·D), never N×N. A copy made
 // of an input or mask whose last dim is not contiguous comes on top.
 double flash_peak_bytes(const AttnProblem& p);
+// OutOfBudget, named after `what` ("flash", "SDPA flash backend"), when flash_peak_bytes does not fit beside
+// what is live: the check the flash variants' prepare makes.
+void check_flash_fits(const AttnProblem& p, std::string_view what);
 
 // What a refusal over the memory budget suggests for the paths that hold N×N scores (naive, inplace,
 // sdpa-math): one sentence, the same from the library and the command line.
 inline constexpr const char* kNoScoresHint = "flash and sdpa-flash need no N×N buffer: try one of them";
+// ... and for everything else over it (the inputs, their reference, flash's output).
+inline constexpr const char* kSmallerShapeHint = "raise --memory-budget, or run a smaller --shape";
 
 // --- the registry ------------------------------------------------------------------------------------
 class Runner {

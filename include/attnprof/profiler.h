@@ -152,6 +152,10 @@ struct Schedule {
   int warmup = 0;
   int active = 1 << 30;  // default: record every step
   int repeat = 1;        // number of wait/warmup/active cycles; 0 = repeat forever
+  int64_t cycle() const { return int64_t(wait) + warmup + active; }  // steps per cycle
+  // Steps through every cycle, and the active (recorded) ones among them; repeat 0, forever, counts one cycle.
+  int64_t steps() const { return cycle() * (repeat > 0 ? repeat : 1); }
+  int64_t active_steps() const { return int64_t(active) * (repeat > 0 ? repeat : 1); }
 };
 
 struct ProfilerOptions {

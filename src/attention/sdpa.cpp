@@ -120,9 +120,7 @@ class SdpaRunner final : public Runner {
                           kNoScoresHint);
       ops::prepare_matmul(DType::F32);  // its matmuls are fp32 (upcast); OpenBLAS loads here, not when timed
     } else {
-      check_memory_budget(flash_peak_bytes(p),
-                          fmt::format("SDPA flash backend at {} (its output and per-thread scratch)", p.str()),
-                          "raise --memory-budget, or run a smaller --shape");
+      check_flash_fits(p, "SDPA flash backend");
     }
   }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override {

@@ -100,8 +100,8 @@ Profiler::~Profiler() {
 
 Profiler::Phase Profiler::phase_of(int step) const {
   const Schedule& s = opts_.schedule;
-  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
-  if (s.repeat > 0 && int64_t(step) >= cycle * s.repeat) return Phase::None;
+  const int64_t cycle = s.cycle();
+  if (s.repeat > 0 && int64_t(step) >= s.steps()) return Phase::None;
   const int64_t k = int64_t(step) % cycle;
   if (k < s.wait) return Phase::Wait;
   if (k < s.wait + s.warmup) return Phase::Warmup;
@@ -149,9 +149,7 @@ void Profiler::prepare() {
   // name's few heap bytes could be carved from a buffer the last forward freed, and the next forward's
   // buffer of that size would land on fresh pages.
   if (opts_.step_annotations && schedule_given()) {
-    const Schedule& sc = opts_.schedule;
-    const int64_t cycle = int64_t(sc.wait) + sc.warmup + sc.active;
-    const int64_t steps = std::min<int64_t>(cycle * std::max(sc.repeat, 1), 4096);
+    const int64_t steps = std::min<int64_t>(opts_.schedule.steps(), 4096);
     for (int64_t k = 0; k < steps; ++k)
       if (phase_of(int(k)) == Phase::Active) (void)detail::intern("ProfilerStep#" + std::to_string(k));
   }
@@ -177,7 +175,7 @@ void Profiler::start() {
 void Profiler::enter_step() {
   const Phase ph = phase_of(step_);
   const Schedule& s = opts_.schedule;
-  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
+  const int64_t cycle = s.cycle();
   const int64_t k = int64_t(step_) % cycle;
   if (ph == Phase::Warmup && k == s.wait) set_marks();                      // warm-up begins
   if (ph == Phase::Active && k == s.wait + s.warmup && s.warmup > 0) truncate_all_to_marks();  // drop it
@@ -197,8 +195,7 @@ void Profiler::leave_step() {
   if (step_zone_ >= 0) detail::close_zone(step_buf_, step_zone_);
   step_zone_ = -1;
   const Phase ph = phase_of(step_);
-  const Schedule& s = opts_.schedule;
-  const int64_t cycle = int64_t(s.wait) + s.warmup + s.active;
+  const int64_t cycle = opts_.schedule.cycle();
   // End of a cycle's active window: keep its events by moving the marks past them.
   if (ph == Phase::Active && int64_t(step_) % cycle == cycle - 1) set_marks();
 }

@@ -17,8 +17,8 @@ namespace attnprof {
 namespace flash {
 
 ThreadScratch::ThreadScratch(size_t bytes_per_thread, int threads)
-    : stride_((bytes_per_thread + 4095) / 4096 * 4096), threads_(threads < 1 ? 1 : threads) {
-  base_ = static_cast<char*>(tracked_alloc(stride_ * size_t(threads_)));
+    : stride_(footprint(bytes_per_thread, 1)), threads_(threads < 1 ? 1 : threads) {
+  base_ = static_cast<char*>(tracked_alloc(footprint(bytes_per_thread, threads_)));
 }
 
 ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)); }
@@ -53,9 +53,16 @@ double flash_bytes(const AttnProblem& p, int64_t br) {
   return qo + kv + m + double(p.B * p.Hq * p.Nq) * 4.0;  // + logsumexp
 }
 
+namespace {
+// O and its fp32 logsumexp: what a flash forward writes, and allocates beside its scratch.
+double flash_output_bytes(const AttnProblem& p) {
+  return double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
+}
+}  // namespace
+
 OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
   // Written: O and the fp32 logsumexp; read: the rest (Q, K/V per block, the mask).
-  const double written = double(dtype_size(p.dtype) * p.B * p.Hq * p.Nq * p.D) + 4.0 * double(p.B * p.Hq * p.Nq);
+  const double written = flash_output_bytes(p);
   return fused_attention_cost(p, flash_bytes(p, block_rows) - written, written);
 }
 
@@ -68,12 +75,14 @@ double flash_peak_bytes(const AttnProblem& p) {
     case Isa::AVX2: scratch = flash::scratch_bytes_avx2(p.D); break;
     case Isa::Scalar: scratch = flash::scratch_bytes_scalar(p.D); break;
   }
-  // As ThreadScratch: each thread's slice rounded up to whole pages; one thread when the call is one task.
+  // The threads as the bodies take them: one when the call is one task.
   const int64_t br = flash_block_rows(), tasks = p.B * p.Hq * ((p.Nq + br - 1) / br);
-  const double threads = tasks > 1 ? double(ops::num_threads()) : 1.0;
-  const double out = double(dtype_size(p.dtype)) * double(p.B * p.Hq * p.Nq) * double(p.D) +
-                     4.0 * double(p.B * p.Hq * p.Nq);
-  return out + double((scratch + 4095) / 4096 * 4096) * threads;
+  return flash_output_bytes(p) + double(flash::ThreadScratch::footprint(scratch, tasks > 1 ? ops::num_threads() : 1));
+}
+
+void check_flash_fits(const AttnProblem& p, std::string_view what) {
+  check_memory_budget(flash_peak_bytes(p), fmt::format("{} at {} (its output and per-thread scratch)", what, p.str()),
+                      kSmallerShapeHint);
 }
 
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
@@ -119,10 +128,7 @@ namespace variants {
 namespace {
 class FlashRunner final : public Runner {
  public:
-  FlashRunner(const AttnProblem& p, const AttnOptions& o) : o_(o) {
-    check_memory_budget(flash_peak_bytes(p), fmt::format("flash at {} (its output and per-thread scratch)", p.str()),
-                        "raise --memory-budget, or run a smaller --shape");
-  }
+  FlashRunner(const AttnProblem& p, const AttnOptions& o) : o_(o) { check_flash_fits(p, "flash"); }
   AttnOutput run(const Tensor& q, const Tensor& k, const Tensor& v) override { return flash_attention(q, k, v, o_); }
 
  private:

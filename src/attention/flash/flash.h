@@ -32,6 +32,10 @@ class ThreadScratch {
  public:
   ThreadScratch(size_t bytes_per_thread, int threads);
   ~ThreadScratch();
+  // What one allocates: each thread's slice rounded up to whole pages (flash_peak_bytes counts it ahead).
+  static size_t footprint(size_t bytes_per_thread, int threads) {
+    return (bytes_per_thread + 4095) / 4096 * 4096 * size_t(threads < 1 ? 1 : threads);
+  }
   ThreadScratch(const ThreadScratch&) = delete;
   ThreadScratch& operator=(const ThreadScratch&) = delete;
   int threads() const { return threads_; }

@@ -25,9 +25,10 @@ namespace FLASH_NS {
 inline constexpr int64_t kBr = 64;
 inline constexpr int64_t kBc = 64;
 
-
 // Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
-inline size_t scratch_bytes(int64_t D) { return size_t(2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr) * sizeof(float); }
+inline size_t scratch_bytes(int64_t D) {
+  return size_t(2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr) * sizeof(float);
+}
 
 inline void forward(const Params& p) {
   const int64_t D = p.D, group = p.Hq / p.Hkv;

@@ -213,7 +213,6 @@ inline void by_vecs(int64_t nv, Fn&& fn) {
 }
 static_assert(kMr == 6, "by_rows covers 1..6 rows");
 
-
 // Row of n values of dtype t starting at src (unit stride) -> fp32 dst[0:n), zeros up to n_pad.
 inline void row_to_f32(const void* src, DType t, int64_t n, int64_t n_pad, float* dst) {
   if (t == DType::F32) {
@@ -575,7 +574,7 @@ inline size_t scratch_bytes(int64_t D) { return Layout(D).bytes(); }
 
 inline void forward(const Params& p, bool bf16_dot) {
   const int64_t tasks = task_count(p);
-  const ThreadScratch scratch(Layout(p.D).bytes(), tasks > 1 ? omp_get_max_threads() : 1);
+  const ThreadScratch scratch(scratch_bytes(p.D), tasks > 1 ? omp_get_max_threads() : 1);
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()), region);
