@@ -1022,6 +1022,34 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
 }
 
+// Every variant, or every point, skipped: nothing was measured, so the results are written and the run exits 1
+// (a script must not take a run of skips for a measurement); one measured row beside skips is a result (exit 0,
+// SweepSkipsPointsOverTheBudget).
+TEST_F(Cli, ARunThatMeasuredNothingExitsOne) {
+  const std::string small = " --shape 1,2,1024,32 --threads 1 --iters 1 --warmup 0 --memory-budget 3M";
+  const Result compare = run("compare --variants naive,inplace" + small + out_flag());
+  EXPECT_EQ(compare.code, 1) << compare.err;
+  EXPECT_NE(compare.err.find("attnprof: nothing was measured: all 2 variants were skipped"), std::string::npos)
+      << compare.err;
+  {
+    const json c = read_json("compare.json");  // written whole: the skips and their reasons are the result
+    ASSERT_EQ(c["variants"].size(), 2u);
+    for (const json& v : c["variants"]) EXPECT_EQ(v["status"], "skipped") << v;
+  }
+  fs::remove_all(out());
+  const Result sweep = run("sweep --variants naive --seq 1024,2048" + small + out_flag());
+  EXPECT_EQ(sweep.code, 1) << sweep.err;
+  EXPECT_NE(sweep.err.find("attnprof: nothing was measured: all 2 points were skipped"), std::string::npos)
+      << sweep.err;
+  EXPECT_TRUE(fs::exists(out() / "sweep.json"));
+  fs::remove_all(out());
+  const Result roof = run("roofline naive" + small + out_flag());
+  EXPECT_EQ(roof.code, 1) << roof.err;
+  EXPECT_NE(roof.err.find("attnprof: nothing was measured: the only variant was skipped"), std::string::npos)
+      << roof.err;
+  EXPECT_TRUE(fs::exists(out() / "roofline.json"));
+}
+
 // A head dim flash cannot serve: the command's own default list leaves flash out with a note, as compare
 // skips it; named by the user, it is refused.
 TEST_F(Cli, DefaultVariantsThatCannotRunAreLeftOutNamedOnesRefused) {

@@ -324,12 +324,17 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
           {"rows", rows}};
 }
 
-// The variants whose rows failed validation, or failed on the GPU (for the exit code and its line).
+// The variants whose rows failed validation, or failed on the GPU (for the exit code and its line); or, exit 1
+// as well, no row measured at all.
 void exit_if_any_failed(const std::vector<Row>& rows) {
   std::vector<std::string> invalid, device;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Failed) (r.r.device_error ? device : invalid).push_back(r.name);
   exit_if_validation_failed(invalid, device);
+  const size_t skipped = size_t(std::count_if(rows.begin(), rows.end(), [](const Row& r) {
+    return r.r.status == RunOutcome::Status::Skipped;
+  }));
+  exit_if_nothing_measured(rows.size() - skipped, skipped, "variant");
 }
 
 // Writes compare.json and compare.txt, commits them with the variants' files in `outputs`, writes (with

@@ -350,6 +350,7 @@ void run_roofline(const RooflineArgs& a) {
     j["dtype"] = std::string(dtype_name(in.p.dtype));
   }
   std::vector<std::string> failed, device_failed;  // failed validation / on the GPU: placed nowhere, exit code 1
+  size_t placed = 0;                                // variants placed (none, every one skipped: exit code 1)
   if (!variants.empty()) {
     if (!gpu) prepare_libraries(variants, in);  // OpenBLAS refused under ulimit -v stops it before any variant
     LazyReference ref(in);
@@ -376,6 +377,7 @@ void run_roofline(const RooflineArgs& a) {
         continue;
       }
       place_variant(v->name, r.ka, m, j, text);
+      ++placed;
     }
     text += legend(gpu);
   }
@@ -383,6 +385,7 @@ void run_roofline(const RooflineArgs& a) {
   else if (o.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
   exit_if_validation_failed(failed, device_failed);
+  if (!a.peaks_only && !j["skipped"].empty()) exit_if_nothing_measured(placed, j["skipped"].size(), "variant");
 }
 
 }  // namespace

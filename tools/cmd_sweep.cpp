@@ -415,6 +415,10 @@ void run_sweep(const SweepArgs& a) {
   for (const Point& p : points)
     if (p.status == "failed") failed.push_back(fmt::format("{} at N={}", p.variant, p.seq));
   exit_if_validation_failed(failed);
+  const size_t skipped = size_t(std::count_if(points.begin(), points.end(), [](const Point& p) {
+    return p.status == "skipped";
+  }));
+  exit_if_nothing_measured(points.size() - skipped, skipped, "point");
 }
 
 }  // namespace

@@ -696,6 +696,15 @@ void exit_if_validation_failed(const std::vector<std::string>& failed, const std
   std::exit(1);
 }
 
+void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what) {
+  if (measured > 0 || skipped == 0) return;
+  if (stdout_status(0) != 0) std::exit(2);
+  std::fprintf(stderr, "attnprof: nothing was measured: %s %s%s skipped (the reasons are in the results)\n",
+               skipped == 1 ? "the only" : fmt::format("all {}", skipped).c_str(), std::string(what).c_str(),
+               skipped == 1 ? " was" : "s were");
+  std::exit(1);
+}
+
 std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,
                                                 const std::string& backend, const AttnProblem& p, bool defaults) {
   std::vector<const Variant*> out;

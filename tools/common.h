@@ -381,9 +381,16 @@ void print_error(std::string_view message);
 // Called once a command has written and printed its results: when any variant failed validation against the
 // fp64 reference (`failed` names them) or failed on the GPU (`device_failed`: a kernel fault, a library call
 // the device rejected), says so on stderr and exits 1, so that a script sees the failure.
-// Exit codes: 0 all validated, 1 a validation or device failure (results still written), 2 bad input.
+// Exit codes: 0 all validated, 1 a validation or device failure or nothing measured (results still written),
+// 2 bad input.
 void exit_if_validation_failed(const std::vector<std::string>& failed,
                                const std::vector<std::string>& device_failed = {});
+
+// Called after exit_if_validation_failed, once the results are written and printed: when nothing was measured
+// (every variant or point skipped: over the memory budget, a shape it cannot run), says so on stderr and exits 1,
+// so that a script does not take a run of skips for a measurement. A skip beside any measured row is a result.
+// `what` names the run's units ("variant", "point").
+void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what);
 
 // Flushes stdout and returns `code`, or 2 after an error line when stdout could not be written (a full disk,
 // /dev/full, a file size limit): a --json consumer must not take a cut-off document for a result.
