@@ -200,6 +200,14 @@ TEST(Format, NoisyNotesNameEachNoisySubjectOnce) {
   ASSERT_EQ(one.size(), 2u);
   EXPECT_EQ(one[0], "Noisy: flash took 44.868ms / 82.651ms per forward (slowest 1.84x the fastest).");
   EXPECT_EQ(one[1].rfind("Its median may stand on disturbed forwards", 0), 0u) << one[1];
+  EXPECT_NE(one[1].find("re-run, or raise --iters, before comparing it."), std::string::npos) << one[1];
+  // A profile under --schedule (which refuses --iters) names its own way to more forwards.
+  const std::vector<std::string> scheduled =
+      report::timing_notes({{"flash", {44.868, 82.651}}}, "", "raise the --schedule's ACTIVE or REPEAT");
+  ASSERT_EQ(scheduled.size(), 2u);
+  EXPECT_NE(scheduled[1].find("re-run, or raise the --schedule's ACTIVE or REPEAT, before comparing it."),
+            std::string::npos) << scheduled[1];
+  EXPECT_EQ(scheduled[1].find("--iters"), std::string::npos) << scheduled[1];
   // Many forwards: their range and median, not a line of every one.
   std::vector<double> many(20, 2.0);
   many[3] = 9.0;

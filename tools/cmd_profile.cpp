@@ -288,7 +288,10 @@ void run_profile(const ProfileArgs& a) {
                 report::format_bytes(r.peak_extra_bytes).c_str(), gpu ? "device allocator" : "tracked allocator");
   }
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
-  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note))
+  const bool scheduled = a.schedule_opt && a.schedule_opt->count() > 0;
+  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
+                                                      scheduled ? "raise the --schedule's ACTIVE or REPEAT"
+                                                                : "raise --iters"))
     std::printf("%s\n", line.c_str());
   std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
               o.save_output.empty() ? "" : ", ", o.save_output.c_str());

@@ -276,6 +276,9 @@ struct Timings {
   std::optional<analysis::CpuSharing> sharing = std::nullopt;
   double window_s = -1.0;  // the stretch `sharing` was measured over, when known (-1: not known, e.g. read back)
 };
-std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note);
+// `more_forwards`: how the run that wrote `timings` takes more forwards ("raise --iters"; a profile run under
+// --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it).
+std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
+                                      std::string_view more_forwards = "raise --iters");
 
 }  // namespace attnprof::report

@@ -53,7 +53,8 @@ std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record)
   return analysis::CpuSharing{other, int(cpus), int(threads)};
 }
 
-std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note) {
+std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
+                                      std::string_view more_forwards) {
   std::vector<std::string> lines;
   // Forwards that shared the CPUs: consistently slow, so no spread gives them away.
   int busy = 0;
@@ -80,8 +81,9 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
   if (!short_runs.empty())
     lines.push_back(fmt::format("Not judged: whether other work shared the CPUs with {}: {} warm-up and timed forwards "
                                 "took under the {:.2f} s that /proc/stat's ticks need (leave --warmup at its default, "
-                                "or raise --iters).",
-                                fmt::join(short_runs, ", "), short_runs.size() == 1 ? "its" : "their", min_s));
+                                "or {}).",
+                                fmt::join(short_runs, ", "), short_runs.size() == 1 ? "its" : "their", min_s,
+                                more_forwards));
   // Forwards that disagree: the median may stand on disturbed ones.
   int noisy = 0;
   for (const Timings& t : timings) {
@@ -103,11 +105,10 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
                                 digits));
   }
   if (noisy > 0)
-    lines.push_back(noisy == 1
-                        ? "Its median may stand on disturbed forwards (another process, or cold caches at small "
-                          "sizes): re-run, or raise --iters, before comparing it."
-                        : "Their medians may stand on disturbed forwards (another process, or cold caches at small "
-                          "sizes): re-run, or raise --iters, before comparing them.");
+    lines.push_back(fmt::format("{} may stand on disturbed forwards (another process, or cold caches at small "
+                                "sizes): re-run, or {}, before comparing {}.",
+                                noisy == 1 ? "Its median" : "Their medians", more_forwards,
+                                noisy == 1 ? "it" : "them"));
   if (noisy > 0 && !machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
   return lines;
 }
