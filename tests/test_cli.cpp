@@ -1184,6 +1184,17 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   EXPECT_EQ(flash["ops"][0]["name"], "flash_attention_fwd");
   fs::remove_all(out());
 
+  // A compare.json reached through a symbolic link elsewhere: its summaries are read beside the file it leads to,
+  // and the roofline joins that run.
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_symlink(fs::absolute(runs / "compare.json"), elsewhere / "latest.json");
+  fs::remove(runs / "roofline.json");
+  const Result linked_file = run("roofline --from " + (elsewhere / "latest.json").string() + " flash");
+  ASSERT_EQ(linked_file.code, 0) << linked_file.err;
+  EXPECT_TRUE(fs::exists(runs / "roofline.json"));
+  EXPECT_FALSE(fs::exists(elsewhere / "roofline.json"));
+
   // Flags of a run, another device, a variant the run lacks: exit 2, nothing written.
   const std::string from = " --from " + runs.string() + " ";
   expect_bad("roofline" + from + "--shape 1,2,64,32 --iters 3",

@@ -173,9 +173,15 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
   ATTNPROF_CHECK(!is_dir || has_compare,
                  "--from '{}' holds no compare.json: give the --out directory of `attnprof compare`", a.from);
-  const fs::path run_dir = is_dir ? fs::path(a.from) : fs::path(a.from).parent_path().empty()
-                                                           ? fs::path(".")
-                                                           : fs::path(a.from).parent_path();
+  // A compare.json reached through a symbolic link: its run (the summaries it names) is beside the file the
+  // link leads to, not beside the link.
+  fs::path file = a.from;
+  if (!is_dir && fs::is_symlink(file, ec)) {
+    const fs::path target = fs::canonical(file, ec);
+    if (ec) ATTNPROF_FAIL("--from '{}': cannot follow the symbolic link ({})", a.from, ec.message());
+    file = target;
+  }
+  const fs::path run_dir = is_dir ? fs::path(a.from) : file.parent_path().empty() ? fs::path(".") : file.parent_path();
   if (!a.given("--out")) o.out = run_dir.string();  // the roofline joins the run it places
 
   const nlohmann::json c = read_json_file(compare_path);
