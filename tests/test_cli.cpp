@@ -390,6 +390,10 @@ TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
     const Result nb = run("diff " + with_memory.string() + " " + no_block.string());
     ASSERT_EQ(nb.code, 0) << nb.err;
     EXPECT_NE(nb.out.find("Self CPU Mem: -- (a profile that recorded no memory"), std::string::npos) << nb.out;
+    // The report's table, rebuilt from the same summary, reads it the same way: no memory columns, not "0 b".
+    EXPECT_FALSE(report::summary_has_memory(edited));
+    EXPECT_FALSE(report::key_averages_from_summary(edited).has_memory);
+    EXPECT_TRUE(report::summary_has_memory(json::parse(io::read_file(with_memory))));
     edited["profiler"] = {{"profile_memory", 0}, {"record_shapes", false}};
     { std::ofstream(bad) << edited.dump(); }
     const Result bs = run("diff " + with_memory.string() + " " + bad.string());

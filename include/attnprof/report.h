@@ -131,6 +131,11 @@ std::string compare_row_status(const nlohmann::json& row);
 // memory, device time): what `roofline --from` places and the report rebuilds a table from. Lenient (a field
 // that is absent reads as 0), so call check_summary first.
 analysis::KeyAverages key_averages_from_summary(const nlohmann::json& summary);
+// Whether a summary's op rows carry memory: not where its "profiler" object says profile_memory was off, nor
+// where any row's own memory figure (self_mem_bytes, or self_cuda_mem_bytes in a CUDA profile) is null, as a
+// run without memory writes it (a summary with its "profiler" object removed still says so); else true, as
+// summaries from before the switch recorded memory. Lenient: diff's check of the switch's type comes first.
+bool summary_has_memory(const nlohmann::json& summary);
 
 // The largest input diff and report read, before any of it is: 256 MiB (gzip-compressed traces: compressed and
 // inflated). The largest file a run writes is a trace at --iters 10000, the most it records (sdpa-math's, the

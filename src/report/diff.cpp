@@ -150,8 +150,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     for (const char* key : {"profile_memory", "record_shapes"})
       if (const auto v = pr->find(key); v != pr->end() && !v->is_boolean())
         ATTNPROF_FAIL("{}: field 'profiler.{}' is {}, not true or false", what, key, v->dump());
-    p.memory = pr->value("profile_memory", true);
   }
+  p.memory = summary_has_memory(s);
   p.side.label = !recorded(s, "variant").empty() ? printable_field(recorded(s, "variant"), "variant", what) : label;
   p.side.problem = printable_field(recorded(s, "problem"), "problem", what);
   if (run_figures && p.side.problem.empty())
@@ -245,12 +245,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       // kernel counted once, as in the CUDA table).
       o.ns = number(r, "self_cuda_ns", what) / f;
       o.mem = number(r, "self_cuda_mem_bytes", what, /*may_be_negative=*/true) / f;
-      if (const auto m = r.find("self_cuda_mem_bytes"); m != r.end() && m->is_null()) p.memory = false;  // unmeasured
       o.bytes = o.all_bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
     } else {
       o.ns = number(r, "self_ns", what) / f;
       o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;
-      if (const auto m = r.find("self_mem_bytes"); m != r.end() && m->is_null()) p.memory = false;  // unmeasured
       o.bytes = number(self_cost, "bytes", what) / f;
       o.all_bytes = between ? 0.0 : number(cost, "bytes", what) / f;  // the forward's own: no op's bytes
       if (const auto pf = r.find("self_page_faults"); pf != r.end() && !pf->is_null()) {

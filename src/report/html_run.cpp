@@ -396,10 +396,9 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   ka.start_bytes = int64_t(num(memory ? *memory : empty, "start_bytes"));
   ka.outside_zones_bytes = int64_t(num(memory ? *memory : empty, "outside_zones_bytes", 0));
   if (const json* c = member(s, {"counters"})) ka.counters_note = str(*c, "note");
-  if (const json* pr = member(s, {"profiler"}); pr && pr->is_object()) {  // absent: written before it was optional
-    ka.has_memory = !pr->contains("profile_memory") || pr->at("profile_memory") != false;
+  ka.has_memory = summary_has_memory(s);
+  if (const json* pr = member(s, {"profiler"}); pr && pr->is_object())  // absent: written before it was optional
     ka.has_shapes = !pr->contains("record_shapes") || pr->at("record_shapes") != false;
-  }
   if (const json* d = member(s, {"device"}); d && d->is_object()) {
     ka.has_device = true;
     ka.device_name = str(*d, "name");
@@ -720,6 +719,17 @@ namespace attnprof::report {
 
 analysis::KeyAverages key_averages_from_summary(const nlohmann::json& summary) {
   return html_run::key_averages_from_summary(summary);
+}
+
+bool summary_has_memory(const nlohmann::json& s) {
+  const nlohmann::json* pr = html_run::member(s, {"profiler"});
+  if (pr && pr->is_object() && pr->contains("profile_memory") && pr->at("profile_memory") == false) return false;
+  const char* key = html_run::member(s, {"device"}) ? "self_cuda_mem_bytes" : "self_mem_bytes";
+  const nlohmann::json* rows = html_run::member(s, {"rows"});
+  if (!rows || !rows->is_array()) return true;
+  return std::none_of(rows->begin(), rows->end(), [key](const nlohmann::json& r) {
+    return r.is_object() && r.contains(key) && r[key].is_null();
+  });
 }
 
 }  // namespace attnprof::report
