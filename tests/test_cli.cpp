@@ -418,16 +418,24 @@ TEST_F(Cli, ProfileScheduleRecordsEveryCyclesActiveSteps) {
   const json j = json::parse(r.out);
   EXPECT_EQ(j["run"]["forward_ms"].size(), 4u);
   EXPECT_EQ(j["run"]["schedule"], (json{{"wait", 0}, {"warmup", 1}, {"active", 2}, {"repeat", 2}}));
-  std::set<std::string> steps;
   const json summary = read_json("naive.summary.json");
-  int forwards = 0;
+  int forwards = 0, step_calls = 0;
   for (const json& row : summary["rows"]) {
     const std::string name = row["name"];
-    if (name.rfind("ProfilerStep#", 0) == 0) steps.insert(name);
+    EXPECT_NE(name.rfind("ProfilerStep#", 0), 0u) << name;  // one ProfilerStep* row, as torch's key_averages()
+    if (name == "ProfilerStep*") step_calls = row["calls"].get<int>();
     if (name == "attn_fwd") forwards = row["calls"].get<int>();
   }
   EXPECT_EQ(forwards, 4);
+  EXPECT_EQ(step_calls, 4);
+  // The trace keeps each step's own name.
+  std::set<std::string> steps;
+  const json trace = json::parse(io::read_file(out() / "naive.trace.json"));  // held: its events are iterated
+  for (const json& e : trace["traceEvents"])
+    if (e.contains("name") && e["name"].get<std::string>().rfind("ProfilerStep#", 0) == 0 && e["ph"] == "X")
+      steps.insert(e["name"].get<std::string>());
   EXPECT_EQ(steps, (std::set<std::string>{"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#5"}));
+  EXPECT_NE(io::read_file(out() / "naive.table.txt").find("ProfilerStep*"), std::string::npos);
   // Without it, the blog's: wait 1, warmup 1, active --iters.
   const Result d = run("profile naive --iters 2 --json" + kSmall + out_flag());
   ASSERT_EQ(d.code, 0) << d.err;

@@ -543,19 +543,24 @@ static void run_work_steps(prof::Profiler& p, int steps) {
 TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
   prof::Profiler p({.schedule = {.wait = 1, .warmup = 1, .active = 3, .repeat = 1}});
   run_work_steps(p, 5);
-  const auto ka = analysis::key_averages(p.result());
+  const prof::ProfileResult res = p.result();
+  const auto& zones = res.threads.at(0).zones;
   std::vector<std::string> steps;
-  for (const auto& s : ka.rows)
-    if (s.name.rfind("ProfilerStep#", 0) == 0) {
-      steps.push_back(s.name);
-      EXPECT_EQ(s.category, "user_annotation") << s.name;  // as Kineto writes it (torch's record_function)
+  for (const auto& z : zones)
+    if (std::string_view(z.name).rfind("ProfilerStep#", 0) == 0) {
+      steps.push_back(z.name);
+      EXPECT_STREQ(z.category, "user_annotation") << z.name;  // as Kineto writes it (torch's record_function)
     }
   EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
+  // Key averages fold the steps into one row, as torch's key_averages() (ProfilerStep*, # of Calls 3).
+  const auto ka = analysis::key_averages(res);
+  ASSERT_TRUE(row(ka, "ProfilerStep*"));
+  EXPECT_EQ(row(ka, "ProfilerStep*")->calls, 3);
+  EXPECT_EQ(row(ka, "ProfilerStep*")->category, "user_annotation");
+  for (const auto& s : ka.rows) EXPECT_NE(s.name.rfind("ProfilerStep#", 0), 0u) << s.name;
   ASSERT_TRUE(row(ka, "work"));
   EXPECT_EQ(row(ka, "work")->calls, 3);
   // Each step zone contains its step's work.
-  const prof::ProfileResult res = p.result();
-  const auto& zones = res.threads.at(0).zones;
   for (const auto& z : zones)
     if (std::string_view(z.name) == "work") {
       ASSERT_GE(z.parent, 0);
@@ -568,11 +573,14 @@ TEST(Profiler, ScheduleRecordsOnlyActiveStepsWithStepZones) {
 TEST(Profiler, ScheduleRepeatKeepsEveryCyclesActiveWindow) {
   prof::Profiler p({.schedule = {.wait = 0, .warmup = 1, .active = 2, .repeat = 2}});
   run_work_steps(p, 8);  // two cycles of 3 steps, then 2 steps past them
-  const auto ka = analysis::key_averages(p.result());
+  const prof::ProfileResult res = p.result();
   std::vector<std::string> steps;
-  for (const auto& s : ka.rows)
-    if (s.name.rfind("ProfilerStep#", 0) == 0) steps.push_back(s.name);
+  for (const auto& z : res.threads.at(0).zones)
+    if (std::string_view(z.name).rfind("ProfilerStep#", 0) == 0) steps.push_back(z.name);
   EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#5"}));
+  const auto ka = analysis::key_averages(res);
+  ASSERT_TRUE(row(ka, "ProfilerStep*"));
+  EXPECT_EQ(row(ka, "ProfilerStep*")->calls, 4);
   ASSERT_TRUE(row(ka, "work"));
   EXPECT_EQ(row(ka, "work")->calls, 4);
 }

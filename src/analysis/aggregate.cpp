@@ -124,12 +124,13 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
     for (size_t i = 0; i < t.zones.size(); ++i) {
       const prof::ZoneEvent& e = t.zones[i];
       std::string shapes = opt.group_by_input_shape ? shapes_string(e) : std::string();
-      std::string key = std::string(e.name ? e.name : "?");
+      const std::string name = e.name && is_step_zone(e.name) ? std::string(kStepRow) : e.name ? e.name : "?";
+      std::string key = name;
       if (opt.group_by_input_shape) key += '\0' + shapes;
       auto [it, fresh] = row_of.try_emplace(key, ka.rows.size());
       if (fresh) {
         OpStats s;
-        s.name = e.name ? e.name : "?";
+        s.name = name;
         s.category = e.category ? e.category : "";
         s.input_shapes = std::move(shapes);
         ka.rows.push_back(std::move(s));

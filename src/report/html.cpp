@@ -498,7 +498,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                              "(freeing one op's buffers, allocating the next's), is a slice of its own, 'between "
                              "ops', so each bar adds up to ") +
                  (all_per_forward ? "the mean recorded forward" : "the time profiled") +
-                 "; steps (ProfilerStep#N) are left out.";
+                 "; steps (ProfilerStep*) are left out.";
     if (any_device)
       caption += " A GPU variant's bar stacks its kernels', copies' and fills' Self CUDA time (the host ops that "
                  "launched them keep none); the device's idle time between them is in no slice, so the bar can be "

@@ -133,7 +133,7 @@ namespace {
 // Whether a zone (a summary row or a trace span) is the per-forward annotation: the one the run recorded
 // (attn_fwd, sdpa_fwd, ...), as diff counts forwards, else the first user annotation that is not a step.
 bool is_forward_zone(const std::string& name, const std::string& category, const std::string& annotation) {
-  return annotation.empty() ? category == "user_annotation" && name.rfind("ProfilerStep#", 0) != 0
+  return annotation.empty() ? category == "user_annotation" && name.rfind("ProfilerStep", 0) != 0
                             : name == annotation;
 }
 
