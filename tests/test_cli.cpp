@@ -1034,6 +1034,33 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
 }
 
+// stdout and stderr sent to one file (2>&1, as a CI log or tee): every stderr line starts a line of its own,
+// never lands inside a line of stdout's buffered table.
+TEST_F(Cli, StderrLinesNeverCutStdoutLinesInOneLog) {
+  const fs::path log = dir_ / "both.log";
+  const std::string cmd = kBinary + " compare --iters 1 --warmup 0 --variants naive,flash" + kSmall + out_flag() +
+                          " >" + log.string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string text = io::read_file(log);
+  std::istringstream lines(text);
+  int progress_lines = 0;
+  for (std::string line; std::getline(lines, line);)
+    for (const char* stderr_start : {"compare finished in", "attnprof compare:", "measuring (or loading"}) {
+      const size_t at = line.find(stderr_start);
+      if (at == std::string::npos) continue;
+      ++progress_lines;
+      EXPECT_EQ(at, 0u) << "a stderr line inside a stdout line: " << line;
+    }
+  EXPECT_GE(progress_lines, 2) << text;
+  // In the order they were written: the closing progress line after the table it follows (stdout flushed
+  // first; else the buffered table reached the file at exit, after it, or cut by it at 4 KiB).
+  const size_t table = text.find("attnprof compare — "), legend = text.find("Max err: "),
+               finished = text.find("compare finished in");
+  ASSERT_NE(legend, std::string::npos) << text;
+  EXPECT_LT(table, legend);
+  EXPECT_GT(finished, legend) << text;
+}
+
 // Every variant, or every point, skipped: nothing was measured, so the results are written and the run exits 1
 // (a script must not take a run of skips for a measurement); one measured row beside skips is a result (exit 0,
 // SweepSkipsPointsOverTheBudget).

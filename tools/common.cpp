@@ -665,12 +665,16 @@ std::string terminal_line(std::string_view text) {
   return out;
 }
 
+// stdout first: with both streams sent to one file or pipe (2>&1, tee), a line of stdout's buffer would
+// otherwise be cut by the stderr line written in the middle of it.
 void progress(const std::string& line) {
+  std::fflush(stdout);
   std::fprintf(stderr, "%s\n", terminal_line(line).c_str());
   std::fflush(stderr);
 }
 
 void print_error(std::string_view message) {
+  std::fflush(stdout);
   std::fprintf(stderr, "attnprof: error: %s\n", terminal_line(message).c_str());
 }
 
@@ -714,6 +718,7 @@ std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std:
       const Variant& listed = gpu ? cuda::find_cuda_variant(n) : find_variant(n);
       if (auto why = listed.unsupported(p)) {
         left_out.push_back(fmt::format("{}: {}", n, *why));
+        std::fflush(stdout);
         std::fprintf(stderr, "attnprof: note: left out of the default variants: %s cannot run %s: %s\n", n.c_str(),
                      p.str().c_str(), terminal_line(*why).c_str());
         continue;
@@ -881,6 +886,7 @@ RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, c
   const analysis::OtherWork beside;
   r.warmup_forwards = warm_up(plan.warmup, plan.warmup_min_s, [&] { (void)runner->run(in.q, in.k, in.v); });
   if (!profiling_line.empty()) {
+    std::fflush(stdout);
     std::fputs(profiling_line.c_str(), stderr);
     std::fflush(stderr);
   }

@@ -197,6 +197,7 @@ int main(int argc, char** argv) {
                 "--memory-budget under what is free");
   } catch (const std::exception& e) {
     attnprof::cli::remove_created_dirs_if_empty();
+    std::fflush(stdout);
     std::fprintf(stderr, "attnprof: internal error: %s\n", attnprof::cli::terminal_line(e.what()).c_str());
     return 2;  // 1 means a validation failure; anything that stops a run early is 2
   }
