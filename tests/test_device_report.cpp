@@ -137,7 +137,7 @@ TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
     if (ph == "X" && e["cat"] == "cuda_runtime") {
       ++runtime;
       EXPECT_EQ(e["pid"], host_pid);
-      EXPECT_EQ(e["tid"], 0) << "on the launching thread's track";
+      EXPECT_EQ(e["tid"], 1) << "on the launching thread's track (main, the first thread: tid 1)";
       if (e["args"]["correlation"] == 1) {
         EXPECT_EQ(e["name"], "cudaLaunchKernel");
         EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.31);

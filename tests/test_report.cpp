@@ -464,6 +464,8 @@ TEST(Trace, WorkerThreadsAndCountersPassTheChecker) {
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X" && e["name"] == "worker_op") tids.insert(e["tid"].get<int64_t>());
     if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+    // No thread on tid 0 (the process's metadata's; some viewers drew a thread 0 on thread 1's track).
+    if (e["ph"] == "X" || (e["ph"] == "M" && e["name"] == "thread_name")) EXPECT_GE(e["tid"].get<int64_t>(), 1) << e;
     if (e["ph"] == "X" && (e["name"] == "region" || e["name"] == "worker_op") && r.counters_recorded)
       EXPECT_GE(e["args"]["page_faults"].get<int64_t>(), 0);  // every zone, on every thread
     if (e["ph"] == "X" && e["name"] == "region" && r.task_clock_recorded)

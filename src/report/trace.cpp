@@ -112,6 +112,12 @@ bool has_launch(const prof::ProfileResult& r, const prof::DeviceActivity& d) {
   return d.launch_api && d.thread >= 0 && size_t(d.thread) < r.threads.size() && d.launch_t1 >= d.launch_t0;
 }
 
+// A thread's track id in the trace: its sequential id plus one (1 is the first thread that recorded, usually
+// main). Never 0: the process's own metadata events use tid 0, and viewers have read a thread 0 as the same
+// track as thread 1 (Perfetto before its fix of Aug 2025; Tracy's Chrome import), stacking main's ops and a
+// worker's shares as if they overlapped.
+int64_t trace_tid(const prof::ThreadTrace& t) { return int64_t(t.tid) + 1; }
+
 // One device-side item (rare next to zones: formatted, not hand-appended).
 void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid) {
   auto out = std::back_inserter(b);
@@ -124,7 +130,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
   }
   const prof::DeviceActivity& d = r.device[it.index];
   if (it.kind == Kind::Launch) {
-    const std::string tid = fmt::format_int(int64_t(r.threads[it.thread].tid)).str();
+    const std::string tid = fmt::format_int(trace_tid(r.threads[it.thread])).str();
     put(b, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":");
     put_escaped(b, d.launch_api);
     fmt::format_to(out, ",\"pid\":{},\"tid\":{},\"ts\":", pid, tid);
@@ -265,11 +271,11 @@ void put_track_names(Buf& b, const prof::ProfileResult& r, long pid) {
                  pid);
   for (const prof::ThreadTrace& t : r.threads) {
     fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
-                   pid, t.tid);
+                   pid, trace_tid(t));
     put_escaped(b, t.name);
     fmt::format_to(std::back_inserter(b),
                    "}}}},\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
-                   pid, t.tid, t.tid);
+                   pid, trace_tid(t), t.tid);
   }
   std::map<uint32_t, std::set<uint32_t>> streams;
   for (const prof::DeviceActivity& d : r.device) streams[d.device].insert(d.stream);
@@ -388,7 +394,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   // The hot loop: no format strings, only appends (export runs at millions of events per second).
   std::string pid_s = fmt::format_int(pid).str();
   std::vector<std::string> tid_s;
-  for (const prof::ThreadTrace& t : r.threads) tid_s.push_back(fmt::format_int(int64_t(t.tid)).str());
+  for (const prof::ThreadTrace& t : r.threads) tid_s.push_back(fmt::format_int(trace_tid(t)).str());
   auto put_where = [&](uint32_t thread) {
     put(b, ",\"pid\":");
     put(b, pid_s);
