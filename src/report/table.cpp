@@ -116,8 +116,8 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
 std::string describe_bf16_matmul(std::string_view key) {
   if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
   if (key == "fp32-widened-sgemm")
-    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (oneDNN 2.6 has no bf16 matmul for "
-           "CPUs without AVX-512)";
+    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (the path below AVX-512, where oneDNN 2.6 "
+           "has no bf16 matmul; an ATTNPROF_ISA below avx512 takes it too)";
   return "";
 }
 
