@@ -1034,6 +1034,23 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
 }
 
+// OMP_MAX_ACTIVE_LEVELS=0 makes every OpenMP team one thread while the runtime still reports the count: oneDNN's
+// bf16 matmul split its work that many ways and left shares unwritten (naive failed validation), and the tables
+// reported threads that never ran. One active level is restored, so every variant validates on its 2 threads.
+TEST_F(Cli, NoActiveOpenMpLevelsStillRunsTheCountedThreads) {
+  ::setenv("OMP_MAX_ACTIVE_LEVELS", "0", 1);
+  const Result r = run("compare --shape 1,2,64,32 --threads 2 --iters 1 --warmup 0 --json" + out_flag());
+  const Result p = run("profile flash --shape 1,4,256,64 --threads 2 --iters 1" + out_flag());
+  ::unsetenv("OMP_MAX_ACTIVE_LEVELS");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json c = json::parse(r.out);
+  for (const json& v : c["variants"]) EXPECT_EQ(v["status"], "ok") << v;
+  ASSERT_EQ(p.code, 0) << p.err;
+  const json s = read_json("flash.summary.json");
+  ASSERT_EQ(s["thread_balance"].size(), 1u) << s["thread_balance"];
+  EXPECT_EQ(s["thread_balance"][0]["threads"], 2) << "the flash regions' team: " << s["thread_balance"];
+}
+
 // stdout and stderr sent to one file (2>&1, as a CI log or tee): every stderr line starts a line of its own,
 // never lands inside a line of stdout's buffered table.
 TEST_F(Cli, StderrLinesNeverCutStdoutLinesInOneLog) {

@@ -288,6 +288,10 @@ void set_num_threads(int n) {
   ATTNPROF_CHECK(n >= 1, "thread count must be >= 1, got {}", n);
   detail::reserve_blas_threads(n);  // first: OpenBLAS follows OpenMP's count on its next call by itself
   omp_set_dynamic(0);
+  // OMP_MAX_ACTIVE_LEVELS=0 makes every team one thread while omp_get_max_threads() still says n: oneDNN splits
+  // its work n ways and leaves the shares of the threads that never came unwritten (wrong results), and every
+  // table would report n threads that were not there. One active level is what the count means.
+  if (omp_get_max_active_levels() < 1) omp_set_max_active_levels(1);
   omp_set_num_threads(n);
   detail::set_blas_threads(n);
 }
