@@ -700,15 +700,39 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
   // Stand-ins for an interpreter gone wrong after the probe (argv: -c SCRIPT probe|run ...): what they print or
   // how they end is named, and the variants that ran are not written either.
   const std::string probe_ok = "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"0.0\"}'; exit 0; fi\n";
+  // A valid fp32 output of the problem's shape, and one cut short (its header promises 16 KiB, 16 bytes come).
+  const fs::path zeros_npy = dir_ / "zeros-out.npy", short_npy = dir_ / "short-out.npy";
+  const std::string full = npy::to_bytes(Tensor::zeros({1, 2, 64, 32}, DType::F32));
+  { std::ofstream(zeros_npy, std::ios::binary) << full; }
+  { std::ofstream(short_npy, std::ios::binary) << full.substr(0, full.size() - 16384 + 16); }
+  // The result line with both rows: torch-naive's forward times as given, torch-sdpa skipped.
+  const auto result = [](const std::string& naive_ms, int threads = 1) {
+    return fmt::format("echo '{{\"torch\": \"0.0\", \"threads\": {}, \"rows\": [{{\"name\": \"torch-naive\", "
+                       "\"forward_ms\": {}}}, {{\"name\": \"torch-sdpa\", \"skipped\": true}}]}}'\n",
+                       threads, naive_ms);
+  };
   for (const auto& [name, body, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"garbage", "echo hello\n", "printed no result (exit status 0)"},
-           {"no-rows", "echo '{\"torch\": \"0.0\"}'\n", "printed no rows"},
-           {"bad-times", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [\"a\"]}]}'\n",
-            "printed no forward times for torch-naive"},
-           {"other-row", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"\\\\u001b[31mred\", \"forward_ms\": [1.5]}]}'\n",
-            "printed a row that is not torch-naive or torch-sdpa"},
-           {"no-output", "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"forward_ms\": [1.5]}]}'\n",
-            "returned no output for torch-naive"},
+           {"no-rows", "echo '{\"torch\": \"0.0\", \"threads\": 1}'\n", "printed no rows"},
+           {"bad-times", result("[\"a\"]"), "printed no forward times for torch-naive"},
+           {"other-row", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"\\\\u001b[31mred\", "
+                         "\"forward_ms\": [1.5]}]}'\n",
+            "printed the rows [ [31mred], expected torch-naive and torch-sdpa once each, in that order"},
+           {"empty-rows", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": []}'\n",
+            "printed the rows [], expected torch-naive and torch-sdpa once each"},
+           {"twice", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\", \"skipped\": "
+                     "true}, {\"name\": \"torch-naive\", \"skipped\": true}]}'\n",
+            "printed the rows [torch-naive, torch-naive], expected"},
+           {"threads", result("[1.5, 1.5, 1.5]", 99), "reports 99 threads, where it was asked for 1"},
+           {"few-times", result("[1.5]"), "printed 1 forward times for torch-naive, where it was asked to time 3"},
+           {"zero-time", result("[1.5, 0, 1.5]"), "printed a forward time of 0 ms for torch-naive"},
+           {"tiny-time", result("[1.5, 1e-300, 1.5]"), "printed a forward time of 1e-300 ms for torch-naive"},
+           {"huge-time", result("[1.5, 1e308, 1.5]"), "printed a forward time of 1e+308 ms for torch-naive"},
+           {"no-output", result("[1.5, 1.5, 1.5]"), "returned no output for torch-naive"},
+           {"cut-short", result("[1.5, 1.5, 1.5]") + "cat " + short_npy.string() + "\n",
+            "the peer's torch-naive output is cut short: its shape needs 16384 data bytes, 16 came"},
+           {"trailing", result("[1.5, 1.5, 1.5]") + "cat " + zeros_npy.string() + "\nprintf xyz\n",
+            "printed 3 bytes after its outputs"},
            {"traceback", "echo 'Traceback (most recent call last):' >&2; echo 'RuntimeError: boom' >&2; exit 1\n",
             "failed: RuntimeError: boom (exit status 1)"},
            {"killed", "kill -9 $$\n", "failed: killed by signal 9"},
@@ -729,7 +753,8 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
   }
   {  // A row the peer skipped though attnprof did not ask: kept as skipped, with a reason, not an empty note.
     const fs::path fake = dir_ / "python-skips";
-    { std::ofstream(fake) << probe_ok << "echo '{\"torch\": \"0.0\", \"rows\": [{\"name\": \"torch-naive\", \"skipped\": true}]}'\n"; }
+    { std::ofstream(fake) << probe_ok << "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\", "
+                             "\"skipped\": true}, {\"name\": \"torch-sdpa\", \"skipped\": true}]}'\n"; }
     fs::permissions(fake, fs::perms::owner_all);
     const Result r = run(args + " --python " + fake.string() + out_flag());
     ASSERT_EQ(r.code, 0) << r.err;
@@ -747,8 +772,9 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
     const fs::path fake = dir_ / "python-busy";
     {
       std::ofstream(fake) << probe_ok
-                          << fmt::format(R"(echo '{{"torch": "0.0", "threads": 1, "rows": [{{"name": "torch-sdpa", )"
-                                         R"("call": "sdpa", "forward_ms": [100, 101], "beside": {{"machine_busy_s": )"
+                          << fmt::format(R"(echo '{{"torch": "0.0", "threads": 1, "rows": [{{"name": "torch-naive", )"
+                                         R"("skipped": true}}, {{"name": "torch-sdpa", )"
+                                         R"("call": "sdpa", "forward_ms": [100, 101, 102], "beside": {{"machine_busy_s": )"
                                          R"({}.5, "own_cpu_s": 0.5, "wall_s": 1.0}}}}]}}')"
                                          "\ncat {}\n",
                                          cpus, zeros.string());
@@ -760,7 +786,7 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
                                      cpus)),
               std::string::npos) << r.out;
     EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
-    const json row = read_json("compare.json")["peers"]["rows"][0];
+    const json row = read_json("compare.json")["peers"]["rows"][1];
     EXPECT_EQ(row["status"], "failed");
     EXPECT_DOUBLE_EQ(row["cpu_sharing"]["other_cpus"].get<double>(), double(cpus));
     EXPECT_EQ(row["cpu_sharing"]["threads"], 1);

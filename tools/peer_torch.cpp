@@ -320,13 +320,23 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
   size_t at = 0;
   const nlohmann::json j = result_line(python, c, at);
   run.torch_version = terminal_line(j["torch"].get<std::string>());
-  run.threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 0;
+  // Its thread count is set from ours (torch.set_num_threads): another figure means it ran on other terms.
+  if (!j.contains("threads") || !j["threads"].is_number_integer() || j["threads"].get<int64_t>() != threads)
+    ATTNPROF_FAIL("--peer torch: '{}' reports {} threads, where it was asked for {}", python,
+                  j.contains("threads") ? terminal_line(j["threads"].dump()) : "no", threads);
+  run.threads = threads;
   if (!j.contains("rows") || !j["rows"].is_array()) ATTNPROF_FAIL("--peer torch: '{}' printed no rows", python);
+  // Both rows, once each and in order (a skipped one says so): a row left out or printed twice would drop or
+  // repeat a line of the comparison without a word.
+  static constexpr const char* kRows[] = {"torch-naive", "torch-sdpa"};
+  std::vector<std::string> names;
+  for (const nlohmann::json& r : j["rows"]) names.push_back(terminal_line(report::string_field(r, "name")));
+  if (names != std::vector<std::string>{kRows[0], kRows[1]})
+    ATTNPROF_FAIL("--peer torch: '{}' printed the rows [{}], expected torch-naive and torch-sdpa once each, in that "
+                  "order", python, fmt::join(names, ", "));
   for (const nlohmann::json& r : j["rows"]) {
     PeerRow row;
     row.name = report::string_field(r, "name");
-    if (row.name != "torch-naive" && row.name != "torch-sdpa")
-      ATTNPROF_FAIL("--peer torch: '{}' printed a row that is not torch-naive or torch-sdpa", python);
     row.call = terminal_line(report::string_field(r, "call"));
     row.tol = tol;
     if (r.contains("skipped") && r["skipped"] == true) {
@@ -338,9 +348,19 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
                  terminal_line(r["error"].is_string() ? r["error"].get<std::string>() : "an error");
     } else {
       const nlohmann::json& ms = r.value("forward_ms", nlohmann::json());
-      if (!ms.is_array() || ms.empty() ||
-          !std::all_of(ms.begin(), ms.end(), [](const nlohmann::json& x) { return x.is_number() && x.get<double>() >= 0; }))
+      if (!ms.is_array() || ms.empty() || !std::all_of(ms.begin(), ms.end(), [](const nlohmann::json& x) {
+            return x.is_number() && x.get<double>() >= 0;
+          }))
         ATTNPROF_FAIL("--peer torch: '{}' printed no forward times for {}", python, row.name);
+      // One time per timed forward, each one a forward could take: from a nanosecond (perf_counter's grain) to
+      // a day. A 0, a 1e-300 or a 1e308 would print as an infinite or 300-digit speed-up.
+      if (ms.size() != size_t(iters))
+        ATTNPROF_FAIL("--peer torch: '{}' printed {} forward times for {}, where it was asked to time {}", python,
+                      ms.size(), row.name, iters);
+      for (const nlohmann::json& x : ms)
+        if (const double v = x.get<double>(); !(v >= 1e-6 && v <= 86.4e6))
+          ATTNPROF_FAIL("--peer torch: '{}' printed a forward time of {} ms for {}: no forward takes that (1 ns .. "
+                        "1 day)", python, terminal_line(x.dump()), row.name);
       for (const nlohmann::json& x : ms) row.forward_ms.push_back(x.get<double>());
       row.ms = analysis::median(row.forward_ms);
       // The other work beside its timed forwards, judged as the variants' is (its own threads are its CPU time).
@@ -355,6 +375,9 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
       // Its output, the next .npy array on stdout: fp32 [B, Hq, Nq, D], checked against the fp64 reference.
       if (at >= c.out.size()) ATTNPROF_FAIL("--peer torch: '{}' returned no output for {}", python, row.name);
       const npy::Header h = npy::parse_header(c.out.data() + at, c.out.size() - at, "the peer's " + row.name + " output");
+      if (h.data_bytes > c.out.size() - at - h.data_offset)  // never read past what it printed
+        ATTNPROF_FAIL("--peer torch: the peer's {} output is cut short: its shape needs {} data bytes, {} came",
+                      row.name, h.data_bytes, c.out.size() - at - h.data_offset);
       const Tensor out = npy::load_from_memory(c.out.data() + at, h.data_offset + h.data_bytes,
                                                "the peer's " + row.name + " output");
       at += h.data_offset + h.data_bytes;
@@ -367,6 +390,9 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
     }
     run.rows.push_back(std::move(row));
   }
+  if (at != c.out.size())
+    ATTNPROF_FAIL("--peer torch: '{}' printed {} bytes after its outputs (an output no row owns)", python,
+                  c.out.size() - at);
   return run;
 }
 
