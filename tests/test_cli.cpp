@@ -1060,6 +1060,46 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
 }
 
+// attnprof killed outright (SIGKILL: no handler runs) while the peer runs under a --python wrapper that did not
+// exec it: the interpreter's parent is then the wrapper, which lives on, so only the pipe attnprof alone holds
+// tells it to stop. Its numpy import is a stand-in that sleeps 30 s: without that pipe, it outlived the run.
+TEST_F(Cli, ThePeerStopsWhenAttnprofIsKilledUnderAWrapper) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  const fs::path mods = dir_ / "mods", pidfile = dir_ / "python.pid", wrapper = dir_ / "python-wrapper";
+  fs::create_directories(mods);
+  { std::ofstream(mods / "numpy.py") << "import time\ntime.sleep(30)\n"; }
+  { std::ofstream(wrapper) << "#!/bin/sh\nPYTHONPATH=" << mods.string() << " /usr/bin/python3 \"$@\" &\necho $! > "
+                           << pidfile.string() << "\nwait\n"; }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string cmd = kBinary + " compare" + kSmall + "--variants flash --peer torch --python " + wrapper.string() +
+                          out_flag() + " >/dev/null 2>&1";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string python;
+  for (int i = 0; i < 6000 && python.empty(); ++i) {  // up to 60 s (sanitizer builds are slow)
+    std::ifstream(pidfile) >> python;
+    if (python.empty()) ::usleep(10000);
+  }
+  ASSERT_FALSE(python.empty()) << "the wrapper never started the interpreter";
+  ::usleep(300000);  // the interpreter is in its stand-in import
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {  // up to 5 s; it stops at once
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + python + "/stat"), stat);
+    gone = stat.empty() || stat.find(") Z ") != std::string::npos;
+    if (!gone) ::usleep(10000);
+  }
+  if (!gone) ::kill(pid_t(std::stol(python)), SIGKILL);  // not left behind by a failing test
+  EXPECT_TRUE(gone) << "the interpreter " << python << " outlived attnprof";
+}
+
 // OMP_MAX_ACTIVE_LEVELS=0 makes every OpenMP team one thread while the runtime still reports the count: oneDNN's
 // bf16 matmul split its work that many ways and left shares unwritten (naive failed validation), and the tables
 // reported threads that never ran. One active level is restored, so every variant validates on its 2 threads.

@@ -5,6 +5,7 @@
 // The child's stdin, stdout and stderr are anonymous in-memory files (memfd): the inputs go in as three .npy
 // arrays, the outputs come back as a JSON line followed by one .npy array per row that ran. Nothing is written
 // to disk, so neither an error nor a signal leaves a file behind, and the child never blocks on a pipe.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -34,11 +35,21 @@ std::atomic<pid_t> g_peer_group{0};
 
 // argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
-import json, os, sys, threading, time
+import json, os, stat, sys, threading, time
 def exit_with_parent():  # attnprof killed outright (SIGKILL, the OOM killer) runs no handler: stop with it
     parent = os.getppid()
     def watch():
-        while os.getppid() == parent:
+        # A pipe whose only writer is attnprof: nothing is written, and the read ends when attnprof is gone,
+        # however the interpreter was started (a --python wrapper that did not exec it stays its parent).
+        fd = os.environ.get("ATTNPROF_PEER_LIVE_FD", "")
+        try:
+            if fd.isdigit() and stat.S_ISFIFO(os.fstat(int(fd)).st_mode):
+                while os.read(int(fd), 1):
+                    pass
+                os._exit(137)
+        except OSError:
+            pass
+        while os.getppid() == parent:  # the pipe did not come through: attnprof as the parent
             time.sleep(0.2)
         os._exit(137)
     threading.Thread(target=watch, daemon=True).start()
@@ -197,11 +208,30 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // The interpreter's sign of attnprof's life: the read end of a pipe, as fd 3, whose write end only attnprof
+  // holds (close-on-exec: no child gets it). When attnprof ends, however it ends, the read sees end-of-file.
+  int live[2];
+  if (::pipe2(live, O_CLOEXEC) != 0) ATTNPROF_FAIL("--peer torch: pipe2 failed: {}", std::strerror(errno));
+  const struct Closer {
+    int* fds;
+    ~Closer() {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+  } close_live{live};
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e)
+    if (std::string_view(*e).rfind("ATTNPROF_PEER_LIVE_FD=", 0) != 0) env_strings.emplace_back(*e);
+  env_strings.emplace_back("ATTNPROF_PEER_LIVE_FD=3");
+  std::vector<char*> cenv;
+  for (std::string& e : env_strings) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in.fd(), 0);
   posix_spawn_file_actions_adddup2(&fa, out.fd(), 1);
   posix_spawn_file_actions_adddup2(&fa, err.fd(), 2);
+  posix_spawn_file_actions_adddup2(&fa, live[0], 3);
   // In a process group of its own, so that a timeout or a signal that ends attnprof ends everything the
   // interpreter started too (torch's worker threads are threads; a --python wrapper script's children are not).
   // Signals wait while the interpreter starts and its group is recorded (one arriving in between would end
@@ -215,7 +245,7 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setsigmask(&attr, &before);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, &attr, cargv.data(), environ);
+  const int rc = ::posix_spawnp(&pid, python.c_str(), &fa, &attr, cargv.data(), cenv.data());
   if (rc == 0) g_peer_group.store(pid, std::memory_order_release);
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   posix_spawn_file_actions_destroy(&fa);
