@@ -1100,6 +1100,22 @@ TEST_F(Cli, ThePeerStopsWhenAttnprofIsKilledUnderAWrapper) {
   EXPECT_TRUE(gone) << "the interpreter " << python << " outlived attnprof";
 }
 
+// A library that calls exit() in the middle of a run (libgomp when it cannot create its threads, here under an
+// OMP_STACKSIZE no mapping can hold) used attnprof's exit code for a validation failure and left the new --out
+// behind: now exit 2, a line saying what ended the run, and nothing left.
+TEST_F(Cli, ALibraryThatEndsTheRunIsAnErrorNotAValidationFailure) {
+#if defined(ATTNPROF_SANITIZED)
+  GTEST_SKIP() << "the sanitizers' own thread creation meets the stack size first";
+#endif
+  ::setenv("OMP_STACKSIZE", "100000G", 1);
+  const Result r = run("compare --iters 1 --warmup 0 --variants flash --shape 1,2,64,32 --threads 2" + out_flag());
+  ::unsetenv("OMP_STACKSIZE");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("libgomp: Thread creation failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("attnprof: error: a library attnprof runs on ended the run"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out())) << "the --out the run created";
+}
+
 // OMP_MAX_ACTIVE_LEVELS=0 makes every OpenMP team one thread while the runtime still reports the count: oneDNN's
 // bf16 matmul split its work that many ways and left shares unwritten (naive failed validation), and the tables
 // reported threads that never ran. One active level is restored, so every variant validates on its 2 threads.

@@ -687,26 +687,37 @@ int stdout_status(int code) {
   return code;
 }
 
+namespace {
+std::atomic<bool> g_exit_planned{false};
+}  // namespace
+
+void exit_as_planned(int code) {
+  g_exit_planned.store(true);
+  std::exit(code);
+}
+
+bool exit_was_planned() { return g_exit_planned.load(); }
+
 void exit_if_validation_failed(const std::vector<std::string>& failed, const std::vector<std::string>& device_failed) {
   if (failed.empty() && device_failed.empty()) return;
   // A run that wrote nothing (profile writes no file for a failed variant) leaves no new --out behind, as an
   // error does: the directories it created go while they are empty, never one that holds a file.
   remove_created_dirs_if_empty();
-  if (stdout_status(0) != 0) std::exit(2);
+  if (stdout_status(0) != 0) exit_as_planned(2);
   std::vector<std::string> what;
   if (!failed.empty()) what.push_back(fmt::format("{} failed validation against the fp64 reference", fmt::join(failed, ", ")));
   if (!device_failed.empty()) what.push_back(fmt::format("{} failed on the GPU", fmt::join(device_failed, ", ")));
   std::fprintf(stderr, "attnprof: %s (reported, not timed)\n", terminal_line(fmt::format("{}", fmt::join(what, "; "))).c_str());
-  std::exit(1);
+  exit_as_planned(1);
 }
 
 void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what) {
   if (measured > 0 || skipped == 0) return;
-  if (stdout_status(0) != 0) std::exit(2);
+  if (stdout_status(0) != 0) exit_as_planned(2);
   std::fprintf(stderr, "attnprof: nothing was measured: %s %s%s skipped (the reasons are in the results)\n",
                skipped == 1 ? "the only" : fmt::format("all {}", skipped).c_str(), std::string(what).c_str(),
                skipped == 1 ? " was" : "s were");
-  std::exit(1);
+  exit_as_planned(1);
 }
 
 std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std::string>& names,

@@ -386,6 +386,12 @@ void print_error(std::string_view message);
 void exit_if_validation_failed(const std::vector<std::string>& failed,
                                const std::vector<std::string>& device_failed = {});
 
+// std::exit(code) from attnprof's own code. Any other exit() during a run is a library's (libgomp ends a
+// program whose OMP_* settings it cannot follow with exit(1)): main's atexit handler then cleans up as for a
+// signal and ends with exit code 2, so that 1 keeps meaning a validation failure.
+[[noreturn]] void exit_as_planned(int code);
+bool exit_was_planned();
+
 // Called after exit_if_validation_failed, once the results are written and printed: when nothing was measured
 // (every variant or point skipped: over the memory budget, a shape it cannot run), says so on stderr and exits 1,
 // so that a script does not take a run of skips for a measurement. A skip beside any measured row is a result.

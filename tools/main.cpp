@@ -85,10 +85,36 @@ void install_signal_cleanup() {
   ::signal(SIGXFSZ, SIG_IGN);
 }
 
+// exit() called by a library in the middle of a run (libgomp's "Thread creation failed", for one, under an
+// OMP_STACKSIZE or GOMP_CPU_AFFINITY it cannot follow, prints its line and exits with 1, attnprof's code for a
+// validation failure): the temporary files, the new --out and the peer go as on a signal, one line says what
+// happened, and the exit code is 2.
+extern "C" void on_unplanned_exit() {
+  if (attnprof::cli::exit_was_planned()) return;
+  attnprof::report::remove_temporary_files();
+  attnprof::cli::remove_created_dirs_on_signal();
+  attnprof::cli::kill_peer_on_signal();
+  std::fflush(stdout);
+  std::fputs("attnprof: error: a library attnprof runs on ended the run (its message is above; OpenMP's libgomp, "
+             "for one, stops a program whose OMP_* or GOMP_* settings it cannot follow); its unfinished files were removed\n",
+             stderr);
+  ::_exit(2);
+}
+
+int run_command(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
   install_signal_cleanup();
+  std::atexit(on_unplanned_exit);
+  const int code = run_command(argc, argv);
+  attnprof::cli::exit_as_planned(code);
+}
+
+namespace {
+
+int run_command(int argc, char** argv) {
   CLI::App app{"attnprof: profile causal attention the ways practitioners write it (naive, in-place, SDPA, "
                "FlashAttention) and see why each is fast or slow",
                "attnprof"};
@@ -203,3 +229,5 @@ int main(int argc, char** argv) {
   }
   return attnprof::cli::stdout_status(0);
 }
+
+}  // namespace
