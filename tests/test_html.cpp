@@ -1082,16 +1082,31 @@ TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
     EXPECT_NE(std::string(e.what()).find("npm ci --prefix " + missing), std::string::npos) << e.what();
   }
 
-  // With no library anywhere the search's error says what to install.
-  ::setenv("ATTNPROF_WEB_DIR", (d.path / "nowhere").c_str(), 1);
+  // $ATTNPROF_WEB_DIR, as --web-dir, is the only place tried: a wrong one is an error naming it, not a silent
+  // fall-back to the build tree's copy.
+  const std::string nowhere = (d.path / "nowhere").string();
+  ::setenv("ATTNPROF_WEB_DIR", nowhere.c_str(), 1);
+  EXPECT_EQ(chart_library_candidates(), std::vector<std::string>{nowhere});
   try {
     (void)load_chart_library();
-    // The build tree's own web/ may hold a real install; then the search legitimately succeeds.
-    SUCCEED();
+    ADD_FAILURE() << "no error for an ATTNPROF_WEB_DIR without the library";
   } catch (const attnprof::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("npm ci --prefix web"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'" + nowhere + "' ($ATTNPROF_WEB_DIR) holds no node_modules/vega"),
+              std::string::npos) << e.what();
   }
   ::unsetenv("ATTNPROF_WEB_DIR");
+  // With no library anywhere the search's error says what to install.
+  const std::vector<std::string> searched = chart_library_candidates();
+  if (std::none_of(searched.begin(), searched.end(), [](const std::string& c) {
+        return fs::exists(fs::path(c) / "node_modules/vega/build/vega.min.js");
+      })) {
+    try {
+      (void)load_chart_library();
+      ADD_FAILURE() << "no error without a library";
+    } catch (const attnprof::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("npm ci --prefix web"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(HtmlReport, NotADirectoryIsAnError) {

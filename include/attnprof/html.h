@@ -10,8 +10,9 @@
 // (Vega, Vega-Lite, vega-embed) inlined from the npm packages pinned in web/package.json. The page opens from
 // file:// and asks the network for nothing.
 //
-// The chart library is found under HtmlOptions::web_dir when it is set (and nowhere else), otherwise, in
-// this order, under $ATTNPROF_WEB_DIR, the directories beside and above the running executable (web/,
+// The chart library is found under HtmlOptions::web_dir when it is set (and nowhere else), else under
+// $ATTNPROF_WEB_DIR when that is set (and nowhere else), otherwise, in this order, in the directories beside
+// and above the running executable (web/,
 // share/attnprof/web/), and the source tree's web/ configured at build time. Each candidate must hold node_modules/vega/build/vega.min.js. When none does,
 // write_html_report throws Error naming what to install (`npm ci --prefix web`, which scripts/setup.sh runs).
 #pragma once

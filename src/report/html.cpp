@@ -1268,8 +1268,9 @@ std::vector<std::string> chart_library_candidates(const std::string& web_dir) {
   // A directory the caller names is the only one tried: falling back would hide a typo and inline a library
   // the user did not ask for.
   if (!web_dir.empty()) return {web_dir};
+  // So is the one $ATTNPROF_WEB_DIR names, for the same reason.
+  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) return {env};
   std::vector<std::string> c;
-  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) c.push_back(env);
   if (std::string exe = executable_dir(); !exe.empty()) {
     const fs::path e(exe);
     for (const fs::path& p : {e / "web", e / ".." / "web", e / ".." / ".." / "web", e / ".." / "share" / "attnprof" / "web"})
@@ -1309,6 +1310,11 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
                   "run `npm ci --prefix {}` with a copy of web/package.json there, or leave --web-dir out to search "
                   "$ATTNPROF_WEB_DIR and web/",
                   web_dir, web_dir);
+  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env)
+    ATTNPROF_FAIL("report: the chart library directory '{}' ($ATTNPROF_WEB_DIR) holds no "
+                  "node_modules/vega/build/vega.min.js; run `npm ci --prefix {}` with a copy of web/package.json "
+                  "there, or unset ATTNPROF_WEB_DIR to search web/",
+                  env, env);
   std::string tried;
   for (const auto& d : candidates) tried += (tried.empty() ? " " : ", ") + d + "/node_modules/vega/build/vega.min.js";
   ATTNPROF_FAIL(
