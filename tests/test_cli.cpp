@@ -1365,11 +1365,12 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   {
     const fs::path copy = edited("compare.json", [](json& d) {
       d["variants"][1]["status"] = "skipped";
-      d["variants"][1]["note"] = "over \x1b[31mbudget";
+      d["variants"][1]["note"] = "over \x1b[31mbudget\u2067";
     });
     const Result noted = run("roofline --from " + copy.string());
     ASSERT_EQ(noted.code, 0) << noted.err;
     EXPECT_NE(noted.out.find("inplace     skipped: over  [31mbudget"), std::string::npos) << noted.out;
+    EXPECT_EQ(noted.out.find("\u2067"), std::string::npos) << "a bidirectional isolate reached the terminal";
     EXPECT_EQ(json::parse(io::read_file(copy / "roofline.json"))["skipped"][0]["variant"], "inplace");
   }
   damaged("compare.json", [](json& d) { d["variants"][0]["summary"] = "../naive.summary.json"; },

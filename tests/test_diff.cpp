@@ -374,6 +374,17 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["rows"][3]["name"] = "soft\x1b[2Jmax";
   expect_error(bad, "holds a control character (byte 0x1b)");
+  // A right-to-left override (U+202E) would print the rest of its line reversed; a C1 control (U+009B, the
+  // one-byte CSI) would start an escape sequence.
+  bad = naive_summary();
+  bad["rows"][3]["name"] = "soft\u202Exam";
+  expect_error(bad, "the name 'soft...' holds a control character (U+202E)");
+  bad = naive_summary();
+  bad["rows"][3]["name"] = "soft\u009B2Jmax";
+  expect_error(bad, "holds a control character (U+009B)");
+  bad = naive_summary();
+  bad["rows"][3]["name"] = "softmax \u00e9\u2014\u4e2d";  // other text is printed as it is
+  EXPECT_NO_THROW(report::diff_summaries(bad, naive_summary()));
   bad = naive_summary();
   bad["rows"][3]["self_mem_bytes"] = -200;  // an op may free more than it allocates: accepted
   EXPECT_NO_THROW(report::diff_summaries(bad, naive_summary()));

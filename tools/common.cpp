@@ -653,7 +653,8 @@ std::string terminal_line(std::string_view text) {
     if (!ok) {
       out += '?';
       ++i;
-    } else if (cp <= 0x9f) {  // C1 controls
+    } else if (cp <= 0x9f || cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+               (cp >= 0x2066 && cp <= 0x2069)) {  // C1 controls; bidirectional controls, which reorder the line
       out += ' ';
       i += size_t(len);
     } else {

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -82,23 +85,41 @@ std::string ratio_text(double r) {
   return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
 }
 
+// The first character of `text` that a terminal would act on rather than show, as its offset and a label
+// ("byte 0x1b", "U+202E"): C0 controls and DEL, C1 controls (U+0080..U+009F), and the bidirectional
+// controls (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069), which reorder what follows them on the line.
+std::optional<std::pair<size_t, std::string>> first_control(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = s[i];
+    if (c < 0x20 || c == 0x7f) return std::pair{i, fmt::format("byte 0x{:02x}", c)};
+    uint32_t cp = 0;
+    if (c == 0xc2 && i + 1 < text.size()) cp = 0x80u | (s[i + 1] & 0x3fu);
+    else if (c == 0xd8 && i + 1 < text.size()) cp = 0x600u | (s[i + 1] & 0x3fu);
+    else if (c == 0xe2 && i + 2 < text.size()) cp = 0x2000u | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
+    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069))
+      return std::pair{i, fmt::format("U+{:04X}", cp)};
+  }
+  return std::nullopt;
+}
+
 // A name printed in a table: attnprof writes none with control characters (a NUL would cut the line short,
-// an escape sequence would reach the terminal), so such a name marks a corrupt or crafted file.
+// an escape sequence would reach the terminal, a right-to-left override would reverse the rest of the line),
+// so such a name marks a corrupt or crafted file.
 const std::string& printable_name(const std::string& name, const std::string& what) {
-  for (const char c : name)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      ATTNPROF_FAIL("{}: the name '{}...' holds a control character (byte 0x{:02x}), which attnprof never writes",
-                    what, name.substr(0, name.find(c)), static_cast<unsigned char>(c));
+  if (const auto bad = first_control(name))
+    ATTNPROF_FAIL("{}: the name '{}...' holds a control character ({}), which attnprof never writes", what,
+                  name.substr(0, bad->first), bad->second);
   return name;
 }
 
 // The same for any other text diff prints from its inputs (a variant, a problem, a CPU's name): refused
 // naming the field, for the same reasons.
 const std::string& printable_field(const std::string& value, const std::string& field, const std::string& what) {
-  for (const char c : value)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      ATTNPROF_FAIL("{}: field '{}' holds a control character (byte 0x{:02x}), which attnprof never writes", what,
-                    field, static_cast<unsigned char>(c));
+  if (const auto bad = first_control(value))
+    ATTNPROF_FAIL("{}: field '{}' holds a control character ({}), which attnprof never writes", what, field,
+                  bad->second);
   return value;
 }
 
