@@ -448,6 +448,13 @@ TEST_F(Cli, ProfileScheduleRecordsEveryCyclesActiveSteps) {
   expect_bad("profile naive --schedule 1,1,0x3" + kSmall, "ACTIVE '0x3' is not a count");
   expect_bad("profile naive --schedule 1,1,5000,3" + kSmall, "records 15000 forwards (ACTIVE × REPEAT), over 10000");
   expect_bad("profile naive --schedule 10000,10000,1,2" + kSmall, "runs 40002 steps, over 30000");
+  expect_bad("profile naive --schedule 30001,0,1" + kSmall, "WAIT 30001 is over 30000, the most steps a run takes");
+  expect_bad("profile naive --schedule 1,1,99999999999999999999999" + kSmall, "ACTIVE 99999999999999999999999 is over");
+  // A long wait within the steps' bound is a schedule (it was refused at 10,000, the recorded forwards' bound).
+  EXPECT_NE(run("profile naive --schedule 0,12000,1 --warmup 0 --shape 1,1,16,16 --threads 1" + out_flag()).err.find(
+                "profiling 12001 steps (1 recorded)"),
+            std::string::npos);
+  fs::remove_all(out());
   expect_bad("profile naive --schedule ''" + kSmall, "--schedule: an empty value");
   expect_bad("profile naive --schedule 1,1,3 --iters 3" + kSmall, "--iters conflicts with --schedule");
 }
@@ -1913,6 +1920,13 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   const json j = read_json("diff.json");
   EXPECT_EQ(j["kind"], "diff");
   EXPECT_DOUBLE_EQ(j["base"]["forwards"].get<double>(), 2.0);
+  // The extension in any case; no gzip, which diff does not write.
+  ASSERT_EQ(run("diff " + naive + " " + inplace + " --save " + (out() / "upper.JSON").string()).code, 0);
+  EXPECT_EQ(read_json("upper.JSON")["kind"], "diff");
+  const Result gz = run("diff " + naive + " " + inplace + " --save " + (out() / "d.json.gz").string());
+  EXPECT_EQ(gz.code, 2);
+  EXPECT_NE(gz.err.find("diff writes no gzip"), std::string::npos) << gz.err;
+  EXPECT_FALSE(fs::exists(out() / "d.json.gz"));
   bool copy_removed = false;
   for (const json& row : j["rows"])
     if (row["base_name"] == "copy_") {

@@ -58,6 +58,12 @@ std::string file_label(const std::string& path) {
   return name;
 }
 
+// --save's extension, read as a file manager reads it: d.JSON is JSON.
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
 void run_diff(const DiffArgs& a) {
   const std::string base_path = input_file(a.base), next_path = input_file(a.next);
   // --save over one of the two inputs would replace it with the diff: refused before either is read.
@@ -67,6 +73,8 @@ void run_diff(const DiffArgs& a) {
       if (std::filesystem::equivalent(a.out, input, ec) && !ec)
         ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
     check_output_flag("--save", a.out);  // what writing it would refuse, before the files are read
+    if (lowercase(a.out).ends_with(".gz"))
+      ATTNPROF_FAIL("--save '{}': diff writes no gzip; name a .json file for the JSON, any other for the table", a.out);
   }
   const nlohmann::json base = read_json_file(base_path), next = read_json_file(next_path);
   auto is_compare = [](const nlohmann::json& j) {
@@ -98,7 +106,7 @@ void run_diff(const DiffArgs& a) {
     j = report::diff_json(d, a.row_limit);
   }
   if (!a.out.empty())
-    report::write_text_atomic(a.out, a.out.ends_with(".json") || a.out.ends_with(".json.gz") ? j.dump(2) + "\n" : text);
+    report::write_text_atomic(a.out, lowercase(a.out).ends_with(".json") ? j.dump(2) + "\n" : text);
   if (a.json) std::printf("%s\n", j.dump(2).c_str());
   else std::printf("%s", text.c_str());
 }

@@ -268,7 +268,9 @@ double other_work_now() {
 }
 
 std::string cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/attnprof";
+  // A relative XDG_CACHE_HOME is invalid and ignored, as the XDG Base Directory spec says: it would make a cache
+  // in whatever directory the command ran from.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/attnprof";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
   return {};
 }
