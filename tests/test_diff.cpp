@@ -766,6 +766,20 @@ TEST(Diff, CompareRunsRefuseAVariantNameThatIsNotAFileName) {
 
 #include "../fuzz/fuzz_json_body.h"
 
+// A document nested past kMaxJsonDepth is refused before it is parsed (a file of brackets took ~30 bytes of
+// memory per byte to parse); brackets inside strings, escaped quotes included, do not count.
+TEST(Diff, JsonNestedPastTheDepthLimitIsRefusedUnparsed) {
+  const auto nested = [](int n) { return std::string(size_t(n), '[') + std::string(size_t(n), ']'); };
+  EXPECT_EQ(report::json_depth_error(nested(report::kMaxJsonDepth)), "");
+  EXPECT_EQ(report::json_depth_error(nested(report::kMaxJsonDepth + 1)),
+            "it nests arrays and objects over 64 deep, at byte 64: no file attnprof writes does");
+  EXPECT_EQ(report::json_depth_error(R"({"a": "[[[[\"{{{{", "b": [1, {"c": "]]]"}]})"), "");
+  std::string in_string = "{\"s\": \"" + std::string(200, '{') + "\"}";
+  EXPECT_EQ(report::json_depth_error(in_string), "");
+  // The summaries and compare.json attnprof writes pass.
+  EXPECT_EQ(report::json_depth_error(naive_summary().dump()), "");
+}
+
 TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
   namespace fs = std::filesystem;
   using attnprof::fuzz::JsonOutcome;

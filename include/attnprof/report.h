@@ -151,6 +151,13 @@ std::string input_size_limit_text(uint64_t limit = kMaxInputBytes);
 // The whole of `path`, a file a run wrote (a summary, compare.json), refused by its size before it is read: an
 // Error naming it when it is over `limit`, not a regular file, or cannot be read.
 std::string read_input_file(const std::string& path, uint64_t limit = kMaxInputBytes);
+// The deepest nesting of arrays and objects attnprof reads (its own files nest 6 deep at most): a document
+// nested deeper is refused before it is parsed, which would take about 30 bytes of memory per byte of a
+// file of nothing but brackets (3.5 GB for 120 MB).
+inline constexpr int kMaxJsonDepth = 64;
+// "" when `text` nests at most kMaxJsonDepth deep, else why not ("it nests arrays and objects over 64 deep, at
+// byte 65: no file attnprof writes does"). A linear scan of brackets outside strings, no parse.
+std::string json_depth_error(std::string_view text);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
 // of implementation removed, added or turned in place, and where the time went. Annotations and

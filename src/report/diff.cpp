@@ -320,6 +320,28 @@ std::string read_input_file(const std::string& path, uint64_t limit) {
   return io::read_file(path);
 }
 
+std::string json_depth_error(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return fmt::format("it nests arrays and objects over {} deep, at byte {}: no file attnprof writes does",
+                           kMaxJsonDepth, i);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
 void check_summary(const json& s, const std::string& what, bool run_figures) {
   (void)parse_as(s, what, "", run_figures);
 }

@@ -86,6 +86,11 @@ Input read_json(const fs::path& p) {
     in.why = why;
     return in;
   }
+  if (const std::string deep = json_depth_error(*text); !deep.empty()) {
+    in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), deep);
+    in.why = deep;
+    return in;
+  }
   try {
     in.doc = json::parse(*text);
   } catch (const std::exception& e) {
