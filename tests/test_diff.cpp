@@ -403,6 +403,13 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["run"]["ms_per_forward"] = 1e-300;
   expect_error(bad, "field 'ms_per_forward' is 1e-300 ms, under the profiler's 1 ns resolution");
+  // A median or a forward of 0 ms dropped the time line and the Noisy lines with it.
+  bad = naive_summary();
+  bad["run"]["ms_per_forward"] = 0;
+  expect_error(bad, "field 'ms_per_forward' is 0, which no timed run has");
+  bad = naive_summary();
+  bad["run"]["forward_ms"] = {0.0, 6.26, 6.46};
+  expect_error(bad, "field 'forward_ms' holds 0 ms, which no forward takes");
   // An op without a name would print as a blank row and a dangling comma in the removed list; timed forwards
   // that are not there would leave the Noisy judgement nothing to judge.
   bad = naive_summary();

@@ -213,7 +213,14 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   auto present = [&](const char* key) { return run.contains(key) && !run[key].is_null(); };
   if (run_figures || present("ms_per_forward"))
     p.side.ms_per_forward = time_ms(required(run, "ms_per_forward", run_what), "ms_per_forward", run_what);
+  // A summary is written for a run that timed its forwards: a median of 0 would drop the time line (and with it
+  // the Noisy lines) from the diff.
+  if (present("ms_per_forward") && p.side.ms_per_forward == 0)
+    ATTNPROF_FAIL("{}: field 'ms_per_forward' is 0, which no timed run has (attnprof never writes it)", run_what);
   p.side.forward_ms = forward_times(run, run_what);
+  // A forward that took no time would hide the spread of its run's forwards (as compare.json's rows are held to).
+  if (std::find(p.side.forward_ms.begin(), p.side.forward_ms.end(), 0.0) != p.side.forward_ms.end())
+    ATTNPROF_FAIL("{}: field 'forward_ms' holds 0 ms, which no forward takes (attnprof never writes it)", run_what);
   if (present("forward_ms") && p.side.forward_ms.empty())
     ATTNPROF_FAIL("{}: field 'forward_ms' is empty (attnprof writes one time per timed forward)", run_what);
   p.side.sharing = cpu_sharing_of(run);
