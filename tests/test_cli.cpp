@@ -1402,6 +1402,13 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
               if (row["name"] == "softmax") row.erase("cost");
           },
           "naive.summary.json row 'softmax': field 'cost' is missing");
+  // An op with work in under a nanosecond a call: placed, it read 791,557 % of its ceiling.
+  damaged("naive.summary.json",
+          [](json& d) {
+            for (json& row : d["rows"])
+              if (row["name"] == "softmax") row["self_ns"] = 0.5;
+          },
+          "op 'softmax' has FLOPs or bytes and 0.5 ns of self time over");
   // A comparison of no variants: attnprof never writes one, and it would give an empty roofline.
   damaged("compare.json", [](json& d) { d["variants"] = json::array(); },
           "compare.json: field 'variants' is empty");

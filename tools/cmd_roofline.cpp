@@ -280,7 +280,15 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
       ATTNPROF_FAIL("{} is a {} profile, while {} is a {} run", path, gpu ? "CPU" : "CUDA", compare_path,
                     gpu ? "CUDA" : "CPU");
     inputs.push_back(path);
-    place_variant(name, report::key_averages_from_summary(s), m, j, text);
+    const analysis::KeyAverages ka = report::key_averages_from_summary(s);
+    // Each op is placed at its FLOPs over its time: an op with work that took under a nanosecond a call (the
+    // clock's grain) would be placed at an infinite or absurd rate, so its time is not one a run measured.
+    for (const analysis::PlacedOp& op : analysis::roofline_ops(ka, m))
+      if (op.ns < 1.0 * double(std::max<int64_t>(op.op->calls, 1)))
+        ATTNPROF_FAIL("{}: op '{}' has FLOPs or bytes and {} {} time over {} calls, under 1 ns a call: no run "
+                      "measures that (a corrupt or edited summary)", path, terminal_line(op.op->name), op.ns,
+                      gpu ? "ns of device" : "ns of self", op.op->calls);
+    place_variant(name, ka, m, j, text);
   }
   text += legend(gpu);
 
