@@ -2,10 +2,12 @@
 // trace (parsed and checked against the Trace Event rules), gzip, atomic writes, the JSON summary.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -722,6 +724,27 @@ TEST(Write, WithoutHardLinksABatchKeepsCopiesOfTheOldFilesAndStillRollsBack) {
   }
   EXPECT_EQ(io::read_file(a), "old a");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.txt"});
+}
+
+// A run killed outright (SIGKILL) leaves its temporary files: the next write of the same file removes those of
+// a process that is gone, keeps those of one still alive, and leaves other files' alone.
+TEST(Write, TheTemporaryFilesOfAKilledRunGoWithTheNextWrite) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // its id now names no process
+  const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
+  for (const std::string& name : std::vector<std::string>{"f.txt.tmp." + dead + ".AbC123", "f.txt.tmp." + dead + ".AbC123.old",
+                                  "f.txt.tmp." + alive + ".XyZ789", "g.txt.tmp." + dead + ".AbC123",
+                                  "f.txt.tmp.notapid.AbC123"})
+    std::ofstream(dir.path / name) << "left";
+  report::write_text_atomic((dir.path / "f.txt").string(), "new");
+  std::vector<std::string> left = dir.entries();
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"f.txt", "f.txt.tmp." + alive + ".XyZ789",
+                                                     "f.txt.tmp.notapid.AbC123", "g.txt.tmp." + dead + ".AbC123"}));
+  EXPECT_EQ(io::read_file(dir.path / "f.txt"), "new");
 }
 
 TEST(Write, TheSignalPathRemovesEveryLiveTemporaryFile) {

@@ -211,7 +211,7 @@ class FileBatch {
 };
 
 // Removes the temporary file of every output not yet in place (those a FileBatch holds included), so an
-// interrupted run leaves no "<file>.tmp.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
+// interrupted run leaves no "<file>.tmp.PID.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
 void remove_temporary_files() noexcept;
 // For the same handler, first: true while a FileBatch renames its files into place; the signal is then
 // raised again once they are all in place, and the handler should return at once. Async-signal-safe.

@@ -4,6 +4,7 @@
 // (the link stays a link), and a path that names no regular file (/dev/null, /dev/stdout, a FIFO) is
 // written straight through, since renaming over it would replace the device or pipe with a plain file.
 // Paths ending in ".gz" are gzip-compressed (zlib level 1: traces still shrink ~10x and export stays fast).
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -18,6 +19,9 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -86,6 +90,43 @@ struct TargetInfo {
   struct stat target {};
 };
 // What `path` names now, refused when no file can be written there whole.
+// ".tmp.PID.XXXXXX": the writing process's id in its temporary files' names, so that a later run can tell
+// the files of a run that was killed outright (SIGKILL, the OOM killer: no handler removes them) from those
+// of a run still writing.
+std::string temporary_suffix() { return ".tmp." + std::to_string(::getpid()) + ".XXXXXX"; }
+
+// The temporary files (and ".old" backups) of `path` that a process no longer alive left beside it: removed
+// before a new one is made. Only `path`'s own, and only where the process is gone (kill(pid, 0): ESRCH); a
+// run still writing, or one whose id now belongs to another process, keeps its files.
+void remove_stale_temporaries(const std::string& path) noexcept {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view rest = name.substr(prefix.size());  // PID.XXXXXX[.old]
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || dot > 9) continue;
+    long pid = 0;
+    bool digits = true;
+    for (const char c : rest.substr(0, dot)) {
+      digits = digits && c >= '0' && c <= '9';
+      pid = pid * 10 + (c - '0');
+    }
+    const std::string_view tail = rest.substr(dot + 1);
+    const bool ours = digits && pid > 0 && pid != long(::getpid()) &&
+                      (tail.size() == 6 || (tail.size() == 10 && tail.substr(6) == ".old"));
+    if (!ours) continue;
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(dir + "/" + std::string(name));
+  }
+  ::closedir(d);
+  for (const std::string& f : stale) ::unlink(f.c_str());
+}
+
 TargetInfo inspect_target(const std::string& path) {
   ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
   TargetInfo t;
@@ -137,10 +178,10 @@ std::string atomic_target_dir(const std::string& path) {
   const size_t slash = target.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
   const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
-  // The temporary file's name is the file's plus ".tmp.XXXXXX", and an old file is kept under that plus
+  // The temporary file's name is the file's plus ".tmp.PID.XXXXXX", and an old file is kept under that plus
   // ".old" while it is replaced: a name near the filesystem's limit is refused by mkstemp or link(2) only then.
   const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
-  const size_t extra = std::strlen(".tmp.XXXXXX") + (t.exists ? std::strlen(".old") : 0);
+  const size_t extra = temporary_suffix().size() + (t.exists ? std::strlen(".old") : 0);
   if (name_max > 0 && name.size() + extra > size_t(name_max))
     ATTNPROF_FAIL("cannot write '{}': its name is {} bytes long, and the temporary file written beside it needs {} more "
                   "(at most {} bytes a name there)",
@@ -173,7 +214,8 @@ AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::ma
         ATTNPROF_FAIL("cannot write '{}': cannot resolve the symbolic link ({})", m.path, std::strerror(errno));
       m.path = resolved;
     }
-    m.tmp = m.path + ".tmp.XXXXXX";
+    remove_stale_temporaries(m.path);
+    m.tmp = m.path + temporary_suffix();
     m.fd = detail::make_temporary(m.tmp);
     if (m.fd < 0) {
       const int err = errno;
