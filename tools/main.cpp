@@ -11,8 +11,10 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
@@ -213,7 +215,17 @@ int run_command(int argc, char** argv) {
     // Not a tensor's (the tracked allocator names its own size and the tensors live): a buffer of the fp64
     // reference or of a report, whose size the C++ runtime does not pass on (and the tensors beside it are
     // freed by the time it lands here). Under an address-space limit the limit, not free memory, is the
-    // likely cause: named with its size.
+    // likely cause: named with its size. diff and report run nothing: what they hold is the files they read.
+    const std::vector<CLI::App*> ran = app.get_subcommands();
+    const std::string command = ran.empty() ? "" : ran.front()->get_name();
+    if (command == "diff" || command == "report") {
+      const int64_t limit = attnprof::address_space_limit_bytes();
+      return fail(fmt::format("out of memory: the files {} reads, parsed, needed more memory than {}; give it smaller "
+                              "files (a run of fewer --iters writes smaller summaries and traces)",
+                              command,
+                              limit >= 0 ? fmt::format("the address-space limit (ulimit -v) of {} MiB allows", limit >> 20)
+                                         : std::string("the system gave")));
+    }
     if (const int64_t limit = attnprof::address_space_limit_bytes(); limit >= 0)
       return fail("out of memory: an allocation outside the tensors (the fp64 reference's or a report's buffers) "
                   "failed under the address-space limit (ulimit -v) of " + std::to_string(limit >> 20) +

@@ -158,6 +158,13 @@ inline constexpr int kMaxJsonDepth = 64;
 // "" when `text` nests at most kMaxJsonDepth deep, else why not ("it nests arrays and objects over 64 deep, at
 // byte 65: no file attnprof writes does"). A linear scan of brackets outside strings, no parse.
 std::string json_depth_error(std::string_view text);
+// What parsing `text` into a document takes in memory, estimated from a first pass that builds nothing (its
+// values, members, elements and strings, each at what nlohmann::json gives it); and "" when that fits in the
+// memory free (and under an address-space limit, in what the limit leaves), else why not. A parse that runs out
+// of memory cannot be stopped cleanly: the library's clean-up of the half-built document allocates as well,
+// inside a destructor, and the process aborts.
+double json_parse_bytes(std::string_view text);
+std::string json_memory_error(std::string_view text);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change
 // of implementation removed, added or turned in place, and where the time went. Annotations and

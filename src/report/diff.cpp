@@ -349,6 +349,122 @@ std::string json_depth_error(std::string_view text) {
   return "";
 }
 
+namespace {
+
+// Counts what a parse would build; nlohmann::json's layout on a 64-bit target: a value is 16 bytes inline, an
+// array a 24-byte vector whose capacity may be twice its elements, an object a 48-byte map of ~96-byte nodes
+// (key and value inline), a string a 32-byte object plus its characters past 15; each allocation ~16 more.
+struct ParseCost : nlohmann::json_sax<json> {
+  double bytes = 16;
+  void text(size_t n) { bytes += n > 15 ? double(n + 1 + 16) : 0.0; }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t& s) override {
+    bytes += 32 + 16;
+    text(s.size());
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    bytes += 48 + 16;
+    return true;
+  }
+  bool key(string_t& k) override {
+    bytes += 96 + 16;
+    text(k.size());
+    return true;
+  }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override {
+    bytes += 24 + 16;
+    return true;
+  }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+// Array elements are counted by their values: every value inside an array also costs 2 × 16 bytes of capacity.
+struct ElementCost : ParseCost {
+  std::vector<bool> in_array{false};
+  void element() {
+    if (in_array.back()) bytes += 32;
+  }
+  bool null() override { return element(), true; }
+  bool boolean(bool) override { return element(), true; }
+  bool number_integer(number_integer_t) override { return element(), true; }
+  bool number_unsigned(number_unsigned_t) override { return element(), true; }
+  bool number_float(number_float_t, const string_t&) override { return element(), true; }
+  bool string(string_t& s) override {
+    element();
+    return ParseCost::string(s);
+  }
+  bool start_object(std::size_t n) override {
+    element();
+    in_array.push_back(false);
+    return ParseCost::start_object(n);
+  }
+  bool end_object() override {
+    in_array.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t n) override {
+    element();
+    in_array.push_back(true);
+    return ParseCost::start_array(n);
+  }
+  bool end_array() override {
+    in_array.pop_back();
+    return true;
+  }
+};
+
+// Bytes the system would still give: MemAvailable, and under an address-space limit no more than the limit
+// less what the process maps now. -1 when neither can be read.
+double memory_left() {
+  double left = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) left = double(kb) * 1024.0;
+    std::fclose(f);
+  }
+  if (const int64_t limit = address_space_limit_bytes(); limit >= 0) {
+    unsigned long long pages = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%llu", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    const double under_limit = double(limit) - double(pages) * double(::sysconf(_SC_PAGESIZE));
+    left = left < 0 ? under_limit : std::min(left, under_limit);
+  }
+  return left;
+}
+
+}  // namespace
+
+double json_parse_bytes(std::string_view text) {
+  ElementCost cost;
+  (void)json::sax_parse(text.begin(), text.end(), &cost, json::input_format_t::json, /*strict=*/false);
+  return cost.bytes;
+}
+
+std::string json_memory_error(std::string_view text) {
+  const double need = json_parse_bytes(text), left = memory_left();
+  // A quarter more than the estimate: the allocator's own slack and the parser's buffers beside the document.
+  if (left < 0 || need * 1.25 <= left) return "";
+  const int64_t limit = address_space_limit_bytes();
+  return fmt::format("reading it takes about {} of memory, more than {} ({} left): no file attnprof writes "
+                     "needs that on this machine",
+                     binary_size(need * 1.25),
+                     limit >= 0 ? fmt::format("the address-space limit (ulimit -v) of {} leaves", binary_size(double(limit)))
+                                : std::string("the system has free"),
+                     binary_size(std::max(left, 0.0)));
+}
+
 void check_summary(const json& s, const std::string& what, bool run_figures) {
   (void)parse_as(s, what, "", run_figures);
 }

@@ -86,11 +86,12 @@ Input read_json(const fs::path& p) {
     in.why = why;
     return in;
   }
-  if (const std::string deep = json_depth_error(*text); !deep.empty()) {
-    in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), deep);
-    in.why = deep;
-    return in;
-  }
+  for (const std::string& why : {json_depth_error(*text), json_memory_error(*text)})
+    if (!why.empty()) {
+      in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), why);
+      in.why = why;
+      return in;
+    }
   try {
     in.doc = json::parse(*text);
   } catch (const std::exception& e) {
