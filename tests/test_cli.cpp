@@ -724,12 +724,15 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
            {"bad-times", result("[\"a\"]"), "printed no forward times for torch-naive"},
            {"other-row", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"\\\\u001b[31mred\", "
                          "\"forward_ms\": [1.5]}]}'\n",
-            "printed the rows [ [31mred], expected torch-naive and torch-sdpa once each, in that order"},
+            "printed the rows [\"\\u001b[31mred\"], expected torch-naive and torch-sdpa once each, in that order"},
+           {"control-name", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\\\\u001b\", "
+                            "\"skipped\": true}, {\"name\": \"torch-sdpa\", \"skipped\": true}]}'\n",
+            "printed the rows [\"torch-naive\\u001b\", \"torch-sdpa\"], expected"},
            {"empty-rows", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": []}'\n",
             "printed the rows [], expected torch-naive and torch-sdpa once each"},
            {"twice", "echo '{\"torch\": \"0.0\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\", \"skipped\": "
                      "true}, {\"name\": \"torch-naive\", \"skipped\": true}]}'\n",
-            "printed the rows [torch-naive, torch-naive], expected"},
+            "printed the rows [\"torch-naive\", \"torch-naive\"], expected"},
            {"threads", result("[1.5, 1.5, 1.5]", 99), "reports 99 threads, where it was asked for 1"},
            {"few-times", result("[1.5]"), "printed 1 forward times for torch-naive, where it was asked to time 3"},
            {"zero-time", result("[1.5, 0, 1.5]"), "printed a forward time of 0 ms for torch-naive"},
@@ -2852,12 +2855,12 @@ TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {
     refused("report --out " + out().string(), "cannot write '" + o + "report.html': a file cannot be created in '/proc'");
     fs::remove(out() / "report.html");
   }
-  // --save-output: a name too long for the temporary file written beside it (".tmp.PID.XXXXXX": 13 to 19 more
-  // bytes, with the run's process id), a link to nothing.
+  // --save-output: a name too long for the temporary file written beside it (".tmp.PID.PLACE.XXXXXX": 22 to 28
+  // more bytes, with the run's process id), a link to nothing.
   const std::string long_name = (dir_ / (std::string(250, 'o') + ".npy")).string();
   refused("profile naive" + fast + " --save-output " + long_name,
           "--save-output: cannot write '" + long_name + "': its name is 254 bytes long, and the temporary file "
-          "written beside it needs 1");
+          "written beside it needs 2");
   fs::create_symlink(dir_ / "gone" / "o.npy", dir_ / "o-link.npy");
   refused("profile naive" + fast + " --save-output " + (dir_ / "o-link.npy").string(),
           "--save-output: cannot write '" + (dir_ / "o-link.npy").string() +

@@ -727,23 +727,43 @@ TEST(Write, WithoutHardLinksABatchKeepsCopiesOfTheOldFilesAndStillRollsBack) {
 }
 
 // A run killed outright (SIGKILL) leaves its temporary files: the next write of the same file removes those of
-// a process that is gone, keeps those of one still alive, and leaves other files' alone.
+// a process that is gone, here (same boot, same pid namespace: the name's PLACE), and keeps those of a live
+// process, of another place (another host or container sharing the directory), ".old" backups (maybe the only
+// copy of a replaced file) and other files'.
 TEST(Write, TheTemporaryFilesOfAKilledRunGoWithTheNextWrite) {
   TempDir dir;
+  std::string place;  // this process's, from a temporary file it stages: f.txt.tmp.PID.PLACE.XXXXXX
+  {
+    report::FileBatch batch;
+    report::write_text_atomic((dir.path / "probe.txt").string(), "staged");
+    const std::vector<std::string> staged = dir.entries();
+    ASSERT_EQ(staged.size(), 1u);
+    const std::string& name = staged[0];
+    const size_t pid_end = name.find('.', std::strlen("probe.txt.tmp."));
+    ASSERT_NE(pid_end, std::string::npos) << name;
+    place = name.substr(pid_end + 1, 8);
+  }
+  ASSERT_EQ(place.size(), 8u);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) ::_exit(0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // its id now names no process
   const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
-  for (const std::string& name : std::vector<std::string>{"f.txt.tmp." + dead + ".AbC123", "f.txt.tmp." + dead + ".AbC123.old",
-                                  "f.txt.tmp." + alive + ".XyZ789", "g.txt.tmp." + dead + ".AbC123",
-                                  "f.txt.tmp.notapid.AbC123"})
-    std::ofstream(dir.path / name) << "left";
+  const std::string other_place = place == "0badf00d" ? "0badf00e" : "0badf00d";
+  const std::vector<std::string> kept = {
+      "f.txt.tmp." + alive + "." + place + ".XyZ789",         // its process still runs
+      "f.txt.tmp." + dead + "." + other_place + ".AbC123",    // written where that id is another process's
+      "f.txt.tmp." + dead + "." + place + ".AbC123.old",      // a backup: maybe the only copy left
+      "f.txt.tmp.notapid." + place + ".AbC123",               // not a name attnprof writes
+      "g.txt.tmp." + dead + "." + place + ".AbC123"};         // another file's
+  for (const std::string& name : kept) std::ofstream(dir.path / name) << "left";
+  std::ofstream(dir.path / ("f.txt.tmp." + dead + "." + place + ".AbC123")) << "left";  // stale: removed
   report::write_text_atomic((dir.path / "f.txt").string(), "new");
-  std::vector<std::string> left = dir.entries();
+  std::vector<std::string> left = dir.entries(), want = kept;
+  want.push_back("f.txt");
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"f.txt", "f.txt.tmp." + alive + ".XyZ789",
-                                                     "f.txt.tmp.notapid.AbC123", "g.txt.tmp." + dead + ".AbC123"}));
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(left, want);
   EXPECT_EQ(io::read_file(dir.path / "f.txt"), "new");
 }
 

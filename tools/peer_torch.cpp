@@ -223,6 +223,11 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   for (char** e = environ; *e; ++e)
     if (std::string_view(*e).rfind("ATTNPROF_PEER_LIVE_FD=", 0) != 0) env_strings.emplace_back(*e);
   env_strings.emplace_back("ATTNPROF_PEER_LIVE_FD=3");
+  // OMP_MAX_ACTIVE_LEVELS=0 makes every OpenMP team of the peer's torch one thread while it still reports the
+  // count: raised to 1 for it, as attnprof raises it for itself (ops::set_num_threads).
+  for (std::string& e : env_strings)
+    if (e.rfind("OMP_MAX_ACTIVE_LEVELS=", 0) == 0 && e.find_first_not_of("0 ", 22) == std::string::npos)
+      e = "OMP_MAX_ACTIVE_LEVELS=1";
   std::vector<char*> cenv;
   for (std::string& e : env_strings) cenv.push_back(e.data());
   cenv.push_back(nullptr);
@@ -359,11 +364,13 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
   // Both rows, once each and in order (a skipped one says so): a row left out or printed twice would drop or
   // repeat a line of the comparison without a word.
   static constexpr const char* kRows[] = {"torch-naive", "torch-sdpa"};
-  std::vector<std::string> names;
-  for (const nlohmann::json& r : j["rows"]) names.push_back(terminal_line(report::string_field(r, "name")));
-  if (names != std::vector<std::string>{kRows[0], kRows[1]})
+  std::vector<std::string> names;  // as printed, byte for byte: a control character makes another name
+  for (const nlohmann::json& r : j["rows"]) names.push_back(report::string_field(r, "name"));
+  if (names != std::vector<std::string>{kRows[0], kRows[1]}) {
+    for (std::string& n : names) n = nlohmann::json(n).dump(-1, ' ', /*ensure_ascii=*/true);  // as JSON: every byte seen
     ATTNPROF_FAIL("--peer torch: '{}' printed the rows [{}], expected torch-naive and torch-sdpa once each, in that "
                   "order", python, fmt::join(names, ", "));
+  }
   for (const nlohmann::json& r : j["rows"]) {
     PeerRow row;
     row.name = report::string_field(r, "name");

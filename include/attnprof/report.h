@@ -218,7 +218,7 @@ class FileBatch {
 };
 
 // Removes the temporary file of every output not yet in place (those a FileBatch holds included), so an
-// interrupted run leaves no "<file>.tmp.PID.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
+// interrupted run leaves no "<file>.tmp.PID.PLACE.XXXXXX" behind. Async-signal-safe: for a SIGINT/SIGTERM handler.
 void remove_temporary_files() noexcept;
 // For the same handler, first: true while a FileBatch renames its files into place; the signal is then
 // raised again once they are all in place, and the handler should return at once. Async-signal-safe.
@@ -299,5 +299,7 @@ struct Timings {
 // --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it).
 std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
                                       std::string_view more_forwards = "raise --iters");
+// The same for a run read back (diff, the report), which may have been a profile under --schedule.
+inline constexpr std::string_view kMoreForwardsOfAStoredRun = "raise --iters (a profile under --schedule: its ACTIVE)";
 
 }  // namespace attnprof::report

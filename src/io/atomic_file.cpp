@@ -17,6 +17,8 @@
 #include <climits>
 #include <cstdlib>
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -90,15 +92,41 @@ struct TargetInfo {
   struct stat target {};
 };
 // What `path` names now, refused when no file can be written there whole.
-// ".tmp.PID.XXXXXX": the writing process's id in its temporary files' names, so that a later run can tell
-// the files of a run that was killed outright (SIGKILL, the OOM killer: no handler removes them) from those
-// of a run still writing.
-std::string temporary_suffix() { return ".tmp." + std::to_string(::getpid()) + ".XXXXXX"; }
+// Where a process id means this process: the boot (another host, or this one since a reboot, has other
+// processes under the same ids) and the pid namespace (a container's ids are its own). Eight hex digits of a
+// hash of both; "" when either cannot be read, and then no temporary file is judged stale.
+const std::string& process_place() {
+  static const std::string place = [] {
+    std::string boot;
+    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char buf[64] = {};
+      if (std::fgets(buf, sizeof buf, f)) boot = buf;
+      std::fclose(f);
+    }
+    struct stat ns {};
+    if (boot.empty() || ::stat("/proc/self/ns/pid", &ns) != 0) return std::string();
+    uint32_t h = 2166136261u;  // FNV-1a
+    for (const char c : boot + ":" + std::to_string(ns.st_dev) + ":" + std::to_string(ns.st_ino)) h = (h ^ uint8_t(c)) * 16777619u;
+    return fmt::format("{:08x}", h);
+  }();
+  return place;
+}
 
-// The temporary files (and ".old" backups) of `path` that a process no longer alive left beside it: removed
-// before a new one is made. Only `path`'s own, and only where the process is gone (kill(pid, 0): ESRCH); a
-// run still writing, or one whose id now belongs to another process, keeps its files.
+// ".tmp.PID.PLACE.XXXXXX": the writing process's id and where that id holds (process_place) in its temporary
+// files' names, so that a later run can tell the files of a run that was killed outright (SIGKILL, the OOM
+// killer: no handler removes them) from those of a run still writing, here or on another host sharing --out.
+std::string temporary_suffix() {
+  const std::string& place = process_place();
+  return ".tmp." + std::to_string(::getpid()) + "." + (place.empty() ? std::string("00000000") : place) + ".XXXXXX";
+}
+
+// The temporary files of `path` that a process no longer alive left beside it: removed before a new one is
+// made. Only `path`'s own, only those written where this process is (same boot, same pid namespace), and only
+// where their process is gone (kill(pid, 0): ESRCH). A ".old" backup is kept: a run killed while it replaced
+// its files may have left there the only copy of a file's previous contents.
 void remove_stale_temporaries(const std::string& path) noexcept {
+  const std::string& place = process_place();
+  if (place.empty()) return;
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
@@ -108,19 +136,17 @@ void remove_stale_temporaries(const std::string& path) noexcept {
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name(e->d_name);
     if (name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view rest = name.substr(prefix.size());  // PID.XXXXXX[.old]
+    const std::string_view rest = name.substr(prefix.size());  // PID.PLACE.XXXXXX
     const size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string_view::npos || dot > 9) continue;
+    if (dot == 0 || dot == std::string_view::npos || dot > 9 || rest.size() != dot + 1 + 8 + 1 + 6) continue;
+    if (rest.substr(dot + 1, 8) != place || rest[dot + 9] != '.') continue;
     long pid = 0;
     bool digits = true;
     for (const char c : rest.substr(0, dot)) {
       digits = digits && c >= '0' && c <= '9';
       pid = pid * 10 + (c - '0');
     }
-    const std::string_view tail = rest.substr(dot + 1);
-    const bool ours = digits && pid > 0 && pid != long(::getpid()) &&
-                      (tail.size() == 6 || (tail.size() == 10 && tail.substr(6) == ".old"));
-    if (!ours) continue;
+    if (!digits || pid <= 0 || pid == long(::getpid())) continue;
     if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(dir + "/" + std::string(name));
   }
   ::closedir(d);

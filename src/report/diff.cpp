@@ -579,7 +579,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     std::vector<Timings> timings;
     for (const ProfileSide* side : {&d.base, &d.next})
       if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms, side->sharing});
-    for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
+    for (const std::string& line : timing_notes(timings, "", kMoreForwardsOfAStoredRun)) s += line + "\n";
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
@@ -919,7 +919,7 @@ std::string diff_table(const RunDiff& d) {
     s += fmt::format("*: the forwards of one side spread by more than {:.0f} % or shared the CPUs with other work: that "
                      "speed-up may be the machine's, not the code's.\n",
                      (kNoisySpread - 1.0) * 100.0);
-  for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
+  for (const std::string& line : timing_notes(timings, "", kMoreForwardsOfAStoredRun)) s += line + "\n";
   return s;
 }
 

@@ -348,7 +348,7 @@ void section_compare(Page& pg, const Input& in) {
     for (const json& r : *peer_rows)
       if (str(r, "status") != "skipped" && std::isfinite(num(r, "ms", NAN)))
         timings.push_back({str(r, "name", "?"), forward_ms(r), cpu_sharing_of(r)});
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "", kMoreForwardsOfAStoredRun)) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
@@ -813,7 +813,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.note("A fit through two points is a line through both: it has no error estimate and its R² is 1 by "
             "construction (shown as –).");
   const json* machine = member(s, {"machine"});
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "", kMoreForwardsOfAStoredRun)) pg.note(line);
   pg.end_section();
 }
 
@@ -1308,7 +1308,7 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
   if (!web_dir.empty())
     ATTNPROF_FAIL("report: the chart library directory '{}' (--web-dir) holds no node_modules/vega/build/vega.min.js; "
                   "run `npm ci --prefix {}` with a copy of web/package.json there, or leave --web-dir out to search "
-                  "$ATTNPROF_WEB_DIR and web/",
+                  "$ATTNPROF_WEB_DIR when set, else web/",
                   web_dir, web_dir);
   if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env)
     ATTNPROF_FAIL("report: the chart library directory '{}' ($ATTNPROF_WEB_DIR) holds no "
