@@ -787,6 +787,21 @@ TEST(Diff, JsonNestedPastTheDepthLimitIsRefusedUnparsed) {
   EXPECT_EQ(report::json_depth_error(naive_summary().dump()), "");
 }
 
+// The memory a parse takes, estimated by a pass that builds nothing (nlohmann::json's layout): the document, its
+// arrays' values at twice their size (a vector's capacity), objects' members as map nodes, long strings.
+TEST(Diff, JsonParseCostFollowsTheLibrarysLayout) {
+  EXPECT_DOUBLE_EQ(report::json_parse_bytes("1"), 16.0);
+  EXPECT_DOUBLE_EQ(report::json_parse_bytes("[1, 2, 3]"), 16.0 + (24 + 16) + 3 * 32);
+  // An object of one short key and a 20-character string: the map, its node, the string and its characters.
+  EXPECT_DOUBLE_EQ(report::json_parse_bytes(R"({"a": "01234567890123456789"})"), 16.0 + (48 + 16) + (96 + 16) + (32 + 16) + (21 + 16));
+  // It grows with the document: each of 100,000 small objects in an array takes over 200 bytes.
+  std::string many = "[";
+  for (int i = 0; i < 100000; ++i) many += (i ? "," : "") + std::string(R"({"a":1})");
+  many += "]";
+  EXPECT_GT(report::json_parse_bytes(many), 100000.0 * 200);
+  EXPECT_EQ(report::json_memory_error("[1, 2, 3]"), "");  // a small document fits anywhere
+}
+
 TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
   namespace fs = std::filesystem;
   using attnprof::fuzz::JsonOutcome;

@@ -352,73 +352,48 @@ std::string json_depth_error(std::string_view text) {
 namespace {
 
 // Counts what a parse would build; nlohmann::json's layout on a 64-bit target: a value is 16 bytes inline, an
-// array a 24-byte vector whose capacity may be twice its elements, an object a 48-byte map of ~96-byte nodes
-// (key and value inline), a string a 32-byte object plus its characters past 15; each allocation ~16 more.
+// array a 24-byte vector whose capacity may be twice its elements (so 32 bytes a value inside an array), an
+// object a 48-byte map of ~96-byte nodes (key and value inline), a string a 32-byte object plus its characters
+// past 15; each allocation ~16 more.
 struct ParseCost : nlohmann::json_sax<json> {
   double bytes = 16;
+  std::vector<bool> in_array{false};  // per open container: an array (its values cost capacity) or an object
+  bool value() {
+    if (in_array.back()) bytes += 32;
+    return true;
+  }
   void text(size_t n) { bytes += n > 15 ? double(n + 1 + 16) : 0.0; }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool open(bool array, double size) {
+    value();
+    in_array.push_back(array);
+    bytes += size + 16;
+    return true;
+  }
+  bool close() {
+    in_array.pop_back();
+    return true;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
   bool string(string_t& s) override {
     bytes += 32 + 16;
     text(s.size());
-    return true;
+    return value();
   }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    bytes += 48 + 16;
-    return true;
-  }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(false, 48); }
   bool key(string_t& k) override {
     bytes += 96 + 16;
     text(k.size());
     return true;
   }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override {
-    bytes += 24 + 16;
-    return true;
-  }
-  bool end_array() override { return true; }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(true, 24); }
+  bool end_array() override { return close(); }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-};
-
-// Array elements are counted by their values: every value inside an array also costs 2 × 16 bytes of capacity.
-struct ElementCost : ParseCost {
-  std::vector<bool> in_array{false};
-  void element() {
-    if (in_array.back()) bytes += 32;
-  }
-  bool null() override { return element(), true; }
-  bool boolean(bool) override { return element(), true; }
-  bool number_integer(number_integer_t) override { return element(), true; }
-  bool number_unsigned(number_unsigned_t) override { return element(), true; }
-  bool number_float(number_float_t, const string_t&) override { return element(), true; }
-  bool string(string_t& s) override {
-    element();
-    return ParseCost::string(s);
-  }
-  bool start_object(std::size_t n) override {
-    element();
-    in_array.push_back(false);
-    return ParseCost::start_object(n);
-  }
-  bool end_object() override {
-    in_array.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t n) override {
-    element();
-    in_array.push_back(true);
-    return ParseCost::start_array(n);
-  }
-  bool end_array() override {
-    in_array.pop_back();
-    return true;
-  }
 };
 
 // Bytes the system would still give: MemAvailable, and under an address-space limit no more than the limit
@@ -447,7 +422,7 @@ double memory_left() {
 }  // namespace
 
 double json_parse_bytes(std::string_view text) {
-  ElementCost cost;
+  ParseCost cost;
   (void)json::sax_parse(text.begin(), text.end(), &cost, json::input_format_t::json, /*strict=*/false);
   return cost.bytes;
 }
