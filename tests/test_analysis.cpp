@@ -327,7 +327,10 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     for (const std::string& n : notes) all += n + "\n";
     return all;
   };
-  const auto peaks = [&](bool force = false) { return detail::machine_peaks(1, force, measure, &notes); };
+  // The machine as idle, whatever else runs beside the test (a busy reading would have the cache measure an
+  // entry again once idle: a rule of its own, tested below with entries written by hand).
+  const detail::OtherWorkProbe idle{[] { return 0.0; }, [](double) { return 0.0; }};
+  const auto peaks = [&](bool force = false) { return detail::machine_peaks(1, force, measure, &notes, &idle); };
   // The figure a call returned and whether it measured.
   const auto call = [&](bool force = false) {
     const int before = measured;
@@ -348,7 +351,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   EXPECT_EQ(call(), std::make_pair(102.0, false)) << "and replaces the entry";
   EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string()))["entries"].size(), 1u);
   // Another thread count is another entry: measured, the first one kept.
-  EXPECT_EQ(detail::machine_peaks(2, false, measure).threads, 2);
+  EXPECT_EQ(detail::machine_peaks(2, false, measure, nullptr, &idle).threads, 2);
   EXPECT_EQ(measured, 3);
   EXPECT_EQ(call(), std::make_pair(102.0, false));
   // A corrupt cache is ignored and rewritten.
@@ -455,8 +458,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   EXPECT_NE(said().find("ignoring corrupt machine-peaks cache"), std::string::npos);
   // An entry measured beside other work (its recorded "other_cpus", before the load average at its start,
   // which lags a minute behind) is measured again once the machine is idle, and used, with a note, while it
-  // is still busy. Which of the two happens depends on the machine right now; either way the figures returned
-  // are the cache's afterwards, and the entry changes only by a fresh measurement.
+  // is still busy. The probe says which: idle here, then busy.
   auto write_entry = [&](const std::string& busy_fields) {
     std::ofstream(file) << R"({"version": 4, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                         << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
@@ -473,12 +475,22 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   EXPECT_NE(busy_note.find(fmt::format("measured on a busy machine (other work used {:.1f} of", double(hw))),
             std::string::npos)
       << busy_note;
-  EXPECT_EQ(busy_remeasured, busy_cached != 7.0);
+  EXPECT_TRUE(busy_remeasured) << "the machine idle now: measured again";
+  EXPECT_NE(busy_cached, 7.0);
   const nlohmann::json after = nlohmann::json::parse(attnprof::io::read_file(file.string()));
   ASSERT_EQ(after["entries"].size(), 1u);
   EXPECT_EQ(after["entries"][0]["fp32_gflops"].get<double>(), busy_cached);
   if (!busy_remeasured) EXPECT_EQ(after["entries"][0]["other_cpus"].get<double>(), double(hw)) << "kept as it was";
   else EXPECT_LE(after["entries"][0]["other_cpus"].get<double>(), double(hw)) << "a fresh measurement's own figure";
+  {  // Still busy now: the entry is used, with a note, and kept as it was.
+    const detail::OtherWorkProbe busy{[hw] { return double(hw); }, [hw](double) { return double(hw); }};
+    write_entry(fmt::format(R"("load_average": 0, "other_cpus": {})", hw));
+    notes.clear();
+    const int before = measured;
+    EXPECT_EQ(detail::machine_peaks(1, false, measure, &notes, &busy).fp32_gflops, 7.0);
+    EXPECT_EQ(measured, before) << "not measured again while the machine is busy";
+    EXPECT_NE(said().find("may be low; they are measured again once it is idle"), std::string::npos) << said();
+  }
   // Other work no measurement records (more than every CPU, or negative; a negative load average): a corrupt
   // entry, measured again with a note rather than printed as "other work used 1000000000.0 of 2 CPUs".
   for (const char* bad : {R"("load_average": 0, "other_cpus": 1e9)", R"("load_average": 0, "other_cpus": -5)",

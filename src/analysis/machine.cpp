@@ -396,7 +396,7 @@ MachinePeaks measure_peak_figures(int threads, Isa isa) {
 }
 
 MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasurement& measure,
-                           std::vector<std::string>* notes) {
+                           std::vector<std::string>* notes, const OtherWorkProbe* probe) {
   ATTNPROF_CHECK(threads >= 1, "machine_peaks needs threads >= 1, got {}", threads);
   const auto note = [notes](std::string text) {
     if (notes) notes->push_back(std::move(text));
@@ -467,7 +467,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       // mark over a quarter-second sample (the load average, which lags a minute behind, where /proc/stat
       // cannot be read).
       const std::string what = beside_text(other, cached_load);
-      if (beside_figure(other_work_now(), load) >= busy_above / 2) {
+      if (beside_figure(probe ? probe->now() : other_work_now(), load) >= busy_above / 2) {
         note(fmt::format("the cached machine peaks were measured on a busy machine ({}) and may be low; they are "
                          "measured again once it is idle, or now with `attnprof roofline --peaks-only --remeasure`",
                          what));
@@ -480,8 +480,10 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
     }
 
   const OtherWork beside;
+  const auto t0 = std::chrono::steady_clock::now();
   MachinePeaks m = measure(threads, isa);
-  const double other = beside.cpus();
+  const double other =
+      probe ? probe->beside(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) : beside.cpus();
   // The libraries' ISA is the CPU's best, which runs the dispatched ISA's code as well: its peak is at least that
   // one's. Measured below it, the machine disturbed the libraries' measurement, which is then taken as no lower.
   for (auto [lib, own, what] : {std::tuple{&m.library_fp32_gflops, m.fp32_gflops, "fp32"},
