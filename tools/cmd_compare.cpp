@@ -326,7 +326,7 @@ nlohmann::json peers_json(const PeerRun& peers, const AttnProblem& p, const Targ
 
 // The variants whose rows failed validation, or failed on the GPU (for the exit code and its line); or, exit 1
 // as well, no row measured at all.
-void exit_if_any_failed(const std::vector<Row>& rows) {
+void exit_by_outcome(const std::vector<Row>& rows) {
   std::vector<std::string> invalid, device;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Failed) (r.r.device_error ? device : invalid).push_back(r.name);
@@ -414,7 +414,7 @@ void run_compare_cuda(const CompareArgs& a) {
   j.update({{"device", "cuda"}, {"gpu", dev.name}, {"warmup_min_s", 0.0}, {"variants", nlohmann::json::array()}});
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   finish(o, j, text, outputs);
-  exit_if_any_failed(rows);
+  exit_by_outcome(rows);
 }
 
 void run_compare(const CompareArgs& a) {
@@ -528,7 +528,7 @@ void run_compare(const CompareArgs& a) {
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
   progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
-  exit_if_any_failed(rows);
+  exit_by_outcome(rows);
 }
 
 }  // namespace

@@ -126,11 +126,11 @@ bool check_save_output(const CommonOptions& o, const std::string& variant) {
 
 void run_profile(const ProfileArgs& a) {
   const CommonOptions& o = a.common;
-  if (a.schedule_opt && a.schedule_opt->count() > 0 && o.iters_opt && o.iters_opt->count() > 0)
+  const bool scheduled = a.schedule_opt && a.schedule_opt->count() > 0;
+  if (scheduled && o.iters_opt && o.iters_opt->count() > 0)
     ATTNPROF_FAIL("--iters conflicts with --schedule: the schedule's ACTIVE is the number of recorded forwards");
-  const prof::Schedule schedule = a.schedule_opt && a.schedule_opt->count() > 0
-                                      ? parse_schedule(a.schedule)
-                                      : prof::Schedule{.wait = 1, .warmup = 1, .active = o.iters};
+  const prof::Schedule schedule =
+      scheduled ? parse_schedule(a.schedule) : prof::Schedule{.wait = 1, .warmup = 1, .active = o.iters};
   if (a.group_by_input_shape && !a.record_shapes)
     ATTNPROF_FAIL("--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
   if (!a.profile_memory && (a.sort_by == "cpu_memory_usage" || a.sort_by == "self_cpu_memory_usage" ||
@@ -289,7 +289,6 @@ void run_profile(const ProfileArgs& a) {
                 report::format_bytes(r.peak_extra_bytes).c_str(), gpu ? "device allocator" : "tracked allocator");
   }
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
-  const bool scheduled = a.schedule_opt && a.schedule_opt->count() > 0;
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))

@@ -596,8 +596,7 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
 
 nlohmann::json read_json_file(const std::string& path) {
   const std::string text = report::read_input_file(path);
-  if (const std::string why = report::json_depth_error(text); !why.empty()) ATTNPROF_FAIL("{}: {}", path, why);
-  if (const std::string why = report::json_memory_error(text); !why.empty()) ATTNPROF_FAIL("{}: {}", path, why);
+  if (const std::string why = report::json_parse_error(text); !why.empty()) ATTNPROF_FAIL("{}: {}", path, why);
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) ATTNPROF_FAIL("{}: not valid JSON", path);
   return j;

@@ -29,8 +29,10 @@ namespace attnprof::analysis {
 // ---- per-op aggregation ------------------------------------------------------------------------------
 // A zone that marks a region rather than doing work: a user annotation (attn_fwd, ...) or a step (ProfilerStep#N
 // in a trace, ProfilerStep* in key averages). Op counts, the roofline and profile diffs leave these out.
+// A step, as the trace names it (ProfilerStep#N) or as key averages fold it (ProfilerStep*).
+inline bool is_step(std::string_view name) { return name.rfind("ProfilerStep", 0) == 0; }
 inline bool is_annotation(std::string_view name, std::string_view category) {
-  return category == "user_annotation" || name.rfind("ProfilerStep", 0) == 0;
+  return category == "user_annotation" || is_step(name);
 }
 // The key-averages row of a step zone: torch's key_averages() reads every ProfilerStep#N as one "ProfilerStep*"
 // (_rewrite_name with its wildcard), a row whose # of Calls is the steps recorded; the trace keeps each step's

@@ -23,6 +23,7 @@
 #include <ctime>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -91,7 +92,13 @@ struct TargetInfo {
   bool exists = false, is_link = false;
   struct stat target {};
 };
-// What `path` names now, refused when no file can be written there whole.
+// `path` as its directory ("." for a bare name) and the name in it.
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
 // Where a process id means this process: the boot (another host, or this one since a reboot, has other
 // processes under the same ids) and the pid namespace (a container's ids are its own). Eight hex digits of a
 // hash of both; "" when either cannot be read, and then no temporary file is judged stale.
@@ -127,16 +134,15 @@ std::string temporary_suffix() {
 void remove_stale_temporaries(const std::string& path) noexcept {
   const std::string& place = process_place();
   if (place.empty()) return;
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  const auto [dir, name] = split_path(path);
+  const std::string prefix = name + ".tmp.";
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> stale;
   while (const dirent* e = ::readdir(d)) {
-    const std::string_view name(e->d_name);
-    if (name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view rest = name.substr(prefix.size());  // PID.PLACE.XXXXXX
+    const std::string_view entry(e->d_name);
+    if (entry.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view rest = entry.substr(prefix.size());  // PID.PLACE.XXXXXX
     const size_t dot = rest.find('.');
     if (dot == 0 || dot == std::string_view::npos || dot > 9 || rest.size() != dot + 1 + 8 + 1 + 6) continue;
     if (rest.substr(dot + 1, 8) != place || rest[dot + 9] != '.') continue;
@@ -147,12 +153,13 @@ void remove_stale_temporaries(const std::string& path) noexcept {
       pid = pid * 10 + (c - '0');
     }
     if (!digits || pid <= 0 || pid == long(::getpid())) continue;
-    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(dir + "/" + std::string(name));
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(dir + "/" + std::string(entry));
   }
   ::closedir(d);
   for (const std::string& f : stale) ::unlink(f.c_str());
 }
 
+// What `path` names now, refused when no file can be written there whole.
 TargetInfo inspect_target(const std::string& path) {
   ATTNPROF_CHECK(!path.empty(), "cannot write a file with an empty path");
   TargetInfo t;
@@ -201,10 +208,8 @@ std::string atomic_target_dir(const std::string& path) {
                       path, immutable ? "immutable" : "append-only", immutable ? 'i' : 'a', immutable ? 'i' : 'a');
     }
   }
-  const size_t slash = target.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
-  const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
-  // The temporary file's name is the file's plus ".tmp.PID.XXXXXX", and an old file is kept under that plus
+  const auto [dir, name] = split_path(target);
+  // The temporary file's name is the file's plus ".tmp.PID.PLACE.XXXXXX" (temporary_suffix), and an old file is kept under that plus
   // ".old" while it is replaced: a name near the filesystem's limit is refused by mkstemp or link(2) only then.
   const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
   const size_t extra = temporary_suffix().size() + (t.exists ? std::strlen(".old") : 0);

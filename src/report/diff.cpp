@@ -440,6 +440,11 @@ std::string json_memory_error(std::string_view text) {
                      binary_size(std::max(left, 0.0)));
 }
 
+std::string json_parse_error(std::string_view text) {
+  std::string why = json_depth_error(text);
+  return why.empty() ? json_memory_error(text) : why;
+}
+
 void check_summary(const json& s, const std::string& what, bool run_figures) {
   (void)parse_as(s, what, "", run_figures);
 }

@@ -1264,12 +1264,19 @@ std::string package_version(const fs::path& pkg_dir) {
 }  // namespace
 
 // ---- the chart library -------------------------------------------------------------------------------------
+namespace {
+// The directory the user named, --web-dir or else $ATTNPROF_WEB_DIR, and which of the two named it ("" when
+// neither did). It is the only one tried: falling back would hide a typo and inline a library the user did not
+// ask for.
+std::pair<std::string, std::string> named_web_dir(const std::string& web_dir) {
+  if (!web_dir.empty()) return {web_dir, "--web-dir"};
+  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) return {env, "$ATTNPROF_WEB_DIR"};
+  return {};
+}
+}  // namespace
+
 std::vector<std::string> chart_library_candidates(const std::string& web_dir) {
-  // A directory the caller names is the only one tried: falling back would hide a typo and inline a library
-  // the user did not ask for.
-  if (!web_dir.empty()) return {web_dir};
-  // So is the one $ATTNPROF_WEB_DIR names, for the same reason.
-  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env) return {env};
+  if (auto [named, by] = named_web_dir(web_dir); !named.empty()) return {named};
   std::vector<std::string> c;
   if (std::string exe = executable_dir(); !exe.empty()) {
     const fs::path e(exe);
@@ -1305,16 +1312,12 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
     lib.vega_embed_version = package_version(nm / "vega-embed");
     return lib;
   }
-  if (!web_dir.empty())
-    ATTNPROF_FAIL("report: the chart library directory '{}' (--web-dir) holds no node_modules/vega/build/vega.min.js; "
-                  "run `npm ci --prefix {}` with a copy of web/package.json there, or leave --web-dir out to search "
-                  "$ATTNPROF_WEB_DIR when set, else web/",
-                  web_dir, web_dir);
-  if (const char* env = std::getenv("ATTNPROF_WEB_DIR"); env && *env)
-    ATTNPROF_FAIL("report: the chart library directory '{}' ($ATTNPROF_WEB_DIR) holds no "
-                  "node_modules/vega/build/vega.min.js; run `npm ci --prefix {}` with a copy of web/package.json "
-                  "there, or unset ATTNPROF_WEB_DIR to search web/",
-                  env, env);
+  if (const auto [named, by] = named_web_dir(web_dir); !named.empty())
+    ATTNPROF_FAIL("report: the chart library directory '{}' ({}) holds no node_modules/vega/build/vega.min.js; run "
+                  "`npm ci --prefix {}` with a copy of web/package.json there, or {}",
+                  named, by, named,
+                  by == "--web-dir" ? "leave --web-dir out to search $ATTNPROF_WEB_DIR when set, else web/"
+                                    : "unset ATTNPROF_WEB_DIR to search web/");
   std::string tried;
   for (const auto& d : candidates) tried += (tried.empty() ? " " : ", ") + d + "/node_modules/vega/build/vega.min.js";
   ATTNPROF_FAIL(

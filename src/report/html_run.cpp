@@ -86,12 +86,11 @@ Input read_json(const fs::path& p) {
     in.why = why;
     return in;
   }
-  for (const std::string& why : {json_depth_error(*text), json_memory_error(*text)})
-    if (!why.empty()) {
-      in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), why);
-      in.why = why;
-      return in;
-    }
+  if (std::string why = json_parse_error(*text); !why.empty()) {
+    in.note = fmt::format("{} could not be parsed ({})", p.filename().string(), why);
+    in.why = std::move(why);
+    return in;
+  }
   try {
     in.doc = json::parse(*text);
   } catch (const std::exception& e) {
@@ -139,7 +138,7 @@ namespace {
 // Whether a zone (a summary row or a trace span) is the per-forward annotation: the one the run recorded
 // (attn_fwd, sdpa_fwd, ...), as diff counts forwards, else the first user annotation that is not a step.
 bool is_forward_zone(const std::string& name, const std::string& category, const std::string& annotation) {
-  return annotation.empty() ? category == "user_annotation" && name.rfind("ProfilerStep", 0) != 0
+  return annotation.empty() ? category == "user_annotation" && !analysis::is_step(name)
                             : name == annotation;
 }
 
