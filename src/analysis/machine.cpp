@@ -479,11 +479,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       break;
     }
 
-  const OtherWork beside;
+  std::optional<OtherWork> beside;  // /proc/stat's readings, unless a probe stands in for them
+  if (!probe) beside.emplace();
   const auto t0 = std::chrono::steady_clock::now();
   MachinePeaks m = measure(threads, isa);
   const double other =
-      probe ? probe->beside(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) : beside.cpus();
+      probe ? probe->beside(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) : beside->cpus();
   // The libraries' ISA is the CPU's best, which runs the dispatched ISA's code as well: its peak is at least that
   // one's. Measured below it, the machine disturbed the libraries' measurement, which is then taken as no lower.
   for (auto [lib, own, what] : {std::tuple{&m.library_fp32_gflops, m.fp32_gflops, "fp32"},
