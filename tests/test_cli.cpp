@@ -798,8 +798,34 @@ TEST_F(Cli, ComparePeerRefusesAnInterpreterThatCannotRunIt) {
     EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
     const json row = read_json("compare.json")["peers"]["rows"][1];
     EXPECT_EQ(row["status"], "failed");
+    EXPECT_EQ(row["note"].get<std::string>().rfind("validation failed: ", 0), 0u) << row.dump();
+    EXPECT_NE(r.out.find(row["note"].get<std::string>()), std::string::npos) << "the failed row's note is printed";
     EXPECT_DOUBLE_EQ(row["cpu_sharing"]["other_cpus"].get<double>(), double(cpus));
     EXPECT_EQ(row["cpu_sharing"]["threads"], 1);
+    fs::remove_all(out());
+  }
+  {  // An output of NaN: its max abs error is inf, and the note says the elements are NaN, not just far off.
+    const fs::path nans = dir_ / "nans.npy";
+    {
+      std::ofstream(nans, std::ios::binary)
+          << npy::to_bytes(Tensor::full({1, 2, 64, 32}, DType::F32, std::numeric_limits<float>::quiet_NaN()));
+    }
+    const fs::path fake = dir_ / "python-nan";
+    {
+      std::ofstream(fake) << probe_ok
+                          << R"(echo '{"torch": "0.0", "threads": 1, "rows": [{"name": "torch-naive", "skipped": )"
+                             R"(true}, {"name": "torch-sdpa", "call": "sdpa", "forward_ms": [1, 1, 1]}]}')"
+                          << "\ncat " << nans.string() << "\n";
+    }
+    fs::permissions(fake, fs::perms::owner_all);
+    const Result r = run(args + " --python " + fake.string() + out_flag());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string note = "validation failed: 4096 of 4096 elements are NaN or infinite";
+    EXPECT_NE(r.out.find(note), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("peer torch-sdpa: 1.000 ms/forward, " + note), std::string::npos) << r.err;
+    const json row = read_json("compare.json")["peers"]["rows"][1];
+    EXPECT_EQ(row["status"], "failed");
+    EXPECT_EQ(row["note"].get<std::string>().rfind(note, 0), 0u) << row.dump();
     fs::remove_all(out());
   }
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the interpreter without torch";
@@ -1856,6 +1882,18 @@ TEST_F(Cli, ShapeFieldsArePlainDecimalAndErrorsQuoteTheWholeValue) {
 TEST_F(Cli, RepeatedAndForeignOptionsAreNamed) {
   expect_bad("profile naive --threads 1 --threads 2 --shape 1,1,16,16", "--threads was given more than once");
   expect_bad("compare --shape 1,1,16,16 --threads 1 --shape 1,1,32,16", "--shape was given more than once");
+  // A flag given twice too, under either of its spellings; --help and --version twice still answer.
+  expect_bad("compare --shape 1,1,16,16 --json --json", "--json was given more than once");
+  expect_bad("profile naive --shape 1,1,16,16 --causal --causal", "--causal was given more than once");
+  expect_bad("roofline --peaks-only --remeasure --remeasure", "--remeasure was given more than once");
+  {
+    const Result help = run("profile --help --help");
+    EXPECT_EQ(help.code, 0) << help.err;
+    EXPECT_NE(help.out.find("Usage: attnprof profile"), std::string::npos) << help.out;
+    const Result version = run("diff --version --version");
+    EXPECT_EQ(version.code, 0) << version.err;
+    EXPECT_EQ(version.out, std::string("attnprof ") + ATTNPROF_VERSION + "\n");
+  }
   expect_bad("profile naive --variants naive" + kSmall, "profile does not take --variants (see attnprof profile --help)");
   expect_bad("profile naive --variants=naive" + kSmall, "profile does not take --variants (see attnprof profile --help)");
   expect_bad("sweep --peaks-only" + kSmall, "sweep does not take --peaks-only");
@@ -2181,6 +2219,20 @@ TEST_F(Cli, OutputsThatAreTheRunsInputsAreRefused) {
   // Two compare runs: a directory stands for its compare.json, which --save must not replace either.
   const std::string cmp = (out() / "compare.json").string(), cmp_bytes = io::read_file(cmp);
   refused("diff " + out().string() + " " + out().string() + " --save " + cmp, cmp);
+  // Nor another result of a run it compares: a summary beside the compare.json (report and roofline --from read
+  // it), or the compare.txt. Another name there, or a result's name elsewhere, is written.
+  for (const std::string name : {"naive.summary.json", "compare.txt", "report.html"}) {
+    const std::string save = (out() / name).string();
+    const Result r = run("diff " + out().string() + " " + out().string() + " --save " + save);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "attnprof: error: --save '" + save + "' would replace the run's " + name + " beside " + cmp +
+                         ", which is being compared: save the diff elsewhere or under another name\n");
+  }
+  const Result beside = run("diff " + out().string() + " " + out().string() + " --save " + (out() / "d.txt").string());
+  EXPECT_EQ(beside.code, 0) << beside.err;
+  EXPECT_EQ(run("diff " + a + " " + b + " --save " + (dir_ / "naive.summary.json").string()).code, 0);
+  fs::remove(out() / "d.txt");
+  fs::remove(dir_ / "naive.summary.json");
   EXPECT_EQ(io::read_file(a), a_bytes);
   EXPECT_EQ(io::read_file(b), b_bytes);
   EXPECT_EQ(io::read_file(cmp), cmp_bytes);
@@ -2717,6 +2769,12 @@ TEST_F(Cli, AValidationFailureIsReportedWrittenAndExitsOne) {
   EXPECT_TRUE(fs::is_empty(existing));
   EXPECT_EQ(run("profile naive" + files + " --json --out " + (existing / "new").string()).code, 1);
   EXPECT_FALSE(fs::exists(existing / "new"));
+  EXPECT_TRUE(fs::is_directory(existing));
+  // '--out detour/../existing/via' makes 'detour' on its way (as mkdir -p does): it goes with the failed run, and
+  // the directory the path comes back to stays.
+  EXPECT_EQ(run("profile naive" + files + " --out " + (dir_ / "detour" / ".." / "existing" / "via").string()).code, 1);
+  EXPECT_FALSE(fs::exists(dir_ / "detour")) << "a directory made on the way to --out was left behind";
+  EXPECT_FALSE(fs::exists(existing / "via"));
   EXPECT_TRUE(fs::is_directory(existing));
   const Result cmp = run("compare --variants naive" + files + " --out " + (fresh / "deeper").string());
   EXPECT_EQ(cmp.code, 1) << cmp.err;

@@ -281,6 +281,7 @@ std::string render_peers(const PeerRun& peers, const std::vector<Row>& rows, con
     s += fmt::format("{:<12}{:>11.3f}{:>10.1f}{:>8.1f}%{:>11.2e}  {:<7}{}\n", r.name, r.ms, gflops,
                      pct_of_peak(t, gflops), r.err.max_abs,
                      r.status == RunOutcome::Status::Ok ? "OK" : "FAIL", r.call);
+    if (r.status == RunOutcome::Status::Failed) s += fmt::format("{:<12}{}\n", "", r.note);
     if (r.status == RunOutcome::Status::Ok && (!best_peer || r.ms < best_peer->ms)) best_peer = &r;
   }
   const Row* best = nullptr;
@@ -475,6 +476,8 @@ void run_compare(const CompareArgs& a) {
     for (const PeerRow& r : peers->rows)
       progress(r.status == RunOutcome::Status::Skipped
                    ? fmt::format("peer {}: skipped: {}", r.name, r.note)
+                   : r.status == RunOutcome::Status::Failed
+                   ? fmt::format("peer {}: {:.3f} ms/forward, {}", r.name, r.ms, r.note)
                    : fmt::format("peer {}: {:.3f} ms/forward, max abs error {:.2e}", r.name, r.ms, r.err.max_abs));
   }
 

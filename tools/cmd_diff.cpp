@@ -64,6 +64,17 @@ std::string lowercase(std::string s) {
   return s;
 }
 
+// The names of the files a run writes into its --out: --save there under one of them would replace a result
+// that report, roofline --from and a later diff read.
+bool run_result_name(const std::string& name) {
+  for (const char* whole : {"compare.json", "compare.txt", "roofline.json", "roofline.txt", "sweep.json", "sweep.txt",
+                            "sweep.csv", "report.html"})
+    if (name == whole) return true;
+  for (const char* end : {".summary.json", ".trace.json", ".trace.json.gz", ".table.txt"})
+    if (name.ends_with(end)) return true;
+  return false;
+}
+
 void run_diff(const DiffArgs& a) {
   const std::string base_path = input_file(a.base), next_path = input_file(a.next);
   // --save over one of the two inputs would replace it with the diff: refused before either is read.
@@ -72,6 +83,18 @@ void run_diff(const DiffArgs& a) {
     for (const std::string& input : {base_path, next_path})
       if (std::filesystem::equivalent(a.out, input, ec) && !ec)
         ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
+    // Nor over another result of a run being compared: 'diff runA runB --save runA/naive.summary.json'.
+    const std::filesystem::path save(a.out);
+    const std::string save_name = save.filename().string();
+    const std::filesystem::path save_dir = save.has_parent_path() ? save.parent_path() : ".";
+    for (const std::string& input : {base_path, next_path}) {
+      const std::filesystem::path in(input);
+      const std::filesystem::path input_dir = in.has_parent_path() ? in.parent_path() : ".";
+      if (run_result_name(save_name) && std::filesystem::equivalent(save_dir, input_dir, ec) && !ec)
+        ATTNPROF_FAIL("--save '{}' would replace the run's {} beside {}, which is being compared: save the diff "
+                      "elsewhere or under another name",
+                      a.out, save_name, input);
+    }
     check_output_flag("--save", a.out);  // what writing it would refuse, before the files are read
     if (lowercase(a.out).ends_with(".gz"))
       ATTNPROF_FAIL("--save '{}': diff writes no gzip; name a .json file for the JSON, any other for the table", a.out);

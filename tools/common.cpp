@@ -497,25 +497,32 @@ void remove_created_dirs_on_signal() noexcept {
 void prepare_out_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::vector<fs::path> missing;  // the levels create_directories is about to make, deepest first
-  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !ec && p.has_relative_path() && !fs::exists(p, ec);
-       p = p.parent_path())
-    missing.push_back(p);
+  // The levels create_directories is about to make, in the order it makes them. The path is walked as written,
+  // not normalised: '--out a/../b' makes 'a' on its way to 'b' (as mkdir -p does), and 'a' must be removed with
+  // 'b' if the run fails. Behind a level still to be made, '..' can only be resolved by name.
+  std::vector<fs::path> to_make;
+  fs::path prefix;
+  for (const fs::path& part : fs::absolute(dir, ec)) {
+    prefix /= part;
+    if (ec || part.empty() || part == "." || part == ".." || !prefix.has_relative_path()) continue;
+    const bool exists = to_make.empty() ? fs::exists(prefix, ec) : fs::exists(prefix.lexically_normal(), ec);
+    if (!exists) to_make.push_back(prefix);
+  }
   // A dangling symbolic link is no directory to create: create_directories would say only "File exists".
-  for (const fs::path& p : missing)
+  for (const fs::path& p : to_make)
     if (fs::is_symlink(fs::symlink_status(p, ec))) {
       std::error_code loop;
       (void)fs::status(p, loop);
       if (loop == std::errc::too_many_symbolic_link_levels)
         ATTNPROF_FAIL("output path '{}' is a symbolic link that never reaches a directory (a loop of links)",
-                      p == missing.front() ? dir : p.string());
+                      p == to_make.back() ? dir : p.string());
       ATTNPROF_FAIL("output path '{}' is a symbolic link to '{}', which does not exist",
-                    p == missing.front() ? dir : p.string(), fs::read_symlink(p, ec).string());
+                    p == to_make.back() ? dir : p.string(), fs::read_symlink(p, ec).string());
     }
-  for (auto d = missing.rbegin(); d != missing.rend(); ++d) {
+  for (const fs::path& d : to_make) {
     const int n = g_created_dirs_n.load(std::memory_order_relaxed);
-    if (n == kMaxCreatedDirs || d->native().size() >= PATH_MAX) break;
-    std::memcpy(g_created_dirs[n], d->c_str(), d->native().size() + 1);
+    if (n == kMaxCreatedDirs || d.native().size() >= PATH_MAX) break;
+    std::memcpy(g_created_dirs[n], d.c_str(), d.native().size() + 1);
     g_created_dirs_n.store(n + 1, std::memory_order_release);
   }
   fs::create_directories(dir, ec);
@@ -755,6 +762,15 @@ const char* status_name(RunOutcome::Status s) {
   return "?";
 }
 
+std::string validation_failure(const ErrorStats& err, const Tolerance& tol) {
+  if (err.non_finite > 0)
+    return fmt::format("validation failed: {} of {} elements are NaN or infinite ({} outside atol {:g} + rtol {:g} "
+                       "in all)",
+                       err.non_finite, err.count, err.violations, tol.atol, tol.rtol);
+  return fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                     err.violations, err.count, tol.atol, tol.rtol, err.max_abs);
+}
+
 namespace {
 
 void set_run_metadata(prof::Profiler& profiler, const Variant& v, const Inputs& in) {
@@ -773,12 +789,7 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
   if (plan.keep_output) r.output = out;
   if (r.err.ok()) return true;
   r.status = RunOutcome::Status::Failed;
-  r.note = r.err.non_finite > 0
-               ? fmt::format("validation failed: {} of {} elements are NaN or infinite ({} outside atol {:g} + rtol "
-                             "{:g} in all)",
-                             r.err.non_finite, r.err.count, r.err.violations, r.tol.atol, r.tol.rtol)
-               : fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
-                             r.err.violations, r.err.count, r.tol.atol, r.tol.rtol, r.err.max_abs);
+  r.note = validation_failure(r.err, r.tol);
   return false;
 }
 

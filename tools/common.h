@@ -335,6 +335,9 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
 // (naive's N² mask, at N = 16384 256 MiB) would sit in the tracked allocator beside the one running and count in
 // its peak memory; building one again costs a mask fill, nothing a forward would notice.
 void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in);
+// What a validation that failed found, for the row's note: how many elements were outside the tolerance, or NaN or
+// infinite (those make max abs error inf: the note says which it was).
+std::string validation_failure(const ErrorStats& err, const Tolerance& tol);
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
 // warm-up, then the profiled forwards, each inside the variant's annotation.
 RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,

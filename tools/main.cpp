@@ -135,7 +135,13 @@ int run_command(int argc, char** argv) {
     for (CLI::Option* opt : sub->get_options()) {
       // A flag given a value (--causal=false, --json=0) is refused rather than read one way by one flag and
       // ignored by another: --causal=false used to leave the mask on. "--flag=true" still means the flag.
-      if (opt->get_items_expected_max() == 0) opt->disable_flag_override();
+      if (opt->get_items_expected_max() == 0) {
+        opt->disable_flag_override();
+        // A flag given twice (--json --json) is refused as an option given twice is: the same slip, most
+        // often a command line put together from two.
+        if (opt != sub->get_help_ptr() && opt != sub->get_version_ptr())
+          opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+      }
       if (opt->get_items_expected_min() > 0) {
         // Every integer option reads plain decimal in its range (add_integer_option); one added without it
         // still gets the decimal form, within 64 bits.
@@ -201,10 +207,10 @@ int run_command(int argc, char** argv) {
                                                        : "";
       return fail(name + " takes no value, got '" + arg + "'" + hint + " (see attnprof " + sub->get_name() + " --help)");
     }
-    // A single-value option given twice: name it rather than "At Most 1 required but received 2".
+    // A single-value option or a flag given twice: name it rather than "At Most 1 required but received 2".
     for (const CLI::App* sub : app.get_subcommands())
       for (const CLI::Option* opt : sub->get_options())
-        if (opt->get_items_expected_max() == 1 && opt->count() > 1)
+        if (opt->get_items_expected_max() <= 1 && opt->count() > 1)
           return fail(opt->get_name() + " was given more than once (see attnprof " + sub->get_name() + " --help)");
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const CLI::ParseError& e) {

@@ -424,6 +424,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
                       shape_str(want));
       row.err = compare_to_reference(out, ref.get(), tol);
       row.status = row.err.ok() ? RunOutcome::Status::Ok : RunOutcome::Status::Failed;
+      if (!row.err.ok()) row.note = validation_failure(row.err, tol);
     }
     run.rows.push_back(std::move(row));
   }
