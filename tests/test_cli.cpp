@@ -1524,6 +1524,8 @@ TEST_F(Cli, UnderAForcedIsaMatmulIsPlacedUnderTheLibrarysPeaks) {
   EXPECT_EQ(m["isa"], "scalar");
   EXPECT_EQ(m["library_isa"], best);
   EXPECT_EQ(m["bf16_gflops"].get<double>(), 0.0);
+  EXPECT_TRUE(m["ridge_bf16"].is_null()) << "no bf16 units, no bf16 ridge: " << m.dump();
+  EXPECT_GT(m["ridge_fp32"].get<double>(), 0.0);
   std::set<std::string> placed;
   for (const json& op : j["ops"]) {
     const std::string what = op.dump();

@@ -347,8 +347,8 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& 
   for (const nlohmann::json& v : j["variants"])
     if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
   write_html_if_asked(o);
-  if (o.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  if (o.json) print_out("{}\n", j.dump(2));
+  else print_out("{}", text);
 }
 
 // compare --device cuda, once use_cuda has found the GPU: the CUDA registry on it (run_cuda_variant:

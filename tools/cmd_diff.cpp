@@ -130,8 +130,8 @@ void run_diff(const DiffArgs& a) {
   }
   if (!a.out.empty())
     report::write_text_atomic(a.out, lowercase(a.out).ends_with(".json") ? j.dump(2) + "\n" : text);
-  if (a.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  if (a.json) print_out("{}\n", j.dump(2));
+  else print_out("{}", text);
 }
 
 }  // namespace

@@ -202,8 +202,8 @@ void run_profile(const ProfileArgs& a) {
       run[key] = nullptr;
   if (r.status == RunOutcome::Status::Failed) {
     // Reported, not timed (the benchmark refuses to time a kernel that fails validation).
-    if (o.json) std::printf("%s\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2).c_str());
-    else std::printf("%s: %s (not timed)\n", v.name.c_str(), r.note.c_str());
+    if (o.json) print_out("{}\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2));
+    else print_out("{}: {} (not timed)\n", v.name, r.note);
     if (r.device_error) exit_if_validation_failed({}, {v.name});
     else exit_if_validation_failed({v.name});
   }
@@ -244,25 +244,23 @@ void run_profile(const ProfileArgs& a) {
                         {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
     if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
-    std::printf("%s\n", j.dump(2).c_str());
+    print_out("{}\n", j.dump(2));
     return;
   }
-  std::printf("%s — %s, %s\n", v.name.c_str(), in.p.str().c_str(), where.c_str());
-  std::printf("validation: max abs error %.3g vs the fp64 reference (tolerance atol %g, rtol %g; the worst element "
-              "used %.0f%% of its tolerance): OK\n",
-              r.err.max_abs, r.tol.atol, r.tol.rtol, 100.0 * r.err.tol_used);
-  std::printf("%s", table.c_str());
-  if (r.result.has_device) std::printf("%s", report::device_table(r.result).c_str());
-  if (!r.cupti_note.empty()) std::printf("CUPTI could not collect (%s): host-side table only\n", r.cupti_note.c_str());
-  std::printf("%s", report::thread_balance_table(analysis::thread_balance(r.result)).c_str());
-  std::printf("time per forward: %s (%s), %.1f GFLOP/s (%s)\n", report::format_time_ns(r.median_ns).c_str(),
-              r.forward_ns.size() == 1 ? "one recorded forward"
-                                       : fmt::format("median of {} recorded forwards", r.forward_ns.size()).c_str(),
-              r.median_ns > 0 ? flops / r.median_ns : 0.0,
-              (flops_legend(in.p) + (in.p.mask == MaskKind::Causal ? "; the table's GFLOP/s count what each op "
-                                                                     "computed, masked scores included"
-                                                                   : ""))
-                  .c_str());
+  print_out("{} — {}, {}\n", v.name, in.p.str(), where);
+  print_out("validation: max abs error {:.3g} vs the fp64 reference (tolerance atol {:g}, rtol {:g}; the worst element "
+            "used {:.0f}% of its tolerance): OK\n",
+            r.err.max_abs, r.tol.atol, r.tol.rtol, 100.0 * r.err.tol_used);
+  print_out("{}", table);
+  if (r.result.has_device) print_out("{}", report::device_table(r.result));
+  if (!r.cupti_note.empty()) print_out("CUPTI could not collect ({}): host-side table only\n", r.cupti_note);
+  print_out("{}", report::thread_balance_table(analysis::thread_balance(r.result)));
+  print_out("time per forward: {} ({}), {:.1f} GFLOP/s ({}{})\n", report::format_time_ns(r.median_ns),
+            r.forward_ns.size() == 1 ? "one recorded forward"
+                                     : fmt::format("median of {} recorded forwards", r.forward_ns.size()),
+            r.median_ns > 0 ? flops / r.median_ns : 0.0, flops_legend(in.p),
+            in.p.mask == MaskKind::Causal ? "; the table's GFLOP/s count what each op computed, masked scores included"
+                                          : "");
   // The blog's two headline counts: the ops (kernels, on a GPU) one forward runs, and the memory it allocates.
   if (!r.forward_ns.empty()) {
     std::vector<std::string> ops;
@@ -280,21 +278,19 @@ void run_profile(const ProfileArgs& a) {
         ops.push_back(per == 1.0 ? name : fmt::format("{} ×{:g}", name, per));
       }
     }
-    std::printf("per forward: %s%s; %s allocated at its peak above the inputs (%s)\n",
-                fmt::format("{:g} {}", r.ops_per_forward,
-                            r.result.has_device ? (r.ops_per_forward == 1 ? "device activity" : "device activities")
-                                : (r.ops_per_forward == 1 ? "op that does work of its own" : "ops that do work of their own"))
-                    .c_str(),
-                ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")).c_str(),
-                report::format_bytes(r.peak_extra_bytes).c_str(), gpu ? "device allocator" : "tracked allocator");
+    print_out("per forward: {:g} {}{}; {} allocated at its peak above the inputs ({})\n", r.ops_per_forward,
+              r.result.has_device ? (r.ops_per_forward == 1 ? "device activity" : "device activities")
+                                  : (r.ops_per_forward == 1 ? "op that does work of its own" : "ops that do work of their own"),
+              ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")), report::format_bytes(r.peak_extra_bytes),
+              gpu ? "device allocator" : "tracked allocator");
   }
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))
-    std::printf("%s\n", line.c_str());
-  std::printf("wrote %s, %s, %s%s%s\n", trace_path.c_str(), summary_path.c_str(), table_path.c_str(),
-              o.save_output.empty() ? "" : ", ", o.save_output.c_str());
+    print_out("{}\n", line);
+  print_out("wrote {}, {}, {}{}{}\n", trace_path, summary_path, table_path, o.save_output.empty() ? "" : ", ",
+            o.save_output);
 }
 
 }  // namespace

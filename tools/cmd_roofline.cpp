@@ -39,7 +39,9 @@ struct RooflineArgs {
 nlohmann::json machine_json(const analysis::MachinePeaks& m, bool gpu, const std::string& memory_reclaim) {
   nlohmann::json j = m;
   j["ridge_fp32"] = m.bandwidth_gbs > 0 ? m.fp32_gflops / m.bandwidth_gbs : 0.0;
-  j["ridge_bf16"] = m.bandwidth_gbs > 0 ? m.bf16_gflops / m.bandwidth_gbs : 0.0;
+  // No bf16 units (bf16_gflops 0, an AVX2 CPU): no bf16 ridge either, rather than a ridge at 0 FLOP/B.
+  j["ridge_bf16"] = m.bandwidth_gbs > 0 && m.bf16_gflops > 0 ? nlohmann::json(m.bf16_gflops / m.bandwidth_gbs)
+                                                             : nlohmann::json();
   if (!gpu) j["memory_reclaim"] = memory_reclaim;
   return j;
 }
@@ -396,8 +398,8 @@ void run_roofline(const RooflineArgs& a) {
     text += legend(gpu);
   }
   if (!a.peaks_only) commit_and_print(o, "roofline", j, text, outputs);
-  else if (o.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  else if (o.json) print_out("{}\n", j.dump(2));
+  else print_out("{}", text);
   exit_if_validation_failed(failed, device_failed);
   if (!a.peaks_only && !j["skipped"].empty()) exit_if_nothing_measured(placed, j["skipped"].size(), "variant");
 }

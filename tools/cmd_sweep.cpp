@@ -169,15 +169,15 @@ class Progress {
     const double eta = frac > 0 ? el / frac - el : 0.0;
     if (tty_) {
       const int width = 30, fill = int(frac * width + 0.5);
-      std::fprintf(stderr, "\r[%s%s] %3.0f%% %-28s elapsed %5.1fs ETA %5.1fs", std::string(size_t(fill), '#').c_str(),
-                   std::string(size_t(width - fill), '.').c_str(), frac * 100, what.c_str(), el, eta);
+      print_err("\r[{}{}] {:3.0f}% {:<28} elapsed {:5.1f}s ETA {:5.1f}s", std::string(size_t(fill), '#'),
+                std::string(size_t(width - fill), '.'), frac * 100, what, el, eta);
       std::fflush(stderr);
     } else {
       progress(fmt::format("sweep: {} ({:.0f}% of the work, elapsed {:.1f}s, ETA {:.1f}s)", what, frac * 100, el, eta));
     }
   }
   void done() {
-    if (tty_) std::fprintf(stderr, "\n");
+    if (tty_) std::fputc('\n', stderr);
   }
 
  private:
@@ -230,7 +230,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
-        if (::isatty(2)) std::fprintf(stderr, "\n");
+        if (::isatty(2)) std::fputc('\n', stderr);
         progress(fmt::format("sweep: {} N={} skipped: {}", v->name, n, e.what()));
       }
       done += work;

@@ -597,8 +597,8 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
   report::write_text_atomic(out_path(o.out, name + ".txt"), text);
   outputs.commit();
   write_html_if_asked(o);
-  if (o.json) std::printf("%s\n", j.dump(2).c_str());
-  else std::printf("%s", text.c_str());
+  if (o.json) print_out("{}\n", j.dump(2));
+  else print_out("{}", text);
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -679,19 +679,18 @@ std::string terminal_line(std::string_view text) {
 // otherwise be cut by the stderr line written in the middle of it.
 void progress(const std::string& line) {
   std::fflush(stdout);
-  std::fprintf(stderr, "%s\n", terminal_line(line).c_str());
+  print_err("{}\n", terminal_line(line));
   std::fflush(stderr);
 }
 
 void print_error(std::string_view message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "attnprof: error: %s\n", terminal_line(message).c_str());
+  print_err("attnprof: error: {}\n", terminal_line(message));
 }
 
 int stdout_status(int code) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "attnprof: error: cannot write to standard output: %s\n",
-                 std::strerror(errno ? errno : EIO));
+    print_err("attnprof: error: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
     return 2;
   }
   return code;
@@ -717,16 +716,15 @@ void exit_if_validation_failed(const std::vector<std::string>& failed, const std
   std::vector<std::string> what;
   if (!failed.empty()) what.push_back(fmt::format("{} failed validation against the fp64 reference", fmt::join(failed, ", ")));
   if (!device_failed.empty()) what.push_back(fmt::format("{} failed on the GPU", fmt::join(device_failed, ", ")));
-  std::fprintf(stderr, "attnprof: %s (reported, not timed)\n", terminal_line(fmt::format("{}", fmt::join(what, "; "))).c_str());
+  print_err("attnprof: {} (reported, not timed)\n", terminal_line(fmt::format("{}", fmt::join(what, "; "))));
   exit_as_planned(1);
 }
 
 void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what) {
   if (measured > 0 || skipped == 0) return;
   if (stdout_status(0) != 0) exit_as_planned(2);
-  std::fprintf(stderr, "attnprof: nothing was measured: %s %s%s skipped (the reasons are in the results)\n",
-               skipped == 1 ? "the only" : fmt::format("all {}", skipped).c_str(), std::string(what).c_str(),
-               skipped == 1 ? " was" : "s were");
+  print_err("attnprof: nothing was measured: {} {}{} skipped (the reasons are in the results)\n",
+            skipped == 1 ? "the only" : fmt::format("all {}", skipped), what, skipped == 1 ? " was" : "s were");
   exit_as_planned(1);
 }
 
@@ -740,8 +738,8 @@ std::vector<const Variant*> resolve_variants_on(bool gpu, const std::vector<std:
       if (auto why = listed.unsupported(p)) {
         left_out.push_back(fmt::format("{}: {}", n, *why));
         std::fflush(stdout);
-        std::fprintf(stderr, "attnprof: note: left out of the default variants: %s cannot run %s: %s\n", n.c_str(),
-                     p.str().c_str(), terminal_line(*why).c_str());
+        print_err("attnprof: note: left out of the default variants: {} cannot run {}: {}\n", n, p.str(),
+                  terminal_line(*why));
         continue;
       }
     }

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -400,6 +402,20 @@ bool exit_was_planned();
 // so that a script does not take a run of skips for a measurement. A skip beside any measured row is a result.
 // `what` names the run's units ("variant", "point").
 void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what);
+
+// Writes to standard output through stdio's buffer, formatted by {fmt}. fmt::print would throw at a failed write,
+// mid-report; here stdout_status finds the failure (ferror) when the command ends and says so, exit 2.
+// print_err is the same for standard error, where a failed write has no one left to tell.
+template <typename... T>
+void print_out(fmt::format_string<T...> format, T&&... args) {
+  const std::string s = fmt::format(format, std::forward<T>(args)...);
+  std::fwrite(s.data(), 1, s.size(), stdout);
+}
+template <typename... T>
+void print_err(fmt::format_string<T...> format, T&&... args) {
+  const std::string s = fmt::format(format, std::forward<T>(args)...);
+  std::fwrite(s.data(), 1, s.size(), stderr);
+}
 
 // Flushes stdout and returns `code`, or 2 after an error line when stdout could not be written (a full disk,
 // /dev/full, a file size limit): a --json consumer must not take a cut-off document for a result.

@@ -242,7 +242,7 @@ int run_command(int argc, char** argv) {
   } catch (const std::exception& e) {
     attnprof::cli::remove_created_dirs_if_empty();
     std::fflush(stdout);
-    std::fprintf(stderr, "attnprof: internal error: %s\n", attnprof::cli::terminal_line(e.what()).c_str());
+    attnprof::cli::print_err("attnprof: internal error: {}\n", attnprof::cli::terminal_line(e.what()));
     return 2;  // 1 means a validation failure; anything that stops a run early is 2
   }
   return attnprof::cli::stdout_status(0);
