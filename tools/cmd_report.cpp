@@ -53,7 +53,8 @@ void add_report_command(CLI::App& app) {
                   "(default: attnprof-out)");
   sub->add_option("--web-dir", args->web_dir,
                   "directory whose node_modules holds vega, vega-lite and vega-embed (default: $ATTNPROF_WEB_DIR when "
-                  "set, and then only it; else web/ beside or above the executable, then the source tree's web/)");
+                  "set, and then only it; else web/ beside or above the executable, then ../share/attnprof/web (an installed "
+                  "copy), then the source tree's web/)");
   sub->add_option("--title", args->title, "page title");
   sub->callback([args] { run_report(*args); });
 }
