@@ -18,12 +18,13 @@
 //                       [--no-validate] [--no-configs | --configs-only] [--device-info]
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
 #include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "attnprof/analysis.h"
 #include "attnprof/attention.h"
@@ -121,7 +122,7 @@ double kernel_median_ms(cuda::DeviceRunner& d, const cuda::DeviceTensor& dq, con
     cuda::synchronize();
     cap = cupti.stop();
   } catch (const std::exception& ex) {  // CUPTI unavailable: the event timing stands alone
-    std::printf("(no CUPTI kernel times: %s)\n", ex.what());
+    fmt::print("(no CUPTI kernel times: {})\n", ex.what());
     return 0.0;
   }
   std::vector<double> ms;
@@ -141,10 +142,10 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
   const Variant& var = cuda::find_cuda_variant("flash");
   if (var.unsupported(p)) return;
   const int def = cuda::dops::flash_config_for(p.D);
-  std::printf("\nflash tile configurations (validated on %zu ragged shapes per head dim, then timed at %s):\n",
-              std::size(kSmallCases), p.str().c_str());
-  std::printf("%-13s %5s %4s %6s %6s %11s %6s %9s %10s %10s %8s\n", "config", "rows", "keys", "warps", "rows/w",
-              "small 64/128", "full", "max_abs", "ms/fwd", "kernel us", "TFLOP/s");
+  fmt::print("\nflash tile configurations (validated on {} ragged shapes per head dim, then timed at {}):\n",
+             std::size(kSmallCases), p.str());
+  fmt::print("{:<13} {:>5} {:>4} {:>6} {:>6} {:>11} {:>6} {:>9} {:>10} {:>10} {:>8}\n", "config", "rows", "keys", "warps",
+             "rows/w", "small 64/128", "full", "max_abs", "ms/fwd", "kernel us", "TFLOP/s");
   std::fflush(stdout);
   out["flash_default"] = cuda::frag::kFlashConfigs[def].name;
   nlohmann::json& rows = out["flash_configs"] = nlohmann::json::array();
@@ -173,8 +174,8 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
       e["small_max_abs_err"] = worst;
       if (!why.empty()) e["small_failures"] = why;
       if (!tc.supports(int(p.D))) {
-        std::printf("%-13s %5d %4d %6d %6d %5s/%-5s %6s\n", tc.name, tc.block_m(), tc.block_n, tc.warps,
-                    16 * tc.m_tiles, small[0].c_str(), small[1].c_str(), "(not for this D)");
+        fmt::print("{:<13} {:>5} {:>4} {:>6} {:>6} {:>5}/{:<5} {:>6}\n", tc.name, tc.block_m(), tc.block_n, tc.warps,
+                   16 * tc.m_tiles, small[0], small[1], "(not for this D)");
         std::fflush(stdout);
         rows.push_back(e);
         save();
@@ -202,9 +203,9 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
       const double kernel_ms = kernel_median_ms(*d, dq, dk, dv, iters);
       const double ms = kernel_ms > 0 ? kernel_ms : t.median_ms;
       const double tflops = attention_flops(p) / (ms * 1e-3) * 1e-12;
-      std::printf("%-13s %5d %4d %6d %6d %5s/%-5s %6s %9.2e %10.4f %10.1f %8.1f%s\n", tc.name, tc.block_m(),
-                  tc.block_n, tc.warps, 16 * tc.m_tiles, small[0].c_str(), small[1].c_str(), full.c_str(), max_abs,
-                  t.median_ms, kernel_ms * 1e3, tflops, c == def ? "  (default)" : "");
+      fmt::print("{:<13} {:>5} {:>4} {:>6} {:>6} {:>5}/{:<5} {:>6} {:>9.2e} {:>10.4f} {:>10.1f} {:>8.1f}{}\n", tc.name,
+                 tc.block_m(), tc.block_n, tc.warps, 16 * tc.m_tiles, small[0], small[1], full, max_abs, t.median_ms,
+                 kernel_ms * 1e3, tflops, c == def ? "  (default)" : "");
       e["median_ms"] = t.median_ms;
       e["min_ms"] = t.min_ms;
       e["kernel_median_ms"] = kernel_ms;
@@ -213,9 +214,9 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
         best = c;
         best_ms = ms;
       }
-      if (!why.empty()) std::printf("%s", why.c_str());
+      if (!why.empty()) fmt::print("{}", why);
     } catch (const std::exception& ex) {
-      std::printf("%-13s error: %s\n", tc.name, ex.what());
+      fmt::print("{:<13} error: {}\n", tc.name, ex.what());
       e["error"] = ex.what();
     }
     std::fflush(stdout);
@@ -225,71 +226,58 @@ void time_flash_configs(const AttnProblem& p, const Tensor& q, const Tensor& k, 
   }
   cuda::dops::set_flash_config(-1);
   if (best >= 0) {
-    std::printf("fastest valid flash configuration: %s (%.4f ms kernel); default for D=%ld: %s\n",
-                cuda::frag::kFlashConfigs[best].name, best_ms, long(p.D), cuda::frag::kFlashConfigs[def].name);
+    fmt::print("fastest valid flash configuration: {} ({:.4f} ms kernel); default for D={}: {}\n",
+               cuda::frag::kFlashConfigs[best].name, best_ms, p.D, cuda::frag::kFlashConfigs[def].name);
     out["flash_fastest"] = cuda::frag::kFlashConfigs[best].name;
   } else {
-    std::printf("no flash configuration passed validation\n");
+    fmt::print("no flash configuration passed validation\n");
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Shape4 shape{8, 16, 1024, 64};
+  std::vector<int64_t> shape_arg{8, 16, 1024, 64};
   int iters = 20;
-  DType dtype = DType::BF16;
-  bool causal = true, validate = true, configs = true, variants = true, device_info_only = false;
+  std::string dtype_arg = "bf16";
+  bool no_causal = false, no_validate = false, no_configs = false, configs_only = false, device_info_only = false;
   std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--shape" && i + 1 < argc) {
-      if (std::sscanf(argv[++i], "%ld,%ld,%ld,%ld", &shape[0], &shape[1], &shape[2], &shape[3]) != 4) {
-        std::fprintf(stderr, "--shape wants B,H,N,D\n");
-        return 2;
-      }
-    } else if (a == "--dtype" && i + 1 < argc) {
-      const std::string d = argv[++i];
-      if (d != "bf16" && d != "fp16") {
-        std::fprintf(stderr, "--dtype wants bf16 or fp16 (the flash kernel's types), got '%s'\n", d.c_str());
-        return 2;
-      }
-      dtype = parse_dtype(d);
-    } else if (a == "--iters" && i + 1 < argc) {
-      iters = std::atoi(argv[++i]);
-    } else if (a == "--json" && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (a == "--no-causal") {
-      causal = false;
-    } else if (a == "--no-validate") {
-      validate = false;
-    } else if (a == "--no-configs") {
-      configs = false;
-    } else if (a == "--configs-only") {
-      variants = false;
-    } else if (a == "--device-info") {
-      device_info_only = true;
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--shape B,H,N,D] [--dtype bf16|fp16] [--iters N] [--no-causal] [--json PATH] "
-                   "[--no-validate] [--no-configs | --configs-only] [--device-info]\n",
-                   argv[0]);
-      return 2;
-    }
+  CLI::App app{"the GPU numbers of docs/gpu.md: every CUDA variant validated and timed at one shape, then every flash "
+               "tile configuration",
+               "attnprof-gpu-timing"};
+  app.add_option("--shape", shape_arg, "B,H,N,D (default: the blog's 8,16,1024,64)")
+      ->delimiter(',')
+      ->expected(4)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--dtype", dtype_arg, "bf16 or fp16, the flash kernel's types (default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp16"}));
+  app.add_option("--iters", iters, "timed forwards per variant and configuration (default 20)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--json", json_path, "also write the figures here (rewritten after each variant and configuration)");
+  app.add_flag("--no-causal", no_causal, "no mask: every query sees every key");
+  app.add_flag("--no-validate", no_validate, "skip the fp64 reference and the validation against it");
+  auto* no_configs_opt = app.add_flag("--no-configs", no_configs, "time the variants only, not the flash configurations");
+  app.add_flag("--configs-only", configs_only, "time the flash configurations only, not the variants")
+      ->excludes(no_configs_opt);
+  app.add_flag("--device-info", device_info_only, "print the device and exit (3 when there is no usable CUDA device)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // help: 0; a bad flag or value: named on stderr, exit 2 as the CLI's
+    return code == 0 ? 0 : 2;
   }
-  if (!configs && !variants) {
-    std::fprintf(stderr, "--no-configs and --configs-only leave nothing to run\n");
-    return 2;
-  }
+  const Shape4 shape{shape_arg[0], shape_arg[1], shape_arg[2], shape_arg[3]};
+  const DType dtype = parse_dtype(dtype_arg);
+  const bool causal = !no_causal, validate = !no_validate, configs = !no_configs, variants = !configs_only;
   if (!cuda::available()) {
-    std::fprintf(stderr, "attnprof-gpu-timing: %s\n", cuda::unavailable_reason().c_str());
+    fmt::print(stderr, "attnprof-gpu-timing: {}\n", cuda::unavailable_reason());
     return 3;
   }
   try {
     const cuda::DeviceInfo dev = cuda::device_info(0);
-    std::printf("device: %s, sm_%d%d, %d SMs, %.2f GHz, %.1f GiB, %.0f GB/s, dense bf16 peak %.1f TFLOP/s (%s)\n",
-                dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz,
-                double(dev.memory_bytes) / (1 << 30), dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source.c_str());
+    fmt::print("device: {}, sm_{}{}, {} SMs, {:.2f} GHz, {:.1f} GiB, {:.0f} GB/s, dense bf16 peak {:.1f} TFLOP/s ({})\n",
+               dev.name, dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz, double(dev.memory_bytes) / (1 << 30),
+               dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source);
     std::fflush(stdout);
     if (device_info_only) return 0;
     Tensor q = Tensor::empty(shape, dtype), k = Tensor::empty(shape, dtype), v = Tensor::empty(shape, dtype);
@@ -299,11 +287,11 @@ int main(int argc, char** argv) {
     AttnOptions opt;
     opt.is_causal = causal;
     const AttnProblem p = AttnProblem::from(q, k, v, opt);
-    std::printf("problem: %s, %.3f GFLOP per forward (4·B·H·N²·D%s)\n", p.str().c_str(), attention_flops(p) * 1e-9,
-                causal ? ", halved for causal" : "");
+    fmt::print("problem: {}, {:.3f} GFLOP per forward (4·B·H·N²·D{})\n", p.str(), attention_flops(p) * 1e-9,
+               causal ? ", halved for causal" : "");
     Reference ref;
     if (validate) {
-      std::printf("computing the fp64 reference...\n");
+      fmt::print("computing the fp64 reference...\n");
       std::fflush(stdout);
       ref = reference_attention(q, k, v, opt);
     }
@@ -327,13 +315,13 @@ int main(int argc, char** argv) {
     save();
     std::string tables;
     if (variants)
-      std::printf("\n%-11s %10s %10s %9s %10s %8s %10s  %s\n", "variant", "ms", "TFLOP/s", "% peak", "burst ms",
-                  "valid", "max_abs", "device activities per forward");
+      fmt::print("\n{:<11} {:>10} {:>10} {:>9} {:>10} {:>8} {:>10}  {}\n", "variant", "ms", "TFLOP/s", "% peak",
+                 "burst ms", "valid", "max_abs", "device activities per forward");
     static const std::vector<Variant> kNone;
     for (const Variant& var : variants ? cuda::cuda_registry() : kNone) {
       nlohmann::json e = {{"name", var.name}};
       if (auto why = var.unsupported(p)) {
-        std::printf("%-11s unsupported: %s\n", var.name.c_str(), why->c_str());
+        fmt::print("{:<11} unsupported: {}\n", var.name, *why);
         std::fflush(stdout);
         e["unsupported"] = *why;
         out["variants"].push_back(e);
@@ -385,24 +373,24 @@ int main(int argc, char** argv) {
           acts = fmt::format("not profiled: {}", ex.what());
           e["profile_error"] = ex.what();
         }
-        std::printf("%-11s %10.3f %10.1f %8.1f%% %10.3f %8s %10.2e  %zu: %s\n", var.name.c_str(), t.median_ms, tflops,
-                    pct, t.burst_ms, valid.c_str(), max_abs, n_acts, acts.c_str());
+        fmt::print("{:<11} {:>10.3f} {:>10.1f} {:>8.1f}% {:>10.3f} {:>8} {:>10.2e}  {}: {}\n", var.name, t.median_ms,
+                   tflops, pct, t.burst_ms, valid, max_abs, n_acts, acts);
         std::fflush(stdout);
       } catch (const std::exception& ex) {
-        std::printf("%-11s error: %s\n", var.name.c_str(), ex.what());
+        fmt::print("{:<11} error: {}\n", var.name, ex.what());
         std::fflush(stdout);
         e["error"] = ex.what();
       }
       out["variants"].push_back(e);
       save();
     }
-    std::printf("%s", tables.c_str());
+    fmt::print("{}", tables);
     std::fflush(stdout);
     if (configs) time_flash_configs(p, q, k, v, opt, ref, validate, dq, dk, dv, iters, out, save);
     out["complete"] = true;
     save();
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "attnprof-gpu-timing: %s\n", ex.what());
+    fmt::print(stderr, "attnprof-gpu-timing: {}\n", ex.what());
     return 1;
   }
   return 0;
