@@ -1581,6 +1581,13 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --shape 8,16,1024", "malformed --shape");
   expect_bad("profile naive --shape 0,16,64,64", "B must be positive");
   expect_bad("profile naive --shape 1,-2,64,64", "H must be positive");
+  // Past 2^53 elements in a tensor or in the N×N scores, the sizes and costs would overflow int64: refused with
+  // the tensor named, before any memory check multiplies them (each field alone is in range).
+  expect_bad("profile flash --shape 4294967296,4294967296,1,1", "the q would hold 1.84e+19 elements, past 2^53");
+  expect_bad("compare --shape 1,1,4294967296,64", "the N×N scores would hold 1.84e+19 elements, past 2^53");
+  expect_bad("sweep --variants flash --shape 4096,4096,64,64 --seq 64,2147483648",
+             "the q would hold 2.31e+18 elements, past 2^53");
+  expect_bad("profile naive --shape 1,1,64,9223372036854775807", "the q would hold 5.9e+20 elements");
   // A head dim the kernel cannot serve is refused before 600 MB of random inputs are drawn (one line: no
   // progress was printed, so nothing ran).
   expect_bad("profile flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
@@ -1599,9 +1606,11 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
   expect_bad("profile naive --memory-budget 0" + kSmall, "--memory-budget must be a positive size, got '0'");
   expect_bad("profile naive --memory-budget 99999999999G" + kSmall, "--memory-budget '99999999999G' is too large");
-  // Inputs of 3.8e23 bytes: refused with that size (and their fp64 reference's), not with an int64 wrapped
-  // round to a negative count.
-  expect_bad("compare --shape 99999999,99999,99999,64", "(3.840e+20 bytes) and their fp64 reference");
+  // Inputs of 3.8e20 bytes: refused with the tensor's element count, past what int64 sizes can count, not with
+  // an int64 wrapped round to a negative count; inputs of 5.3e13 bytes, which the sizes can count: with that size
+  // (and their fp64 reference's), over the budget.
+  expect_bad("compare --shape 99999999,99999,99999,64", "the q would hold 6.4e+19 elements, past 2^53");
+  expect_bad("compare --shape 2048,1024,65536,64", "(52776558133248 bytes) and their fp64 reference (212205744160768 bytes)");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
@@ -1855,7 +1864,7 @@ TEST_F(Cli, MemoryBudgetTakesDigitsAndOneUnitLetterOnly) {
              "--memory-budget '18446744073709551617K' is too large");
   // What is accepted is read exactly: the budget the refusal names is the value times 1, 2^10, 2^20, 2^30 or 2^40
   // (this naive run needs 9088 bytes; the inputs of the huge shape more than any budget).
-  const std::string huge = " --shape 99999999,99999,99999,64 ";
+  const std::string huge = " --shape 2048,1024,65536,64 ";
   for (const auto& [value, args, bytes] :
        {std::tuple<std::string, std::string, std::string>{"8000", "profile naive --shape 1,1,16,16", "8000"},
         {"7K", "profile naive --shape 1,1,16,16", "7168"},

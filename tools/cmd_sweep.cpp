@@ -308,6 +308,7 @@ void run_sweep(const SweepArgs& a) {
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
                                                                 !a.variants_given);
+  for (int64_t n : seqs) (void)problem_of(o, n);  // every point's shape is one the library takes, before any runs
   check_html_if_asked(o);
   prepare_out_dir(o.out);
   check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});

@@ -260,18 +260,14 @@ void apply_runtime_options(const CommonOptions& o) {
 
 AttnProblem problem_of(const CommonOptions& o, int64_t seq) {
   const Shape4 s = parse_shape(o.shape);
-  AttnProblem p;
-  p.B = s[0];
-  p.Hq = s[1];
-  p.Nq = seq > 0 ? seq : s[2];
-  p.D = s[3];
-  p.Hkv = o.kv_heads > 0 ? o.kv_heads : p.Hq;
-  p.Nk = seq > 0 ? seq : (o.kv_len > 0 ? o.kv_len : p.Nq);
-  p.dtype = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
-  p.mask = o.causal ? MaskKind::Causal : MaskKind::None;
-  if (p.Hq % p.Hkv != 0)
-    ATTNPROF_FAIL("--kv-heads {} must divide the query heads H={} (grouped-query attention)", p.Hkv, p.Hq);
-  return p;
+  const int64_t B = s[0], Hq = s[1], Nq = seq > 0 ? seq : s[2], D = s[3];
+  const int64_t Hkv = o.kv_heads > 0 ? o.kv_heads : Hq, Nk = seq > 0 ? seq : (o.kv_len > 0 ? o.kv_len : Nq);
+  const DType dtype = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
+  if (Hq % Hkv != 0) ATTNPROF_FAIL("--kv-heads {} must divide the query heads H={} (grouped-query attention)", Hkv, Hq);
+  // The library's own checks, as for tensors read from files: a shape past what its sizes can count among them.
+  AttnOptions opt;
+  opt.is_causal = o.causal;
+  return AttnProblem::from_shapes({B, Hq, Nq, D}, {B, Hkv, Nk, D}, {B, Hkv, Nk, D}, dtype, opt);
 }
 
 double input_bytes(const AttnProblem& p) {

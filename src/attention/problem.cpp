@@ -1,4 +1,5 @@
 // Input validation and the shape-level description shared by every variant.
+#include <algorithm>
 #include <cmath>
 
 #include "attnprof/attention.h"
@@ -39,7 +40,24 @@ AttnProblem AttnProblem::from(const Tensor& q, const Tensor& k, const Tensor& v,
 AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Shape4& v, DType dtype,
                                      const AttnOptions& o) {
   for (const Shape4* s : {&q, &k, &v})
-    ATTNPROF_CHECK((*s)[0] * (*s)[1] * (*s)[2] * (*s)[3] > 0, "attention input of shape {} is empty", shape_str(*s));
+    ATTNPROF_CHECK(std::all_of(s->begin(), s->end(), [](int64_t d) { return d > 0; }),
+                   "attention input of shape {} is empty", shape_str(*s));
+  // Every size and cost below multiplies dims in int64 (elements, bytes, block counts): a shape whose tensors,
+  // or whose N×N scores (what naive holds, and what each cost model counts), pass 2^53 elements (16 PiB of bf16)
+  // could overflow them, and runs on no machine. Refused here, in double, before any product is formed.
+  constexpr double kMaxElements = 9007199254740992.0;  // 2^53: exact in a double, 2^56 bytes at 8 per element
+  auto elements = [](std::initializer_list<int64_t> dims) {
+    double n = 1.0;
+    for (int64_t d : dims) n *= double(d);
+    return n;
+  };
+  for (const auto& [what, n] : {std::pair<const char*, double>{"q", elements({q[0], q[1], q[2], q[3]})},
+                                {"k and v", elements({k[0], k[1], k[2], k[3]})},
+                                {"N×N scores", elements({q[0], q[1], q[2], k[2]})}})
+    ATTNPROF_CHECK(n <= kMaxElements,
+                   "attention of q {} over k, v {}: the {} would hold {:.3g} elements, past 2^53 (9.0e15), the most "
+                   "any tensor or cost here can count; no machine runs it",
+                   shape_str(q), shape_str(k), what, n);
   ATTNPROF_CHECK(q[0] == k[0] && k[0] == v[0], "batch sizes differ: q {}, k {}, v {}", shape_str(q), shape_str(k),
                  shape_str(v));
   ATTNPROF_CHECK(k == v, "k and v shapes differ: k {}, v {}", shape_str(k), shape_str(v));
