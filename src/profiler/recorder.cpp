@@ -92,13 +92,28 @@ std::vector<ThreadBuffer*> all_buffers() {
 
 int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept {
   const int32_t idx = int32_t(b->zones.size());
-  ZoneEvent& e = b->zones.emplace_back();
+  const int32_t parent = b->stack.empty() ? -1 : b->stack.back();
+  const uint16_t depth = uint16_t(b->stack.size());
+  // Both vectors grow together or neither does: a zone not stored is not on the stack, so close_zone drops it
+  // and zone_at(idx) writes to the scratch event.
+  try {
+    b->stack.push_back(idx);
+    try {
+      b->zones.emplace_back();
+    } catch (...) {
+      b->stack.pop_back();
+      throw;
+    }
+  } catch (...) {
+    ++b->dropped;
+    return idx;
+  }
+  ZoneEvent& e = b->zones.back();
   e.name = name;
   e.category = category;
-  e.parent = b->stack.empty() ? -1 : b->stack.back();
-  e.depth = uint16_t(b->stack.size());
+  e.parent = parent;
+  e.depth = depth;
   e.variant = b->variant;
-  b->stack.push_back(idx);
   if (const ZoneListener* l = g_zone_listener.load(std::memory_order_relaxed)) [[unlikely]] l->on_open(name, category);
   // Page faults are read outside [t0, t1] (a microsecond each, which the calibration takes off the parent),
   // task-clock inside, so that it never exceeds the zone's own duration.
@@ -138,6 +153,7 @@ void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept {
   try {
     b->work.push_back(w);
   } catch (...) {
+    ++b->dropped;
   }
 }
 
@@ -157,7 +173,11 @@ const char* intern(std::string_view s) {
 void on_memory(void*, int64_t delta, int64_t total) noexcept {
   if (!g_recording.load(std::memory_order_relaxed) || !g_memory.load(std::memory_order_relaxed)) return;
   ThreadBuffer* b = thread_buffer();
-  b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back()});
+  try {
+    b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back()});
+  } catch (...) {
+    ++b->dropped;
+  }
 }
 
 }  // namespace detail

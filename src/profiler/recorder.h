@@ -43,6 +43,9 @@ struct ThreadBuffer {
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
   size_t mark_zones = 0, mark_mem = 0, mark_work = 0;
+  // Events that could not be stored (the kernel refused the pages a buffer grows into: ulimit -v, or no memory
+  // left). Recording goes on without them, and Profiler::stop refuses the session, whose figures would miss them.
+  int64_t dropped = 0;
   counters::ThreadCounters counters;  // this thread's perf_event fds while a session records counters
 };
 

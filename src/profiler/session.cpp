@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "attnprof/allocator.h"
 #include "attnprof/error.h"
@@ -125,6 +126,7 @@ void Profiler::prepare() {
     b->work.clear();
     b->stack.clear();
     b->mark_zones = b->mark_mem = b->mark_work = 0;
+    b->dropped = 0;
   }
   // Room for a long session on the driving thread up front (~14 MB), so a buffer reallocation (a copy of
   // every event so far) rarely lands inside a measured op. Other threads grow theirs from 4096 events.
@@ -240,6 +242,24 @@ void Profiler::stop() {
   collected_.zone_overhead_ns = collected_.counters_recorded ? counting_overhead_ns_ : calibrated_zone_overhead_ns();
   collected_.counters_note = counters::session_end();
   collected_.metadata = metadata_;
+  // A profile missing events would print times and memory that add up to less than what ran: refused, before
+  // its events are copied (which needs the memory that was just refused).
+  int64_t dropped = 0;
+  for (detail::ThreadBuffer* b : detail::all_buffers()) dropped += std::exchange(b->dropped, 0);
+  if (dropped > 0) {
+    for (detail::ThreadBuffer* b : detail::all_buffers()) {
+      b->zones.clear();
+      b->mem.clear();
+      b->work.clear();
+      b->stack.clear();
+    }
+    prepared_ = false;
+    g_session_open.store(false);
+    ATTNPROF_FAIL("the profiler could not store {} of its events: the memory its event buffers grow into was "
+                  "refused (an address-space limit, ulimit -v, or no free memory); record fewer steps, or allow "
+                  "more memory",
+                  dropped);
+  }
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     if (b->zones.empty() && b->mem.empty() && b->work.empty()) continue;
     ThreadTrace t;
