@@ -430,6 +430,16 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     EXPECT_TRUE(remeasured) << "the implausible entry was used";
     EXPECT_NE(fp32, 7.0);
   }
+  {  // A file past a megabyte, the plausible entry padded with spaces: no cache of ours, not parsed.
+    nlohmann::json cache = {{"version", 4}, {"entries", nlohmann::json::array({plausible})}};
+    std::ofstream(file) << cache.dump() << std::string(size_t(1) << 20, ' ');
+    notes.clear();
+    const auto [fp32, remeasured] = call();
+    EXPECT_NE(said().find("ignoring corrupt machine-peaks cache " + file.string() + " ("), std::string::npos) << said();
+    EXPECT_NE(said().find(" bytes, more than a cache of peaks holds); re-measuring"), std::string::npos) << said();
+    EXPECT_TRUE(remeasured) << "a cache past a megabyte was read";
+    EXPECT_NE(fp32, 7.0);
+  }
   nlohmann::json at_bounds = plausible;
   at_bounds.update({{"fp32_gflops", 1e7}, {"bf16_gflops", 0}, {"bandwidth_gbs", 0.1}, {"sgemm_gflops", 0.1}});
   write_cache(at_bounds);

@@ -27,10 +27,10 @@
 namespace attnprof::analysis {
 
 // ---- per-op aggregation ------------------------------------------------------------------------------
-// A zone that marks a region rather than doing work: a user annotation (attn_fwd, ...) or a step (ProfilerStep#N
-// in a trace, ProfilerStep* in key averages). Op counts, the roofline and profile diffs leave these out.
 // A step, as the trace names it (ProfilerStep#N) or as key averages fold it (ProfilerStep*).
 inline bool is_step(std::string_view name) { return name.rfind("ProfilerStep", 0) == 0; }
+// A zone that marks a region rather than doing work: a user annotation (attn_fwd, ...) or a step (ProfilerStep#N
+// in a trace, ProfilerStep* in key averages). Op counts, the roofline and profile diffs leave these out.
 inline bool is_annotation(std::string_view name, std::string_view category) {
   return category == "user_annotation" || is_step(name);
 }
@@ -63,7 +63,7 @@ struct OpStats {
   double device_total_ns = 0.0;
   int64_t device_mem_bytes = 0;       // device bytes allocated inside the zone including children
   int64_t self_device_mem_bytes = 0;  // device bytes allocated directly in the zone
-  bool is_device_activity() const { return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset"; }
+  bool is_device_activity() const;  // a row of device activities (is_device_category), not a CPU op
   // The time that rates (GFLOP/s, GB/s) and the roofline use: device time when the row has any (a kernel,
   // or a CPU op whose work ran on the GPU), else CPU time.
   double rate_ns() const { return device_total_ns > 0 ? device_total_ns : total_ns; }
@@ -126,8 +126,10 @@ std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r);
 double device_time_total_ns(const prof::ProfileResult& r);  // sum of activity durations ("Self CUDA time total")
 int64_t device_peak_bytes(const prof::ProfileResult& r);    // highest live device bytes seen in device_mem
 const char* device_category(prof::DeviceActivity::Kind k);   // "kernel", "gpu_memcpy", "gpu_memset"
+bool is_device_category(std::string_view category);          // one of device_category's three
 
-// Wall time of each top-level zone named `name` (e.g. the per-forward annotation), in ns.
+// Wall time of each outermost zone named `name` (not nested in another of that name; e.g. the per-forward
+// annotation, inside its ProfilerStep#N), in time order, in ns.
 std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name);
 
 // How each op's own OpenMP regions used their threads, from every thread's WorkSpans (ops that record them:

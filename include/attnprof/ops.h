@@ -15,8 +15,8 @@
 // with true = "fill this element" (masked_fill semantics) and broadcast over B and H. matmul broadcasts
 // over heads when a has a multiple of b's heads (grouped-query attention) without copying b.
 // softmax of a row whose entries are all -inf gives zeros (not NaN), matching PyTorch's flash kernels.
-// Non-finite inputs follow no contract (the vector max may drop a NaN, unlike torch); reference_attention
-// and the command line refuse them rather than validate against them.
+// A NaN anywhere in a softmax row makes the whole row NaN, as in PyTorch. reference_attention and the command line
+// refuse non-finite inputs rather than validate against them.
 #pragma once
 
 #include <string_view>

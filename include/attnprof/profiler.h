@@ -74,7 +74,7 @@ struct MemEvent {
 // (the region's closing barrier excluded), named after the op whose zone ran the region. Not a zone: it adds
 // nothing to the table's times (torch.profiler, too, counts an op once, on the thread that called it).
 struct WorkSpan {
-  const char* name = nullptr;  // the op's zone name ("flash_attention", "softmax", ...)
+  const char* name = nullptr;  // the op's zone name ("flash_attention_fwd", "softmax", ...)
   uint32_t region = 0;         // the region's id, unique within the session: every thread's share of one call
   uint64_t t0 = 0, t1 = 0;     // ticks
   int64_t items = 0;           // tasks (or rows) this thread took, when the op counts them; 0 otherwise
@@ -367,7 +367,7 @@ class Profiler {
 double calibrated_zone_overhead_ns(bool with_counters = false);
 
 namespace detail {
-// Called by the tracked allocator (src/profiler/memory_hook.h).
+// Called by the tracked allocator (src/core/allocator.cpp) on every allocation and free.
 void on_memory(void* p, int64_t delta, int64_t total) noexcept;
 }  // namespace detail
 

@@ -47,6 +47,12 @@ const char* device_category(prof::DeviceActivity::Kind k) {
   return "kernel";
 }
 
+bool is_device_category(std::string_view category) {
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+}
+
+bool OpStats::is_device_activity() const { return is_device_category(category); }
+
 std::vector<DeviceOpStats> device_key_averages(const prof::ProfileResult& r) {
   std::vector<DeviceOpStats> rows;
   std::unordered_map<std::string, size_t> at;

@@ -417,6 +417,11 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   nlohmann::json cache = {{"version", kCacheVersion}, {"entries", nlohmann::json::array()}};
   if (!path.empty() && ::access(path.c_str(), F_OK) == 0) {
     try {
+      // A cache holds a few hundred bytes per (CPU, ISA, threads): one over a megabyte is no cache of ours, and
+      // is not parsed (a file of nested brackets would take gigabytes to).
+      std::error_code ec;
+      if (const auto size = std::filesystem::file_size(path, ec); !ec && size > (uintmax_t(1) << 20))
+        throw std::runtime_error(fmt::format("{} bytes, more than a cache of peaks holds", size));
       nlohmann::json j = nlohmann::json::parse(io::read_file(path));
       if (j.is_object() && j.contains("version") && j["version"].is_number_integer() &&
           j["version"].get<int64_t>() >= 1 && j["version"].get<int64_t>() < kCacheVersion) {

@@ -92,15 +92,21 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   return upcast ? ops::to(out, p.dtype) : out;
 }
 
+// The backend a call runs: `b`, or the one Auto selects for `p`; an error when it cannot serve `p`.
+SdpaBackend resolve_sdpa_backend(SdpaBackend b, const AttnProblem& p) {
+  if (b == SdpaBackend::Auto) b = sdpa_select_backend(p);
+  if (auto why = sdpa_backend_unsupported(b, p))
+    ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(b), *why);
+  return b;
+}
+
 Tensor sdpa_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o, SdpaBackend backend,
                      const AttnProblem& p) {
   ATTNPROF_OP_ZONE(z, "scaled_dot_product_attention");
   z.add_shape(q.shape(), dtype_name(q.dtype()).data());
   z.add_shape(k.shape(), dtype_name(k.dtype()).data());
   z.add_shape(v.shape(), dtype_name(v.dtype()).data());
-  if (backend == SdpaBackend::Auto) backend = sdpa_select_backend(p);
-  if (auto why = sdpa_backend_unsupported(backend, p))
-    ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend), *why);
+  backend = resolve_sdpa_backend(backend, p);
   if (backend == SdpaBackend::Math) return sdpa_math(q, k, v, p, o);
   ATTNPROF_OP_ZONE(zf, "_scaled_dot_product_flash_attention");
   zf.add_shape(q.shape(), dtype_name(q.dtype()).data());
@@ -111,10 +117,8 @@ Tensor sdpa_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const At
 
 class SdpaRunner final : public Runner {
  public:
-  SdpaRunner(const AttnProblem& p, const AttnOptions& o, SdpaBackend b) : p_(p), o_(o), backend_(b) {
-    if (b == SdpaBackend::Auto) backend_ = sdpa_select_backend(p);
-    if (auto why = sdpa_backend_unsupported(backend_, p))
-      ATTNPROF_FAIL("SDPA backend '{}' cannot serve this call: {}", sdpa_backend_name(backend_), *why);
+  SdpaRunner(const AttnProblem& p, const AttnOptions& o, SdpaBackend b)
+      : p_(p), o_(o), backend_(resolve_sdpa_backend(b, p)) {
     if (backend_ == SdpaBackend::Math) {
       check_memory_budget(sdpa_math_peak_bytes(p), fmt::format("SDPA math backend at {} (its N×N scores)", p.str()),
                           kNoScoresHint);

@@ -16,7 +16,7 @@
 
 #include "attnprof/error.h"
 #include "core/memory_counters.h"
-#include "profiler/memory_hook.h"
+#include "attnprof/profiler.h"  // prof::detail::on_memory
 
 namespace attnprof {
 namespace {

@@ -175,8 +175,6 @@ TargetInfo inspect_target(const std::string& path) {
 }
 }  // namespace
 
-void check_atomic_target(const std::string& path) { (void)inspect_target(path); }
-
 std::string atomic_target_dir(const std::string& path) {
   const TargetInfo t = inspect_target(path);
   if (t.exists && !S_ISREG(t.target.st_mode)) {

@@ -32,10 +32,8 @@ class AtomicFile {
 };
 
 // The checks AtomicFile's constructor makes on `path` before it creates anything (a symbolic link to a file
-// that does not exist, a directory), for callers that must refuse a path before a long run writes to it.
-// Throws Error with the constructor's message.
-void check_atomic_target(const std::string& path);
-// The same checks, and the others the constructor or the commit would make on `path` only later, short of
+// that does not exist, a directory), for callers that must refuse a path before a long run writes to it, and
+// the others the constructor or the commit would make on `path` only later, short of
 // creating a file: a name too long for the temporary file beside it, a device that cannot be opened for
 // writing (access(2); a FIFO is not opened, which would end a waiting reader's input), a file flagged immutable
 // or append-only (chattr +i / +a), which no rename replaces. Returns the directory

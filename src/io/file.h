@@ -1,8 +1,9 @@
-// Internal: whole-file writes that either complete or leave nothing behind.
+// Internal: whole-file writes that either complete or leave nothing behind, and whole regular-file reads.
 //
 //   io::write_file_atomic("out/peaks.json", text);   // temp file in the same directory, then rename
+//   const std::string text = io::read_file("out/compare.json");
 //
-// Both go through io::AtomicFile (atomic_file.h), which the reporters' write_text_atomic uses too.
+// Writes go through io::AtomicFile (atomic_file.h), which the reporters' write_text_atomic uses too.
 #pragma once
 
 #include <string>

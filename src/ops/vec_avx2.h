@@ -8,7 +8,6 @@ namespace attnprof::simd {
 struct Avx2 {
   using V = __m256;
   static constexpr int W = 8;
-  static constexpr bool kBf16Dot = false;
 
   static __m256i lane_mask(int64_t n) {
     const int32_t k = int32_t(n < 0 ? 0 : n > W ? W : n);
@@ -42,6 +41,7 @@ struct Avx2 {
   static V mask_first(V v, int64_t n, float x) {
     return _mm256_blendv_ps(v, _mm256_set1_ps(x), _mm256_castsi256_ps(lane_mask(n)));
   }
+  // Lanes at index >= valid become x (the causal / ragged tail of a score row).
   static V keep_first(V v, int64_t valid, float x) {
     return _mm256_blendv_ps(_mm256_set1_ps(x), v, _mm256_castsi256_ps(lane_mask(valid)));
   }

@@ -8,7 +8,6 @@ namespace attnprof::simd {
 struct Avx512 {
   using V = __m512;
   static constexpr int W = 16;
-  static constexpr bool kBf16Dot = true;  // vdpbf16ps, used only where cpu_has_avx512_bf16()
 
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -25,9 +24,9 @@ struct Avx512 {
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   static bool any_nan(V v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
-  // Lanes at index >= valid become x (the causal / ragged tail of a score row).
   // Lanes at index < n become x (causal masking of a column of transposed scores).
   static V mask_first(V v, int64_t n, float x) { return _mm512_mask_blend_ps(lanes(n), v, _mm512_set1_ps(x)); }
+  // Lanes at index >= valid become x (the causal / ragged tail of a score row).
   static V keep_first(V v, int64_t valid, float x) { return _mm512_mask_blend_ps(lanes(valid), _mm512_set1_ps(x), v); }
 
   // 2^x for x <= 0 (softmax arguments), -inf -> 0, NaN -> NaN (a NaN score must not vanish from its row).

@@ -51,7 +51,6 @@ bool is_annotation(const ZoneEvent& e) noexcept {
 }
 
 std::string g_note;
-bool g_enabled = false;
 // perf_event_open gives this process a task-clock counter; read by every thread's zones, so atomic.
 std::atomic<bool> g_task_clock{false};
 
@@ -59,7 +58,6 @@ std::atomic<bool> g_task_clock{false};
 
 bool session_begin(bool enable) {
   g_note.clear();
-  g_enabled = false;
   g_task_clock = false;
   if (!enable) {
     g_note = "counters off (turn them on with `attnprof profile --counters`, ProfilerOptions::software_counters)";
@@ -82,14 +80,14 @@ bool session_begin(bool enable) {
   const bool faults = process_page_faults() >= 0;
   const int faults_errno = errno;
   g_task_clock = sw >= 0;
-  g_enabled = sw >= 0 || faults;
+  const bool enabled = sw >= 0 || faults;
   const std::string tc = sw >= 0 ? "task-clock (the annotation's thread) on user_annotation zones"
                                       : fmt::format("no task-clock ({})", std::strerror(sw_errno));
   const std::string sw_note =
       faults ? fmt::format("software counters: page faults (every thread's, getrusage) on every zone; {}", tc)
              : fmt::format("software counters unavailable (getrusage: {}; {})", std::strerror(faults_errno), tc);
   g_note = hw_note + "; " + sw_note;
-  return g_enabled;
+  return enabled;
 }
 
 bool task_clock_recorded() noexcept { return g_task_clock.load(); }
@@ -100,7 +98,6 @@ std::string session_end() {
     if (c.task_clock_fd >= 0) close(c.task_clock_fd);
     c = ThreadCounters{};
   }
-  g_enabled = false;
   g_task_clock = false;
   return g_note;
 }

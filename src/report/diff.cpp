@@ -123,10 +123,6 @@ const std::string& printable_field(const std::string& value, const std::string& 
   return value;
 }
 
-bool is_activity(const std::string& category) {
-  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
-}
-
 struct OpFigures {
   double calls = 0, ns = 0, mem = 0, bytes = 0;
   double all_bytes = 0;  // with its children's: a wrapper (masked_fill) moves none itself
@@ -273,7 +269,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       // kernel counted once, as in the CUDA table).
       o.ns = number(r, "self_cuda_ns", what) / f;
       o.mem = number(r, "self_cuda_mem_bytes", what, /*may_be_negative=*/true) / f;
-      o.bytes = o.all_bytes = is_activity(cat) ? number(cost, "bytes", what) / f : 0.0;
+      o.bytes = o.all_bytes = analysis::is_device_category(cat) ? number(cost, "bytes", what) / f : 0.0;
     } else {
       o.ns = number(r, "self_ns", what) / f;
       o.mem = number(r, "self_mem_bytes", what, /*may_be_negative=*/true) / f;

@@ -187,7 +187,7 @@ std::vector<OpRow> parse_rows(const json& s) {
       o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
     }
     if (device) {
-      const bool activity = o.category == "kernel" || o.category == "gpu_memcpy" || o.category == "gpu_memset";
+      const bool activity = analysis::is_device_category(o.category);
       o.self_ns = num(r, "self_cuda_ns");
       o.total_ns = num(r, "cuda_total_ns");
       if (!activity) o.flops = o.bf16_flops = o.library_flops = o.library_bf16_flops = o.bytes = 0;

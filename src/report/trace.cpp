@@ -186,7 +186,6 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
 
 using Sink = std::function<void(std::string_view)>;
 
-// Writes the trace through `sink` in chunks of about 1 MiB, so a file export never holds the whole text.
 // Every event of the trace, placed on the timeline in the order it is written: zones clamped into their parents
 // (a clock read a few ns apart must not put a child outside), each thread's work shares nested in the zone open
 // when they began, launches in their launching zone.
@@ -376,6 +375,7 @@ void put_other_data(Buf& b, const prof::ProfileResult& r) {
   put(b, "}}}\n");
 }
 
+// Writes the trace through `sink` in chunks of about 1 MiB, so a file export never holds the whole text.
 void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const Sink& sink) {
   const long pid = long(::getpid());
   const Layout lay = lay_out(r, opt);

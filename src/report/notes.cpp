@@ -1,0 +1,140 @@
+// The lines printed beside the tables: how the timed forwards spread and what shared the CPUs with them
+// (timing_notes, spread_json, cpu_sharing_json), which GEMM ran naive's bf16 matmul, and the notes on peaks
+// (over_peak_note, library_peaks_note). compare, profile, sweep, diff and the HTML report print the same words.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "attnprof/error.h"
+#include "attnprof/report.h"
+
+namespace attnprof::report {
+
+double forward_spread(const std::vector<double>& forward_ms) {
+  if (forward_ms.empty()) return 0.0;
+  const auto [lo, hi] = std::minmax_element(forward_ms.begin(), forward_ms.end());
+  return *lo > 0 ? *hi / *lo : 0.0;
+}
+
+nlohmann::json spread_json(const std::vector<double>& forward_ms) {
+  return forward_ms.size() > 1 ? nlohmann::json(forward_spread(forward_ms)) : nlohmann::json();
+}
+
+nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s) {
+  if (!s) return nullptr;
+  return {{"other_cpus", s->other_cpus}, {"cpus", s->cpus}, {"threads", s->threads}};
+}
+
+std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record) {
+  if (!record.is_object() || !record.contains("cpu_sharing")) return std::nullopt;
+  const nlohmann::json& j = record["cpu_sharing"];
+  if (!j.is_object()) return std::nullopt;
+  const auto number = [&](const char* k) {
+    return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
+  };
+  const double other = number("other_cpus"), cpus = number("cpus"), threads = number("threads");
+  if (!(other >= 0) || !(cpus >= 1 && cpus < 1e6) || !(threads >= 1 && threads < 1e6)) return std::nullopt;
+  return analysis::CpuSharing{other, int(cpus), int(threads)};
+}
+
+std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
+                                      std::string_view more_forwards) {
+  std::vector<std::string> lines;
+  // Forwards that shared the CPUs: consistently slow, so no spread gives them away.
+  int busy = 0;
+  bool threaded = false;
+  for (const Timings& t : timings) {
+    if (!t.sharing || !t.sharing->shared()) continue;
+    const analysis::CpuSharing& s = *t.sharing;
+    ++busy;
+    threaded = threaded || s.threads > 1;
+    lines.push_back(fmt::format("Busy: other work used {:.1f} of {} CPUs while {} ran on {} thread{}: its forwards "
+                                "waited for a CPU, so its time is the machine's as much as the code's.",
+                                s.other_cpus, s.cpus, t.subject, s.threads, s.threads == 1 ? "" : "s"));
+  }
+  if (busy > 0)
+    lines.push_back(fmt::format("Re-run on an idle machine{} before comparing {}.",
+                                threaded ? " (or with fewer --threads, which leaves the other work a CPU)" : "",
+                                busy == 1 ? "it" : "them"));
+  // Stretches too short to tell: a busy machine slows every forward alike, so silence would read as "idle".
+  const double min_s = analysis::other_work_min_seconds();
+  std::vector<std::string> short_runs;
+  for (const Timings& t : timings)
+    if (!t.sharing && t.window_s >= 0 && t.window_s < min_s)
+      short_runs.push_back(fmt::format("{} ({})", t.subject, format_time_ns(t.window_s * 1e9)));
+  if (!short_runs.empty())
+    lines.push_back(fmt::format("Not judged: whether other work shared the CPUs with {}: {} warm-up and timed forwards "
+                                "took under the {:.2f} s that /proc/stat's ticks need (leave --warmup at its default, "
+                                "or {}).",
+                                fmt::join(short_runs, ", "), short_runs.size() == 1 ? "its" : "their", min_s,
+                                more_forwards));
+  // Forwards that disagree: the median may stand on disturbed ones.
+  int noisy = 0;
+  for (const Timings& t : timings) {
+    if (!is_noisy(t.forward_ms)) continue;
+    ++noisy;
+    // Every forward while they fit on a line; past eight, the range and the median.
+    std::string f;
+    if (t.forward_ms.size() <= 8) {
+      for (double ms : t.forward_ms) f += (f.empty() ? "" : " / ") + format_time_ns(ms * 1e6);
+    } else {
+      const auto [lo, hi] = std::minmax_element(t.forward_ms.begin(), t.forward_ms.end());
+      f = fmt::format("{} to {} (median {} of {})", format_time_ns(*lo * 1e6), format_time_ns(*hi * 1e6),
+                      format_time_ns(analysis::median(t.forward_ms) * 1e6), t.forward_ms.size());
+    }
+    // Two decimals, or three where two would round down onto the threshold (1.151 is noisy, "1.15x" reads not).
+    const double spread = forward_spread(t.forward_ms);
+    const int digits = std::round(spread * 100) / 100 <= kNoisySpread ? 3 : 2;
+    lines.push_back(fmt::format("Noisy: {} took {} per forward (slowest {:.{}f}x the fastest).", t.subject, f, spread,
+                                digits));
+  }
+  if (noisy > 0)
+    lines.push_back(fmt::format("{} may stand on disturbed forwards (another process, or cold caches at small "
+                                "sizes): re-run, or {}, before comparing {}.",
+                                noisy == 1 ? "Its median" : "Their medians", more_forwards,
+                                noisy == 1 ? "it" : "them"));
+  if (noisy > 0 && !machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
+  return lines;
+}
+
+std::string describe_bf16_matmul(std::string_view key) {
+  if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
+  if (key == "fp32-widened-sgemm")
+    return "bf16 widened to fp32 for OpenBLAS sgemm, rounded to bf16 once (the path below AVX-512, where oneDNN 2.6 "
+           "has no bf16 matmul; an ATTNPROF_ISA below avx512 takes it too)";
+  return "";
+}
+
+std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key) {
+  if (dtype == "fp16")
+    return "fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's "
+           "fp16 matmul needs AVX512-FP16); every fp16 op computes in fp32 on the FMA units.";
+  const std::string gemm = dtype == "bf16" ? describe_bf16_matmul(bf16_key) : "";
+  return gemm.empty() ? "" : "bf16 matmul (naive, inplace): " + gemm + ".";
+}
+
+std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
+  if (over.empty()) return "";
+  std::string names;
+  for (const std::string& n : over) names += (names.empty() ? "" : ", ") + n;
+  if (gpu)
+    return fmt::format("Over 100 %: {} ran above the GPU's datasheet peak, which no kernel reaches: the device "
+                       "clock ran above the datasheet's boost clock, or the times are short of what ran.\n",
+                       names);
+  return fmt::format("Over 100 %: {} ran above the measured peak, which no code reaches: the peak was measured low, "
+                     "on a busy machine; measure it again on an idle machine with "
+                     "`attnprof roofline --peaks-only --remeasure`.\n",
+                     names);
+}
+
+std::string library_peaks_note(const analysis::MachinePeaks& m) {
+  if (!m.library_isa_differs()) return "";
+  const std::string bf16 = m.library_bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.library_bf16_gflops) : "";
+  return fmt::format("matmul (OpenBLAS/oneDNN) billed at the {} peaks (fp32 {:.1f}{} GFLOP/s): the libraries choose "
+                     "their own ISA",
+                     m.library_isa, m.library_fp32_gflops, bf16);
+}
+
+}  // namespace attnprof::report
