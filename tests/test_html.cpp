@@ -142,7 +142,7 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   // The threads table under the timeline: each op's regions from the summaries' thread_balance.
   EXPECT_NE(page.find("<tr><td>flash</td><td>flash_attention</td><td class=\"num\">3</td><td class=\"num\">2</td>"
                       "<td class=\"num\">95.0 %</td><td class=\"num\">1.05x</td><td class=\"num\">4.0 µs</td>"
-                      "<td class=\"num\">512.0</td></tr>"),
+                      "<td class=\"num\">512</td></tr>"),
             std::string::npos);
   EXPECT_NE(page.find("<tr><td>naive</td><td>softmax</td>"), std::string::npos);
   EXPECT_EQ(page.find("<td>naive</td><td>matmul</td><td class=\"num\">3</td>"), std::string::npos);
@@ -821,7 +821,9 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   for (const json& c : data["charts"])
     if (c["kind"] == "roofline") {
       roof = true;
-      EXPECT_EQ(c["spec"]["layer"].size(), 2u);  // ceilings + op points
+      ASSERT_EQ(c["spec"]["layer"].size(), 4u);  // ceilings, op points, the ridges and their labels
+      EXPECT_EQ(c["spec"]["layer"][2]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][2]["data"]["values"].size(), c["spec"]["layer"][3]["data"]["values"].size());
       EXPECT_FALSE(c["spec"]["layer"][1]["data"]["values"].empty());
       for (const json& p : c["spec"]["layer"][1]["data"]["values"]) EXPECT_NE(p["op"], "copy");
     }

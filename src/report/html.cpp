@@ -152,6 +152,19 @@ class Page {
     }
     return c;
   }
+  // One colour per op across the charts that colour by op (time and bytes by op, the timeline): every chart
+  // extends one domain, in the order the names first appear, so matmul is one colour wherever it is drawn.
+  // `names`: what this chart draws, listed alone in its legend.
+  json op_color(const std::string& field, const std::string& title, const json& names, json legend) {
+    for (const json& n : names)
+      if (op_seen_.insert(n.get<std::string>()).second) op_domain_.push_back(n);
+    legend["values"] = names;
+    return {{"field", field},
+            {"type", "nominal"},
+            {"title", title},
+            {"scale", {{"scheme", "tableau20"}, {"domain", op_domain_}}},
+            {"legend", std::move(legend)}};
+  }
   void h2(const std::string& id, const std::string& title) {
     html_ += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(title));
     toc_.emplace_back(id, title);
@@ -165,6 +178,7 @@ class Page {
     spec["$schema"] = kSchema;
     if (!spec.contains("config")) spec["config"] = json::object();
     spec["config"]["font"] = "system-ui, sans-serif";
+    spec["config"]["axis"]["labelSeparation"] = 6;  // a label that would touch its neighbour is left out
     charts_.push_back({{"id", id}, {"kind", kind}, {"spec", std::move(spec)}});
     html_ += fmt::format("<figure><div class=\"chart\" id=\"{}\" data-kind=\"{}\"></div>", id, html_escape(kind));
     if (!caption.empty()) html_ += "<figcaption>" + html_escape(caption) + "</figcaption>";
@@ -175,6 +189,8 @@ class Page {
   const std::vector<std::pair<std::string, std::string>>& toc() const { return toc_; }
 
  private:
+  json op_domain_ = json::array();
+  std::set<std::string> op_seen_;
   std::string html_;
   json charts_ = json::array();
   std::vector<std::pair<std::string, std::string>> toc_;
@@ -303,9 +319,15 @@ void section_compare(Page& pg, const Input& in) {
            td(fmt_sci(num(v, "max_abs_err", NAN)), true) + td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
       const double floor_ms = num(v, "floor_ms", NAN);
       ++(std::isfinite(floor_ms) ? with_floor : bytes_only);
+      // The fastest and slowest timed forward beside the median, the whisker the bar carries.
+      const std::vector<double> fwd = forward_ms(v);
+      const auto [lo_ms, hi_ms] = fwd.empty() ? std::pair{num(v, "ms"), num(v, "ms")}
+                                              : std::pair{*std::min_element(fwd.begin(), fwd.end()),
+                                                          *std::max_element(fwd.begin(), fwd.end())};
       bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
-                      {"gflops", num(v, "gflops", 0.0)}});
+                      {"gflops", num(v, "gflops", 0.0)}, {"min_ms", lo_ms}, {"max_ms", hi_ms},
+                      {"forwards", fwd.size()}});
       timings.push_back({name, forward_ms(v), cpu_sharing_of(v)});
     }
   }
@@ -364,18 +386,30 @@ void section_compare(Page& pg, const Input& in) {
                     {"title", bytes_only == 0   ? "ms per forward (bar) and roofline floor (tick)"
                               : with_floor == 0 ? "ms per forward (bar) and bytes / bandwidth (tick)"
                                                 : "ms per forward (bar) and roofline floor, else bytes / bandwidth (tick)"}}},
-             {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}}, {{"field", "gflops"}, {"format", ".1f"}}}}}}},
+             {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}, {"title", "ms per forward (median)"}},
+                          {{"field", "gflops"}, {"format", ".1f"}, {"title", "GFLOP/s"}}}}}}},
+          {{"mark", {{"type", "rule"}, {"color", "#555"}, {"strokeWidth", 1.5}}},
+           {"encoding",
+            {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
+             {"x", {{"field", "min_ms"}, {"type", "quantitative"}}},
+             {"x2", {{"field", "max_ms"}}},
+             {"tooltip", {{{"field", "variant"}}, {{"field", "min_ms"}, {"format", ".3f"}, {"title", "fastest forward, ms"}},
+                          {{"field", "max_ms"}, {"format", ".3f"}, {"title", "slowest forward, ms"}},
+                          {{"field", "forwards"}, {"title", "timed forwards"}}}}}}},
           {{"mark", {{"type", "tick"}, {"color", "#111"}, {"thickness", 3}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
              {"x", {{"field", "floor_ms"}, {"type", "quantitative"}}},
-             {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}}}}}}}}}};
+             {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}, {"title", "roofline floor, ms"}}}}}}}}}};
     pg.chart("compare", spec,
-             bytes_only == 0 ? "Time per forward for each variant; the black tick is its roofline floor."
+             bytes_only == 0 ? "Time per forward for each variant (the median; the thin line spans its fastest to "
+                               "slowest timed forward); the black tick is its roofline floor."
              : with_floor == 0
-                 ? "Time per forward for each variant; the black tick is its bytes divided by the bandwidth (this "
-                   "run's compare.json has no roofline floor)."
-                 : "Time per forward for each variant; the black tick is its roofline floor, or its bytes divided by "
+                 ? "Time per forward for each variant (the median; the thin line spans its fastest to slowest timed "
+                   "forward); the black tick is its bytes divided by the bandwidth (this run's compare.json has no "
+                   "roofline floor)."
+                 : "Time per forward for each variant (the median; the thin line spans its fastest to slowest timed "
+                   "forward); the black tick is its roofline floor, or its bytes divided by "
                    "the bandwidth for a row of compare.json without one (floor ms: –).");
   }
   pg.end_section();
@@ -473,6 +507,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   for (const json* rows : {&time_rows, &byte_rows})
     for (const json& r : *rows)
       if (seen_ops.insert(r["op"].get<std::string>()).second) ops.push_back(r["op"]);
+  const json op_colors = pg.op_color("op", "op", ops, {{"labelLimit", 320}, {"columns", 1}});
   auto stacked = [&](const json& rows, const std::string& field, const std::string& title, const json& tooltip) {
     return json{{"data", {{"values", rows}}},
                 {"width", kWidth},
@@ -480,8 +515,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                 {"encoding",
                  {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
                   {"x", {{"field", field}, {"type", "quantitative"}, {"stack", "zero"}, {"title", title}}},
-                  {"color", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "tableau20"}, {"domain", ops}}},
-                             {"legend", {{"labelLimit", 320}, {"columns", 1}}}}},
+                  {"color", op_colors},
                   {"order", {{"field", field}, {"type", "quantitative"}, {"sort", "descending"}}},
                   {"tooltip", tooltip}}}};
   };
@@ -520,7 +554,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   if (!byte_rows.empty())
     pg.chart("bytes-by-op",
              stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
-                     {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "mb"}, {"format", ".1f"}},
+                     {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "mb"}, {"format", ".1f"}, {"title", "MB moved"}},
                       {{"field", "gflop"}, {"format", ".3f"}}}),
              "Bytes each op reads and writes by the cost model: the unfused variants move the N×N score "
              "matrix through memory once per op, the fused ones keep it in cache.");
@@ -699,7 +733,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const json* imp = member(f, {"implausible"});
       const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
       any_implausible = any_implausible || implausible;
-      std::string verdict = weak ? "weak: no power law" : "";
+      std::string verdict = weak ? "weak: no power law" : implausible ? "" : "a power law";
       if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
       fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
                    td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
@@ -714,12 +748,30 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const std::string label =
           fmt::format("N^{:.2f}{}", b, implausible ? " (implausible)" : weak ? " (weak fit)" : "");
       json& dst = mem ? mem_fit : time_fit;
-      for (double x : {r->second.first, r->second.second})
+      for (const bool end : {false, true}) {
+        const double x = end ? r->second.second : r->second.first;
         dst.push_back({{"variant", v}, {"seq", x}, {"y", a * std::pow(x, b) * scale}, {"label", label},
-                       {"exponent", b}});
+                       {"exponent", b}, {"end", end}});
+      }
     }
   }
   fit_table += "</tbody></table>\n";
+  // Each exponent is written at its line's right end; ends closer than a factor 1.7 (about a label's height on
+  // these log axes) are moved apart, the higher one up, so that the labels do not print over each other.
+  auto place_labels = [](json& fit) {
+    std::vector<json*> ends;
+    for (json& p : fit)
+      if (p["end"].get<bool>()) ends.push_back(&p);
+    std::sort(ends.begin(), ends.end(), [](const json* a, const json* b) { return (*a)["y"] > (*b)["y"]; });
+    double below = INFINITY;  // the highest a label may sit: a factor 1.5 under the one above it
+    for (json* p : ends) {
+      const double y = std::min((*p)["y"].get<double>(), below);
+      (*p)["label_y"] = y;
+      below = y / 1.7;
+    }
+  };
+  place_labels(time_fit);
+  place_labels(mem_fit);
   auto loglog = [&](const json& pts, const json& fit, const std::string& ytitle) {
     json layers = json::array();
     const json x0 = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
@@ -737,17 +789,21 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     layers.push_back({{"data", {{"values", pts}}},
                       {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
                       {"encoding", {{"x", xa}, {"y", y}, {"color", color},
-                                    {"tooltip", {{{"field", "variant"}}, {{"field", "seq"}}, {{"field", "y"}, {"format", ".3f"}}}}}}});
+                                    {"tooltip", {{{"field", "variant"}}, {{"field", "seq"}, {"title", "N"}},
+                                                 {{"field", "y"}, {"format", ".3f"}, {"title", ytitle}}}}}}});
     if (!fit.empty()) {
       layers.push_back({{"data", {{"values", fit}}},
                         {"mark", {{"type", "line"}, {"strokeDash", {4, 3}}}},
-                        {"encoding", {{"x", xa}, {"y", y}, {"color", color}, {"detail", {{"field", "variant"}}}}}});
+                        {"encoding", {{"x", xa}, {"y", y}, {"color", color}, {"detail", {{"field", "variant"}}},
+                                      {"tooltip", {{{"field", "variant"}},
+                                                   {{"field", "label"}, {"title", "least-squares fit"}}}}}}});
       // The exponent, written at the end of each fitted line.
+      json label_y = y;
+      label_y["field"] = "label_y";
       layers.push_back({{"data", {{"values", fit}}},
-                        {"transform", {{{"window", {{{"op", "row_number"}, {"as", "i"}}}}, {"groupby", {"variant"}}},
-                                       {{"filter", "datum.i == 2"}}}},
+                        {"transform", {{{"filter", "datum.end"}}}},
                         {"mark", {{"type", "text"}, {"align", "left"}, {"dx", 6}, {"fontSize", 12}, {"fontWeight", "bold"}}},
-                        {"encoding", {{"x", xa}, {"y", y}, {"color", color}, {"text", {{"field", "label"}}}}}});
+                        {"encoding", {{"x", xa}, {"y", label_y}, {"color", color}, {"text", {{"field", "label"}}}}}});
     }
     return json{{"width", kWidth - 80}, {"height", 300}, {"layer", layers}};
   };
@@ -938,8 +994,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     lo = std::min(lo, peak / m.bw);
     hi = std::max(hi, peak / m.bw);
   }
-  lo /= 4;
-  hi *= 4;
+  lo /= 2;
+  hi *= 2;
   json roof = json::array();
   for (const auto& [label, peak] : ceilings) {
     const double ridge = peak / m.bw;
@@ -947,7 +1003,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     for (double x : {lo, ridge, hi})
       roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(peak, x * m.bw)}});
   }
-  const json x = {{"field", "intensity"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
+  const json x = {{"field", "intensity"}, {"type", "quantitative"},
+                  {"scale", {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}}},
                   {"title", "arithmetic intensity, FLOP per byte (log scale)"}};
   const json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
                   {"title", "GFLOP/s (log scale)"}};
@@ -957,10 +1014,18 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"encoding", {{"x", x}, {"y", y},
                                   {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
                                                   {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
-  if (!points.empty())
-    layers.push_back({{"data", {{"values", points}}},
-                      {"mark", {{"type", "point"}, {"filled", true}, {"size", 90}, {"opacity", 0.85}}},
+  // Rings, each variant's a size smaller than the one before, so that variants running the same kernel
+  // (sdpa-flash and flash) stay visible where their points coincide.
+  for (json& p : points) {
+    const auto it = std::find(pg.variants.begin(), pg.variants.end(), p["variant"].get<std::string>());
+    p["ring"] = 230.0 - 45.0 * double(std::min<ptrdiff_t>(it - pg.variants.begin(), 4));
+  }
+  // Layer 1 holds the points, even none (the browser test counts a mark per point there).
+  layers.push_back({{"data", {{"values", points}}},
+                      {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
                       {"encoding", {{"x", x}, {"y", y},
+                                    {"size", {{"field", "ring"}, {"type", "quantitative"}, {"scale", nullptr},
+                                              {"legend", nullptr}}},
                                     {"color", pg.variant_color(roof_present)},
                                     {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
@@ -968,6 +1033,17 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                  {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved GFLOP/s"}},
                                                  {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable GFLOP/s"}},
                                                  {{"field", "bound"}}}}}}});
+  // Each ridge, where a ceiling meets the bandwidth slope: left of it an op at that ceiling is memory-bound.
+  json ridges = json::array();
+  for (const auto& [label, peak] : ceilings)
+    ridges.push_back({{"intensity", peak / m.bw}, {"label", fmt::format("ridge {:.1f}", peak / m.bw)}});
+  layers.push_back({{"data", {{"values", ridges}}},
+                    {"mark", {{"type", "rule"}, {"strokeDash", {2, 3}}, {"color", "#999"}}},
+                    {"encoding", {{"x", x}}}});
+  layers.push_back({{"data", {{"values", ridges}}},
+                    {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
+                              {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
+                    {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
   json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
@@ -982,6 +1058,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                "machine's measured ceilings (from ") +
                source +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
+               "the dotted verticals are the ridges, where they meet; "
                "the gap to the line is what the implementation leaves on the table. A point above the sloped line "
                "moved its bytes faster than the measured bandwidth (STREAM triad): an in-place op reads and writes "
                "the same lines, or its data stayed in cache." +
@@ -1054,7 +1131,7 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
                                        {"y", {{"field", "mib"}, {"type", "quantitative"}, {"title", "live MiB"}, {"stack", nullptr}}},
                                        {"color", color},
                                        {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
-                                                    {{"field", "mib"}, {"format", ".2f"}}}}}}}},
+                                                    {{"field", "mib"}, {"format", ".2f"}, {"title", "live MiB"}}}}}}}},
                {"resolve", {{"scale", {{"x", "independent"}}}}}};
   pg.chart("memory", spec,
            "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant (shared memory "
@@ -1087,6 +1164,10 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
     pg.end_section();
     return;
   }
+  json names = json::array();  // in order of appearance, for the op colours every by-op chart shares
+  std::set<std::string> named;
+  for (const json& r : rows)
+    if (named.insert(r["name"].get<std::string>()).second) names.push_back(r["name"]);
   json spec = {
       {"data", {{"values", rows}}},
       {"facet", variant_rows_facet()},
@@ -1099,8 +1180,7 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
           {"x2", {{"field", "end"}}},
           {"y", {{"field", "lane"}, {"type", "nominal"}, {"title", nullptr},
                  {"sort", {{"field", "lane_order"}, {"op", "min"}}}}},
-          {"color", {{"field", "name"}, {"type", "nominal"}, {"title", "op / kernel"},
-                     {"scale", {{"scheme", "tableau20"}}}}},
+          {"color", pg.op_color("name", "op / kernel", names, {{"labelLimit", 400}})},
           {"tooltip", {{{"field", "variant"}}, {{"field", "name"}}, {{"field", "cat"}}, {{"field", "lane"}},
                        {{"field", "start"}, {"format", ".3f"}}, {{"field", "ms"}, {"format", ".3f"}}}}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
@@ -1120,7 +1200,11 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
                  td(fmt_num(num(b, "threads", NAN), 0), true) + td(fmt_num(100 * num(b, "busy_share", NAN), 1) + " %", true) +
                  td(fmt_num(num(b, "imbalance", NAN), 2) + "x", true) +
                  td(fmt_num(num(b, "lag_ns", NAN) / regions * 1e-3, 1) + " µs", true) +
-                 td(items > 0 ? fmt_num(items / regions, 1) : "–", true) + "</tr>\n";
+                 td(items <= 0                               ? "–"
+                    : std::fmod(items, regions) == 0.0 ? fmt_num(items / regions, 0)
+                                                       : fmt_num(items / regions, 1),
+                    true) +
+                 "</tr>\n";
     }
   }
   if (!threads.empty())
@@ -1190,17 +1274,18 @@ header { background: #1f2d3d; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px; font-size: 22px; }
 header p { margin: 0; opacity: .85; font-size: 13px; }
 nav { padding: 8px 32px; background: #eef1f5; border-bottom: 1px solid #d9dee5; font-size: 14px; }
-nav a { margin-right: 16px; color: #1f4e79; text-decoration: none; }
+nav a { margin-right: 16px; color: #1f4e79; text-decoration: none; white-space: nowrap; display: inline-block; }
 main { max-width: 1100px; padding: 8px 32px 48px; }
 section { margin-top: 28px; }
 h2 { font-size: 19px; border-bottom: 2px solid #d9dee5; padding-bottom: 4px; }
 h3 { font-size: 15px; margin-bottom: 4px; }
-table.data { border-collapse: collapse; font-size: 13px; margin: 8px 0; background: #fff; }
+table.data { border-collapse: collapse; font-size: 13px; margin: 8px 0; background: #fff; display: block; max-width: 100%; overflow-x: auto; }
 table.data th, table.data td { border: 1px solid #d9dee5; padding: 4px 8px; }
 table.data th { background: #eef1f5; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.data td:first-child { white-space: nowrap; }
 td.skipped { color: #8a5a00; }
-figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; padding: 10px; }
+figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; padding: 10px; overflow-x: auto; }
 figcaption { font-size: 13px; color: #555; margin-top: 6px; }
 .note { font-size: 13px; color: #666; }
 pre.table { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow-x: auto; }

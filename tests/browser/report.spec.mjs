@@ -20,13 +20,13 @@ const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 // role-mark">; axes and legends use other roles (role-axis-label, role-legend-symbol), so they do not count.
 const m = (type, el = 'path') => `g.mark-${type}.role-mark ${el}`;
 const expectedMarks = {
-  'compare': [m('rect')],                                  // bars and the roofline-floor ticks
+  'compare': [m('rect'), m('rule', 'line')],               // bars and the roofline-floor ticks; the forwards' spread
   'time-by-op': [m('rect')],
   'bytes-by-op': [m('rect')],
   'sweep-time': [m('symbol'), m('line'), m('text', 'text')],  // measurements, fitted lines, exponent labels
   'sweep-memory': [m('symbol'), m('line'), m('text', 'text')],
   'sweep-rate': [m('symbol'), m('line'), m('rule', 'line')],  // a dot per measured point, joined; the peak's rule
-  'roofline': [m('line'), m('symbol')],                    // ceilings, one point per op
+  'roofline': [m('line'), m('symbol'), m('rule', 'line')], // ceilings, one point per op, the ridges
   'memory': [m('area'), m('line')],
   'changes': [m('rect')],                                  // one bar per (step, op)
   'timeline': [m('rect')],                                 // one bar per span of the first forward
