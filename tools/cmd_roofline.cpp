@@ -147,8 +147,8 @@ std::string legend(bool gpu) {
          "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n"
          "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n"
          "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
-         "  reads and writes the same lines (triad also pays an uncounted write-allocate read), or its data\n"
-         "  stayed in cache.\n"
+         "  reads and writes the same lines (triad also pays an uncounted write-allocate read, so such an op can\n"
+         "  reach 4/3 of it), or its data stayed in cache, or the bandwidth was measured on a busy machine.\n"
          "Each op is placed once, by its own FLOPs, bytes and self time; a wrapper whose work is all its\n"
          "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
 }

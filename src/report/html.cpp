@@ -1059,9 +1059,15 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                source +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the dotted verticals are the ridges, where they meet; "
-               "the gap to the line is what the implementation leaves on the table. A point above the sloped line "
-               "moved its bytes faster than the measured bandwidth (STREAM triad): an in-place op reads and writes "
-               "the same lines, or its data stayed in cache." +
+               "the gap to the line is what the implementation leaves on the table. " +
+               (m.gpu ? std::string("A point above the sloped line moved its bytes faster than the datasheet "
+                                    "bandwidth: its data stayed in L2.")
+                      : std::string("A point above the sloped line moved its bytes faster than the measured "
+                                    "bandwidth (STREAM triad), which counts the bytes triad asks for, 2 reads and 1 "
+                                    "write per element, while the hardware also reads each line it writes "
+                                    "(write-allocate): an op that reads and writes the same lines (in place) pays "
+                                    "no such read and can move up to 4/3 of the triad figure; beyond that, its data "
+                                    "stayed in cache, or the bandwidth was measured on a busy machine.")) +
                (mask_fill_placed ? " Mask fills (masked_fill_) are placed: the cost model counts their compare "
                                    "and select as 1 FLOP per element."
                                  : "") +
