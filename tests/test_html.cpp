@@ -117,7 +117,7 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     kinds.insert(c["kind"].get<std::string>());
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
-  const std::set<std::string> want = {"compare", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
+  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
                                       "sweep-rate", "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
   // The sweep's throughput: a dot per measured point at its GFLOP/s, and the peak it was set against as a rule.

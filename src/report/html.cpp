@@ -288,6 +288,7 @@ void section_compare(Page& pg, const Input& in) {
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
+  json memory_bars = json::array();  // per variant: peak memory and bytes moved, one forward's
   // The tick on each bar: the roofline floor; rows written before compare recorded it have only the bytes'.
   int with_floor = 0, bytes_only = 0;
   if (variants && variants->is_array()) {
@@ -328,6 +329,10 @@ void section_compare(Page& pg, const Input& in) {
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
                       {"gflops", num(v, "gflops", 0.0)}, {"min_ms", lo_ms}, {"max_ms", hi_ms},
                       {"forwards", fwd.size()}});
+      for (const auto& [measure, bytes] : {std::pair<const char*, double>{"peak memory above the inputs",
+                                                                           num(v, "peak_bytes", NAN)},
+                                           {"bytes moved (cost model)", num(v, "bytes", NAN)}})
+        if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       timings.push_back({name, forward_ms(v), cpu_sharing_of(v)});
     }
   }
@@ -411,6 +416,35 @@ void section_compare(Page& pg, const Input& in) {
                  : "Time per forward for each variant (the median; the thin line spans its fastest to slowest timed "
                    "forward); the black tick is its roofline floor, or its bytes divided by "
                    "the bandwidth for a row of compare.json without one (floor ms: –).");
+  }
+  if (!memory_bars.empty()) {
+    // A log axis has no zero for the bars to start from: its domain is set from the figures, and shared by both
+    // panels so that bar lengths compare across them.
+    double lo_mb = INFINITY, hi_mb = 0;
+    for (const json& b : memory_bars) {
+      lo_mb = std::min(lo_mb, b["mb"].get<double>());
+      hi_mb = std::max(hi_mb, b["mb"].get<double>());
+    }
+    json color = pg.variant_color();
+    color["legend"] = nullptr;
+    json spec = {{"data", {{"values", memory_bars}}},
+                 {"facet", {{"column", {{"field", "measure"}, {"type", "nominal"}, {"title", nullptr},
+                                        {"sort", {"peak memory above the inputs", "bytes moved (cost model)"}}}}}},
+                 {"spec",
+                  {{"width", kWidth / 2 - 80},
+                   {"mark", {{"type", "bar"}}},
+                   {"encoding",
+                    {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+                     {"x", {{"field", "mb"}, {"type", "quantitative"},
+                            {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 2}}}},
+                            {"title", "MB per forward (log scale)"}}},
+                     {"x2", {{"datum", lo_mb / 2}}},  // each bar starts at the axis' left end
+                     {"color", color},
+                     {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
+                                  {{"field", "mb"}, {"format", ",.1f"}, {"title", "MB"}}}}}}}}};
+    pg.chart("compare-memory", spec,
+             "What one forward allocates above its inputs and the bytes its ops move (decimal MB, log scale): the "
+             "unfused variants hold and stream the N×N scores, the fused ones neither.");
   }
   pg.end_section();
 }

@@ -21,6 +21,7 @@ const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const m = (type, el = 'path') => `g.mark-${type}.role-mark ${el}`;
 const expectedMarks = {
   'compare': [m('rect'), m('rule', 'line')],               // bars and the roofline-floor ticks; the forwards' spread
+  'compare-memory': [m('rect')],                           // peak memory and bytes moved per variant
   'time-by-op': [m('rect')],
   'bytes-by-op': [m('rect')],
   'sweep-time': [m('symbol'), m('line'), m('text', 'text')],  // measurements, fitted lines, exponent labels
@@ -98,6 +99,13 @@ try {
     }
     if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
     if (c.kind === 'sweep-rate') { want = c.spec.layer[0].data.values.length; sel = m('symbol'); }
+    if (c.kind === 'compare-memory') {
+      // Bars on a log axis: each must be drawn with a length (a bar from zero has none there).
+      const wide = await page.$$eval(`#${c.id} svg ${m('rect')}`, (els) => els.filter((e) => e.getBBox().width > 1).length);
+      check(`chart ${c.kind}: every bar drawn with a length`, wide === c.spec.data.values.length,
+            `${wide} bars for ${c.spec.data.values.length} data rows`);
+      continue;
+    }
     if (want === null) continue;
     const got = await page.$$eval(`#${c.id} svg ${sel}`, (els) => els.length);
     check(`chart ${c.kind}: one mark per datum`, got === want, `${got} marks for ${want} data rows`);
