@@ -671,9 +671,22 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   }
   const json change_scale = {{"domain", {"removed", "in place", "out of place", "changed", "same", "added"}},
                              {"range", {"#2ca02c", "#17becf", "#bcbd22", "#ff7f0e", "#9e9e9e", "#d62728"}}};
+  // Each panel is titled with its net change, the sum of its bars; the legend lists the changes drawn.
+  std::map<std::string, double> net_ms;
+  std::set<std::string> changes_drawn;
+  for (const json& r : rows) {
+    net_ms[r["step"].get<std::string>()] += r["delta_ms"].get<double>();
+    changes_drawn.insert(r["change"].get<std::string>());
+  }
+  for (json& r : rows)
+    r["panel"] = fmt::format("{}: {:+.3f} ms per forward in all", r["step"].get<std::string>(),
+                             net_ms[r["step"].get<std::string>()]);
+  json legend_values = json::array();
+  for (const json& c : change_scale["domain"])
+    if (changes_drawn.count(c.get<std::string>())) legend_values.push_back(c);
   json spec = {
       {"data", {{"values", rows}}},
-      {"facet", {{"row", {{"field", "step"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},
+      {"facet", {{"row", {{"field", "panel"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},
                           {"title", nullptr},
                           {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
       {"spec",
@@ -685,7 +698,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
           {"x", {{"field", "delta_ms"}, {"type", "quantitative"},
                  {"title", std::string(device ? "change in Self CUDA time" : "change in self time") +
                                " per forward (ms; negative = saved)"}}},
-          {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale}}},
+          {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale},
+                     {"legend", {{"values", legend_values}}}}},
           {"tooltip", tooltip}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
   pg.chart("changes", spec,
