@@ -21,6 +21,7 @@
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
+#include "child_process.h"
 #include "loaded_libraries.h"
 #include "ops/blas_loader.h"
 
@@ -81,17 +82,7 @@ std::vector<Tensor> bool_masks(const Shape4& s) {
 
 bool loaded(const char* stem) { return attnprof::testing::library_loaded(stem); }
 
-// The process's address space in use (VmSize), in bytes.
-int64_t vm_size() {
-  int64_t bytes = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "VmSize:", 7) == 0) bytes = std::atoll(line + 7) * 1024;
-    std::fclose(f);
-  }
-  return bytes;
-}
+using attnprof::testing::vm_size;
 
 }  // namespace
 
@@ -176,13 +167,7 @@ TEST(OpenBlas, MoreThreadsThanTheAddressSpaceLimitHasRoomForAreRefused) {
 #endif
   ops::prepare_matmul(DType::F32);
   const int threads = ops::num_threads();
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
-    alarm(20);  // a hang ends the child (SIGALRM), not the suite
+  const std::string said = attnprof::testing::said_in_child([&] {
     std::string said = "no error";
     const int64_t limit = vm_size() + (int64_t(64) << 20);
     const rlimit rl{rlim_t(limit), rlim_t(limit)};
@@ -193,17 +178,8 @@ TEST(OpenBlas, MoreThreadsThanTheAddressSpaceLimitHasRoomForAreRefused) {
       said = e.what();
     }
     if (ops::num_threads() != threads) said += " (and the thread count changed)";
-    (void)!write(fds[1], said.data(), said.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string said;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return said;
+  });
   EXPECT_EQ(said.rfind("the address-space limit (ulimit -v) of ", 0), 0u) << said;
   EXPECT_NE(said.find("is too small for OpenBLAS, which reserves up to ~"), std::string::npos) << said;
   EXPECT_NE(said.find(fmt::format(" MiB more at {} threads (", threads + 4)), std::string::npos) << said;

@@ -21,6 +21,7 @@
 #include "attnprof/isa.h"
 #include "attnprof/profiler.h"
 #include "attnprof/report.h"
+#include "child_process.h"
 #include "profiler/recorder.h"
 
 using namespace attnprof;
@@ -595,25 +596,13 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
 #ifdef ATTNPROF_SANITIZED
   GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
 #endif
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
-    alarm(20);  // a hang ends the child (SIGALRM), not the suite
+  const std::string said = attnprof::testing::said_in_child([] {
     std::string said = "no error";
     try {
       prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
       p.start();  // the driving thread's 65,536 zones reserved and mapped in
-      int64_t vm = 0;
-      if (FILE* f = std::fopen("/proc/self/status", "r")) {
-        char line[256];
-        while (std::fgets(line, sizeof line, f))
-          if (std::strncmp(line, "VmSize:", 7) == 0) vm = std::atoll(line + 7) * 1024;
-        std::fclose(f);
-      }
-      const rlimit rl{rlim_t(vm + (int64_t(4) << 20)), rlim_t(vm + (int64_t(4) << 20))};
+      const int64_t limit = attnprof::testing::vm_size() + (int64_t(4) << 20);
+      const rlimit rl{rlim_t(limit), rlim_t(limit)};
       if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
       for (int i = 0; i < 100000; ++i) {  // past the reservation: the growth needs more than 4 MiB
         ATTNPROF_OP_ZONE(z, "op");
@@ -622,17 +611,8 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
     } catch (const Error& e) {
       said = e.what();
     }
-    (void)!write(fds[1], said.data(), said.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string said;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return said;
+  });
   EXPECT_EQ(said.rfind("the profiler could not store ", 0), 0u) << said;
   EXPECT_NE(said.find(" of its events: the memory its event buffers grow into was refused"), std::string::npos) << said;
   // 100,000 zones and 65,536 stored before the growth: 34,464 dropped.

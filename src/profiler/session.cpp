@@ -14,6 +14,14 @@ namespace {
 
 std::atomic<bool> g_session_open{false};
 
+// Drops a thread's recorded events and its open-zone stack (its capacity, mapped in, is kept for the next session).
+void clear_events(detail::ThreadBuffer* b) {
+  b->zones.clear();
+  b->mem.clear();
+  b->work.clear();
+  b->stack.clear();
+}
+
 void truncate_all_to_marks() {
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
@@ -121,10 +129,7 @@ void Profiler::prepare() {
   ATTNPROF_CHECK(!g_session_open.exchange(true), "another profiler session is already running");
   prepared_ = true;
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
-    b->zones.clear();
-    b->mem.clear();
-    b->work.clear();
-    b->stack.clear();
+    clear_events(b);
     b->mark_zones = b->mark_mem = b->mark_work = 0;
     b->dropped = 0;
   }
@@ -247,12 +252,7 @@ void Profiler::stop() {
   int64_t dropped = 0;
   for (detail::ThreadBuffer* b : detail::all_buffers()) dropped += std::exchange(b->dropped, 0);
   if (dropped > 0) {
-    for (detail::ThreadBuffer* b : detail::all_buffers()) {
-      b->zones.clear();
-      b->mem.clear();
-      b->work.clear();
-      b->stack.clear();
-    }
+    for (detail::ThreadBuffer* b : detail::all_buffers()) clear_events(b);
     prepared_ = false;
     g_session_open.store(false);
     ATTNPROF_FAIL("the profiler could not store {} of its events: the memory its event buffers grow into was "
@@ -278,10 +278,7 @@ void Profiler::stop() {
       }
     }
     collected_.threads.push_back(std::move(t));
-    b->zones.clear();
-    b->mem.clear();
-    b->work.clear();
-    b->stack.clear();
+    clear_events(b);
   }
   prepared_ = false;
   g_session_open.store(false);
