@@ -84,17 +84,13 @@ void run_diff(const DiffArgs& a) {
       if (std::filesystem::equivalent(a.out, input, ec) && !ec)
         ATTNPROF_FAIL("--save '{}' is one of the files being compared", a.out);
     // Nor over another result of a run being compared: 'diff runA runB --save runA/naive.summary.json'.
-    const std::filesystem::path save(a.out);
-    const std::string save_name = save.filename().string();
-    const std::filesystem::path save_dir = save.has_parent_path() ? save.parent_path() : ".";
-    for (const std::string& input : {base_path, next_path}) {
-      const std::filesystem::path in(input);
-      const std::filesystem::path input_dir = in.has_parent_path() ? in.parent_path() : ".";
-      if (run_result_name(save_name) && std::filesystem::equivalent(save_dir, input_dir, ec) && !ec)
+    auto dir_of = [](const std::filesystem::path& p) { return p.has_parent_path() ? p.parent_path() : "."; };
+    const std::string save_name = std::filesystem::path(a.out).filename().string();
+    for (const std::string& input : {base_path, next_path})
+      if (run_result_name(save_name) && std::filesystem::equivalent(dir_of(a.out), dir_of(input), ec) && !ec)
         ATTNPROF_FAIL("--save '{}' would replace the run's {} beside {}, which is being compared: save the diff "
                       "elsewhere or under another name",
                       a.out, save_name, input);
-    }
     check_output_flag("--save", a.out);  // what writing it would refuse, before the files are read
     if (lowercase(a.out).ends_with(".gz"))
       ATTNPROF_FAIL("--save '{}': diff writes no gzip; name a .json file for the JSON, any other for the table", a.out);

@@ -322,9 +322,8 @@ void section_compare(Page& pg, const Input& in) {
       ++(std::isfinite(floor_ms) ? with_floor : bytes_only);
       // The fastest and slowest timed forward beside the median, the whisker the bar carries.
       const std::vector<double> fwd = forward_ms(v);
-      const auto [lo_ms, hi_ms] = fwd.empty() ? std::pair{num(v, "ms"), num(v, "ms")}
-                                              : std::pair{*std::min_element(fwd.begin(), fwd.end()),
-                                                          *std::max_element(fwd.begin(), fwd.end())};
+      const auto [lo, hi] = std::minmax_element(fwd.begin(), fwd.end());
+      const double lo_ms = fwd.empty() ? num(v, "ms") : *lo, hi_ms = fwd.empty() ? num(v, "ms") : *hi;
       bars.push_back({{"variant", name}, {"ms", num(v, "ms")},
                       {"floor_ms", std::isfinite(floor_ms) ? floor_ms : num(v, "bound_ms", 0.0)},
                       {"gflops", num(v, "gflops", 0.0)}, {"min_ms", lo_ms}, {"max_ms", hi_ms},
@@ -333,7 +332,7 @@ void section_compare(Page& pg, const Input& in) {
                                                                            num(v, "peak_bytes", NAN)},
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
-      timings.push_back({name, forward_ms(v), cpu_sharing_of(v)});
+      timings.push_back({name, fwd, cpu_sharing_of(v)});
     }
   }
   t += "</tbody></table>\n";
@@ -407,15 +406,13 @@ void section_compare(Page& pg, const Input& in) {
              {"x", {{"field", "floor_ms"}, {"type", "quantitative"}}},
              {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}, {"title", "roofline floor, ms"}}}}}}}}}};
     pg.chart("compare", spec,
-             bytes_only == 0 ? "Time per forward for each variant (the median; the thin line spans its fastest to "
-                               "slowest timed forward); the black tick is its roofline floor."
-             : with_floor == 0
-                 ? "Time per forward for each variant (the median; the thin line spans its fastest to slowest timed "
-                   "forward); the black tick is its bytes divided by the bandwidth (this run's compare.json has no "
-                   "roofline floor)."
-                 : "Time per forward for each variant (the median; the thin line spans its fastest to slowest timed "
-                   "forward); the black tick is its roofline floor, or its bytes divided by "
-                   "the bandwidth for a row of compare.json without one (floor ms: –).");
+             std::string("Time per forward for each variant (the median; the thin line spans its fastest to slowest "
+                         "timed forward); the black tick is ") +
+                 (bytes_only == 0 ? "its roofline floor."
+                  : with_floor == 0
+                      ? "its bytes divided by the bandwidth (this run's compare.json has no roofline floor)."
+                      : "its roofline floor, or its bytes divided by the bandwidth for a row of compare.json "
+                        "without one (floor ms: –)."));
   }
   if (!memory_bars.empty()) {
     // A log axis has no zero for the bars to start from: its domain is set from the figures, and shared by both
