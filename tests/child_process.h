@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,40 +25,22 @@ inline int64_t vm_size() {
   return bytes;
 }
 
-// Runs `body` in a forked child and returns the string it returned (an exception's message, prefixed
-// "exception: ", if it threw). A child that dies of a signal, or hangs past 20 s (SIGALRM), fails the test.
-inline std::string said_in_child(const std::function<std::string()>& body) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe: " << std::strerror(errno);
-    return "";
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork: " << std::strerror(errno);
-    return "";
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    alarm(20);  // a hang ends the child, not the suite
-    std::string said;
-    try {
-      said = body();
-    } catch (const std::exception& e) {
-      said = std::string("exception: ") + e.what();
-    }
-    (void)!write(fds[1], said.data(), said.size());
-    _exit(0);
-  }
-  close(fds[1]);
+// The statement of an EXPECT_EXIT in the "threadsafe" death-test style, whose child is a fresh run of the test
+// binary up to that statement: a forked copy of this process would inherit the OpenMP and OpenBLAS thread pools
+// of the tests before it without their threads, and wait on them forever. Writes what `body` returns (or "exception:
+// " and what it threw) to stderr, where EXPECT_EXIT matches its pattern, and exits 0. A hang ends the child with
+// SIGALRM after 20 s, which fails the test, not the suite.
+[[noreturn]] inline void say_and_exit(const std::function<std::string()>& body) {
+  alarm(20);
   std::string said;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  EXPECT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return said;
+  try {
+    said = body();
+  } catch (const std::exception& e) {
+    said = std::string("exception: ") + e.what();
+  }
+  std::fprintf(stderr, "%s\n", said.c_str());
+  std::fflush(stderr);
+  std::_Exit(0);
 }
 
 }  // namespace attnprof::testing

@@ -596,27 +596,71 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
 #ifdef ATTNPROF_SANITIZED
   GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
 #endif
-  const std::string said = attnprof::testing::said_in_child([] {
-    std::string said = "no error";
-    try {
-      prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
-      p.start();  // the driving thread's 65,536 zones reserved and mapped in
-      const int64_t limit = attnprof::testing::vm_size() + (int64_t(4) << 20);
-      const rlimit rl{rlim_t(limit), rlim_t(limit)};
-      if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
-      for (int i = 0; i < 100000; ++i) {  // past the reservation: the growth needs more than 4 MiB
-        ATTNPROF_OP_ZONE(z, "op");
-      }
-      p.stop();
-    } catch (const Error& e) {
-      said = e.what();
-    }
-    return said;
-  });
-  EXPECT_EQ(said.rfind("the profiler could not store ", 0), 0u) << said;
-  EXPECT_NE(said.find(" of its events: the memory its event buffers grow into was refused"), std::string::npos) << said;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   // 100,000 zones and 65,536 stored before the growth: 34,464 dropped.
-  EXPECT_NE(said.find("store 34464 of"), std::string::npos) << said;
+  EXPECT_EXIT(attnprof::testing::say_and_exit([] {
+                std::string said = "no error";
+                try {
+                  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
+                  p.start();  // the driving thread's 65,536 zones reserved and mapped in
+                  const int64_t limit = attnprof::testing::vm_size() + (int64_t(4) << 20);
+                  const rlimit rl{rlim_t(limit), rlim_t(limit)};
+                  if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
+                  for (int i = 0; i < 100000; ++i) {  // past the reservation: the growth needs more than 4 MiB
+                    ATTNPROF_OP_ZONE(z, "op");
+                  }
+                  p.stop();
+                } catch (const Error& e) {
+                  said = e.what();
+                }
+                return said;
+              }),
+              ::testing::ExitedWithCode(0),
+              "the profiler could not store 34464 of its events: the memory its event buffers grow into was refused");
+}
+
+// A worker's buffer holds its work shares (4096 reserved). One that fills inside a step would grow inside an op,
+// a copy onto fresh pages billed to it; between steps each thread of the team grows its own instead. Here each
+// worker records 5 shares a step for 1,000 steps (5,000 shares): its capacity never changes inside a step, and
+// every share is kept.
+TEST(Profiler, WorkersBuffersGrowBetweenStepsNotInsideThem) {
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  constexpr int kSteps = 1000, kRegions = 5;
+  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = kSteps}, .step_annotations = false});
+  p.start();
+  int grew_inside = 0, worker_shares = 0, team_short = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    size_t first_capacity = 0, last_capacity = 0;
+    ATTNPROF_OP_ZONE(z, "parallel_op");
+    for (int r = 0; r < kRegions; ++r) {
+      ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel num_threads(2)
+      {
+        if (omp_get_num_threads() < 2) {
+#pragma omp single
+          ++team_short;
+        }
+        if (omp_get_thread_num() == 1) {
+          const auto* b = prof::detail::thread_buffer();
+          if (r == 0) first_capacity = b->work.capacity();
+          { ATTNPROF_WORK_SHARE(share, region); }
+          last_capacity = b->work.capacity();
+          ++worker_shares;
+        }
+      }
+    }
+    if (last_capacity != first_capacity) ++grew_inside;
+    p.step();
+  }
+  p.stop();
+  omp_set_num_threads(threads_before);
+  ASSERT_EQ(team_short, 0) << "the runtime gave a team of one thread";
+  ASSERT_EQ(worker_shares, kSteps * kRegions);
+  EXPECT_EQ(grew_inside, 0) << "steps in which the worker's buffer grew while recording";
+  size_t kept = 0;
+  for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
+  EXPECT_EQ(kept, size_t(kSteps * kRegions));  // the worker's: the calling thread records none here
 }
 
 TEST(Profiler, StepAnnotationsOffRecordsNoStepZones) {

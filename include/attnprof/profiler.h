@@ -347,7 +347,7 @@ class Profiler {
   bool schedule_given() const;  // any Schedule field differs from its default (torch's record_steps)
   void enter_step();
   void leave_step();
-  void make_room();  // between steps: the calling thread's buffers grow there, not inside the next step's ops
+  void make_room();  // between steps: buffers grow there, each on its own thread, not inside the next step's ops
 
   ProfilerOptions opts_;
   int step_ = 0;
@@ -356,7 +356,6 @@ class Profiler {
   bool running_ = false;
   int32_t step_zone_ = -1;
   detail::ThreadBuffer* step_buf_ = nullptr;
-  size_t last_zones_ = 0, last_mem_ = 0, last_work_ = 0;  // the calling thread's buffer sizes at the last step()
   ProfileResult collected_;
   std::map<std::string, std::string> metadata_;
 };

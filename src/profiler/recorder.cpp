@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <new>
 #include <set>
@@ -155,6 +156,24 @@ void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept {
   } catch (...) {
     ++b->dropped;
   }
+}
+
+void grow_ahead(ThreadBuffer* b) noexcept {
+  auto room = [](auto& v, size_t& last) {
+    const size_t used = v.size() > last ? v.size() - last : 0;
+    last = v.size();
+    if (v.capacity() - v.size() >= 2 * used) return;
+    // Refused pages are left to the next event that needs them, which counts itself dropped if it cannot grow.
+    try {
+      v.reserve(std::max(2 * v.capacity(), v.size() + 4 * used));
+    } catch (const std::bad_alloc&) {
+      return;
+    }
+    populate_capacity(v);
+  };
+  room(b->zones, b->room_zones);
+  room(b->mem, b->room_mem);
+  room(b->work, b->room_work);
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {

@@ -43,6 +43,8 @@ struct ThreadBuffer {
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
   size_t mark_zones = 0, mark_mem = 0, mark_work = 0;
+  // Its sizes when the session last made room between steps (grow_ahead): what the step since then recorded.
+  size_t room_zones = 0, room_mem = 0, room_work = 0;
   // Events that could not be stored (the kernel refused the pages a buffer grows into: ulimit -v, or no memory
   // left). Recording goes on without them, and Profiler::stop refuses the session, whose figures would miss them.
   int64_t dropped = 0;
@@ -53,6 +55,10 @@ struct ThreadBuffer {
 extern std::atomic<bool> g_counters;
 
 std::vector<ThreadBuffer*> all_buffers();
+
+// Between steps, on the thread that owns `b`: grows each of its vectors, and maps the growth in, to hold at least
+// two more steps like the last one (the events recorded since the last call; none after a truncation).
+void grow_ahead(ThreadBuffer* b) noexcept;
 
 // Maps in, as if written, the whole pages of [p, p + bytes). An event buffer's pages are otherwise first touched
 // when an event lands on them, inside whichever zone is open: each such fault (about 10 us on a ballooned VM,

@@ -20,6 +20,7 @@ void clear_events(detail::ThreadBuffer* b) {
   b->mem.clear();
   b->work.clear();
   b->stack.clear();
+  b->room_zones = b->room_mem = b->room_work = 0;
 }
 
 void truncate_all_to_marks() {
@@ -175,7 +176,6 @@ void Profiler::start() {
   detail::g_counters.store(collected_.counters_recorded);
   running_ = true;
   step_ = 0;
-  last_zones_ = last_mem_ = last_work_ = 0;  // prepare() emptied every buffer
   enter_step();
 }
 
@@ -209,21 +209,19 @@ void Profiler::leave_step() {
 
 // A buffer that fills inside a step grows there, inside whichever op records the event that fills it: a copy of
 // every event so far onto fresh pages (about 65,000 zones, 16 MB, took 60 ms on a ballooned VM), billed to that
-// op. So between steps, outside every zone, the calling thread's buffers (where the ops' zones are) are grown
-// and mapped in ahead of need: to hold at least two more steps like the last one. Other threads' buffers are not
-// touched here (they may be recording); theirs hold only their work shares and grow rarely.
+// op. So between steps, outside every zone, buffers are grown and mapped in ahead of need. The calling thread's
+// (where the ops' zones are) first; then each thread of the OpenMP team grows its own (its work shares: about 5
+// per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards). A buffer is only
+// ever touched by its own thread here: the workers are idle between steps, but a thread outside the team may not
+// be. The region costs a few microseconds per step, outside every step.
 void Profiler::make_room() {
-  detail::ThreadBuffer* b = detail::thread_buffer();
-  auto room = [](auto& v, size_t& last) {
-    const size_t used = v.size() > last ? v.size() - last : 0;  // the last step's events (0 after a truncation)
-    last = v.size();
-    if (v.capacity() - v.size() >= 2 * used) return;
-    v.reserve(std::max(2 * v.capacity(), v.size() + 4 * used));
-    detail::populate_capacity(v);
-  };
-  room(b->zones, last_zones_);
-  room(b->mem, last_mem_);
-  room(b->work, last_work_);
+  detail::ThreadBuffer* self = detail::thread_buffer();
+  detail::grow_ahead(self);
+#pragma omp parallel
+  {
+    detail::ThreadBuffer* b = detail::thread_buffer();
+    if (b != self) detail::grow_ahead(b);
+  }
 }
 
 void Profiler::step() {
