@@ -1669,6 +1669,13 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --kv-heads 0" + kSmall, "--kv-heads '0' is out of range: expected 1..9223372036854775807");
   expect_bad("profile naive --memory-budget ''" + kSmall, "--memory-budget: an empty value");  // not "the default"
   expect_bad("compare --variants ''" + kSmall, "--variants: an empty value");
+  // "--opt=" is empty too: CLI11 alone would read it as "--opt" and take the next argument as its value (--out=
+  // --json wrote a directory named --json; --out= --shape=... dropped the shape and ran the default one).
+  expect_bad("profile flash --out= --json" + kSmall, "--out: an empty value");
+  expect_bad("profile flash --shape= --json", "--shape: an empty value");
+  expect_bad("diff a.json b.json --save= --json", "--save: an empty value");
+  expect_bad("report --title= --json", "--title: an empty value");
+  expect_bad("sweep --threads= --seq 64" + kSmall, "--threads: an empty value");
   expect_bad("sweep --seq 4611686018427387904..9223372036854775807" + kSmall, "--seq: 4611686018427387904 is too long");
   expect_bad("sweep --seq 64,128 --kv-len 16" + kSmall, "--kv-len does not apply to sweep");
   expect_bad("compare --device tpu" + kSmall, "unknown --device 'tpu'");
@@ -2810,6 +2817,20 @@ TEST_F(Cli, ErrorLinesReachTheTerminalWithoutControlCharacters) {
   EXPECT_NE(r.err.find("attnprof: error: cannot read '" + dir_.string() + "/a [2J   ?-\xc3\xbc\xc2\xb7.json"),
             std::string::npos)
       << r.err;
+}
+
+// The same on stdout: the "wrote ..." line names the --out as given, and --json's document cannot hold bytes that
+// are not UTF-8 (nlohmann's dump threw after the files were written): there each becomes U+FFFD.
+TEST_F(Cli, OutputPathsReachStdoutWithoutControlCharacters) {
+  const std::string dir = (dir_ / "o\x1b[2J\x07\xff").string();
+  const Result r = run("profile flash" + kSmall + " --out '" + dir + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char c : r.out) EXPECT_FALSE(c == '\x1b' || c == '\x07' || c == '\xff') << r.out;
+  EXPECT_NE(r.out.find("wrote " + (dir_ / "o [2J ?").string() + "/flash.trace.json"), std::string::npos) << r.out;
+  const Result j = run("profile flash" + kSmall + " --out '" + dir + "' --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_EQ(doc["files"]["trace"], (dir_ / "o\x1b[2J\x07\xef\xbf\xbd").string() + "/flash.trace.json");
 }
 
 TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {

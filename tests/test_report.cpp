@@ -323,6 +323,11 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   const auto limited = lines(report::table(ka, {.sort_by = "count", .row_limit = 1}));
   EXPECT_NE(limited[3].find("transpose"), std::string::npos);
   EXPECT_EQ(limited[4], limited[0]);
+  // As torch's row_limit: 0 shows no rows (the two rules meet under the header, then the totals), below 0 all.
+  const auto none = lines(report::table(ka, {.sort_by = "count", .row_limit = 0}));
+  EXPECT_EQ(none[3], none[0]);
+  EXPECT_EQ(none[4].rfind("Self CPU time total: ", 0), 0u) << none[4];
+  EXPECT_EQ(lines(report::table(ka, {.sort_by = "count", .row_limit = -1})), lines(report::table(ka, {.sort_by = "count"})));
   for (const char* key : {"cpu_time", "cpu_time_total", "self_cpu_time_total", "cpu_memory_usage",
                           "self_cpu_memory_usage", "count", "flops"})
     EXPECT_NO_THROW(report::table(ka, {.sort_by = key})) << key;

@@ -347,7 +347,7 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& 
   for (const nlohmann::json& v : j["variants"])
     if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
   write_html_if_asked(o);
-  if (o.json) print_out("{}\n", j.dump(2));
+  if (o.json) print_out("{}\n", json_text(j));
   else print_out("{}", text);
 }
 

@@ -125,8 +125,8 @@ void run_diff(const DiffArgs& a) {
     j = report::diff_json(d, a.row_limit);
   }
   if (!a.out.empty())
-    report::write_text_atomic(a.out, lowercase(a.out).ends_with(".json") ? j.dump(2) + "\n" : text);
-  if (a.json) print_out("{}\n", j.dump(2));
+    report::write_text_atomic(a.out, lowercase(a.out).ends_with(".json") ? json_text(j) + "\n" : text);
+  if (a.json) print_out("{}\n", json_text(j));
   else print_out("{}", text);
 }
 
@@ -140,8 +140,7 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("base", args->base, "what to compare from: a <variant>.summary.json, a compare.json or its directory")
       ->required();
   sub->add_option("new", args->next, "what to compare to (the same kind)")->required();
-  add_integer_option(sub, "--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default), as "
-                  "profile's --row-limit");
+  add_integer_option(sub, "--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default)");
   sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
   sub->add_option("--save", args->out, "also write the diff to this file (.json: the JSON, else the table)");
   sub->callback([args] { run_diff(*args); });

@@ -202,7 +202,7 @@ void run_profile(const ProfileArgs& a) {
       run[key] = nullptr;
   if (r.status == RunOutcome::Status::Failed) {
     // Reported, not timed (the benchmark refuses to time a kernel that fails validation).
-    if (o.json) print_out("{}\n", nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}.dump(2));
+    if (o.json) print_out("{}\n", json_text(nlohmann::json{{"kind", "profile"}, {"run", run}, {"note", r.note}}));
     else print_out("{}: {} (not timed)\n", v.name, r.note);
     if (r.device_error) exit_if_validation_failed({}, {v.name});
     else exit_if_validation_failed({v.name});
@@ -244,7 +244,7 @@ void run_profile(const ProfileArgs& a) {
                         {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
     if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
-    print_out("{}\n", j.dump(2));
+    print_out("{}\n", json_text(j));
     return;
   }
   print_out("{} — {}, {}\n", v.name, in.p.str(), where);
@@ -289,8 +289,9 @@ void run_profile(const ProfileArgs& a) {
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))
     print_out("{}\n", line);
-  print_out("wrote {}, {}, {}{}{}\n", trace_path, summary_path, table_path, o.save_output.empty() ? "" : ", ",
-            o.save_output);
+  // The paths hold what --out said, which may be any bytes: through terminal_line, as stderr's lines are.
+  print_out("{}\n", terminal_line(fmt::format("wrote {}, {}, {}{}{}", trace_path, summary_path, table_path,
+                                               o.save_output.empty() ? "" : ", ", o.save_output)));
 }
 
 }  // namespace
@@ -304,7 +305,7 @@ void add_profile_command(CLI::App& app) {
                   "table sort key (torch's: cpu_time_total, self_cpu_time_total, count, cuda_time_total...; default "
                   "cpu_time_total, cuda_time_total with --device cuda)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
-  add_integer_option(sub, "--row-limit", args->row_limit, "table rows (0 or less: all, as torch's row_limit)")
+  add_integer_option(sub, "--row-limit", args->row_limit, "table rows (as torch's row_limit: -1 all, 0 none, only the header and totals)")
       ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
                 "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");

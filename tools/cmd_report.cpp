@@ -39,7 +39,7 @@ void run_report(const ReportArgs& a) {
     for (const std::string& line : e.problems) print_error(line);  // a parser's message may quote the file's bytes
     throw Error(e.what());
   }
-  print_out("{}\n", path);
+  print_out("{}\n", terminal_line(path));
 }
 
 }  // namespace

@@ -398,7 +398,7 @@ void run_roofline(const RooflineArgs& a) {
     text += legend(gpu);
   }
   if (!a.peaks_only) commit_and_print(o, "roofline", j, text, outputs);
-  else if (o.json) print_out("{}\n", j.dump(2));
+  else if (o.json) print_out("{}\n", json_text(j));
   else print_out("{}", text);
   exit_if_validation_failed(failed, device_failed);
   if (!a.peaks_only && !j["skipped"].empty()) exit_if_nothing_measured(placed, j["skipped"].size(), "variant");

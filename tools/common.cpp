@@ -585,7 +585,9 @@ void refuse_inputs_in_out(const CommonOptions& o, const std::vector<std::string>
     refuse_input_as_output(o, path, fmt::format("--out file '{}'", path));
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, j.dump(2) + "\n"); }
+std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, json_text(j) + "\n"); }
 
 void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
                       report::FileBatch& outputs) {
@@ -593,7 +595,7 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
   report::write_text_atomic(out_path(o.out, name + ".txt"), text);
   outputs.commit();
   write_html_if_asked(o);
-  if (o.json) print_out("{}\n", j.dump(2));
+  if (o.json) print_out("{}\n", json_text(j));
   else print_out("{}", text);
 }
 

@@ -403,6 +403,11 @@ bool exit_was_planned();
 // `what` names the run's units ("variant", "point").
 void exit_if_nothing_measured(size_t measured, size_t skipped, std::string_view what);
 
+// A JSON document as the tools print and write it (indented by 2). A string that is not valid UTF-8 (a path
+// given as raw bytes: --out $'\xff') cannot be JSON: each such byte becomes U+FFFD, where nlohmann's dump would
+// throw after the run's files are written.
+std::string json_text(const nlohmann::json& j);
+
 // Writes to standard output through stdio's buffer, formatted by {fmt}. fmt::print would throw at a failed write,
 // mid-report; here stdout_status finds the failure (ferror) when the command ends and says so, exit 2.
 // print_err is the same for standard error, where a failed write has no one left to tell.

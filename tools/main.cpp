@@ -172,6 +172,20 @@ int run_command(int argc, char** argv) {
                                              " (options go after it; see attnprof --help)"
                                        : "unknown command '" + first + "': expected one of " + commands +
                                              " (see attnprof --help)");
+  // "--out=" is an empty value too, but CLI11 reads it as "--out" and takes the next argument as its value: the
+  // rest of the line would then be silently misread (--out= --json wrote a directory named --json).
+  if (known) {
+    const CLI::App* sub = app.get_subcommand(first);
+    for (int i = 2; i < argc; ++i) {
+      const std::string_view a = argv[i];
+      if (a == "--") break;
+      if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1) {
+        const std::string name(a.substr(0, a.size() - 1));
+        if (const CLI::Option* opt = sub->get_option_no_throw(name); opt != nullptr && opt->get_items_expected_min() > 0)
+          return fail(name + ": an empty value (see attnprof " + first + " --help)");
+      }
+    }
+  }
   try {
     app.parse(argc, argv);  // the chosen subcommand runs in its callback
   } catch (const CLI::CallForHelp& e) {  // help and version go to stdout, which may be full as well

@@ -25,7 +25,7 @@ struct TableOptions {
   // with device times also cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage,
   // self_cuda_memory_usage.
   std::string sort_by = "cpu_time_total";
-  int row_limit = -1;                 // 0 or less: all rows (as torch's row_limit)
+  int row_limit = -1;                 // as torch's row_limit: below 0 every row, 0 none (the header and footer)
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
   bool extra_columns = true;          // GFLOP/s, GB/s, FLOP/B (and Bound when peaks are given)
   std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column (each op's own ceiling)

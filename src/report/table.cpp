@@ -185,7 +185,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   const double total = ka.self_total_ns;
   int shown = 0;
   for (auto* s : rows) {
-    if (opt.row_limit > 0 && shown >= opt.row_limit) break;
+    if (opt.row_limit >= 0 && shown >= opt.row_limit) break;
     ++shown;
     std::string name = s->name;
     if (name.size() >= kMaxNameWidth - 3) name = name.substr(0, kMaxNameWidth - 3) + "...";
@@ -277,7 +277,7 @@ std::string device_table(const prof::ProfileResult& r, int row_limit) {
   size_t name_width = 4;
   for (const auto& row : rows) name_width = std::max(name_width, row.name.size() + 4);
   name_width = std::min(name_width, kMaxNameWidth);
-  if (row_limit > 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
+  if (row_limit >= 0 && rows.size() > size_t(row_limit)) rows.resize(size_t(row_limit));
   Layout layout;
   const std::vector<std::string> header = {"Name",       "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
                                            "# of Calls", "Grid",      "Block",       "Regs",       "SMem",
