@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <limits>
 
@@ -258,6 +262,45 @@ TEST(Allocator, BudgetCheck) {
   EXPECT_NO_THROW(check_memory_budget(1000, "small"));
   set_memory_budget(0);
   EXPECT_THROW(set_memory_budget(-1), Error);
+}
+
+// A cgroup's memory limit bounds the default budget: past it the kernel kills the process without a message.
+// On trees laid out as /sys/fs/cgroup is: the smallest limit from the process's cgroup up to the root counts.
+TEST(Allocator, CgroupMemoryLimitIsFoundOnV1AndV2) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("attnprof_cgroup_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto put = [&](const fs::path& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text << "\n";
+  };
+  // v1: the memory controller's own hierarchy, a limit on the job and a smaller one on its parent.
+  put("memory/memory.limit_in_bytes", "9223372036854771712");  // v1's "no limit"
+  put("memory/batch/memory.limit_in_bytes", "629145600");
+  put("memory/batch/job7/memory.limit_in_bytes", "1073741824");
+  const CgroupMemoryLimit v1 = cgroup_memory_limit("5:devices:/\n4:memory:/batch/job7\n0::/\n", root.string());
+  EXPECT_EQ(v1.bytes, 629145600);
+  EXPECT_EQ(v1.file, (root / "memory/batch/memory.limit_in_bytes").string());
+  // A controller list holding memory among others ("4:cpu,memory:/...") counts too.
+  EXPECT_EQ(cgroup_memory_limit("4:cpu,memory:/batch/job7\n", root.string()).bytes, 629145600);
+  // v2: one tree, memory.max; "max" limits nothing.
+  put("system.slice/memory.max", "max");
+  put("system.slice/app.service/memory.max", "2147483648");
+  const CgroupMemoryLimit v2 = cgroup_memory_limit("0::/system.slice/app.service\n", root.string());
+  EXPECT_EQ(v2.bytes, 2147483648);
+  EXPECT_EQ(v2.file, (root / "system.slice/app.service/memory.max").string());
+  // No limit anywhere, no such cgroup, a line that is not one, garbage in the file: none.
+  EXPECT_EQ(cgroup_memory_limit("0::/system.slice\n", root.string()).bytes, -1);
+  EXPECT_EQ(cgroup_memory_limit("0::/nowhere\n", (root / "absent").string()).bytes, -1);
+  EXPECT_EQ(cgroup_memory_limit("garbage", root.string()).bytes, -1);
+  put("bad/memory.max", "12abc");
+  EXPECT_EQ(cgroup_memory_limit("0::/bad\n", root.string()).bytes, -1);
+  fs::remove_all(root);
+  // The default budget is never above this process's own limit, nor above physical memory.
+  set_memory_budget(0);
+  const CgroupMemoryLimit& own = process_cgroup_memory_limit();
+  EXPECT_LE(memory_budget(), physical_memory_bytes());
+  if (own.bytes > 0) EXPECT_LE(memory_budget(), own.bytes);
 }
 
 TEST(Ops, TriuMaskIsTheBlogsCausalMask) {

@@ -34,10 +34,24 @@ MemoryStats memory_stats();
 void reset_peak_memory();
 
 // The budget that memory-hungry paths (the naive N×N scores) check before they allocate.
-// Default: the machine's physical memory. Set to 0 to restore the default.
+// Default: the machine's physical memory, or the memory limit of the cgroup this process runs in where that is
+// smaller (a container's -m, systemd's MemoryMax, a batch job's limit: past it the kernel kills the process
+// without a word). Set to 0 to restore the default.
 void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
 int64_t physical_memory_bytes();
+
+// A cgroup memory limit: its bytes and the file that set it.
+struct CgroupMemoryLimit {
+  int64_t bytes = -1;
+  std::string file;
+};
+// The smallest memory limit on the way from the cgroup in `proc_self_cgroup` (the text of /proc/self/cgroup) up
+// to its hierarchy's root under `cgroup_root` (/sys/fs/cgroup): cgroup v2's memory.max, v1's
+// memory.limit_in_bytes of the memory controller. bytes is -1 where none is set ("max", v1's page-rounded
+// 2^63, or no such files). Taking the texts makes it testable; the process's own is read once.
+CgroupMemoryLimit cgroup_memory_limit(std::string_view proc_self_cgroup, const std::string& cgroup_root);
+const CgroupMemoryLimit& process_cgroup_memory_limit();
 // The soft address-space limit (RLIMIT_AS, what `ulimit -v` sets) in bytes; -1 when there is none.
 int64_t address_space_limit_bytes();
 // Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request, `hint`

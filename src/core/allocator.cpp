@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <new>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -78,9 +82,70 @@ void set_memory_budget(int64_t bytes) {
   g_budget.store(bytes);
 }
 
+CgroupMemoryLimit cgroup_memory_limit(std::string_view proc_self_cgroup, const std::string& cgroup_root) {
+  CgroupMemoryLimit best;
+  auto read_limit = [&](const std::filesystem::path& file) {
+    std::ifstream in(file);
+    std::string word;
+    if (!(in >> word)) return;
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+    // "max" (v2), or v1's "no limit", 2^63 rounded down to a page: anything past 2^62 bytes limits nothing.
+    if (ec != std::errc() || end != word.data() + word.size() || v <= 0 || v >= (int64_t(1) << 62)) return;
+    if (best.bytes < 0 || v < best.bytes) best = {v, file.string()};
+  };
+  // Walks from the cgroup's directory up to the hierarchy's root: a parent's limit binds its children too.
+  auto walk = [&](const std::filesystem::path& base, std::string_view path, const char* file) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(base, ec)) return;
+    std::filesystem::path dir = base / std::filesystem::path(path).relative_path();
+    for (int depth = 0; depth < 64; ++depth) {
+      read_limit(dir / file);
+      if (dir == base || !dir.has_parent_path() || dir.parent_path() == dir) break;
+      dir = dir.parent_path();
+    }
+  };
+  size_t pos = 0;
+  while (pos < proc_self_cgroup.size()) {
+    size_t eol = proc_self_cgroup.find('\n', pos);
+    if (eol == std::string_view::npos) eol = proc_self_cgroup.size();
+    const std::string_view line = proc_self_cgroup.substr(pos, eol - pos);
+    pos = eol + 1;
+    // "hierarchy-id:controllers:path"; v2's line is "0::path".
+    const size_t a = line.find(':'), b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    const std::filesystem::path root(cgroup_root);
+    if (controllers.empty()) {
+      walk(root, path, "memory.max");               // v2 alone
+      walk(root / "unified", path, "memory.max");  // the v2 tree of a hybrid set-up
+    } else {
+      for (size_t c = 0; c <= controllers.size();) {
+        size_t comma = controllers.find(',', c);
+        if (comma == std::string_view::npos) comma = controllers.size();
+        if (controllers.substr(c, comma - c) == "memory") walk(root / "memory", path, "memory.limit_in_bytes");
+        c = comma + 1;
+      }
+    }
+  }
+  return best;
+}
+
+const CgroupMemoryLimit& process_cgroup_memory_limit() {
+  static const CgroupMemoryLimit limit = [] {
+    std::ifstream in("/proc/self/cgroup");
+    std::stringstream text;
+    text << in.rdbuf();
+    return cgroup_memory_limit(text.str(), "/sys/fs/cgroup");
+  }();
+  return limit;
+}
+
 int64_t memory_budget() {
   int64_t b = g_budget.load();
-  return b > 0 ? b : physical_memory_bytes();
+  if (b > 0) return b;
+  const int64_t physical = physical_memory_bytes(), cgroup = process_cgroup_memory_limit().bytes;
+  return cgroup > 0 && cgroup < physical ? cgroup : physical;
 }
 
 std::string binary_size(double bytes) {
@@ -112,9 +177,16 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
   if (!(bytes >= 0) || double(live) + bytes > double(budget)) {
     const std::string with_live =
         live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
-    throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}){}{}", what,
+    // Where a default budget comes from: a cgroup's limit is news to most users (the container they are in).
+    std::string source;
+    if (g_budget.load() <= 0) {
+      const CgroupMemoryLimit& cg = process_cgroup_memory_limit();
+      source = cg.bytes > 0 && cg.bytes == budget ? fmt::format(", the memory limit of this process's cgroup, in {}", cg.file)
+                                                   : std::string(", the machine's physical memory");
+    }
+    throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}{}){}{}", what,
                                   byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),
-                                  hint.empty() ? "" : "; ", hint));
+                                  source, hint.empty() ? "" : "; ", hint));
   }
 }
 
