@@ -347,6 +347,22 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   const auto file = dir / "attnprof" / "peaks.json";
   ASSERT_TRUE(std::filesystem::exists(file));
   EXPECT_EQ(call(), std::make_pair(101.0, false)) << "a valid entry of this machine is read, not measured";
+  // Where the figures came from, for the outputs' footnotes: measured now, then read back from the cache with
+  // the time they were measured.
+  EXPECT_FALSE(a.from_cache);
+  EXPECT_EQ(a.measured_at.size(), std::string("2026-12-04 10:31 UTC").size()) << a.measured_at;
+  EXPECT_EQ(peaks_provenance(a), "measured now (" + a.measured_at + ")");
+  const MachinePeaks again = peaks();
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.measured_at, a.measured_at);
+  EXPECT_EQ(peaks_provenance(again).rfind("measured " + a.measured_at + ", from the peaks cache; ", 0), 0u);
+  // The same in JSON (compare.json's "machine"), read back by diff, roofline --from and the report.
+  const MachinePeaks back = machine_peaks_from_json(nlohmann::json(again));
+  EXPECT_TRUE(back.from_cache);
+  EXPECT_EQ(back.measured_at, a.measured_at);
+  nlohmann::json bad = again;
+  bad["from_cache"] = "yes";
+  EXPECT_THROW(machine_peaks_from_json(bad), Error);
   EXPECT_EQ(call(/*force=*/true), std::make_pair(102.0, true)) << "--remeasure measures";
   EXPECT_EQ(call(), std::make_pair(102.0, false)) << "and replaces the entry";
   EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string()))["entries"].size(), 1u);

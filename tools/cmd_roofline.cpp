@@ -69,6 +69,7 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
                      m.library_bf16_gflops > 0 ? "none at " + m.isa : std::string("no AVX512-BF16"));
   t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
   t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
+  t += fmt::format("  Peaks           {}\n", analysis::peaks_provenance(m));
   if (const std::string lib = report::library_peaks_note(m); !lib.empty()) t += "  " + lib + "\n";
   if (!memory_reclaim.empty()) t += "  Memory: " + memory_reclaim + "\n";
   return t;

@@ -173,10 +173,21 @@ struct MachinePeaks {
   double library_bf16_gflops = 0.0;  // 0 when the CPU has no AVX512-BF16
   // The libraries run at another ISA's peaks than our kernels (ATTNPROF_ISA below the CPU's best).
   bool library_isa_differs() const { return !library_isa.empty() && library_isa != isa; }
+  // When the figures were measured ("2026-12-04 10:31 UTC"; "" for an entry from before this was recorded, and
+  // for a GPU's datasheet figures), and whether this run took them from the cache rather than measuring them:
+  // every Bound, floor and % of peak rests on them, so the outputs say which.
+  std::string measured_at;
+  bool from_cache = false;
 };
 
+// "measured 2026-12-04 10:31 UTC, from the peaks cache; `attnprof roofline --peaks-only --remeasure` measures
+// them again", "measured now (2026-12-04 10:31 UTC)", or for an entry from before the time was recorded "from
+// the peaks cache, measured before attnprof recorded the time; ...": where a run's CPU ceilings came from.
+std::string peaks_provenance(const MachinePeaks& m);
+
 // {"cpu", "cpu_signature" (when known), "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs",
-// "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops"}: the form every JSON output
+// "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops", "measured_at" (when known),
+// "from_cache" (when true)}: the form every JSON output
 // (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
 // The same object read back (a compare.json's "machine"): Error saying what is wrong when a field is missing,

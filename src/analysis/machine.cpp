@@ -289,6 +289,15 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
        {"library_fp32_gflops", m.library_fp32_gflops},
        {"library_bf16_gflops", m.library_bf16_gflops}};
   if (!m.cpu_signature.empty()) j["cpu_signature"] = m.cpu_signature;
+  if (!m.measured_at.empty()) j["measured_at"] = m.measured_at;
+  if (m.from_cache) j["from_cache"] = true;
+}
+
+std::string peaks_provenance(const MachinePeaks& m) {
+  if (!m.from_cache) return m.measured_at.empty() ? "measured now" : "measured now (" + m.measured_at + ")";
+  const std::string again = "; `attnprof roofline --peaks-only --remeasure` measures them again";
+  return m.measured_at.empty() ? "from the peaks cache, measured before attnprof recorded the time" + again
+                               : "measured " + m.measured_at + ", from the peaks cache" + again;
 }
 
 namespace {
@@ -307,6 +316,15 @@ MachinePeaks from_json(const nlohmann::json& j) {
   }
   MachinePeaks m;
   m.cpu = j.at("cpu").get<std::string>();
+  if (j.contains("measured_at")) {
+    if (!j["measured_at"].is_string() || j["measured_at"].get<std::string>().size() > 64)
+      throw std::runtime_error("measured_at is not a time");
+    m.measured_at = j["measured_at"].get<std::string>();
+  }
+  if (j.contains("from_cache")) {
+    if (!j["from_cache"].is_boolean()) throw std::runtime_error("from_cache is not true or false");
+    m.from_cache = j["from_cache"].get<bool>();
+  }
   if (j.contains("cpu_signature")) {
     if (!j["cpu_signature"].is_string()) throw std::runtime_error("cpu_signature is not a string");
     m.cpu_signature = j["cpu_signature"].get<std::string>();
@@ -466,7 +484,10 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
                          path, other, cached_load));
         break;
       }
-      if (!(beside_figure(other, cached_load) > busy_above)) return m;  // an entry with neither counts as idle
+      if (!(beside_figure(other, cached_load) > busy_above)) {  // an entry with neither counts as idle
+        m.from_cache = true;
+        return m;
+      }
       // Peaks cached from a busy machine are low, and every later roofline would rest on them: measured again
       // once the machine is idle, kept with a note while it is not. Idle means other work below half the busy
       // mark over a quarter-second sample (the load average, which lags a minute behind, where /proc/stat
@@ -504,6 +525,15 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   m.cpu_signature = signature;
   m.isa = isa_s;
   m.threads = threads;
+  {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &utc);
+    m.measured_at = when;
+  }
+  m.from_cache = false;
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.
   if (beside_figure(other, load) > busy_above)

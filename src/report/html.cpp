@@ -926,6 +926,7 @@ struct Machine {
   // The ISA OpenBLAS and oneDNN ran at and its peaks (0 in files from before they were recorded).
   std::string isa, lib_isa;
   double lib_fp32 = 0, lib_bf16 = 0;
+  std::string when;  // ", measured 2026-12-04 10:31 UTC, from the peaks cache"; "" where the file does not say
   bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
 
@@ -942,6 +943,8 @@ Machine machine_of(const json* m) {
   out.cpu = str(*m, "cpu");
   if (const std::string sig = str(*m, "cpu_signature"); !sig.empty()) out.cpu += " (" + sig + ")";
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
+  if (const std::string at = str(*m, "measured_at"); !at.empty()) out.when = ", measured " + at;
+  if (const json* c = member(*m, {"from_cache"}); c && c->is_boolean() && c->get<bool>()) out.when += ", from the peaks cache";
   return out;
 }
 
@@ -1101,7 +1104,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                "the GPU's datasheet ceilings (from "
                              : "Every op of every variant that computes (has FLOPs in the cost model) against the "
                                "machine's measured ceilings (from ") +
-               source +
+               source + m.when +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the dotted verticals are the ridges, where they meet; "
                "the gap to the line is what the implementation leaves on the table. " +
