@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -233,6 +234,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     (void)number(s["memory"], "start_bytes", what);
   }
 
+  std::unordered_map<std::string, size_t> index;  // op name -> its place in p.ops (a summary may hold 10^5 rows)
   for (const json& r : *rows) {
     const std::string name = r["name"].get<std::string>();
     const std::string cat = string_field(r, "category");
@@ -282,10 +284,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
     const std::string key = between ? std::string(kBetweenOps) : name;
-    auto it = std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& e) { return e.first == key; });
-    if (it == p.ops.end()) {
+    if (const auto [at, fresh] = index.try_emplace(key, p.ops.size()); fresh) {
       p.ops.emplace_back(key, o);
     } else {
+      const auto it = p.ops.begin() + ptrdiff_t(at->second);
       it->second.calls += o.calls;
       it->second.ns += o.ns;
       it->second.mem += o.mem;
@@ -623,9 +625,12 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                                     format_bytes(int64_t(std::llround(n))), wrapper ? " by its children" : ""));
     }
   }
+  // At most 12 names a line: a summary of thousands of ops would otherwise print one line of all of them.
   auto join = [](const std::vector<std::string>& v) {
+    constexpr size_t kNames = 12;
     std::string out;
-    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    for (size_t i = 0; i < v.size() && i < kNames; ++i) out += (out.empty() ? "" : ", ") + v[i];
+    if (v.size() > kNames) out += fmt::format(" and {} more", v.size() - kNames);
     return out;
   };
   if (!gone.empty())
