@@ -1946,6 +1946,23 @@ TEST_F(Cli, CompareSaysVariantInTheSingular) {
   EXPECT_NE(sdpa.out.find("sdpa (auto) selects "), std::string::npos) << sdpa.out;
 }
 
+// A fall back from flash to math says why, as PyTorch warns of it: in profile's output (and its progress) and in
+// compare's footnote. At a head dim flash serves, profile says nothing of it.
+TEST_F(Cli, SdpaFallBackToMathSaysWhy) {
+  const std::string why = "sdpa (auto) selects math: the flash backend supports head dims up to 256, got D=320";
+  const Result p = run("profile sdpa --iters 1 --warmup 0 --shape 1,1,16,320 --threads 1" + out_flag());
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("sdpa-math — "), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find(why + "\n"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find(why + "\n"), std::string::npos) << p.err;
+  const Result c = run("compare --variants sdpa --iters 1 --warmup 0 --shape 1,1,16,320 --threads 1" + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find(why + "."), std::string::npos) << c.out;
+  const Result f = run("profile sdpa --iters 1 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out.find("sdpa (auto) selects"), std::string::npos) << f.out;
+}
+
 TEST_F(Cli, UnusableOutputPathsSayWhy) {
   // A directory where no file can be created (/proc answers ENOENT): said so, with the system's reason.
   if (fs::is_directory("/proc")) {

@@ -519,7 +519,7 @@ void run_compare(const CompareArgs& a) {
   });
   text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
                       "tolerance.{}\n",
-                      sdpa_ran ? fmt::format(" sdpa (auto) selects {}.", sdpa_auto) : std::string());
+                      sdpa_ran ? fmt::format(" {}.", sdpa_selection_note(in.p)) : std::string());
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
   const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {

@@ -168,6 +168,11 @@ void run_profile(const ProfileArgs& a) {
   const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
   const std::string where = gpu ? dev.name : threads_text(threads);
   progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
+  // `sdpa` alone picks its backend as PyTorch's does; a fall back to math is said, as PyTorch warns of it.
+  const std::string selection =
+      !gpu && a.variant == "sdpa" && (a.backend.empty() || a.backend == "auto") &&
+              sdpa_select_backend(in.p) != SdpaBackend::Flash ? sdpa_selection_note(in.p) : "";
+  if (!selection.empty()) progress(selection);
   const analysis::MachinePeaks peaks = gpu ? cuda::gpu_peaks(dev) : host_peaks(threads);
   LazyReference ref(in);  // computed after the variant is prepared: over-budget runs stop before fp64 work
 
@@ -244,10 +249,12 @@ void run_profile(const ProfileArgs& a) {
                         {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
     if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
+    if (!selection.empty()) j["sdpa_selection"] = selection;
     print_out("{}\n", json_text(j));
     return;
   }
   print_out("{} — {}, {}\n", v.name, in.p.str(), where);
+  if (!selection.empty()) print_out("{}\n", selection);
   print_out("validation: max abs error {:.3g} vs the fp64 reference (tolerance atol {:g}, rtol {:g}; the worst element "
             "used {:.0f}% of its tolerance): OK\n",
             r.err.max_abs, r.tol.atol, r.tol.rtol, 100.0 * r.err.tol_used);

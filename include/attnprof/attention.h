@@ -115,6 +115,9 @@ std::string_view sdpa_backend_name(SdpaBackend b);
 std::optional<std::string> sdpa_backend_unsupported(SdpaBackend b, const AttnProblem& p);
 // What Auto picks for this problem: the fastest backend that supports it.
 SdpaBackend sdpa_select_backend(const AttnProblem& p);
+// What Auto picks and, when it is not flash, why: "sdpa (auto) selects flash", "sdpa (auto) selects math: the
+// flash backend supports head dims up to 256, got D=320". PyTorch warns when it falls back; so do the tools.
+std::string sdpa_selection_note(const AttnProblem& p);
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o,
                                     SdpaBackend backend = SdpaBackend::Auto);
 

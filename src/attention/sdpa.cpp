@@ -48,6 +48,12 @@ SdpaBackend sdpa_select_backend(const AttnProblem& p) {
   return sdpa_backend_unsupported(SdpaBackend::Flash, p) ? SdpaBackend::Math : SdpaBackend::Flash;
 }
 
+std::string sdpa_selection_note(const AttnProblem& p) {
+  const SdpaBackend b = sdpa_select_backend(p);
+  const std::optional<std::string> why = sdpa_backend_unsupported(SdpaBackend::Flash, p);
+  return fmt::format("sdpa (auto) selects {}{}{}", sdpa_backend_name(b), why ? ": " : "", why.value_or(""));
+}
+
 // What sdpa_math allocates at its peak beyond the caller's q, k and v, all in fp32: the upcast copies (half
 // inputs), the √scale-scaled q and k, which replace them once made, then the worst of four moments: scaling
 // q (its upcast copy and the scaled one live), scaling k (likewise; it outweighs q when Nk·Hkv > Nq·Hq), a
