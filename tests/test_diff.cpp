@@ -553,6 +553,16 @@ TEST(Diff, CompareRunsVariantByVariant) {
   bad = base;
   bad["variants"][0]["status"] = "bogus";
   refused(bad, "status 'bogus' is none of ok, failed, skipped");
+  // A row that did not run with a time would be printed as a speed-up; a problem that is no string as "?".
+  for (const char* status : {"failed", "skipped"}) {
+    bad = base;
+    bad["variants"][0]["status"] = status;
+    ASSERT_TRUE(bad["variants"][0]["ms"].is_number());
+    refused(bad, fmt::format("status '{}' with a time ('ms') of ", status));
+  }
+  bad = base;
+  bad["problem"] = 5;
+  refused(bad, "field 'problem' is number, not a string");
   bad = base;
   bad["variants"][0]["name"] = "na\nive";
   refused(bad, "holds a control character (byte 0x0a)");

@@ -726,6 +726,8 @@ void check_compare(const json& c, const std::string& which) {
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
   // What diff prints of the run, in its header and notes.
+  if (const auto pr = c.find("problem"); pr != c.end() && !pr->is_string())
+    ATTNPROF_FAIL("{}: field 'problem' is {}, not a string (the shape, as attnprof writes it)", which, pr->type_name());
   (void)printable_field(string_field(c, "problem"), "problem", which);
   if (c.contains("gpu") && c["gpu"].is_string()) (void)printable_field(c["gpu"].get<std::string>(), "gpu", which);
   if (c.contains("machine") && c["machine"].is_object())
@@ -756,6 +758,10 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   ms = time_ms(maybe(v, "ms", what), "ms", what);
   if (ran && ms < 0)
     ATTNPROF_FAIL("{}: status 'ok' without a time ('ms'); attnprof writes one for every variant that ran", what);
+  // A row that did not run has no time: one would be printed beside the others as a speed-up.
+  if (!ran && ms >= 0)
+    ATTNPROF_FAIL("{}: status '{}' with a time ('ms') of {}; attnprof writes null for a variant that did not run", what,
+                  status, ms);
   // A variant that ran took time: a 0 would be printed as its time, with no speed-up beside it.
   if (ran && ms == 0)
     ATTNPROF_FAIL("{}: status 'ok' with a time ('ms') of 0; attnprof writes the median of forwards it timed, and "
