@@ -1401,6 +1401,7 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   {
     const fs::path copy = edited("compare.json", [](json& d) {
       d["variants"][1]["status"] = "skipped";
+      d["variants"][1]["ms"] = nullptr;  // as compare writes a row it did not run
       d["variants"][1]["note"] = "over \x1b[31mbudget\u2067";
     });
     const Result noted = run("roofline --from " + copy.string());
@@ -1438,6 +1439,13 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
               if (row["name"] == "softmax") row["self_ns"] = 0.5;
           },
           "op 'softmax' has FLOPs or bytes and 0.5 ns of self time over");
+  // FLOPs no time could hold: placed, matmul read 2,974,188,039 % of its ceiling and the columns ran together.
+  damaged("naive.summary.json",
+          [](json& d) {
+            for (json& row : d["rows"])
+              if (row["name"] == "matmul") row["self_cost"]["flops"] = row["cost"]["flops"] = 1e15;
+          },
+          "op 'matmul' would run at ");
   // A comparison of no variants: attnprof never writes one, and it would give an empty roofline.
   damaged("compare.json", [](json& d) { d["variants"] = json::array(); },
           "compare.json: field 'variants' is empty");

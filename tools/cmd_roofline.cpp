@@ -286,11 +286,19 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     const analysis::KeyAverages ka = report::key_averages_from_summary(s);
     // Each op is placed at its FLOPs over its time: an op with work that took under a nanosecond a call (the
     // clock's grain) would be placed at an infinite or absurd rate, so its time is not one a run measured.
-    for (const analysis::PlacedOp& op : analysis::roofline_ops(ka, m))
+    for (const analysis::PlacedOp& op : analysis::roofline_ops(ka, m)) {
       if (op.ns < 1.0 * double(std::max<int64_t>(op.op->calls, 1)))
         ATTNPROF_FAIL("{}: op '{}' has FLOPs or bytes and {} {} time over {} calls, under 1 ns a call: no run "
                       "measures that (a corrupt or edited summary)", path, terminal_line(op.op->name), op.ns,
                       gpu ? "ns of device" : "ns of self", op.op->calls);
+      // Compute cannot outrun its peak: data in cache can beat the bandwidth line, nothing beats the FLOP/s
+      // one. Four times over (a peak measured on a busy machine reads low) is FLOPs or a time edited in.
+      const double ceiling = analysis::compute_ceiling_gflops(op.cost, m);
+      if (op.pt.achieved_gflops > 4.0 * ceiling)
+        ATTNPROF_FAIL("{}: op '{}' would run at {:.4g} GFLOP/s ({:.4g} FLOPs in {:.4g} ns), over 4x its compute "
+                      "ceiling of {:.1f} GFLOP/s: no run measures that (a corrupt or edited summary)",
+                      path, terminal_line(op.op->name), op.pt.achieved_gflops, op.cost.flops, op.ns, ceiling);
+    }
     place_variant(name, ka, m, j, text);
   }
   text += legend(gpu);
