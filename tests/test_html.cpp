@@ -1072,6 +1072,29 @@ TEST(HtmlReport, WritesWholeFileAndNamesWhatToInstall) {
   EXPECT_EQ(page2.find("'</script>"), std::string::npos);
   EXPECT_NE(page2.find("src=\"data:text/javascript;base64,"), std::string::npos);
 
+  // A library file that is there but unusable is said as such, not as missing: empty, or not a regular file.
+  auto refused = [&](const std::string& expect) {
+    try {
+      (void)load_chart_library(web.string());
+      ADD_FAILURE() << "accepted; expected: " << expect;
+    } catch (const attnprof::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  const fs::path embed = web / "node_modules/vega-embed/build/vega-embed.min.js";
+  const std::string embed_text = attnprof::io::read_file(embed);
+  spit(embed, "");
+  refused(embed.string() + " is empty, not the chart library; run `npm ci --prefix " + web.string() + "`");
+  spit(embed, embed_text);
+  const fs::path vega_js = web / "node_modules/vega/build/vega.min.js";
+  const std::string vega_text = attnprof::io::read_file(vega_js);
+  fs::remove(vega_js);
+  fs::create_directory(vega_js);
+  refused(vega_js.string() + " cannot be used: it is a directory; run `npm ci --prefix " + web.string() + "`");
+  fs::remove(vega_js);
+  spit(vega_js, vega_text);
+  EXPECT_NO_THROW((void)load_chart_library(web.string()));
+
   // A named directory without the library is an error naming it, even where the search would find a copy.
   const std::string missing = (d.path / "nothing-here").string();
   EXPECT_EQ(chart_library_candidates(missing), std::vector<std::string>{missing});

@@ -1435,12 +1435,23 @@ ChartLibrary load_chart_library(const std::string& web_dir) {
   const auto candidates = chart_library_candidates(web_dir);
   for (const std::string& dir : candidates) {
     const fs::path nm = fs::path(dir) / "node_modules";
-    auto vega = read_file(nm / "vega/build/vega.min.js");
+    std::string why;
+    auto vega = read_file(nm / "vega/build/vega.min.js", &why);
+    // A file that is there and cannot be used (a directory, a FIFO, too large) is said as such, not as missing.
+    if (!vega && !why.empty())
+      ATTNPROF_FAIL("report: {} cannot be used: {}; run `npm ci --prefix {}`", (nm / "vega/build/vega.min.js").string(),
+                    why, dir);
     if (!vega) continue;
     auto vl = read_file(nm / "vega-lite/build/vega-lite.min.js");
     auto ve = read_file(nm / "vega-embed/build/vega-embed.min.js");
     if (!vl || !ve)
       ATTNPROF_FAIL("report: {} has vega but not vega-lite and vega-embed; run `npm ci --prefix {}`", nm.string(), dir);
+    // An empty library (an interrupted install) would give a page that draws no chart.
+    for (const auto& [text, name] : {std::pair{&*vega, "vega/build/vega.min.js"},
+                                     std::pair{&*vl, "vega-lite/build/vega-lite.min.js"},
+                                     std::pair{&*ve, "vega-embed/build/vega-embed.min.js"}})
+      if (text->empty())
+        ATTNPROF_FAIL("report: {} is empty, not the chart library; run `npm ci --prefix {}`", (nm / name).string(), dir);
     ChartLibrary lib;
     lib.web_dir = dir;
     lib.vega = std::move(*vega);
