@@ -91,8 +91,9 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
                                 digits));
   }
   if (noisy > 0)
-    lines.push_back(fmt::format("{} may stand on disturbed forwards (another process, or cold caches at small "
-                                "sizes): re-run, or {}, before comparing {}.",
+    lines.push_back(fmt::format("{} may stand on disturbed forwards (another process, cold caches at small sizes, or "
+                                "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` "
+                                "counts per op): re-run, or {}, before comparing {}.",
                                 noisy == 1 ? "Its median" : "Their medians", more_forwards,
                                 noisy == 1 ? "it" : "them"));
   if (noisy > 0 && !machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
