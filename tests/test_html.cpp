@@ -111,6 +111,9 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
   for (const char* id : {"compare", "ops", "changes", "sweep", "roofline", "memory", "tables", "traces"})
     EXPECT_NE(page.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
+  // The comparison's columns are defined under it, as compare's footnotes define them.
+  EXPECT_NE(page.find("GFLOP/s counts the attention FLOPs of one forward"), std::string::npos);
+  EXPECT_NE(page.find("NMSE the mean squared error over the reference"), std::string::npos);
   const json data = data_block(page);
   std::set<std::string> kinds;
   for (const json& c : data["charts"]) {

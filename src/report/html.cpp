@@ -359,6 +359,21 @@ void section_compare(Page& pg, const Input& in) {
           " take at those ceilings (data that stays in cache can beat it). Bound says which side sets it: the share of the floor spent in ops held by their bytes "
           "(memory at 75 % or more, compute at 25 % or less, else mixed). Every variant with a time was checked "
           "against the fp64 reference (max |err|, NMSE) before it was timed.");
+  // What GFLOP/s, % of peak and the check count, as compare's footnotes say: the tables below count every FLOP
+  // of every op (the cost model), so their rates differ from these.
+  {
+    std::string defs = "GFLOP/s counts the attention FLOPs of one forward";
+    if (const double f = num(c, "attention_flops", NAN); std::isfinite(f)) defs += fmt::format(", {:.3g}", f);
+    if (const std::string conv = str(c, "flops_convention"); !conv.empty()) defs += " (" + conv + ")";
+    defs += ", over its ms: the profiler tables below bill every op's own FLOPs instead, so their rates differ.";
+    if (const double peak = num(c, "peak_gflops", NAN); std::isfinite(peak) && peak > 0)
+      defs += fmt::format(" % of peak is against the {} {} peak, {:.1f} {}{}.", gpu ? "datasheet" : "measured", str(c, "peak_kind", "compute"),
+                          gpu ? peak * 1e-3 : peak, gpu ? "TFLOP/s" : "GFLOP/s",
+                          str(c, "peak_isa").empty() ? "" : " (" + str(c, "peak_isa") + ")");
+    defs += " max |err| is the largest |output − fp64 reference|; NMSE the mean squared error over the reference's "
+            "mean square; check is OK when every element is within the variant's tolerance (|err| ≤ atol + rtol·|ref|).";
+    pg.note(defs);
+  }
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
           "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
   const json* machine = member(c, {"machine"});
