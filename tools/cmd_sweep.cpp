@@ -385,7 +385,7 @@ void run_sweep(const SweepArgs& a) {
     text += p.status == "ok"
                 ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
                               p.gflops * rate_scale, p.pct_peak,
-                              report::format_bytes(p.peak_bytes), p.max_abs_err)
+                              report::format_bytes_decimal(p.peak_bytes), p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   std::vector<report::Timings> timings;
   for (const Point& p : points)
@@ -406,8 +406,8 @@ void run_sweep(const SweepArgs& a) {
     text += over_peak_note(target, over);
   }
   text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
-  text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in torch's binary units "
-                      "(1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
+  text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in decimal units as "
+                      "compare prints them (1 MB = 10^6 B; the torch-style tables print binary 1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : "");
   report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
