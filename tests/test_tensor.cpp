@@ -295,6 +295,12 @@ TEST(Allocator, CgroupMemoryLimitIsFoundOnV1AndV2) {
   EXPECT_EQ(cgroup_memory_limit("garbage", root.string()).bytes, -1);
   put("bad/memory.max", "12abc");
   EXPECT_EQ(cgroup_memory_limit("0::/bad\n", root.string()).bytes, -1);
+  // A container's own cgroup is "/": the root's limit. One of another namespace ("/../x") is not under this mount.
+  put("memory.max", "3221225472");
+  const CgroupMemoryLimit own_root = cgroup_memory_limit("0::/\n", root.string());
+  EXPECT_EQ(own_root.bytes, 3221225472);
+  EXPECT_EQ(own_root.file, (root / "memory.max").string());
+  EXPECT_EQ(cgroup_memory_limit("0::/../other\n", root.string()).bytes, -1);
   fs::remove_all(root);
   // The default budget is never above this process's own limit, nor above physical memory.
   set_memory_budget(0);

@@ -95,14 +95,16 @@ CgroupMemoryLimit cgroup_memory_limit(std::string_view proc_self_cgroup, const s
     if (best.bytes < 0 || v < best.bytes) best = {v, file.string()};
   };
   // Walks from the cgroup's directory up to the hierarchy's root: a parent's limit binds its children too.
+  // Each directory once: "/" (a container's own cgroup) is the root alone. A path that climbs out of the mount
+  // ("/../x", a cgroup of another namespace) has no directory here to read.
   auto walk = [&](const std::filesystem::path& base, std::string_view path, const char* file) {
     std::error_code ec;
     if (!std::filesystem::is_directory(base, ec)) return;
-    std::filesystem::path dir = base / std::filesystem::path(path).relative_path();
-    for (int depth = 0; depth < 64; ++depth) {
-      read_limit(dir / file);
-      if (dir == base || !dir.has_parent_path() || dir.parent_path() == dir) break;
-      dir = dir.parent_path();
+    const std::filesystem::path rel = std::filesystem::path(path).relative_path().lexically_normal();
+    if (!rel.empty() && *rel.begin() == "..") return;
+    for (std::filesystem::path r = rel;; r = r.parent_path()) {
+      read_limit((r.empty() ? base : base / r) / file);
+      if (r.empty()) break;
     }
   };
   size_t pos = 0;
