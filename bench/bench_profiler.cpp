@@ -3,6 +3,7 @@
 //   BM_Zone_RuntimeOff       ns per zone when the library has zones compiled in but nothing records
 //   BM_Zone_CompiledOut      the same loop with the macros compiled out (ATTNPROF_PROFILER_ENABLED=0)
 //   BM_Loop_Empty            the bare loop, for reference
+//   BM_Profiler_Step         time per Profiler::step() between forwards (buffers grown ahead, one OpenMP region)
 //   BM_TraceExport*          events per second for Chrome trace export (target >= 1 M events/s)
 //   BM_ProfilingOverhead     a variant at the blog's shape [8,16,1024,64] bf16 causal, timed with and without
 //                            the profiler recording; counter `ratio` = profiled / unprofiled (target < 1.02)
@@ -88,6 +89,39 @@ void BM_Zone_Enabled_CostAndShapes(benchmark::State& state) {
   per_zone_counter(state);
 }
 BENCHMARK(BM_Zone_Enabled_CostAndShapes);
+
+// What Profiler::step() costs between two forwards: closing ProfilerStep#N, growing every buffer ahead of need
+// (the calling thread's, then each OpenMP worker's in one parallel region) and opening the next step. Each step
+// first records what a forward leaves in the buffers: 6 op zones on this thread and one work share on every
+// thread of the team (an op's parallel region); only step() itself is timed. The session restarts every
+// kSteps steps (untimed), so the buffers stay the size a long profile reaches.
+void BM_Profiler_Step(benchmark::State& state) {
+  constexpr int kSteps = 1024;
+  prof::Profiler p;
+  p.start();
+  int n = 0;
+  for (auto _ : state) {
+    for (int op = 0; op < 6; ++op) {
+      BENCH_ENABLED_ZONE(z, "matmul");
+      benchmark::DoNotOptimize(z);
+    }
+#pragma omp parallel
+    {
+      BENCH_ENABLED_ZONE(w, "work_share");
+      benchmark::DoNotOptimize(w);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    p.step();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (++n == kSteps) {
+      p.stop();
+      p.start();
+      n = 0;
+    }
+  }
+  p.stop();
+}
+BENCHMARK(BM_Profiler_Step)->UseManualTime();
 
 void BM_Zone_RuntimeOff(benchmark::State& state) {
   // Zones compiled in, no session recording: one relaxed load and a branch.
