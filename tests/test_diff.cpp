@@ -188,6 +188,54 @@ TEST(Diff, PageFaultsPerForwardWhenBothSidesRecordedThem) {
   }
 }
 
+// The table's times are means per forward; where both summaries hold each op's self time per step, a row whose
+// mean a slow forward lifts (over 1.15x its median, and at least 5 % of that side's total) gets a line with the
+// medians beside the means. A corrupt per-step field is refused naming the row.
+TEST(Diff, MediansPerForwardBesideMeansAFewSlowForwardsLift) {
+  json naive = naive_summary(), inplace = inplace_summary();
+  auto set_steps = [](json& s, const std::string& name, const json& steps) {
+    for (json& r : s["rows"])
+      if (r["name"] == name) r["self_ns_per_step"] = steps;
+  };
+  set_steps(naive, "matmul", {4000, 4000});          // 8000 over 2 forwards: mean = median = 4000
+  set_steps(inplace, "matmul", {3000, 3000, 6000});  // 12000 over 3: mean 4000, median 3000
+  set_steps(inplace, "softmax_", {1000, 1000, 1000});
+  const report::ProfileDiff d = report::diff_summaries(naive, inplace);
+  auto rows = by_label(d);
+  EXPECT_DOUBLE_EQ(rows["matmul"].base_median_ns, 4000.0);
+  EXPECT_DOUBLE_EQ(rows["matmul"].new_median_ns, 3000.0);
+  EXPECT_DOUBLE_EQ(rows["matmul"].new_ns, 4000.0);  // the mean, as before
+  EXPECT_DOUBLE_EQ(rows["softmax"].base_median_ns, -1.0);  // naive's softmax has no per-step figures
+  EXPECT_DOUBLE_EQ(rows["softmax"].new_median_ns, 1000.0);
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("Uneven: matmul's self time per forward: medians 4.000us -> 3.000us (-1.000us); the means above, "
+                   "4.000us -> 4.000us, include forwards over 1.15x the median on the new side.\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("Uneven: softmax"), std::string::npos) << t;
+  const json j = report::diff_json(d);
+  for (const json& r : j["rows"])
+    if (r["base_name"] == "matmul") {
+      EXPECT_EQ(r["base_median_ns"], 4000.0);
+      EXPECT_EQ(r["new_median_ns"], 3000.0);
+    } else if (r["base_name"] == "copy_") {
+      EXPECT_TRUE(r["base_median_ns"].is_null());
+    }
+  // Even steps: no line.
+  set_steps(inplace, "matmul", {4000, 4000, 4000});
+  EXPECT_EQ(report::diff_table(report::diff_summaries(naive, inplace)).find("Uneven"), std::string::npos);
+
+  for (const json& bad : {json("fast"), json({1000, -1}), json({json("1")})}) {
+    set_steps(inplace, "matmul", bad);
+    try {
+      (void)report::diff_summaries(naive, inplace);
+      ADD_FAILURE() << "self_ns_per_step " << bad.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("row 'matmul': field 'self_ns_per_step'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Diff, DifferentProblemsAreFlaggedUnknownOnesAreNot) {
   const std::string note = "note: the runs are of different problems";
   json other = naive_summary();

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -834,4 +835,78 @@ TEST(Summary, EveryRowTotalsMemoryAndSchema) {
   }
   EXPECT_EQ(max_bytes, ka.peak_bytes);
   EXPECT_TRUE(j["counters"]["note"].is_string());
+}
+
+// Each op's self time per recorded step: summed step by step (ProfilerStep#N in step order, 0 where the op did
+// not run), written to the summary, and named by uneven_op_notes when a slow step lifts the op's mean above its
+// median. An op with a zone outside every step (on a thread of its own) has no per-step figures.
+TEST(Summary, SelfTimePerStepAndUnevenOps) {
+  prof::ProfileResult r;
+  r.ns_per_tick = 1000.0;  // a tick is 1 µs
+  prof::ThreadTrace main_thread;
+  uint64_t now = 0;
+  // Steps #2, #3, #4: matmul 100 µs each; softmax 10, 10 and 50 µs; a copy_ only in the last step.
+  for (int step = 2; step <= 4; ++step) {
+    const int32_t s = int32_t(main_thread.zones.size());
+    prof::ZoneEvent z;
+    z.name = step == 2 ? "ProfilerStep#2" : step == 3 ? "ProfilerStep#3" : "ProfilerStep#4";
+    z.category = "user_annotation";
+    z.t0 = now;
+    main_thread.zones.push_back(z);
+    auto child = [&](const char* name, uint64_t us) {
+      prof::ZoneEvent c;
+      c.name = name;
+      c.category = "cpu_op";
+      c.parent = s;
+      c.depth = 1;
+      c.t0 = now;
+      c.t1 = now += us;
+      main_thread.zones.push_back(c);
+    };
+    child("matmul", 100);
+    child("softmax", step == 4 ? 50 : 10);
+    if (step == 4) child("copy_", 4);
+    main_thread.zones[size_t(s)].t1 = now += 1;  // 1 µs of the step's own
+  }
+  prof::ThreadTrace other;
+  other.tid = 1;
+  prof::ZoneEvent lone;
+  lone.name = "softmax";
+  lone.category = "cpu_op";
+  lone.t0 = 0;
+  lone.t1 = 5;
+  other.zones.push_back(lone);
+  r.threads.push_back(main_thread);
+
+  analysis::KeyAverages ka = analysis::key_averages(r);
+  std::map<std::string, std::vector<double>> per_step;
+  for (const analysis::OpStats& s : ka.rows) per_step[s.name] = s.step_self_ns;
+  EXPECT_EQ(per_step["matmul"], (std::vector<double>{100e3, 100e3, 100e3}));
+  EXPECT_EQ(per_step["softmax"], (std::vector<double>{10e3, 10e3, 50e3}));
+  EXPECT_EQ(per_step["copy_"], (std::vector<double>{0, 0, 4e3}));
+  EXPECT_EQ(per_step[std::string(analysis::kStepRow)], (std::vector<double>{1e3, 1e3, 1e3}));
+  // softmax: median 10 µs, mean 23.333 µs (over 1.15x), 70 of 377 µs of self time (over 5 %); copy_'s 4 µs is
+  // under 5 % of the total, and matmul is even.
+  const std::vector<std::string> notes = report::uneven_op_notes(ka);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "Uneven: softmax's self CPU per forward: median 10.000us, mean 23.333us, slowest 50.000us (1 of 3 "
+                      "forwards over 1.15x the median); the table's totals and averages include it.");
+  const nlohmann::json j = report::summary_json(r, ka);
+  for (const auto& row : j["rows"])
+    if (row["name"] == "softmax") EXPECT_EQ(row["self_ns_per_step"], nlohmann::json({10e3, 10e3, 50e3}));
+
+  // With the lone softmax on a second thread, outside every step: softmax's per-step figures are unknown.
+  r.threads.push_back(other);
+  ka = analysis::key_averages(r);
+  for (const analysis::OpStats& s : ka.rows) {
+    if (s.name == "softmax") EXPECT_TRUE(s.step_self_ns.empty());
+    if (s.name == "matmul") EXPECT_EQ(s.step_self_ns.size(), 3u);
+  }
+  EXPECT_TRUE(report::uneven_op_notes(ka).empty());
+  for (const auto& row : report::summary_json(r, ka)["rows"])
+    if (row["name"] == "softmax") EXPECT_TRUE(row["self_ns_per_step"].is_null());
+  // A profile without steps has none for any op.
+  prof::ProfileResult flat;
+  flat.threads.push_back(other);
+  for (const analysis::OpStats& s : analysis::key_averages(flat).rows) EXPECT_TRUE(s.step_self_ns.empty()) << s.name;
 }

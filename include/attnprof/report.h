@@ -96,6 +96,9 @@ struct DiffRow {
   double base_bytes = 0, new_bytes = 0;  // bytes moved by the op itself (cost model)
   double base_all_bytes = 0, new_all_bytes = 0;  // with its children's (a wrapper such as masked_fill has only those)
   double base_faults = -1, new_faults = -1;      // page faults when both sides recorded them (--counters), else -1
+  // The median over recorded forwards of its self time per forward (self_ns_per_step), -1 when unknown; the
+  // *_ns above are means (totals over forwards), which one disturbed forward can lift.
+  double base_median_ns = -1, new_median_ns = -1;
   std::string label() const;             // "matmul", or "mul -> mul_" for an op and its other form
 };
 struct ProfileSide {
@@ -302,6 +305,15 @@ struct Timings {
 // --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it).
 std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
                                       std::string_view more_forwards = "raise --iters");
+// Ops whose self time per forward is uneven: for each row that does work, takes at least kUnevenShare of the
+// self total and whose mean per step (recorded forward) is more than kNoisySpread times its median over at
+// least three steps (OpStats::step_self_ns), one line, the largest excess first, at most four:
+//   "Uneven: softmax's self CPU per forward: median 32.10ms, mean 44.80ms, slowest 155.0ms (1 of 10 forwards
+//   over 1.15x the median); the table's totals and averages include them."
+// The whole forward can stay under the Noisy threshold while one op's time is lifted by one forward.
+inline constexpr double kUnevenShare = 0.05;
+std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka);
+
 // The same for a run read back (diff, the report), which may have been a profile under --schedule.
 inline constexpr std::string_view kMoreForwardsOfAStoredRun = "raise --iters (a profile under --schedule: its ACTIVE)";
 

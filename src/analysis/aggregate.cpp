@@ -15,6 +15,8 @@
 // copy_ + masked_fill_) and annotations carry FLOPs and bytes instead of torch's `--`.
 // A group's totals count a zone nested inside another zone of the same group once (recursion is not
 // double counted); calls count every zone.
+// Steps: each zone under a ProfilerStep#N adds its self time to its row's share of that step (step_self_ns),
+// so the spread of an op over the forwards is kept beside its sum.
 // Device (CUDA profiles): zone rows gain their inclusive device time and device memory (device.cpp: each
 // activity once per ancestor), and one row per device activity name follows them, carrying Self CUDA.
 #include <algorithm>
@@ -47,6 +49,16 @@ struct ZoneDerived {
   double subtracted_ns = 0.0;  // the calibrated cost of the zones nested in it, taken off its measured time
   int64_t self_alloc = 0, alloc = 0, freed = 0;
 };
+
+// N of "ProfilerStep#N" (0 if the digits are missing or out of range).
+int64_t step_number(std::string_view name) {
+  int64_t n = 0;
+  for (const char c : name.substr(name.find('#') + 1)) {
+    if (c < '0' || c > '9' || n > (std::numeric_limits<int64_t>::max() - 9) / 10) return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
 
 std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::ThreadTrace& t, double overhead_ns,
                                 double& subtracted_ns) {
@@ -108,6 +120,14 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
   ka.peak_bytes = r.start_bytes;
   ka.counters_note = r.counters_note;
   std::unordered_map<std::string, size_t> row_of;
+  // The recorded steps, in order: ProfilerStep#N's N, from every thread.
+  std::vector<int64_t> steps;
+  for (const prof::ThreadTrace& t : r.threads)
+    for (const prof::ZoneEvent& e : t.zones)
+      if (e.name && is_step_zone(e.name)) steps.push_back(step_number(e.name));
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  std::vector<bool> outside_steps;  // per row: some zone of it ran outside every step
   const std::vector<std::vector<ZoneDeviceStats>> dev = r.has_device ? zone_device_stats(r)
                                                                      : std::vector<std::vector<ZoneDeviceStats>>{};
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
@@ -121,8 +141,13 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       if (const int32_t p = t.zones[i].parent; p >= 0 && size_t(p) < i && t.zones[i].page_faults > 0)
         child_faults[size_t(p)] += t.zones[i].page_faults;
     std::vector<size_t> group(t.zones.size());
+    std::vector<int64_t> step_of(t.zones.size(), -1);  // index into `steps` of the step the zone ran in, or -1
     for (size_t i = 0; i < t.zones.size(); ++i) {
       const prof::ZoneEvent& e = t.zones[i];
+      if (e.name && is_step_zone(e.name))
+        step_of[i] = std::lower_bound(steps.begin(), steps.end(), step_number(e.name)) - steps.begin();
+      else if (e.parent >= 0 && size_t(e.parent) < i)
+        step_of[i] = step_of[size_t(e.parent)];
       std::string shapes = opt.group_by_input_shape ? shapes_string(e) : std::string();
       const std::string name = e.name && is_step_zone(e.name) ? std::string(kStepRow) : e.name ? e.name : "?";
       std::string key = name;
@@ -133,12 +158,16 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         s.name = name;
         s.category = e.category ? e.category : "";
         s.input_shapes = std::move(shapes);
+        s.step_self_ns.assign(steps.size(), 0.0);
         ka.rows.push_back(std::move(s));
+        outside_steps.push_back(steps.empty());
       }
       group[i] = it->second;
       OpStats& s = ka.rows[it->second];
       s.calls += 1;
       s.self_ns += d[i].self_ns;
+      if (step_of[i] >= 0) s.step_self_ns[size_t(step_of[i])] += d[i].self_ns;
+      else outside_steps[it->second] = true;
       s.self_mem_bytes += d[i].self_alloc;
       s.self_cost += e.cost;
       if (zdev) s.self_device_mem_bytes += zdev[i].self_mem_bytes;
@@ -175,6 +204,8 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       if (m.delta > 0 && (m.zone < 0 || size_t(m.zone) >= t.zones.size())) ka.outside_zones_bytes += m.delta;
     }
   }
+  for (size_t k = 0; k < ka.rows.size(); ++k)
+    if (outside_steps[k]) ka.rows[k].step_self_ns.clear();
   if (r.has_device) {
     ka.has_device = true;
     ka.device_name = r.device_name;

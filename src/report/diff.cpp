@@ -128,6 +128,7 @@ struct OpFigures {
   double calls = 0, ns = 0, mem = 0, bytes = 0;
   double all_bytes = 0;  // with its children's: a wrapper (masked_fill) moves none itself
   double faults = -1;    // its own page faults (every thread's), when `profile --counters` recorded them
+  std::vector<double> step_ns;  // its self time in each recorded step (self_ns_per_step), when the summary has it
 };
 
 struct Parsed {
@@ -281,6 +282,17 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
         o.faults = number(r, "self_page_faults", row_what) / f;
         p.faults = true;
       }
+      if (const auto ps = r.find("self_ns_per_step"); ps != r.end() && !ps->is_null()) {
+        if (!ps->is_array())
+          ATTNPROF_FAIL("{}: field 'self_ns_per_step' is {}, not an array (attnprof writes one time per recorded "
+                        "step, or null)", row_what, ps->type_name());
+        for (const json& v : *ps) {
+          if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+            ATTNPROF_FAIL("{}: field 'self_ns_per_step' holds {}, not a time in ns (attnprof writes numbers >= 0)",
+                          row_what, v.dump());
+          o.step_ns.push_back(v.get<double>());
+        }
+      }
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
     const std::string key = between ? std::string(kBetweenOps) : name;
@@ -294,6 +306,11 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       it->second.bytes += o.bytes;
       it->second.all_bytes += o.all_bytes;
       it->second.faults = it->second.faults >= 0 && o.faults >= 0 ? it->second.faults + o.faults : -1;
+      // Per step, summed step by step; steps that do not line up are unknown.
+      if (it->second.step_ns.size() == o.step_ns.size())
+        for (size_t k = 0; k < o.step_ns.size(); ++k) it->second.step_ns[k] += o.step_ns[k];
+      else
+        it->second.step_ns.clear();
     }
   }
   return p;
@@ -480,6 +497,7 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.base_mem = x->mem;
       r.base_bytes = x->bytes;
       r.base_all_bytes = x->all_bytes;
+      r.base_median_ns = x->step_ns.empty() ? -1 : analysis::median(x->step_ns);
     }
     // An op one side did not run faulted nothing there; a row without counters stays unknown (-1).
     r.base_faults = !d.faults ? -1 : x ? x->faults : 0;
@@ -489,6 +507,7 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.new_mem = y->mem;
       r.new_bytes = y->bytes;
       r.new_all_bytes = y->all_bytes;
+      r.new_median_ns = y->step_ns.empty() ? -1 : analysis::median(y->step_ns);
     }
     r.new_faults = !d.faults ? -1 : y ? y->faults : 0;
     return r;
@@ -535,6 +554,33 @@ std::string signed_time(double ns) {
   return fmt::format("{}{}", ns > 0 ? "+" : ns < 0 ? "-" : "", format_time_ns(std::abs(ns)));
 }
 std::string calls(double c) { return std::abs(c - std::round(c)) < 1e-9 ? fmt::format("{:.0f}", c) : fmt::format("{:.2f}", c); }
+
+// Rows whose mean per forward (the table's) a few slow forwards lift on either side: an op's medians per
+// forward beside its means, where its self time per step was recorded on both sides, the row holds at least
+// kUnevenShare of that side's total, and its mean is over kNoisySpread times its median there. At most four,
+// the largest gap between the two deltas first.
+std::vector<std::string> uneven_diff_rows(const ProfileDiff& d) {
+  std::vector<std::pair<double, std::string>> found;
+  for (const DiffRow& r : d.rows) {
+    if (r.base_median_ns < 0 || r.new_median_ns < 0) continue;
+    auto lifted = [](double mean, double median, double total) {
+      return mean >= kUnevenShare * total && mean > 0 && mean > kNoisySpread * median;
+    };
+    const bool base = lifted(r.base_ns, r.base_median_ns, d.base_ns), next = lifted(r.new_ns, r.new_median_ns, d.new_ns);
+    if (!base && !next) continue;
+    const double gap = std::abs((r.new_ns - r.base_ns) - (r.new_median_ns - r.base_median_ns));
+    found.emplace_back(gap, fmt::format("Uneven: {}'s self time per forward: medians {} -> {} ({}); the means above, "
+                                        "{} -> {}, include forwards over {:.2f}x the median on the {} side{}.",
+                                        r.label(), format_time_ns(r.base_median_ns), format_time_ns(r.new_median_ns),
+                                        signed_time(r.new_median_ns - r.base_median_ns), format_time_ns(r.base_ns),
+                                        format_time_ns(r.new_ns), kNoisySpread,
+                                        base && next ? "base and new" : base ? "base" : "new", base && next ? "s" : ""));
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < found.size() && i < 4; ++i) lines.push_back(std::move(found[i].second));
+  return lines;
+}
 
 }  // namespace
 
@@ -640,6 +686,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
+  for (const std::string& line : uneven_diff_rows(d)) s += line + "\n";
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
        "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (!d.memory)
@@ -680,6 +727,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                     {"new_bytes", r.new_bytes},
                     {"base_all_bytes", r.base_all_bytes},
                     {"new_all_bytes", r.new_all_bytes},
+                    {"base_median_ns", r.base_median_ns >= 0 ? json(r.base_median_ns) : json()},
+                    {"new_median_ns", r.new_median_ns >= 0 ? json(r.new_median_ns) : json()},
                     {"base_page_faults", r.base_faults >= 0 ? json(r.base_faults) : json()},
                     {"new_page_faults", r.new_faults >= 0 ? json(r.new_faults) : json()}});
   }

@@ -1299,6 +1299,7 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
   for (const VariantData& v : vs) {
     if (v.table.empty()) continue;
     pg.raw("<h3>" + html_escape(v.name) + "</h3>\n<pre class=\"table\">" + html_escape(v.table) + "</pre>\n");
+    for (const std::string& line : v.uneven) pg.note(line);
     any = true;
   }
   if (!any) pg.note("No profiler tables: the summaries in this directory carry no table text.");

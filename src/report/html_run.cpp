@@ -383,6 +383,8 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
     o.task_clock_ns = int64_t(num(r, "task_clock_ns", -1));
     o.page_faults = int64_t(num(r, "page_faults", -1));
     o.self_page_faults = int64_t(num(r, "self_page_faults", -1));
+    if (const json* ps = member(r, {"self_ns_per_step"}); ps && ps->is_array())
+      for (const json& x : *ps) o.step_self_ns.push_back(x.is_number() ? x.get<double>() : 0.0);
     o.self_device_ns = num(r, "self_cuda_ns");
     o.device_total_ns = num(r, "cuda_total_ns");
     o.device_mem_bytes = int64_t(num(r, "cuda_mem_bytes"));
@@ -485,6 +487,7 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
     v.forward_note = "no trace file";
   }
   v.table = read_table_text(dir, v, op_notes);
+  if (v.summary) v.uneven = uneven_op_notes(key_averages_from_summary(*v.summary));
 }
 
 // The variants of a run directory: those compare.json ran, in its order (with their compare_ms), then every

@@ -68,6 +68,7 @@ struct VariantData {
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
   std::string forward_note;            // why there are none, or that they were cut; "" when all are there
   std::string table;            // torch-style table text, when available
+  std::vector<std::string> uneven;  // its ops whose mean per forward slow forwards lift (uneven_op_notes)
 };
 
 // The whole run: the three run-level files and every variant, in compare.json's order, then any other

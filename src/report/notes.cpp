@@ -100,6 +100,34 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
   return lines;
 }
 
+std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
+  struct Uneven {
+    double excess_ns;
+    std::string line;
+  };
+  std::vector<Uneven> found;
+  for (const analysis::OpStats& s : ka.rows) {
+    const size_t n = s.step_self_ns.size();
+    if (n < 3 || analysis::is_annotation(s.name, s.category) || !(s.self_ns >= kUnevenShare * ka.self_total_ns) ||
+        s.self_ns <= 0)
+      continue;
+    const double med = analysis::median(s.step_self_ns), mean = s.self_ns / double(n);
+    if (!(mean > kNoisySpread * med)) continue;
+    const double slowest = *std::max_element(s.step_self_ns.begin(), s.step_self_ns.end());
+    const auto over = std::count_if(s.step_self_ns.begin(), s.step_self_ns.end(),
+                                    [&](double v) { return v > kNoisySpread * med; });
+    found.push_back({(mean - med) * double(n),
+                     fmt::format("Uneven: {}'s self CPU per forward: median {}, mean {}, slowest {} ({} of {} forwards "
+                                 "over {:.2f}x the median); the table's totals and averages include {}.",
+                                 s.name, format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
+                                 kNoisySpread, over == 1 ? "it" : "them")});
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Uneven& a, const Uneven& b) { return a.excess_ns > b.excess_ns; });
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < found.size() && i < 4; ++i) lines.push_back(std::move(found[i].line));
+  return lines;
+}
+
 std::string describe_bf16_matmul(std::string_view key) {
   if (key == "onednn") return "oneDNN's bf16 matmul (bf16 inputs, fp32 accumulation)";
   if (key == "fp32-widened-sgemm")

@@ -93,6 +93,8 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                   {"cuda_mem_bytes", mem_figure(s.device_mem_bytes)},
                   {"self_cuda_mem_bytes", mem_figure(s.self_device_mem_bytes)}});
     }
+    // Each recorded step's self time (null when some of the op's zones ran outside every step).
+    row["self_ns_per_step"] = s.step_self_ns.empty() ? json(nullptr) : json(s.step_self_ns);
     row["task_clock_ns"] = s.task_clock_ns >= 0 ? json(s.task_clock_ns) : json(nullptr);
     row["page_faults"] = s.page_faults >= 0 ? json(s.page_faults) : json(nullptr);
     row["self_page_faults"] = s.self_page_faults >= 0 ? json(s.self_page_faults) : json(nullptr);
