@@ -597,6 +597,14 @@ TEST_F(Cli, CompareWarmsUpForAFloorOfTimeUnlessWarmupIsGiven) {
   // A forward at this shape takes well under a millisecond: 0.1 s holds many more than the count.
   EXPECT_GT(j["variants"][0]["warmup_forwards"].get<int>(), 1) << j["variants"][0].dump();
   EXPECT_NE(r.err.find("warm-up forwards (1 at least, and 0.1 s of them)"), std::string::npos) << r.err;
+  // A forward of a few µs needs more than the 10,000 forwards --iters allows to fill 0.1 s: the warm-up is not
+  // recorded and runs on, so whether other work shared the CPUs is judged (it stopped at 10,000 and said "Not
+  // judged" beside a default --warmup).
+  r = run("compare --variants flash --iters 1 --shape 1,1,64,64" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = read_json("compare.json");
+  EXPECT_FALSE(j["variants"][0]["cpu_sharing"].is_null()) << j["variants"][0].dump();
+  EXPECT_EQ(r.out.find("Not judged"), std::string::npos) << r.out;
   r = run("compare --variants flash --iters 1 --warmup 2" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
   j = read_json("compare.json");

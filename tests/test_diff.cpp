@@ -138,7 +138,7 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   for (const char* s : {"naive (base) vs inplace (new)", "time per forward (median): 10.000 ms -> 5.000 ms (2.00x faster)",
                         "mul -> mul_", "in place", "removed: copy_, masked_fill", "turned in place: mul -> mul_, softmax -> softmax_",
                         "added: extra_op", "ops per forward: 8 -> 6",
-                        "Self CPU total per forward (mean over 2 and 3 recorded forwards): "})
+                        "Self CPU total of the rows per forward (mean over 2 and 3 recorded forwards): "})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   const json j = report::diff_json(d);
   EXPECT_EQ(j["kind"], "diff");

@@ -308,7 +308,8 @@ void add_profile_command(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* sub = app.add_subcommand("profile", "re-run one of the blog's experiments under the profiler");
   sub->add_option("variant", args->variant, "naive | inplace | sdpa | flash (or sdpa-math, sdpa-flash)")->required();
-  sub->add_option("--backend", args->backend, "SDPA backend: math | flash | auto (default auto; sdpa only)");
+  sub->add_option("--backend", args->backend,
+                  "SDPA backend: math | flash | auto (default auto; sdpa only; with --device cuda: math | cudnn | auto)");
   sub->add_option("--sort-by", args->sort_by,
                   "table sort key (torch's: cpu_time_total, self_cpu_time_total, count, cuda_time_total...; default "
                   "cpu_time_total, cuda_time_total with --device cuda)");

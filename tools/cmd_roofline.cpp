@@ -421,7 +421,8 @@ void add_roofline_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("roofline", "machine peaks and every op of a profile on the roofline");
   CLI::Option* variants =
       sub->add_option("variants", args->variants, "variants to place (default: naive inplace sdpa-math flash)");
-  sub->add_option("--backend", args->backend, "SDPA backend for 'sdpa': math | flash | auto");
+  sub->add_option("--backend", args->backend,
+                  "SDPA backend for 'sdpa': math | flash | auto (with --device cuda: math | cudnn | auto)");
   sub->add_flag("--peaks-only", args->peaks_only, "only measure and print the machine's peaks");
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
   sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");

@@ -71,6 +71,9 @@ inline constexpr int kMaxForwards = 10000;
 // three forwards and 0.08 ms after, so one warm-up left the median at 0.8 ms. At the blog's shape one forward
 // of the unfused variants outlasts this, and flash (37 ms) runs three. --warmup N means exactly N.
 inline constexpr double kWarmupFloorS = 0.1;
+// The floor's forwards are not recorded, so kMaxForwards does not bound them: a forward of a few µs (flash at
+// [1,1,64,64]: 7 µs) needs some 14,000 to fill 0.1 s. This cap only stops a forward that takes no time at all.
+inline constexpr int kMaxWarmupForwards = 1000000;
 double warmup_floor_s(const CommonOptions& o);  // kWarmupFloorS, or 0 when --warmup was given
 
 // Plain decimal: an optional leading '-', then decimal digits only (no spaces, '+' or hex), as every integer
@@ -239,14 +242,14 @@ using analysis::median;  // the one median (attnprof/analysis.h), host and CUDA-
 double elapsed_s(double since_s);
 double now_s();
 
-// Runs `forward` `count` times, then again until `min_s` seconds have passed since the first (kMaxForwards in
-// all at most); returns how many ran. Allocates nothing itself.
+// Runs `forward` `count` times, then again until `min_s` seconds have passed since the first (kMaxWarmupForwards
+// in all at most); returns how many ran. Allocates nothing itself.
 template <class F>
 int warm_up(int count, double min_s, F&& forward) {
   const double t0 = now_s();
   int n = 0;
   for (; n < count; ++n) forward();
-  while (n < kMaxForwards && min_s > 0 && elapsed_s(t0) < min_s) {
+  while (n < kMaxWarmupForwards && min_s > 0 && elapsed_s(t0) < min_s) {
     forward();
     ++n;
   }

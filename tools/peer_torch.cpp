@@ -77,7 +77,7 @@ def main():
     dtype, causal, threads = sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
     warmup, iters, scale, run_naive = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]), sys.argv[8] == "1"
     warmup_min_s = float(sys.argv[9])  # then more warm-up forwards until this long has passed, as attnprof's
-    max_forwards = int(sys.argv[10])   # ... but never more than attnprof's own cap on forwards
+    max_forwards = int(sys.argv[10])   # ... but never more than attnprof's own cap on them
     torch.set_num_threads(threads)
     src = sys.stdin.buffer
     def tensor(a):  # bf16 travels as its 16-bit patterns ('<u2'), as attnprof writes it
@@ -348,7 +348,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
                              {"run", std::string(dtype_name(p.dtype)), p.mask == MaskKind::Causal ? "1" : "0",
                               std::to_string(threads), std::to_string(warmup), std::to_string(iters),
                               fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0",
-                              fmt::format("{:g}", warmup_min_s), std::to_string(kMaxForwards)},
+                              fmt::format("{:g}", warmup_min_s), std::to_string(kMaxWarmupForwards)},
                              stdin_file, timeout_s);
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());

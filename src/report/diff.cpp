@@ -648,7 +648,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (row_limit > 0 && d.rows.size() > size_t(row_limit))
     s += fmt::format("{} more op{} with smaller changes (--row-limit {}); the totals below count every op.\n",
                      d.rows.size() - size_t(row_limit), d.rows.size() - size_t(row_limit) == 1 ? "" : "s", row_limit);
-  s += fmt::format("{} total per forward (mean over {} and {} recorded forwards): {} -> {} ({})\n", time,
+  // The rows' sum: torch's Self CPU time total also holds the steps' own time (ProfilerStep*), which no row has.
+  s += fmt::format("{} total of the rows per forward (mean over {} and {} recorded forwards): {} -> {} ({})\n", time,
                    calls(d.base.forwards), calls(d.next.forwards), format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
   std::vector<std::string> gone, came, inplace, changed;

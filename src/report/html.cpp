@@ -493,7 +493,8 @@ std::string mean_median_note(const VariantData& v, double bar_ms) {
     }
     recorded += fmt::format(" (mean {:.3f})", sum / double(ms.size()));
   }
-  return fmt::format("{}: its time bar adds up to {:.3f} ms, the mean over its {:.0f} recorded forwards{}, and "
+  return fmt::format("{}: its time bar adds up to {:.3f} ms, the mean over its {:.0f} recorded forwards of their "
+                     "ops' self times (the profiler's own cost per zone taken off, as in the tables){}, and "
                      "{} {:.3f} ms per forward is their median: {} moves the mean, not the median.",
                      v.name, bar_ms, v.forwards, recorded, where, median,
                      bar_ms > median ? "a forward far slower than the others (one that waited on the machine, a "
