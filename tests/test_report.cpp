@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -26,6 +27,7 @@
 #include "attnprof/report.h"
 #include "io/atomic_file.h"
 #include "io/file.h"
+#include "child_process.h"
 #include "trace_checker.h"
 
 using namespace attnprof;
@@ -590,6 +592,60 @@ TEST(Write, FailureNamesThePathAndLeavesNoFile) {
     fs::permissions(dir.path / "ro", fs::perms::owner_all);
     EXPECT_TRUE(fs::is_empty(dir.path / "ro"));
   }
+}
+
+// In a sticky directory (mode +t, as /tmp) only a file's owner may rename over it: another user's file there
+// failed the commit (EPERM) after the whole run. check_output_file, which runs before anything, refuses it.
+// Setting up another user's file needs root; the check runs in a child that has given up root.
+TEST(Write, AnotherUsersFileInAStickyDirectoryIsRefusedBeforeTheRun) {
+  if (::geteuid() != 0) GTEST_SKIP() << "another user's file (chown) needs root";
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path.c_str(), 0711), 0);
+  const fs::path sticky = dir.path / "sticky";
+  fs::create_directory(sticky);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  const std::string theirs = (sticky / "flash.summary.json").string(), mine = (sticky / "flash.table.txt").string();
+  report::write_text_atomic(theirs, "old");
+  report::write_text_atomic(mine, "old");
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(mine.c_str(), 65533, 65533), 0);
+  EXPECT_NO_THROW(report::check_output_file(theirs));  // root may replace any file
+  // The child is a fresh run of this test up to the statement, with a directory of its own set up as above: it
+  // checks as uid 65533 (its effective ids: what a rename is judged by), then, root again, removes that directory.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto as_another_user = [&](const std::function<std::string()>& body) {
+    attnprof::testing::say_and_exit([&] {
+      if (::setegid(65533) != 0 || ::seteuid(65533) != 0) return std::string("seteuid failed");
+      std::string said;
+      try {
+        said = body();
+      } catch (const std::exception& e) {
+        said = std::string("exception: ") + e.what();
+      }
+      if (::seteuid(0) == 0 && ::setegid(0) == 0) fs::remove_all(dir.path);
+      return said;
+    });
+  };
+  EXPECT_EXIT(as_another_user([&] {
+                report::check_output_file(theirs);
+                return std::string("accepted");
+              }),
+              ::testing::ExitedWithCode(0),
+              "exception: cannot write '.*/sticky/flash.summary.json': the file belongs to another user \\(uid 65534\\) "
+              "and its directory is sticky");
+  // What the check foresees: the write itself fails at its rename, after the work.
+  EXPECT_EXIT(as_another_user([&] {
+                report::write_text_atomic(theirs, "new");
+                return std::string("written");
+              }),
+              ::testing::ExitedWithCode(0), "exception: .*flash.summary.json.*Operation not permitted");
+  // Its own file there it may replace.
+  EXPECT_EXIT(as_another_user([&] {
+                report::check_output_file(mine);
+                report::write_text_atomic(mine, "new");
+                return "written: " + io::read_file(mine) + ", theirs: " + io::read_file(theirs);
+              }),
+              ::testing::ExitedWithCode(0), "^written: new, theirs: old");
 }
 
 TEST(Write, BatchReplacesFilesTogetherOrNotAtAll) {

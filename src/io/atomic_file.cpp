@@ -215,6 +215,18 @@ std::string atomic_target_dir(const std::string& path) {
     ATTNPROF_FAIL("cannot write '{}': its name is {} bytes long, and the temporary file written beside it needs {} more "
                   "(at most {} bytes a name there)",
                   path, name.size(), extra, name_max);
+  // In a sticky directory (mode +t, as /tmp) only the file's owner, the directory's or root may rename over a
+  // file or remove it: another user's file there would fail the commit's rename (EPERM) after the whole run.
+  if (t.exists) {
+    struct stat d {};
+    const uid_t me = ::geteuid();
+    if (::stat(dir.c_str(), &d) == 0 && (d.st_mode & S_ISVTX) != 0 && me != 0 &&
+        t.target.st_uid != me && d.st_uid != me)
+      ATTNPROF_FAIL("cannot write '{}': the file belongs to another user (uid {}) and its directory is sticky (mode "
+                    "+t, as /tmp), where only the file's owner can replace it; remove it as that user, or write "
+                    "somewhere else",
+                    path, unsigned(t.target.st_uid));
+  }
   return dir;
 }
 
