@@ -2396,10 +2396,21 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
   EXPECT_EQ(r.err.find("validating"), std::string::npos) << "no variant ran: " << r.err;
   EXPECT_FALSE(fs::exists(stopped)) << "a stopped run leaves no output directory";
 
-  // Inputs the limit cannot hold (3 × 64 MiB of fp32 under 200 MiB): the allocation that fails names the limit,
-  // not the machine's free memory, which is plenty.
+  // Inputs the limit cannot hold (3 × 64 MiB of fp32 under 200 MiB): the default memory budget follows the
+  // limit, so they are refused before they are drawn, naming the limit and what to raise.
   const fs::path big = dir_ / "big";
   r = limited("profile flash --iters 1 --warmup 0 --shape 16,16,1024,64 --dtype fp32 --out " + big.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("over the memory budget of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("what the address-space limit (ulimit -v) of 200.00 MiB leaves beside the "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; raise `ulimit -v`, or run a smaller --shape"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("fp64 reference\n"), std::string::npos) << "nothing was computed: " << r.err;
+  EXPECT_FALSE(fs::exists(big)) << "a refused run leaves no output directory";
+  // Past the limit by an explicit --memory-budget: the allocation that fails names the limit, not the machine's
+  // free memory, which is plenty.
+  r = limited("profile flash --iters 1 --warmup 0 --shape 16,16,1024,64 --dtype fp32 --memory-budget 100G --out " +
+              big.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("attnprof: error: out of memory: could not allocate 67108864 bytes (64.0 MiB) beside the "),
             std::string::npos)

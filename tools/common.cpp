@@ -209,7 +209,7 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the inputs, their fp64 reference and what a forward allocates may use together: digits, "
                   "optionally followed by K, M, G or T (1K = 1024), e.g. 8G (default: physical memory, or this process's "
-                  "cgroup memory limit where smaller)");
+                  "cgroup memory limit, or what its address-space limit (ulimit -v) leaves, where smaller)");
   if (d.file_inputs) {
     sub->add_option("--q", o.q_path, "queries from a .npy file [B,H,Nq,D] (<f4 fp32, <f2 fp16, <u2 bf16 bits, <f8 -> fp32)");
     sub->add_option("--k", o.k_path, "keys from a .npy file [B,Hkv,Nk,D]");

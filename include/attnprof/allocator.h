@@ -36,7 +36,8 @@ void reset_peak_memory();
 // The budget that memory-hungry paths (the naive N×N scores) check before they allocate.
 // Default: the machine's physical memory, or the memory limit of the cgroup this process runs in where that is
 // smaller (a container's -m, systemd's MemoryMax, a batch job's limit: past it the kernel kills the process
-// without a word). Set to 0 to restore the default.
+// without a word), or what an address-space limit (RLIMIT_AS, ulimit -v) leaves beside what the process had
+// mapped outside its tensors when first asked, where that is smaller still. Set to 0 to restore the default.
 void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
 int64_t physical_memory_bytes();

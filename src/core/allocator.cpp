@@ -5,10 +5,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -70,6 +73,36 @@ int64_t address_space_limit_bytes() {
   if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return -1;
   return int64_t(as.rlim_cur);
 }
+
+namespace {
+// What an address-space limit leaves the tensors: the limit less what the process had mapped outside them when
+// first asked (its code, libraries, thread stacks and malloc arenas, which count against RLIMIT_AS as much as
+// the tensors do). Read once, early in a run (the inputs' check comes first), so that no later check, inside an
+// op's zone, reads /proc. Mappings made later (OpenBLAS's buffers, loaded by the first sgemm) are not in it: an
+// allocation they leave no room for fails in tracked_alloc, which names the limit too.
+struct AddressSpaceBudget {
+  int64_t limit = -1;       // RLIMIT_AS, -1 when none
+  int64_t other = 0;        // mapped outside the tensors when first asked
+  int64_t bytes = -1;       // limit - other (0 at least), -1 when no limit
+};
+const AddressSpaceBudget& address_space_budget() {
+  static const AddressSpaceBudget b = [] {
+    AddressSpaceBudget a;
+    a.limit = address_space_limit_bytes();
+    if (a.limit < 0) return a;
+    int64_t mapped = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      long pages = 0;
+      if (std::fscanf(f, "%ld", &pages) == 1) mapped = int64_t(pages) * int64_t(sysconf(_SC_PAGESIZE));
+      std::fclose(f);
+    }
+    a.other = std::max<int64_t>(0, mapped - g_counters.current());
+    a.bytes = std::max<int64_t>(0, a.limit - a.other);
+    return a;
+  }();
+  return b;
+}
+}  // namespace
 
 int64_t physical_memory_bytes() {
   long pages = sysconf(_SC_PHYS_PAGES);
@@ -146,8 +179,10 @@ const CgroupMemoryLimit& process_cgroup_memory_limit() {
 int64_t memory_budget() {
   int64_t b = g_budget.load();
   if (b > 0) return b;
-  const int64_t physical = physical_memory_bytes(), cgroup = process_cgroup_memory_limit().bytes;
-  return cgroup > 0 && cgroup < physical ? cgroup : physical;
+  const int64_t physical = physical_memory_bytes(), cgroup = process_cgroup_memory_limit().bytes,
+                address_space = address_space_budget().bytes;
+  b = cgroup > 0 && cgroup < physical ? cgroup : physical;
+  return address_space >= 0 && address_space < b ? address_space : b;
 }
 
 std::string binary_size(double bytes) {
@@ -183,12 +218,24 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
     std::string source;
     if (g_budget.load() <= 0) {
       const CgroupMemoryLimit& cg = process_cgroup_memory_limit();
-      source = cg.bytes > 0 && cg.bytes == budget ? fmt::format(", the memory limit of this process's cgroup, in {}", cg.file)
-                                                   : std::string(", the machine's physical memory");
+      const AddressSpaceBudget& as = address_space_budget();
+      source = as.bytes >= 0 && as.bytes == budget
+                   ? fmt::format(", what the address-space limit (ulimit -v) of {} leaves beside the {} the process "
+                                 "had mapped outside its tensors",
+                                 binary_size(double(as.limit)), binary_size(double(as.other)))
+               : cg.bytes > 0 && cg.bytes == budget
+                   ? fmt::format(", the memory limit of this process's cgroup, in {}", cg.file)
+                   : std::string(", the machine's physical memory");
     }
+    // Under an address-space limit, a larger --memory-budget only moves the failure into the allocation: the
+    // limit is what to raise.
+    std::string advice(hint);
+    if (const size_t at = advice.find("raise --memory-budget");
+        at != std::string::npos && address_space_budget().bytes == budget && g_budget.load() <= 0)
+      advice.replace(at, std::strlen("raise --memory-budget"), "raise `ulimit -v`");
     throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}{}){}{}", what,
                                   byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),
-                                  source, hint.empty() ? "" : "; ", hint));
+                                  source, advice.empty() ? "" : "; ", advice));
   }
 }
 
