@@ -91,24 +91,30 @@ void BM_Zone_Enabled_CostAndShapes(benchmark::State& state) {
 BENCHMARK(BM_Zone_Enabled_CostAndShapes);
 
 // What Profiler::step() costs between two forwards: closing ProfilerStep#N, growing every buffer ahead of need
-// (the calling thread's, then each OpenMP worker's in one parallel region) and opening the next step. Each step
-// first records what a forward leaves in the buffers: 6 op zones on this thread and one work share on every
-// thread of the team (an op's parallel region); only step() itself is timed. The session restarts every
-// kSteps steps (untimed), so the buffers stay the size a long profile reaches.
+// (the calling thread's, then each OpenMP worker's in one parallel region) and opening ProfilerStep#N+1, as a
+// scheduled profile (`attnprof profile`) does. Each step first records what a forward leaves in the buffers: 6
+// op zones on this thread, one of them running a parallel region in which every thread of the team records its
+// work share; only step() itself is timed. The session restarts every kSteps steps (untimed), so the buffers
+// stay the size a long profile reaches.
 void BM_Profiler_Step(benchmark::State& state) {
   constexpr int kSteps = 1024;
-  prof::Profiler p;
+  prof::ProfilerOptions opts;
+  opts.schedule = prof::Schedule{.wait = 0, .warmup = 0, .active = kSteps + 1};  // given: ProfilerStep#N zones
+  prof::Profiler p(opts);
   p.start();
   int n = 0;
   for (auto _ : state) {
     for (int op = 0; op < 6; ++op) {
       BENCH_ENABLED_ZONE(z, "matmul");
-      benchmark::DoNotOptimize(z);
-    }
+      if (op == 0) {
+        const prof::ParallelRegion region;
 #pragma omp parallel
-    {
-      BENCH_ENABLED_ZONE(w, "work_share");
-      benchmark::DoNotOptimize(w);
+        {
+          prof::WorkShare share(region);
+          benchmark::DoNotOptimize(share);
+        }
+      }
+      benchmark::DoNotOptimize(z);
     }
     const auto t0 = std::chrono::steady_clock::now();
     p.step();

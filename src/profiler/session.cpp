@@ -213,7 +213,7 @@ void Profiler::leave_step() {
 // (where the ops' zones are) first; then each thread of the OpenMP team grows its own (its work shares: about 5
 // per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards). A buffer is only
 // ever touched by its own thread here: the workers are idle between steps, but a thread outside the team may not
-// be. One OpenMP region per step, outside every step's ops: about 3 µs of wall time on 2 threads
+// be. One OpenMP region per step, outside every step's ops: about 4 µs of wall time on 2 threads
 // (BM_Profiler_Step; docs/performance.md).
 void Profiler::make_room() {
   detail::ThreadBuffer* self = detail::thread_buffer();
