@@ -1446,9 +1446,19 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   damaged("naive.summary.json",
           [](json& d) {
             for (json& row : d["rows"])
-              if (row["name"] == "softmax") row["self_ns"] = 0.5;
+              if (row["name"] == "softmax") {
+                row["self_ns"] = 0.5;
+                row["self_ns_per_step"] = nullptr;  // else refused first: its steps would not sum to it
+              }
           },
           "op 'softmax' has FLOPs or bytes and 0.5 ns of self time over");
+  // Per-step times that are not the row's: refused as summary_json never writes them.
+  damaged("naive.summary.json",
+          [](json& d) {
+            for (json& row : d["rows"])
+              if (row["name"] == "softmax") row["self_ns"] = 0.5;
+          },
+          "row 'softmax': field 'self_ns_per_step' sums to ");
   // FLOPs no time could hold: placed, matmul read 2,974,188,039 % of its ceiling and the columns ran together.
   damaged("naive.summary.json",
           [](json& d) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <filesystem>
@@ -950,6 +951,15 @@ TEST(Summary, SelfTimePerStepAndUnevenOps) {
   const nlohmann::json j = report::summary_json(r, ka);
   for (const auto& row : j["rows"])
     if (row["name"] == "softmax") EXPECT_EQ(row["self_ns_per_step"], nlohmann::json({10e3, 10e3, 50e3}));
+  // A row of one op's shapes (group_by_input_shape) is named with them; a device profile, whose table is in
+  // device time, gets no line about its host times.
+  analysis::KeyAverages shaped = ka;
+  for (analysis::OpStats& s : shaped.rows)
+    if (s.name == "softmax") s.input_shapes = "[[1, 2, 64, 64]]";
+  ASSERT_EQ(report::uneven_op_notes(shaped).size(), 1u);
+  EXPECT_EQ(report::uneven_op_notes(shaped)[0].rfind("Uneven: softmax [[1, 2, 64, 64]]'s self CPU per forward", 0), 0u);
+  shaped.has_device = true;
+  EXPECT_TRUE(report::uneven_op_notes(shaped).empty());
 
   // With the lone softmax on a second thread, outside every step: softmax's per-step figures are unknown.
   r.threads.push_back(other);
@@ -961,6 +971,34 @@ TEST(Summary, SelfTimePerStepAndUnevenOps) {
   EXPECT_TRUE(report::uneven_op_notes(ka).empty());
   for (const auto& row : report::summary_json(r, ka)["rows"])
     if (row["name"] == "softmax") EXPECT_TRUE(row["self_ns_per_step"].is_null());
+  // Rows that multiply with the steps (a new name, or shape, in every step) would need rows × steps cells:
+  // past 2^21 no row keeps per-step times (1,500 steps of a name each: 1,501 rows).
+  prof::ProfileResult many;
+  prof::ThreadTrace t;
+  std::deque<std::string> names;
+  for (int k = 0; k < 1500; ++k) {
+    names.push_back("ProfilerStep#" + std::to_string(k));
+    prof::ZoneEvent step;
+    step.name = names.back().c_str();
+    step.category = "user_annotation";
+    step.t0 = uint64_t(10 * k);
+    step.t1 = step.t0 + 9;
+    const int32_t parent = int32_t(t.zones.size());
+    t.zones.push_back(step);
+    names.push_back("op" + std::to_string(k));
+    prof::ZoneEvent e;
+    e.name = names.back().c_str();
+    e.category = "cpu_op";
+    e.parent = parent;
+    e.depth = 1;
+    e.t0 = step.t0 + 1;
+    e.t1 = step.t0 + 8;
+    t.zones.push_back(e);
+  }
+  many.threads.push_back(t);
+  const analysis::KeyAverages wide = analysis::key_averages(many);
+  ASSERT_EQ(wide.rows.size(), 1501u);
+  for (const analysis::OpStats& s : wide.rows) ASSERT_TRUE(s.step_self_ns.empty()) << s.name;
   // A profile without steps has none for any op.
   prof::ProfileResult flat;
   flat.threads.push_back(other);

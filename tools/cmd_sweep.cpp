@@ -436,8 +436,8 @@ void add_sweep_command(CLI::App& app) {
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
   // Every point's N (queries and keys alike) comes from --seq: the shared help lines say so here.
-  sub->get_option("--shape")->description("B,H,N,D: every point's B, H and D (default: the blog's 8,16,_,64); N comes "
-                                          "from --seq and this N is not used");
+  sub->get_option("--shape")->description("B,H,N,D: every point's B, H and D (default: the blog's 8,16,1024,64); N "
+                                          "comes from --seq, and this N is read but not used");
   sub->get_option("--kv-len")->description("not for sweep (refused): every point has Nq = Nk = N from --seq");
   sub->footer(variants_help());
   sub->callback([args, variants] {

@@ -57,8 +57,10 @@ struct OpStats {
   int64_t page_faults = -1;    // inclusive: every thread's faults while the zone was open (recursion once)
   int64_t self_page_faults = -1;  // less those of the zones nested in it: an op's own first touches
   // Self time in each recorded step (ProfilerStep#N), in step order, 0 in a step where it did not run: how the
-  // op's self time spread over the forwards, which its mean (self_ns / steps) hides. Empty when the profile has
-  // no steps or some of the op's zones ran outside every step (on a thread of their own).
+  // op's self time spread over the forwards, which its mean (self_ns / steps) hides. A zone belongs to the step
+  // its thread's parent chain reaches. Empty when the profile has no steps, when some of the op's zones ran
+  // outside every step (on a thread of their own, or before the first), and for every row when rows × steps
+  // passes 2^21 (rows that multiply with the steps).
   std::vector<double> step_self_ns;
   // Device side (CUDA profiles; zero on the CPU). Self CUDA belongs to device activity rows only (category
   // kernel / gpu_memcpy / gpu_memset): a CPU zone's device_total_ns is the time of the activities launched

@@ -128,6 +128,10 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   std::vector<bool> outside_steps;  // per row: some zone of it ran outside every step
+  // One double per row and step: bounded, since rows may grow with the steps (a shape that changes every step
+  // under group_by_input_shape). Past the bound no row keeps them (16 MiB: 10,000 steps of 200 rows).
+  constexpr size_t kMaxStepCells = size_t(1) << 21;
+  bool per_step = !steps.empty();
   const std::vector<std::vector<ZoneDeviceStats>> dev = r.has_device ? zone_device_stats(r)
                                                                      : std::vector<std::vector<ZoneDeviceStats>>{};
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
@@ -158,7 +162,11 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         s.name = name;
         s.category = e.category ? e.category : "";
         s.input_shapes = std::move(shapes);
-        s.step_self_ns.assign(steps.size(), 0.0);
+        if (per_step && (ka.rows.size() + 1) * steps.size() > kMaxStepCells) {
+          per_step = false;
+          for (OpStats& o : ka.rows) std::vector<double>().swap(o.step_self_ns);
+        }
+        if (per_step) s.step_self_ns.assign(steps.size(), 0.0);
         ka.rows.push_back(std::move(s));
         outside_steps.push_back(steps.empty());
       }
@@ -166,7 +174,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       OpStats& s = ka.rows[it->second];
       s.calls += 1;
       s.self_ns += d[i].self_ns;
-      if (step_of[i] >= 0) s.step_self_ns[size_t(step_of[i])] += d[i].self_ns;
+      if (step_of[i] >= 0 && per_step) s.step_self_ns[size_t(step_of[i])] += d[i].self_ns;
       else outside_steps[it->second] = true;
       s.self_mem_bytes += d[i].self_alloc;
       s.self_cost += e.cost;
@@ -205,7 +213,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
     }
   }
   for (size_t k = 0; k < ka.rows.size(); ++k)
-    if (outside_steps[k]) ka.rows[k].step_self_ns.clear();
+    if (outside_steps[k] || !per_step) std::vector<double>().swap(ka.rows[k].step_self_ns);
   if (r.has_device) {
     ka.has_device = true;
     ka.device_name = r.device_name;

@@ -282,16 +282,27 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
         o.faults = number(r, "self_page_faults", row_what) / f;
         p.faults = true;
       }
+      // Each recorded step's self time: one per forward, summing to the row's self_ns, as summary_json writes
+      // them; any other array would give medians of some other run (or of none).
       if (const auto ps = r.find("self_ns_per_step"); ps != r.end() && !ps->is_null()) {
         if (!ps->is_array())
           ATTNPROF_FAIL("{}: field 'self_ns_per_step' is {}, not an array (attnprof writes one time per recorded "
                         "step, or null)", row_what, ps->type_name());
+        if (double(ps->size()) != f)
+          ATTNPROF_FAIL("{}: field 'self_ns_per_step' holds {} times, but the summary recorded {} forwards (attnprof "
+                        "writes one per recorded step, a forward each)", row_what, ps->size(), f);
+        double sum = 0;
         for (const json& v : *ps) {
-          if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+          if (!v.is_number())
             ATTNPROF_FAIL("{}: field 'self_ns_per_step' holds {}, not a time in ns (attnprof writes numbers >= 0)",
                           row_what, v.dump());
-          o.step_ns.push_back(v.get<double>());
+          o.step_ns.push_back(checked(v.get<double>(), "self_ns_per_step", row_what, false));
+          sum += o.step_ns.back();
         }
+        const double self = number(r, "self_ns", row_what);
+        if (std::abs(sum - self) > 1e-6 * self + 1.0)
+          ATTNPROF_FAIL("{}: field 'self_ns_per_step' sums to {} ns, not the row's self_ns of {} ns (attnprof writes "
+                        "each step's share of it)", row_what, sum, self);
       }
     }
     // Rows grouped by input shape repeat a name: one op, its figures summed.
@@ -559,14 +570,19 @@ std::string calls(double c) { return std::abs(c - std::round(c)) < 1e-9 ? fmt::f
 // forward beside its means, where its self time per step was recorded on both sides, the row holds at least
 // kUnevenShare of that side's total, and its mean is over kNoisySpread times its median there. At most four,
 // the largest gap between the two deltas first.
-std::vector<std::string> uneven_diff_rows(const ProfileDiff& d) {
+std::vector<std::string> uneven_diff_rows(const ProfileDiff& d, int row_limit) {
   std::vector<std::pair<double, std::string>> found;
-  for (const DiffRow& r : d.rows) {
-    if (r.base_median_ns < 0 || r.new_median_ns < 0) continue;
-    auto lifted = [](double mean, double median, double total) {
-      return mean >= kUnevenShare * total && mean > 0 && mean > kNoisySpread * median;
+  // The rows the table shows (--row-limit keeps the largest changes), ops only: profile's rule, as its
+  // uneven_op_notes (the forwards' own time between ops is no op).
+  const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const DiffRow& r = d.rows[i];
+    if (r.base_median_ns < 0 || r.new_median_ns < 0 || r.label() == kBetweenOps) continue;
+    auto lifted = [](double mean, double median, double total, double forwards) {
+      return forwards >= 3 && mean >= kUnevenShare * total && mean > 0 && mean > kNoisySpread * median;
     };
-    const bool base = lifted(r.base_ns, r.base_median_ns, d.base_ns), next = lifted(r.new_ns, r.new_median_ns, d.new_ns);
+    const bool base = lifted(r.base_ns, r.base_median_ns, d.base_ns, d.base.forwards),
+               next = lifted(r.new_ns, r.new_median_ns, d.new_ns, d.next.forwards);
     if (!base && !next) continue;
     const double gap = std::abs((r.new_ns - r.base_ns) - (r.new_median_ns - r.base_median_ns));
     found.emplace_back(gap, fmt::format("Uneven: {}'s self time per forward: medians {} -> {} ({}); the means above, "
@@ -687,7 +703,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
-  for (const std::string& line : uneven_diff_rows(d)) s += line + "\n";
+  for (const std::string& line : uneven_diff_rows(d, row_limit)) s += line + "\n";
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
        "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (!d.memory)

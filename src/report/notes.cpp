@@ -106,6 +106,9 @@ std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
     std::string line;
   };
   std::vector<Uneven> found;
+  // A device profile's table is in device time; its host self times (the waits on the GPU among them) are not
+  // what it shows.
+  if (ka.has_device) return {};
   for (const analysis::OpStats& s : ka.rows) {
     const size_t n = s.step_self_ns.size();
     if (n < 3 || analysis::is_annotation(s.name, s.category) || !(s.self_ns >= kUnevenShare * ka.self_total_ns) ||
@@ -119,7 +122,7 @@ std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
     found.push_back({(mean - med) * double(n),
                      fmt::format("Uneven: {}'s self CPU per forward: median {}, mean {}, slowest {} ({} of {} forwards "
                                  "over {:.2f}x the median); the table's totals and averages include {}.",
-                                 s.name, format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
+                                 s.input_shapes.empty() ? s.name : s.name + " " + s.input_shapes, format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
                                  kNoisySpread, over == 1 ? "it" : "them")});
   }
   std::stable_sort(found.begin(), found.end(), [](const Uneven& a, const Uneven& b) { return a.excess_ns > b.excess_ns; });
