@@ -825,11 +825,25 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   for (const json& c : data["charts"])
     if (c["kind"] == "roofline") {
       roof = true;
-      ASSERT_EQ(c["spec"]["layer"].size(), 4u);  // ceilings, op points, the ridges and their labels
+      // ceilings, op points, the ridges and their labels, and a line from each point up to its own roof
+      ASSERT_EQ(c["spec"]["layer"].size(), 5u);
       EXPECT_EQ(c["spec"]["layer"][2]["mark"]["type"], "rule");
       EXPECT_EQ(c["spec"]["layer"][2]["data"]["values"].size(), c["spec"]["layer"][3]["data"]["values"].size());
+      for (const json& r : c["spec"]["layer"][3]["data"]["values"]) {  // each ridge named by its ceiling
+        const std::string label = r["label"];
+        EXPECT_TRUE(label.rfind("FP32 ridge ", 0) == 0 || label.rfind("BF16 ridge ", 0) == 0) << label;
+      }
       EXPECT_FALSE(c["spec"]["layer"][1]["data"]["values"].empty());
-      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) EXPECT_NE(p["op"], "copy");
+      EXPECT_EQ(c["spec"]["layer"][4]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][4]["encoding"]["y2"]["field"], "attainable");
+      EXPECT_EQ(c["spec"]["layer"][4]["data"]["values"], c["spec"]["layer"][1]["data"]["values"]);
+      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) {
+        EXPECT_NE(p["op"], "copy");
+        // Named by the ceiling its compute peak is (this fixture: FP32 230, BF16 460 GFLOP/s).
+        const double peak = p["peak"];
+        EXPECT_EQ(p["ceiling"], std::abs(peak - 460.0) < 1e-6 ? "BF16" : std::abs(peak - 230.0) < 1e-6 ? "FP32" : "?")
+            << p.dump();
+      }
     }
   EXPECT_TRUE(roof);
   // naive's copy moves bytes and computes nothing: not a point, a row of the bandwidth table under the chart.
@@ -840,6 +854,32 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
 
 // The bytes-only table holds exactly the ops with bytes and no FLOPs (copies, casts, triu); a mask fill has
 // 1 FLOP per element in the cost model, so it is a point on the chart, and the caption and note say so.
+// roofline.json is a run of its own: an op it timed more than 20 % apart from the summaries beside it is named
+// with both speeds, and a variant of the summaries it did not place is named as not on the chart.
+TEST(HtmlReport, RooflineJsonThatDisagreesWithTheSummariesIsSaid) {
+  TempDir d("roofline-apart");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
+                        "flash.summary.json", "roofline.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  const std::string agreeing = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(agreeing.find("ran more than 20 % faster or slower"), std::string::npos);
+  EXPECT_EQ(agreeing.find("Not on the chart"), std::string::npos);
+  json roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
+  json kept = json::array();
+  for (json& o : roof["ops"]) {
+    if (o["variant"] == "flash") continue;
+    if (o["variant"] == "naive" && o["name"] == "softmax") o["achieved_gflops"] = 3.0 * o["achieved_gflops"].get<double>();
+    kept.push_back(o);
+  }
+  roof["ops"] = kept;
+  spit(d.path / "roofline.json", roof.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  const size_t at = page.find("1 of its ops ran more than 20 % faster or slower there than in this directory");
+  ASSERT_NE(at, std::string::npos) << page.substr(page.find("id=\"roofline\""), 6000);
+  EXPECT_NE(page.find("naive softmax 57.4 against 19.1", at), std::string::npos) << page.substr(at, 600);
+  EXPECT_NE(page.find("Not on the chart: flash (roofline.json did not place it)."), std::string::npos);
+}
+
 TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {
   TempDir d("bytes-only");
   for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",

@@ -986,7 +986,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
         if (ai <= 0 || g <= 0) continue;
         points.push_back({{"variant", str(o, "variant", "?")}, {"op", str(o, "name", "?")}, {"intensity", ai},
                           {"gflops", g}, {"attainable", num(o, "attainable_gflops")},
-                          {"bound", str(o, "bound", "?")}});
+                          {"peak", num(o, "compute_ceiling_gflops")}, {"bound", str(o, "bound", "?")}});
       }
     }
     // roofline --from placed an earlier compare's ops: say so, by the file's name only (the path is the
@@ -1021,7 +1021,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
         const double peak = analysis::compute_ceiling_gflops(c, peaks);
         const double att = std::min(peak, ai * m.bw);
         points.push_back({{"variant", v.name}, {"op", r.name}, {"intensity", ai}, {"gflops", g}, {"attainable", att},
-                          {"bound", ai * m.bw < peak ? "memory" : "compute"}});
+                          {"peak", peak}, {"bound", ai * m.bw < peak ? "memory" : "compute"}});
       }
     }
     source = "compare.json's machine peaks and the per-op cost model in the summaries";
@@ -1040,19 +1040,40 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     hi = std::max(hi, p["intensity"].get<double>());
   }
   std::vector<std::pair<std::string, double>> ceilings;
-  if (m.fp32 > 0)
+  std::vector<std::string> short_names;  // the same ceilings, as the ridges and the points name them
+  if (m.fp32 > 0) {
     ceilings.emplace_back(fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", m.fp32),
                           m.fp32);
-  if (m.bf16 > 0)
+    short_names.push_back("FP32");
+  }
+  if (m.bf16 > 0) {
     ceilings.emplace_back(
         fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), m.bf16);
+    short_names.push_back("BF16");
+  }
   if (m.lib_differs()) {
     ceilings.emplace_back(fmt::format("matmul libraries' FP32 FMA peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_fp32),
                           m.lib_fp32);
-    if (m.lib_bf16 > 0)
+    short_names.push_back("library FP32");
+    if (m.lib_bf16 > 0) {
       ceilings.emplace_back(
           fmt::format("matmul libraries' BF16 dot-product peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_bf16),
           m.lib_bf16);
+      short_names.push_back("library BF16");
+    }
+  }
+  // Which ceiling each point is judged against: the one its compute peak is (within 0.5 %), by name.
+  for (json& p : points) {
+    const double peak = p.value("peak", 0.0);
+    std::string name = "?";
+    for (size_t i = 0; i < ceilings.size(); ++i)
+      if (peak > 0 && std::abs(ceilings[i].second - peak) <= 0.005 * peak) {
+        name = short_names[i];
+        break;
+      }
+    if (name == "?" && peak > 0) name = fmt::format("{:.0f} GFLOP/s", peak);
+    p["ceiling"] = name;
+    p["pct"] = p["attainable"].get<double>() > 0 ? 100.0 * p["gflops"].get<double>() / p["attainable"].get<double>() : 0.0;
   }
   for (const auto& [_, peak] : ceilings) {
     lo = std::min(lo, peak / m.bw);
@@ -1096,11 +1117,14 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                  {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
                                                  {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved GFLOP/s"}},
                                                  {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable GFLOP/s"}},
+                                                 {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
+                                                 {{"field", "ceiling"}, {"title", "compute ceiling"}},
                                                  {{"field", "bound"}}}}}}});
   // Each ridge, where a ceiling meets the bandwidth slope: left of it an op at that ceiling is memory-bound.
   json ridges = json::array();
-  for (const auto& [label, peak] : ceilings)
-    ridges.push_back({{"intensity", peak / m.bw}, {"label", fmt::format("ridge {:.1f}", peak / m.bw)}});
+  for (size_t i = 0; i < ceilings.size(); ++i)
+    ridges.push_back({{"intensity", ceilings[i].second / m.bw},
+                      {"label", fmt::format("{} ridge {:.1f}", short_names[i], ceilings[i].second / m.bw)}});
   layers.push_back({{"data", {{"values", ridges}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {2, 3}}, {"color", "#999"}}},
                     {"encoding", {{"x", x}}}});
@@ -1108,6 +1132,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
                               {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
                     {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
+  // Last (layers 0-3: ceilings, points, ridges, their labels), from each point up to the roof it is judged against (the bandwidth slope, or its own compute ceiling):
+  // which of the flat lines is its own shows where the line ends, and its length is the gap.
+  json drop_y2 = {{"field", "attainable"}};
+  layers.push_back({{"data", {{"values", points}}},
+                    {"mark", {{"type", "rule"}, {"strokeDash", {1, 2}}, {"strokeWidth", 1.2}, {"opacity", 0.8}}},
+                    {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)}}}});
   json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
@@ -1122,8 +1152,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                "machine's measured ceilings (from ") +
                source + m.when +
                "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
-               "the dotted verticals are the ridges, where they meet; "
-               "the gap to the line is what the implementation leaves on the table. " +
+               "the dotted verticals are the ridges, where they meet, each named by its compute ceiling; "
+               "from each point a dotted line rises to the roof it is judged against (the slope, or the flat line of "
+               "its own compute ceiling: FP32 for fp32 work, BF16 for bf16 dot products), and its length is what the "
+               "implementation leaves on the table. " +
                (m.gpu ? std::string("A point above the sloped line moved its bytes faster than the datasheet "
                                     "bandwidth: its data stayed in L2.")
                       : std::string("A point above the sloped line moved its bytes faster than the measured "
@@ -1137,6 +1169,42 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                  : "") +
                (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
+  // roofline.json is a run of its own: where this directory's summaries (compare's run) timed the same op at
+  // another speed, the page would show two answers without a word. Named, and the variants it left out.
+  if (in.doc && !points.empty()) {
+    std::vector<std::string> apart, missing;
+    for (const VariantData& v : vs) {
+      if (!v.summary) continue;
+      if (!roof_present.count(v.name)) missing.push_back(v.name);
+      for (const OpRow& r : v.ops) {
+        if (is_annotation(r) || r.flops <= 0 || r.self_ns <= 0) continue;
+        const double here = r.flops / r.self_ns;
+        for (const json& p : points)
+          if (p["variant"] == v.name && p["op"] == r.name) {
+            const double there = p["gflops"].get<double>();
+            if (there > 1.2 * here || here > 1.2 * there)
+              apart.push_back(fmt::format("{} {} {:.1f} against {:.1f}", v.name, r.name, there, here));
+          }
+      }
+    }
+    if (!apart.empty()) {
+      std::string list;
+      for (size_t i = 0; i < apart.size() && i < 6; ++i) list += (i ? "; " : "") + apart[i];
+      if (apart.size() > 6) list += fmt::format("; and {} more", apart.size() - 6);
+      pg.note(fmt::format("The points are roofline.json's own run, and {} of its ops ran more than 20 % faster or "
+                          "slower there than in this directory's summaries (GFLOP/s, roofline.json against the "
+                          "summaries: {}): one of the two runs was disturbed or cold; the Comparison's Busy and Noisy "
+                          "lines speak for the summaries' run. Re-run `attnprof roofline`, or place the summaries' ops "
+                          "with `attnprof roofline --from DIR`.",
+                          apart.size(), list));
+    }
+    if (!missing.empty()) {
+      std::string list;
+      for (size_t i = 0; i < missing.size(); ++i) list += (i ? ", " : "") + missing[i];
+      pg.note(fmt::format("Not on the chart: {} (roofline.json did not place {}).", list,
+                          missing.size() == 1 ? "it" : "them"));
+    }
+  }
   if (!bytes_only.empty()) {
     std::string t = "<table class=\"data\"><thead><tr><th>variant</th><th>op</th><th>GB/s</th><th>% of "
                     "bandwidth</th></tr></thead><tbody>\n";
@@ -1202,10 +1270,11 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
                                        {"color", color},
                                        {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
                                                     {{"field", "mib"}, {"format", ".2f"}, {"title", "live MiB"}}}}}}}},
-               {"resolve", {{"scale", {{"x", "independent"}}}}}};
+               {"resolve", {{"scale", {{"x", "shared"}}}}}};
   pg.chart("memory", spec,
-           "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant (shared memory "
-           "axis, own time axis): the naive variants allocate the N×N scores every forward, the fused ones only "
+           "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant, on shared axes "
+           "(each row's time counts from its own profile's start, so a shorter row finished its steps sooner): "
+           "the naive variants allocate the N×N scores every forward, the fused ones only "
            "small per-thread tiles. The inputs are live throughout, so each row stands on them; the Comparison's "
            "peak memory counts only what a forward allocates above them.");
   std::string src;
