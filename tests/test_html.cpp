@@ -878,6 +878,11 @@ TEST(HtmlReport, RooflineJsonThatDisagreesWithTheSummariesIsSaid) {
   ASSERT_NE(at, std::string::npos) << page.substr(page.find("id=\"roofline\""), 6000);
   EXPECT_NE(page.find("naive softmax 57.4 against 19.1", at), std::string::npos) << page.substr(at, 600);
   EXPECT_NE(page.find("Not on the chart: flash (roofline.json did not place it)."), std::string::npos);
+  // The commands a note quotes in backticks are set as code, not printed with their backticks.
+  EXPECT_NE(page.find("Re-run <code>attnprof roofline</code>, or place the summaries&#39; ops with <code>attnprof "
+                      "roofline --from DIR</code>."),
+            std::string::npos)
+      << page.substr(at, 900);
 }
 
 TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {

@@ -136,6 +136,24 @@ constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json
 constexpr int kWidth = 720;
 constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
+// Text for a paragraph: escaped, and each `command` the notes quote (as the terminal prints them) set as code,
+// where the backticks pair up; an odd one is left as it is.
+std::string prose(const std::string& text) {
+  const std::string e = html_escape(text);
+  if (std::count(e.begin(), e.end(), '`') % 2 != 0) return e;
+  std::string out;
+  bool in_code = false;
+  for (const char c : e) {
+    if (c == '`') {
+      out += in_code ? "</code>" : "<code>";
+      in_code = !in_code;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 class Page {
  public:
   // One colour per variant across every chart: the colour domain lists all variants of the run in one order.
@@ -170,8 +188,8 @@ class Page {
     toc_.emplace_back(id, title);
   }
   void end_section() { html_ += "</section>\n"; }
-  void p(const std::string& text) { html_ += "<p>" + html_escape(text) + "</p>\n"; }
-  void note(const std::string& text) { html_ += "<p class=\"note\">" + html_escape(text) + "</p>\n"; }
+  void p(const std::string& text) { html_ += "<p>" + prose(text) + "</p>\n"; }
+  void note(const std::string& text) { html_ += "<p class=\"note\">" + prose(text) + "</p>\n"; }
   void raw(const std::string& s) { html_ += s; }
   void chart(const std::string& kind, json spec, const std::string& caption) {
     const std::string id = fmt::format("chart-{}", charts_.size());
@@ -181,7 +199,7 @@ class Page {
     spec["config"]["axis"]["labelSeparation"] = 6;  // a label that would touch its neighbour is left out
     charts_.push_back({{"id", id}, {"kind", kind}, {"spec", std::move(spec)}});
     html_ += fmt::format("<figure><div class=\"chart\" id=\"{}\" data-kind=\"{}\"></div>", id, html_escape(kind));
-    if (!caption.empty()) html_ += "<figcaption>" + html_escape(caption) + "</figcaption>";
+    if (!caption.empty()) html_ += "<figcaption>" + prose(caption) + "</figcaption>";
     html_ += "</figure>\n";
   }
   const std::string& html() const { return html_; }
@@ -371,7 +389,8 @@ void section_compare(Page& pg, const Input& in) {
                           gpu ? peak * 1e-3 : peak, gpu ? "TFLOP/s" : "GFLOP/s",
                           str(c, "peak_isa").empty() ? "" : " (" + str(c, "peak_isa") + ")");
     defs += " max |err| is the largest |output − fp64 reference|; NMSE the mean squared error over the reference's "
-            "mean square; check is OK when every element is within the variant's tolerance (|err| ≤ atol + rtol·|ref|).";
+            "mean square; a variant runs only when every element is within its tolerance (|err| ≤ atol + rtol·|ref|): "
+            "one that is not is a failed row, with its note.";
     pg.note(defs);
   }
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
@@ -615,7 +634,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   for (const VariantData& v : vs)
     if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
   json rows = json::array();
-  std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward</th><th>removed</th>"
+  std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward (median)</th><th>removed</th>"
                       "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
   int steps = 0;
   bool device = false;  // GPU runs: the times are Self CUDA
@@ -692,7 +711,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     changes_drawn.insert(r["change"].get<std::string>());
   }
   for (json& r : rows)
-    r["panel"] = fmt::format("{}: {:+.3f} ms per forward in all", r["step"].get<std::string>(),
+    r["panel"] = fmt::format("{}: {:+.3f} ms per forward in all (mean of the forwards)", r["step"].get<std::string>(),
                              net_ms[r["step"].get<std::string>()]);
   json legend_values = json::array();
   for (const json& c : change_scale["domain"])
