@@ -813,6 +813,20 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   const std::string implausible = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(implausible.find("<td>weak: no power law; implausible: disturbed timings</td>"), std::string::npos);
   EXPECT_NE(implausible.find("a time exponent outside 0..3, which no attention forward has"), std::string::npos);
+  // A straight fit through points most of which were Busy or Noisy (sweep.json's disturbed_points): not "a power
+  // law", in the row, on the chart's label and in a note.
+  sweep["fits"][0]["weak"] = false;
+  sweep["fits"][0]["implausible"] = false;
+  sweep["fits"][0]["points"] = 3;
+  sweep["fits"][0]["disturbed_points"] = 2;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string disturbed = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(disturbed.find("<td>disturbed: 2 of 3 points Busy or Noisy</td>"), std::string::npos);
+  EXPECT_NE(disturbed.find("N^1.82 (disturbed)"), std::string::npos);
+  EXPECT_NE(disturbed.find("disturbed: most of the fit&#39;s points were Busy or Noisy"), std::string::npos);
+  sweep["fits"][0]["disturbed_points"] = 1;  // one of three: the fit stands
+  spit(d.path / "sweep.json", sweep.dump());
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("disturbed: "), std::string::npos);
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

@@ -248,14 +248,16 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
                          nlohmann::json& fits) {
   std::string text;
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
-  bool any_weak = false, any_implausible = false;  // a note below for each kind of doubtful fit
+  bool any_weak = false, any_implausible = false, any_disturbed = false;  // a note below for each kind of doubt
   for (const Variant* v : variants) {
     std::vector<double> x, t, mem;
+    size_t disturbed = 0;  // points whose forwards shared the CPUs (Busy) or disagreed (Noisy)
     for (const Point& p : points)
       if (p.variant == v->name && p.status == "ok") {
         x.push_back(double(p.seq));
         t.push_back(p.ms);
         mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
+        if ((p.sharing && p.sharing->shared()) || report::is_noisy(p.forward_ms)) ++disturbed;
       }
     if (x.size() < 2) {
       text += fmt::format("  {}: fewer than 2 points ran, no fit\n", v->name);
@@ -266,8 +268,14 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
       // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
       // of the variant but of disturbed timings, however well two or three points line up.
       const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
+      // A time fit through points most of which were Busy or Noisy fits the machine's load as much as the
+      // variant, however straight the line (a loaded run put flash at N^0.02, r² 0.6, "a power law"). Memory is
+      // counted, not timed: not affected.
+      const size_t dist = std::string(metric) == "time" ? disturbed : 0;
+      const bool mostly_disturbed = 2 * dist > x.size();
       any_weak = any_weak || f.weak();
       any_implausible = any_implausible || implausible;
+      any_disturbed = any_disturbed || mostly_disturbed;
       fits.push_back({{"variant", v->name},
                            {"metric", metric},
                            {"exponent", f.exponent},
@@ -277,18 +285,26 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
                            {"rms_log_error", f.rms_log_error},
                            {"points", x.size()},
                            {"weak", f.weak()},
-                           {"implausible", implausible}});
+                           {"implausible", implausible},
+                           {"disturbed_points", dist}});
       // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}\n", v->name,
+      const std::string dist_text =
+          mostly_disturbed ? fmt::format("  disturbed: {} of {} points Busy or Noisy", dist, x.size()) : "";
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", v->name,
                                          metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
-                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "")
+                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "",
+                                         dist_text)
                            : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
-                                         "estimate){}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "");
+                                         "estimate){}{}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "",
+                                         dist_text);
     }
   }
   if (any_implausible)
     text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
             "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
+  if (any_disturbed)
+    text += "disturbed: most of the fit's points were Busy or Noisy (above), so its exponent describes the machine's "
+            "load as much as the variant; rerun on an idle machine, or raise --iters.\n";
   if (any_weak)
     text += "weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
             "above 0.25 in natural log, about 28 %), so that exponent is no scaling law: at small N fixed costs "

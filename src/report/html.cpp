@@ -797,7 +797,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
                           "<th>± std. error</th><th>coefficient a (ms, or bytes for memory)</th><th>R²</th>"
                           "<th>points</th><th>fit</th></tr></thead><tbody>\n";
-  bool any_fit = false, any_weak = false, any_implausible = false;
+  bool any_fit = false, any_weak = false, any_implausible = false, any_disturbed = false;
   if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
     for (const json& f : *fits) {
       const std::string v = str(f, "variant", "?");
@@ -813,8 +813,15 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const json* imp = member(f, {"implausible"});
       const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
       any_implausible = any_implausible || implausible;
-      std::string verdict = weak ? "weak: no power law" : implausible ? "" : "a power law";
+      // Most of its points Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
+      const double dist = num(f, "disturbed_points", 0), npts = num(f, "points", 0);
+      const bool disturbed = npts > 0 && 2 * dist > npts;
+      any_disturbed = any_disturbed || disturbed;
+      std::string verdict = weak ? "weak: no power law" : implausible || disturbed ? "" : "a power law";
       if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
+      if (disturbed)
+        verdict += std::string(verdict.empty() ? "" : "; ") +
+                   fmt::format("disturbed: {:.0f} of {:.0f} points Busy or Noisy", dist, npts);
       fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
                    td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
                    td(two ? "–" : fmt_num(num(f, "r2", NAN), 4), true) + td(fmt_num(num(f, "points", NAN), 0), true) +
@@ -826,7 +833,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
       const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
       const std::string label =
-          fmt::format("N^{:.2f}{}", b, implausible ? " (implausible)" : weak ? " (weak fit)" : "");
+          fmt::format("N^{:.2f}{}", b,
+                      implausible ? " (implausible)" : weak ? " (weak fit)" : disturbed ? " (disturbed)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (const bool end : {false, true}) {
         const double x = end ? r->second.second : r->second.first;
@@ -939,6 +947,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (any_implausible)
     pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "
             "timings of those points were disturbed.");
+  if (any_disturbed)
+    pg.note("disturbed: most of the fit's points were Busy or Noisy (their lines below), so its exponent describes "
+            "the machine's load as much as the variant.");
   if (!skipped.empty()) {
     std::string list = "<ul class=\"note\">";
     for (const auto& sk : skipped) list += "<li>" + html_escape(sk) + "</li>";
