@@ -136,6 +136,14 @@ constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json
 constexpr int kWidth = 720;
 constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
+// A decimal size for a chart label: "537 MB", "8.39 MB", "18.9 KB" (three significant figures).
+std::string fmt_mb(double mb) {
+  const double v = mb >= 1.0 ? mb : mb >= 1e-3 ? mb * 1e3 : mb * 1e6;
+  const char* unit = mb >= 1.0 ? "MB" : mb >= 1e-3 ? "KB" : "B";
+  return v >= 100 ? fmt::format("{:.0f} {}", v, unit) : v >= 10 ? fmt::format("{:.1f} {}", v, unit)
+                                                                 : fmt::format("{:.2f} {}", v, unit);
+}
+
 // Text for a paragraph: escaped, and each `command` the notes quote (as the terminal prints them) set as code,
 // where the backticks pair up; an odd one is left as it is.
 std::string prose(const std::string& text) {
@@ -458,24 +466,33 @@ void section_compare(Page& pg, const Input& in) {
     }
     json color = pg.variant_color();
     color["legend"] = nullptr;
+    for (json& b : memory_bars) b["label"] = fmt_mb(b["mb"].get<double>());
+    const json y = {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}};
+    const json x = {{"field", "mb"}, {"type", "quantitative"},
+                    {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 8}}}},
+                    {"title", "MB per forward (log scale)"}};
     json spec = {{"data", {{"values", memory_bars}}},
                  {"facet", {{"column", {{"field", "measure"}, {"type", "nominal"}, {"title", nullptr},
                                         {"sort", {"peak memory above the inputs", "bytes moved (cost model)"}}}}}},
                  {"spec",
                   {{"width", kWidth / 2 - 80},
-                   {"mark", {{"type", "bar"}}},
-                   {"encoding",
-                    {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-                     {"x", {{"field", "mb"}, {"type", "quantitative"},
-                            {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 2}}}},
-                            {"title", "MB per forward (log scale)"}}},
-                     {"x2", {{"datum", lo_mb / 2}}},  // each bar starts at the axis' left end
-                     {"color", color},
-                     {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
-                                  {{"field", "mb"}, {"format", ",.1f"}, {"title", "MB"}}}}}}}}};
+                   {"layer",
+                    {{{"mark", {{"type", "bar"}}},
+                      {"encoding",
+                       {{"y", y},
+                        {"x", x},
+                        {"x2", {{"datum", lo_mb / 2}}},  // each bar starts at the axis' left end
+                        {"color", color},
+                        {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
+                                     {{"field", "mb"}, {"format", ",.1f"}, {"title", "MB"}}}}}}},
+                     // The figure at each bar's end: on a log axis lengths are not ratios (8.4 MB draws 2.4x
+                     // as long as 1.07 MB, not 7.8x).
+                     {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 3}, {"fontSize", 10}, {"color", "#333"}}},
+                      {"encoding", {{"y", y}, {"x", x}, {"text", {{"field", "label"}}}}}}}}}}};
     pg.chart("compare-memory", spec,
-             "What one forward allocates above its inputs and the bytes its ops move (decimal MB, log scale): the "
-             "unfused variants hold and stream the N×N scores, the fused ones neither.");
+             "What one forward allocates above its inputs and the bytes its ops move (decimal MB, log scale: the "
+             "figures, not the bar lengths, give the ratios): the unfused variants hold and stream the N×N scores, "
+             "the fused ones neither.");
   }
   pg.end_section();
 }
