@@ -179,7 +179,8 @@ class Page {
     return c;
   }
   // One colour per op across the charts that colour by op (time and bytes by op, the timeline): every chart
-  // extends one domain, in the order the names first appear, so matmul is one colour wherever it is drawn.
+  // extends one domain, in the order the names first appear, so matmul is one colour wherever it is drawn. Light
+  // shades, none of them a variant's (tableau10, saturated): an op never reads as the variant of that colour.
   // `names`: what this chart draws, listed alone in its legend.
   json op_color(const std::string& field, const std::string& title, const json& names, json legend) {
     for (const json& n : names)
@@ -188,7 +189,10 @@ class Page {
     return {{"field", field},
             {"type", "nominal"},
             {"title", title},
-            {"scale", {{"scheme", "tableau20"}, {"domain", op_domain_}}},
+            {"scale", {{"range", {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+                                  "#c7c7c7", "#dbdb8d", "#9edae5", "#8dd3c7", "#bebada", "#fdb462", "#b3de69",
+                                  "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#80b1d3", "#d9d9d9"}},
+                       {"domain", op_domain_}}},
             {"legend", std::move(legend)}};
   }
   void h2(const std::string& id, const std::string& title) {
