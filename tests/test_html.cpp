@@ -275,6 +275,17 @@ TEST(HtmlReport, TimelineShowsTheFirstForwardWithLanesAndDepths) {
     EXPECT_NEAR(std::get<1>(got[name]), std::get<1>(w), 1e-12) << name;
     EXPECT_NEAR(std::get<2>(got[name]), std::get<2>(w), 1e-12) << name;
   }
+  // The forward drawn is the first recorded one: where it is more than 5 % off the median, both are said.
+  json summary = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  summary["run"] = {{"ms_per_forward", 0.08}, {"forward_ms", {0.1, 0.08}}};
+  spit(d.path / "naive.summary.json", summary.dump());
+  const std::string slow_first = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(slow_first.find("The forward drawn is each variant&#39;s first recorded one, which is not its typical one "
+                            "where they differ: naive&#39;s took 0.100 ms against its median 0.080 ms."),
+            std::string::npos);
+  summary["run"]["forward_ms"] = {0.082, 0.08};
+  spit(d.path / "naive.summary.json", summary.dump());
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("The forward drawn is"), std::string::npos);
 }
 
 // Per forward, each op's self time, and the forward annotation's own time (what ran between its ops: naive's

@@ -1379,6 +1379,23 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
            "of separate passes over the N×N scores; the fused ones are one span. A worker lane holds that "
            "OpenMP thread's share of each op's own parallel region.");
+  // The forward drawn is the first recorded one, which a cold start or the machine can make untypical: where it
+  // is more than 5 % off its variant's median, both are said.
+  std::vector<std::string> untypical;
+  for (const VariantData& v : vs) {
+    if (v.forward_spans.empty() || !v.summary) continue;
+    const json* run = member(*v.summary, {"run"});
+    const std::vector<double> ms = run ? forward_ms(*run) : std::vector<double>{};
+    const double median = run ? num(*run, "ms_per_forward", 0) : 0;
+    if (ms.size() < 2 || median <= 0 || std::abs(ms.front() - median) <= kMeanMedianGap * median) continue;
+    untypical.push_back(fmt::format("{}'s took {:.3f} ms against its median {:.3f} ms", v.name, ms.front(), median));
+  }
+  if (!untypical.empty()) {
+    std::string list;
+    for (size_t i = 0; i < untypical.size(); ++i) list += (i ? "; " : "") + untypical[i];
+    pg.note("The forward drawn is each variant's first recorded one, which is not its typical one where they differ: " +
+            list + ".");
+  }
   // How each op's own parallel regions used their threads, from the summaries' thread_balance.
   std::string threads;
   for (const VariantData& v : vs) {
