@@ -811,7 +811,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       if (double g = num(p, "gflops", NAN); std::isfinite(g) && g > 0)
         rate_pts.push_back({{"variant", v}, {"seq", seq}, {"y", g * rate_scale}, {"kind", "measured"}});
       if (double b = num(p, "peak_bytes", NAN); std::isfinite(b) && b > 0)
-        mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b / (1024.0 * 1024.0)}, {"kind", "measured"}});
+        mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b * 1e-6}, {"kind", "measured"}});
     }
   }
   json time_fit = json::array(), mem_fit = json::array();
@@ -851,8 +851,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       auto r = range.find(v);
       if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
       const bool mem = metric == "memory";
-      // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in MiB).
-      const double scale = mem ? 1.0 / (1024.0 * 1024.0) : 1.0;
+      // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in decimal
+      // MB, as sweep prints its Peak mem and the Comparison its peak memory).
+      const double scale = mem ? 1e-6 : 1.0;
       const std::string label =
           fmt::format("N^{:.2f}{}", b,
                       implausible ? " (implausible)" : weak ? " (weak fit)" : disturbed ? " (disturbed)" : "");
@@ -921,7 +922,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
              "Time per forward against N, log–log: dots are measurements, dashed lines the least-squares power "
              "law; the label is its exponent (2 means quadratic).");
   if (!mem_pts.empty())
-    pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory, MiB (log scale)"),
+    pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory above the inputs, MB (log scale)"),
              "Peak tracked memory against N, log–log: the naive variants hold the N×N scores (exponent ≈ 2), "
              "FlashAttention only its O(N) output beside a fixed scratch (exponent ≈ 1 once the output dominates).");
   if (!rate_pts.empty()) {
