@@ -908,6 +908,38 @@ TEST(HtmlReport, RooflineJsonThatDisagreesWithTheSummariesIsSaid) {
                       "roofline --from DIR</code>."),
             std::string::npos)
       << page.substr(at, 900);
+  // Variants named otherwise than in the summaries (a backtick in one): which are missing cannot be told, so no
+  // "Not on the chart"; the backtick of a name stays a backtick, and the command beside it is still code.
+  for (json& o : roof["ops"])
+    if (o["variant"] == "naive") o["variant"] = "na`ive";
+  spit(d.path / "roofline.json", roof.dump());
+  const std::string renamed = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(renamed.find("Not on the chart"), std::string::npos);
+  EXPECT_EQ(renamed.find("naive softmax"), std::string::npos);
+  // A roofline.json that roofline --from wrote placed the summaries' own ops: nothing to set against them.
+  roof["from"] = "elsewhere/compare.json";
+  for (json& o : roof["ops"])
+    if (o["variant"] == "na`ive") o["variant"] = "naive";
+  spit(d.path / "roofline.json", roof.dump());
+  const std::string from = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(from.find("ran more than 20 % faster or slower"), std::string::npos);
+  EXPECT_EQ(from.find("Not on the chart"), std::string::npos);
+}
+
+// Notes quote commands in backticks, set as code; a backtick in a name read from a file stays one, and does not
+// pair with the command's.
+TEST(HtmlReport, OnlyQuotedCommandsBecomeCode) {
+  TempDir d("backticks");
+  json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  compare["variants"][0]["name"] = "na`ive";
+  compare["variants"][0]["forward_ms"] = {100.0, 190.0, 150.0};  // noisy: a Noisy line and its advice
+  compare["variants"][0].erase("summary");
+  compare["variants"][0].erase("trace");
+  spit(d.path / "compare.json", compare.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Noisy: na`ive took"), std::string::npos);
+  EXPECT_NE(page.find("<code>attnprof profile --counters</code>"), std::string::npos);
+  EXPECT_EQ(page.find("na<code>"), std::string::npos);
 }
 
 TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {

@@ -83,6 +83,7 @@ namespace {
 struct AddressSpaceBudget {
   int64_t limit = -1;       // RLIMIT_AS, -1 when none
   int64_t other = 0;        // mapped outside the tensors when first asked
+  bool other_read = false;  // /proc/self/statm could be read (else other is 0: the budget is the whole limit)
   int64_t bytes = -1;       // limit - other (0 at least), -1 when no limit
 };
 const AddressSpaceBudget& address_space_budget() {
@@ -93,7 +94,10 @@ const AddressSpaceBudget& address_space_budget() {
     int64_t mapped = 0;
     if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
       long pages = 0;
-      if (std::fscanf(f, "%ld", &pages) == 1) mapped = int64_t(pages) * int64_t(sysconf(_SC_PAGESIZE));
+      if (std::fscanf(f, "%ld", &pages) == 1 && pages > 0) {
+        mapped = int64_t(pages) * int64_t(sysconf(_SC_PAGESIZE));
+        a.other_read = true;
+      }
       std::fclose(f);
     }
     a.other = std::max<int64_t>(0, mapped - g_counters.current());
@@ -220,9 +224,10 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
       const CgroupMemoryLimit& cg = process_cgroup_memory_limit();
       const AddressSpaceBudget& as = address_space_budget();
       source = as.bytes >= 0 && as.bytes == budget
-                   ? fmt::format(", what the address-space limit (ulimit -v) of {} leaves beside the {} the process "
-                                 "had mapped outside its tensors",
-                                 binary_size(double(as.limit)), binary_size(double(as.other)))
+                   ? (as.other_read ? fmt::format(", what the address-space limit (ulimit -v) of {} leaves beside the {} "
+                                                "the process had mapped outside its tensors",
+                                                binary_size(double(as.limit)), binary_size(double(as.other)))
+                                  : fmt::format(", the address-space limit (ulimit -v) of {}", binary_size(double(as.limit))))
                : cg.bytes > 0 && cg.bytes == budget
                    ? fmt::format(", the memory limit of this process's cgroup, in {}", cg.file)
                    : std::string(", the machine's physical memory");

@@ -144,22 +144,27 @@ std::string fmt_mb(double mb) {
                                                                  : fmt::format("{:.2f} {}", v, unit);
 }
 
-// Text for a paragraph: escaped, and each `command` the notes quote (as the terminal prints them) set as code,
-// where the backticks pair up; an odd one is left as it is.
+// Text for a paragraph: escaped, and each command the notes quote as the terminal prints them (`attnprof ...`,
+// `ulimit -v`...) set as code: a backtick opens one only before "attnprof " or "ulimit ", and the next backtick
+// closes it, so a backtick inside a name from a file (a variant named na`ive) stays a backtick.
 std::string prose(const std::string& text) {
   const std::string e = html_escape(text);
-  if (std::count(e.begin(), e.end(), '`') % 2 != 0) return e;
   std::string out;
-  bool in_code = false;
-  for (const char c : e) {
-    if (c == '`') {
-      out += in_code ? "</code>" : "<code>";
-      in_code = !in_code;
+  size_t i = 0;
+  while (i < e.size()) {
+    const size_t open = e.find('`', i);
+    if (open == std::string::npos) break;
+    const std::string_view rest = std::string_view(e).substr(open + 1);
+    const size_t close = e.find('`', open + 1);
+    if (close != std::string::npos && (rest.starts_with("attnprof ") || rest.starts_with("ulimit "))) {
+      out += e.substr(i, open - i) + "<code>" + e.substr(open + 1, close - open - 1) + "</code>";
+      i = close + 1;
     } else {
-      out += c;
+      out += e.substr(i, open + 1 - i);
+      i = open + 1;
     }
   }
-  return out;
+  return out + e.substr(std::min(i, e.size()));
 }
 
 class Page {
@@ -1223,22 +1228,43 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
   // roofline.json is a run of its own: where this directory's summaries (compare's run) timed the same op at
   // another speed, the page would show two answers without a word. Named, and the variants it left out.
-  if (in.doc && !points.empty()) {
+  // A roofline.json that `roofline --from` wrote placed the summaries' own ops: nothing to set against them.
+  if (in.doc && !points.empty() && str(*in.doc, "from").empty()) {
     std::vector<std::string> apart, missing;
+    std::set<std::string> summarised;
     for (const VariantData& v : vs) {
       if (!v.summary) continue;
+      summarised.insert(v.name);
       if (!roof_present.count(v.name)) missing.push_back(v.name);
+      // Each op once: rows of one name (grouped by shape) summed, as roofline places an op by its name.
+      std::vector<std::string> order;
+      std::map<std::string, std::pair<double, double>> by_name;  // flops, self ns
       for (const OpRow& r : v.ops) {
         if (is_annotation(r) || r.flops <= 0 || r.self_ns <= 0) continue;
-        const double here = r.flops / r.self_ns;
+        if (!by_name.count(r.name)) order.push_back(r.name);
+        by_name[r.name].first += r.flops;
+        by_name[r.name].second += r.self_ns;
+      }
+      for (const std::string& name : order) {
+        const double here = by_name[name].first / by_name[name].second;
+        const json* point = nullptr;
+        int found = 0;
         for (const json& p : points)
-          if (p["variant"] == v.name && p["op"] == r.name) {
-            const double there = p["gflops"].get<double>();
-            if (there > 1.2 * here || here > 1.2 * there)
-              apart.push_back(fmt::format("{} {} {:.1f} against {:.1f}", v.name, r.name, there, here));
+          if (p["variant"] == v.name && p["op"] == name) {
+            point = &p;
+            ++found;
           }
+        if (found != 1) continue;  // not placed, or placed twice (by shape): no one figure to set against
+        const double there = (*point)["gflops"].get<double>();
+        if (there > 1.2 * here || here > 1.2 * there)
+          apart.push_back(fmt::format("{} {} {:.3g} against {:.3g}", v.name, name, there, here));
       }
     }
+    // Variants the chart draws under names no summary has: the two files name them differently, so which
+    // variants are missing cannot be told.
+    bool same_names = true;
+    for (const std::string& name : roof_present) same_names = same_names && summarised.count(name) > 0;
+    if (!same_names) missing.clear();
     if (!apart.empty()) {
       std::string list;
       for (size_t i = 0; i < apart.size() && i < 6; ++i) list += (i ? "; " : "") + apart[i];
