@@ -969,7 +969,8 @@ TEST(Summary, SelfTimePerStepAndUnevenOps) {
     if (s.name == "matmul") EXPECT_EQ(s.step_self_ns.size(), 3u);
   }
   EXPECT_TRUE(report::uneven_op_notes(ka).empty());
-  for (const auto& row : report::summary_json(r, ka)["rows"])
+  const nlohmann::json with_lone = report::summary_json(r, ka);  // held: a range over a temporary's member dangles
+  for (const auto& row : with_lone["rows"])
     if (row["name"] == "softmax") EXPECT_TRUE(row["self_ns_per_step"].is_null());
   // Rows that multiply with the steps (a new name, or shape, in every step) would need rows × steps cells:
   // past 2^21 no row keeps per-step times (1,500 steps of a name each: 1,501 rows).
