@@ -312,6 +312,11 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
 //   over 1.15x the median); the table's totals and averages include them."
 // The whole forward can stay under the Noisy threshold while one op's time is lifted by one forward.
 inline constexpr double kUnevenShare = 0.05;
+// The rule both apply (and diff's Uneven lines, per side): an op whose mean self time per forward, over at least
+// three forwards, is at least kUnevenShare of the forward's self total and more than kNoisySpread times its median.
+inline bool is_uneven(double mean_ns, double median_ns, double total_ns, double forwards) {
+  return forwards >= 3 && mean_ns > 0 && mean_ns >= kUnevenShare * total_ns && mean_ns > kNoisySpread * median_ns;
+}
 std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka);
 
 // The same for a run read back (diff, the report), which may have been a profile under --schedule.

@@ -168,7 +168,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
         }
         if (per_step) s.step_self_ns.assign(steps.size(), 0.0);
         ka.rows.push_back(std::move(s));
-        outside_steps.push_back(steps.empty());
+        outside_steps.push_back(false);
       }
       group[i] = it->second;
       OpStats& s = ka.rows[it->second];

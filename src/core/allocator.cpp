@@ -220,10 +220,12 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
         live > 0 ? fmt::format(" with {} bytes ({}) already live", live, binary_size(double(live))) : "";
     // Where a default budget comes from: a cgroup's limit is news to most users (the container they are in).
     std::string source;
-    if (g_budget.load() <= 0) {
+    const AddressSpaceBudget& as = address_space_budget();
+    const bool default_budget = g_budget.load() <= 0;
+    const bool from_address_space = default_budget && as.bytes >= 0 && as.bytes == budget;
+    if (default_budget) {
       const CgroupMemoryLimit& cg = process_cgroup_memory_limit();
-      const AddressSpaceBudget& as = address_space_budget();
-      source = as.bytes >= 0 && as.bytes == budget
+      source = from_address_space
                    ? (as.other_read ? fmt::format(", what the address-space limit (ulimit -v) of {} leaves beside the {} "
                                                 "the process had mapped outside its tensors",
                                                 binary_size(double(as.limit)), binary_size(double(as.other)))
@@ -235,8 +237,7 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
     // Under an address-space limit, a larger --memory-budget only moves the failure into the allocation: the
     // limit is what to raise.
     std::string advice(hint);
-    if (const size_t at = advice.find("raise --memory-budget");
-        at != std::string::npos && address_space_budget().bytes == budget && g_budget.load() <= 0)
+    if (const size_t at = advice.find("raise --memory-budget"); at != std::string::npos && from_address_space)
       advice.replace(at, std::strlen("raise --memory-budget"), "raise `ulimit -v`");
     throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}{}){}{}", what,
                                   byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),

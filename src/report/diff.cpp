@@ -578,11 +578,8 @@ std::vector<std::string> uneven_diff_rows(const ProfileDiff& d, int row_limit) {
   for (size_t i = 0; i < shown; ++i) {
     const DiffRow& r = d.rows[i];
     if (r.base_median_ns < 0 || r.new_median_ns < 0 || r.label() == kBetweenOps) continue;
-    auto lifted = [](double mean, double median, double total, double forwards) {
-      return forwards >= 3 && mean >= kUnevenShare * total && mean > 0 && mean > kNoisySpread * median;
-    };
-    const bool base = lifted(r.base_ns, r.base_median_ns, d.base_ns, d.base.forwards),
-               next = lifted(r.new_ns, r.new_median_ns, d.new_ns, d.next.forwards);
+    const bool base = is_uneven(r.base_ns, r.base_median_ns, d.base_ns, d.base.forwards),
+               next = is_uneven(r.new_ns, r.new_median_ns, d.new_ns, d.next.forwards);
     if (!base && !next) continue;
     const double gap = std::abs((r.new_ns - r.base_ns) - (r.new_median_ns - r.base_median_ns));
     found.emplace_back(gap, fmt::format("Uneven: {}'s self time per forward: medians {} -> {} ({}); the means above, "

@@ -136,14 +136,6 @@ constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json
 constexpr int kWidth = 720;
 constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
-// A decimal size for a chart label: "537 MB", "8.39 MB", "18.9 KB" (three significant figures).
-std::string fmt_mb(double mb) {
-  const double v = mb >= 1.0 ? mb : mb >= 1e-3 ? mb * 1e3 : mb * 1e6;
-  const char* unit = mb >= 1.0 ? "MB" : mb >= 1e-3 ? "KB" : "B";
-  return v >= 100 ? fmt::format("{:.0f} {}", v, unit) : v >= 10 ? fmt::format("{:.1f} {}", v, unit)
-                                                                 : fmt::format("{:.2f} {}", v, unit);
-}
-
 // Text for a paragraph: escaped, and each command the notes quote as the terminal prints them (`attnprof ...`,
 // `ulimit -v`...) set as code: a backtick opens one only before "attnprof " or "ulimit ", and the next backtick
 // closes it, so a backtick inside a name from a file (a variant named na`ive) stays a backtick.
@@ -475,7 +467,7 @@ void section_compare(Page& pg, const Input& in) {
     }
     json color = pg.variant_color();
     color["legend"] = nullptr;
-    for (json& b : memory_bars) b["label"] = fmt_mb(b["mb"].get<double>());
+    for (json& b : memory_bars) b["label"] = format_bytes_decimal(b["mb"].get<double>() * 1e6);
     const json y = {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}};
     const json x = {{"field", "mb"}, {"type", "quantitative"},
                     {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 8}}}},
@@ -1096,54 +1088,52 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     lo = std::min(lo, p["intensity"].get<double>());
     hi = std::max(hi, p["intensity"].get<double>());
   }
-  std::vector<std::pair<std::string, double>> ceilings;
-  std::vector<std::string> short_names;  // the same ceilings, as the ridges and the points name them
-  if (m.fp32 > 0) {
-    ceilings.emplace_back(fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", m.fp32),
-                          m.fp32);
-    short_names.push_back("FP32");
-  }
-  if (m.bf16 > 0) {
-    ceilings.emplace_back(
-        fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), m.bf16);
-    short_names.push_back("BF16");
-  }
+  struct Ceiling {
+    std::string label;  // the legend's: "BF16 dot-product peak 795 GFLOP/s"
+    std::string name;   // the ridges' and the points': "BF16"
+    double peak;
+  };
+  std::vector<Ceiling> ceilings;
+  if (m.fp32 > 0)
+    ceilings.push_back({fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", m.fp32),
+                        "FP32", m.fp32});
+  if (m.bf16 > 0)
+    ceilings.push_back(
+        {fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), "BF16",
+         m.bf16});
   if (m.lib_differs()) {
-    ceilings.emplace_back(fmt::format("matmul libraries' FP32 FMA peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_fp32),
-                          m.lib_fp32);
-    short_names.push_back("library FP32");
-    if (m.lib_bf16 > 0) {
-      ceilings.emplace_back(
-          fmt::format("matmul libraries' BF16 dot-product peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_bf16),
-          m.lib_bf16);
-      short_names.push_back("library BF16");
-    }
+    ceilings.push_back({fmt::format("matmul libraries' FP32 FMA peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_fp32),
+                        "library FP32", m.lib_fp32});
+    if (m.lib_bf16 > 0)
+      ceilings.push_back(
+          {fmt::format("matmul libraries' BF16 dot-product peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_bf16),
+           "library BF16", m.lib_bf16});
   }
   // Which ceiling each point is judged against: the one its compute peak is (within 0.5 %), by name.
   for (json& p : points) {
     const double peak = p.value("peak", 0.0);
     std::string name = "?";
-    for (size_t i = 0; i < ceilings.size(); ++i)
-      if (peak > 0 && std::abs(ceilings[i].second - peak) <= 0.005 * peak) {
-        name = short_names[i];
+    for (const Ceiling& c : ceilings)
+      if (peak > 0 && std::abs(c.peak - peak) <= 0.005 * peak) {
+        name = c.name;
         break;
       }
     if (name == "?" && peak > 0) name = fmt::format("{:.0f} GFLOP/s", peak);
     p["ceiling"] = name;
     p["pct"] = p["attainable"].get<double>() > 0 ? 100.0 * p["gflops"].get<double>() / p["attainable"].get<double>() : 0.0;
   }
-  for (const auto& [_, peak] : ceilings) {
-    lo = std::min(lo, peak / m.bw);
-    hi = std::max(hi, peak / m.bw);
+  for (const Ceiling& c : ceilings) {
+    lo = std::min(lo, c.peak / m.bw);
+    hi = std::max(hi, c.peak / m.bw);
   }
   lo /= 2;
   hi *= 2;
   json roof = json::array();
-  for (const auto& [label, peak] : ceilings) {
-    const double ridge = peak / m.bw;
-    const std::string name = fmt::format("{} / {} {:.1f} GB/s", label, m.gpu ? "DRAM" : "bandwidth", m.bw);
+  for (const Ceiling& c : ceilings) {
+    const double ridge = c.peak / m.bw;
+    const std::string name = fmt::format("{} / {} {:.1f} GB/s", c.label, m.gpu ? "DRAM" : "bandwidth", m.bw);
     for (double x : {lo, ridge, hi})
-      roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(peak, x * m.bw)}});
+      roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(c.peak, x * m.bw)}});
   }
   const json x = {{"field", "intensity"}, {"type", "quantitative"},
                   {"scale", {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}}},
@@ -1179,9 +1169,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                  {{"field", "bound"}}}}}}});
   // Each ridge, where a ceiling meets the bandwidth slope: left of it an op at that ceiling is memory-bound.
   json ridges = json::array();
-  for (size_t i = 0; i < ceilings.size(); ++i)
-    ridges.push_back({{"intensity", ceilings[i].second / m.bw},
-                      {"label", fmt::format("{} ridge {:.1f}", short_names[i], ceilings[i].second / m.bw)}});
+  for (const Ceiling& c : ceilings)
+    ridges.push_back({{"intensity", c.peak / m.bw}, {"label", fmt::format("{} ridge {:.1f}", c.name, c.peak / m.bw)}});
   layers.push_back({{"data", {{"values", ridges}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {2, 3}}, {"color", "#999"}}},
                     {"encoding", {{"x", x}}}});
@@ -1189,8 +1178,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
                               {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
                     {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
-  // Last (layers 0-3: ceilings, points, ridges, their labels), from each point up to the roof it is judged against (the bandwidth slope, or its own compute ceiling):
-  // which of the flat lines is its own shows where the line ends, and its length is the gap.
+  // Last (layers 0-3: ceilings, points, ridges, their labels), from each point up to the roof it is judged
+  // against (the bandwidth slope, or its own compute ceiling): which of the flat lines is its own shows where the
+  // line ends, and its length is the gap.
   json drop_y2 = {{"field", "attainable"}};
   layers.push_back({{"data", {{"values", points}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {1, 2}}, {"strokeWidth", 1.2}, {"opacity", 0.8}}},

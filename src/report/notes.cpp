@@ -111,18 +111,17 @@ std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
   if (ka.has_device) return {};
   for (const analysis::OpStats& s : ka.rows) {
     const size_t n = s.step_self_ns.size();
-    if (n < 3 || analysis::is_annotation(s.name, s.category) || !(s.self_ns >= kUnevenShare * ka.self_total_ns) ||
-        s.self_ns <= 0)
-      continue;
+    if (n == 0 || analysis::is_annotation(s.name, s.category)) continue;
     const double med = analysis::median(s.step_self_ns), mean = s.self_ns / double(n);
-    if (!(mean > kNoisySpread * med)) continue;
+    if (!is_uneven(mean, med, ka.self_total_ns / double(n), double(n))) continue;
     const double slowest = *std::max_element(s.step_self_ns.begin(), s.step_self_ns.end());
     const auto over = std::count_if(s.step_self_ns.begin(), s.step_self_ns.end(),
                                     [&](double v) { return v > kNoisySpread * med; });
     found.push_back({(mean - med) * double(n),
                      fmt::format("Uneven: {}'s self CPU per forward: median {}, mean {}, slowest {} ({} of {} forwards "
                                  "over {:.2f}x the median); the table's totals and averages include {}.",
-                                 s.input_shapes.empty() ? s.name : s.name + " " + s.input_shapes, format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
+                                 s.input_shapes.empty() ? s.name : s.name + " " + s.input_shapes,
+                                 format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
                                  kNoisySpread, over == 1 ? "it" : "them")});
   }
   std::stable_sort(found.begin(), found.end(), [](const Uneven& a, const Uneven& b) { return a.excess_ns > b.excess_ns; });
