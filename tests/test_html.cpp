@@ -23,6 +23,7 @@
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
+#include "report/figures.h"
 #include "report/html_run.h"
 
 namespace fs = std::filesystem;
@@ -105,6 +106,63 @@ TEST(HrefForFile, RelativeAndPercentEncoded) {
   EXPECT_EQ(href_for_file("naive.trace.json"), "naive.trace.json");
   EXPECT_EQ(href_for_file("a b\"<&>.json"), "a%20b%22%3C%26%3E.json");
   EXPECT_EQ(href_for_file("javascript:alert(1)"), "javascript%3Aalert%281%29");
+}
+
+TEST(LogTicks, OneTwoFivePerDecade) {
+  using attnprof::report::detail::log_ticks;
+  EXPECT_EQ(log_ticks(0.03, 3.6), (std::vector<double>{0.05, 0.1, 0.2, 0.5, 1, 2}));
+  EXPECT_EQ(log_ticks(1, 1000), (std::vector<double>{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}));
+  // Past four decades, the powers of ten alone.
+  EXPECT_EQ(log_ticks(0.01, 1e4), (std::vector<double>{0.01, 0.1, 1, 10, 100, 1000, 10000}));
+  // Too narrow for two of 1-2-5: every digit.
+  EXPECT_EQ(log_ticks(0.52, 0.95), (std::vector<double>{0.6, 0.7, 0.8, 0.9}));
+  EXPECT_EQ(log_ticks(3, 7), (std::vector<double>{3, 4, 5, 6, 7}));
+  // Exactly the decimal figures, not 0.30000000000000004.
+  for (double t : log_ticks(0.1, 0.9)) EXPECT_EQ(fmt::format("{}", t).size() <= 3, true) << t;
+  EXPECT_TRUE(log_ticks(0, 10).empty());
+  EXPECT_TRUE(log_ticks(5, 5).empty());
+  EXPECT_TRUE(log_ticks(NAN, 5).empty());
+  EXPECT_TRUE(log_ticks(1, INFINITY).empty());
+}
+
+// Every log axis of the page is labelled at 1-2-5 values inside its domain, and its domain holds what is drawn
+// on it (the sweep's y range had been the chart library's round decades, 0.01..10 for points of 0.03..3.6).
+TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
+  const json data = data_block(render_html_report(kFixtures.string(), stub_library()));
+  int axes = 0;
+  for (const json& c : data["charts"]) {
+    const std::string kind = c["kind"];
+    if (kind != "sweep-time" && kind != "sweep-memory" && kind != "roofline" && kind != "compare-memory") continue;
+    const json& layers = c["spec"].contains("layer") ? c["spec"]["layer"] : c["spec"]["spec"]["layer"];
+    const json& enc = layers[0]["encoding"];
+    for (const char* ch : {"x", "y"}) {
+      const json& e = enc[ch];
+      if (!e.contains("scale") || e["scale"]["type"] != "log" || (kind.rfind("sweep", 0) == 0 && std::string(ch) == "x"))
+        continue;
+      ++axes;
+      SCOPED_TRACE(kind + " " + ch);
+      ASSERT_TRUE(e["scale"].contains("domain"));
+      const double lo = e["scale"]["domain"][0], hi = e["scale"]["domain"][1];
+      ASSERT_TRUE(e["axis"].contains("values"));
+      EXPECT_EQ(e["axis"]["values"].get<std::vector<double>>(), attnprof::report::detail::log_ticks(lo, hi));
+      EXPECT_GE(e["axis"]["values"].size(), 2u);
+      // What the first layer draws on this channel lies in the domain, and fills at least a third of it
+      // in log terms (the axis is not far wider than its data).
+      const std::string field = e["field"];
+      const json& values = kind == "compare-memory" ? c["spec"]["data"]["values"] : layers[0]["data"]["values"];
+      double dlo = INFINITY, dhi = 0;
+      for (const json& v : values)
+        if (v.contains(field) && v[field].is_number() && v[field].get<double>() > 0) {
+          dlo = std::min(dlo, v[field].get<double>());
+          dhi = std::max(dhi, v[field].get<double>());
+        }
+      ASSERT_GT(dhi, 0);
+      EXPECT_GE(dlo, lo);
+      EXPECT_LE(dhi, hi);
+      if (kind != "roofline" && kind != "compare-memory") EXPECT_GT(std::log(dhi / dlo), std::log(hi / lo) / 3);
+    }
+  }
+  EXPECT_EQ(axes, 5);  // sweep-time y, sweep-memory y, roofline x and y, compare-memory x
 }
 
 TEST(HtmlReport, FixturesGiveEverySectionAndChart) {

@@ -13,6 +13,11 @@
 
 namespace attnprof::report::detail {
 
+// "3e-2" for (3, -2): a tick value as text with one significant digit, read back exactly by std::stod.
+inline std::string fmt_tick(double mantissa, int exponent) {
+  return std::to_string(static_cast<int>(mantissa)) + "e" + std::to_string(exponent);
+}
+
 inline constexpr double kMaxFigure = 9007199254740992.0;  // 2^53
 
 inline bool figure_in_range(double v) { return std::fabs(v) <= kMaxFigure; }  // false for NaN and inf
@@ -33,6 +38,30 @@ inline std::string first_number_out_of_range(const nlohmann::json& j) {
     }
   }
   return {};
+}
+
+// The labelled values of a log axis over [lo, hi]: 1, 2 and 5 times each power of ten, so that every decade
+// reads alike (a chart library's own choice labels 1, 2, 3, 10, 20 and skips 5 and 50). Ranges of more than
+// four decades keep the powers of ten alone; ranges too narrow to hold two of 1-2-5 take every digit (0.5,
+// 0.6, ...). Empty when the range is not a positive interval.
+inline std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> out;
+  if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi)) return out;
+  const double decades = std::log10(hi / lo);
+  const std::vector<std::vector<double>> sets = {{1}, {1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  size_t pick = decades > 4 ? 0 : 1;
+  for (; pick < sets.size(); ++pick) {
+    out.clear();
+    const int k0 = static_cast<int>(std::floor(std::log10(lo))), k1 = static_cast<int>(std::ceil(std::log10(hi)));
+    for (int k = k0; k <= k1; ++k)
+      for (double m : sets[pick]) {
+        // m * 10^k, rounded to its own digits so that 0.1 * 3 prints as 0.3, not 0.30000000000000004.
+        const double v = std::stod(fmt_tick(m, k));
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
+      }
+    if (out.size() >= 2) break;
+  }
+  return out;
 }
 
 }  // namespace attnprof::report::detail

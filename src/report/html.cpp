@@ -136,6 +136,14 @@ constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json
 constexpr int kWidth = 720;
 constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
+// A log axis over [lo, hi] labelled at 1, 2 and 5 times each power of ten (detail::log_ticks), figures printed
+// as 0.05, 20, 1,000. The scale's domain is left as the caller sets it.
+json log_axis(double lo, double hi) {
+  json axis = {{"format", ",~g"}};
+  if (std::vector<double> ticks = detail::log_ticks(lo, hi); !ticks.empty()) axis["values"] = ticks;
+  return axis;
+}
+
 // Text for a paragraph: escaped, and each command the notes quote as the terminal prints them (`attnprof ...`,
 // `ulimit -v`...) set as code: a backtick opens one only before "attnprof " or "ulimit ", and the next backtick
 // closes it, so a backtick inside a name from a file (a variant named na`ive) stays a backtick.
@@ -471,6 +479,7 @@ void section_compare(Page& pg, const Input& in) {
     const json y = {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}};
     const json x = {{"field", "mb"}, {"type", "quantitative"},
                     {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 8}}}},
+                    {"axis", log_axis(lo_mb / 2, hi_mb * 8)},
                     {"title", "MB per forward (log scale)"}};
     json spec = {{"data", {{"values", memory_bars}}},
                  {"facet", {{"column", {{"field", "measure"}, {"type", "nominal"}, {"title", nullptr},
@@ -883,7 +892,23 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     json layers = json::array();
     const json x0 = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
                      {"title", "sequence length N (log scale)"}};
-    const json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
+    // The y domain is the data's, a quarter wider each way (the fitted lines and their labels included), not a
+    // chart library's round decades, which had drawn 0.01..10 for points from 0.03 to 3.6.
+    double lo = INFINITY, hi = 0;
+    for (const json* set : {&pts, &fit})
+      for (const json& p : *set)
+        for (const char* key : {"y", "label_y"})
+          if (const json* v = member(p, {key}); v && v->is_number() && v->get<double>() > 0) {
+            lo = std::min(lo, v->get<double>());
+            hi = std::max(hi, v->get<double>());
+          }
+    json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
+    if (hi > 0) {
+      lo /= 1.25;
+      hi *= hi > lo ? 1.25 : 2;
+      y["scale"] = {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}};
+      y["axis"] = log_axis(lo, hi);
+    }
     std::set<std::string> present;
     for (const json& p : pts) present.insert(p["variant"].get<std::string>());
     json color = pg.variant_color(present);
@@ -929,6 +954,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     for (json& layer : spec["layer"]) {
       json& y = layer["encoding"]["y"];
       y["scale"] = {{"type", "linear"}, {"zero", true}};
+      y.erase("axis");
       y["title"] = fmt::format("attention {} (linear scale)", rate_unit);
     }
     // Each variant's points joined in N order, so its curve reads at a glance.
@@ -1137,9 +1163,24 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   }
   const json x = {{"field", "intensity"}, {"type", "quantitative"},
                   {"scale", {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}}},
+                  {"axis", log_axis(lo, hi)},
                   {"title", "arithmetic intensity, FLOP per byte (log scale)"}};
-  const json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
-                  {"title", "GFLOP/s (log scale)"}};
+  // The y range: the roofs from the left edge up, and every point; labelled as the x axis is.
+  double y_lo = INFINITY, y_hi = 0;
+  for (const json* set : {&roof, &points})
+    for (const json& p : *set)
+      if (const double g = p["gflops"].get<double>(); g > 0) {
+        y_lo = std::min(y_lo, g);
+        y_hi = std::max(y_hi, g);
+      }
+  json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
+            {"title", "GFLOP/s (log scale)"}};
+  if (y_hi > 0) {
+    y_lo /= 1.5;  // the rings are large: the lowest stays clear of the axis
+    y_hi *= 1.25;
+    y["scale"] = {{"type", "log"}, {"domain", {y_lo, y_hi}}, {"nice", false}};
+    y["axis"] = log_axis(y_lo, y_hi);
+  }
   json layers = json::array();
   layers.push_back({{"data", {{"values", roof}}},
                     {"mark", {{"type", "line"}, {"color", "#555"}, {"strokeWidth", 2}}},
