@@ -144,6 +144,26 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
                      "CPU, so its time is the machine's as much as the code's.");
   EXPECT_EQ(busy[1], "Re-run on an idle machine (or with fewer --threads, which leaves the other work a CPU) before "
                      "comparing it.");
+  // More than three subjects that shared the CPUs: one line names them all, each with its figure.
+  const std::vector<std::string> many = report::timing_notes(
+      {{"naive at N=128", {1.0}, CpuSharing{1.04, 2, 2}}, {"naive at N=256", {1.0}, CpuSharing{1.8, 2, 2}},
+       {"flash at N=128", {1.0}, CpuSharing{1.2, 2, 2}}, {"flash at N=256", {1.0}, CpuSharing{0.1, 2, 2}},
+       {"flash at N=512", {1.0}, CpuSharing{1.5, 2, 2}}},
+      "");
+  ASSERT_EQ(many.size(), 2u);
+  EXPECT_EQ(many[0], "Busy: other work used 1.0 to 1.8 of 2 CPUs while 4 of the 5 timed here ran on 2 threads: "
+                     "naive at N=128 (1.0), naive at N=256 (1.8), flash at N=128 (1.2), flash at N=512 (1.5): their "
+                     "forwards waited for a CPU, so their times are the machine's as much as the code's.");
+  EXPECT_EQ(many[1], "Re-run on an idle machine (or with fewer --threads, which leaves the other work a CPU) before "
+                     "comparing them.");
+  // Thread counts that differ go with each subject.
+  const std::vector<std::string> mixed = report::timing_notes(
+      {{"a", {1.0}, CpuSharing{1.6, 2, 1}}, {"b", {1.0}, CpuSharing{1.6, 2, 1}}, {"c", {1.0}, CpuSharing{1.2, 2, 2}},
+       {"d", {1.0}, CpuSharing{1.6, 2, 1}}},
+      "");
+  EXPECT_EQ(mixed[0], "Busy: other work used 1.2 to 1.6 of 2 CPUs while 4 of the 4 timed here ran: a (1.6, 1 thread), "
+                      "b (1.6, 1 thread), c (1.2, 2 threads), d (1.6, 1 thread): their forwards waited for a CPU, so "
+                      "their times are the machine's as much as the code's.");
   // Busy and noisy together: both blocks, the machine's note only with the noisy one.
   const std::vector<std::string> both = report::timing_notes(
       {{"a", {1.0, 1.0}, CpuSharing{1.6, 2, 1}}, {"b", {1.0, 3.0}, std::nullopt}}, "a VM note");

@@ -12,6 +12,9 @@
 
 namespace attnprof::report {
 
+// Up to this many subjects that shared the CPUs get a Busy line each; more share one line.
+constexpr int kBusyLinesEach = 3;
+
 double forward_spread(const std::vector<double>& forward_ms) {
   if (forward_ms.empty()) return 0.0;
   const auto [lo, hi] = std::minmax_element(forward_ms.begin(), forward_ms.end());
@@ -43,16 +46,48 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
                                       std::string_view more_forwards) {
   std::vector<std::string> lines;
   // Forwards that shared the CPUs: consistently slow, so no spread gives them away.
-  int busy = 0;
+  std::vector<const Timings*> shared;
   bool threaded = false;
-  for (const Timings& t : timings) {
-    if (!t.sharing || !t.sharing->shared()) continue;
-    const analysis::CpuSharing& s = *t.sharing;
-    ++busy;
-    threaded = threaded || s.threads > 1;
-    lines.push_back(fmt::format("Busy: other work used {:.1f} of {} CPUs while {} ran on {} thread{}: its forwards "
-                                "waited for a CPU, so its time is the machine's as much as the code's.",
-                                s.other_cpus, s.cpus, t.subject, s.threads, s.threads == 1 ? "" : "s"));
+  for (const Timings& t : timings)
+    if (t.sharing && t.sharing->shared()) {
+      shared.push_back(&t);
+      threaded = threaded || t.sharing->threads > 1;
+    }
+  const int busy = static_cast<int>(shared.size());
+  const auto threads_text = [](int n) { return fmt::format("{} thread{}", n, n == 1 ? "" : "s"); };
+  if (busy <= kBusyLinesEach) {
+    for (const Timings* t : shared) {
+      const analysis::CpuSharing& s = *t->sharing;
+      lines.push_back(fmt::format("Busy: other work used {:.1f} of {} CPUs while {} ran on {}: its forwards waited "
+                                  "for a CPU, so its time is the machine's as much as the code's.",
+                                  s.other_cpus, s.cpus, t->subject, threads_text(s.threads)));
+    }
+  } else {
+    // A loaded machine marks most subjects of a sweep or a comparison alike: one line names them all, each with
+    // its own figure, where a line apiece had repeated the same sentence down the page.
+    double lo = INFINITY, hi = 0;
+    bool same_cpus = true, same_threads = true;
+    for (const Timings* t : shared) {
+      lo = std::min(lo, t->sharing->other_cpus);
+      hi = std::max(hi, t->sharing->other_cpus);
+      same_cpus = same_cpus && t->sharing->cpus == shared[0]->sharing->cpus;
+      same_threads = same_threads && t->sharing->threads == shared[0]->sharing->threads;
+    }
+    std::vector<std::string> each;
+    for (const Timings* t : shared) {
+      const analysis::CpuSharing& s = *t->sharing;
+      each.push_back(fmt::format("{} ({:.1f}{}{})", t->subject, s.other_cpus,
+                                 same_cpus ? "" : fmt::format(" of {} CPUs", s.cpus),
+                                 same_threads ? "" : ", " + threads_text(s.threads)));
+    }
+    const std::string range = std::round(lo * 10) == std::round(hi * 10) ? fmt::format("{:.1f}", lo)
+                                                                          : fmt::format("{:.1f} to {:.1f}", lo, hi);
+    lines.push_back(fmt::format("Busy: other work used {}{} CPUs while {} of the {} timed here ran{}: {}: their forwards waited for "
+                                "a CPU, so their times are the machine's as much as the code's.",
+                                range, same_cpus ? fmt::format(" of {}", shared[0]->sharing->cpus) : "", busy,
+                                timings.size(),
+                                same_threads ? " on " + threads_text(shared[0]->sharing->threads) : "",
+                                fmt::join(each, ", ")));
   }
   if (busy > 0)
     lines.push_back(fmt::format("Re-run on an idle machine{} before comparing {}.",
