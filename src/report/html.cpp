@@ -194,9 +194,11 @@ class Page {
     return {{"field", field},
             {"type", "nominal"},
             {"title", title},
+            // The first sixteen (a run's ops rarely number more) keep apart: each mid tone after the tenth
+            // differs in lightness from the pale shade of its hue (purple from lavender, magenta from pink).
             {"scale", {{"range", {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
-                                  "#c7c7c7", "#dbdb8d", "#9edae5", "#8dd3c7", "#bebada", "#fdb462", "#b3de69",
-                                  "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#80b1d3", "#d9d9d9"}},
+                                  "#c7c7c7", "#dbdb8d", "#9edae5", "#66c2a5", "#bc80bd", "#ffed6f", "#e78ac3",
+                                  "#80b1d3", "#b3de69", "#e5c494", "#8dd3c7", "#fdb462", "#d9d9d9"}},
                        {"domain", op_domain_}}},
             {"legend", std::move(legend)}};
   }
