@@ -113,7 +113,7 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
     EXPECT_NE(msg.find("(its N×N scores) needs " + std::to_string(need) + " bytes"), std::string::npos) << msg;
     EXPECT_TRUE(msg.ends_with("over the memory budget of " + std::to_string(memory_budget()) + " bytes (" +
                               binary_size(double(memory_budget())) +
-                              "); flash and sdpa-flash need no N×N buffer: try one of them"))
+                              "); raise --memory-budget, or try flash or sdpa-flash, which need no N×N buffer"))
         << msg;
   }
   // flash needs no N×N buffer and still runs under the same budget.

@@ -312,7 +312,7 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
       if (!ec) file_bytes += double(n);
     }
     check_memory_budget(file_bytes, fmt::format("reading the input files {}, {}, {}", o.q_path, o.k_path, o.v_path),
-                        "raise --memory-budget, or pass smaller files");
+                        "pass smaller files");
     in.q = with_option("--q", [&] { return npy::load(o.q_path); });
     in.k = with_option("--k", [&] { return npy::load(o.k_path); });
     in.v = with_option("--v", [&] { return npy::load(o.v_path); });

@@ -55,8 +55,10 @@ CgroupMemoryLimit cgroup_memory_limit(std::string_view proc_self_cgroup, const s
 const CgroupMemoryLimit& process_cgroup_memory_limit();
 // The soft address-space limit (RLIMIT_AS, what `ulimit -v` sets) in bytes; -1 when there is none.
 int64_t address_space_limit_bytes();
-// Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request, `hint`
-// (optional) says what to do instead and ends the message. `bytes` is a double so that callers estimate
+// Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request. The message
+// ends with what to raise, chosen from where the budget came ("raise --memory-budget", or "raise `ulimit -v`"
+// where the default budget is what an address-space limit leaves), then ", or " and `hint`, the caller's
+// alternative (optional: "run a smaller --shape"). `bytes` is a double so that callers estimate
 // sizes in floating point (exact to 2^53 bytes) and an absurd shape is refused with its true size, never
 // wrapped round to a negative or small integer.
 void check_memory_budget(double bytes, std::string_view what, std::string_view hint = {});

@@ -143,9 +143,9 @@ void check_flash_fits(const AttnProblem& p, std::string_view what);
 
 // What a refusal over the memory budget suggests for the paths that hold N×N scores (naive, inplace,
 // sdpa-math): one sentence, the same from the library and the command line.
-inline constexpr const char* kNoScoresHint = "flash and sdpa-flash need no N×N buffer: try one of them";
+inline constexpr const char* kNoScoresHint = "try flash or sdpa-flash, which need no N×N buffer";
 // ... and for everything else over it (the inputs, their reference, flash's output).
-inline constexpr const char* kSmallerShapeHint = "raise --memory-budget, or run a smaller --shape";
+inline constexpr const char* kSmallerShapeHint = "run a smaller --shape";
 
 // --- the registry ------------------------------------------------------------------------------------
 class Runner {

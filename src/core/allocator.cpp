@@ -234,14 +234,13 @@ void check_memory_budget(double bytes, std::string_view what, std::string_view h
                    ? fmt::format(", the memory limit of this process's cgroup, in {}", cg.file)
                    : std::string(", the machine's physical memory");
     }
-    // Under an address-space limit, a larger --memory-budget only moves the failure into the allocation: the
-    // limit is what to raise.
-    std::string advice(hint);
-    if (const size_t at = advice.find("raise --memory-budget"); at != std::string::npos && from_address_space)
-      advice.replace(at, std::strlen("raise --memory-budget"), "raise `ulimit -v`");
-    throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}{}){}{}", what,
+    // What to raise, from where the budget came: under an address-space limit a larger --memory-budget only
+    // moves the failure into the allocation, so the limit is what to raise. Then the caller's alternative.
+    const std::string advice = fmt::format("{}{}{}", from_address_space ? "raise `ulimit -v`" : "raise --memory-budget",
+                                           hint.empty() ? "" : ", or ", hint);
+    throw OutOfBudget(fmt::format("{} needs {} bytes ({}){}, over the memory budget of {} bytes ({}{}); {}", what,
                                   byte_count(bytes), binary_size(bytes), with_live, budget, binary_size(double(budget)),
-                                  source, advice.empty() ? "" : "; ", advice));
+                                  source, advice));
   }
 }
 

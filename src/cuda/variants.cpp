@@ -86,8 +86,8 @@ void check_device_budget(double bytes, const std::string& what) {
   ATTNPROF_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const int64_t avail = int64_t(free_b) + (device_reserved_bytes() - device_memory_stats().current_bytes);
   if (!(bytes <= double(avail)))
-    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}) of device memory, {} free; flash and sdpa-cudnn need no "
-                                  "N×N buffer: try one of them",
+    throw OutOfBudget(fmt::format("{} needs {:.0f} bytes ({}) of device memory, {} free; try flash or sdpa-cudnn, "
+                                  "which need no N×N buffer",
                                   what, bytes, binary_size(bytes), binary_size(double(avail))));
 }
 
