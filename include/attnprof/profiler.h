@@ -348,6 +348,9 @@ class Profiler {
   void enter_step();
   void leave_step();
   void make_room();  // between steps: buffers grow there, each on its own thread, not inside the next step's ops
+  static constexpr int64_t kMaxStepsBetweenRooms = 64;
+  int64_t steps_until_room_ = 0;  // steps until the workers' buffers are next looked at (make_room)
+  int64_t steps_since_room_ = 0;
 
   ProfilerOptions opts_;
   int step_ = 0;

@@ -158,22 +158,25 @@ void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept {
   }
 }
 
-void grow_ahead(ThreadBuffer* b) noexcept {
-  auto room = [](auto& v, size_t& last) {
+int64_t grow_ahead(ThreadBuffer* b, int64_t steps) noexcept {
+  steps = std::max<int64_t>(steps, 1);
+  auto room = [steps](auto& v, size_t& last) {
     const size_t used = v.size() > last ? v.size() - last : 0;
     last = v.size();
-    if (v.capacity() - v.size() >= 2 * used) return;
-    // Refused pages are left to the next event that needs them, which counts itself dropped if it cannot grow.
-    try {
-      v.reserve(std::max(2 * v.capacity(), v.size() + 4 * used));
-    } catch (const std::bad_alloc&) {
-      return;
+    if (v.capacity() - v.size() < 2 * used) {
+      // Refused pages are left to the next event that needs them, which counts itself dropped if it cannot grow.
+      try {
+        v.reserve(std::max(2 * v.capacity(), v.size() + 4 * used));
+        populate_capacity(v);
+      } catch (const std::bad_alloc&) {
+      }
     }
-    populate_capacity(v);
+    const int64_t per_step = std::max<int64_t>(int64_t((used + size_t(steps) - 1) / size_t(steps)), kIdleEventsPerStep);
+    return int64_t(v.capacity() - v.size()) / per_step;
   };
-  room(b->zones, b->room_zones);
-  room(b->mem, b->room_mem);
-  room(b->work, b->room_work);
+  const int64_t zones = room(b->zones, b->room_zones), mem = room(b->mem, b->room_mem),
+                work = room(b->work, b->room_work);
+  return std::min({zones, mem, work});
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {

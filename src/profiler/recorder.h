@@ -57,8 +57,11 @@ extern std::atomic<bool> g_counters;
 std::vector<ThreadBuffer*> all_buffers();
 
 // Between steps, on the thread that owns `b`: grows each of its vectors, and maps the growth in, to hold at least
-// two more steps like the last one (the events recorded since the last call; none after a truncation).
-void grow_ahead(ThreadBuffer* b) noexcept;
+// twice what was recorded since the last call, `steps` steps ago (none after a truncation). Returns how many more
+// steps each vector now holds at the rate of those steps, the least of them, counting a vector that recorded
+// fewer than kIdleEventsPerStep events a step at that rate (a worker idle so far may not stay so).
+inline constexpr int64_t kIdleEventsPerStep = 16;
+int64_t grow_ahead(ThreadBuffer* b, int64_t steps = 1) noexcept;
 
 // Maps in, as if written, the whole pages of [p, p + bytes). An event buffer's pages are otherwise first touched
 // when an event lands on them, inside whichever zone is open: each such fault (about 10 us on a ballooned VM,

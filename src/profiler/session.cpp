@@ -176,6 +176,7 @@ void Profiler::start() {
   detail::g_counters.store(collected_.counters_recorded);
   running_ = true;
   step_ = 0;
+  steps_until_room_ = steps_since_room_ = 0;  // the first step's end looks at every worker's buffer
   enter_step();
 }
 
@@ -213,16 +214,25 @@ void Profiler::leave_step() {
 // (where the ops' zones are) first; then each thread of the OpenMP team grows its own (its work shares: about 5
 // per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards). A buffer is only
 // ever touched by its own thread here: the workers are idle between steps, but a thread outside the team may not
-// be. One OpenMP region per step, outside every step's ops: about 4 µs of wall time on 2 threads
-// (BM_Profiler_Step; docs/performance.md).
+// be. That takes an OpenMP region, about 4 µs of wall time on 2 threads (BM_Profiler_Step; docs/performance.md),
+// outside every step's ops: it runs only when a worker's buffer may next need room, after half the steps the
+// least of them has room for at its rate so far (at most kMaxStepsBetweenRooms), and around every change of phase
+// (a step that starts or stops recording: its rate is not the last one's).
 void Profiler::make_room() {
   detail::ThreadBuffer* self = detail::thread_buffer();
   detail::grow_ahead(self);
-#pragma omp parallel
+  ++steps_since_room_;
+  const bool phase_change = phase_of(step_ + 1) != phase_of(step_) || (step_ > 0 && phase_of(step_ - 1) != phase_of(step_));
+  if (--steps_until_room_ > 0 && !phase_change) return;
+  const int64_t steps = steps_since_room_;
+  int64_t spare = 2 * kMaxStepsBetweenRooms;
+#pragma omp parallel reduction(min : spare)
   {
     detail::ThreadBuffer* b = detail::thread_buffer();
-    if (b != self) detail::grow_ahead(b);
+    if (b != self) spare = std::min(spare, detail::grow_ahead(b, steps));
   }
+  steps_since_room_ = 0;
+  steps_until_room_ = std::clamp<int64_t>(spare / 2, 1, kMaxStepsBetweenRooms);
 }
 
 void Profiler::step() {
