@@ -268,6 +268,70 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   std::filesystem::remove_all(dir);
 }
 
+// A bf16 dot-product peak measured under the fp32 FMA peak (which no CPU with vdpbf16ps runs) is measured again,
+// each figure keeping its larger reading; still under it, a note says so. A cached entry like that is re-measured.
+TEST(MachinePeaks, ABf16PeakUnderTheFp32PeakIsMeasuredAgain) {
+  const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_bf16";
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  int calls = 0;
+  bool stays_low = false;
+  const detail::PeakMeasurement measure = [&](int, Isa) {
+    ++calls;
+    MachinePeaks m;
+    const bool low = calls == 1 || stays_low;
+    m.fp32_gflops = calls == 1 ? 210.0 : 200.0;
+    m.bf16_gflops = low ? 180.0 : 420.0;
+    m.bandwidth_gbs = calls == 1 ? 30.0 : 35.0;
+    m.sgemm_gflops = 90.0;
+    m.library_isa = isa_name(available_isas().back());
+    m.library_fp32_gflops = m.fp32_gflops;
+    m.library_bf16_gflops = m.bf16_gflops;
+    return m;
+  };
+  const detail::OtherWorkProbe idle{[] { return 0.0; }, [](double) { return 0.0; }};
+  std::vector<std::string> notes;
+  MachinePeaks m = detail::machine_peaks(1, true, measure, &notes, &idle);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(m.fp32_gflops, 210.0);  // the larger of 210 and 200
+  EXPECT_EQ(m.bf16_gflops, 420.0);
+  EXPECT_EQ(m.bandwidth_gbs, 35.0);
+  for (const std::string& n : notes) EXPECT_EQ(n.find("bf16 dot-product peak"), std::string::npos) << n;
+  // Low both times: kept as measured, with a note.
+  calls = 0;
+  stays_low = true;
+  notes.clear();
+  m = detail::machine_peaks(1, true, measure, &notes, &idle);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(m.bf16_gflops, 180.0);
+  std::string all;
+  for (const std::string& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("the bf16 dot-product peak measured below the fp32 FMA peak twice (bf16 180.0 against fp32 "
+                     "210.0 GFLOP/s)"),
+            std::string::npos)
+      << all;
+  // That entry is now in the cache: the next run does not take it, and measures again.
+  calls = 0;
+  stays_low = false;
+  notes.clear();
+  m = detail::machine_peaks(1, false, measure, &notes, &idle);
+  EXPECT_EQ(calls, 2);  // the first reading is low again (calls == 1), the second not
+  EXPECT_EQ(m.bf16_gflops, 420.0);
+  all.clear();
+  for (const std::string& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("the cached machine peaks have a bf16 dot-product peak below the fp32 FMA peak (180.0 against "
+                     "210.0 GFLOP/s), a disturbed measurement; measuring them again"),
+            std::string::npos)
+      << all;
+  // A sound entry is taken from the cache.
+  calls = 0;
+  m = detail::machine_peaks(1, false, measure, &notes, &idle);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(m.bf16_gflops, 420.0);
+  std::filesystem::remove_all(dir);
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
 // A libraries' peak measured below the dispatched ISA's (the machine disturbed it: the best ISA also runs the
 // dispatched one's code) is taken as no lower, with a note; one above it is kept as measured.
 TEST(MachinePeaks, TheLibrariesPeakIsNeverBelowTheDispatchedIsas) {
@@ -303,7 +367,7 @@ TEST(MachinePeaks, TheLibrariesPeakIsNeverBelowTheDispatchedIsas) {
 // time (fp32 101, 102, ...): every case says whether the cached entry was used or the machine measured again.
 TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   // The library peaks every entry of the current version has, for the entries written by hand below.
-  const std::string kLibrary = R"("library_isa": "avx512", "library_fp32_gflops": 7, "library_bf16_gflops": 1, )";
+  const std::string kLibrary = R"("library_isa": "avx512", "library_fp32_gflops": 7, "library_bf16_gflops": 14, )";
   const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_cache";
   std::filesystem::remove_all(dir);
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
@@ -381,7 +445,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
                           R"("threads": 1e300, "fp32_gflops": 7)"}) {
     {
       std::ofstream(file) << R"({"version": 4, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
-                          << R"(", "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << kLibrary << bad
+                          << R"(", "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << kLibrary << bad
                           << "}]}";
     }
     notes.clear();
@@ -399,7 +463,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
       std::ofstream out(file);
       out << R"({"version": 4, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
           << R"(", )" << kLibrary
-          << R"("threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
+          << R"("threads": 1, "fp32_gflops": 7, "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
       if (!sig.empty()) out << R"(, "cpu_signature": ")" << sig << '"';
       out << "}]}";
     }
@@ -419,7 +483,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   // cache corrupt: the note names the figure and the bounds, and the peaks are measured again. At the bounds,
   // and with bf16 0 (no AVX512-BF16), the entry is read as cached.
   const nlohmann::json plausible = {{"cpu", a.cpu},           {"isa", a.isa},         {"threads", 1},
-                                    {"fp32_gflops", 7},       {"bf16_gflops", 1},     {"bandwidth_gbs", 1},
+                                    {"fp32_gflops", 7},       {"bf16_gflops", 14},     {"bandwidth_gbs", 1},
                                     {"sgemm_gflops", 1},      {"cpu_signature", signature},
                                     {"library_isa", "avx512"}, {"library_fp32_gflops", 70},
                                     {"library_bf16_gflops", 140}};
@@ -487,7 +551,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   // is still busy. The probe says which: idle here, then busy.
   auto write_entry = [&](const std::string& busy_fields) {
     std::ofstream(file) << R"({"version": 4, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
-                        << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
+                        << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
                         << kLibrary << busy_fields << R"(, "cpu_signature": ")" << signature << R"("}]})";
   };
   write_entry(R"("load_average": 1000, "other_cpus": 0)");
@@ -533,7 +597,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     {
       std::ofstream(file) << R"({"version": )" << version << R"(, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")"
                           << a.isa
-                          << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 1, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
+                          << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
                           << (version == 3 ? kLibrary : "") << R"("cpu_signature": ")" << signature << R"("}]})";
     }
     notes.clear();
