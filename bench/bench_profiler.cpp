@@ -3,7 +3,7 @@
 //   BM_Zone_RuntimeOff       ns per zone when the library has zones compiled in but nothing records
 //   BM_Zone_CompiledOut      the same loop with the macros compiled out (ATTNPROF_PROFILER_ENABLED=0)
 //   BM_Loop_Empty            the bare loop, for reference
-//   BM_Profiler_Step         time per Profiler::step() between forwards (buffers grown ahead, one OpenMP region)
+//   BM_Profiler_Step         time per Profiler::step() between forwards (buffers grown ahead; the workers' in an OpenMP region when one may need room)
 //   BM_TraceExport*          events per second for Chrome trace export (target >= 1 M events/s)
 //   BM_ProfilingOverhead     a variant at the blog's shape [8,16,1024,64] bf16 causal, timed with and without
 //                            the profiler recording; counter `ratio` = profiled / unprofiled (target < 1.02)
