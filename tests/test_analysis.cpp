@@ -427,6 +427,12 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   nlohmann::json bad = again;
   bad["from_cache"] = "yes";
   EXPECT_THROW(machine_peaks_from_json(bad), Error);
+  // Every text printed from it: an escape sequence in a hand-edited cache or compare.json never reaches the terminal.
+  for (const char* key : {"cpu", "cpu_signature", "isa", "library_isa", "measured_at"}) {
+    bad = again;
+    bad[key] = "2026\x1b[2J";
+    EXPECT_THROW(machine_peaks_from_json(bad), Error) << key;
+  }
   EXPECT_EQ(call(/*force=*/true), std::make_pair(102.0, true)) << "--remeasure measures";
   EXPECT_EQ(call(), std::make_pair(102.0, false)) << "and replaces the entry";
   EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string()))["entries"].size(), 1u);

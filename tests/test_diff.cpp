@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -452,7 +453,11 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   // An error or a time no measurement gives: a negative max error, a positive time under the clock's 1 ns.
   bad = naive_summary();
   bad["run"]["max_abs_err"] = -1;
-  expect_error(bad, "field 'max_abs_err' is -1, out of range");
+  expect_error(bad, "field 'max_abs_err' is -1, not a non-negative number");
+  // An error of any finite size is one a run writes: the data sets its scale (values of 1e24, errors of 1e17).
+  json big = naive_summary();
+  big["run"]["max_abs_err"] = 2.16e17;
+  EXPECT_EQ(report::diff_summaries(big, naive_summary(), "a.summary.json").base.max_abs_err, 2.16e17);
   bad = naive_summary();
   bad["run"]["ms_per_forward"] = 1e-300;
   expect_error(bad, "field 'ms_per_forward' is 1e-300 ms, under the profiler's 1 ns resolution");
@@ -620,8 +625,8 @@ TEST(Diff, CompareRunsVariantByVariant) {
   bad["variants"][0]["name"] = "na\nive";
   refused(bad, "holds a control character (byte 0x0a)");
   bad = base;
-  bad["threads"] = 1e300;  // not a thread count: left out of the label, not converted to int
-  EXPECT_EQ(report::diff_compare_runs(bad, next).base_label, "P on Test CPU");
+  bad["threads"] = 1e300;  // not a thread count: refused (CompareRunsRefuseSettingsNoRunWrites), never converted
+  refused(bad, "field 'threads' is 1e+300, not a whole number from 1 to 65536");
 }
 
 // A speed-up between runs whose forwards spread is marked: the difference may be the machine's.
@@ -716,15 +721,24 @@ TEST(Diff, CompareRunsRefuseFiguresNoRunWrites) {
   const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
   auto error_of = [&](const json& c) { return compare_error(good, c); };
   for (const char* key : {"gflops", "pct_peak", "peak_total_bytes", "bytes", "bound_ms", "floor_ms",
-                          "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards"}) {
+                          "floor_memory_share", "nmse", "tolerance_used", "warmup_forwards", "max_abs_err"}) {
+    // Errors against the reference are as large as the data makes them: any finite size, not negative.
+    const bool error_figure = std::string(key) == "nmse" || std::string(key) == "tolerance_used" ||
+                              std::string(key) == "max_abs_err";
     json c = good;
     c["variants"][0][key] = -5;
-    EXPECT_EQ(error_of(c), fmt::format("b/compare.json variant 'naive': field '{}' is -5, out of range (expected a "
-                                       "non-negative number up to 2^53)", key));
+    EXPECT_EQ(error_of(c), error_figure
+                               ? fmt::format("b/compare.json variant 'naive': field '{}' is -5, not a non-negative "
+                                             "number", key)
+                               : fmt::format("b/compare.json variant 'naive': field '{}' is -5, out of range (expected "
+                                             "a non-negative number up to 2^53)", key));
     c["variants"][0][key] = "x";
     EXPECT_EQ(error_of(c), fmt::format("b/compare.json variant 'naive': field '{}' is not a number", key));
     c["variants"][0][key] = 1e300;
-    EXPECT_NE(error_of(c).find(fmt::format("field '{}' is 1e+300, out of range", key)), std::string::npos);
+    if (error_figure)
+      EXPECT_EQ(error_of(c), "accepted") << key;
+    else
+      EXPECT_NE(error_of(c).find(fmt::format("field '{}' is 1e+300, out of range", key)), std::string::npos);
     for (const json ok : {json(nullptr), json(0.0), json(0.5)}) {
       c["variants"][0][key] = ok;
       EXPECT_EQ(error_of(c), "accepted") << key << " " << ok.dump();
@@ -767,7 +781,38 @@ TEST(Diff, CompareRunsRefuseControlCharactersInWhatDiffPrints) {
   c = good;
   c["machine"] = {{"cpu", "Xeon\x1b]0;owned\x07"}};
   EXPECT_THROW(report::check_compare_json(c, "b/compare.json"), Error);
+  // Every machine text roofline --from and the report print, the peaks' date and the VM's memory note among them.
+  for (const char* key : {"measured_at", "memory_reclaim", "library_isa", "isa", "bf16_matmul"}) {
+    c["machine"] = {{"cpu", "Xeon"}, {key, "x\x1b[2J"}};
+    EXPECT_THROW(report::check_compare_json(c, "b/compare.json"), Error) << key;
+  }
   c["machine"] = {{"cpu", "Xeon"}};
+  EXPECT_NO_THROW(report::check_compare_json(c, "b/compare.json"));
+}
+
+// The run's settings are whole counts in range and a dtype attnprof runs: roofline --from copies them into
+// roofline.json, and the readers print them ("1e300 recorded forwards each").
+TEST(Diff, CompareRunsRefuseSettingsNoRunWrites) {
+  const json good = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  EXPECT_NO_THROW(report::check_compare_json(good, "b/compare.json"));
+  for (const auto& [key, value, message] :
+       {std::tuple<const char*, json, const char*>{"threads", -1, "field 'threads' is -1, not a whole number from 1 to 65536"},
+        {"threads", 2.5, "field 'threads' is 2.5, not a whole number from 1 to 65536"},
+        {"iters", 1e300, "field 'iters' is 1e+300, not a whole number from 1 to 1e+09"},
+        {"warmup", "x", "field 'warmup' is \"x\", not a whole number from 0 to 1e+09"},
+        {"dtype", "x", "field 'dtype' is \"x\", none of fp32, bf16, fp16"},
+        {"dtype", 3, "field 'dtype' is 3, none of fp32, bf16, fp16"}}) {
+    json c = good;
+    c[key] = value;
+    try {
+      report::check_compare_json(c, "b/compare.json");
+      ADD_FAILURE() << key << " " << value.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("b/compare.json: ") + message);
+    }
+  }
+  json c = good;
+  c.update({{"threads", 2}, {"iters", 3}, {"warmup", 0}, {"dtype", "fp16"}});
   EXPECT_NO_THROW(report::check_compare_json(c, "b/compare.json"));
 }
 

@@ -810,6 +810,57 @@ TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
   }
 }
 
+// What attnprof itself writes past 2^53 is read back: errors whose scale is the data's (values of 1e24 give a max
+// error of 3e17 inside the tolerance) and the cost model of a row too large to run (1.4e17 bytes).
+TEST(HtmlReport, LargeErrorsAndTheCostsOfSkippedRowsAreFiguresAttnprofWrites) {
+  TempDir d("large-figures");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  compare["variants"][0]["max_abs_err"] = 3.22e17;
+  compare["variants"][0]["nmse"] = 1e20;
+  compare["variants"][1]["status"] = "skipped";
+  compare["variants"][1]["ms"] = nullptr;
+  compare["variants"][1]["note"] = "over the memory budget";
+  compare["variants"][1]["bytes"] = 1.377e17;
+  compare["attention_flops"] = 1.62e16;
+  spit(d.path / "compare.json", compare.dump());
+  json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
+  naive["run"]["max_abs_err"] = 2.16e17;
+  spit(d.path / "naive.summary.json", naive.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(page.find("not a file attnprof wrote"), std::string::npos);
+  EXPECT_NE(page.find("3.22e+17"), std::string::npos);
+  EXPECT_TRUE(chart_variants(data_block(page), "time-by-op").count("naive"));
+  // The rule is still there for the figures readers convert to integers.
+  compare["variants"][0]["peak_bytes"] = 1.8e19;
+  spit(d.path / "compare.json", compare.dump());
+  EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("&#39;peak_bytes&#39; = 1.8e+19 is out of range"),
+            std::string::npos);
+}
+
+// A summary of another variant under this one's name (a copy, or compare.json naming another's file) is left out
+// and named: it would put flash's ops in naive's bars and step panels. The other variant keeps its own.
+TEST(HtmlReport, AnotherVariantsSummaryIsLeftOutNotDrawnUnderThisName) {
+  TempDir d("variant-copy");
+  for (const char* f : {"compare.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  fs::copy_file(kFixtures / "flash.summary.json", d.path / "naive.summary.json");
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive.summary.json is left out: it is variant &#39;flash&#39;s summary, not &#39;naive&#39;s"),
+            std::string::npos);
+  std::set<std::string> drawn = chart_variants(data_block(page), "time-by-op");
+  EXPECT_TRUE(drawn.count("flash") && drawn.count("inplace") && !drawn.count("naive"));
+  // compare.json naming flash's file for naive: naive reads its own file; flash keeps its profile.
+  fs::copy_file(kFixtures / "naive.summary.json", d.path / "naive.summary.json", fs::copy_options::overwrite_existing);
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  compare["variants"][0]["summary"] = "flash.summary.json";
+  spit(d.path / "compare.json", compare.dump());
+  page = render_html_report(d.path.string(), stub_library());
+  drawn = chart_variants(data_block(page), "time-by-op");
+  EXPECT_TRUE(drawn.count("flash") && drawn.count("naive")) << page.substr(0, 0);
+}
+
 TEST(HtmlReport, AVariantNameThatIsNotAFileNameReadsNothingOutsideTheDirectory) {
   // compare.json names each variant's files: "../secret" would have the report read and embed files beside
   // the run's directory. compare.json is left out instead, saying why.

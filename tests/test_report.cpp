@@ -193,8 +193,11 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   EXPECT_TRUE(report::cpu_sharing_json(std::nullopt).is_null());
   for (const char* bad : {"null", "[]", R"({"other_cpus": -1, "cpus": 2, "threads": 2})",
                           R"({"other_cpus": "1", "cpus": 2, "threads": 2})", R"({"other_cpus": 1, "cpus": 0, "threads": 2})",
-                          R"({"other_cpus": 1, "cpus": 2})"})
+                          R"({"other_cpus": 1, "cpus": 2})",
+                          // more other work than CPUs (a tick over every CPU is a short stretch's rounding)
+                          R"({"other_cpus": 5, "cpus": 2, "threads": 2})", R"({"other_cpus": 1e300, "cpus": 2, "threads": 2})"})
     EXPECT_FALSE(report::cpu_sharing_of({{"cpu_sharing", nlohmann::json::parse(bad)}})) << bad;
+  EXPECT_TRUE(report::cpu_sharing_of({{"cpu_sharing", nlohmann::json::parse(R"({"other_cpus": 2.6, "cpus": 2, "threads": 2})")}}));
   EXPECT_FALSE(report::cpu_sharing_of(nlohmann::json::object())) << "a record without the field";
 
   // Another process's readings (compare's peer): the machine's busy time less the process's own, per second.

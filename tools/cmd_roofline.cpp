@@ -265,6 +265,10 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     if (const std::string p = report::recorded(s, "problem"); !p.empty() && p != problem)
       ATTNPROF_FAIL("{} is of {}, while {} is of {}: they are files of two runs (run compare again, or give the "
                     "directory of the run that wrote both)", path, p, compare_path, problem);
+    // Another variant's summary first: its time differs too, but "a later run replaced it" would be the wrong
+    // diagnosis.
+    if (const std::string v = report::recorded(s, "variant"); !v.empty() && v != name)
+      ATTNPROF_FAIL("{} is variant '{}'s summary, while {} names it for '{}'", path, v, compare_path, name);
     // compare writes a row's time into its summary: another figure there is another run's (profile naive
     // --out into the same directory, after the compare).
     const auto row_ms = row->find("ms");
@@ -277,8 +281,6 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
                       "a later run replaced it (profile --out into the same directory?); run compare again",
                       path, compare_path, name, here, there);
     }
-    if (const std::string v = report::recorded(s, "variant"); !v.empty() && v != name)
-      ATTNPROF_FAIL("{} is variant '{}'s summary, while {} names it for '{}'", path, v, compare_path, name);
     if (s.contains("device") != gpu)
       ATTNPROF_FAIL("{} is a {} profile, while {} is a {} run", path, gpu ? "CPU" : "CUDA", compare_path,
                     gpu ? "CUDA" : "CPU");

@@ -1035,7 +1035,15 @@ void check_html_if_asked(const CommonOptions& o) {
 
 void write_html_if_asked(const CommonOptions& o) {
   if (!o.html) return;
-  progress("wrote " + report::write_html_report(o.out));
+  // As `attnprof report` does: a page with nothing to draw is no page (exit 2, each file's reason first).
+  report::HtmlOptions opt;
+  opt.require_input = true;
+  try {
+    progress("wrote " + report::write_html_report(o.out, opt));
+  } catch (const report::NoReportInput& e) {
+    for (const std::string& line : e.problems) print_error(line);
+    throw Error(e.what());
+  }
 }
 
 }  // namespace attnprof::cli

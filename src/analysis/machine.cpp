@@ -248,7 +248,8 @@ double other_work_min_seconds() {
 std::optional<CpuSharing> cpu_sharing(const OtherWork& w, int threads) {
   const double other = w.cpus();
   if (!std::isfinite(other) || w.seconds() < other_work_min_seconds()) return std::nullopt;
-  return CpuSharing{other, online_cpus(), threads};
+  // /proc/stat counts whole ticks, so a short stretch can read a little over every CPU: no more than all of them.
+  return CpuSharing{std::min(other, double(online_cpus())), online_cpus(), threads};
 }
 
 std::optional<CpuSharing> cpu_sharing(double machine_busy_seconds, double own_cpu_seconds, double wall_seconds,
@@ -331,6 +332,12 @@ MachinePeaks from_json(const nlohmann::json& j) {
   }
   m.isa = j.at("isa").get<std::string>();
   m.library_isa = j.at("library_isa").get<std::string>();
+  // Every one of these is printed: attnprof writes none with a control character, and an escape sequence from a
+  // hand-edited cache or compare.json would reach the terminal.
+  for (const auto& [key, text] : {std::pair<const char*, const std::string*>{"cpu", &m.cpu}, {"cpu_signature", &m.cpu_signature},
+                                  {"isa", &m.isa}, {"library_isa", &m.library_isa}, {"measured_at", &m.measured_at}})
+    if (std::any_of(text->begin(), text->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      throw std::runtime_error(fmt::format("field '{}' holds a control character", key));
   const nlohmann::json& threads = j.at("threads");
   if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 65536)
     throw std::runtime_error("threads is not a thread count");

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -29,6 +30,13 @@ double checked(double v, const char* key, const std::string& what, bool may_be_n
   if (!detail::figure_in_range(v) || (!may_be_negative && v < 0))
     ATTNPROF_FAIL("{}: field '{}' is {}, out of range (expected a{} number up to 2^53)", what, key, v,
                   may_be_negative ? "" : " non-negative");
+  return v;
+}
+
+// A figure of any finite size (detail::real_valued_key: an error against the reference, whose scale is the
+// data's); never negative.
+double real_figure(double v, const char* key, const std::string& what) {
+  if (!(v >= 0) || !std::isfinite(v)) ATTNPROF_FAIL("{}: field '{}' is {}, not a non-negative number", what, key, v);
   return v;
 }
 
@@ -225,7 +233,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
-  if (present("max_abs_err")) p.side.max_abs_err = number(run, "max_abs_err", run_what);
+  if (present("max_abs_err")) {
+    if (!run["max_abs_err"].is_number()) ATTNPROF_FAIL("{}: field 'max_abs_err' is not a number", run_what);
+    p.side.max_abs_err = real_figure(run["max_abs_err"].get<double>(), "max_abs_err", run_what);
+  }
   if (run_figures || present("peak_extra_bytes")) {
     p.side.peak_bytes = required(run, "peak_extra_bytes", run_what);
   } else if (p.device) {  // the sections a reader without the run's figure falls back on
@@ -781,6 +792,7 @@ double maybe(const json& o, const char* key, const std::string& what) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return -1;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
+  if (detail::real_valued_key(key)) return real_figure(it->get<double>(), key, what);
   return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 
@@ -788,13 +800,24 @@ void check_compare(const json& c, const std::string& which) {
   if (!c.is_object() || string_field(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
+  // The run's settings, which readers print and roofline --from copies: whole counts in range, a dtype attnprof
+  // runs.
+  for (const auto& [key, least, most] : {std::tuple<const char*, double, double>{"threads", 1, 65536},
+                                         {"iters", 1, 1e9}, {"warmup", 0, 1e9}})
+    if (const auto it = c.find(key); it != c.end() && !it->is_null())
+      if (!it->is_number() || !(it->get<double>() >= least && it->get<double>() <= most) ||
+          it->get<double>() != std::floor(it->get<double>()))
+        ATTNPROF_FAIL("{}: field '{}' is {}, not a whole number from {} to {:g}", which, key, it->dump(), least, most);
+  if (const auto dt = c.find("dtype"); dt != c.end() && !dt->is_null())
+    if (!dt->is_string() || (*dt != "fp32" && *dt != "bf16" && *dt != "fp16"))
+      ATTNPROF_FAIL("{}: field 'dtype' is {}, none of fp32, bf16, fp16", which, printable_name(dt->dump(), which));
   // What diff prints of the run, in its header and notes.
   if (const auto pr = c.find("problem"); pr != c.end() && !pr->is_string())
     ATTNPROF_FAIL("{}: field 'problem' is {}, not a string (the shape, as attnprof writes it)", which, pr->type_name());
   (void)printable_field(string_field(c, "problem"), "problem", which);
   if (c.contains("gpu") && c["gpu"].is_string()) (void)printable_field(c["gpu"].get<std::string>(), "gpu", which);
   if (c.contains("machine") && c["machine"].is_object())
-    for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul"})
+    for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul", "library_isa", "measured_at", "memory_reclaim"})
       (void)printable_field(string_field(c["machine"], key), std::string("machine.") + key, which);
   // The device every row ran on: absent (older CPU runs) or one of the two attnprof runs on.
   if (const auto dev = c.find("device"); dev != c.end() && !dev->is_null()) {

@@ -512,7 +512,10 @@ std::vector<VariantData> collect_variants(const fs::path& dir, const Input& comp
       for (const json& v : *arr)
         if (v.is_object() && v.contains("name")) {
           if (const double ms = num(v, "ms", NAN); std::isfinite(ms)) {
-            add_variant(str(v, "name"), fs::path(str(v, "summary")).filename().string(),
+            // compare writes each row's summary as <name>.summary.json; a row naming another file (another
+            // variant's) is read from its own name's, so that the other variant keeps its file.
+            const std::string name = str(v, "name");
+            add_variant(name, fs::path(name + ".summary.json").filename().string(),
                         fs::path(str(v, "trace")).filename().string(), ms);
           } else {
             const std::string why = str(v, "note");
@@ -694,6 +697,16 @@ Run read_run(const fs::path& dir, size_t max_spans) {
                                "earlier run's in this directory. Run `attnprof profile {}` into this --out after "
                                "the compare to draw it beside this run, or give each run its own --out.",
                                v.summary_file, v.name, v.name));
+      continue;
+    }
+    // A summary of another variant (copied over, or named for this one in compare.json) would be drawn under
+    // this variant's name: its ops in this variant's bars, its changes in this variant's step panels.
+    if (const std::string recorded_as = s.doc ? recorded(*s.doc, "variant") : std::string();
+        !recorded_as.empty() && recorded_as != v.name) {
+      ++run.usable;  // a good file, of another variant
+      leave_out(i, fmt::format("{} is left out: it is variant '{}'s summary, not '{}'s (a copy, or compare.json "
+                               "names it for the wrong variant), so {} is drawn without a profile.",
+                               v.summary_file, recorded_as, v.name, v.name));
       continue;
     }
     if (s.doc) try {

@@ -38,7 +38,9 @@ std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record)
     return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
   };
   const double other = number("other_cpus"), cpus = number("cpus"), threads = number("threads");
-  if (!(other >= 0) || !(cpus >= 1 && cpus < 1e6) || !(threads >= 1 && threads < 1e6)) return std::nullopt;
+  // Other work is between none and every CPU (files written before it was capped there may be a tick over).
+  if (!(other >= 0) || !(cpus >= 1 && cpus < 1e6) || !(threads >= 1 && threads < 1e6) || !(other <= cpus + 1))
+    return std::nullopt;
   return analysis::CpuSharing{other, int(cpus), int(threads)};
 }
 
