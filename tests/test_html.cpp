@@ -1378,6 +1378,16 @@ TEST(HtmlReportCli, WritesThePageAndRejectsAMissingDirectory) {
   EXPECT_EQ(err.rfind("attnprof: error: report: --out", 0), 0u) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
   EXPECT_FALSE(fs::exists(missing));
+  // A loop of symbolic links is named as one, not as a directory to run compare into.
+  fs::create_symlink(d.path / "loop-b", d.path / "loop-a");
+  fs::create_symlink(d.path / "loop-a", d.path / "loop-b");
+  for (const std::string cmd : {" report --out ", " roofline --from "}) {
+    const int rc3 = std::system((bin.string() + cmd + (d.path / "loop-a").string() + " >" + log + " 2>&1").c_str());
+    EXPECT_EQ(WEXITSTATUS(rc3), 2) << cmd;
+    const std::string loop = attnprof::io::read_file(log);
+    EXPECT_NE(loop.find("loop-a"), std::string::npos) << cmd << loop;
+    EXPECT_NE(loop.find(": Too many levels of symbolic links"), std::string::npos) << cmd << loop;
+  }
 }
 
 TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {

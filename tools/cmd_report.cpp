@@ -24,8 +24,11 @@ struct ReportArgs {
 void run_report(const ReportArgs& a) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  ATTNPROF_CHECK(fs::is_directory(a.out, ec), "report: --out {} is not a directory (run `attnprof compare --out {}` first)",
-                 a.out, a.out);
+  const bool is_dir = fs::is_directory(a.out, ec);
+  // A path that exists but cannot be followed (a loop of symbolic links, a directory it may not search) says why.
+  if (!is_dir && ec && ec != std::errc::no_such_file_or_directory)
+    ATTNPROF_FAIL("report: --out {}: {}", a.out, ec.message());
+  ATTNPROF_CHECK(is_dir, "report: --out {} is not a directory (run `attnprof compare --out {}` first)", a.out, a.out);
   report::HtmlOptions opt;
   opt.web_dir = a.web_dir;
   opt.title = a.title;

@@ -168,6 +168,9 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   std::error_code ec;
   const bool is_dir = fs::is_directory(a.from, ec);
   const std::string compare_path = is_dir ? (fs::path(a.from) / "compare.json").string() : a.from;
+  // A path that exists but cannot be followed (a loop of symbolic links, a directory it may not search) says why.
+  if (!is_dir && ec && ec != std::errc::no_such_file_or_directory)
+    ATTNPROF_FAIL("--from '{}': {}", a.from, ec.message());
   ATTNPROF_CHECK(is_dir || fs::exists(a.from, ec),
                  "--from '{}': no such directory or file (give the --out directory of `attnprof compare`, or its "
                  "compare.json)", a.from);
