@@ -165,6 +165,22 @@ TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
   EXPECT_EQ(axes, 5);  // sweep-time y, sweep-memory y, roofline x and y, compare-memory x
 }
 
+// The profiler tables keep torch's layout in a box that scrolls sideways; attnprof's footnotes under the totals
+// line wrap in a block of their own (the widest of them had set the box's width: 2,128 px against a 1,100 px page).
+TEST(HtmlReport, TableFootnotesWrapBelowTheTable) {
+  const std::string page = render_html_report(kFixtures.string(), stub_library());
+  const std::regex table(R"(<pre class="table">([^<]*)</pre>\n<pre class="table-notes">([^<]*)</pre>)");
+  int tables = 0;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), table); it != std::sregex_iterator(); ++it) {
+    ++tables;
+    const std::string rows = (*it)[1], notes = (*it)[2];
+    EXPECT_NE(rows.find("Self CPU time total: "), std::string::npos) << rows;
+    EXPECT_EQ(rows.find("Profiler overhead"), std::string::npos) << rows;
+    EXPECT_EQ(notes.rfind("Profiler overhead: ", 0), 0u) << notes;
+  }
+  EXPECT_EQ(tables, 4);  // naive, inplace, sdpa_math, flash
+}
+
 TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
   for (const char* id : {"compare", "ops", "changes", "sweep", "roofline", "memory", "tables", "traces"})

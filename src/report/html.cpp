@@ -1491,12 +1491,44 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
 }
 
 // --- torch-style tables ---
+// A table's text split after its totals: the rows between dashed rules and the "Self CPU time total" (and
+// "Self CUDA time total") lines torch prints under them, then attnprof's footnotes (overhead, counters, what
+// the FLOPs count...). A text without a closing rule is all table.
+std::pair<std::string, std::string> split_table_footnotes(const std::string& text) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    lines.emplace_back(text.data() + at, end - at);
+    at = end;
+  }
+  auto is_rule = [](std::string_view l) {
+    return l.find('-') != std::string_view::npos && l.find_first_not_of("- \n") == std::string_view::npos;
+  };
+  size_t cut = lines.size();
+  for (size_t i = lines.size(); i-- > 0;)
+    if (is_rule(lines[i])) {
+      cut = i + 1;
+      break;
+    }
+  if (cut == lines.size()) return {text, ""};
+  while (cut < lines.size() && (lines[cut].starts_with("Self CPU time total") || lines[cut].starts_with("Self CUDA time total")))
+    ++cut;
+  std::string table, notes;
+  for (size_t i = 0; i < lines.size(); ++i) (i < cut ? table : notes) += lines[i];
+  return {table, notes};
+}
+
 void section_tables(Page& pg, const std::vector<VariantData>& vs) {
   pg.h2("tables", "Profiler tables");
   bool any = false;
   for (const VariantData& v : vs) {
     if (v.table.empty()) continue;
-    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n<pre class=\"table\">" + html_escape(v.table) + "</pre>\n");
+    // The table as torch prints it, its totals line included, in a box that scrolls sideways (its rows are as
+    // wide as torch's); the footnotes under it wrap, so that no sentence runs out of the box.
+    const auto [table, footnotes] = split_table_footnotes(v.table);
+    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n<pre class=\"table\">" + html_escape(table) + "</pre>\n");
+    if (!footnotes.empty()) pg.raw("<pre class=\"table-notes\">" + html_escape(footnotes) + "</pre>\n");
     for (const std::string& line : v.uneven) pg.note(line);
     any = true;
   }
@@ -1557,6 +1589,7 @@ figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; paddi
 figcaption { font-size: 13px; color: #555; margin-top: 6px; }
 .note { font-size: 13px; color: #666; }
 pre.table { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow-x: auto; }
+pre.table-notes { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap; margin: -6px 0 12px; padding: 0 8px; color: #444; }
 code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 )CSS";
 
