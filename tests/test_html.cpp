@@ -114,6 +114,11 @@ TEST(LogTicks, OneTwoFivePerDecade) {
   EXPECT_EQ(log_ticks(1, 1000), (std::vector<double>{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}));
   // Past four decades, the powers of ten alone.
   EXPECT_EQ(log_ticks(0.01, 1e4), (std::vector<double>{0.01, 0.1, 1, 10, 100, 1000, 10000}));
+  // Figures no run writes, past the normal doubles: no ticks (the library's own), never an exception.
+  EXPECT_TRUE(log_ticks(8e-311, 1).empty());
+  EXPECT_TRUE(log_ticks(1, 1e307 * 5).empty());
+  EXPECT_EQ(log_ticks(1e-5, 3e-5), (std::vector<double>{1e-5, 2e-5}));
+  EXPECT_EQ(log_ticks(3e-5, 7e-5), (std::vector<double>{3e-5, 4e-5, 5e-5, 6e-5, 7e-5}));
   // Too narrow for two of 1-2-5: every digit.
   EXPECT_EQ(log_ticks(0.52, 0.95), (std::vector<double>{0.6, 0.7, 0.8, 0.9}));
   EXPECT_EQ(log_ticks(3, 7), (std::vector<double>{3, 4, 5, 6, 7}));
@@ -871,10 +876,13 @@ TEST(HtmlReport, AnotherVariantsSummaryIsLeftOutNotDrawnUnderThisName) {
   fs::copy_file(kFixtures / "naive.summary.json", d.path / "naive.summary.json", fs::copy_options::overwrite_existing);
   json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
   compare["variants"][0]["summary"] = "flash.summary.json";
+  compare["variants"][0]["trace"] = "flash.trace.json";  // and its trace: read from naive.trace.json
   spit(d.path / "compare.json", compare.dump());
+  fs::copy_file(kFixtures / "naive.trace.json", d.path / "naive.trace.json");
   page = render_html_report(d.path.string(), stub_library());
   drawn = chart_variants(data_block(page), "time-by-op");
-  EXPECT_TRUE(drawn.count("flash") && drawn.count("naive")) << page.substr(0, 0);
+  EXPECT_TRUE(drawn.count("flash") && drawn.count("naive"));
+  EXPECT_TRUE(chart_variants(data_block(page), "timeline").count("naive"));
 }
 
 TEST(HtmlReport, AVariantNameThatIsNotAFileNameReadsNothingOutsideTheDirectory) {

@@ -664,9 +664,9 @@ TEST(Profiler, WorkersBuffersGrowBetweenStepsNotInsideThem) {
 }
 
 // The team's buffers are looked at only every few steps (make_room: half the steps the least of them has room for,
-// at most 64). A worker whose rate rises within the guarantee (twice the larger of its last rate and 16 events a
-// step) still never grows inside a step: 1 share a step for 150 steps, then 32 a step for 600 (19,350 shares
-// against 4096 reserved).
+// at most 64). A worker whose rate rises within the guarantee (twice the larger of its mean rate since the last
+// look and 16 events a step) still never grows inside a step: 1 share a step for 150 steps, then 32 a step for
+// 600 (19,350 shares against 4096 reserved).
 TEST(Profiler, WorkersBuffersGrowBetweenStepsWhenTheirRateRises) {
   const int threads_before = omp_get_max_threads();
   omp_set_num_threads(2);
@@ -706,6 +706,48 @@ TEST(Profiler, WorkersBuffersGrowBetweenStepsWhenTheirRateRises) {
   size_t kept = 0;
   for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
   EXPECT_EQ(kept, size_t(kQuiet + 32 * kBusy));
+}
+
+// The same after a warm-up, whose events are dropped when the recorded steps begin: the rate the first recorded
+// step is read at is its own, not 0 (a marker left past the truncated buffer had read it so, and a worker at a
+// steady 150 shares a step grew its buffer inside step 29).
+TEST(Profiler, WorkersBuffersGrowBetweenStepsAfterAWarmUp) {
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  constexpr int kRegions = 150;
+  const prof::Schedule sched{.wait = 1, .warmup = 1, .active = 80};
+  prof::Profiler p({.schedule = sched, .step_annotations = false});
+  p.start();
+  int grew_inside = 0, team_short = 0;
+  for (int s = 0; s < 82; ++s) {
+    size_t first_capacity = 0, last_capacity = 0;
+    ATTNPROF_OP_ZONE(z, "parallel_op");
+    for (int r = 0; r < kRegions; ++r) {
+      ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel num_threads(2)
+      {
+        if (omp_get_num_threads() < 2) {
+#pragma omp single
+          ++team_short;
+        }
+        if (omp_get_thread_num() == 1) {
+          const auto* b = prof::detail::thread_buffer();
+          if (r == 0) first_capacity = b->work.capacity();
+          { ATTNPROF_WORK_SHARE(share, region); }
+          last_capacity = b->work.capacity();
+        }
+      }
+    }
+    if (last_capacity != first_capacity) ++grew_inside;
+    p.step();
+  }
+  p.stop();
+  omp_set_num_threads(threads_before);
+  ASSERT_EQ(team_short, 0) << "the runtime gave a team of one thread";
+  EXPECT_EQ(grew_inside, 0) << "steps in which the worker's buffer grew while recording";
+  size_t kept = 0;
+  for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
+  EXPECT_EQ(kept, size_t(80 * kRegions));
 }
 
 TEST(Profiler, StepAnnotationsOffRecordsNoStepZones) {

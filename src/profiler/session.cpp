@@ -28,6 +28,11 @@ void truncate_all_to_marks() {
     if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
     if (b->mem.size() > b->mark_mem) b->mem.resize(b->mark_mem);
     if (b->work.size() > b->mark_work) b->work.resize(b->mark_work);
+    // What make_room last saw is measured from here: a marker past the truncated size would count the next
+    // steps' events short (none at all until they pass it) and take a busy worker for an idle one.
+    b->room_zones = std::min(b->room_zones, b->zones.size());
+    b->room_mem = std::min(b->room_mem, b->mem.size());
+    b->room_work = std::min(b->room_work, b->work.size());
     // Zones opened before the mark and still open (an annotation around the whole loop) stay open.
     while (!b->stack.empty() && size_t(b->stack.back()) >= b->mark_zones) b->stack.pop_back();
   }

@@ -13,11 +13,6 @@
 
 namespace attnprof::report::detail {
 
-// "3e-2" for (3, -2): a tick value as text with one significant digit, read back exactly by std::stod.
-inline std::string fmt_tick(double mantissa, int exponent) {
-  return std::to_string(static_cast<int>(mantissa)) + "e" + std::to_string(exponent);
-}
-
 inline constexpr double kMaxFigure = 9007199254740992.0;  // 2^53
 
 inline bool figure_in_range(double v) { return std::fabs(v) <= kMaxFigure; }  // false for NaN and inf
@@ -26,7 +21,8 @@ inline bool figure_in_range(double v) { return std::fabs(v) <= kMaxFigure; }  //
 // the fp64 reference (the user's data sets their scale: values of 1e24 give errors of 1e17 that are well within
 // tolerance) and attention's FLOPs of a problem (a shape too large to run still has them).
 inline bool real_valued_key(std::string_view key) {
-  return key == "max_abs_err" || key == "nmse" || key == "tolerance_used" || key == "attention_flops";
+  return key == "max_abs_err" || key == "max_rel_err" || key == "nmse" || key == "tolerance_used" ||
+         key == "attention_flops";
 }
 
 // A row of compare.json or sweep.json that did not run ("status" other than "ok"): it keeps its cost model's
@@ -63,7 +59,8 @@ inline std::string first_number_out_of_range(const nlohmann::json& j) {
 // 0.6, ...). Empty when the range is not a positive interval.
 inline std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> out;
-  if (!(lo > 0) || !(hi > lo) || !std::isfinite(hi)) return out;
+  // Past 1e±300 the ticks' powers of ten leave the normal doubles (no figure attnprof writes is there).
+  if (!(lo >= 1e-300) || !(hi > lo) || !(hi <= 1e300)) return out;
   const double decades = std::log10(hi / lo);
   const std::vector<std::vector<double>> sets = {{1}, {1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
   size_t pick = decades > 4 ? 0 : 1;
@@ -72,8 +69,9 @@ inline std::vector<double> log_ticks(double lo, double hi) {
     const int k0 = static_cast<int>(std::floor(std::log10(lo))), k1 = static_cast<int>(std::ceil(std::log10(hi)));
     for (int k = k0; k <= k1; ++k)
       for (double m : sets[pick]) {
-        // m * 10^k, rounded to its own digits so that 0.1 * 3 prints as 0.3, not 0.30000000000000004.
-        const double v = std::stod(fmt_tick(m, k));
+        // m * 10^k as the double nearest it: m / 10^-k for k < 0 (a correctly rounded division of exact
+        // numbers), so that 3e-1 is 0.3, not 0.1 * 3 = 0.30000000000000004.
+        const double v = k < 0 ? m / std::pow(10.0, -k) : m * std::pow(10.0, k);
         if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
       }
     if (out.size() >= 2) break;

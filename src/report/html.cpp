@@ -907,7 +907,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
     if (hi > 0) {
       lo /= 1.25;
-      hi *= hi > lo ? 1.25 : 2;
+      hi *= 1.25;
       y["scale"] = {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}};
       y["axis"] = log_axis(lo, hi);
     }

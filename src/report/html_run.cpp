@@ -514,9 +514,12 @@ std::vector<VariantData> collect_variants(const fs::path& dir, const Input& comp
           if (const double ms = num(v, "ms", NAN); std::isfinite(ms)) {
             // compare writes each row's summary as <name>.summary.json; a row naming another file (another
             // variant's) is read from its own name's, so that the other variant keeps its file.
+            // The same for its trace: <name>.trace.json, or .trace.json.gz with --gzip.
             const std::string name = str(v, "name");
+            const std::string trace = fs::path(str(v, "trace")).filename().string();
             add_variant(name, fs::path(name + ".summary.json").filename().string(),
-                        fs::path(str(v, "trace")).filename().string(), ms);
+                        trace == name + ".trace.json.gz" ? trace : fs::path(name + ".trace.json").filename().string(),
+                        ms);
           } else {
             const std::string why = str(v, "note");
             not_run[str(v, "name")] = str(v, "status", "skipped") + (why.empty() ? "" : ": " + why);
