@@ -268,6 +268,19 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   std::filesystem::remove_all(dir);
 }
 
+// A measurement's figures: the libraries' ISA is the CPU's best, measured with the same peaks.
+static MachinePeaks peak_figures(double fp32, double bf16, double bandwidth) {
+  MachinePeaks m;
+  m.fp32_gflops = fp32;
+  m.bf16_gflops = bf16;
+  m.bandwidth_gbs = bandwidth;
+  m.sgemm_gflops = 90.0;
+  m.library_isa = isa_name(available_isas().back());
+  m.library_fp32_gflops = fp32;
+  m.library_bf16_gflops = bf16;
+  return m;
+}
+
 // A bf16 dot-product peak measured under the fp32 FMA peak (which no CPU with vdpbf16ps runs) is measured again,
 // each figure keeping its larger reading; still under it, a note says so. A cached entry like that is re-measured.
 TEST(MachinePeaks, ABf16PeakUnderTheFp32PeakIsMeasuredAgain) {
@@ -278,16 +291,8 @@ TEST(MachinePeaks, ABf16PeakUnderTheFp32PeakIsMeasuredAgain) {
   bool stays_low = false;
   const detail::PeakMeasurement measure = [&](int, Isa) {
     ++calls;
-    MachinePeaks m;
     const bool low = calls == 1 || stays_low;
-    m.fp32_gflops = calls == 1 ? 210.0 : 200.0;
-    m.bf16_gflops = low ? 180.0 : 420.0;
-    m.bandwidth_gbs = calls == 1 ? 30.0 : 35.0;
-    m.sgemm_gflops = 90.0;
-    m.library_isa = isa_name(available_isas().back());
-    m.library_fp32_gflops = m.fp32_gflops;
-    m.library_bf16_gflops = m.bf16_gflops;
-    return m;
+    return peak_figures(calls == 1 ? 210.0 : 200.0, low ? 180.0 : 420.0, calls == 1 ? 30.0 : 35.0);
   };
   const detail::OtherWorkProbe idle{[] { return 0.0; }, [](double) { return 0.0; }};
   std::vector<std::string> notes;
@@ -333,15 +338,7 @@ TEST(MachinePeaks, ABf16PeakUnderTheFp32PeakIsMeasuredAgain) {
   int tie_calls = 0;
   const detail::PeakMeasurement tie = [&](int, Isa) {
     ++tie_calls;
-    MachinePeaks t;
-    t.fp32_gflops = 210.0;
-    t.bf16_gflops = 200.0;
-    t.bandwidth_gbs = 35.0;
-    t.sgemm_gflops = 90.0;
-    t.library_isa = isa_name(available_isas().back());
-    t.library_fp32_gflops = 210.0;
-    t.library_bf16_gflops = 200.0;
-    return t;
+    return peak_figures(210.0, 200.0, 35.0);
   };
   m = detail::machine_peaks(1, true, tie, &notes, &idle);
   EXPECT_EQ(tie_calls, 1);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "attnprof/allocator.h"
@@ -619,48 +620,59 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
               "the profiler could not store 34464 of its events: the memory its event buffers grow into was refused");
 }
 
-// A worker's buffer holds its work shares (4096 reserved). One that fills inside a step would grow inside an op,
-// a copy onto fresh pages billed to it; between steps each thread of the team grows its own instead. Here each
-// worker records 5 shares a step for 1,000 steps (5,000 shares): its capacity never changes inside a step, and
-// every share is kept.
-TEST(Profiler, WorkersBuffersGrowBetweenStepsNotInsideThem) {
+// What a worker's buffer did over a profiled loop: each step runs `regions(step)` parallel regions on a team of
+// two, whose second thread records one work share in each.
+struct WorkerSteps {
+  int grew_inside = 0;    // steps in which the worker's buffer grew while recording
+  int team_short = 0;     // regions the runtime ran on one thread
+  int worker_shares = 0;  // shares the worker recorded
+  size_t kept = 0;        // shares in the result (the worker's: the calling thread records none here)
+};
+WorkerSteps run_worker_steps(const prof::Schedule& schedule, int steps, const std::function<int(int)>& regions) {
   const int threads_before = omp_get_max_threads();
   omp_set_num_threads(2);
-  constexpr int kSteps = 1000, kRegions = 5;
-  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = kSteps}, .step_annotations = false});
+  WorkerSteps w;
+  prof::Profiler p({.schedule = schedule, .step_annotations = false});
   p.start();
-  int grew_inside = 0, worker_shares = 0, team_short = 0;
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < steps; ++s) {
     size_t first_capacity = 0, last_capacity = 0;
     ATTNPROF_OP_ZONE(z, "parallel_op");
-    for (int r = 0; r < kRegions; ++r) {
+    for (int r = 0; r < regions(s); ++r) {
       ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel num_threads(2)
       {
         if (omp_get_num_threads() < 2) {
 #pragma omp single
-          ++team_short;
+          ++w.team_short;
         }
         if (omp_get_thread_num() == 1) {
           const auto* b = prof::detail::thread_buffer();
           if (r == 0) first_capacity = b->work.capacity();
           { ATTNPROF_WORK_SHARE(share, region); }
           last_capacity = b->work.capacity();
-          ++worker_shares;
+          ++w.worker_shares;
         }
       }
     }
-    if (last_capacity != first_capacity) ++grew_inside;
+    if (last_capacity != first_capacity) ++w.grew_inside;
     p.step();
   }
   p.stop();
   omp_set_num_threads(threads_before);
-  ASSERT_EQ(team_short, 0) << "the runtime gave a team of one thread";
-  ASSERT_EQ(worker_shares, kSteps * kRegions);
-  EXPECT_EQ(grew_inside, 0) << "steps in which the worker's buffer grew while recording";
-  size_t kept = 0;
-  for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
-  EXPECT_EQ(kept, size_t(kSteps * kRegions));  // the worker's: the calling thread records none here
+  for (const prof::ThreadTrace& t : p.result().threads) w.kept += t.work.size();
+  return w;
+}
+
+// A worker's buffer holds its work shares (4096 reserved). One that fills inside a step would grow inside an op,
+// a copy onto fresh pages billed to it; between steps each thread of the team grows its own instead. Here each
+// worker records 5 shares a step for 1,000 steps (5,000 shares): its capacity never changes inside a step, and
+// every share is kept.
+TEST(Profiler, WorkersBuffersGrowBetweenStepsNotInsideThem) {
+  const WorkerSteps w = run_worker_steps({.wait = 0, .warmup = 0, .active = 1000}, 1000, [](int) { return 5; });
+  ASSERT_EQ(w.team_short, 0) << "the runtime gave a team of one thread";
+  ASSERT_EQ(w.worker_shares, 5000);
+  EXPECT_EQ(w.grew_inside, 0) << "steps in which the worker's buffer grew while recording";
+  EXPECT_EQ(w.kept, 5000u);
 }
 
 // The team's buffers are looked at only every few steps (make_room: half the steps the least of them has room for,
@@ -668,86 +680,22 @@ TEST(Profiler, WorkersBuffersGrowBetweenStepsNotInsideThem) {
 // look and 16 events a step) still never grows inside a step: 1 share a step for 150 steps, then 32 a step for
 // 600 (19,350 shares against 4096 reserved).
 TEST(Profiler, WorkersBuffersGrowBetweenStepsWhenTheirRateRises) {
-  const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(2);
-  constexpr int kQuiet = 150, kBusy = 600;
-  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = kQuiet + kBusy}, .step_annotations = false});
-  p.start();
-  int grew_inside = 0, worker_shares = 0, team_short = 0;
-  for (int s = 0; s < kQuiet + kBusy; ++s) {
-    size_t first_capacity = 0, last_capacity = 0;
-    const int regions = s < kQuiet ? 1 : 32;
-    ATTNPROF_OP_ZONE(z, "parallel_op");
-    for (int r = 0; r < regions; ++r) {
-      ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel num_threads(2)
-      {
-        if (omp_get_num_threads() < 2) {
-#pragma omp single
-          ++team_short;
-        }
-        if (omp_get_thread_num() == 1) {
-          const auto* b = prof::detail::thread_buffer();
-          if (r == 0) first_capacity = b->work.capacity();
-          { ATTNPROF_WORK_SHARE(share, region); }
-          last_capacity = b->work.capacity();
-          ++worker_shares;
-        }
-      }
-    }
-    if (last_capacity != first_capacity) ++grew_inside;
-    p.step();
-  }
-  p.stop();
-  omp_set_num_threads(threads_before);
-  ASSERT_EQ(team_short, 0) << "the runtime gave a team of one thread";
-  ASSERT_EQ(worker_shares, kQuiet + 32 * kBusy);
-  EXPECT_EQ(grew_inside, 0) << "steps in which the worker's buffer grew while recording";
-  size_t kept = 0;
-  for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
-  EXPECT_EQ(kept, size_t(kQuiet + 32 * kBusy));
+  const WorkerSteps w =
+      run_worker_steps({.wait = 0, .warmup = 0, .active = 750}, 750, [](int s) { return s < 150 ? 1 : 32; });
+  ASSERT_EQ(w.team_short, 0) << "the runtime gave a team of one thread";
+  ASSERT_EQ(w.worker_shares, 150 + 32 * 600);
+  EXPECT_EQ(w.grew_inside, 0) << "steps in which the worker's buffer grew while recording";
+  EXPECT_EQ(w.kept, size_t(150 + 32 * 600));
 }
 
 // The same after a warm-up, whose events are dropped when the recorded steps begin: the rate the first recorded
 // step is read at is its own, not 0 (a marker left past the truncated buffer had read it so, and a worker at a
 // steady 150 shares a step grew its buffer inside step 29).
 TEST(Profiler, WorkersBuffersGrowBetweenStepsAfterAWarmUp) {
-  const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(2);
-  constexpr int kRegions = 150;
-  const prof::Schedule sched{.wait = 1, .warmup = 1, .active = 80};
-  prof::Profiler p({.schedule = sched, .step_annotations = false});
-  p.start();
-  int grew_inside = 0, team_short = 0;
-  for (int s = 0; s < 82; ++s) {
-    size_t first_capacity = 0, last_capacity = 0;
-    ATTNPROF_OP_ZONE(z, "parallel_op");
-    for (int r = 0; r < kRegions; ++r) {
-      ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel num_threads(2)
-      {
-        if (omp_get_num_threads() < 2) {
-#pragma omp single
-          ++team_short;
-        }
-        if (omp_get_thread_num() == 1) {
-          const auto* b = prof::detail::thread_buffer();
-          if (r == 0) first_capacity = b->work.capacity();
-          { ATTNPROF_WORK_SHARE(share, region); }
-          last_capacity = b->work.capacity();
-        }
-      }
-    }
-    if (last_capacity != first_capacity) ++grew_inside;
-    p.step();
-  }
-  p.stop();
-  omp_set_num_threads(threads_before);
-  ASSERT_EQ(team_short, 0) << "the runtime gave a team of one thread";
-  EXPECT_EQ(grew_inside, 0) << "steps in which the worker's buffer grew while recording";
-  size_t kept = 0;
-  for (const prof::ThreadTrace& t : p.result().threads) kept += t.work.size();
-  EXPECT_EQ(kept, size_t(80 * kRegions));
+  const WorkerSteps w = run_worker_steps({.wait = 1, .warmup = 1, .active = 80}, 82, [](int) { return 150; });
+  ASSERT_EQ(w.team_short, 0) << "the runtime gave a team of one thread";
+  EXPECT_EQ(w.grew_inside, 0) << "steps in which the worker's buffer grew while recording";
+  EXPECT_EQ(w.kept, size_t(80 * 150));
 }
 
 TEST(Profiler, StepAnnotationsOffRecordsNoStepZones) {
