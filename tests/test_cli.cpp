@@ -575,6 +575,17 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     EXPECT_EQ(j["variants"][0]["ops"].get<double>(), 6.0) << j["variants"][0].dump();
     EXPECT_EQ(j["variants"][1]["ops"].get<double>(), 5.0) << j["variants"][1].dump();
     EXPECT_TRUE(fs::exists(out() / "compare.txt"));
+    // The blog's ratios under the table: naive's median over each other row's, from the JSON's own figures.
+    std::string speedups;
+    for (const json& v : j["variants"])
+      if (v["name"] != "naive" && v["status"] == "ok") {
+        const double x = j["variants"][0]["ms"].get<double>() / v["ms"].get<double>();
+        speedups += fmt::format("{}{} {:.{}f}x", speedups.empty() ? "" : ", ", v["name"].get<std::string>(), x,
+                                x < 10 ? 2 : 1);
+      }
+    EXPECT_NE(r.out.find("Speed-up over naive (its ms per forward over each row's): " + speedups + ".\n"),
+              std::string::npos)
+        << r.out;
     // The GEMM under naive/in-place's bf16 matmul is named, as the library chose it on this CPU.
     EXPECT_EQ(j["machine"]["bf16_matmul"], ops::bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm");
     const std::string gemm = report::describe_bf16_matmul(ops::bf16_matmul_key());

@@ -123,6 +123,30 @@ TEST(Format, TimesAndBytesAsTorchPrintsThem) {
   EXPECT_EQ(report::format_bytes(int64_t(3) << 30), "3.00 Gb");
 }
 
+// The ratios the blog reads off one run, against naive where it ran (else the first row); rows more than 4x their
+// roofline floor are named with where their time may have gone.
+TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
+  using report::RowTime;
+  EXPECT_EQ(report::speedup_line({{"naive", 148.5, 82.5}, {"inplace", 101.7, 72.7}, {"sdpa-math", 325.4, 145.2},
+                                  {"flash", 38.4, 21.6}}),
+            "Speed-up over naive (its ms per forward over each row's): inplace 1.46x, sdpa-math 0.46x, flash 3.87x.");
+  // Without naive: the first row; ten and more with one decimal.
+  EXPECT_EQ(report::speedup_line({{"inplace", 3.1, 1}, {"flash", 0.155, 0.075}}),
+            "Speed-up over inplace (its ms per forward over each row's): flash 20.0x.");
+  EXPECT_EQ(report::speedup_line({{"flash", 1, 1}}), "");
+  EXPECT_EQ(report::speedup_line({}), "");
+  const auto far = report::far_from_floor_notes(
+      {{"naive", 2.574, 0.28759}, {"inplace", 0.310, 0.254}, {"flash", 1.0, std::nan("")}, {"x", 1.0, 0.0}}, false);
+  ASSERT_EQ(far.size(), 1u);
+  EXPECT_EQ(far[0].rfind("Far from the floor: naive took 2.574ms per forward, 9.0x its roofline floor of 287.590us: ", 0),
+            0u)
+      << far[0];
+  EXPECT_NE(far[0].find("`attnprof profile --counters`"), std::string::npos);
+  EXPECT_NE(report::far_from_floor_notes({{"naive", 5, 1}}, true)[0].find("too small to fill the GPU"),
+            std::string::npos);
+  EXPECT_TRUE(report::far_from_floor_notes({{"naive", 4, 1}}, false).empty()) << "4x is not past 4x";
+}
+
 // Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject
 // whose other work took more than the CPUs its threads leave free (plus half a CPU), then the advice once; the
 // figure survives a round trip through the JSON outputs, and a malformed one is no figure.

@@ -144,6 +144,23 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
   return s;
 }
 
+// The rows that ran, as the speed-up line and the far-from-floor notes read them.
+std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
+  std::vector<report::RowTime> out;
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan("")});
+  return out;
+}
+
+// Under the table: the speed-ups the blog reads off (its first line), and the rows far from their floor.
+std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
+  std::string s;
+  if (const std::string line = report::speedup_line(row_times(rows)); !line.empty()) s += line + "\n";
+  for (const std::string& line : report::far_from_floor_notes(row_times(rows), gpu)) s += line + "\n";
+  return s;
+}
+
 // A compare.json entry; the same schema for both devices, so `attnprof report` draws either.
 nlohmann::json row_json(const Row& r) {
   using nlohmann::json;
@@ -400,6 +417,7 @@ void run_compare_cuda(const CompareArgs& a) {
   }
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
+  text += ratio_lines(rows, /*gpu=*/true);
   text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
                       dtype_name(in.p.dtype), t.peak * 1e-3);
   text += over_peak_note(t, over_peak(rows));
@@ -493,6 +511,7 @@ void run_compare(const CompareArgs& a) {
 
   std::string text = render_rows(
       rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
+  text += ratio_lines(rows, /*gpu=*/false);
   if (peers) text += render_peers(*peers, rows, in.p, t);
   text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
   text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",

@@ -260,6 +260,21 @@ std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_ke
 // (with its newline) saying why the peak is low and how to measure it again; "" when `over` is empty. `gpu`: the
 // peak is a GPU's datasheet figure, not a measurement. compare and sweep print it, the HTML report shows it.
 std::string over_peak_note(bool gpu, const std::vector<std::string>& over);
+
+// One row of a comparison that ran: its name, median ms per forward and roofline floor (NaN when unknown).
+struct RowTime {
+  std::string name;
+  double ms = 0, floor_ms = 0;
+};
+// The blog's ratios, read off one run: "Speed-up over naive (its ms per forward over each row's): inplace
+// 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two
+// rows. compare prints it under its table and the HTML report under the Comparison's.
+std::string speedup_line(const std::vector<RowTime>& rows);
+// A row that took more than kFarFromFloor times its roofline floor spent its time where the cost model does not
+// look: "Far from the floor: naive took 2.848 ms per forward, 9.9x its roofline floor of 0.288 ms: ..." (naive at
+// a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x).
+inline constexpr double kFarFromFloor = 4.0;
+std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu);
 // The line that says matmul's FLOPs (OpenBLAS, oneDNN) are billed at the library ISA's peaks, not at the
 // dispatched ISA's (ATTNPROF_ISA below the CPU's best): "matmul (OpenBLAS/oneDNN) billed at the avx512 peaks
 // (fp32 93.0 / bf16 186.0 GFLOP/s): the libraries choose their own ISA". "" when the ISAs are the same.

@@ -328,6 +328,7 @@ void section_compare(Page& pg, const Input& in) {
   json memory_bars = json::array();  // per variant: peak memory and bytes moved, one forward's
   // The tick on each bar: the roofline floor; rows written before compare recorded it have only the bytes'.
   int with_floor = 0, bytes_only = 0;
+  std::vector<RowTime> row_times;  // the rows that ran: the speed-up line, the far-from-floor notes
   if (variants && variants->is_array()) {
     for (const json& v : *variants) {
       const std::string name = str(v, "name", "?");
@@ -370,6 +371,7 @@ void section_compare(Page& pg, const Input& in) {
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       timings.push_back({name, fwd, cpu_sharing_of(v)});
+      row_times.push_back({name, num(v, "ms"), floor_ms});
     }
   }
   t += "</tbody></table>\n";
@@ -386,6 +388,9 @@ void section_compare(Page& pg, const Input& in) {
   if (c.contains("sdpa_auto_backend")) meta += "· sdpa (auto) picks " + str(c, "sdpa_auto_backend");
   if (!meta.empty()) pg.p(meta);
   pg.raw(t);
+  // The ratios the blog reads off, and rows whose time went where the cost model does not look, as compare prints.
+  if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
+  for (const std::string& line : far_from_floor_notes(row_times, gpu)) pg.note(line);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   pg.note(std::string(gpu ? "ms / forward is the median device time of one forward timed with CUDA events. "
                            : "ms / forward is the median wall time of one profiled forward. ") +

@@ -197,6 +197,37 @@ std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
                      names);
 }
 
+std::string speedup_line(const std::vector<RowTime>& rows) {
+  std::vector<const RowTime*> ran;
+  for (const RowTime& r : rows)
+    if (r.ms > 0 && std::isfinite(r.ms)) ran.push_back(&r);
+  if (ran.size() < 2) return "";
+  const auto naive = std::find_if(ran.begin(), ran.end(), [](const RowTime* r) { return r->name == "naive"; });
+  const RowTime& base = **(naive != ran.end() ? naive : ran.begin());
+  std::vector<std::string> each;
+  for (const RowTime* r : ran)
+    if (r != &base) {
+      const double x = base.ms / r->ms;
+      each.push_back(fmt::format("{} {:.{}f}x", r->name, x, x < 10 ? 2 : 1));
+    }
+  return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.", base.name, fmt::join(each, ", "));
+}
+
+std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu) {
+  std::vector<std::string> lines;
+  for (const RowTime& r : rows) {
+    if (!(r.floor_ms > 0) || !(r.ms > kFarFromFloor * r.floor_ms) || !std::isfinite(r.ms)) continue;
+    lines.push_back(fmt::format(
+        "Far from the floor: {} took {} per forward, {:.1f}x its roofline floor of {}: its time went where the cost "
+        "model does not look ({}).",
+        r.name, format_time_ns(r.ms * 1e6), r.ms / r.floor_ms, format_time_ns(r.floor_ms * 1e6),
+        gpu ? "launches and kernels too small to fill the GPU, or waits between them"
+            : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
+              "fixed costs at a small shape; threads waiting on each other or on other work"));
+  }
+  return lines;
+}
+
 std::string library_peaks_note(const analysis::MachinePeaks& m) {
   if (!m.library_isa_differs()) return "";
   const std::string bf16 = m.library_bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.library_bf16_gflops) : "";
