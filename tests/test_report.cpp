@@ -409,16 +409,25 @@ TEST(Table, BoundColumnFromTheRoofline) {
   peaks.sgemm_gflops = 90.0;
   const std::string t = report::table(ka, {.sort_by = "flops", .peaks = peaks});
   const auto ls = lines(t);
-  EXPECT_TRUE(std::regex_search(ls[1], std::regex(R"(FLOP/B +Bound  $)"))) << ls[1];
-  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +attn_fwd .* 500\.500 +--  $)"))) << ls[3];
-  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +scaled_dot_product_attention .* 500\.500 +--  $)"))) << ls[4];
-  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +matmul .* compute  $)"))) << ls[5];
-  EXPECT_TRUE(std::regex_search(ls[6], std::regex(R"(^ +softmax .* memory  $)"))) << ls[6];
-  EXPECT_TRUE(std::regex_search(ls[7], std::regex(R"(^ +transpose .* --  $)"))) << ls[7];
+  EXPECT_TRUE(std::regex_search(ls[1], std::regex(R"(FLOP/B +Bound +% roof  $)"))) << ls[1];
+  EXPECT_TRUE(std::regex_search(ls[3], std::regex(R"(^ +attn_fwd .* 500\.500 +-- +--  $)"))) << ls[3];
+  EXPECT_TRUE(std::regex_search(ls[4], std::regex(R"(^ +scaled_dot_product_attention .* 500\.500 +-- +--  $)"))) << ls[4];
+  // Each judged op with its GFLOP/s over the roof at its FLOP/B, the one figure here that is measured.
+  for (size_t i : {5u, 6u}) {
+    const analysis::OpStats& s = ka.rows[i == 5 ? 2 : 1];
+    const analysis::RooflinePoint pt = analysis::place(s.cost, s.rate_ns(), peaks);
+    EXPECT_NE(ls[i].find(fmt::format("{:>12}  {:>12}  ", pt.memory_bound ? "memory" : "compute",
+                                     fmt::format("{:.1f}%", 100.0 * pt.fraction_of_attainable))),
+              std::string::npos)
+        << ls[i];
+  }
+  EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +matmul .* compute +[0-9.]+%  $)"))) << ls[5];
+  EXPECT_TRUE(std::regex_search(ls[6], std::regex(R"(^ +softmax .* memory +[0-9.]+%  $)"))) << ls[6];
+  EXPECT_TRUE(std::regex_search(ls[7], std::regex(R"(^ +transpose .* -- +--  $)"))) << ls[7];
   // The footer names what the verdicts were judged against, and what the FLOPs count.
   EXPECT_NE(t.find("Bound: each op's FLOP/B against the ridge of its own compute ceiling (fp32 100.0 GFLOP/s; "
                    "10.0 GB/s; ridge 10.00 FLOP/B); annotations, steps and wrappers whose cost is all their children's "
-                   "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.\n"),
+                   "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none. % roof: "),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("FLOPs: what each op computed"), std::string::npos) << t;

@@ -168,8 +168,11 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       layout.add(kNumWidth);
     }
     if (bound) {
-      header.push_back("Bound");
-      layout.add(kNumWidth);
+      // The verdict from the cost model (which roof), and how near the op came to it (a measurement).
+      for (const char* h : {"Bound", "% roof"}) {
+        header.push_back(h);
+        layout.add(kNumWidth);
+      }
     }
   }
   if (counters) {
@@ -219,8 +222,14 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
         if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category) && !holds_only) {
           const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
+          // An op that only moves bytes (copy_) is held to the bandwidth alone: its GB/s over it.
+          const double bw = opt.peaks->bandwidth_gbs;
+          const double frac = s->cost.flops > 0 ? pt.fraction_of_attainable
+                              : bw > 0          ? s->cost.bytes() / ns / bw
+                                                : std::nan("");
+          cells.push_back(std::isfinite(frac) ? fmt::format("{:.1f}%", 100.0 * frac) : std::string("--"));
         } else {
-          cells.push_back("--");
+          cells.insert(cells.end(), {"--", "--"});
         }
       }
     }
@@ -266,7 +275,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     const std::string lib = library_peaks_note(m);
     out += fmt::format("Bound: each op's FLOP/B against the ridge of its own compute ceiling ({}; {:.1f} GB/s; "
                        "ridge {}); annotations, steps and wrappers whose cost is all their children's "
-                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{}\n",
+                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{} "
+                       "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
+                       "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
+                       "(copy_): the verdict is the cost model's, this is the measurement's.\n",
                        ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".");
   }
   return out;
