@@ -467,6 +467,13 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
   const int64_t tasks = 4 * ((256 + flash_block_rows() - 1) / flash_block_rows());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Threads: each op's own OpenMP regions"), std::string::npos) << r.out;
+  // The kernel's pattern its one zone does not show: how it tiles a head, what causal skips.
+  AttnProblem p;
+  p.B = 1, p.Hq = p.Hkv = 4, p.Nq = p.Nk = 256, p.D = 64;
+  p.mask = MaskKind::Causal;
+  EXPECT_NE(r.out.find("flash_attention_fwd: " + describe_flash_tiles(flash_tiles(p)) + "; K and V stream once"),
+            std::string::npos)
+      << r.out;
   const json s = read_json("flash.summary.json");
   ASSERT_EQ(s["thread_balance"].size(), 1u) << s["thread_balance"];
   const json& b = s["thread_balance"][0];

@@ -223,6 +223,43 @@ TEST(Flash, PeakMemoryIsOutputPlusScratch) {
     }
 }
 
+// How a head is tiled, as the bodies loop: causal, the tile pairs left of the diagonal and those straddling it
+// (masked inside) are computed, the rest skipped; without a mask every pair.
+TEST(Flash, TilesCountWhatTheBodiesCompute) {
+  AttnProblem p;
+  p.B = 8, p.Hq = p.Hkv = 16, p.Nq = p.Nk = 1024, p.D = 64;
+  p.dtype = DType::BF16;
+  p.mask = MaskKind::Causal;
+  FlashTiles t = flash_tiles(p, 256, 64);
+  EXPECT_EQ(t.q_blocks, 4);
+  EXPECT_EQ(t.kv_blocks, 16);
+  EXPECT_EQ(t.computed, 4 + 8 + 12 + 16);  // block qb reads the keys up to its last row
+  EXPECT_EQ(t.diagonal, 16);               // the 4 key blocks under each 256-row block's diagonal
+  EXPECT_EQ(describe_flash_tiles(t), "tiles of 256 query rows × 64 keys: per head 40 of 64 tile pairs computed (16 "
+                                     "on the diagonal, masked inside), 24 above it skipped");
+  // Square tiles: one straddling pair per row of tiles.
+  t = flash_tiles(p, 64, 64);
+  EXPECT_EQ(t.computed, 16 * 17 / 2);
+  EXPECT_EQ(t.diagonal, 16);
+  // Ragged, more keys than queries (top-left): the last 44-row block reads keys 0..299.
+  p.Nq = 300, p.Nk = 700;
+  t = flash_tiles(p, 256, 64);
+  EXPECT_EQ(t.pairs(), 2 * 11);
+  EXPECT_EQ(t.computed, 4 + 5);
+  EXPECT_EQ(t.diagonal, 4 + 1);
+  p.mask = MaskKind::None;
+  t = flash_tiles(p, 256, 64);
+  EXPECT_EQ(t.computed, t.pairs());
+  EXPECT_EQ(t.diagonal, 0);
+  EXPECT_EQ(describe_flash_tiles(t), "tiles of 256 query rows × 64 keys: per head 22 of 22 tile pairs computed");
+  // The body that runs sets the tiles.
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    EXPECT_EQ(flash_tiles(p).block_rows, flash_block_rows()) << isa_name(isa);
+    EXPECT_EQ(flash_tiles(p).block_cols, 64) << isa_name(isa);
+  }
+}
+
 // The bytes model follows the body that runs: K and V stream once per query block, 256 rows in the SIMD
 // bodies and 64 in the scalar one, so the scalar kernel reads them about four times as often. An explicit
 // mask adds its own size once.

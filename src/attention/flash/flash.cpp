@@ -34,6 +34,45 @@ int64_t flash_block_rows() {
   return flash::block_rows_scalar();
 }
 
+FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc) {
+  ATTNPROF_CHECK(br > 0 && bc > 0, "flash_tiles needs positive block sizes, got {} x {}", br, bc);
+  FlashTiles t;
+  t.block_rows = br;
+  t.block_cols = bc;
+  t.q_blocks = (p.Nq + br - 1) / br;
+  t.kv_blocks = (p.Nk + bc - 1) / bc;
+  for (int64_t qb = 0; qb < t.q_blocks; ++qb) {
+    const int64_t i0 = qb * br, rows = std::min(br, p.Nq - i0);
+    // As the bodies loop: causal (top-left) keys up to the block's last row, else all.
+    const int64_t kv_end = p.mask == MaskKind::Causal ? std::min(p.Nk, i0 + rows) : p.Nk;
+    for (int64_t j0 = 0; j0 < kv_end; j0 += bc) {
+      ++t.computed;
+      const int64_t cols = std::min(bc, kv_end - j0);
+      if (p.mask == MaskKind::Causal && j0 + cols - 1 > i0) ++t.diagonal;
+    }
+  }
+  return t;
+}
+
+FlashTiles flash_tiles(const AttnProblem& p) {
+  int64_t bc = 0;
+  switch (best_isa()) {
+    case Isa::AVX512: bc = flash::block_cols_avx512(); break;
+    case Isa::AVX2: bc = flash::block_cols_avx2(); break;
+    case Isa::Scalar: bc = flash::block_cols_scalar(); break;
+  }
+  return flash_tiles(p, flash_block_rows(), bc);
+}
+
+std::string describe_flash_tiles(const FlashTiles& t) {
+  const int64_t skipped = t.pairs() - t.computed;
+  std::string s = fmt::format("tiles of {} query rows × {} keys: per head {} of {} tile pairs computed", t.block_rows,
+                              t.block_cols, t.computed, t.pairs());
+  if (t.diagonal > 0) s += fmt::format(" ({} on the diagonal, masked inside)", t.diagonal);
+  if (skipped > 0) s += fmt::format(", {} above it skipped", skipped);
+  return s;
+}
+
 double flash_bytes(const AttnProblem& p, int64_t br) {
   // Q and O once; K and V rows once per Q block that reads them: every key without a mask, causal only the
   // keys up to the block's last row (top-left: none past Nq).

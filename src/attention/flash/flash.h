@@ -55,6 +55,10 @@ void forward_avx512(const Params& p);
 int64_t block_rows_scalar();
 int64_t block_rows_avx2();
 int64_t block_rows_avx512();
+// Keys per K/V block, the same for every body.
+int64_t block_cols_scalar();
+int64_t block_cols_avx2();
+int64_t block_cols_avx512();
 // Bytes of scratch one thread of each body takes at head dim D (ThreadScratch rounds each thread's to pages).
 size_t scratch_bytes_scalar(int64_t D);
 size_t scratch_bytes_avx2(int64_t D);

@@ -24,6 +24,7 @@ ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
 namespace attnprof::flash {
 void forward_avx2(const Params& p) { avx2::forward(p, false); }
 int64_t block_rows_avx2() { return avx2::kBr; }
+int64_t block_cols_avx2() { return avx2::kBc; }
 size_t scratch_bytes_avx2(int64_t D) { return avx2::scratch_bytes(D); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

@@ -29,6 +29,7 @@ ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
 namespace attnprof::flash {
 void forward_avx512(const Params& p) { avx512::forward(p, p.dtype == DType::BF16 && cpu_has_avx512_bf16()); }
 int64_t block_rows_avx512() { return avx512::kBr; }
+int64_t block_cols_avx512() { return avx512::kBc; }
 size_t scratch_bytes_avx512(int64_t D) { return avx512::scratch_bytes(D); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

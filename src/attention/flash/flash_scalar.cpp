@@ -5,5 +5,6 @@
 namespace attnprof::flash {
 void forward_scalar(const Params& p) { scalar::forward(p); }
 int64_t block_rows_scalar() { return scalar::kBr; }
+int64_t block_cols_scalar() { return scalar::kBc; }
 size_t scratch_bytes_scalar(int64_t D) { return scalar::scratch_bytes(D); }
 }  // namespace attnprof::flash
