@@ -471,7 +471,7 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
   AttnProblem p;
   p.B = 1, p.Hq = p.Hkv = 4, p.Nq = p.Nk = 256, p.D = 64;
   p.mask = MaskKind::Causal;
-  EXPECT_NE(r.out.find("flash_attention_fwd: " + describe_flash_tiles(flash_tiles(p)) + "; K and V stream once"),
+  EXPECT_NE(r.out.find("flash_attention_fwd: " + describe_flash_tiles(flash_tiles(p), p) + "; K and V stream once"),
             std::string::npos)
       << r.out;
   const json s = read_json("flash.summary.json");

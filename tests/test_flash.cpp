@@ -223,40 +223,51 @@ TEST(Flash, PeakMemoryIsOutputPlusScratch) {
     }
 }
 
-// How a head is tiled, as the bodies loop: causal, the tile pairs left of the diagonal and those straddling it
-// (masked inside) are computed, the rest skipped; without a mask every pair.
+// How a head is tiled, as the bodies loop: causal, the tile pairs wholly above the diagonal are skipped, and in
+// those that straddle it each panel of rows computes the keys its last row sees (the SIMD bodies' panels; the
+// scalar body's panel is its block, so it computes such a tile whole); without a mask every score.
 TEST(Flash, TilesCountWhatTheBodiesCompute) {
   AttnProblem p;
   p.B = 8, p.Hq = p.Hkv = 16, p.Nq = p.Nk = 1024, p.D = 64;
   p.dtype = DType::BF16;
   p.mask = MaskKind::Causal;
-  FlashTiles t = flash_tiles(p, 256, 64);
+  FlashTiles t = flash_tiles(p, 256, 64, 64);
   EXPECT_EQ(t.q_blocks, 4);
   EXPECT_EQ(t.kv_blocks, 16);
   EXPECT_EQ(t.computed, 4 + 8 + 12 + 16);  // block qb reads the keys up to its last row
   EXPECT_EQ(t.diagonal, 16);               // the 4 key blocks under each 256-row block's diagonal
-  EXPECT_EQ(describe_flash_tiles(t), "tiles of 256 query rows × 64 keys: per head 40 of 64 tile pairs computed (16 "
-                                     "on the diagonal, masked inside), 24 above it skipped");
-  // Square tiles: one straddling pair per row of tiles.
-  t = flash_tiles(p, 64, 64);
+  // Per block: qb·4 whole tiles left of the diagonal, then its 4 straddling tiles computed by 4, 3, 2, 1 panels.
+  EXPECT_EQ(t.scores, 4 * (4 + 3 + 2 + 1) * 64.0 * 64 + (0 + 1 + 2 + 3) * 4 * 256.0 * 64);
+  EXPECT_EQ(describe_flash_tiles(t, p),
+            "tiles of 256 query rows × 64 keys: per head 40 of 64 tile pairs visited, 24 above the diagonal skipped, "
+            "the 16 that straddle it computed up to it in panels of 64 rows: Q·Kᵀ computes 53.1 % of the 1024×1024 "
+            "scores (causal needs 50.0 %)");
+  // The scalar body: 64-row blocks that are their own panel, the straddling tile computed whole.
+  t = flash_tiles(p, 64, 64, 64);
   EXPECT_EQ(t.computed, 16 * 17 / 2);
   EXPECT_EQ(t.diagonal, 16);
+  EXPECT_EQ(t.scores, 136 * 64.0 * 64);
+  EXPECT_NE(describe_flash_tiles(t, p).find("the 16 that straddle it computed whole and masked"), std::string::npos);
   // Ragged, more keys than queries (top-left): the last 44-row block reads keys 0..299.
   p.Nq = 300, p.Nk = 700;
-  t = flash_tiles(p, 256, 64);
+  t = flash_tiles(p, 256, 64, 64);
   EXPECT_EQ(t.pairs(), 2 * 11);
   EXPECT_EQ(t.computed, 4 + 5);
   EXPECT_EQ(t.diagonal, 4 + 1);
+  EXPECT_EQ(t.scores, 10 * 64.0 * 64 + 4 * 44.0 * 64 + 44.0 * 44);
   p.mask = MaskKind::None;
-  t = flash_tiles(p, 256, 64);
+  t = flash_tiles(p, 256, 64, 64);
   EXPECT_EQ(t.computed, t.pairs());
   EXPECT_EQ(t.diagonal, 0);
-  EXPECT_EQ(describe_flash_tiles(t), "tiles of 256 query rows × 64 keys: per head 22 of 22 tile pairs computed");
+  EXPECT_EQ(t.scores, 300.0 * 700);
+  EXPECT_EQ(describe_flash_tiles(t, p), "tiles of 256 query rows × 64 keys: per head 22 of 22 tile pairs visited: "
+                                        "Q·Kᵀ computes 100.0 % of the 300×700 scores");
   // The body that runs sets the tiles.
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
     EXPECT_EQ(flash_tiles(p).block_rows, flash_block_rows()) << isa_name(isa);
     EXPECT_EQ(flash_tiles(p).block_cols, 64) << isa_name(isa);
+    EXPECT_EQ(flash_tiles(p).panel_rows, isa == Isa::Scalar ? 64 : isa == Isa::AVX2 ? 16 : 64) << isa_name(isa);
   }
 }
 

@@ -401,7 +401,12 @@ TEST(Table, BoundColumnFromTheRoofline) {
   // A wrapper op whose cost is all its children's (as scaled_dot_product_attention over a matmul and a softmax).
   auto wrap = op("scaled_dot_product_attention", 1, 200, 1, 0, 0, 1e9 + 1e6);
   wrap.cost.bytes_read = 2e6;
-  ka.rows = {ann, mem, comp, op("transpose", 1, 1, 1, 0, 0), wrap};
+  // An op that only moves bytes: 2e5 B in 100 us, 2 GB/s, held to the bandwidth alone (20 % of 10 GB/s).
+  auto copy = op("copy_", 100, 100, 1, 0, 0);
+  copy.cost.bytes_read = 1e5;
+  copy.cost.bytes_written = 1e5;
+  copy.self_cost = copy.cost;
+  ka.rows = {ann, mem, comp, op("transpose", 1, 1, 1, 0, 0), wrap, copy};
   ka.self_total_ns = 203'000;
   analysis::MachinePeaks peaks;
   peaks.fp32_gflops = 100.0;
@@ -424,6 +429,7 @@ TEST(Table, BoundColumnFromTheRoofline) {
   EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +matmul .* compute +[0-9.]+%  $)"))) << ls[5];
   EXPECT_TRUE(std::regex_search(ls[6], std::regex(R"(^ +softmax .* memory +[0-9.]+%  $)"))) << ls[6];
   EXPECT_TRUE(std::regex_search(ls[7], std::regex(R"(^ +transpose .* -- +--  $)"))) << ls[7];
+  EXPECT_TRUE(std::regex_search(ls[8], std::regex(R"(^ +copy_ .* memory +20\.0%  $)"))) << ls[8];
   // The footer names what the verdicts were judged against, and what the FLOPs count.
   EXPECT_NE(t.find("Bound: each op's FLOP/B against the ridge of its own compute ceiling (fp32 100.0 GFLOP/s; "
                    "10.0 GB/s; ridge 10.00 FLOP/B); annotations, steps and wrappers whose cost is all their children's "

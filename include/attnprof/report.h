@@ -271,7 +271,7 @@ struct RowTime {
 // rows. compare prints it under its table and the HTML report under the Comparison's.
 std::string speedup_line(const std::vector<RowTime>& rows);
 // A row that took more than kFarFromFloor times its roofline floor spent its time where the cost model does not
-// look: "Far from the floor: naive took 2.848 ms per forward, 9.9x its roofline floor of 0.288 ms: ..." (naive at
+// look: "Far from the floor: naive took 2.574ms per forward, 8.9x its roofline floor of 287.590us: ..." (naive at
 // a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x).
 inline constexpr double kFarFromFloor = 4.0;
 std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu);

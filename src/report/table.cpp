@@ -224,7 +224,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
           cells.push_back(pt.memory_bound ? "memory" : "compute");
           // An op that only moves bytes (copy_) is held to the bandwidth alone: its GB/s over it.
           const double bw = opt.peaks->bandwidth_gbs;
-          const double frac = s->cost.flops > 0 ? pt.fraction_of_attainable
+          const double frac = s->cost.flops > 0 ? (pt.attainable_gflops > 0 ? pt.fraction_of_attainable : std::nan(""))
                               : bw > 0          ? s->cost.bytes() / ns / bw
                                                 : std::nan("");
           cells.push_back(std::isfinite(frac) ? fmt::format("{:.1f}%", 100.0 * frac) : std::string("--"));
@@ -278,7 +278,9 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                        "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{} "
                        "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
                        "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
-                       "(copy_): the verdict is the cost model's, this is the measurement's.\n",
+                       "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, the op's bytes came "
+                       "from cache, faster than the DRAM bandwidth measured (an in-place op also skips the read a "
+                       "write-allocate costs the bandwidth test).\n",
                        ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".");
   }
   return out;

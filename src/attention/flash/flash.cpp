@@ -34,42 +34,57 @@ int64_t flash_block_rows() {
   return flash::block_rows_scalar();
 }
 
-FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc) {
-  ATTNPROF_CHECK(br > 0 && bc > 0, "flash_tiles needs positive block sizes, got {} x {}", br, bc);
+FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc, int64_t panel) {
+  ATTNPROF_CHECK(br > 0 && bc > 0 && panel > 0, "flash_tiles needs positive block sizes, got {} x {} (panel {})", br,
+                 bc, panel);
   FlashTiles t;
   t.block_rows = br;
   t.block_cols = bc;
+  t.panel_rows = panel;
   t.q_blocks = (p.Nq + br - 1) / br;
   t.kv_blocks = (p.Nk + bc - 1) / bc;
+  const bool causal = p.mask == MaskKind::Causal;
   for (int64_t qb = 0; qb < t.q_blocks; ++qb) {
     const int64_t i0 = qb * br, rows = std::min(br, p.Nq - i0);
     // As the bodies loop: causal (top-left) keys up to the block's last row, else all.
-    const int64_t kv_end = p.mask == MaskKind::Causal ? std::min(p.Nk, i0 + rows) : p.Nk;
+    const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
     for (int64_t j0 = 0; j0 < kv_end; j0 += bc) {
       ++t.computed;
       const int64_t cols = std::min(bc, kv_end - j0);
-      if (p.mask == MaskKind::Causal && j0 + cols - 1 > i0) ++t.diagonal;
+      const bool diagonal = causal && j0 + cols - 1 > i0;
+      if (diagonal) ++t.diagonal;
+      // Each panel's keys, as the SIMD bodies' scores() clamps them: those its last row sees.
+      for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+        const int64_t kc = diagonal ? std::clamp<int64_t>(i0 + r0 + panel - j0, 0, cols) : cols;
+        t.scores += double(std::min(panel, rows - r0)) * double(kc);
+      }
     }
   }
   return t;
 }
 
 FlashTiles flash_tiles(const AttnProblem& p) {
-  int64_t bc = 0;
   switch (best_isa()) {
-    case Isa::AVX512: bc = flash::block_cols_avx512(); break;
-    case Isa::AVX2: bc = flash::block_cols_avx2(); break;
-    case Isa::Scalar: bc = flash::block_cols_scalar(); break;
+    case Isa::AVX512: return flash_tiles(p, flash::block_rows_avx512(), flash::block_cols_avx512(), flash::panel_rows_avx512());
+    case Isa::AVX2: return flash_tiles(p, flash::block_rows_avx2(), flash::block_cols_avx2(), flash::panel_rows_avx2());
+    case Isa::Scalar: break;
   }
-  return flash_tiles(p, flash_block_rows(), bc);
+  return flash_tiles(p, flash::block_rows_scalar(), flash::block_cols_scalar(), flash::panel_rows_scalar());
 }
 
-std::string describe_flash_tiles(const FlashTiles& t) {
+std::string describe_flash_tiles(const FlashTiles& t, const AttnProblem& p) {
   const int64_t skipped = t.pairs() - t.computed;
-  std::string s = fmt::format("tiles of {} query rows × {} keys: per head {} of {} tile pairs computed", t.block_rows,
+  const double all = double(p.Nq) * double(p.Nk);
+  std::string s = fmt::format("tiles of {} query rows × {} keys: per head {} of {} tile pairs visited", t.block_rows,
                               t.block_cols, t.computed, t.pairs());
-  if (t.diagonal > 0) s += fmt::format(" ({} on the diagonal, masked inside)", t.diagonal);
-  if (skipped > 0) s += fmt::format(", {} above it skipped", skipped);
+  if (skipped > 0) s += fmt::format(", {} above the diagonal skipped", skipped);
+  if (t.diagonal > 0)
+    s += t.panel_rows < t.block_rows
+             ? fmt::format(", the {} that straddle it computed up to it in panels of {} rows", t.diagonal, t.panel_rows)
+             : fmt::format(", the {} that straddle it computed whole and masked", t.diagonal);
+  s += fmt::format(": Q·Kᵀ computes {:.1f} % of the {}×{} scores", 100.0 * t.scores / all, p.Nq, p.Nk);
+  if (p.mask == MaskKind::Causal)
+    s += fmt::format(" (causal needs {:.1f} %)", 100.0 * causal_visible_pairs(p.Nq, p.Nk) / all);
   return s;
 }
 

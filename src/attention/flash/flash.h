@@ -59,6 +59,11 @@ int64_t block_rows_avx512();
 int64_t block_cols_scalar();
 int64_t block_cols_avx2();
 int64_t block_cols_avx512();
+// Query rows per Q·Kᵀ panel: a tile that straddles the diagonal computes, for each panel, only the keys the
+// panel's last row sees (the SIMD bodies); the scalar body computes the whole tile (its panel is its block).
+int64_t panel_rows_scalar();
+int64_t panel_rows_avx2();
+int64_t panel_rows_avx512();
 // Bytes of scratch one thread of each body takes at head dim D (ThreadScratch rounds each thread's to pages).
 size_t scratch_bytes_scalar(int64_t D);
 size_t scratch_bytes_avx2(int64_t D);

@@ -25,6 +25,7 @@ namespace attnprof::flash {
 void forward_avx2(const Params& p) { avx2::forward(p, false); }
 int64_t block_rows_avx2() { return avx2::kBr; }
 int64_t block_cols_avx2() { return avx2::kBc; }
+int64_t panel_rows_avx2() { return avx2::kRp; }
 size_t scratch_bytes_avx2(int64_t D) { return avx2::scratch_bytes(D); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

@@ -6,5 +6,6 @@ namespace attnprof::flash {
 void forward_scalar(const Params& p) { scalar::forward(p); }
 int64_t block_rows_scalar() { return scalar::kBr; }
 int64_t block_cols_scalar() { return scalar::kBc; }
+int64_t panel_rows_scalar() { return scalar::kBr; }
 size_t scratch_bytes_scalar(int64_t D) { return scalar::scratch_bytes(D); }
 }  // namespace attnprof::flash
