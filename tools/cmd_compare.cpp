@@ -155,9 +155,10 @@ std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
 
 // Under the table: the speed-ups the blog reads off (its first line), and the rows far from their floor.
 std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
+  const std::vector<report::RowTime> times = row_times(rows);
   std::string s;
-  if (const std::string line = report::speedup_line(row_times(rows)); !line.empty()) s += line + "\n";
-  for (const std::string& line : report::far_from_floor_notes(row_times(rows), gpu)) s += line + "\n";
+  if (const std::string line = report::speedup_line(times); !line.empty()) s += line + "\n";
+  for (const std::string& line : report::far_from_floor_notes(times, gpu)) s += line + "\n";
   return s;
 }
 

@@ -100,7 +100,7 @@ void place_variant(const std::string& variant, const analysis::KeyAverages& ka, 
     const analysis::OpStats& op = *placed.op;
     const analysis::RooflinePoint& pt = placed.pt;
     const OpCost& cost = placed.cost;
-    const double gbs = placed.ns > 0 ? cost.bytes() / placed.ns : 0.0;
+    const double gbs = pt.achieved_gbs;
     const char* bound = pt.memory_bound ? "memory" : "compute";
     j["ops"].push_back({{"variant", variant},
                         {"name", op.name},
@@ -121,11 +121,11 @@ void place_variant(const std::string& variant, const analysis::KeyAverages& ka, 
                         {"fraction_of_attainable", pt.fraction_of_attainable},
                         // what the table's %bw shows for ops without FLOPs (copies), whose
                         // fraction_of_attainable is 0: achieved GB/s over the bandwidth ceiling
-                        {"fraction_of_bandwidth", m.bandwidth_gbs > 0 ? gbs / m.bandwidth_gbs : 0.0},
+                        {"fraction_of_bandwidth", pt.fraction_of_bandwidth},
                         {"bound", bound}});
     // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
     const std::string pct = cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
-                                              : fmt::format("{:.0f}%bw", 100 * gbs / m.bandwidth_gbs);
+                                              : fmt::format("{:.0f}%bw", 100 * pt.fraction_of_bandwidth);
     text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", variant,
                         op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
                         pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);

@@ -258,6 +258,8 @@ struct RooflinePoint {
   double ridge_intensity = 0.0;    // compute peak / bandwidth
   bool memory_bound = false;       // intensity below the ridge
   double fraction_of_attainable = 0.0;
+  double achieved_gbs = 0.0;           // bytes per ns
+  double fraction_of_bandwidth = 0.0;  // achieved GB/s over the bandwidth (0 without one): an op without FLOPs'
 };
 // The compute ceiling of one op: its bf16 FLOPs (cost.bf16_flops) at the bf16 peak, the rest at the fp32 peak
 // (the FLOP-weighted harmonic mean, i.e. the time all its FLOPs take at those rates), the FLOPs it ran inside

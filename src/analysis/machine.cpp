@@ -479,10 +479,13 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   // vdpbf16ps does two multiply-adds per lane where an FMA does one: on Zen 4 at the FMA's rate (twice its FLOPs),
   // on Intel's AVX512-BF16 cores at half of it (the same FLOPs). A bf16 dot-product peak well under the fp32 FMA
   // peak (under 90 % of it: a tie measured with noise stays above) is a disturbed measurement.
-  const auto bf16_under_fp32 = [](const MachinePeaks& x) {
+  // The first (bf16, fp32) pair that is, the dispatched ISA's before the libraries'.
+  const auto bf16_under_fp32 = [](const MachinePeaks& x) -> std::optional<std::pair<double, double>> {
     constexpr double kLeast = 0.9;
-    return (x.bf16_gflops > 0 && x.bf16_gflops < kLeast * x.fp32_gflops) ||
-           (x.library_bf16_gflops > 0 && x.library_bf16_gflops < kLeast * x.library_fp32_gflops);
+    for (const auto& [bf16, fp32] : {std::pair{x.bf16_gflops, x.fp32_gflops},
+                                     std::pair{x.library_bf16_gflops, x.library_fp32_gflops}})
+      if (bf16 > 0 && bf16 < kLeast * fp32) return std::pair{bf16, fp32};
+    return std::nullopt;
   };
   if (!force_measure)
     for (const auto& e : cache["entries"]) {
@@ -499,11 +502,10 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
                          path, other, cached_load));
         break;
       }
-      if (bf16_under_fp32(m)) {
+      if (const auto low = bf16_under_fp32(m)) {
         note(fmt::format("the cached machine peaks have a bf16 dot-product peak under 90 % of the fp32 FMA peak "
                          "({:.1f} against {:.1f} GFLOP/s), a disturbed measurement; measuring them again",
-                         m.bf16_gflops > 0 && m.bf16_gflops < 0.9 * m.fp32_gflops ? m.bf16_gflops : m.library_bf16_gflops,
-                         m.bf16_gflops > 0 && m.bf16_gflops < 0.9 * m.fp32_gflops ? m.fp32_gflops : m.library_fp32_gflops));
+                         low->first, low->second));
         break;
       }
       if (!(beside_figure(other, cached_load) > busy_above)) {  // an entry with neither counts as idle

@@ -33,6 +33,8 @@ RooflinePoint place(const OpCost& cost, double ns, const MachinePeaks& peaks) {
   // An op that moves bytes but does no arithmetic (a copy) sits at intensity 0: memory-bound by definition.
   pt.memory_bound = pt.intensity < pt.ridge_intensity;
   pt.fraction_of_attainable = pt.attainable_gflops > 0 ? pt.achieved_gflops / pt.attainable_gflops : 0.0;
+  pt.achieved_gbs = ns > 0 ? cost.bytes() / ns : 0.0;
+  pt.fraction_of_bandwidth = peaks.bandwidth_gbs > 0 ? pt.achieved_gbs / peaks.bandwidth_gbs : 0.0;
   return pt;
 }
 

@@ -26,7 +26,11 @@ using nlohmann::json;
 
 // A figure read back from a file: within ±2^53 (report/figures.h: 104 days in ns, 8 PiB in bytes) and, unless
 // it is a memory delta, not negative; anything else is a corrupt file, not a figure to print.
+double real_figure(double v, const char* key, const std::string& what);
+
 double checked(double v, const char* key, const std::string& what, bool may_be_negative) {
+  // An error against the reference is as large as the data makes it (detail::real_valued_key).
+  if (detail::real_valued_key(key)) return real_figure(v, key, what);
   if (!detail::figure_in_range(v) || (!may_be_negative && v < 0))
     ATTNPROF_FAIL("{}: field '{}' is {}, out of range (expected a{} number up to 2^53)", what, key, v,
                   may_be_negative ? "" : " non-negative");
@@ -233,10 +237,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
-  if (present("max_abs_err")) {
-    if (!run["max_abs_err"].is_number()) ATTNPROF_FAIL("{}: field 'max_abs_err' is not a number", run_what);
-    p.side.max_abs_err = real_figure(run["max_abs_err"].get<double>(), "max_abs_err", run_what);
-  }
+  if (present("max_abs_err")) p.side.max_abs_err = number(run, "max_abs_err", run_what);
   if (run_figures || present("peak_extra_bytes")) {
     p.side.peak_bytes = required(run, "peak_extra_bytes", run_what);
   } else if (p.device) {  // the sections a reader without the run's figure falls back on
@@ -792,7 +793,6 @@ double maybe(const json& o, const char* key, const std::string& what) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return -1;
   if (!it->is_number()) ATTNPROF_FAIL("{}: field '{}' is not a number", what, key);
-  if (detail::real_valued_key(key)) return real_figure(it->get<double>(), key, what);
   return checked(it->get<double>(), key, what, /*may_be_negative=*/false);
 }
 

@@ -144,6 +144,26 @@ json log_axis(double lo, double hi) {
   return axis;
 }
 
+// A log channel whose domain is what the chart draws on it, not a chart library's round decades around that:
+// the positive `keys` of every row of `sets`, widened by `below` and `above`, labelled by log_axis. Left as it
+// is when no value is positive.
+void fit_log_domain(json& channel, std::initializer_list<const json*> sets, std::initializer_list<const char*> keys,
+                    double below, double above) {
+  double lo = INFINITY, hi = 0;
+  for (const json* set : sets)
+    for (const json& p : *set)
+      for (const char* key : keys)
+        if (const json* v = member(p, {key}); v && v->is_number() && v->get<double>() > 0) {
+          lo = std::min(lo, v->get<double>());
+          hi = std::max(hi, v->get<double>());
+        }
+  if (!(hi > 0)) return;
+  lo /= below;
+  hi *= above;
+  channel["scale"] = {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}};
+  channel["axis"] = log_axis(lo, hi);
+}
+
 // Text for a paragraph: escaped, and each command the notes quote as the terminal prints them (`attnprof ...`,
 // `ulimit -v`...) set as code: a backtick opens one only before "attnprof " or "ulimit ", and the next backtick
 // closes it, so a backtick inside a name from a file (a variant named na`ive) stays a backtick.
@@ -899,23 +919,10 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     json layers = json::array();
     const json x0 = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
                      {"title", "sequence length N (log scale)"}};
-    // The y domain is the data's, a quarter wider each way (the fitted lines and their labels included), not a
-    // chart library's round decades, which had drawn 0.01..10 for points from 0.03 to 3.6.
-    double lo = INFINITY, hi = 0;
-    for (const json* set : {&pts, &fit})
-      for (const json& p : *set)
-        for (const char* key : {"y", "label_y"})
-          if (const json* v = member(p, {key}); v && v->is_number() && v->get<double>() > 0) {
-            lo = std::min(lo, v->get<double>());
-            hi = std::max(hi, v->get<double>());
-          }
+    // The y domain is the data's, a quarter wider each way (the fitted lines and their labels included): the
+    // library's decades had drawn 0.01..10 for points from 0.03 to 3.6.
     json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
-    if (hi > 0) {
-      lo /= 1.25;
-      hi *= 1.25;
-      y["scale"] = {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}};
-      y["axis"] = log_axis(lo, hi);
-    }
+    fit_log_domain(y, {&pts, &fit}, {"y", "label_y"}, 1.25, 1.25);
     std::set<std::string> present;
     for (const json& p : pts) present.insert(p["variant"].get<std::string>());
     json color = pg.variant_color(present);
@@ -1172,22 +1179,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                   {"scale", {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}}},
                   {"axis", log_axis(lo, hi)},
                   {"title", "arithmetic intensity, FLOP per byte (log scale)"}};
-  // The y range: the roofs from the left edge up, and every point; labelled as the x axis is.
-  double y_lo = INFINITY, y_hi = 0;
-  for (const json* set : {&roof, &points})
-    for (const json& p : *set)
-      if (const double g = p["gflops"].get<double>(); g > 0) {
-        y_lo = std::min(y_lo, g);
-        y_hi = std::max(y_hi, g);
-      }
+  // The y range: the roofs from the left edge up, and every point, the lowest a ring's width clear of the axis.
   json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
             {"title", "GFLOP/s (log scale)"}};
-  if (y_hi > 0) {
-    y_lo /= 1.5;  // the rings are large: the lowest stays clear of the axis
-    y_hi *= 1.25;
-    y["scale"] = {{"type", "log"}, {"domain", {y_lo, y_hi}}, {"nice", false}};
-    y["axis"] = log_axis(y_lo, y_hi);
-  }
+  fit_log_domain(y, {&roof, &points}, {"gflops"}, 1.5, 1.25);
   json layers = json::array();
   layers.push_back({{"data", {{"values", roof}}},
                     {"mark", {{"type", "line"}, {"color", "#555"}, {"strokeWidth", 2}}},
@@ -1500,28 +1495,21 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
 // "Self CUDA time total") lines torch prints under them, then attnprof's footnotes (overhead, counters, what
 // the FLOPs count...). A text without a closing rule is all table.
 std::pair<std::string, std::string> split_table_footnotes(const std::string& text) {
-  std::vector<std::string_view> lines;
-  for (size_t at = 0; at < text.size();) {
+  auto line_end = [&](size_t at) {
     const size_t nl = text.find('\n', at);
-    const size_t end = nl == std::string::npos ? text.size() : nl + 1;
-    lines.emplace_back(text.data() + at, end - at);
-    at = end;
-  }
-  auto is_rule = [](std::string_view l) {
-    return l.find('-') != std::string_view::npos && l.find_first_not_of("- \n") == std::string_view::npos;
+    return nl == std::string::npos ? text.size() : nl + 1;
   };
-  size_t cut = lines.size();
-  for (size_t i = lines.size(); i-- > 0;)
-    if (is_rule(lines[i])) {
-      cut = i + 1;
-      break;
-    }
-  if (cut == lines.size()) return {text, ""};
-  while (cut < lines.size() && (lines[cut].starts_with("Self CPU time total") || lines[cut].starts_with("Self CUDA time total")))
-    ++cut;
-  std::string table, notes;
-  for (size_t i = 0; i < lines.size(); ++i) (i < cut ? table : notes) += lines[i];
-  return {table, notes};
+  size_t cut = std::string::npos;  // just past the last dashed rule
+  for (size_t at = 0; at < text.size(); at = line_end(at)) {
+    const std::string_view l(text.data() + at, line_end(at) - at);
+    if (l.find('-') != std::string_view::npos && l.find_first_not_of("- \n") == std::string_view::npos)
+      cut = line_end(at);
+  }
+  if (cut == std::string::npos || cut == text.size()) return {text, ""};
+  while (cut < text.size() && (text.compare(cut, 19, "Self CPU time total") == 0 ||
+                               text.compare(cut, 20, "Self CUDA time total") == 0))
+    cut = line_end(cut);
+  return {text.substr(0, cut), text.substr(cut)};
 }
 
 void section_tables(Page& pg, const std::vector<VariantData>& vs) {

@@ -223,10 +223,9 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
           const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
           cells.push_back(pt.memory_bound ? "memory" : "compute");
           // An op that only moves bytes (copy_) is held to the bandwidth alone: its GB/s over it.
-          const double bw = opt.peaks->bandwidth_gbs;
           const double frac = s->cost.flops > 0 ? (pt.attainable_gflops > 0 ? pt.fraction_of_attainable : std::nan(""))
-                              : bw > 0          ? s->cost.bytes() / ns / bw
-                                                : std::nan("");
+                              : opt.peaks->bandwidth_gbs > 0 ? pt.fraction_of_bandwidth
+                                                             : std::nan("");
           cells.push_back(std::isfinite(frac) ? fmt::format("{:.1f}%", 100.0 * frac) : std::string("--"));
         } else {
           cells.insert(cells.end(), {"--", "--"});
