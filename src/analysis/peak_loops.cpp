@@ -6,7 +6,7 @@
 //
 // Why the loops look the way they do (Zen 4 numbers from docs/FIELD-NOTES): FMA latency is 4 cycles and
 // there are two FMA pipes, so at least 8 independent accumulator chains are needed to keep both pipes busy;
-// we use 12. 512-bit FMAs are double-pumped on Zen 4, so the AVX-512 loop reaches the same FLOP/cycle as
+// we use 12, and 24 in the AVX-512 loops (peak_loops.h says why). 512-bit FMAs are double-pumped on Zen 4, so the AVX-512 loop reaches the same FLOP/cycle as
 // AVX2; vdpbf16ps does 16 lanes × 2 products per instruction (64 FLOP/cycle/core).
 #include "analysis/peak_loops.h"
 
@@ -62,31 +62,31 @@ ATTNPROF_TARGET_END
 
 ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
 ATTNPROF_PEAK_LOOP float fma_loop_avx512(int64_t iters) {
-  __m512 acc[kPeakAccumulators];
-  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  __m512 acc[kPeakAccumulatorsAvx512];
+  for (int j = 0; j < kPeakAccumulatorsAvx512; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
   const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
   for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+#pragma GCC unroll 24
+    for (int j = 0; j < kPeakAccumulatorsAvx512; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
   }
   __m512 s = acc[0];
-  for (int j = 1; j < kPeakAccumulators; ++j) s = _mm512_add_ps(s, acc[j]);
+  for (int j = 1; j < kPeakAccumulatorsAvx512; ++j) s = _mm512_add_ps(s, acc[j]);
   float out[16];
   _mm512_storeu_ps(out, s);
   return out[0] + out[15];
 }
 
 ATTNPROF_PEAK_LOOP float bf16_loop_avx512(int64_t iters) {
-  __m512 acc[kPeakAccumulators];
-  for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  __m512 acc[kPeakAccumulatorsAvx512];
+  for (int j = 0; j < kPeakAccumulatorsAvx512; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(-1e-4f));
   for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kPeakAccumulators; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+#pragma GCC unroll 24
+    for (int j = 0; j < kPeakAccumulatorsAvx512; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
   }
   __m512 s = acc[0];
-  for (int j = 1; j < kPeakAccumulators; ++j) s = _mm512_add_ps(s, acc[j]);
+  for (int j = 1; j < kPeakAccumulatorsAvx512; ++j) s = _mm512_add_ps(s, acc[j]);
   float out[16];
   _mm512_storeu_ps(out, s);
   return out[0] + out[15];

@@ -8,9 +8,16 @@
 
 namespace attnprof::analysis {
 
-constexpr int kPeakAccumulators = 12;  // independent accumulator chains per thread
+// Independent accumulator chains per thread: enough to cover latency × pipes (Zen 4's FMA: 4 × 2 = 8), and as
+// many as the registers allow, since a core with a longer latency needs more. 12 left a Zen 5 core's
+// vdpbf16ps (measured 414 GFLOP/s a core with 12, 449 with 16 or 24) under what the flash kernel's 24-chain
+// Q·Kᵀ ran at (428 a thread), which reads as more than the peak. AVX-512 has 32 registers and takes 24;
+// AVX2 and SSE have 16, so 12 leave room for the operands.
+constexpr int kPeakAccumulators = 12;
+constexpr int kPeakAccumulatorsAvx512 = 24;
 
-// `iters` rounds of one FMA (or bf16 dot) on each of kPeakAccumulators registers. Each returns a value
+// `iters` rounds of one FMA (or bf16 dot) on each of kPeakAccumulators registers (the AVX-512 loops:
+// kPeakAccumulatorsAvx512). Each returns a value
 // derived from the accumulators, so the loop cannot be dropped. The AVX2 and AVX-512 ones must only run on
 // CPUs that have those extensions.
 float fma_loop_scalar(int64_t iters);
