@@ -497,6 +497,33 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
   EXPECT_EQ(slices, 6);
   EXPECT_EQ(tids.size(), 2u);
   EXPECT_EQ(items, 3 * tasks);
+  // Inside the one zone: the kernel's steps, printed, in the summary, and on each share's trace slice.
+  EXPECT_NE(r.out.find("Inside flash_attention_fwd: each thread's share split by the kernel's steps (3 calls, 2 threads"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(s["op_phases"].size(), 1u) << s["op_phases"];
+  const json& ph = s["op_phases"][0];
+  EXPECT_EQ(ph["name"], "flash_attention_fwd");
+  EXPECT_EQ(ph["regions"], 3);
+  double steps_ns = 0, qk_flops = 0;
+  for (const json& st : ph["steps"]) {
+    steps_ns += st["cpu_ns"].get<double>();
+    if (st["name"] == "Q·Kᵀ") qk_flops = st["flops"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(qk_flops, 3 * 2.0 * 64 * flash_tiles(p).scores * 4);
+  EXPECT_LE(steps_ns, ph["share_ns"].get<double>() * (1 + 1e-9));
+  double traced_us = 0, slices_us = 0;
+  for (const json& e : t["traceEvents"])
+    if (e.value("cat", "") == "thread_work") {
+      ASSERT_TRUE(e["args"].contains("steps_us")) << e;
+      slices_us += e["dur"].get<double>();
+      for (const auto& [name, us] : e["args"]["steps_us"].items()) traced_us += us.get<double>();
+    }
+  EXPECT_NEAR(traced_us, steps_ns * 1e-3, 0.01 + 1e-6 * traced_us);  // µs to 3 decimals, per step
+  EXPECT_LE(traced_us, slices_us + 0.02);
+  // Kineto's top-level keys: schema version 1, and no GPU on the CPU.
+  EXPECT_EQ(t["schemaVersion"], 1);
+  EXPECT_EQ(t["deviceProperties"], json::array());
 }
 
 TEST_F(Cli, ProfileJsonAndSdpaBackends) {

@@ -104,6 +104,11 @@ TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
   const nlohmann::json j = report::chrome_trace_json(r);
   const TraceCheck c = check_trace(j);
   EXPECT_TRUE(c.ok()) << c.report();
+  // Kineto's top-level keys: its schema version and the GPU the tracks are of.
+  EXPECT_EQ(j["schemaVersion"], 1);
+  ASSERT_EQ(j["deviceProperties"].size(), 1u) << j["deviceProperties"];
+  EXPECT_EQ(j["deviceProperties"][0]["name"], r.device_name);
+  EXPECT_EQ(j["deviceProperties"][0]["id"], r.device.front().device);
   const nlohmann::json& ev = j["traceEvents"];
   long host_pid = -1;
   for (const auto& e : ev)

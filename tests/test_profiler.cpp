@@ -854,6 +854,111 @@ TEST(ThreadBalance, BusyShareImbalanceAndLateStartPerRegion) {
   EXPECT_EQ(notes[0].rfind("Threads: v's op kept its 2 threads busy 75 % of its parallel time", 0), 0u) << notes[0];
 }
 
+// op_phases' arithmetic on hand-made shares (1 ns per tick): two regions of one op on two threads, a step no
+// share spent time in (left out), and a share of another op.
+TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
+  static constexpr std::array<const char*, 4> kSteps{"load", "dot", "unused", "store"};
+  static constexpr std::array<const char*, 1> kOther{"only"};
+  auto share = [](const char* name, uint32_t region, uint64_t t0, uint64_t t1, const auto& names,
+                  std::array<uint64_t, prof::kMaxPhases> ticks, std::array<double, prof::kMaxPhases> flops) {
+    prof::WorkSpan w;
+    w.name = name, w.region = region, w.t0 = t0, w.t1 = t1;
+    w.n_phases = uint8_t(names.size());
+    w.phase_names = names.data();
+    w.phase_ticks = ticks;
+    w.phase_flops = flops;
+    return w;
+  };
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  prof::ThreadTrace main_t, worker;
+  main_t.work = {share("op", 1, 0, 100, kSteps, {10, 60, 0, 30}, {0, 600, 0, 0}),
+                 share("op", 2, 200, 300, kSteps, {5, 70, 0, 20}, {0, 700, 0, 0})};
+  worker.work = {share("op", 1, 0, 90, kSteps, {10, 50, 0, 30}, {0, 500, 0, 0}),
+                 share("other", 3, 400, 410, kOther, {10}, {0})};
+  worker.work.push_back({"plain", 4, 500, 510, 0, -1});  // a share that timed no steps: not an entry
+  r.threads = {main_t, worker};
+  const std::vector<analysis::OpPhases> ph = analysis::op_phases(r);
+  ASSERT_EQ(ph.size(), 2u);
+  const analysis::OpPhases& op = ph[0];
+  EXPECT_EQ(op.name, "op");
+  EXPECT_EQ(op.regions, 2);
+  EXPECT_EQ(op.threads, 2);
+  EXPECT_DOUBLE_EQ(op.share_ns, 290);
+  ASSERT_EQ(op.steps.size(), 3u);  // "unused" took no time anywhere
+  EXPECT_EQ(op.steps[0].name, "load");
+  EXPECT_DOUBLE_EQ(op.steps[0].ns, 25);
+  EXPECT_EQ(op.steps[1].name, "dot");
+  EXPECT_DOUBLE_EQ(op.steps[1].ns, 180);
+  EXPECT_DOUBLE_EQ(op.steps[1].flops, 1800);
+  EXPECT_EQ(op.steps[2].name, "store");
+  EXPECT_DOUBLE_EQ(op.steps[2].ns, 80);
+  EXPECT_DOUBLE_EQ(op.steps_ns(), 285);  // 5 ns ran after a share's last lap
+  EXPECT_EQ(ph[1].name, "other");
+  EXPECT_EQ(ph[1].threads, 1);
+  // The table: each step's share of the steps' time, and the rate of the step that counted FLOPs, 10 per ns,
+  // against a core's share of the fp32 peak (40 GFLOP/s on 2 threads: 20 a core).
+  analysis::MachinePeaks peaks;
+  peaks.threads = 2;
+  peaks.fp32_gflops = 40;
+  peaks.bandwidth_gbs = 10;
+  const std::string t = report::phase_table({op}, &peaks, DType::F32);
+  EXPECT_NE(t.find("Inside op: each thread's share split by the kernel's steps (2 calls, 2 threads;"), std::string::npos) << t;
+  const size_t dot = t.find("\ndot ");
+  ASSERT_NE(dot, std::string::npos) << t;
+  const std::string dot_row = t.substr(dot + 1, t.find('\n', dot + 1) - dot - 1);
+  for (const char* figure : {"63.2 %", "10.0", "50.0 %"})  // 180 / 285; 1800 / 180; 10 / 20
+    EXPECT_NE(dot_row.find(figure), std::string::npos) << figure << " in: " << dot_row;
+  EXPECT_NE(t.find("The steps: 0.285us of the shares' 0.290us (98.3 %"), std::string::npos) << t;
+  EXPECT_EQ(report::phase_table({}, &peaks, DType::F32), "");
+}
+
+// The flash kernel times its steps on every thread, in every body: Q·Kᵀ counts the scores flash_tiles says it
+// computes, the steps add up to the shares, an explicit mask is a step of its own, and nothing is timed when
+// the profiler is off (the kernel then runs as it does anyway).
+TEST(OpPhases, FlashTimesItsStepsInEveryBody) {
+  const int64_t B = 1, H = 2, N = 300, D = 64;  // 300 rows: a last block of queries that is not whole
+  Tensor q = Tensor::empty({B, H, N, D}, DType::BF16), k = Tensor::empty({B, H, N, D}, DType::BF16),
+         v = Tensor::empty({B, H, N, D}, DType::BF16);
+  fill_randn(q, 1);
+  fill_randn(k, 2);
+  fill_randn(v, 3);
+  AttnOptions masked;
+  masked.attn_mask = Tensor::empty({1, 1, N, N}, DType::Bool);
+  fill_randn(masked.attn_mask, 4);
+  const Variant& var = find_variant("flash");
+  for (Isa isa : available_isas())
+    for (const AttnOptions& o : {AttnOptions{.is_causal = true}, masked}) {
+      IsaOverride use(isa);
+      const AttnProblem p = AttnProblem::from(q, k, v, o);
+      const std::string what = fmt::format("{} {}", isa_name(isa), mask_kind_name(p.mask));
+      auto runner = var.prepare(p, o);
+      const std::vector<analysis::OpPhases> ph = analysis::op_phases(profile_forward(var, *runner, q, k, v));
+      ASSERT_EQ(ph.size(), 1u) << what;
+      EXPECT_EQ(ph[0].name, "flash_attention_fwd") << what;
+      EXPECT_EQ(ph[0].regions, 1) << what;
+      std::vector<std::string> names;
+      std::map<std::string, analysis::OpPhases::Step> by;
+      for (const auto& st : ph[0].steps) {
+        names.push_back(st.name);
+        by[st.name] = st;
+        EXPECT_GE(st.ns, 0.0) << what << " " << st.name;
+      }
+      const std::vector<std::string> want =
+          p.mask == MaskKind::Causal
+              ? std::vector<std::string>{"load Q, K, V", "Q·Kᵀ", "online softmax", "P·V", "store O"}
+              : std::vector<std::string>{"load Q, K, V", "Q·Kᵀ", "mask", "online softmax", "P·V", "store O"};
+      EXPECT_EQ(names, want) << what;
+      EXPECT_DOUBLE_EQ(by["Q·Kᵀ"].flops, 2.0 * D * flash_tiles(p).scores * B * H) << what;
+      EXPECT_GT(by["P·V"].flops, 0.0) << what;
+      EXPECT_LE(by["P·V"].flops, 2.0 * D * N * N * B * H) << what;
+      EXPECT_EQ(by["online softmax"].flops, 0.0) << what;
+      EXPECT_LE(ph[0].steps_ns(), ph[0].share_ns * (1 + 1e-12)) << what;
+      EXPECT_GT(ph[0].steps_ns(), 0.5 * ph[0].share_ns) << what;  // the shares are their steps but for a tail
+    }
+  EXPECT_TRUE(analysis::op_phases(prof::ProfileResult{}).empty());
+}
+
 TEST(Profiler, MemoryOnAThreadWithNoOpenZoneIsNamedNotLost) {
   // A worker of a parallel region opened by an op has no zone of its own: what it allocates is in no row,
   // and key_averages says how much instead of dropping it.

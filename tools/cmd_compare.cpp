@@ -38,6 +38,7 @@ struct Row {
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
   std::string trace;               // its trace file's name in --out
   std::vector<analysis::ThreadBalance> balance;  // each op's threads in its parallel regions (kept: the profile is freed)
+  std::vector<analysis::OpPhases> phases;        // the steps inside ops that time them (kept, as balance)
 };
 
 // The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them; each
@@ -83,6 +84,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   row.bound_ms = t.m.bandwidth_gbs > 0 ? row.bytes / t.m.bandwidth_gbs * 1e-6 : 0.0;
   if (row.r.status != RunOutcome::Status::Ok) return row;
   row.balance = analysis::thread_balance(row.r.result);
+  row.phases = analysis::op_phases(row.r.result);
   if (t.gpu) {
     row.ms = row.r.median_event_ms;
     row.forward_ms = row.r.event_ms;
@@ -159,6 +161,11 @@ std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
   std::string s;
   if (const std::string line = report::speedup_line(times); !line.empty()) s += line + "\n";
   for (const std::string& line : report::far_from_floor_notes(times, gpu)) s += line + "\n";
+  // What a fused kernel's one row does not show: where its time goes inside (the flash kernel's steps).
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      for (const analysis::OpPhases& op : r.phases)
+        if (const std::string line = report::phase_line(r.name, op); !line.empty()) s += line + "\n";
   return s;
 }
 

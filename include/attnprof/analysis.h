@@ -160,6 +160,25 @@ struct ThreadBalance {
 };
 std::vector<ThreadBalance> thread_balance(const prof::ProfileResult& r);
 
+// What an op's one zone does not show: how its threads' shares split their time among the op's own steps
+// (WorkShare::phases; the flash kernel's load, Q·Kᵀ, online softmax, P·V and store), summed over every
+// thread's shares of every region the op ran. Time is CPU time (each thread's), so on 2 busy threads it is
+// twice the wall. One entry per op that timed its steps, in order of its first region.
+struct OpPhases {
+  struct Step {
+    std::string name;
+    double ns = 0;     // Σ over the shares
+    double flops = 0;  // Σ of what the op counted (0 for steps it does not count: loads, softmax, stores)
+  };
+  std::string name;          // the op
+  int64_t regions = 0;       // parallel calls whose shares timed their steps
+  int threads = 0;           // the largest team seen
+  double share_ns = 0;       // Σ the shares' time, from start to end
+  std::vector<Step> steps;   // in the op's order; steps that took no time in any share are left out
+  double steps_ns() const;   // Σ steps: share_ns less what ran after a share's last lap
+};
+std::vector<OpPhases> op_phases(const prof::ProfileResult& r);
+
 // ---- the machine and the roofline --------------------------------------------------------------------
 struct MachinePeaks {
   std::string cpu;             // model name from /proc/cpuinfo

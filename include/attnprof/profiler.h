@@ -73,6 +73,9 @@ struct MemEvent {
 // One thread's share of a parallel region: from entering its part of the op's OpenMP region to leaving it
 // (the region's closing barrier excluded), named after the op whose zone ran the region. Not a zone: it adds
 // nothing to the table's times (torch.profiler, too, counts an op once, on the thread that called it).
+// An op may split each share's time into its own steps (the flash kernel: load, Q·Kᵀ, softmax, P·V, store):
+// at most kMaxPhases of them, named by a static array, each with the ticks and the FLOPs the share spent in it.
+inline constexpr int kMaxPhases = 6;
 struct WorkSpan {
   const char* name = nullptr;  // the op's zone name ("flash_attention_fwd", "softmax", ...)
   uint32_t region = 0;         // the region's id, unique within the session: every thread's share of one call
@@ -80,6 +83,10 @@ struct WorkSpan {
   int64_t items = 0;           // tasks (or rows) this thread took, when the op counts them; 0 otherwise
   int32_t zone = -1;           // innermost zone open on this thread when the share began (the op's own zone on
                                // the thread that called it; -1 on a worker), index into its ThreadTrace::zones
+  uint8_t n_phases = 0;        // steps the op split this share into (WorkShare::phases), 0 when it did not
+  const char* const* phase_names = nullptr;  // n_phases static names
+  std::array<uint64_t, kMaxPhases> phase_ticks{};  // ticks in each step, summed over the share's laps
+  std::array<double, kMaxPhases> phase_flops{};    // FLOPs each step computed, as the op counted them
 };
 
 struct ThreadTrace {
@@ -296,16 +303,40 @@ class WorkShare {
   WorkShare(const WorkShare&) = delete;
   WorkShare& operator=(const WorkShare&) = delete;
   void add_items(int64_t n) noexcept { span_.items += n; }
+  // Splits this share's time into the op's steps, named by `names` (static storage, at most kMaxPhases):
+  // each lap(k) then adds the ticks since the previous lap (or since the share began) to step k, and `flops`
+  // to its FLOPs. A clock read per lap, and nothing when the profiler is not recording.
+  template <size_t N>
+  void phases(const std::array<const char*, N>& names) noexcept {
+    static_assert(N <= size_t(kMaxPhases), "at most kMaxPhases steps");
+    if (!buf_) return;
+    span_.n_phases = uint8_t(N);
+    span_.phase_names = names.data();
+    last_ = span_.t0;
+  }
+  bool timing_phases() const noexcept { return buf_ != nullptr && span_.n_phases > 0; }
+  void lap(int k, double flops = 0.0) noexcept {
+    if (!timing_phases()) [[likely]] return;
+    const uint64_t t = now_ticks();
+    span_.phase_ticks[size_t(k)] += t - last_;
+    span_.phase_flops[size_t(k)] += flops;
+    last_ = t;
+  }
 
  private:
   detail::ThreadBuffer* buf_ = nullptr;
   WorkSpan span_;
+  uint64_t last_ = 0;
 };
 
 // Compiled-out stand-ins.
 struct NullParallelRegion {};
 struct NullWorkShare {
   constexpr void add_items(int64_t) const noexcept {}
+  template <size_t N>
+  constexpr void phases(const std::array<const char*, N>&) const noexcept {}
+  constexpr bool timing_phases() const noexcept { return false; }
+  constexpr void lap(int, double = 0.0) const noexcept {}
 };
 
 // Marks the attention variant running on this thread, so each event can carry it (trace args, JSON).

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnprof/analysis.h"
+#include "attnprof/dtype.h"
 #include "attnprof/profiler.h"
 
 namespace attnprof::report {
@@ -52,6 +53,19 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
 // 80 %), naming `subject` (the variant): what the table above would flag, for compare's text.
 std::vector<std::string> thread_balance_notes(const std::string& subject,
                                               const std::vector<analysis::ThreadBalance>& rows);
+
+// The steps inside the ops that time them (analysis::op_phases: the flash kernel's), one block per op:
+//   Inside flash_attention_fwd: each thread's share split by the kernel's steps (3 calls, 2 threads) ...
+//   Step            CPU total        %  GFLOP/s per thread  % of a core's peak
+//   Q·Kᵀ             61.8 ms     38.9 %               145.2              63.1 %
+// CPU time is summed over the threads. A step that counts its FLOPs gets its rate per thread of CPU time and,
+// with `peaks`, that rate over one core's share of the ceiling its FLOPs run at (compute_ceiling_gflops: bf16
+// FLOPs at the bf16 peak when `dtype` is bf16). "" when no op timed its steps.
+std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
+                        DType dtype);
+// The same in one line for compare's text: "Inside flash's flash_attention_fwd (its threads' time): load Q, K, V
+// 10 %, Q·Kᵀ 31 % at 348 GFLOP/s a thread, ...". "" when the op timed no steps.
+std::string phase_line(const std::string& subject, const analysis::OpPhases& op);
 
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,
 // sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip. With device events:

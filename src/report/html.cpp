@@ -678,6 +678,62 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                       {{"field", "gflop"}, {"format", ".3f"}}}),
              "Bytes each op reads and writes by the cost model: the unfused variants move the N×N score "
              "matrix through memory once per op, the fused ones keep it in cache.");
+  // Inside the fused kernels: the steps the flash kernel times on every thread (summaries' op_phases), as the
+  // mean thread's time per forward, so a bar compares with the fused op's slice above.
+  json step_rows = json::array(), steps = json::array();
+  std::set<std::string> seen_steps;
+  for (const VariantData& v : vs) {
+    const json* ph = v.summary ? member(*v.summary, {"op_phases"}) : nullptr;
+    if (!ph || !ph->is_array()) continue;
+    for (const json& op : *ph) {
+      const double threads = num(op, "threads", 0);
+      const json* st = member(op, {"steps"});
+      if (!(threads >= 1) || !st || !st->is_array()) continue;
+      for (const json& x : *st) {
+        const double ns = num(x, "cpu_ns", NAN), flops = num(x, "flops", 0);
+        const std::string name = str(x, "name", "");
+        if (!(ns >= 0) || name.empty()) continue;
+        if (seen_steps.insert(name).second) steps.push_back(name);
+        json row = {{"bar", v.name + " · " + str(op, "name", "?")},
+                    {"step", name},
+                    {"ms", ns * 1e-6 / threads / v.forwards},
+                    {"share", 0.0}};
+        if (flops > 0 && ns > 0) row["gflops_per_thread"] = flops / ns;
+        step_rows.push_back(std::move(row));
+      }
+    }
+  }
+  if (!step_rows.empty()) {
+    std::map<std::string, double> bar_total;
+    for (const json& r : step_rows) bar_total[r["bar"].get<std::string>()] += r["ms"].get<double>();
+    for (json& r : step_rows) {
+      const double t = bar_total[r["bar"].get<std::string>()];
+      r["share"] = t > 0 ? 100.0 * r["ms"].get<double>() / t : 0.0;
+      r["step_index"] = double(std::find(steps.begin(), steps.end(), r["step"]) - steps.begin());  // stack in run order
+    }
+    json spec = {{"data", {{"values", step_rows}}},
+                 {"width", kWidth},
+                 {"mark", {{"type", "bar"}}},
+                 {"encoding",
+                  {{"y", {{"field", "bar"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+                   {"x", {{"field", "ms"}, {"type", "quantitative"}, {"stack", "zero"},
+                          {"title", std::string("each step's time ") +
+                                        (all_per_forward ? "per forward" : "over all profiled steps") +
+                                        ", the mean thread's (ms)"}}},
+                   {"color", pg.op_color("step", "step", steps, {{"labelLimit", 320}, {"columns", 1}})},
+                   {"order", {{"field", "step_index"}, {"type", "quantitative"}}},
+                   {"tooltip",
+                    {{{"field", "bar"}, {"title", "variant · op"}}, {{"field", "step"}},
+                     {{"field", "ms"}, {"format", ".3f"}}, {{"field", "share"}, {"format", ".1f"}, {"title", "% of the op"}},
+                     {{"field", "gflops_per_thread"}, {"format", ".1f"}, {"title", "GFLOP/s per thread"}}}}}}};
+    pg.chart("steps-inside",
+             spec,
+             "Inside the fused kernel: the flash kernel's one zone split by the steps it times on every thread (load "
+             "Q, K, V and hand out the tasks; Q·Kᵀ; the online softmax; P·V; store O), each step's CPU time over "
+             "the threads: the mean thread's. Where the unfused variants spend a pass over memory per op, here "
+             "everything but the two products is what fusion did not remove. The tooltip gives the products' "
+             "GFLOP/s per thread.");
+  }
   pg.end_section();
 }
 

@@ -130,6 +130,18 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                        {"lag_ns", b.lag_ns},
                        {"items", b.items}});
   j["thread_balance"] = std::move(threads);
+  json phases = json::array();  // the steps inside ops that time them (analysis::op_phases: the flash kernel's)
+  for (const analysis::OpPhases& op : analysis::op_phases(r)) {
+    json steps = json::array();
+    for (const analysis::OpPhases::Step& st : op.steps)
+      steps.push_back({{"name", st.name}, {"cpu_ns", st.ns}, {"flops", st.flops}});
+    phases.push_back({{"name", op.name},
+                      {"regions", op.regions},
+                      {"threads", op.threads},
+                      {"share_ns", op.share_ns},
+                      {"steps", std::move(steps)}});
+  }
+  j["op_phases"] = std::move(phases);
   if (ka.has_device) {
     json dtl = json::array();  // device memory: every tracked cudaMalloc-backed allocation and free
     for (const prof::DeviceMemEvent& m : r.device_mem) dtl.push_back({{"t_us", r.us_since_origin(m.t)}, {"bytes", m.total}});

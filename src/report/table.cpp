@@ -47,6 +47,15 @@ std::string format_bytes_decimal(double b) {
 
 namespace {
 
+// Columns of text that may hold UTF-8 (the flash kernel's step names: "Q·Kᵀ"): one column per code point.
+size_t display_width(std::string_view s) {
+  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+std::string pad_right(std::string_view s, size_t w) {
+  const size_t n = display_width(s);
+  return std::string(s) + std::string(n < w ? w - n : 0, ' ');
+}
+
 constexpr int kNumWidth = 12;
 constexpr int kSpacing = 2;
 constexpr size_t kMaxNameWidth = 55;
@@ -339,6 +348,56 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
          "first start to its last end); Slowest/mean: the longest share over the mean (2.00x on 2 threads = one "
          "thread did all); Late start: the last thread's start after the first's, per region.\n";
   return out;
+}
+
+std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
+                        DType dtype) {
+  std::string out;
+  for (const analysis::OpPhases& op : ops) {
+    if (op.steps.empty()) continue;
+    const double timed = op.steps_ns();
+    size_t w = 4;
+    for (const auto& st : op.steps) w = std::max(w, display_width(st.name));
+    out += fmt::format("Inside {}: each thread's share split by the kernel's steps ({} call{}, {} thread{}; CPU time "
+                       "summed over the threads)\n",
+                       op.name, op.regions, op.regions == 1 ? "" : "s", op.threads, op.threads == 1 ? "" : "s");
+    out += fmt::format("{}  {:>10}  {:>7}  {:>18}  {:>18}\n", pad_right("Step", w), "CPU total", "%",
+                       "GFLOP/s per thread", "% of a core's peak");
+    for (const auto& st : op.steps) {
+      std::string rate = "--", of_peak = "--";
+      if (st.flops > 0 && st.ns > 0) {
+        const double gflops = st.flops / st.ns;  // FLOPs per ns of one thread's time
+        rate = fmt::format("{:.1f}", gflops);
+        if (peaks && peaks->threads > 0) {
+          OpCost c;
+          c.flops = st.flops;
+          if (dtype == DType::BF16) c.bf16_flops = st.flops;
+          const double core = analysis::compute_ceiling_gflops(c, *peaks) / double(peaks->threads);
+          if (core > 0) of_peak = fmt::format("{:.1f} %", 100.0 * gflops / core);
+        }
+      }
+      out += fmt::format("{}  {:>10}  {:>5.1f} %  {:>18}  {:>18}\n", pad_right(st.name, w), format_time_ns(st.ns),
+                         timed > 0 ? 100.0 * st.ns / timed : 0.0, rate, of_peak);
+    }
+    out += fmt::format("The steps: {} of the shares' {} ({:.1f} %; the rest is each share's end after its last step). "
+                       "load Q, K, V includes handing out the tasks; GFLOP/s per thread: the step's FLOPs over its CPU "
+                       "time, masked scores it computed included.\n",
+                       format_time_ns(timed), format_time_ns(op.share_ns),
+                       op.share_ns > 0 ? 100.0 * timed / op.share_ns : 0.0);
+  }
+  return out;
+}
+
+std::string phase_line(const std::string& subject, const analysis::OpPhases& op) {
+  const double timed = op.steps_ns();
+  if (op.steps.empty() || !(timed > 0)) return "";
+  std::string s = fmt::format("Inside {}'s {} (its threads' time):", subject, op.name);
+  for (size_t i = 0; i < op.steps.size(); ++i) {
+    const auto& st = op.steps[i];
+    s += fmt::format("{} {} {:.0f} %", i ? "," : "", st.name, 100.0 * st.ns / timed);
+    if (st.flops > 0 && st.ns > 0) s += fmt::format(" at {:.0f} GFLOP/s a thread", st.flops / st.ns);
+  }
+  return s + ".";
 }
 
 std::vector<std::string> thread_balance_notes(const std::string& subject,

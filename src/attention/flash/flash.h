@@ -1,6 +1,7 @@
 // Internal: the flash kernel's parameter block and its per-ISA entry points.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,6 +47,11 @@ class ThreadScratch {
   int threads_ = 1;
   char* base_ = nullptr;
 };
+
+// The steps each body times under the profiler (WorkShare::phases), in the order they run per K/V block.
+enum Phase : int { kPhaseLoad, kPhaseScores, kPhaseMask, kPhaseSoftmax, kPhasePv, kPhaseStore };
+inline constexpr std::array<const char*, 6> kPhaseNames{"load Q, K, V", "Q·Kᵀ", "mask", "online softmax", "P·V",
+                                                        "store O"};
 
 // One body per target (flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp), each runs the whole forward.
 void forward_scalar(const Params& p);

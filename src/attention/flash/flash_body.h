@@ -42,6 +42,8 @@ inline void forward(const Params& p) {
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {
     ATTNPROF_WORK_SHARE(share, region);  // until this thread's last task (the loop's barrier is waived)
+    share.phases(kPhaseNames);  // under the profiler: the share's time split by step, per row here
+    const double flops_per_product = 2.0 * double(D);
     float* const Q = scratch.slice(omp_get_thread_num());
     float* const K = Q + kBr * D;
     float* const V = K + kBc * D;
@@ -65,6 +67,7 @@ inline void forward(const Params& p) {
       std::fill(acc, acc + kBr * D, 0.0f);
       std::fill(m, m + kBr, ninf);
       std::fill(l, l + kBr, 0.0f);
+      share.lap(kPhaseLoad);
       const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
       for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
         const int64_t cols = std::min(kBc, kv_end - j0);
@@ -77,6 +80,7 @@ inline void forward(const Params& p) {
           }
         }
         const bool diagonal = causal && j0 + cols - 1 > i0;
+        share.lap(kPhaseLoad);
         for (int64_t r = 0; r < rows; ++r) {
           float* s = &S[size_t(r * kBc)];
           const float* qr = &Q[size_t(r * D)];
@@ -86,6 +90,7 @@ inline void forward(const Params& p) {
             for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
             s[c] = dot;
           }
+          share.lap(kPhaseScores, flops_per_product * double(cols));
           if (diagonal)
             for (int64_t c = 0; c < cols; ++c)
               if (j0 + c > i0 + r) s[c] = ninf;
@@ -98,11 +103,15 @@ inline void forward(const Params& p) {
             const int64_t mo = b * p.ms[0] + h * p.ms[1] + (i0 + r) * p.ms[2] + j0 * p.ms[3];
             for (int64_t c = 0; c < cols; ++c) s[c] += load_float(p.mask_ptr, p.mask_dtype, mo + c * p.ms[3]) * kLog2e;
           }
+          if (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) share.lap(kPhaseMask);
           float mx = m[size_t(r)];
           // A NaN score sticks in the max (std::max would drop it), so it reaches the row's sum and output.
           for (int64_t c = 0; c < cols; ++c)
             if (s[c] > mx || std::isnan(s[c])) mx = s[c];
-          if (mx == ninf) continue;  // nothing visible yet in this row
+          if (mx == ninf) {  // nothing visible yet in this row
+            share.lap(kPhaseSoftmax);
+            continue;
+          }
           const float alpha = std::exp2(m[size_t(r)] - mx);
           float sum = 0.0f;
           for (int64_t c = 0; c < cols; ++c) {
@@ -112,12 +121,14 @@ inline void forward(const Params& p) {
           l[size_t(r)] = l[size_t(r)] * alpha + sum;
           m[size_t(r)] = mx;
           float* ar = &acc[size_t(r * D)];
+          share.lap(kPhaseSoftmax);
           for (int64_t d = 0; d < D; ++d) ar[d] *= alpha;
           for (int64_t c = 0; c < cols; ++c) {
             const float w = s[c];
             const float* vr = &V[size_t(c * D)];
             for (int64_t d = 0; d < D; ++d) ar[d] += w * vr[d];
           }
+          share.lap(kPhasePv, flops_per_product * double(cols));
         }
       }
       for (int64_t r = 0; r < rows; ++r) {
@@ -133,6 +144,7 @@ inline void forward(const Params& p) {
         }
         p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[size_t(r)] + std::log2(lr)) / kLog2e : ninf;
       }
+      share.lap(kPhaseStore);
     }
   }
 }

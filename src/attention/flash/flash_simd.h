@@ -395,9 +395,12 @@ inline KvBlock load_kv(const Plan& pl, const Scratch& s, const QBlock& q, int64_
 // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a panel
 // only needs the keys its last row can see; the tiles left out are fully masked below (the softmax overwrites
 // every lane of them with -inf), so their stale contents are never read.
-inline void scores(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+// Returns the scores it computed for the task's rows (padding rows left out), as flash_tiles counts them.
+inline int64_t scores(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+  int64_t computed = 0;
   for (int64_t r0 = 0; r0 < q.rows_p; r0 += kRp) {
     const int64_t kc = kv.diagonal ? std::clamp<int64_t>(q.i0 + r0 + kRp - kv.j0, 0, kv.cols) : kv.cols;
+    computed += std::clamp<int64_t>(q.rows - r0, 0, kRp) * kc;
     for (int64_t c0 = 0; c0 < kc; c0 += kMr) {
       by_rows(std::min<int64_t>(kMr, kc - c0), [&](auto mr) {
 #if FLASH_BF16_DOT
@@ -411,6 +414,7 @@ inline void scores(const Plan& pl, const Scratch& s, const QBlock& q, const KvBl
       });
     }
   }
+  return computed;
 }
 
 // 2c, rare path: an explicit mask applied element by element on the scaled scores.
@@ -499,13 +503,15 @@ inline void online_softmax(const Plan& pl, const Scratch& s, const QBlock& q, co
 
 // 2d. O = diag(α)·O + P·V. In a diagonal block rows see keys up to their own index only: P is 0 past the last
 // row's key, and rows that see no key of this block keep α = 1 and O as it is, so the micro-tile stops there
-// (or is skipped).
-inline void accumulate_pv(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
+// (or is skipped). Returns the (row, key) products it summed, each over D.
+inline int64_t accumulate_pv(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
   const int64_t Dp = pl.Dp;
+  int64_t products = 0;
   for (int64_t r0 = 0; r0 < q.rows; r0 += kMr) {
     const int64_t mr_n = std::min<int64_t>(kMr, q.rows - r0);
     const int64_t kc = kv.diagonal ? std::clamp<int64_t>(q.i0 + r0 + mr_n - kv.j0, 0, kv.cols) : kv.cols;
     if (kc == 0) continue;
+    products += mr_n * kc;
     by_rows(mr_n, [&](auto mr) {
       for (int64_t v0 = 0; v0 < pl.nvec; v0 += kNv) {
         by_vecs(std::min<int64_t>(kNv, pl.nvec - v0), [&](auto nv) {
@@ -520,6 +526,7 @@ inline void accumulate_pv(const Plan& pl, const Scratch& s, const QBlock& q, con
       }
     });
   }
+  return products;
 }
 
 // 3. O / ℓ and the logsumexp; a row that saw no key gives zeros and -inf.
@@ -548,25 +555,37 @@ inline void store_output(const Plan& pl, const Scratch& s, const QBlock& q) {
 // slice `base`. It is a function of its own rather than the parallel region's body so that the SIMD target
 // applies to it under clang too: clang outlines a parallel region into a new function, which does not
 // inherit the target of the function around it.
+// Under the profiler each share's time is split into the steps above (kPhaseNames), a clock read per step.
 inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const auto& region) {
   ATTNPROF_WORK_SHARE(share, region);  // until this thread's last task (the loop's barrier is waived)
+  share.phases(kPhaseNames);
   const Plan pl(p, bf16_dot);
   const Scratch s(pl.lay, base);
   const int64_t tasks = task_count(p);
+  const double flops_per_product = 2.0 * double(pl.D);  // a multiply and an add per head dim
 #pragma omp for schedule(dynamic, 1) nowait
   for (int64_t t = 0; t < tasks; ++t) {
     share.add_items(1);
     const QBlock q = task_block(pl, t);
     load_q(pl, s, q);
+    share.lap(kPhaseLoad);
     const int64_t kv_end = pl.causal ? std::min(p.Nk, q.i0 + q.rows) : p.Nk;  // causal: blocks left of the diagonal
     for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
       const KvBlock kv = load_kv(pl, s, q, j0, std::min(kBc, kv_end - j0));
-      scores(pl, s, q, kv);
-      if (pl.explicit_mask) apply_mask(pl, s, q, kv);
+      share.lap(kPhaseLoad);
+      const int64_t computed = scores(pl, s, q, kv);
+      share.lap(kPhaseScores, flops_per_product * double(computed));
+      if (pl.explicit_mask) {
+        apply_mask(pl, s, q, kv);
+        share.lap(kPhaseMask);
+      }
       online_softmax(pl, s, q, kv);
-      accumulate_pv(pl, s, q, kv);
+      share.lap(kPhaseSoftmax);
+      const int64_t products = accumulate_pv(pl, s, q, kv);
+      share.lap(kPhasePv, flops_per_product * double(products));
     }
     store_output(pl, s, q);
+    share.lap(kPhaseStore);
   }
 }
 
