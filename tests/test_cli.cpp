@@ -407,6 +407,7 @@ TEST_F(Cli, ProfileWithoutMemoryOrShapesLeavesThemOutAsTorchDoes) {
              "--group-by-input-shape needs the input shapes, which --no-record-shapes leaves unrecorded");
   expect_bad("profile naive --no-profile-memory --sort-by self_cpu_memory_usage" + kSmall,
              "--sort-by self_cpu_memory_usage needs memory, which --no-profile-memory leaves unrecorded");
+  expect_bad("profile naive --sort-by page_faults" + kSmall, "--sort-by page_faults needs the software counters: add --counters");
 }
 
 // --schedule is torch.profiler's schedule(wait, warmup, active, repeat): every cycle's active steps are recorded

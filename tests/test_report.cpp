@@ -384,6 +384,34 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
     EXPECT_NO_THROW(report::table(ka, {.sort_by = key})) << key;
   EXPECT_THROW(report::table(ka, {.sort_by = "cuda_time_total"}), Error);
   EXPECT_THROW(report::table(ka, {.sort_by = "bogus"}), Error);
+  // attnprof's columns sort too, descending; a row without a cost model sorts after every row with one.
+  auto first_rows = [&](const char* key) {
+    const auto ls = lines(report::table(ka, {.sort_by = key, .row_limit = 3}));
+    std::vector<std::string> names;
+    for (size_t i = 3; i < 6; ++i) names.push_back(ls[i].substr(ls[i].find_first_not_of(' '), 9));
+    return names;
+  };
+  ka.rows.push_back(op("softmax", 50, 50, 1, 0, 0, 1e6));  // 20 GFLOP/s over 50 us, 1e6 bytes: 20 GB/s, 1 FLOP/B
+  ka.rows.back().cost.bytes_read = 1e6;
+  ka.rows.back().self_cost = ka.rows.back().cost;
+  const std::vector<std::string> costed_first{"matmul   ", "softmax  "};
+  for (const char* key : {"gflops", "gbs", "bytes"}) {
+    const auto names = first_rows(key);
+    EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 2), costed_first) << key;
+  }
+  EXPECT_EQ(first_rows("flop_per_byte")[0], "matmul   ");  // 2e9 / 2e9 = 1 against softmax's 1: stable, then order
+  ka.rows.back().cost.flops = 1e7;  // 10 FLOP/B: now above matmul's 1
+  ka.rows.back().self_cost = ka.rows.back().cost;
+  EXPECT_EQ(first_rows("flop_per_byte")[0], "softmax  ");
+  EXPECT_EQ(first_rows("gflops")[0], "matmul   ");  // 20000 GFLOP/s against 200
+  try {
+    report::table(ka, {.sort_by = "bogus"});
+    FAIL() << "an unknown key was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gflops, gbs, flop_per_byte, bytes, page_faults, self_page_faults"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Table, BoundColumnFromTheRoofline) {

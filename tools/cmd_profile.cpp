@@ -136,6 +136,8 @@ void run_profile(const ProfileArgs& a) {
   if (!a.profile_memory && (a.sort_by == "cpu_memory_usage" || a.sort_by == "self_cpu_memory_usage" ||
                             a.sort_by == "cuda_memory_usage" || a.sort_by == "self_cuda_memory_usage"))
     ATTNPROF_FAIL("--sort-by {} needs memory, which --no-profile-memory leaves unrecorded", a.sort_by);
+  if (!a.counters && (a.sort_by == "page_faults" || a.sort_by == "self_page_faults"))
+    ATTNPROF_FAIL("--sort-by {} needs the software counters: add --counters", a.sort_by);
   // Writing the output over an input file would destroy the input the run reads: refused before it is read.
   if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
   const bool gpu = use_cuda(a.device);
@@ -318,7 +320,8 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--backend", args->backend,
                   "SDPA backend: math | flash | auto (default auto; sdpa only; with --device cuda: math | cudnn | auto)");
   sub->add_option("--sort-by", args->sort_by,
-                  "table sort key (torch's: cpu_time_total, self_cpu_time_total, count, cuda_time_total...; default "
+                  "table sort key, descending (torch's: cpu_time_total, self_cpu_time_total, count, flops, cuda_time_total...; "
+                  "attnprof's columns: gflops, gbs, flop_per_byte, bytes, page_faults with --counters; default "
                   "cpu_time_total, cuda_time_total with --device cuda)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
   add_integer_option(sub, "--row-limit", args->row_limit, "table rows (as torch's row_limit: -1 all, 0 none, only the header and totals)")

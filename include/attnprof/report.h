@@ -22,9 +22,10 @@
 namespace attnprof::report {
 
 struct TableOptions {
-  // cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count, flops;
-  // with device times also cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage,
-  // self_cuda_memory_usage.
+  // torch's cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count,
+  // flops; with device times also cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage,
+  // self_cuda_memory_usage. attnprof's columns: gflops, gbs, flop_per_byte, bytes (the cost model's bytes moved),
+  // page_faults, self_page_faults (with software counters). Descending, as torch's.
   std::string sort_by = "cpu_time_total";
   int row_limit = -1;                 // as torch's row_limit: below 0 every row, 0 none (the header and footer)
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)

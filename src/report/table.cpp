@@ -73,6 +73,15 @@ SortKey sort_key(const std::string& key, bool has_device) {
   if (key == "self_cpu_memory_usage") return [](const OpStats& s) { return double(s.self_mem_bytes); };
   if (key == "count") return [](const OpStats& s) { return double(s.calls); };
   if (key == "flops") return [](const OpStats& s) { return s.cost.flops; };
+  // attnprof's own columns: the rates and the intensity as the table prints them (0 for a row without a cost,
+  // which sorts it last), and the software counters' faults (-1 when not recorded: last as well).
+  auto costed = [](const OpStats& s, double v) { return s.cost.does_work() ? v : 0.0; };
+  if (key == "gflops") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.flops / s.rate_ns() : 0.0); };
+  if (key == "gbs") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.bytes() / s.rate_ns() : 0.0); };
+  if (key == "flop_per_byte") return [=](const OpStats& s) { return costed(s, s.cost.bytes() > 0 ? s.cost.intensity() : 0.0); };
+  if (key == "bytes") return [=](const OpStats& s) { return costed(s, s.cost.bytes()); };
+  if (key == "page_faults") return [](const OpStats& s) { return double(s.page_faults); };
+  if (key == "self_page_faults") return [](const OpStats& s) { return double(s.self_page_faults); };
   if (has_device) {
     if (key == "cuda_time") return [=](const OpStats& s) { return avg(s.device_total_ns, s.calls); };
     if (key == "cuda_time_total") return [](const OpStats& s) { return s.device_total_ns; };
@@ -82,7 +91,8 @@ SortKey sort_key(const std::string& key, bool has_device) {
   }
   ATTNPROF_FAIL(
       "unknown sort key '{}': expected one of cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, "
-      "self_cpu_memory_usage, count, flops{}",
+      "self_cpu_memory_usage, count, flops (torch's), gflops, gbs, flop_per_byte, bytes, page_faults, "
+      "self_page_faults (attnprof's columns){}",
       key,
       has_device ? ", cuda_time, cuda_time_total, self_cuda_time_total, cuda_memory_usage, self_cuda_memory_usage"
       : key.rfind("cuda", 0) == 0 || key.rfind("self_cuda", 0) == 0 ? " (this profile has no CUDA times)"
