@@ -204,9 +204,40 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     kinds.insert(c["kind"].get<std::string>());
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
-  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "changes", "sweep-time", "sweep-memory",
-                                      "sweep-rate", "roofline", "memory", "timeline"};
+  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "steps-inside", "changes",
+                                      "sweep-time", "sweep-memory", "sweep-rate", "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
+  // Inside the fused kernel: the flash fixture's steps (its 2 threads busy 1.9 × its 61.5 ms per forward, split
+  // 10/32/20/30/8 %), each the mean thread's ms per forward; the products' rate per thread in the tooltip.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "steps-inside") {
+      const json& rows = c["spec"]["data"]["values"];
+      ASSERT_EQ(rows.size(), 5u);
+      EXPECT_EQ(rows[1]["bar"], "flash · flash_attention");
+      EXPECT_EQ(rows[1]["step"], "Q·Kᵀ");
+      EXPECT_NEAR(rows[1]["ms"].get<double>(), 61.5 * 1.9 * 0.32 / 2, 1e-9);
+      EXPECT_NEAR(rows[1]["share"].get<double>(), 32.0, 1e-9);
+      EXPECT_NEAR(rows[1]["gflops_per_thread"].get<double>(),
+                  2 * 64 * 0.53125 * 1024 * 1024 * 128 / (61.5e6 * 1.9 * 0.32), 1e-9);
+      EXPECT_FALSE(rows[2].contains("gflops_per_thread"));  // the softmax counts no FLOPs
+      double sum = 0;
+      for (const json& r : rows) sum += r["ms"].get<double>();
+      EXPECT_NEAR(sum, 61.5 * 1.9 / 2, 1e-9);
+    }
+  // The profiler tables: a sortable table per variant, every row, sorted by CPU total, figures in data-v.
+  size_t sortable = 0;
+  for (size_t at = page.find("<table class=\"data sortable ops\">"); at != std::string::npos;
+       at = page.find("<table class=\"data sortable ops\">", at + 1))
+    ++sortable;
+  EXPECT_EQ(sortable, 4u);
+  EXPECT_NE(page.find("<th aria-sort=\"descending\">CPU total</th>"), std::string::npos);
+  // flash's rows by CPU total: the step, the forward annotation, the kernel.
+  const size_t flash_table = page.find("<tbody>", page.find("<h3>flash</h3>"));
+  ASSERT_NE(flash_table, std::string::npos);
+  const std::string first_row = page.substr(flash_table, page.find("</tr>", flash_table) - flash_table);
+  EXPECT_NE(first_row.find("<td>ProfilerStep#2</td>"), std::string::npos) << first_row;
+  EXPECT_NE(page.find("<td>flash_attention</td><td class=\"num\" data-v=\""), std::string::npos);
+  EXPECT_NE(page.find("<details><summary>as torch prints it (flash.table.txt)</summary>"), std::string::npos);
   // The sweep's throughput: a dot per measured point at its GFLOP/s, and the peak it was set against as a rule.
   for (const json& c : data["charts"])
     if (c["kind"] == "sweep-rate") {

@@ -1568,19 +1568,99 @@ std::pair<std::string, std::string> split_table_footnotes(const std::string& tex
   return {text.substr(0, cut), text.substr(cut)};
 }
 
+// A summary's rows as an HTML table that sorts on a click of any header (kBootstrap's sorter): each numeric
+// cell carries its value in data-v, "" for a figure the row does not have (sorted last). Every row, sorted by
+// CPU total as torch's default; the columns of torch's table and attnprof's rates, device and counter columns
+// when the summary has them. "" when the summary has no rows.
+std::string sortable_op_table(const json& summary) {
+  const json* rows = member(summary, {"rows"});
+  if (!rows || !rows->is_array() || rows->empty()) return "";
+  struct Col {
+    const char* head;
+    const char* key;  // the row's field; "flops" and friends read the cost
+    enum Kind { Pct, Time, Bytes, Count, Rate } kind;
+  };
+  bool device = false, faults = false, memory = false;
+  for (const json& r : *rows) {
+    if (!r.is_object()) continue;
+    device = device || r.contains("self_cuda_ns");
+    faults = faults || (r.contains("page_faults") && r["page_faults"].is_number());
+    memory = memory || (r.contains("mem_bytes") && r["mem_bytes"].is_number());
+  }
+  std::vector<Col> cols = {{"Self CPU %", "self_pct", Col::Pct},    {"Self CPU", "self_ns", Col::Time},
+                           {"CPU total", "total_ns", Col::Time},    {"CPU avg", "avg_ns", Col::Time}};
+  if (device)
+    cols.insert(cols.end(), {{"Self CUDA %", "self_cuda_pct", Col::Pct},
+                             {"Self CUDA", "self_cuda_ns", Col::Time},
+                             {"CUDA total", "cuda_total_ns", Col::Time}});
+  if (memory) cols.insert(cols.end(), {{"CPU Mem", "mem_bytes", Col::Bytes}, {"Self CPU Mem", "self_mem_bytes", Col::Bytes}});
+  cols.insert(cols.end(), {{"Calls", "calls", Col::Count},
+                           {"GFLOPs", "flops", Col::Rate},
+                           {"GFLOP/s", "gflops_per_s", Col::Rate},
+                           {"GB/s", "gb_per_s", Col::Rate},
+                           {"FLOP/B", "flop_per_byte", Col::Rate}});
+  if (faults) cols.insert(cols.end(), {{"Page faults", "page_faults", Col::Count}, {"Self faults", "self_page_faults", Col::Count}});
+  std::string head = "<tr><th data-sort=\"text\">Name</th>";
+  for (const Col& c : cols)
+    head += std::string("<th") + (std::string_view(c.key) == "total_ns" ? " aria-sort=\"descending\"" : "") + ">" +
+            html_escape(c.head) + "</th>";
+  head += "</tr>";
+  std::vector<const json*> order;
+  for (const json& r : *rows)
+    if (r.is_object()) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const json* a, const json* b) { return num(*a, "total_ns", 0) > num(*b, "total_ns", 0); });
+  std::string body;
+  for (const json* r : order) {
+    const json* cost = member(*r, {"cost"});
+    const bool costed = cost && (num(*cost, "flops", 0) > 0 || num(*cost, "bytes", 0) > 0);
+    body += "<tr><td>" + html_escape(str(*r, "name", "?")) + "</td>";
+    for (const Col& c : cols) {
+      const std::string_view key = c.key;
+      const bool rate = c.kind == Col::Rate;
+      double v = key == "flops" ? (cost ? num(*cost, "flops", NAN) * 1e-9 : NAN) : num(*r, key, NAN);
+      if (rate && !costed) v = NAN;  // an op without a cost model: "--", as the text table
+      std::string text;
+      if (!std::isfinite(v)) text = rate ? "--" : "–";
+      else if (c.kind == Col::Pct) text = fmt::format("{:.2f} %", v);
+      else if (c.kind == Col::Time) text = format_time_ns(v);
+      else if (c.kind == Col::Bytes) text = fmt_bytes(v);
+      else if (c.kind == Col::Count) text = fmt::format("{:.0f}", v);
+      else text = fmt::format("{:.3f}", v);
+      body += "<td class=\"num\" data-v=\"" + (std::isfinite(v) ? fmt::format("{}", v) : std::string()) + "\">" +
+              html_escape(text) + "</td>";
+    }
+    body += "</tr>\n";
+  }
+  return "<table class=\"data sortable ops\"><thead>" + head + "</thead><tbody>\n" + body + "</tbody></table>\n";
+}
+
 void section_tables(Page& pg, const std::vector<VariantData>& vs) {
   pg.h2("tables", "Profiler tables");
-  bool any = false;
+  bool any = false, any_sortable = false;
   for (const VariantData& v : vs) {
-    if (v.table.empty()) continue;
-    // The table as torch prints it, its totals line included, in a box that scrolls sideways (its rows are as
-    // wide as torch's); the footnotes under it wrap, so that no sentence runs out of the box.
-    const auto [table, footnotes] = split_table_footnotes(v.table);
-    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n<pre class=\"table\">" + html_escape(table) + "</pre>\n");
-    if (!footnotes.empty()) pg.raw("<pre class=\"table-notes\">" + html_escape(footnotes) + "</pre>\n");
+    const std::string sortable = v.summary ? sortable_op_table(*v.summary) : "";
+    if (v.table.empty() && sortable.empty()) continue;
+    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n" + sortable);
+    any_sortable = any_sortable || !sortable.empty();
+    if (!v.table.empty()) {
+      // The table as torch prints it, its totals line included, in a box that scrolls sideways (its rows are as
+      // wide as torch's); the footnotes under it wrap, so that no sentence runs out of the box. Folded under the
+      // sortable table when there is one, open when it is all there is.
+      const auto [table, footnotes] = split_table_footnotes(v.table);
+      pg.raw(std::string(sortable.empty() ? "<details open>" : "<details>") +
+             "<summary>as torch prints it (" + html_escape(v.name) + ".table.txt)</summary>\n<pre class=\"table\">" +
+             html_escape(table) + "</pre>\n");
+      if (!footnotes.empty()) pg.raw("<pre class=\"table-notes\">" + html_escape(footnotes) + "</pre>\n");
+      pg.raw("</details>\n");
+    }
     for (const std::string& line : v.uneven) pg.note(line);
     any = true;
   }
+  if (any_sortable)
+    pg.note("Click a column's header to sort by it (again to reverse). Every op is listed, sorted by CPU total as "
+            "torch's table is by default; GFLOPs, GFLOP/s, GB/s and FLOP/B are the cost model's (-- for an op "
+            "without one); the text as torch prints it, with its footnotes, is folded under each table.");
   if (!any) pg.note("No profiler tables: the summaries in this directory carry no table text.");
   pg.end_section();
 }
@@ -1637,6 +1717,12 @@ td.skipped { color: #8a5a00; }
 figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; padding: 10px; overflow-x: auto; }
 figcaption { font-size: 13px; color: #555; margin-top: 6px; }
 .note { font-size: 13px; color: #666; }
+table.sortable th { cursor: pointer; white-space: nowrap; user-select: none; }
+table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
+table.sortable th[aria-sort="ascending"]::after { content: " ▲"; }
+table.ops { font-size: 12px; }
+table.ops th, table.ops td { padding: 3px 6px; }
+details > summary { cursor: pointer; color: #444; margin: 4px 0; }
 pre.table { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow-x: auto; }
 pre.table-notes { font: 11.5px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap; margin: -6px 0 12px; padding: 0 8px; color: #444; }
 code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
@@ -1659,6 +1745,28 @@ constexpr const char* kBootstrap = R"JS(
   });
   Promise.all(pending).then(function () {
     document.body.setAttribute('data-charts-done', String(pending.length));
+  });
+  // Sortable tables: a click on a header sorts the rows by that column, descending first (as torch's sort
+  // keys), again to reverse; numbers by their data-v (empty: last either way), names as text.
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (t) {
+    var heads = t.tHead.rows[0].cells;
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.addEventListener('click', function () {
+        var desc = th.getAttribute('aria-sort') !== 'descending';
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute('aria-sort'); });
+        th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
+        var body = t.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        var text = th.getAttribute('data-sort') === 'text';
+        rows.sort(function (a, b) {
+          var x = a.cells[col], y = b.cells[col];
+          if (text) return (desc ? -1 : 1) * x.textContent.localeCompare(y.textContent);
+          var u = x.getAttribute('data-v'), v = y.getAttribute('data-v');
+          if (u === '' || v === '') return (u === '') - (v === '');
+          return (desc ? -1 : 1) * (parseFloat(u) - parseFloat(v));
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
   });
 })();
 )JS";

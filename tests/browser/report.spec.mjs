@@ -118,6 +118,33 @@ try {
     const rows = await page.$$eval('section#compare table.data tbody tr', (r) => r.length);
     check('comparison table has rows', rows > 0, `${rows} rows`);
   }
+  // The profiler tables sort on a click: by each numeric column descending, then ascending on a second click,
+  // figures a row lacks last either way; by name as text.
+  const sortable = await page.$$('section#tables table.sortable');
+  if (sortable.length > 0) {
+    const t = sortable[0];
+    const heads = await t.$$eval('thead th', (hs) => hs.map((h) => h.textContent));
+    const order = (col) => t.$$eval('tbody tr', (rs, c) => rs.map((r) => r.cells[c].getAttribute('data-v')), col);
+    const sorted = (vs, desc) => {
+      const got = vs.filter((v) => v !== '').map(Number);
+      const tail = vs.slice(got.length);
+      return tail.every((v) => v === '') && got.every((v, i) => i === 0 || (desc ? got[i - 1] >= v : got[i - 1] <= v));
+    };
+    let ok = true, detail = `${sortable.length} tables; `;
+    for (let col = 1; col < heads.length; ++col) {
+      const th = (await t.$$('thead th'))[col];
+      await th.click();
+      const desc = await order(col);
+      await th.click();
+      const asc = await order(col);
+      if (!sorted(desc, true) || !sorted(asc, false)) { ok = false; detail += `${heads[col]}: ${desc} / ${asc}; `; }
+    }
+    await (await t.$$('thead th'))[0].click();
+    const names = await t.$$eval('tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
+    const byName = [...names].sort((a, b) => b.localeCompare(a));
+    if (names.join('|') !== byName.join('|')) { ok = false; detail += `names: ${names.join(',')}`; }
+    check('profiler tables sort by every column', ok, detail + `${heads.length} columns`);
+  }
   const data = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts.length);
   check('every chart in the data block has a container', data === charts.length, `${data} specs, ${charts.length} containers`);
 
