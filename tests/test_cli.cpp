@@ -267,10 +267,10 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   EXPECT_LE(summary["run"]["max_abs_err"].get<double>(), summary["run"]["tolerance"]["atol"].get<double>() + 1e-12 +
                                                              summary["run"]["tolerance"]["rtol"].get<double>() * 10);
   EXPECT_EQ(io::read_file(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
-  // Nothing but the three files (no temporaries left behind).
+  // Nothing but the four files (no temporaries left behind).
   int files = 0;
   for (const auto& f : fs::directory_iterator(out())) files += f.is_regular_file();
-  EXPECT_EQ(files, 3);
+  EXPECT_EQ(files, 4);
 }
 
 // Forwards timed beside other processes that keep every CPU busy: the run measures the other work
@@ -322,6 +322,7 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   for (size_t at = r.out.find("  matmul  "); at != std::string::npos; at = r.out.find("  matmul  ", at + 1)) ++matmul_rows;
   EXPECT_EQ(matmul_rows, 2u) << r.out;
   EXPECT_NE(r.out.find("[[1, 2, 64, 32], [1, 2, 32, 64]]"), std::string::npos) << r.out;  // q, kᵀ
+  EXPECT_NE(r.out.find("Input Types"), std::string::npos) << r.out;
   // Counters asked for: either recorded (their columns) or the reason they are not, never silence.
   EXPECT_NE(r.out.find("Counters: "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("counters off"), std::string::npos) << r.out;
@@ -329,6 +330,15 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   int shaped = 0;
   for (const json& row : j["rows"]) shaped += row["name"] == "matmul" && !row["input_shapes"].get<std::string>().empty();
   EXPECT_EQ(shaped, 2);
+  // By type too: SDPA math's casts of q, k, v up to fp32 and of its output back down have the same shapes, and
+  // are two rows (torch's key, the shapes alone, would merge them).
+  const Result math = run("profile sdpa --backend math --group-by-input-shape --row-limit -1" + kSmall + out_flag());
+  ASSERT_EQ(math.code, 0) << math.err;
+  std::map<std::string, int64_t> to_calls;  // input types -> calls per forward, of the `to` rows
+  const json math_summary = read_json("sdpa-math.summary.json");
+  for (const json& row : math_summary["rows"])
+    if (row["name"] == "to") to_calls[row["input_types"].get<std::string>()] += row["calls"].get<int64_t>() / 3;
+  EXPECT_EQ(to_calls, (std::map<std::string, int64_t>{{"[bf16]", 3}, {"[fp32]", 1}})) << math.out;
   // Not asked for: the note says how to ask.
   const Result off = run("profile naive --row-limit 1" + kSmall + out_flag());
   ASSERT_EQ(off.code, 0) << off.err;
@@ -508,7 +518,7 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
   EXPECT_EQ(ph["regions"], 3);
   double steps_ns = 0, qk_flops = 0;
   for (const json& st : ph["steps"]) {
-    steps_ns += st["cpu_ns"].get<double>();
+    steps_ns += st["thread_ns"].get<double>();
     if (st["name"] == "Q·Kᵀ") qk_flops = st["flops"].get<double>();
   }
   EXPECT_DOUBLE_EQ(qk_flops, 3 * 2.0 * 64 * flash_tiles(p).scores * 4);
@@ -522,6 +532,27 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
     }
   EXPECT_NEAR(traced_us, steps_ns * 1e-3, 0.01 + 1e-6 * traced_us);  // µs to 3 decimals, per step
   EXPECT_LE(traced_us, slices_us + 0.02);
+  // The folded stacks: the main thread's lines add up to the table's self CPU total (each rounded to a ns), the
+  // kernel's steps are frames under flash_attention_fwd on both threads.
+  const std::string stacks = io::read_file(out() / "flash.stacks.txt");
+  double main_ns = 0;
+  int lines = 0;
+  bool main_steps = false, worker_steps = false;
+  for (size_t at = 0; at < stacks.size();) {
+    const size_t nl = stacks.find('\n', at);
+    ASSERT_NE(nl, std::string::npos) << stacks;
+    const std::string line = stacks.substr(at, nl - at);
+    const size_t sp = line.rfind(' ');
+    ASSERT_NE(sp, std::string::npos) << line;
+    if (line.rfind("main;", 0) == 0) main_ns += std::stod(line.substr(sp + 1));
+    main_steps = main_steps || line.rfind("main;ProfilerStep*;flash_kernel_fwd;flash_attention_fwd;Q·Kᵀ ", 0) == 0;
+    worker_steps = worker_steps || line.rfind("worker 1;flash_attention_fwd;P·V ", 0) == 0;
+    ++lines;
+    at = nl + 1;
+  }
+  EXPECT_NEAR(main_ns, s["totals"]["self_cpu_time_total_ns"].get<double>(), 0.5 * lines + 1e-9) << stacks;
+  EXPECT_TRUE(main_steps) << stacks;
+  EXPECT_TRUE(worker_steps) << stacks;
   // Kineto's top-level keys: schema version 1, and no GPU on the CPU.
   EXPECT_EQ(t["schemaVersion"], 1);
   EXPECT_EQ(t["deviceProperties"], json::array());
@@ -2367,7 +2398,7 @@ TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
   ASSERT_EQ(first.code, 0) << first.err;
   std::map<std::string, std::string> before;
   for (const auto& e : fs::directory_iterator(out())) before[e.path().filename().string()] = io::read_file(e.path());
-  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(before.size(), 4u);
   ASSERT_GT(before["naive.summary.json"].size(), 8192u);  // over the limit below
   ASSERT_LT(before["naive.trace.json"].size(), 8192u);    // under it: written, then discarded with the batch
   const std::string cmd = "bash -c \"ulimit -f 8; " + kBinary +
@@ -2772,7 +2803,7 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
           creates.push_back(n);
       }
   }
-  ASSERT_EQ(creates.size(), 9u) << "the write probe and 8 staged files";
+  ASSERT_EQ(creates.size(), 11u) << "the write probe and 10 staged files";
   auto contents = [](const fs::path& d) {
     std::map<std::string, std::string> m;
     std::error_code ec;
@@ -2782,9 +2813,9 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
     return m;
   };
   const auto first = contents(kept);
-  ASSERT_EQ(first.size(), 8u);
+  ASSERT_EQ(first.size(), 10u);
   std::vector<std::string> injections;
-  for (int k = 1; k <= 8; ++k) injections.push_back("rename:signal=SIGINT:when=" + std::to_string(k));
+  for (int k = 1; k <= 10; ++k) injections.push_back("rename:signal=SIGINT:when=" + std::to_string(k));
   for (int k = 1; k <= 2; ++k) injections.push_back("mkdir:signal=SIGINT:when=" + std::to_string(k));
   for (int k : creates) injections.push_back("openat:signal=SIGINT:when=" + std::to_string(k));
   int seed = 0;
@@ -2804,12 +2835,12 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
         EXPECT_TRUE(name.find(".tmp.") == std::string::npos && name.find(".attnprof-write-probe.") == std::string::npos)
             << name << " left behind";
       if (out == kept) {
-        ASSERT_EQ(after.size(), 8u);
+        ASSERT_EQ(after.size(), 10u);
         int changed = 0;
         for (const auto& [name, text] : after) changed += before.at(name) != text;
-        EXPECT_TRUE(changed == 0 || changed == 8) << changed << " of 8 files new";
+        EXPECT_TRUE(changed == 0 || changed == 10) << changed << " of 10 files new";
       } else if (fs::exists(fresh)) {
-        EXPECT_EQ(after.size(), 8u) << "a new --out kept without the run's files";
+        EXPECT_EQ(after.size(), 10u) << "a new --out kept without the run's files";
       }
     }
   }
@@ -2829,7 +2860,7 @@ TEST_F(Cli, WithoutHardLinksARunStillReplacesItsFilesWholeOrNotAtAll) {
     return m;
   };
   const auto first = contents();
-  ASSERT_EQ(first.size(), 8u);
+  ASSERT_EQ(first.size(), 10u);
   // LeakSanitizer refuses to run under ptrace: a sanitizer build's runs keep its other checks only.
   const fs::path log = dir_ / "strace.log", err = dir_ / "traced.err";
   auto traced = [&](const std::string& inject, int seed) {
@@ -2844,11 +2875,11 @@ TEST_F(Cli, WithoutHardLinksARunStillReplacesItsFilesWholeOrNotAtAll) {
   EXPECT_NE(io::read_file(log).find("EPERM (Operation not permitted) (INJECTED)"), std::string::npos)
       << "no link(2) was made to fail: " << io::read_file(log);
   const auto second = contents();
-  ASSERT_EQ(second.size(), 8u) << "a copy or temporary file left behind";
+  ASSERT_EQ(second.size(), 10u) << "a copy or temporary file left behind";
   EXPECT_NE(second.at("compare.txt").find("seed 1"), std::string::npos);
   EXPECT_NE(second.at("naive.summary.json"), first.at("naive.summary.json"));
-  // The first 8 renames put the copies in place; the 11th is the commit's third: two files are new by then.
-  const Result midway = traced("-e inject=rename:error=EACCES:when=11", 2);
+  // The first 10 renames put the copies in place; the 13th is the commit's third: two files are new by then.
+  const Result midway = traced("-e inject=rename:error=EACCES:when=13", 2);
   EXPECT_EQ(midway.code, 2) << midway.err;
   EXPECT_NE(midway.err.find("rename from its temporary file failed (Permission denied)"), std::string::npos)
       << midway.err;

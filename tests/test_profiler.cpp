@@ -897,7 +897,7 @@ TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
   EXPECT_EQ(ph[1].name, "other");
   EXPECT_EQ(ph[1].threads, 1);
   // The table: each step's share of the steps' time, and the rate of the step that counted FLOPs, 10 per ns,
-  // against a core's share of the fp32 peak (40 GFLOP/s on 2 threads: 20 a core).
+  // against the fp32 peak per thread (40 GFLOP/s measured on 2 threads: 20 a thread).
   analysis::MachinePeaks peaks;
   peaks.threads = 2;
   peaks.fp32_gflops = 40;
@@ -910,6 +910,13 @@ TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
   for (const char* figure : {"63.2 %", "10.0", "50.0 %"})  // 180 / 285; 1800 / 180; 10 / 20
     EXPECT_NE(dot_row.find(figure), std::string::npos) << figure << " in: " << dot_row;
   EXPECT_NE(t.find("The steps: 0.285us of the shares' 0.290us (98.3 %"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Over 100 % of peak/thread"), std::string::npos) << t;
+  peaks.fp32_gflops = 10;  // 5 a thread, under the 10 measured: peaks taken on a busy machine say so
+  const std::string over = report::phase_table({op}, &peaks, DType::F32);
+  EXPECT_NE(over.find("200.0 %"), std::string::npos) << over;
+  EXPECT_NE(over.find("Over 100 % of peak/thread: the peaks were measured while other work shared the CPUs"),
+            std::string::npos)
+      << over;
   EXPECT_EQ(report::phase_table({}, &peaks, DType::F32), "");
 }
 

@@ -332,6 +332,45 @@ TEST(Table, MatchesTorchGoldenLayout) {
                                            R"([0-9.]+(us|ms|s) subtracted from self and total times\n)")));
 }
 
+// Folded stacks from a hand-made profile (1 ns per tick, no zone overhead): each zone's self time under its
+// enclosing zones, the steps an op timed inside its share as frames under it (their time off its own), a
+// worker's share under its thread, ProfilerStep#N merged, ';' and line breaks out of names.
+TEST(FoldedStacks, SelfTimesUnderTheirZonesAndWorkersSharesUnderTheirThread) {
+  static constexpr std::array<const char*, 2> kSteps{"dot", "exp;sum"};
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  r.zone_overhead_ns = 0.0;
+  prof::ThreadTrace main_t, worker;
+  main_t.name = "main";
+  worker.name = "worker 1";
+  auto zone = [](const char* name, uint64_t t0, uint64_t t1, int32_t parent, uint16_t depth) {
+    prof::ZoneEvent e;
+    e.name = name, e.category = "cpu_op", e.t0 = t0, e.t1 = t1, e.parent = parent, e.depth = depth;
+    return e;
+  };
+  main_t.zones = {zone("ProfilerStep#3", 0, 100, -1, 0), zone("fwd", 10, 90, 0, 1), zone("op", 20, 60, 1, 2),
+                  zone("ProfilerStep#4", 100, 130, -1, 0), zone("odd;name\nhere", 105, 125, 3, 1)};
+  prof::WorkSpan mine{"op", 1, 20, 55, 0, 2};
+  mine.n_phases = 2, mine.phase_names = kSteps.data(), mine.phase_ticks = {10, 20};
+  prof::WorkSpan theirs{"op", 1, 21, 46, 0, -1};
+  theirs.n_phases = 2, theirs.phase_names = kSteps.data(), theirs.phase_ticks = {5, 15};
+  main_t.work = {mine};
+  worker.work = {theirs, prof::WorkSpan{"softmax", 2, 70, 77, 0, -1}};
+  r.threads = {main_t, worker};
+  EXPECT_EQ(report::folded_stacks(r),
+            "main;ProfilerStep* 30\n"          // 100 - 80 under the first step, 30 - 20 under the second
+            "main;ProfilerStep*;fwd 40\n"      // 80 - 40
+            "main;ProfilerStep*;fwd;op 10\n"   // 40, less its share's two steps
+            "main;ProfilerStep*;fwd;op;dot 10\n"
+            "main;ProfilerStep*;fwd;op;exp,sum 20\n"
+            "main;ProfilerStep*;odd,name here 20\n"
+            "worker 1;op 5\n"                  // the share's 25, less its steps
+            "worker 1;op;dot 5\n"
+            "worker 1;op;exp,sum 15\n"
+            "worker 1;softmax 7\n");
+  EXPECT_EQ(report::folded_stacks(prof::ProfileResult{}), "");
+}
+
 TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   analysis::KeyAverages ka;
   auto a = op("matmul", 100, 100, 2, 4096, 4096, 2e9);
@@ -349,11 +388,11 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   const std::string t = report::table(ka, {.sort_by = "self_cpu_time_total", .show_input_shapes = true});
   const auto ls = lines(t);
   ASSERT_GE(ls.size(), 9u);
-  // Header order: torch's columns, Input Shapes, Total FLOPs (unit from the smallest non-zero: 2e9 -> GFLOPs),
-  // then ours.
+  // Header order: torch's columns, Input Shapes, attnprof's Input Types, Total FLOPs (unit from the smallest
+  // non-zero: 2e9 -> GFLOPs), then ours.
   EXPECT_TRUE(std::regex_search(
       ls[1], std::regex(R"(^ +Name +Self CPU % +Self CPU +CPU total % +CPU total +CPU time avg +CPU Mem +)"
-                        R"(Self CPU Mem +# of Calls +Input Shapes +Total GFLOPs +GFLOP/s +GB/s +FLOP/B  $)")))
+                        R"(Self CPU Mem +# of Calls +Input Shapes +Input Types +Total GFLOPs +GFLOP/s +GB/s +FLOP/B  $)")))
       << ls[1];
   // Name column: capped at 55, a 70-char name cut to 52 + "...".
   EXPECT_EQ(ls[0].substr(0, 57), std::string(55, '-') + "  ");

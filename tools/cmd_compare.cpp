@@ -108,8 +108,9 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   return row;
 }
 
-// <variant>.trace.json, <variant>.summary.json and <variant>.table.txt (the torch-style table, as profile
-// writes it) of a row that ran: all three from this run, so no file of an earlier run stays beside them.
+// <variant>.trace.json, <variant>.summary.json, <variant>.table.txt (the torch-style table, as profile writes it)
+// and <variant>.stacks.txt (folded stacks) of a row that ran: all from this run, so no file of an earlier run
+// stays beside them.
 void write_row_files(const Row& row, const std::string& out, const std::string& table) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
@@ -123,6 +124,7 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
+  report::write_text_atomic(out_path(out, row.name + ".stacks.txt"), report::folded_stacks(row.r.result));
 }
 
 // The rows whose forwards shared the CPUs or disagree (their medians may stand on disturbed forwards), and

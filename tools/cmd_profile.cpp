@@ -235,12 +235,14 @@ void run_profile(const ProfileArgs& a) {
   const std::string trace_path = out_path(o.out, trace_file(v.name, o));
   const std::string summary_path = out_path(o.out, v.name + ".summary.json");
   const std::string table_path = out_path(o.out, v.name + ".table.txt");
+  const std::string stacks_path = out_path(o.out, v.name + ".stacks.txt");
   nlohmann::json summary = report::summary_json(r.result, r.ka);
   summary["run"] = run;
   if (!o.save_output.empty()) npy::save(o.save_output, r.output);
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
+  report::write_text_atomic(stacks_path, report::folded_stacks(r.result));
   outputs.commit();
   remove_other_format_trace(o.out, v.name, o);
   write_html_if_asked(o);
@@ -248,7 +250,7 @@ void run_profile(const ProfileArgs& a) {
   if (o.json) {
     nlohmann::json j = {{"kind", "profile"},
                         {"run", run},
-                        {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}}}};
+                        {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}, {"stacks", stacks_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
     if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
     if (!selection.empty()) j["sdpa_selection"] = selection;
@@ -307,8 +309,8 @@ void run_profile(const ProfileArgs& a) {
     print_out("{}\n", line);
   for (const std::string& line : report::uneven_op_notes(r.ka)) print_out("{}\n", line);
   // The paths hold what --out said, which may be any bytes: through terminal_line, as stderr's lines are.
-  print_out("{}\n", terminal_line(fmt::format("wrote {}, {}, {}{}{}", trace_path, summary_path, table_path,
-                                               o.save_output.empty() ? "" : ", ", o.save_output)));
+  print_out("{}\n", terminal_line(fmt::format("wrote {}, {}, {}, {}{}{}", trace_path, summary_path, table_path,
+                                               stacks_path, o.save_output.empty() ? "" : ", ", o.save_output)));
 }
 
 }  // namespace
@@ -321,7 +323,8 @@ void add_profile_command(CLI::App& app) {
                   "SDPA backend: math | flash | auto (default auto; sdpa only; with --device cuda: math | cudnn | auto)");
   sub->add_option("--sort-by", args->sort_by,
                   "table sort key, descending (torch's: cpu_time_total, self_cpu_time_total, count, flops, cuda_time_total...; "
-                  "attnprof's columns: gflops, gbs, flop_per_byte, bytes, page_faults with --counters; default "
+                  "attnprof's columns: gflops, gbs, flop_per_byte, bytes, page_faults and self_page_faults with --counters; "
+                  "default "
                   "cpu_time_total, cuda_time_total with --device cuda)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA variant, CUPTI-profiled on the GPU)");
   add_integer_option(sub, "--row-limit", args->row_limit, "table rows (as torch's row_limit: -1 all, 0 none, only the header and totals)")

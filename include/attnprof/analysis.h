@@ -44,6 +44,7 @@ struct OpStats {
   std::string name;
   std::string category;        // cpu_op, user_annotation
   std::string input_shapes;    // "[[8, 16, 1024, 64], [8, 16, 64, 1024]]" when grouped by shape, else ""
+  std::string input_types;     // "[bf16, bf16]": each input's element type when grouped by shape, else ""
   int64_t calls = 0;
   double self_ns = 0.0;        // total minus direct children's totals
   double total_ns = 0.0;       // wall time inside the zone less the calibrated overhead of the zones nested in
@@ -104,6 +105,9 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
 // The inclusive cost model of each of `t`'s zones: its own cost plus its descendants'. OpStats::cost sums
 // these, and the trace's zone args carry them.
 std::vector<OpCost> inclusive_costs(const prof::ThreadTrace& t);
+// The self time of each of `t`'s zones, as key_averages sums it into OpStats::self_ns (the calibrated cost of
+// the zones nested in it taken off): what a flame graph's frames weigh.
+std::vector<double> zone_self_ns(const prof::ProfileResult& r, const prof::ThreadTrace& t);
 
 // ---- device (CUDA) time per zone and per activity ----------------------------------------------------
 // Pure host code over ProfileResult::device / device_mem, so it is tested without a GPU.
@@ -162,7 +166,8 @@ std::vector<ThreadBalance> thread_balance(const prof::ProfileResult& r);
 
 // What an op's one zone does not show: how its threads' shares split their time among the op's own steps
 // (WorkShare::phases; the flash kernel's load, Q·Kᵀ, online softmax, P·V and store), summed over every
-// thread's shares of every region the op ran. Time is CPU time (each thread's), so on 2 busy threads it is
+// thread's shares of every region the op ran. Time is each thread's own clock (time it waited for a CPU
+// included), summed over the threads, so on 2 busy threads it is
 // twice the wall. One entry per op that timed its steps, in order of its first region.
 struct OpPhases {
   struct Step {

@@ -318,7 +318,7 @@ class WorkShare {
   void lap(int k, double flops = 0.0) noexcept {
     if (!timing_phases()) [[likely]] return;
     const uint64_t t = now_ticks();
-    span_.phase_ticks[size_t(k)] += t - last_;
+    span_.phase_ticks[size_t(k)] += t > last_ ? t - last_ : 0;  // a clock that stepped back adds nothing
     span_.phase_flops[size_t(k)] += flops;
     last_ = t;
   }

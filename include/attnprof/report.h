@@ -57,16 +57,26 @@ std::vector<std::string> thread_balance_notes(const std::string& subject,
 
 // The steps inside the ops that time them (analysis::op_phases: the flash kernel's), one block per op:
 //   Inside flash_attention_fwd: each thread's share split by the kernel's steps (3 calls, 2 threads) ...
-//   Step            CPU total        %  GFLOP/s per thread  % of a core's peak
-//   Q·Kᵀ             61.8 ms     38.9 %               145.2              63.1 %
-// CPU time is summed over the threads. A step that counts its FLOPs gets its rate per thread of CPU time and,
-// with `peaks`, that rate over one core's share of the ceiling its FLOPs run at (compute_ceiling_gflops: bf16
-// FLOPs at the bf16 peak when `dtype` is bf16). "" when no op timed its steps.
+//   Step            Thread time        %  GFLOP/s per thread  % of peak/thread
+//   Q·Kᵀ                61.8 ms   38.9 %               145.2            63.1 %
+// Each thread's time (its clock from step to step) is summed over the threads. A step that counts its FLOPs
+// gets its rate per thread and, with `peaks`, that rate over the ceiling its FLOPs run at (compute_ceiling_gflops:
+// bf16 FLOPs at the bf16 peak when `dtype` is bf16) divided by the threads the peaks were measured on. "" when no op timed its steps.
 std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
                         DType dtype);
 // The same in one line for compare's text: "Inside flash's flash_attention_fwd (its threads' time): load Q, K, V
 // 10 %, Q·Kᵀ 31 % at 348 GFLOP/s a thread, ...". "" when the op timed no steps.
 std::string phase_line(const std::string& subject, const analysis::OpPhases& op);
+
+// The profile as folded stacks, torch's export_stacks format and what flamegraph.pl, speedscope and inferno
+// read: one line per distinct stack, "main;ProfilerStep*;attn_fwd;softmax 12064000", frames root first, the
+// weight the stack's own time in integer nanoseconds (torch writes µs; sub-µs ops would vanish), summed over
+// the recorded steps. Each thread is a root ("main", "worker 1"): a worker's shares of an op's parallel region
+// are "worker 1;softmax" with the share's time, so the graph's total is every thread's time. Steps that
+// an op times inside its shares (the flash kernel's) are frames under it: "main;...;flash_attention_fwd;Q·Kᵀ",
+// their time taken off the op's own. ProfilerStep#N frames are "ProfilerStep*", as the table merges them; a ';'
+// or line break in a name becomes ',' or ' '. Lines in byte order of their stacks; none of zero time.
+std::string folded_stacks(const prof::ProfileResult& r);
 
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,
 // sorted (ts asc, dur desc); M metadata; C counters for memory. ".gz" suffix -> gzip. With device events:

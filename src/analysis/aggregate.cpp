@@ -42,6 +42,18 @@ std::string shapes_string(const prof::ZoneEvent& e) {
   return s + "]";
 }
 
+std::string types_string(const prof::ZoneEvent& e) {
+  // Each input's element type, in the order of the shapes: "[bf16, bf16, bf16]"; "?" for an input recorded
+  // without one, "[]" for a zone without inputs.
+  std::string s = "[";
+  for (int i = 0; i < e.n_shapes; ++i) {
+    if (i) s += ", ";
+    const char* t = e.types[size_t(i)];
+    s += t ? t : "?";
+  }
+  return s + "]";
+}
+
 // Per-zone derived numbers for one thread.
 struct ZoneDerived {
   double total_ns = 0.0;
@@ -98,6 +110,14 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
 
 }  // namespace
 
+std::vector<double> zone_self_ns(const prof::ProfileResult& r, const prof::ThreadTrace& t) {
+  double subtracted = 0.0;
+  const std::vector<ZoneDerived> d = derive(r, t, r.zone_overhead_ns, subtracted);
+  std::vector<double> out(d.size());
+  for (size_t i = 0; i < d.size(); ++i) out[i] = d[i].self_ns;
+  return out;
+}
+
 std::vector<OpCost> inclusive_costs(const prof::ThreadTrace& t) {
   const size_t n = t.zones.size();
   std::vector<OpCost> inc(n);
@@ -153,15 +173,19 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
       else if (e.parent >= 0 && size_t(e.parent) < i)
         step_of[i] = step_of[size_t(e.parent)];
       std::string shapes = opt.group_by_input_shape ? shapes_string(e) : std::string();
+      std::string types = opt.group_by_input_shape ? types_string(e) : std::string();
       const std::string name = e.name && is_step_zone(e.name) ? std::string(kStepRow) : e.name ? e.name : "?";
       std::string key = name;
-      if (opt.group_by_input_shape) key += '\0' + shapes;
+      // By shape and by type: torch's key is the shapes alone, which merges SDPA math's bf16 -> fp32 casts
+      // of q, k, v with its fp32 -> bf16 cast of the output (the same shapes).
+      if (opt.group_by_input_shape) key += '\0' + shapes + '\0' + types;
       auto [it, fresh] = row_of.try_emplace(key, ka.rows.size());
       if (fresh) {
         OpStats s;
         s.name = name;
         s.category = e.category ? e.category : "";
         s.input_shapes = std::move(shapes);
+        s.input_types = std::move(types);
         if (per_step && (ka.rows.size() + 1) * steps.size() > kMaxStepCells) {
           per_step = false;
           for (OpStats& o : ka.rows) std::vector<double>().swap(o.step_self_ns);

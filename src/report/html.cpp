@@ -681,7 +681,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   // Inside the fused kernels: the steps the flash kernel times on every thread (summaries' op_phases), as the
   // mean thread's time per forward, so a bar compares with the fused op's slice above.
   json step_rows = json::array(), steps = json::array();
-  std::set<std::string> seen_steps;
+  std::map<std::string, double> step_index;  // each step's place in run order, where its slice stacks
   for (const VariantData& v : vs) {
     const json* ph = v.summary ? member(*v.summary, {"op_phases"}) : nullptr;
     if (!ph || !ph->is_array()) continue;
@@ -690,10 +690,10 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
       const json* st = member(op, {"steps"});
       if (!(threads >= 1) || !st || !st->is_array()) continue;
       for (const json& x : *st) {
-        const double ns = num(x, "cpu_ns", NAN), flops = num(x, "flops", 0);
+        const double ns = num(x, "thread_ns", NAN), flops = num(x, "flops", 0);
         const std::string name = str(x, "name", "");
         if (!(ns >= 0) || name.empty()) continue;
-        if (seen_steps.insert(name).second) steps.push_back(name);
+        if (step_index.try_emplace(name, double(step_index.size())).second) steps.push_back(name);
         json row = {{"bar", v.name + " · " + str(op, "name", "?")},
                     {"step", name},
                     {"ms", ns * 1e-6 / threads / v.forwards},
@@ -709,7 +709,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     for (json& r : step_rows) {
       const double t = bar_total[r["bar"].get<std::string>()];
       r["share"] = t > 0 ? 100.0 * r["ms"].get<double>() / t : 0.0;
-      r["step_index"] = double(std::find(steps.begin(), steps.end(), r["step"]) - steps.begin());  // stack in run order
+      r["step_index"] = step_index[r["step"].get<std::string>()];
     }
     json spec = {{"data", {{"values", step_rows}}},
                  {"width", kWidth},
@@ -1658,8 +1658,8 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
     any = true;
   }
   if (any_sortable)
-    pg.note("Click a column's header to sort by it (again to reverse). Every op is listed, sorted by CPU total as "
-            "torch's table is by default; GFLOPs, GFLOP/s, GB/s and FLOP/B are the cost model's (-- for an op "
+    pg.note("Click a column's header to sort by it (numbers largest first, names A to Z; again to reverse). Every "
+            "op is listed, sorted by CPU total to begin with; GFLOPs, GFLOP/s, GB/s and FLOP/B are the cost model's (-- for an op "
             "without one); the text as torch prints it, with its footnotes, is folded under each table.");
   if (!any) pg.note("No profiler tables: the summaries in this directory carry no table text.");
   pg.end_section();
@@ -1752,11 +1752,12 @@ constexpr const char* kBootstrap = R"JS(
     var heads = t.tHead.rows[0].cells;
     Array.prototype.forEach.call(heads, function (th, col) {
       th.addEventListener('click', function () {
-        var desc = th.getAttribute('aria-sort') !== 'descending';
+        var text = th.getAttribute('data-sort') === 'text';
+        var was = th.getAttribute('aria-sort');
+        var desc = text ? was === 'ascending' : was !== 'descending';  // names A to Z first, numbers largest first
         Array.prototype.forEach.call(heads, function (h) { h.removeAttribute('aria-sort'); });
         th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
         var body = t.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-        var text = th.getAttribute('data-sort') === 'text';
         rows.sort(function (a, b) {
           var x = a.cells[col], y = b.cells[col];
           if (text) return (desc ? -1 : 1) * x.textContent.localeCompare(y.textContent);

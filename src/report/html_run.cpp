@@ -372,6 +372,7 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
     o.name = str(r, "name", "?");
     o.category = str(r, "category");
     o.input_shapes = str(r, "input_shapes");
+    o.input_types = str(r, "input_types");  // "" in a summary from before it was written
     o.calls = int64_t(num(r, "calls"));
     o.self_ns = num(r, "self_ns");
     o.total_ns = num(r, "total_ns");

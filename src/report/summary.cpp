@@ -70,6 +70,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
     json row = {{"name", s.name},
                 {"category", s.category},
                 {"input_shapes", s.input_shapes},
+                {"input_types", s.input_types},
                 {"calls", s.calls},
                 {"self_ns", s.self_ns},
                 {"total_ns", s.total_ns},
@@ -134,7 +135,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
   for (const analysis::OpPhases& op : analysis::op_phases(r)) {
     json steps = json::array();
     for (const analysis::OpPhases::Step& st : op.steps)
-      steps.push_back({{"name", st.name}, {"cpu_ns", st.ns}, {"flops", st.flops}});
+      steps.push_back({{"name", st.name}, {"thread_ns", st.ns}, {"flops", st.flops}});
     phases.push_back({{"name", op.name},
                       {"regions", op.regions},
                       {"threads", op.threads},

@@ -173,9 +173,14 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   header.push_back("# of Calls");
   layout.add(name_width);
   for (size_t i = 1; i < header.size(); ++i) layout.add(kNumWidth);
+  size_t types_width = 12;  // the inputs' element types beside their shapes (attnprof's; torch has none)
+  for (auto* s : rows) types_width = std::max(types_width, s->input_types.size() + 4);
+  types_width = std::min(types_width, kMaxShapesWidth);
   if (opt.show_input_shapes) {
     header.push_back("Input Shapes");
     layout.add(shapes_width);
+    header.push_back("Input Types");
+    layout.add(types_width);
   }
   if (any_cost) {
     header.push_back("Total " + fheader);
@@ -224,7 +229,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     if (mem) cells.insert(cells.end(), {format_bytes(s->mem_bytes), format_bytes(s->self_mem_bytes)});
     if (mem && dev) cells.insert(cells.end(), {format_bytes(s->device_mem_bytes), format_bytes(s->self_device_mem_bytes)});
     cells.push_back(fmt::format("{}", s->calls));
-    if (opt.show_input_shapes) cells.push_back(s->input_shapes.substr(0, shapes_width));
+    if (opt.show_input_shapes) {
+      cells.push_back(s->input_shapes.substr(0, shapes_width));
+      cells.push_back(s->input_types.substr(0, types_width));
+    }
     const bool costed = s->cost.does_work();
     if (any_cost) cells.push_back(costed ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
     if (opt.extra_columns) {
@@ -368,11 +376,12 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
     const double timed = op.steps_ns();
     size_t w = 4;
     for (const auto& st : op.steps) w = std::max(w, display_width(st.name));
-    out += fmt::format("Inside {}: each thread's share split by the kernel's steps ({} call{}, {} thread{}; CPU time "
-                       "summed over the threads)\n",
+    out += fmt::format("Inside {}: each thread's share split by the kernel's steps ({} call{}, {} thread{}; each "
+                       "thread's time summed over the threads)\n",
                        op.name, op.regions, op.regions == 1 ? "" : "s", op.threads, op.threads == 1 ? "" : "s");
-    out += fmt::format("{}  {:>10}  {:>7}  {:>18}  {:>18}\n", pad_right("Step", w), "CPU total", "%",
-                       "GFLOP/s per thread", "% of a core's peak");
+    out += fmt::format("{}  {:>11}  {:>7}  {:>18}  {:>17}\n", pad_right("Step", w), "Thread time", "%",
+                       "GFLOP/s per thread", "% of peak/thread");
+    bool over = false;
     for (const auto& st : op.steps) {
       std::string rate = "--", of_peak = "--";
       if (st.flops > 0 && st.ns > 0) {
@@ -384,16 +393,22 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
           if (dtype == DType::BF16) c.bf16_flops = st.flops;
           const double core = analysis::compute_ceiling_gflops(c, *peaks) / double(peaks->threads);
           if (core > 0) of_peak = fmt::format("{:.1f} %", 100.0 * gflops / core);
+          over = over || (core > 0 && gflops > core);
         }
       }
-      out += fmt::format("{}  {:>10}  {:>5.1f} %  {:>18}  {:>18}\n", pad_right(st.name, w), format_time_ns(st.ns),
+      out += fmt::format("{}  {:>11}  {:>5.1f} %  {:>18}  {:>17}\n", pad_right(st.name, w), format_time_ns(st.ns),
                          timed > 0 ? 100.0 * st.ns / timed : 0.0, rate, of_peak);
     }
     out += fmt::format("The steps: {} of the shares' {} ({:.1f} %; the rest is each share's end after its last step). "
-                       "load Q, K, V includes handing out the tasks; GFLOP/s per thread: the step's FLOPs over its CPU "
-                       "time, masked scores it computed included.\n",
+                       "Thread time is each thread's clock from step to step, time it waited for a CPU included; "
+                       "load Q, K, V includes handing out the tasks. GFLOP/s per thread: the FLOPs the kernel counted "
+                       "in the step (masked scores it computed included) over its thread time; % of peak/thread: that "
+                       "over the measured peak its FLOPs run at divided by the threads it was measured on.\n",
                        format_time_ns(timed), format_time_ns(op.share_ns),
                        op.share_ns > 0 ? 100.0 * timed / op.share_ns : 0.0);
+    if (over)
+      out += "Over 100 % of peak/thread: the peaks were measured while other work shared the CPUs, or on fewer "
+             "threads than cores; `attnprof roofline --peaks-only --remeasure` measures them again.\n";
   }
   return out;
 }

@@ -455,11 +455,15 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         put(b, ",\"items\":");
         put_int(b, w.items);
       }
-      // The op's steps, when it timed them (the flash kernel): this share's time in each, in µs.
+      // The op's steps, when it timed them (the flash kernel): this share's time in each, in µs; a step it
+      // spent no time in (the mask step without an explicit mask) is left out, as op_phases leaves it out.
       if (w.n_phases > 0 && w.phase_names) {
         put(b, ",\"steps_us\":{");
+        bool first_step = true;
         for (int k = 0; k < std::min<int>(w.n_phases, prof::kMaxPhases); ++k) {
-          if (k) put(b, ",");
+          if (w.phase_ticks[size_t(k)] == 0 || !w.phase_names[k]) continue;
+          if (!first_step) put(b, ",");
+          first_step = false;
           put_escaped(b, w.phase_names[k]);
           put(b, ":");
           put_us(b, std::llround(r.ns(w.phase_ticks[size_t(k)])));

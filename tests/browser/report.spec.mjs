@@ -139,10 +139,16 @@ try {
       const asc = await order(col);
       if (!sorted(desc, true) || !sorted(asc, false)) { ok = false; detail += `${heads[col]}: ${desc} / ${asc}; `; }
     }
+    const names = async () => t.$$eval('tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
     await (await t.$$('thead th'))[0].click();
-    const names = await t.$$eval('tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
-    const byName = [...names].sort((a, b) => b.localeCompare(a));
-    if (names.join('|') !== byName.join('|')) { ok = false; detail += `names: ${names.join(',')}`; }
+    const az = await names();
+    await (await t.$$('thead th'))[0].click();
+    const za = await names();
+    const byName = [...az].sort((a, b) => a.localeCompare(b));
+    if (az.join('|') !== byName.join('|') || za.join('|') !== [...byName].reverse().join('|')) {
+      ok = false;
+      detail += `names: ${az.join(',')} / ${za.join(',')}`;
+    }
     check('profiler tables sort by every column', ok, detail + `${heads.length} columns`);
   }
   const data = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts.length);
