@@ -188,7 +188,7 @@ TEST(HtmlReport, TableFootnotesWrapBelowTheTable) {
 
 TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
-  for (const char* id : {"compare", "ops", "changes", "sweep", "roofline", "memory", "tables", "traces"})
+  for (const char* id : {"compare", "ops", "flame", "changes", "sweep", "roofline", "memory", "tables", "traces"})
     EXPECT_NE(page.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   // The blog's ratios under the table, as compare prints them (fixture: naive 190, inplace 165, sdpa_math 420,
   // flash 62 ms).
@@ -204,9 +204,29 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     kinds.insert(c["kind"].get<std::string>());
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
-  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "steps-inside", "changes",
-                                      "sweep-time", "sweep-memory", "sweep-rate", "roofline", "memory", "timeline"};
+  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "steps-inside", "flame",
+                                      "changes", "sweep-time", "sweep-memory", "sweep-rate", "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
+  // The flame graph from naive.stacks.txt (3 forwards): the threads on top, main's 570.05 ms and the worker's
+  // 94.5 ms of softmax shares, per forward; attn_fwd's ops under it in name order, each starting where the
+  // previous ended.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "flame") {
+      std::map<std::string, json> by;
+      for (const json& r : c["spec"]["data"]["values"]) by[r["name"].get<std::string>() + "@" + r["depth"].dump()] = r;
+      ASSERT_TRUE(by.count("main@0") && by.count("worker 1@0") && by.count("copy@3") && by.count("masked_fill@3") &&
+                  by.count("softmax@1") && by.count("softmax@3"))
+          << c["spec"]["data"]["values"];
+      EXPECT_NEAR(by["main@0"]["x1"].get<double>(), 570.05 / 3, 1e-9);
+      EXPECT_NEAR(by["worker 1@0"]["x0"].get<double>(), 570.05 / 3, 1e-9);
+      EXPECT_NEAR(by["worker 1@0"]["x1"].get<double>(), 664.55 / 3, 1e-9);
+      EXPECT_NEAR(by["softmax@1"]["x0"].get<double>(), 570.05 / 3, 1e-9);  // the worker's shares, under it
+      EXPECT_NEAR(by["copy@3"]["x0"].get<double>(), 0.0, 1e-12);
+      EXPECT_NEAR(by["copy@3"]["x1"].get<double>(), 22.0, 1e-9);
+      EXPECT_NEAR(by["masked_fill@3"]["x0"].get<double>(), 22.0, 1e-9);
+      EXPECT_NEAR(by["softmax@3"]["x1"].get<double>(), 570.0 / 3, 1e-9);  // attn_fwd's own 0.05 ms is no frame
+      EXPECT_NEAR(by["main@0"]["share"].get<double>(), 100.0 * 570.05 / 664.55, 1e-9);
+    }
   // Inside the fused kernel: the flash fixture's steps (its 2 threads busy 1.9 × its 61.5 ms per forward, split
   // 10/32/20/30/8 %), each the mean thread's ms per forward; the products' rate per thread in the tooltip.
   for (const json& c : data["charts"])
@@ -522,11 +542,11 @@ TEST(HtmlReport, SelfContained) {
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(<link\b)", std::regex::icase)));
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(<iframe\b)", std::regex::icase)));
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(@import|url\()", std::regex::icase)));
-  // The only external address is the Perfetto link a person may click.
+  // The only external addresses are the Perfetto and speedscope links a person may click.
   std::smatch m;
   std::string rest = page;
   while (std::regex_search(rest, m, std::regex(R"(href="(https?:[^"]*))"))) {
-    EXPECT_EQ(m[1].str(), "https://ui.perfetto.dev");
+    EXPECT_TRUE(m[1].str() == "https://ui.perfetto.dev" || m[1].str() == "https://www.speedscope.app") << m[1];
     rest = m.suffix();
   }
   // A content security policy forbids fetching even if a library tried.
@@ -766,6 +786,43 @@ TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
   // Not variants: the comparison chart's bars are the variants' only.
   EXPECT_FALSE(chart_variants(data_block(page), "compare").count("torch-naive"));
   EXPECT_EQ(count(page, "torch-naive"), 3u) << "the peer appears in its table and its two notes only";
+}
+
+// A stacks file that is not folded stacks, or an earlier run's, draws no flame graph and says why; the others
+// still draw theirs.
+TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
+  TempDir d("stacks");
+  for (const auto& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());
+  const auto now = fs::file_time_type::clock::now();
+  for (const char* bad : {"main;attn_fwd 12x\n", "main;attn_fwd\n", " 12\n", "main;attn_fwd -5\n",
+                          "main;attn_fwd 1234567890123456789\n"}) {
+    spit(d.path / "naive.stacks.txt", std::string("main;ProfilerStep* 10\n") + bad);
+    fs::last_write_time(d.path / "naive.stacks.txt", now + std::chrono::seconds(1));
+    const std::string page = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(page.find("naive: line 2 of naive.stacks.txt is not a folded stack"), std::string::npos) << bad;
+    EXPECT_EQ(page.find("data-kind=\"flame\""), std::string::npos) << bad;
+  }
+  // Well formed but older than the summary: an earlier run's.
+  spit(d.path / "naive.stacks.txt", "main;ProfilerStep* 10\n");
+  fs::last_write_time(d.path / "naive.stacks.txt", now - std::chrono::seconds(60));
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive: naive.stacks.txt is older than naive.summary.json (an earlier run&#39;s), so no flame "
+                      "graph is drawn from it"),
+            std::string::npos);
+  EXPECT_EQ(page.find("data-kind=\"flame\""), std::string::npos);
+  // flash's own, of this run: drawn, the kernel's steps under its op.
+  spit(d.path / "flash.stacks.txt", "main;ProfilerStep*;flash_kernel_fwd;flash_attention 100\n"
+                                    "main;ProfilerStep*;flash_kernel_fwd;flash_attention;Q·Kᵀ 300\n");
+  fs::last_write_time(d.path / "flash.stacks.txt", now + std::chrono::seconds(1));
+  page = render_html_report(d.path.string(), stub_library());
+  size_t flames = 0;
+  const json data = data_block(page);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "flame") {
+      ++flames;
+      EXPECT_EQ(c["spec"]["data"]["values"].size(), 5u);  // main, ProfilerStep*, flash_kernel_fwd, the op, Q·Kᵀ
+    }
+  EXPECT_EQ(flames, 1u);
 }
 
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {

@@ -463,7 +463,6 @@ void section_compare(Page& pg, const Input& in) {
          {{{"mark", {{"type", "bar"}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-             {"color", color},
              {"x", {{"field", "ms"}, {"type", "quantitative"},
                     {"title", bytes_only == 0   ? "ms per forward (bar) and roofline floor (tick)"
                               : with_floor == 0 ? "ms per forward (bar) and bytes / bandwidth (tick)"
@@ -519,8 +518,7 @@ void section_compare(Page& pg, const Input& in) {
                        {{"y", y},
                         {"x", x},
                         {"x2", {{"datum", lo_mb / 2}}},  // each bar starts at the axis' left end
-                        {"color", color},
-                        {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
+                                   {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
                                      {{"field", "mb"}, {"format", ",.1f"}, {"title", "MB"}}}}}}},
                      // The figure at each bar's end: on a log axis lengths are not ratios (8.4 MB draws 2.4x
                      // as long as 1.07 MB, not 7.8x).
@@ -735,6 +733,113 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
              "GFLOP/s per thread.");
   }
   pg.end_section();
+}
+
+// --- flame graphs: every thread's time by stack, from the variants' folded stacks ---
+// An icicle per variant: the threads at the top, each frame under the frame that encloses it, its width its
+// time (self and children's) per forward; siblings in name order, as flamegraph.pl lays them out.
+void section_flame(Page& pg, const std::vector<VariantData>& vs) {
+  constexpr double kMinShare = 0.002;  // frames under 0.2 % of the variant's time are left out
+  constexpr int kMaxDepth = 16;
+  struct Node {
+    std::string name;
+    double ns = 0;
+    std::map<std::string, size_t> kids;  // by name: the layout's order
+  };
+  bool any = false;
+  for (const VariantData& v : vs) {
+    if (v.stacks.empty()) continue;
+    std::vector<Node> nodes(1);  // 0: the root, above the threads
+    for (const auto& [frames, ns] : v.stacks) {
+      if (!(ns > 0)) continue;
+      size_t at = 0;
+      nodes[0].ns += ns;
+      for (const std::string& f : frames) {
+        auto it = nodes[at].kids.find(f);
+        if (it == nodes[at].kids.end()) {
+          it = nodes[at].kids.emplace(f, nodes.size()).first;
+          nodes.push_back(Node{f});
+        }
+        at = it->second;
+        nodes[at].ns += ns;
+      }
+    }
+    const double total = nodes[0].ns;
+    if (!(total > 0)) continue;
+    const double scale = 1e-6 / v.forwards;  // ns summed over the recorded forwards -> ms per forward
+    json rows = json::array();
+    int depth_seen = 0;
+    size_t left_out = 0;
+    // Depth first, each child starting where the previous sibling ended.
+    std::function<void(size_t, double, int)> place = [&](size_t i, double x0, int depth) {
+      double x = x0;
+      for (const auto& [name, k] : nodes[i].kids) {
+        const Node& c = nodes[k];
+        if (c.ns < kMinShare * total || depth >= kMaxDepth) {
+          ++left_out;
+          x += c.ns;
+          continue;
+        }
+        const double width_px = c.ns / total * kWidth;
+        const size_t chars = size_t(std::max(0.0, width_px / 6.5 - 1));
+        std::string label = chars >= 4 ? name : "";
+        if (label.size() > chars) label = label.substr(0, chars - 1) + "…";
+        rows.push_back({{"name", name},
+                        {"depth", depth},
+                        {"x0", x * scale},
+                        {"x1", (x + c.ns) * scale},
+                        {"ms", c.ns * scale},
+                        {"share", 100.0 * c.ns / total},
+                        {"label", label}});
+        depth_seen = std::max(depth_seen, depth + 1);
+        place(k, x, depth + 1);
+        x += c.ns;
+      }
+    };
+    place(0, 0.0, 0);
+    if (rows.empty()) continue;
+    if (!any) {
+      pg.h2("flame", "Every thread's time by stack");
+      pg.p("A flame graph (an icicle: callers above) per variant from its folded stacks (<variant>.stacks.txt, the "
+           "format of torch's export_stacks): the threads at the top, each op under the annotation or op it ran "
+           "in, its width its time per forward (its own and what ran inside it), the flash kernel's steps under "
+           "flash_attention_fwd. The OpenMP workers' shares of each parallel op sit under their thread, so the width "
+           "is every thread's time, not the wall. Frames of under 0.2 % of a variant's time are left out.");
+      any = true;
+    }
+    json spec = {
+        {"data", {{"values", rows}}},
+        {"width", kWidth},
+        {"height", 22 * depth_seen},
+        {"encoding",
+         {{"y", {{"field", "depth"}, {"type", "ordinal"}, {"axis", nullptr}}},
+          {"x", {{"field", "x0"}, {"type", "quantitative"}, {"title", "ms per forward, every thread's (mean of the "
+                                                                       "recorded forwards)"}}}}},
+        {"layer",
+         {{{"mark", {{"type", "rect"}, {"stroke", "#fff"}, {"strokeWidth", 0.5}}},
+           {"encoding",
+            {{"x2", {{"field", "x1"}}},
+             {"tooltip",
+              {{{"field", "name"}, {"title", "frame"}},
+               {{"field", "ms"}, {"format", ".3f"}, {"title", "ms per forward"}},
+               {{"field", "share"}, {"format", ".1f"}, {"title", "% of the variant's"}}}}}}},
+          {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 3}, {"fontSize", 10}}},
+           {"encoding", {{"text", {{"field", "label"}}}}}}}}};
+    // Every frame gets a colour of its own name: the domain grows with the names this chart draws.
+    json names = json::array();
+    std::set<std::string> seen;
+    for (const json& r : rows)
+      if (seen.insert(r["name"].get<std::string>()).second) names.push_back(r["name"]);
+    spec["layer"][0]["encoding"]["color"] = pg.op_color("name", "frame", names, json::object());
+    spec["layer"][0]["encoding"]["color"]["legend"] = nullptr;  // the labels and the tooltip name each frame
+    pg.raw("<h3>" + html_escape(v.name) + "</h3>\n");
+    pg.chart("flame", spec,
+             fmt::format("{}: {} per forward over every thread{}.", v.name, format_time_ns(total * 1e6 * scale),
+                         left_out > 0 ? fmt::format(" ({} frame{} under 0.2 % left out)", left_out,
+                                                    left_out == 1 ? "" : "s")
+                                      : ""));
+  }
+  if (any) pg.end_section();
 }
 
 // --- what each step away from the baseline changes (report::diff_summaries, as `attnprof diff`) ---
@@ -1434,8 +1539,7 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
                          {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
                          {"encoding", {{"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms since the profile began"}}},
                                        {"y", {{"field", "mib"}, {"type", "quantitative"}, {"title", "live MiB"}, {"stack", nullptr}}},
-                                       {"color", color},
-                                       {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
+                                                                 {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
                                                     {{"field", "mib"}, {"format", ".2f"}, {"title", "live MiB"}}}}}}}},
                {"resolve", {{"scale", {{"x", "shared"}}}}}};
   pg.chart("memory", spec,
@@ -1674,7 +1778,7 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string n = it->path().filename().string();
     auto ends = [&](std::string_view suf) { return n.size() >= suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
-    if (ends(".trace.json") || ends(".trace.json.gz")) files.insert(n);
+    if (ends(".trace.json") || ends(".trace.json.gz") || ends(".stacks.txt")) files.insert(n);
   }
   for (const VariantData& v : vs)
     if (!v.trace_file.empty() && fs::is_regular_file(dir / v.trace_file, ec)) files.insert(v.trace_file);
@@ -1685,7 +1789,9 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
   }
   pg.raw("<p>Open a trace in <a href=\"https://ui.perfetto.dev\" rel=\"noopener noreferrer\">ui.perfetto.dev</a> "
          "(<i>Open trace file</i>; the trace stays on your machine) or in <code>chrome://tracing</code> "
-         "(<i>Load</i>). The links below point at the files next to this page.</p>\n<ul>\n");
+         "(<i>Load</i>); a <code>.stacks.txt</code> (folded stacks) in "
+         "<a href=\"https://www.speedscope.app\" rel=\"noopener noreferrer\">speedscope.app</a> or with "
+         "<code>flamegraph.pl</code>. The links below point at the files next to this page.</p>\n<ul>\n");
   for (const auto& f : files) {
     const auto size = fs::file_size(dir / f, ec);
     const std::string why = left_out.count(f) ? "; another run's, left out of this page (see its top)" : "";
@@ -1908,6 +2014,7 @@ std::string render_page(const fs::path& dir, const html_run::Run& run, const Cha
   }
   section_compare(pg, compare);
   section_ops(pg, vs, op_notes);
+  section_flame(pg, vs);
   section_changes(pg, vs);
   section_sweep(pg, sweep, compare.doc);
   section_roofline(pg, roofline, compare.doc, vs);

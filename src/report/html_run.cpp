@@ -444,6 +444,59 @@ std::string read_table_text(const fs::path& dir, const VariantData& v, std::vect
   }
 }
 
+// The variant's folded stacks: its .stacks.txt when of the same run as the summary (profile and compare write
+// both). Each line "frame;frame;... N", N a count of ns; a file with a line that is not one is left out whole,
+// with a note naming the line.
+std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::path& dir, const VariantData& v,
+                                                                     std::vector<std::string>& notes) {
+  std::vector<std::pair<std::vector<std::string>, double>> out;
+  const std::string file = v.name + ".stacks.txt";
+  std::string why;
+  std::error_code ec;
+  if (!fs::exists(dir / file, ec)) return out;
+  const auto text = read_file(dir / file, &why);
+  if (!text) {
+    notes.push_back(fmt::format("{}: {}", v.name, why));
+    return out;
+  }
+  std::error_code tec, sec;
+  const auto tt = fs::last_write_time(dir / file, tec), st = fs::last_write_time(dir / v.summary_file, sec);
+  if (v.summary && !tec && !sec && tt + std::chrono::seconds(2) < st) {
+    notes.push_back(fmt::format("{}: {} is older than {} (an earlier run's), so no flame graph is drawn from it",
+                                v.name, file, v.summary_file));
+    return out;
+  }
+  size_t line_no = 0;
+  for (size_t at = 0; at < text->size();) {
+    size_t nl = text->find('\n', at);
+    if (nl == std::string::npos) nl = text->size();
+    const std::string_view line(text->data() + at, nl - at);
+    at = nl + 1;
+    ++line_no;
+    if (line.empty()) continue;
+    const size_t sp = line.rfind(' ');
+    const std::string_view count = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+    const bool digits = !count.empty() && count.size() <= 18 &&
+                        std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || sp == 0) {
+      notes.push_back(fmt::format("{}: line {} of {} is not a folded stack (\"frame;frame N\", N in ns), so no flame "
+                                  "graph is drawn from it",
+                                  v.name, line_no, file));
+      return {};
+    }
+    std::vector<std::string> frames;
+    const std::string_view stack = line.substr(0, sp);
+    for (size_t f = 0; f <= stack.size();) {
+      size_t semi = stack.find(';', f);
+      if (semi == std::string_view::npos) semi = stack.size();
+      frames.emplace_back(stack.substr(f, semi - f));
+      f = semi + 1;
+    }
+    out.emplace_back(std::move(frames), std::stod(std::string(count)));
+  }
+  return out;
+}
+
 // One variant the run keeps: its summary's rows, forwards and memory timeline, its trace's first forwards
 // (and memory, when the summary has none), and its torch-style table. What cannot be read becomes a note.
 void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v, std::vector<std::string>& op_notes) {
@@ -488,6 +541,7 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
     v.forward_note = "no trace file";
   }
   v.table = read_table_text(dir, v, op_notes);
+  v.stacks = read_stacks(dir, v, op_notes);
   if (v.summary) v.uneven = uneven_op_notes(key_averages_from_summary(*v.summary));
 }
 
@@ -670,7 +724,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   auto leave_out = [&](size_t i, std::string note) {
     run.notes.push_back(std::move(note));
     run.left_out.insert(vs[i].summary_file);
-    for (const char* suf : {".trace.json", ".trace.json.gz", ".table.txt"}) run.left_out.insert(vs[i].name + suf);
+    for (const char* suf : {".trace.json", ".trace.json.gz", ".table.txt", ".stacks.txt"}) run.left_out.insert(vs[i].name + suf);
     if (!vs[i].trace_file.empty()) run.left_out.insert(vs[i].trace_file);
     keep[i] = false;
   };

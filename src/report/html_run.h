@@ -68,6 +68,9 @@ struct VariantData {
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
   std::string forward_note;            // why there are none, or that they were cut; "" when all are there
   std::string table;            // torch-style table text, when available
+  // <variant>.stacks.txt (folded stacks) when it is of the summary's run: each stack's frames, root first, and
+  // its weight in ns summed over the recorded forwards. Empty when absent, older, or not folded stacks (a note).
+  std::vector<std::pair<std::vector<std::string>, double>> stacks;
   std::vector<std::string> uneven;  // its ops whose mean per forward slow forwards lift (uneven_op_notes)
 };
 

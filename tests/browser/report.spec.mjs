@@ -94,7 +94,8 @@ try {
   const specs = await page.evaluate(() => JSON.parse(document.getElementById('attnprof-data').textContent).charts);
   for (const c of specs) {
     let want = null, sel = null;
-    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op' || c.kind === 'changes' || c.kind === 'timeline') {
+    if (c.kind === 'time-by-op' || c.kind === 'bytes-by-op' || c.kind === 'changes' || c.kind === 'timeline' ||
+        c.kind === 'flame' || c.kind === 'steps-inside') {
       want = c.spec.data.values.length; sel = m('rect');
     }
     if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }

@@ -40,7 +40,7 @@ mkdir -p "$out/fixtures"
 fail=0
 
 echo "== report from the fixtures"
-cp "$root"/tests/fixtures/report/*.json "$out/fixtures/"
+cp "$root"/tests/fixtures/report/*.json "$root"/tests/fixtures/report/*.txt "$out/fixtures/"
 "$bin" report --out "$out/fixtures" >/dev/null
 node "$root/tests/browser/report.spec.mjs" "$out/fixtures/report.html" "$out/fixtures.png" || fail=1
 
@@ -52,7 +52,7 @@ node "$root/tests/browser/report.spec.mjs" "$out/cuda/report.html" "$out/cuda.pn
 
 echo "== report with hostile names (escaping, in the browser)"
 mkdir -p "$out/hostile"
-cp "$root"/tests/fixtures/report/*.json "$out/hostile/"
+cp "$root"/tests/fixtures/report/*.json "$root"/tests/fixtures/report/*.txt "$out/hostile/"
 node --input-type=module - "$out/hostile" <<'JS'
 import fs from 'node:fs';
 const dir = process.argv[2];
