@@ -431,3 +431,29 @@ TEST(DeviceReport, TimelineDrawsKernelsOnTheirStream) {
   EXPECT_EQ(lane.count("warmup_kernel"), 0u);
   fs::remove_all(dir);
 }
+
+// A CUDA profile's folded stacks add the GPU's time: each kernel, copy and fill under the zones that launched
+// it, below its GPU, weighed by its device time; the host's zones keep their own lines.
+TEST(DeviceReport, FoldedStacksPutEachActivityUnderItsLaunchingZones) {
+  const prof::ProfileResult r = device_profile();
+  ASSERT_FALSE(r.device.empty());
+  const std::string stacks = report::folded_stacks(r);
+  std::map<std::string, long long> want;  // an activity's stack -> its ns, summed as the function sums them
+  std::map<std::string, double> sums;
+  for (const prof::DeviceActivity& d : r.device) {
+    std::string path;
+    if (d.thread >= 0 && d.zone >= 0) {
+      const prof::ThreadTrace& t = r.threads[size_t(d.thread)];
+      for (int32_t z = d.zone; z >= 0; z = t.zones[size_t(z)].parent) {
+        const std::string name = t.zones[size_t(z)].name;
+        path = (name.rfind("ProfilerStep#", 0) == 0 ? "ProfilerStep*" : name) + (path.empty() ? "" : ";" + path);
+      }
+    }
+    sums[fmt::format("GPU {};", d.device) + (path.empty() ? "" : path + ";") + d.name] += d.ns(r.ns_per_tick);
+  }
+  for (const auto& [stack, ns] : sums) want[stack] = std::llround(ns);
+  for (const auto& [stack, ns] : want)
+    EXPECT_NE(stacks.find(stack + " " + std::to_string(ns) + "\n"), std::string::npos) << stack << " in:\n" << stacks;
+  EXPECT_NE(stacks.find("main;ProfilerStep*;attn_fwd;masked_fill;copy_ "), std::string::npos) << stacks;
+  EXPECT_GE(want.size(), 2u);
+}

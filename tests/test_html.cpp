@@ -823,6 +823,21 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
       EXPECT_EQ(c["spec"]["data"]["values"].size(), 5u);  // main, ProfilerStep*, flash_kernel_fwd, the op, Q·Kᵀ
     }
   EXPECT_EQ(flames, 1u);
+  // A frame too narrow for its name is labelled with its first code points and an ellipsis, never half a
+  // UTF-8 sequence: 100 three-byte characters in a fifth of the width keep 20 (720 px / 5 / 6.5 px, less one).
+  std::string long_name;
+  for (int i = 0; i < 100; ++i) long_name += "ᵀ";
+  spit(d.path / "flash.stacks.txt", "main;a 400\nmain;" + long_name + " 100\n");
+  fs::last_write_time(d.path / "flash.stacks.txt", now + std::chrono::seconds(1));
+  const json narrow = data_block(render_html_report(d.path.string(), stub_library()));
+  std::string label;
+  for (const json& c : narrow["charts"])
+    if (c["kind"] == "flame")
+      for (const json& r : c["spec"]["data"]["values"])
+        if (r["name"] == long_name) label = r["label"].get<std::string>();
+  std::string want;
+  for (int i = 0; i < 20; ++i) want += "ᵀ";
+  EXPECT_EQ(label, want + "…");
 }
 
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {

@@ -75,7 +75,9 @@ std::string phase_line(const std::string& subject, const analysis::OpPhases& op)
 // are "worker 1;softmax" with the share's time, so the graph's total is every thread's time. Steps that
 // an op times inside its shares (the flash kernel's) are frames under it: "main;...;flash_attention_fwd;Q·Kᵀ",
 // their time taken off the op's own. ProfilerStep#N frames are "ProfilerStep*", as the table merges them; a ';'
-// or line break in a name becomes ',' or ' '. Lines in byte order of their stacks; none of zero time.
+// or line break in a name becomes ',' or ' '. A CUDA profile adds the GPU's time: each kernel, copy and fill
+// under the zones that launched it, below "GPU 0" ("GPU 0;ProfilerStep*;attn_fwd;matmul;<kernel> 812000").
+// Lines in byte order of their stacks; none of zero time.
 std::string folded_stacks(const prof::ProfileResult& r);
 
 // Chrome Trace Event JSON (opens in Perfetto and chrome://tracing): X events per thread, properly nested,

@@ -783,7 +783,19 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
         const double width_px = c.ns / total * kWidth;
         const size_t chars = size_t(std::max(0.0, width_px / 6.5 - 1));
         std::string label = chars >= 4 ? name : "";
-        if (label.size() > chars) label = label.substr(0, chars - 1) + "…";
+        // Cut to `chars` code points (a name may hold "Q·Kᵀ"): never inside a UTF-8 sequence.
+        size_t at = 0, points = 0;
+        while (at < label.size() && points < chars) {
+          ++at;
+          while (at < label.size() && (static_cast<unsigned char>(label[at]) & 0xC0) == 0x80) ++at;
+          ++points;
+        }
+        if (at < label.size()) {
+          size_t cut = 0;  // the start of the last code point kept, where the ellipsis goes
+          for (size_t i = 0; i < at; ++i)
+            if ((static_cast<unsigned char>(label[i]) & 0xC0) != 0x80) cut = i;
+          label = label.substr(0, cut) + "…";
+        }
         rows.push_back({{"name", name},
                         {"depth", depth},
                         {"x0", x * scale},

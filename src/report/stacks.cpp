@@ -33,15 +33,22 @@ std::string folded_stacks(const prof::ProfileResult& r) {
   auto add = [&](const std::string& stack, double ns) {
     if (ns > 0 && std::isfinite(ns)) weight[stack] += ns;
   };
-  for (const prof::ThreadTrace& t : r.threads) {
+  // Each thread's zones as stacks below the thread: "ProfilerStep*;attn_fwd;softmax". A device activity sits
+  // under the zone that launched it, below its GPU.
+  std::vector<std::vector<std::string>> below(r.threads.size());
+  for (size_t ti = 0; ti < r.threads.size(); ++ti) {
+    const prof::ThreadTrace& t = r.threads[ti];
     const std::string root = frame(t.name.empty() ? fmt::format("thread {}", t.tid) : t.name);
     const size_t n = t.zones.size();
     std::vector<double> self = analysis::zone_self_ns(r, t);
+    std::vector<std::string>& rel = below[ti];
+    rel.resize(n);
     std::vector<std::string> path(n);
     for (size_t i = 0; i < n; ++i) {
       const int32_t p = t.zones[i].parent;
-      path[i] = (p >= 0 && size_t(p) < i ? path[size_t(p)] : root) + ";" +
-                frame(t.zones[i].name ? t.zones[i].name : "?");
+      const std::string f = frame(t.zones[i].name ? t.zones[i].name : "?");
+      rel[i] = p >= 0 && size_t(p) < i ? rel[size_t(p)] + ";" + f : f;
+      path[i] = root + ";" + rel[i];
     }
     for (const prof::WorkSpan& w : t.work) {
       const bool in_zone = w.zone >= 0 && size_t(w.zone) < n;
@@ -58,6 +65,13 @@ std::string folded_stacks(const prof::ProfileResult& r) {
       else add(at, std::max(0.0, r.ns(std::max(w.t1, w.t0) - w.t0) - steps_ns));
     }
     for (size_t i = 0; i < n; ++i) add(path[i], self[i]);
+  }
+  // The GPU's time (CUDA profiles): each kernel, copy and fill under the zones that launched it.
+  for (const prof::DeviceActivity& d : r.device) {
+    std::string stack = fmt::format("GPU {}", d.device);
+    if (d.thread >= 0 && size_t(d.thread) < below.size() && d.zone >= 0 && size_t(d.zone) < below[size_t(d.thread)].size())
+      stack += ";" + below[size_t(d.thread)][size_t(d.zone)];
+    add(stack + ";" + frame(d.name ? d.name : "?"), d.ns(r.ns_per_tick));
   }
   std::string out;
   for (const auto& [stack, ns] : weight)
