@@ -207,6 +207,12 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "steps-inside", "flame",
                                       "changes", "sweep-time", "sweep-memory", "sweep-rate", "roofline", "memory", "timeline"};
   EXPECT_EQ(kinds, want);
+  // Every chart drawn per variant colours its marks by variant, in the page's one variant palette.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "compare" || c["kind"] == "compare-memory" || c["kind"] == "memory") {
+      const std::string spec = c["spec"].dump();
+      EXPECT_NE(spec.find(R"("color":{"field":"variant")"), std::string::npos) << c["kind"] << ": " << spec.substr(0, 400);
+    }
   // The flame graph from naive.stacks.txt (3 forwards): the threads on top, main's 570.05 ms and the worker's
   // 94.5 ms of softmax shares, per forward; attn_fwd's ops under it in name order, each starting where the
   // previous ended.
@@ -801,6 +807,19 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
     const std::string page = render_html_report(d.path.string(), stub_library());
     EXPECT_NE(page.find("naive: line 2 of naive.stacks.txt is not a folded stack"), std::string::npos) << bad;
     EXPECT_EQ(page.find("data-kind=\"flame\""), std::string::npos) << bad;
+  }
+  // What flamegraph.pl takes is taken too: CRLF line ends, a tab before the count, a fraction; a stack deeper than
+  // the graph draws is cut at its depth (a line of 100,000 frames is 16 nodes, not 100,000).
+  {
+    std::string deep = "main";
+    for (int i = 0; i < 100000; ++i) deep += ";f";
+    spit(d.path / "naive.stacks.txt", "main;ProfilerStep* 10\r\nmain;attn_fwd\t12.5\r\n" + deep + " 30\n");
+    fs::last_write_time(d.path / "naive.stacks.txt", now + std::chrono::seconds(1));
+    const json taken = data_block(render_html_report(d.path.string(), stub_library()));
+    size_t rows = 0;
+    for (const json& c : taken["charts"])
+      if (c["kind"] == "flame") rows += c["spec"]["data"]["values"].size();
+    EXPECT_EQ(rows, 3u + 15u);  // main, ProfilerStep*, attn_fwd; 15 levels of f under main
   }
   // Well formed but older than the summary: an earlier run's.
   spit(d.path / "naive.stacks.txt", "main;ProfilerStep* 10\n");

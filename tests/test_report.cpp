@@ -1086,7 +1086,7 @@ TEST(Summary, SelfTimePerStepAndUnevenOps) {
   for (analysis::OpStats& s : shaped.rows)
     if (s.name == "softmax") s.input_shapes = "[[1, 2, 64, 64]]";
   ASSERT_EQ(report::uneven_op_notes(shaped).size(), 1u);
-  EXPECT_EQ(report::uneven_op_notes(shaped)[0].rfind("Uneven: softmax [[1, 2, 64, 64]]'s self CPU per forward", 0), 0u);
+  EXPECT_EQ(report::uneven_op_notes(shaped)[0].rfind("Uneven: softmax (inputs [[1, 2, 64, 64]])'s self CPU per forward", 0), 0u);
   shaped.has_device = true;
   EXPECT_TRUE(report::uneven_op_notes(shaped).empty());
 

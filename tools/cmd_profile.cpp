@@ -330,7 +330,8 @@ void add_profile_command(CLI::App& app) {
   add_integer_option(sub, "--row-limit", args->row_limit, "table rows (as torch's row_limit: -1 all, 0 none, only the header and totals)")
       ->capture_default_str();
   sub->add_flag("--group-by-input-shape", args->group_by_input_shape,
-                "one table row per (op, input shapes), with an Input Shapes column (torch's group_by_input_shape)");
+                "one table row per (op, input shapes, input types), with Input Shapes and Input Types columns (torch's "
+                "group_by_input_shape, whose key is the shapes alone)");
   args->schedule_opt = sub->add_option("--schedule", args->schedule,
                   "WAIT,WARMUP,ACTIVE[,REPEAT]: torch.profiler's schedule(wait, warmup, active, repeat) over the "
                   "profiled forwards (default 1,1,--iters: the blog's 1,1,3); the ACTIVE steps of every cycle are "

@@ -71,7 +71,7 @@ OpCost logical_not_cost(const Shape4& mask) { return copy_cost(mask, DType::Bool
 Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
   ATTNPROF_OP_ZONE(z, "triu");
   ATTNPROF_CHECK(nq > 0 && nk > 0, "triu mask needs positive sizes, got {}x{}", nq, nk);
-  z.add_shape({1, 1, nq, nk});
+  z.add_shape({1, 1, nq, nk}, dtype_name(DType::Bool).data());
   z.set_cost(triu_mask_cost(nq, nk));
   Tensor m = Tensor::empty({1, 1, nq, nk}, DType::Bool);
   uint8_t* p = m.data<uint8_t>();

@@ -463,6 +463,7 @@ void section_compare(Page& pg, const Input& in) {
          {{{"mark", {{"type", "bar"}}},
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+             {"color", color},
              {"x", {{"field", "ms"}, {"type", "quantitative"},
                     {"title", bytes_only == 0   ? "ms per forward (bar) and roofline floor (tick)"
                               : with_floor == 0 ? "ms per forward (bar) and bytes / bandwidth (tick)"
@@ -518,7 +519,8 @@ void section_compare(Page& pg, const Input& in) {
                        {{"y", y},
                         {"x", x},
                         {"x2", {{"datum", lo_mb / 2}}},  // each bar starts at the axis' left end
-                                   {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
+                        {"color", color},
+                        {"tooltip", {{{"field", "variant"}}, {{"field", "measure"}},
                                      {{"field", "mb"}, {"format", ",.1f"}, {"title", "MB"}}}}}}},
                      // The figure at each bar's end: on a log axis lengths are not ratios (8.4 MB draws 2.4x
                      // as long as 1.07 MB, not 7.8x).
@@ -740,7 +742,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
 // time (self and children's) per forward; siblings in name order, as flamegraph.pl lays them out.
 void section_flame(Page& pg, const std::vector<VariantData>& vs) {
   constexpr double kMinShare = 0.002;  // frames under 0.2 % of the variant's time are left out
-  constexpr int kMaxDepth = 16;
+  constexpr int kMaxDepth = html_run::kMaxFlameDepth;
   struct Node {
     std::string name;
     double ns = 0;
@@ -825,8 +827,10 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
         {"height", 22 * depth_seen},
         {"encoding",
          {{"y", {{"field", "depth"}, {"type", "ordinal"}, {"axis", nullptr}}},
-          {"x", {{"field", "x0"}, {"type", "quantitative"}, {"title", "ms per forward, every thread's (mean of the "
-                                                                       "recorded forwards)"}}}}},
+          {"x", {{"field", "x0"},
+                 {"type", "quantitative"},
+                 {"title", v.per_forward ? "ms per forward, every thread's (mean of the recorded forwards)"
+                                         : "ms over the recorded steps, every thread's"}}}}},
         {"layer",
          {{{"mark", {{"type", "rect"}, {"stroke", "#fff"}, {"strokeWidth", 0.5}}},
            {"encoding",
@@ -846,9 +850,11 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
     spec["layer"][0]["encoding"]["color"]["legend"] = nullptr;  // the labels and the tooltip name each frame
     pg.raw("<h3>" + html_escape(v.name) + "</h3>\n");
     pg.chart("flame", spec,
-             fmt::format("{}: {} per forward over every thread{}.", v.name, format_time_ns(total * 1e6 * scale),
-                         left_out > 0 ? fmt::format(" ({} frame{} under 0.2 % left out)", left_out,
-                                                    left_out == 1 ? "" : "s")
+             fmt::format("{}: {} {} over every thread{}.", v.name, format_time_ns(total * 1e6 * scale),
+                         v.per_forward ? "per forward" : "over the recorded steps (its summary names no forward)",
+                         left_out > 0 ? fmt::format(" ({} frame{} left out: under 0.2 % of the time, or more than {} "
+                                                    "deep)",
+                                                    left_out, left_out == 1 ? "" : "s", kMaxDepth)
                                       : ""));
   }
   if (any) pg.end_section();
@@ -1551,7 +1557,8 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
                          {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
                          {"encoding", {{"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms since the profile began"}}},
                                        {"y", {{"field", "mib"}, {"type", "quantitative"}, {"title", "live MiB"}, {"stack", nullptr}}},
-                                                                 {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
+                                       {"color", color},
+                                       {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
                                                     {{"field", "mib"}, {"format", ".2f"}, {"title", "live MiB"}}}}}}}},
                {"resolve", {{"scale", {{"x", "shared"}}}}}};
   pg.chart("memory", spec,
@@ -1716,7 +1723,11 @@ std::string sortable_op_table(const json& summary) {
                            {"GB/s", "gb_per_s", Col::Rate},
                            {"FLOP/B", "flop_per_byte", Col::Rate}});
   if (faults) cols.insert(cols.end(), {{"Page faults", "page_faults", Col::Count}, {"Self faults", "self_page_faults", Col::Count}});
+  // Grouped by input shape: the shapes and types tell apart rows of one name (SDPA math's two `to` rows).
+  bool shaped = false;
+  for (const json& r : *rows) shaped = shaped || (r.is_object() && !str(r, "input_shapes").empty());
   std::string head = "<tr><th data-sort=\"text\">Name</th>";
+  if (shaped) head += "<th data-sort=\"text\">Input Shapes</th><th data-sort=\"text\">Input Types</th>";
   for (const Col& c : cols)
     head += std::string("<th") + (std::string_view(c.key) == "total_ns" ? " aria-sort=\"descending\"" : "") + ">" +
             html_escape(c.head) + "</th>";
@@ -1731,6 +1742,7 @@ std::string sortable_op_table(const json& summary) {
     const json* cost = member(*r, {"cost"});
     const bool costed = cost && (num(*cost, "flops", 0) > 0 || num(*cost, "bytes", 0) > 0);
     body += "<tr><td>" + html_escape(str(*r, "name", "?")) + "</td>";
+    if (shaped) body += "<td>" + html_escape(str(*r, "input_shapes")) + "</td><td>" + html_escape(str(*r, "input_types")) + "</td>";
     for (const Col& c : cols) {
       const std::string_view key = c.key;
       const bool rate = c.kind == Col::Rate;

@@ -470,14 +470,17 @@ std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::p
   for (size_t at = 0; at < text->size();) {
     size_t nl = text->find('\n', at);
     if (nl == std::string::npos) nl = text->size();
-    const std::string_view line(text->data() + at, nl - at);
+    std::string_view line(text->data() + at, nl - at);
     at = nl + 1;
     ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF, as flamegraph.pl takes it
     if (line.empty()) continue;
-    const size_t sp = line.rfind(' ');
+    // As flamegraph.pl reads a line: the stack, white space, a count (a fraction allowed).
+    const size_t sp = line.find_last_of(" \t");
     const std::string_view count = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
-    const bool digits = !count.empty() && count.size() <= 18 &&
-                        std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits = !count.empty() && count.size() <= 18 && count.front() != '.' &&
+                        std::count(count.begin(), count.end(), '.') <= 1 &&
+                        std::all_of(count.begin(), count.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
     if (!digits || sp == 0) {
       notes.push_back(fmt::format("{}: line {} of {} is not a folded stack (\"frame;frame N\", N in ns), so no flame "
                                   "graph is drawn from it",
@@ -486,7 +489,8 @@ std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::p
     }
     std::vector<std::string> frames;
     const std::string_view stack = line.substr(0, sp);
-    for (size_t f = 0; f <= stack.size();) {
+    // No more frames than the graph draws (a line of a million ';' would otherwise be a million nodes).
+    for (size_t f = 0; f <= stack.size() && frames.size() <= size_t(kMaxFlameDepth); ) {
       size_t semi = stack.find(';', f);
       if (semi == std::string_view::npos) semi = stack.size();
       frames.emplace_back(stack.substr(f, semi - f));

@@ -53,6 +53,9 @@ struct OpRow {
 // A user annotation (the per-forward zone, ProfilerStep#), not an op.
 bool is_annotation(const OpRow& r);
 
+// The flame graph draws frames this many deep below the threads at most; read_stacks keeps no more of a line.
+inline constexpr int kMaxFlameDepth = 16;
+
 // Everything the page shows of one variant.
 struct VariantData {
   std::string name;

@@ -158,8 +158,8 @@ std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
                      fmt::format("Uneven: {}'s self CPU per forward: median {}, mean {}, slowest {} ({} of {} forwards "
                                  "over {:.2f}x the median); the table's totals and averages include {}.",
                                  s.input_shapes.empty() ? s.name
-                                 : s.input_types.empty() ? s.name + " " + s.input_shapes
-                                                         : s.name + " " + s.input_shapes + " " + s.input_types,
+                                 : s.input_types.empty() ? fmt::format("{} (inputs {})", s.name, s.input_shapes)
+                                     : fmt::format("{} (inputs {}, types {})", s.name, s.input_shapes, s.input_types),
                                  format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
                                  kNoisySpread, over == 1 ? "it" : "them")});
   }
