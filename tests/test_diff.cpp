@@ -949,3 +949,51 @@ TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
   }
   EXPECT_EQ(files, int(expected.size())) << "a seed is missing: run fuzz/make_json_corpus.py";
 }
+
+// The steps a kernel timed (op_phases) diff step by step, per forward: naive (2 forwards) with a kernel's
+// steps against in-place (3 forwards), a step only one side has shown as --; a corrupt op_phases is refused
+// naming the field.
+TEST(Diff, TheKernelsStepsPerForwardSideBySide) {
+  json a = naive_summary(), b = inplace_summary();
+  auto phases = [](double load_ns, double dot_ns, double dot_flops, bool extra) {
+    json steps = json::array({{{"name", "load"}, {"thread_ns", load_ns}, {"flops", 0.0}},
+                              {{"name", "Q·Kᵀ"}, {"thread_ns", dot_ns}, {"flops", dot_flops}}});
+    if (extra) steps.push_back({{"name", "mask"}, {"thread_ns", 300.0}, {"flops", 0.0}});
+    return json::array({{{"name", "kernel"}, {"regions", 2}, {"threads", 2}, {"share_ns", 1e4}, {"steps", steps}}});
+  };
+  a["op_phases"] = phases(2000, 6000, 60000, false);  // per forward: 1000 ns, 3000 ns at 10 GFLOP/s
+  b["op_phases"] = phases(1500, 3000, 90000, true);   // per forward: 500 ns, 1000 ns at 30 GFLOP/s; mask 100 ns
+  const report::ProfileDiff d = report::diff_summaries(a, b);
+  ASSERT_EQ(d.steps.size(), 3u);
+  EXPECT_EQ(d.steps[1].step, "Q·Kᵀ");
+  EXPECT_DOUBLE_EQ(d.steps[1].base_ns, 3000);
+  EXPECT_DOUBLE_EQ(d.steps[1].new_ns, 1000);
+  EXPECT_DOUBLE_EQ(d.steps[2].base_ns, -1);  // the mask step: the new side's only
+  EXPECT_DOUBLE_EQ(d.steps[2].new_ns, 100);
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("Inside kernel, the kernel's steps (each thread's time per forward, summed over the threads):"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("  Q·Kᵀ      3.000us      1.000us     -2.000us  10.0 -> 30.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("  mask           --      0.100us           --\n"), std::string::npos) << t;
+  const json j = report::diff_json(d);
+  ASSERT_EQ(j["steps"].size(), 3u);
+  EXPECT_EQ(j["steps"][2]["base_thread_ns"], json());
+  EXPECT_DOUBLE_EQ(j["steps"][1]["new_flops"].get<double>(), 30000);
+  // Without op_phases on either side: no steps, no block.
+  EXPECT_EQ(report::diff_table(report::diff_summaries(naive_summary(), inplace_summary())).find("Inside "),
+            std::string::npos);
+  for (const auto& [bad, why] : std::vector<std::pair<json, std::string>>{
+           {json("x"), "field 'op_phases' is string, not an array"},
+           {json::array({{{"name", "k"}}}), "an op_phases entry without a \"name\" and a \"steps\" array"},
+           {json::array({{{"name", "k"}, {"steps", json::array({{{"name", "s"}}})}}}), "field 'thread_ns' is missing"},
+           {json::array({{{"name", "k"}, {"steps", json::array({{{"name", "s"}, {"thread_ns", -1}}})}}}), "thread_ns"}}) {
+    json c = inplace_summary();
+    c["op_phases"] = bad;
+    try {
+      report::diff_summaries(naive_summary(), c);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}

@@ -137,8 +137,16 @@ struct ProfileSide {
   std::vector<double> forward_ms;  // the timed forwards (run.forward_ms), when the summary has them
   std::optional<analysis::CpuSharing> sharing;  // run.cpu_sharing, when recorded
 };
+// One step a kernel timed inside its shares (a summary's op_phases), on both sides: each thread's time in it per
+// forward, summed over the threads, and the FLOPs it counted per forward; -1 for a side without the step.
+struct StepDiff {
+  std::string op, step;
+  double base_ns = -1, new_ns = -1;
+  double base_flops = 0, new_flops = 0;
+};
 struct ProfileDiff {
   ProfileSide base, next;
+  std::vector<StepDiff> steps;  // the kernels' steps (the flash kernel's), base's order then new's own
   bool device = false;     // both are device (CUPTI) profiles: times are Self CUDA, memory is device memory
   bool faults = false;     // both recorded page faults per op (profile --counters): the table shows them
   bool memory = true;      // both recorded memory per op (profile_memory): else the memory cells are unknown

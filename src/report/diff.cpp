@@ -149,6 +149,7 @@ struct Parsed {
   bool faults = false;  // its op rows carry page faults
   bool memory = true;   // its op rows carry memory (a profile without profile_memory holds nulls there)
   std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
+  std::vector<StepDiff> steps;  // op_phases per forward, the side's figures in base_ns / base_flops
 };
 
 // A summary read as diff and report read it; `what` names it in every error.
@@ -245,6 +246,30 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   } else if (s.contains("memory") && s["memory"].is_object()) {
     (void)number(s["memory"], "peak_bytes", what);
     (void)number(s["memory"], "start_bytes", what);
+  }
+
+  // The steps kernels timed inside their shares (op_phases, absent in summaries from before it was written):
+  // each thread's time and the FLOPs counted, per forward.
+  if (const auto ph = s.find("op_phases"); ph != s.end() && !ph->is_null()) {
+    if (!ph->is_array()) ATTNPROF_FAIL("{}: field 'op_phases' is {}, not an array", what, ph->type_name());
+    for (const json& op : *ph) {
+      if (!op.is_object() || !op.contains("name") || !op["name"].is_string() || !op.contains("steps") ||
+          !op["steps"].is_array())
+        ATTNPROF_FAIL("{}: an op_phases entry without a \"name\" and a \"steps\" array", what);
+      const std::string op_name = printable_name(op["name"].get<std::string>(), what);
+      const std::string op_what = fmt::format("{} op_phases '{}'", what, op_name);
+      for (const char* key : {"regions", "threads", "share_ns"}) (void)number(op, key, op_what);
+      for (const json& st : op["steps"]) {
+        if (!st.is_object() || !st.contains("name") || !st["name"].is_string())
+          ATTNPROF_FAIL("{}: a step without a \"name\"", op_what);
+        StepDiff x;
+        x.op = op_name;
+        x.step = printable_name(st["name"].get<std::string>(), op_what);
+        x.base_ns = required(st, "thread_ns", op_what + " step '" + x.step + "'") / f;
+        x.base_flops = number(st, "flops", op_what + " step '" + x.step + "'") / f;
+        p.steps.push_back(std::move(x));
+      }
+    }
   }
 
   std::unordered_map<std::string, size_t> index;  // op name -> its place in p.ops (a summary may hold 10^5 rows)
@@ -503,6 +528,20 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   ProfileDiff d;
   d.base = a.side;
   d.next = b.side;
+  // The kernels' steps, paired by (op, step): base's order, then the new side's own.
+  d.steps = a.steps;
+  for (const StepDiff& y : b.steps) {
+    auto it = std::find_if(d.steps.begin(), d.steps.end(),
+                           [&](const StepDiff& x) { return x.op == y.op && x.step == y.step && x.new_ns < 0; });
+    if (it == d.steps.end()) {
+      StepDiff only;
+      only.op = y.op;
+      only.step = y.step;
+      it = d.steps.insert(d.steps.end(), only);
+    }
+    it->new_ns = y.base_ns;
+    it->new_flops = y.base_flops;
+  }
   d.device = a.device;
   d.faults = a.faults && b.faults;
   d.memory = a.memory && b.memory;
@@ -713,6 +752,32 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   for (const std::string& line : uneven_diff_rows(d, row_limit)) s += line + "\n";
+  // Inside the kernels that time their steps: where a fused op's time moved, which its one row cannot say.
+  for (size_t i = 0; i < d.steps.size();) {
+    const std::string& op = d.steps[i].op;
+    size_t sw = 4;
+    for (size_t k = i; k < d.steps.size() && d.steps[k].op == op; ++k)
+      sw = std::max(sw, size_t(std::count_if(d.steps[k].step.begin(), d.steps[k].step.end(),
+                                             [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; })));
+    s += fmt::format("Inside {}, the kernel's steps (each thread's time per forward, summed over the threads):\n", op);
+    auto pad = [&](const std::string& name) {
+      const size_t n = size_t(std::count_if(name.begin(), name.end(),
+                                            [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+      return name + std::string(sw > n ? sw - n : 0, ' ');
+    };
+    s += fmt::format("  {}  {:>11}  {:>11}  {:>11}  {}\n", pad("Step"), "base", "new", "change", "GFLOP/s per thread");
+    for (; i < d.steps.size() && d.steps[i].op == op; ++i) {
+      const StepDiff& x = d.steps[i];
+      auto t = [](double ns) { return ns >= 0 ? format_time_ns(ns) : std::string("--"); };
+      auto rate = [](double flops, double ns) { return flops > 0 && ns > 0 ? fmt::format("{:.1f}", flops / ns) : std::string("--"); };
+      const std::string rates = x.base_flops > 0 || x.new_flops > 0
+                                    ? rate(x.base_flops, x.base_ns) + " -> " + rate(x.new_flops, x.new_ns)
+                                    : "";
+      s += fmt::format("  {}  {:>11}  {:>11}  {:>11}{}\n", pad(x.step), t(x.base_ns), t(x.new_ns),
+                       x.base_ns >= 0 && x.new_ns >= 0 ? signed_time(x.new_ns - x.base_ns) : std::string("--"),
+                       rates.empty() ? "" : "  " + rates);
+    }
+  }
   s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
        "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (!d.memory)
@@ -767,7 +832,18 @@ json diff_json(const ProfileDiff& d, int row_limit) {
           {"base_ns", d.base_ns},
           {"new_ns", d.new_ns},
           {"rows", rows},
-          {"rows_left_out", d.rows.size() - shown}};  // by --row-limit: the smallest changes; base_ns/new_ns count all
+          {"rows_left_out", d.rows.size() - shown},  // by --row-limit: the smallest changes; base_ns/new_ns count all
+          {"steps", [&] {
+             json steps = json::array();
+             for (const StepDiff& x : d.steps)
+               steps.push_back({{"op", x.op},
+                                {"step", x.step},
+                                {"base_thread_ns", x.base_ns >= 0 ? json(x.base_ns) : json()},
+                                {"new_thread_ns", x.new_ns >= 0 ? json(x.new_ns) : json()},
+                                {"base_flops", x.base_ns >= 0 ? json(x.base_flops) : json()},
+                                {"new_flops", x.new_ns >= 0 ? json(x.new_flops) : json()}});
+             return steps;
+           }()}};
 }
 
 // ---- two compare runs -------------------------------------------------------------------------------
