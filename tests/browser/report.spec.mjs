@@ -172,6 +172,7 @@ try {
   // ATTNPROF_SHOT_UNTIL=<section id>: the screenshot stops at the end of that section (docs/report-screenshot.png
   // is taken with ATTNPROF_SHOT_UNTIL=memory); otherwise the whole page.
   const until = process.env.ATTNPROF_SHOT_UNTIL;
+  await page.evaluate(() => window.scrollTo(0, 0));  // the sort checks scrolled to the tables; boxes are from the top
   const box = until ? await page.locator(`section#${until}`).boundingBox() : null;
   if (box) await page.screenshot({ path: shotPath, fullPage: true, clip: { x: 0, y: 0, width: 1100, height: Math.ceil(box.y + box.height + 16) } });
   else await page.screenshot({ path: shotPath, fullPage: true });
