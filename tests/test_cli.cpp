@@ -524,16 +524,19 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
   EXPECT_DOUBLE_EQ(qk_flops, 3 * 2.0 * 64 * flash_tiles(p).scores * 4);
   EXPECT_LE(steps_ns, ph["share_ns"].get<double>() * (1 + 1e-9));
   double traced_us = 0, slices_us = 0;
+  int64_t main_items = 0, worker_items = 0;  // tasks each took: one of them can take all four on a busy machine
   for (const json& e : t["traceEvents"])
     if (e.value("cat", "") == "thread_work") {
       ASSERT_TRUE(e["args"].contains("steps_us")) << e;
+      (e["tid"].get<int64_t>() == 1 ? main_items : worker_items) += e["args"].value("items", int64_t(0));
       slices_us += e["dur"].get<double>();
       for (const auto& [name, us] : e["args"]["steps_us"].items()) traced_us += us.get<double>();
     }
   EXPECT_NEAR(traced_us, steps_ns * 1e-3, 0.01 + 1e-6 * traced_us);  // µs to 3 decimals, per step
   EXPECT_LE(traced_us, slices_us + 0.02);
   // The folded stacks: the main thread's lines add up to the table's self CPU total (each rounded to a ns), the
-  // kernel's steps are frames under flash_attention_fwd on both threads.
+  // kernel's steps are frames under flash_attention_fwd on each thread that took a task (four tasks a forward,
+  // handed out dynamically: on a busy machine one thread can take them all).
   const std::string stacks = io::read_file(out() / "flash.stacks.txt");
   double main_ns = 0;
   int lines = 0;
@@ -551,8 +554,8 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
     at = nl + 1;
   }
   EXPECT_NEAR(main_ns, s["totals"]["self_cpu_time_total_ns"].get<double>(), 0.5 * lines + 1e-9) << stacks;
-  EXPECT_TRUE(main_steps) << stacks;
-  EXPECT_TRUE(worker_steps) << stacks;
+  EXPECT_EQ(main_steps, main_items > 0) << stacks;
+  EXPECT_EQ(worker_steps, worker_items > 0) << stacks;
   // Kineto's top-level keys: schema version 1, and no GPU on the CPU.
   EXPECT_EQ(t["schemaVersion"], 1);
   EXPECT_EQ(t["deviceProperties"], json::array());
