@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "attnprof/report.h"
 #include "io/file.h"
 #include "report/figures.h"
+#include "report/text_width.h"
 
 namespace attnprof::report {
 namespace {
@@ -528,19 +530,25 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   ProfileDiff d;
   d.base = a.side;
   d.next = b.side;
-  // The kernels' steps, paired by (op, step): base's order, then the new side's own.
+  // The kernels' steps, paired by (op, step), each base step once: base's order, then the new side's own. A
+  // queue of base's unpaired places per (op, step), so a summary of many steps pairs in one pass.
   d.steps = a.steps;
+  std::map<std::pair<std::string, std::string>, std::deque<size_t>> unpaired;
+  for (size_t i = 0; i < d.steps.size(); ++i) unpaired[{d.steps[i].op, d.steps[i].step}].push_back(i);
   for (const StepDiff& y : b.steps) {
-    auto it = std::find_if(d.steps.begin(), d.steps.end(),
-                           [&](const StepDiff& x) { return x.op == y.op && x.step == y.step && x.new_ns < 0; });
-    if (it == d.steps.end()) {
+    std::deque<size_t>& q = unpaired[{y.op, y.step}];
+    size_t at = d.steps.size();
+    if (!q.empty()) {
+      at = q.front();
+      q.pop_front();
+    } else {
       StepDiff only;
       only.op = y.op;
       only.step = y.step;
-      it = d.steps.insert(d.steps.end(), only);
+      d.steps.push_back(std::move(only));
     }
-    it->new_ns = y.base_ns;
-    it->new_flops = y.base_flops;
+    d.steps[at].new_ns = y.base_ns;
+    d.steps[at].new_flops = y.base_flops;
   }
   d.device = a.device;
   d.faults = a.faults && b.faults;
@@ -756,15 +764,9 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   for (size_t i = 0; i < d.steps.size();) {
     const std::string& op = d.steps[i].op;
     size_t sw = 4;
-    for (size_t k = i; k < d.steps.size() && d.steps[k].op == op; ++k)
-      sw = std::max(sw, size_t(std::count_if(d.steps[k].step.begin(), d.steps[k].step.end(),
-                                             [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; })));
+    for (size_t k = i; k < d.steps.size() && d.steps[k].op == op; ++k) sw = std::max(sw, detail::display_width(d.steps[k].step));
     s += fmt::format("Inside {}, the kernel's steps (each thread's time per forward, summed over the threads):\n", op);
-    auto pad = [&](const std::string& name) {
-      const size_t n = size_t(std::count_if(name.begin(), name.end(),
-                                            [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-      return name + std::string(sw > n ? sw - n : 0, ' ');
-    };
+    auto pad = [&](const std::string& name) { return detail::pad_right(name, sw); };
     s += fmt::format("  {}  {:>11}  {:>11}  {:>11}  {}\n", pad("Step"), "base", "new", "change", "GFLOP/s per thread");
     for (; i < d.steps.size() && d.steps[i].op == op; ++i) {
       const StepDiff& x = d.steps[i];

@@ -22,6 +22,7 @@
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
+#include "report/text_width.h"
 #include "report/html_run.h"
 
 #ifndef ATTNPROF_VERSION
@@ -760,7 +761,7 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
         auto it = nodes[at].kids.find(f);
         if (it == nodes[at].kids.end()) {
           it = nodes[at].kids.emplace(f, nodes.size()).first;
-          nodes.push_back(Node{f});
+          nodes.push_back(Node{f, 0.0, {}});
         }
         at = it->second;
         nodes[at].ns += ns;
@@ -784,20 +785,7 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
         }
         const double width_px = c.ns / total * kWidth;
         const size_t chars = size_t(std::max(0.0, width_px / 6.5 - 1));
-        std::string label = chars >= 4 ? name : "";
-        // Cut to `chars` code points (a name may hold "Q·Kᵀ"): never inside a UTF-8 sequence.
-        size_t at = 0, points = 0;
-        while (at < label.size() && points < chars) {
-          ++at;
-          while (at < label.size() && (static_cast<unsigned char>(label[at]) & 0xC0) == 0x80) ++at;
-          ++points;
-        }
-        if (at < label.size()) {
-          size_t cut = 0;  // the start of the last code point kept, where the ellipsis goes
-          for (size_t i = 0; i < at; ++i)
-            if ((static_cast<unsigned char>(label[i]) & 0xC0) != 0x80) cut = i;
-          label = label.substr(0, cut) + "…";
-        }
+        const std::string label = chars >= 4 ? detail::fit_width(name, chars) : "";
         rows.push_back({{"name", name},
                         {"depth", depth},
                         {"x0", x * scale},

@@ -416,6 +416,15 @@ analysis::KeyAverages key_averages_from_summary(const json& s) {
   return ka;
 }
 
+// Whether `file` beside the variant's summary is an earlier run's: older than the summary by more than two
+// seconds (the slack: a copied directory, cp -r, gets its files' times in copy order). Not when either time
+// cannot be read, or there is no summary to hold it against.
+bool older_than_summary(const fs::path& dir, const std::string& file, const VariantData& v) {
+  std::error_code fec, sec;
+  const auto ft = fs::last_write_time(dir / file, fec), st = fs::last_write_time(dir / v.summary_file, sec);
+  return v.summary && !fec && !sec && ft + std::chrono::seconds(2) < st;
+}
+
 // The variant's torch-style table: its .table.txt when that is of the same run as the summary (profile and
 // compare write both), else rebuilt from the summary, with a note when an older .table.txt was passed over.
 std::string read_table_text(const fs::path& dir, const VariantData& v, std::vector<std::string>& notes) {
@@ -424,10 +433,7 @@ std::string read_table_text(const fs::path& dir, const VariantData& v, std::vect
   }
   const std::string table_file = v.name + ".table.txt";
   if (auto text = read_file(dir / table_file)) {
-    std::error_code tec, sec;
-    const auto tt = fs::last_write_time(dir / table_file, tec), st = fs::last_write_time(dir / v.summary_file, sec);
-    // Two seconds of slack: a copied directory (cp -r) gets its files' times in copy order.
-    if (!v.summary || tec || sec || tt + std::chrono::seconds(2) >= st) return *text;
+    if (!older_than_summary(dir, table_file, v)) return *text;
     notes.push_back(fmt::format("{}: {} is older than {} (an earlier run's), so its table is rebuilt from the summary",
                                 v.name, table_file, v.summary_file));
   }
@@ -459,9 +465,7 @@ std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::p
     notes.push_back(fmt::format("{}: {}", v.name, why));
     return out;
   }
-  std::error_code tec, sec;
-  const auto tt = fs::last_write_time(dir / file, tec), st = fs::last_write_time(dir / v.summary_file, sec);
-  if (v.summary && !tec && !sec && tt + std::chrono::seconds(2) < st) {
+  if (older_than_summary(dir, file, v)) {
     notes.push_back(fmt::format("{}: {} is older than {} (an earlier run's), so no flame graph is drawn from it",
                                 v.name, file, v.summary_file));
     return out;

@@ -15,9 +15,10 @@ namespace attnprof::report {
 
 namespace {
 
-// A frame as the format allows it: ';' separates frames and a line ends a stack.
+// A frame as the format allows it: ';' separates frames and a line ends a stack. Steps merge as the table
+// merges them.
 std::string frame(std::string_view name) {
-  if (name.rfind("ProfilerStep#", 0) == 0) return "ProfilerStep*";
+  if (analysis::is_step_zone(name)) return std::string(analysis::kStepRow);
   std::string f(name.empty() ? std::string_view("?") : name);
   for (char& c : f) {
     if (c == ';') c = ',';

@@ -18,6 +18,7 @@
 
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "report/text_width.h"
 
 namespace attnprof::report {
 
@@ -47,14 +48,8 @@ std::string format_bytes_decimal(double b) {
 
 namespace {
 
-// Columns of text that may hold UTF-8 (the flash kernel's step names: "Q·Kᵀ"): one column per code point.
-size_t display_width(std::string_view s) {
-  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-std::string pad_right(std::string_view s, size_t w) {
-  const size_t n = display_width(s);
-  return std::string(s) + std::string(n < w ? w - n : 0, ' ');
-}
+using detail::display_width;
+using detail::pad_right;
 
 constexpr int kNumWidth = 12;
 constexpr int kSpacing = 2;

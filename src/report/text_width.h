@@ -1,0 +1,34 @@
+// Internal: the width of text that may hold UTF-8 (the flash kernel's step names: "Q·Kᵀ"), one column per code
+// point, for the reporters that line text up in columns or cut it to fit (the tables, diff, the flame labels).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace attnprof::report::detail {
+
+inline bool starts_code_point(char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }
+
+// Code points in `s`: its columns.
+inline size_t display_width(std::string_view s) { return size_t(std::count_if(s.begin(), s.end(), starts_code_point)); }
+
+// `s` followed by spaces to `w` columns.
+inline std::string pad_right(std::string_view s, size_t w) {
+  const size_t n = display_width(s);
+  return std::string(s) + std::string(n < w ? w - n : 0, ' ');
+}
+
+// `s` when it fits in `w` columns, else its first w − 1 code points and "…"; never cut inside a UTF-8 sequence.
+inline std::string fit_width(std::string_view s, size_t w) {
+  if (display_width(s) <= w) return std::string(s);
+  size_t at = 0;  // just past the code points kept
+  for (size_t kept = 0; kept + 1 < w && at < s.size(); ++kept) {
+    ++at;
+    while (at < s.size() && !starts_code_point(s[at])) ++at;
+  }
+  return std::string(s.substr(0, at)) + "…";
+}
+
+}  // namespace attnprof::report::detail
