@@ -36,6 +36,7 @@
 #include "attnprof/npy.h"
 #include "attnprof/ops.h"
 #include "attnprof/report.h"
+#include "csv_reader.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
 
@@ -267,10 +268,12 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   EXPECT_LE(summary["run"]["max_abs_err"].get<double>(), summary["run"]["tolerance"]["atol"].get<double>() + 1e-12 +
                                                              summary["run"]["tolerance"]["rtol"].get<double>() * 10);
   EXPECT_EQ(io::read_file(out() / "naive.table.txt").find("Self CPU %") != std::string::npos, true);
-  // Nothing but the four files (no temporaries left behind).
-  int files = 0;
-  for (const auto& f : fs::directory_iterator(out())) files += f.is_regular_file();
-  EXPECT_EQ(files, 4);
+  // Nothing but the five files (no temporaries left behind).
+  std::set<std::string> files;
+  for (const auto& f : fs::directory_iterator(out()))
+    if (f.is_regular_file()) files.insert(f.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"naive.summary.json", "naive.trace.json", "naive.table.txt",
+                                          "naive.table.csv", "naive.stacks.txt"}));
 }
 
 // Forwards timed beside other processes that keep every CPU busy: the run measures the other work
@@ -330,6 +333,28 @@ TEST_F(Cli, ProfileGroupsByInputShapeAndRecordsCounters) {
   int shaped = 0;
   for (const json& row : j["rows"]) shaped += row["name"] == "matmul" && !row["input_shapes"].get<std::string>().empty();
   EXPECT_EQ(shaped, 2);
+  // The table's rows as CSV: every summary row, keyed as the summary keys them, with the same figures.
+  const auto csv = parse_csv(io::read_file(out() / "naive.table.csv"));
+  ASSERT_EQ(csv.size(), j["rows"].size() + 1);
+  const auto at = [&](const char* name) { return csv_column(csv[0], name); };
+  std::map<std::tuple<std::string, std::string, std::string>, const json*> by_key;
+  for (const json& row : j["rows"])
+    by_key[{row["name"].get<std::string>(), row["input_shapes"].get<std::string>(),
+            row["input_types"].get<std::string>()}] = &row;
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const auto& c = csv[i];
+    ASSERT_EQ(c.size(), csv[0].size());
+    const auto it = by_key.find({c[at("name")], c[at("input_shapes")], c[at("input_types")]});
+    ASSERT_NE(it, by_key.end()) << c[at("name")] << " " << c[at("input_shapes")];
+    const json& row = *it->second;
+    EXPECT_EQ(std::stoll(c[at("calls")]), row["calls"].get<int64_t>());
+    EXPECT_NEAR(std::stod(c[at("self_cpu_us")]) * 1e3, row["self_ns"].get<double>(), 1e-6 * row["self_ns"].get<double>() + 1e-9);
+    EXPECT_NEAR(std::stod(c[at("cpu_total_us")]) * 1e3, row["total_ns"].get<double>(), 1e-6 * row["total_ns"].get<double>() + 1e-9);
+    EXPECT_EQ(c[at("cpu_mem_bytes")], std::to_string(row["mem_bytes"].get<int64_t>()));
+    EXPECT_EQ(c[at("self_page_faults")], row["self_page_faults"].is_null() ? "" : row["self_page_faults"].dump());
+    if (row["cost"]["flops"].get<double>() > 0)
+      EXPECT_DOUBLE_EQ(std::stod(c[at("flops")]), row["cost"]["flops"].get<double>());
+  }
   // By type too: SDPA math's casts of q, k, v up to fp32 and of its output back down have the same shapes, and
   // are two rows (torch's key, the shapes alone, would merge them).
   const Result math = run("profile sdpa --backend math --group-by-input-shape --row-limit -1" + kSmall + out_flag());
@@ -644,6 +669,22 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     EXPECT_EQ(j["variants"][0]["ops"].get<double>(), 6.0) << j["variants"][0].dump();
     EXPECT_EQ(j["variants"][1]["ops"].get<double>(), 5.0) << j["variants"][1].dump();
     EXPECT_TRUE(fs::exists(out() / "compare.txt"));
+    // compare.csv: a row per variant with compare.json's figures, and the speed-up the text prints.
+    const auto csv = parse_csv(io::read_file(out() / "compare.csv"));
+    ASSERT_EQ(csv.size(), j["variants"].size() + 1);
+    const auto at = [&](const char* name) { return csv_column(csv[0], name); };
+    for (size_t i = 1; i < csv.size(); ++i) {
+      const json& v = j["variants"][i - 1];
+      EXPECT_EQ(csv[i][at("source")], "attnprof");
+      EXPECT_EQ(csv[i][at("name")], v["name"]);
+      EXPECT_EQ(csv[i][at("status")], "ok");
+      for (const char* key : {"ms", "gflops", "pct_peak", "floor_ms", "max_abs_err"})
+        EXPECT_EQ(std::stod(csv[i][at(key)]), v[key].get<double>()) << key;
+      EXPECT_DOUBLE_EQ(std::stod(csv[i][at("speedup")]),
+                       j["variants"][0]["ms"].get<double>() / v["ms"].get<double>());
+      EXPECT_EQ(csv[i][at("speedup_base")], "naive");
+      EXPECT_TRUE(fs::exists(out() / (v["name"].get<std::string>() + ".table.csv")));
+    }
     // The blog's ratios under the table: naive's median over each other row's, from the JSON's own figures.
     std::string speedups;
     for (const json& v : j["variants"])
@@ -1138,6 +1179,17 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   const std::string csv = io::read_file(out() / "sweep.csv");
   EXPECT_EQ(csv.rfind("variant,seq,ms,gflops,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+  const auto records = parse_csv(csv);  // the points in sweep.json's order, their figures as the table rounds them
+  ASSERT_EQ(records.size(), j["points"].size() + 1);
+  for (size_t i = 1; i < records.size(); ++i) {
+    const json& p = j["points"][i - 1];
+    ASSERT_EQ(records[i].size(), 7u);
+    EXPECT_EQ(records[i][0], p["variant"]);
+    EXPECT_EQ(records[i][1], p["seq"].dump());
+    EXPECT_NEAR(std::stod(records[i][2]), p["ms"].get<double>(), 5e-5);
+    EXPECT_EQ(records[i][5], p["status"]);
+    EXPECT_EQ(records[i][6], p["note"]);
+  }
 }
 
 TEST_F(Cli, SweepRecordsTheProblemItsPointsShare) {

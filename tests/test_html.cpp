@@ -607,7 +607,7 @@ TEST(HtmlReport, MissingInputsAreNotesNotErrors) {
   const std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("compare.json not found"), std::string::npos);
   EXPECT_NE(page.find("sweep.json not found"), std::string::npos);
-  EXPECT_NE(page.find("No trace files"), std::string::npos);
+  EXPECT_NE(page.find("No trace or data files"), std::string::npos);
   EXPECT_TRUE(data_block(page)["charts"].empty());
 
   // Only a sweep: that section has its charts, the rest say what to run.

@@ -29,6 +29,7 @@
 #include "io/atomic_file.h"
 #include "io/file.h"
 #include "child_process.h"
+#include "csv_reader.h"
 #include "trace_checker.h"
 
 using namespace attnprof;
@@ -506,6 +507,113 @@ TEST(Table, BoundColumnFromTheRoofline) {
   EXPECT_NE(t.find("FLOPs: what each op computed"), std::string::npos) << t;
   // Without peaks there is no Bound column.
   EXPECT_EQ(lines(report::table(ka))[1].find("Bound"), std::string::npos);
+}
+
+TEST(Csv, FieldsAreQuotedOnlyWhereTheyWouldSplitAndNumbersReadBack) {
+  EXPECT_EQ(report::csv_field("matmul"), "matmul");
+  EXPECT_EQ(report::csv_field(""), "");
+  EXPECT_EQ(report::csv_field("[[1, 4], [4, 1]]"), "\"[[1, 4], [4, 1]]\"");
+  EXPECT_EQ(report::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(report::csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(report::csv_field("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(report::csv_line({"a", "b,c", ""}), "a,\"b,c\",\n");
+  // Whatever a field holds, a reader gets it back whole.
+  const std::vector<std::string> nasty = {"a,b", "\"", "\"\"", "x\ny", ",", "", "plain", "\r\n"};
+  const auto back = parse_csv(report::csv_line(nasty));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], nasty);
+  for (double v : {0.1, 1.0 / 3.0, 123456789.123456789, 1e-300, 6.02e23, 0.0, -2.5, 4.0})
+    EXPECT_EQ(std::stod(report::csv_number(v)), v) << report::csv_number(v);
+  EXPECT_EQ(report::csv_number(4.0), "4");
+  EXPECT_EQ(report::csv_number(std::nan("")), "");
+  EXPECT_EQ(report::csv_number(std::numeric_limits<double>::infinity()), "");
+  EXPECT_EQ(report::csv_value(nlohmann::json()), "");
+  EXPECT_EQ(report::csv_value(nlohmann::json("a,b")), "a,b");  // quoted by csv_line, not here
+  EXPECT_EQ(report::csv_value(nlohmann::json(3)), "3");
+  EXPECT_EQ(report::csv_value(nlohmann::json(2.5)), "2.5");
+  EXPECT_EQ(report::csv_value(nlohmann::json(true)), "true");
+}
+
+TEST(Table, CsvHasEveryRowInTheTablesOrderUnderOneFixedHeader) {
+  analysis::KeyAverages ka;
+  auto mem = op("softmax", 100, 100, 2, 4096, 4096, 1e6);
+  mem.cost.bytes_read = 1e6;  // 1 FLOP/B: below the ridge
+  mem.self_cost = mem.cost;
+  mem.input_shapes = "[[8, 16, 1024, 1024]]";
+  mem.input_types = "[bf16]";
+  auto comp = op("matmul", 100, 100, 1, 0, 0, 1e9);
+  comp.cost.bytes_read = 1e6;  // 1000 FLOP/B: above it
+  comp.self_cost = comp.cost;
+  comp.page_faults = comp.self_page_faults = 8;
+  auto ann = op("attn_fwd", 1, 201, 1, 4096, 0, 1e9 + 1e6);
+  ann.category = "user_annotation";
+  ann.cost.bytes_read = 2e6;
+  ann.task_clock_ns = 200'000;
+  ka.rows = {ann, mem, comp, op("transpose", 1, 1, 1, 0, 0)};
+  ka.self_total_ns = 202'000;
+  analysis::MachinePeaks peaks;
+  peaks.fp32_gflops = 100.0;
+  peaks.bandwidth_gbs = 10.0;
+  const report::TableOptions opt{.sort_by = "flops", .row_limit = 1, .show_input_shapes = true, .peaks = peaks};
+  const auto rows = parse_csv(report::table_csv(ka, opt));
+  const std::vector<std::string> header = {
+      "name", "category", "input_shapes", "input_types", "calls", "self_cpu_us", "self_cpu_pct", "cpu_total_us",
+      "cpu_total_pct", "cpu_avg_us", "self_cuda_us", "self_cuda_pct", "cuda_total_us", "cuda_avg_us",
+      "cpu_mem_bytes", "self_cpu_mem_bytes", "cuda_mem_bytes", "self_cuda_mem_bytes", "flops", "bytes",
+      "gflops_per_s", "gb_per_s", "flop_per_byte", "bound", "pct_roof", "task_clock_us", "self_page_faults",
+      "page_faults"};
+  ASSERT_EQ(rows.size(), 5u);  // every row, whatever row_limit
+  EXPECT_EQ(rows[0], header);
+  for (const auto& r : rows) EXPECT_EQ(r.size(), header.size());
+  auto col = [&](size_t row, const char* name) {
+    return rows[row][size_t(std::find(header.begin(), header.end(), name) - header.begin())];
+  };
+  // The table's order (by FLOPs), ties in key_averages' order.
+  std::vector<std::string> names, table_names;
+  for (size_t i = 1; i < rows.size(); ++i) names.push_back(col(i, "name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"attn_fwd", "matmul", "softmax", "transpose"}));
+  const auto ls = lines(report::table(ka, {.sort_by = "flops", .peaks = peaks}));
+  for (size_t i = 3; i < 7; ++i) table_names.push_back(ls[i].substr(ls[i].find_first_not_of(' '), ls[i].find(' ', ls[i].find_first_not_of(' ')) - ls[i].find_first_not_of(' ')));
+  EXPECT_EQ(names, table_names);
+  // softmax: 100 us self and total over 2 calls, 49.5 % of 202 us; 1e6 FLOPs in 100 us = 10 GFLOP/s, 10 GB/s.
+  EXPECT_EQ(col(3, "input_shapes"), "[[8, 16, 1024, 1024]]");
+  EXPECT_EQ(col(3, "input_types"), "[bf16]");
+  EXPECT_EQ(col(3, "calls"), "2");
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "self_cpu_us")), 100.0);
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "cpu_avg_us")), 50.0);
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "self_cpu_pct")), 100.0 * 100'000 / 202'000);
+  EXPECT_EQ(col(3, "cpu_mem_bytes"), "4096");
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "gflops_per_s")), 10.0);
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "gb_per_s")), 10.0);
+  EXPECT_DOUBLE_EQ(std::stod(col(3, "flop_per_byte")), 1.0);
+  // The verdicts the table gives: compute for matmul, memory for softmax, none for the annotation.
+  for (size_t i : {2u, 3u}) {
+    const analysis::OpStats& s = ka.rows[i == 2 ? 2 : 1];
+    const analysis::RooflinePoint pt = analysis::place(s.cost, s.rate_ns(), peaks);
+    EXPECT_EQ(col(i, "bound"), pt.memory_bound ? "memory" : "compute");
+    EXPECT_DOUBLE_EQ(std::stod(col(i, "pct_roof")), 100.0 * pt.fraction_of_attainable);
+  }
+  EXPECT_EQ(col(2, "bound"), "compute");
+  EXPECT_EQ(col(3, "bound"), "memory");
+  EXPECT_EQ(col(1, "bound"), "");
+  EXPECT_EQ(col(1, "pct_roof"), "");
+  // What was not recorded or does not apply is an empty cell: no cost model, no device, counters per row.
+  EXPECT_EQ(col(4, "flops"), "");
+  EXPECT_EQ(col(4, "gflops_per_s"), "");
+  for (size_t i = 1; i < rows.size(); ++i)
+    for (const char* c : {"self_cuda_us", "self_cuda_pct", "cuda_total_us", "cuda_avg_us", "cuda_mem_bytes",
+                          "self_cuda_mem_bytes"})
+      EXPECT_EQ(col(i, c), "") << c;
+  EXPECT_DOUBLE_EQ(std::stod(col(1, "task_clock_us")), 200.0);
+  EXPECT_EQ(col(2, "page_faults"), "8");
+  EXPECT_EQ(col(3, "page_faults"), "");
+  // Without memory, shapes on demand, without peaks: the same header, those cells empty.
+  ka.has_memory = false;
+  const auto bare = parse_csv(report::table_csv(ka, {.sort_by = "flops"}));
+  EXPECT_EQ(bare[0], header);
+  for (size_t i = 1; i < bare.size(); ++i)
+    for (size_t c : {2u, 3u, 14u, 15u, 23u, 24u}) EXPECT_EQ(bare[i][c], "") << header[c];
+  EXPECT_THROW(report::table_csv(ka, {.sort_by = "bogus"}), Error);
 }
 
 TEST(Table, CounterColumnsWhenRecorded) {

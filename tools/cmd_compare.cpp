@@ -17,6 +17,9 @@
 namespace attnprof::cli {
 namespace {
 
+// The run-level files compare writes beside each variant's.
+const std::vector<std::string> kCompareFiles = {"compare.json", "compare.txt", "compare.csv"};
+
 struct CompareArgs {
   CommonOptions common;
   std::string variants;  // comma-separated subset; empty: all
@@ -108,10 +111,10 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   return row;
 }
 
-// <variant>.trace.json, <variant>.summary.json, <variant>.table.txt (the torch-style table, as profile writes it)
-// and <variant>.stacks.txt (folded stacks) of a row that ran: all from this run, so no file of an earlier run
-// stays beside them.
-void write_row_files(const Row& row, const std::string& out, const std::string& table) {
+// <variant>.trace.json, <variant>.summary.json, <variant>.table.txt (the torch-style table, as profile writes it),
+// <variant>.table.csv (its rows as CSV) and <variant>.stacks.txt (folded stacks) of a row that ran: all from this
+// run, so no file of an earlier run stays beside them.
+void write_row_files(const Row& row, const std::string& out, const std::string& table, const std::string& csv) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name},
@@ -124,6 +127,7 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
+  report::write_text_atomic(out_path(out, row.name + ".table.csv"), csv);
   report::write_text_atomic(out_path(out, row.name + ".stacks.txt"), report::folded_stacks(row.r.result));
 }
 
@@ -366,11 +370,42 @@ void exit_by_outcome(const std::vector<Row>& rows) {
   exit_if_nothing_measured(rows.size() - skipped, skipped, "variant");
 }
 
-// Writes compare.json and compare.txt, commits them with the variants' files in `outputs`, writes (with
-// --html) the report from them, then prints the table or the JSON.
+// compare.json's rows as CSV: attnprof's variants, then the peer's (source "torch"), each with its speed-up
+// over the row the text's speed-up line divides by (attnprof's naive when it ran, else its first row that ran).
+std::string compare_csv(const nlohmann::json& j) {
+  using nlohmann::json;
+  const std::vector<std::string> keys = {"ms", "gflops", "pct_peak", "peak_bytes", "ops", "bytes", "floor_ms",
+                                         "bound_ms", "max_abs_err", "nmse", "tolerance_used"};
+  std::vector<report::RowTime> times;
+  for (const json& v : j["variants"])
+    if (v["ms"].is_number()) times.push_back({v["name"].get<std::string>(), v["ms"].get<double>(), 0.0});
+  const auto base = std::find_if(times.begin(), times.end(), [](const report::RowTime& r) { return r.name == "naive"; });
+  const report::RowTime* b = base != times.end() ? &*base : times.empty() ? nullptr : &times.front();
+  std::vector<std::string> header = {"source", "name", "status"};
+  header.insert(header.end(), keys.begin(), keys.end());
+  header.insert(header.end(), {"speedup", "speedup_base", "note"});
+  std::string out = report::csv_line(header);
+  const auto add = [&](const char* source, const json& row) {
+    std::vector<std::string> cells = {source, report::csv_value(row["name"]), report::csv_value(row["status"])};
+    for (const std::string& k : keys) cells.push_back(row.contains(k) ? report::csv_value(row[k]) : std::string());
+    const bool timed = row["ms"].is_number() && row["ms"].get<double>() > 0 && b && b->ms > 0;
+    cells.push_back(timed ? report::csv_number(b->ms / row["ms"].get<double>()) : std::string());
+    cells.push_back(timed ? b->name : std::string());
+    cells.push_back(report::csv_value(row["note"]));
+    out += report::csv_line(cells);
+  };
+  for (const json& v : j["variants"]) add("attnprof", v);
+  if (j.contains("peers"))
+    for (const json& v : j["peers"]["rows"]) add("torch", v);
+  return out;
+}
+
+// Writes compare.json, compare.txt and compare.csv, commits them with the variants' files in `outputs`, writes
+// (with --html) the report from them, then prints the table or the JSON.
 void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text, report::FileBatch& outputs) {
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  report::write_text_atomic(out_path(o.out, "compare.csv"), compare_csv(j));
   outputs.commit();
   for (const nlohmann::json& v : j["variants"])
     if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
@@ -388,9 +423,9 @@ void run_compare_cuda(const CompareArgs& a) {
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
-  refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
+  refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
-  check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
+  check_out_files(o, names_of(variants), kCompareFiles);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const cuda::DeviceInfo dev = cuda::device_info();
   const Target t = device_target(dev, in.p.dtype);
@@ -409,11 +444,12 @@ void run_compare_cuda(const CompareArgs& a) {
     Row row = make_row(*v, run_cuda_variant(*v, in, ref, plan, v->name), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       if (!row.r.cupti_note.empty()) cupti_note = row.r.cupti_note;
-      const std::string table = row.r.result.has_device
-                                    ? report::table(row.r.ka, {.sort_by = "cuda_time_total", .peaks = t.m}) +
-                                          report::device_table(row.r.result)
-                                    : report::table(row.r.ka, {.peaks = std::nullopt});
-      write_row_files(row, o.out, table);
+      const report::TableOptions topt = row.r.result.has_device
+                                            ? report::TableOptions{.sort_by = "cuda_time_total", .peaks = t.m}
+                                            : report::TableOptions{.peaks = std::nullopt};
+      const std::string table = report::table(row.r.ka, topt) +
+                                (row.r.result.has_device ? report::device_table(row.r.result) : std::string());
+      write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt));
       tables += row.r.result.has_device
                     ? fmt::format("\n{} (one forward, CUPTI):\n{}", v->name, table)
                     : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note, table);
@@ -462,9 +498,9 @@ void run_compare(const CompareArgs& a) {
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
   const std::string torch_version = a.peer.empty() ? "" : probe_torch_peer(a.python, a.peer_timeout);
-  refuse_inputs_in_out(o, names_of(variants), {"compare.json", "compare.txt"});
+  refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
-  check_out_files(o, names_of(variants), {"compare.json", "compare.txt"});
+  check_out_files(o, names_of(variants), kCompareFiles);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();
@@ -487,7 +523,8 @@ void run_compare(const CompareArgs& a) {
     Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       // The table profile prints by default: sorted by CPU total, 15 rows, each op's roofline verdict.
-      write_row_files(row, o.out, report::table(row.r.ka, {.sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m}));
+      const report::TableOptions topt{.sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m};
+      write_row_files(row, o.out, report::table(row.r.ka, topt), report::table_csv(row.r.ka, topt));
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
       progress(fmt::format("{}: {}: {}", label, status_name(row.r.status), row.r.note));

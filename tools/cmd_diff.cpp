@@ -68,9 +68,9 @@ std::string lowercase(std::string s) {
 // that report, roofline --from and a later diff read.
 bool run_result_name(const std::string& name) {
   for (const char* whole : {"compare.json", "compare.txt", "roofline.json", "roofline.txt", "sweep.json", "sweep.txt",
-                            "sweep.csv", "report.html"})
+                            "sweep.csv", "compare.csv", "report.html"})
     if (name == whole) return true;
-  for (const char* end : {".summary.json", ".trace.json", ".trace.json.gz", ".table.txt", ".stacks.txt"})
+  for (const char* end : {".summary.json", ".trace.json", ".trace.json.gz", ".table.txt", ".table.csv", ".stacks.txt"})
     if (name.ends_with(end)) return true;
   return false;
 }

@@ -236,12 +236,14 @@ void run_profile(const ProfileArgs& a) {
   const std::string summary_path = out_path(o.out, v.name + ".summary.json");
   const std::string table_path = out_path(o.out, v.name + ".table.txt");
   const std::string stacks_path = out_path(o.out, v.name + ".stacks.txt");
+  const std::string csv_path = out_path(o.out, v.name + ".table.csv");
   nlohmann::json summary = report::summary_json(r.result, r.ka);
   summary["run"] = run;
   if (!o.save_output.empty()) npy::save(o.save_output, r.output);
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table);
+  report::write_text_atomic(csv_path, report::table_csv(r.ka, topt));
   report::write_text_atomic(stacks_path, report::folded_stacks(r.result));
   outputs.commit();
   remove_other_format_trace(o.out, v.name, o);
@@ -250,7 +252,7 @@ void run_profile(const ProfileArgs& a) {
   if (o.json) {
     nlohmann::json j = {{"kind", "profile"},
                         {"run", run},
-                        {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}, {"stacks", stacks_path}}}};
+                        {"files", {{"trace", trace_path}, {"summary", summary_path}, {"table", table_path}, {"table_csv", csv_path}, {"stacks", stacks_path}}}};
     if (!o.save_output.empty()) j["files"]["output"] = o.save_output;
     if (o.html) j["files"]["report"] = out_path(o.out, "report.html");
     if (!selection.empty()) j["sdpa_selection"] = selection;

@@ -381,12 +381,9 @@ void run_sweep(const SweepArgs& a) {
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
                            {"note", p.note}});
-    std::string note = p.note;
-    for (char& c : note)
-      if (c == '"') c = '\'';
-    csv += fmt::format("{},{},{},{},{},{},\"{}\"\n", p.variant, p.seq, ok ? fmt::format("{:.4f}", p.ms) : "",
-                       ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "", p.status,
-                       note);
+    csv += report::csv_line({p.variant, std::to_string(p.seq), ok ? fmt::format("{:.4f}", p.ms) : "",
+                             ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "",
+                             p.status, p.note});
   }
   // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
   std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),

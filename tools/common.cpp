@@ -562,6 +562,7 @@ std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector
     }
     names.push_back(v + ".summary.json");
     names.push_back(v + ".table.txt");
+    names.push_back(v + ".table.csv");
     names.push_back(v + ".stacks.txt");
   }
   if (o.html) names.push_back("report.html");

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +40,27 @@ struct TableOptions {
 // total" footer; rates and the Bound verdict then use a row's device time when it has any.
 // Throws Error on an unknown sort key.
 std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {});
+
+// The same rows as CSV (RFC 4180), for a spreadsheet or pandas: every row, whatever opt.row_limit, in the
+// table's order (opt.sort_by), under one fixed header, so files of CPU and GPU runs, with and without memory,
+// shapes or counters, line up column for column; what a run did not record is an empty cell:
+//   name,category,input_shapes,input_types,calls,self_cpu_us,self_cpu_pct,cpu_total_us,cpu_total_pct,cpu_avg_us,
+//   self_cuda_us,self_cuda_pct,cuda_total_us,cuda_avg_us,cpu_mem_bytes,self_cpu_mem_bytes,cuda_mem_bytes,
+//   self_cuda_mem_bytes,flops,bytes,gflops_per_s,gb_per_s,flop_per_byte,bound,pct_roof,task_clock_us,
+//   self_page_faults,page_faults
+// Times in microseconds and percentages as numbers (12.5 for 12.5 %), at full precision; input shapes and types
+// only with opt.show_input_shapes; bound ("memory" / "compute") and pct_roof only with opt.peaks, for the rows
+// the table judges. Throws Error on an unknown sort key.
+std::string table_csv(const analysis::KeyAverages& ka, const TableOptions& opt = {});
+
+// RFC 4180 fields: one quoted (its quotes doubled) when it holds a comma, a quote, CR or LF, else as it is.
+std::string csv_field(std::string_view text);
+// The fields joined by commas, each through csv_field, ending in "\n".
+std::string csv_line(const std::vector<std::string>& fields);
+// A number as the shortest text that reads back as the same double; "" for NaN and infinities.
+std::string csv_number(double v);
+// A JSON value as a cell's text: "" for null, a string as it is, a number as csv_number or JSON's integer text.
+std::string csv_value(const nlohmann::json& v);
 
 // CUDA profiles: the device activities alone (one row per kernel / copy / fill name), torch-style, with
 // attnprof's Grid, Block, Regs (per thread), SMem (static + dynamic per block) and TFLOP/s (when the

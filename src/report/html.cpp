@@ -1784,18 +1784,20 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
 // --- traces ---
 void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData>& vs,
                     const std::set<std::string>& left_out) {
-  pg.h2("traces", "Traces");
+  pg.h2("traces", "Traces and data files");
   std::set<std::string> files;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string n = it->path().filename().string();
     auto ends = [&](std::string_view suf) { return n.size() >= suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
-    if (ends(".trace.json") || ends(".trace.json.gz") || ends(".stacks.txt")) files.insert(n);
+    if (ends(".trace.json") || ends(".trace.json.gz") || ends(".stacks.txt") || ends(".table.csv") ||
+        n == "compare.csv" || n == "sweep.csv")
+      files.insert(n);
   }
   for (const VariantData& v : vs)
     if (!v.trace_file.empty() && fs::is_regular_file(dir / v.trace_file, ec)) files.insert(v.trace_file);
   if (files.empty()) {
-    pg.note("No trace files in this directory.");
+    pg.note("No trace or data files in this directory.");
     pg.end_section();
     return;
   }
@@ -1803,7 +1805,9 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
          "(<i>Open trace file</i>; the trace stays on your machine) or in <code>chrome://tracing</code> "
          "(<i>Load</i>); a <code>.stacks.txt</code> (folded stacks) in "
          "<a href=\"https://www.speedscope.app\" rel=\"noopener noreferrer\">speedscope.app</a> or with "
-         "<code>flamegraph.pl</code>. The links below point at the files next to this page.</p>\n<ul>\n");
+         "<code>flamegraph.pl</code>; a <code>.csv</code> (a table's rows: <code>&lt;variant&gt;.table.csv</code> the "
+         "profiler table's, <code>compare.csv</code> and <code>sweep.csv</code> the runs') in a spreadsheet or "
+         "with <code>pandas.read_csv</code>. The links below point at the files next to this page.</p>\n<ul>\n");
   for (const auto& f : files) {
     const auto size = fs::file_size(dir / f, ec);
     const std::string why = left_out.count(f) ? "; another run's, left out of this page (see its top)" : "";

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -127,15 +128,43 @@ class Layout {
   std::vector<size_t> widths_;
 };
 
-}  // namespace
-
-std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
-  const bool dev = ka.has_device;
-  const SortKey key = sort_key(opt.sort_by, dev);
+// The rows in the table's order: by `sort_by`, descending, ties in key_averages' order. Throws Error on an
+// unknown key.
+std::vector<const analysis::OpStats*> sorted_rows(const analysis::KeyAverages& ka, const std::string& sort_by) {
+  const SortKey key = sort_key(sort_by, ka.has_device);
   std::vector<const analysis::OpStats*> rows;
   rows.reserve(ka.rows.size());
   for (const analysis::OpStats& s : ka.rows) rows.push_back(&s);
   std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) { return key(*a) > key(*b); });
+  return rows;
+}
+
+// The Bound column's verdict on one row: which roof holds it and how near it came (NaN when the op has no
+// ceiling to be held to). None for a row that gets no verdict: no cost or no time, an annotation, or a region
+// (ProfilerStep#N) or wrapper whose cost is all its children's (masked_fill, scaled_dot_product_attention),
+// which may hold ops on both sides of the ridge, so its summed FLOP/B would judge none of them. An op with a
+// cost of its own is judged on its whole cost.
+struct Verdict {
+  bool memory_bound = false;
+  double roof_fraction = std::nan("");
+};
+std::optional<Verdict> verdict(const analysis::OpStats& s, const analysis::MachinePeaks& peaks) {
+  const double ns = s.rate_ns();
+  if (!s.cost.does_work() || !(ns > 0) || analysis::is_annotation(s.name, s.category) || !s.self_cost.does_work())
+    return std::nullopt;
+  const analysis::RooflinePoint pt = analysis::place(s.cost, ns, peaks);
+  // An op that only moves bytes (copy_) is held to the bandwidth alone: its GB/s over it.
+  const double frac = s.cost.flops > 0 ? (pt.attainable_gflops > 0 ? pt.fraction_of_attainable : std::nan(""))
+                      : peaks.bandwidth_gbs > 0 ? pt.fraction_of_bandwidth
+                                                : std::nan("");
+  return Verdict{pt.memory_bound, frac};
+}
+
+}  // namespace
+
+std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
+  const bool dev = ka.has_device;
+  const std::vector<const analysis::OpStats*> rows = sorted_rows(ka, opt.sort_by);
 
   // Column widths come from every row, before the row limit, as torch computes them.
   size_t name_width = 4;
@@ -237,18 +266,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       cells.push_back(costed ? rate(s->cost.bytes(), ns) : "--");
       cells.push_back(costed && s->cost.bytes() > 0 ? fmt::format("{:.3f}", s->cost.intensity()) : "--");
       if (bound) {
-        // A region (annotation, ProfilerStep#N) or a wrapper whose cost is all its children's (masked_fill,
-        // scaled_dot_product_attention) may hold ops on both sides of the ridge: its summed FLOP/B would judge
-        // none of them, so it gets no verdict. An op with a cost of its own is judged on its whole cost.
-        const bool holds_only = !s->self_cost.does_work();
-        if (costed && ns > 0 && !analysis::is_annotation(s->name, s->category) && !holds_only) {
-          const analysis::RooflinePoint pt = analysis::place(s->cost, ns, *opt.peaks);
-          cells.push_back(pt.memory_bound ? "memory" : "compute");
-          // An op that only moves bytes (copy_) is held to the bandwidth alone: its GB/s over it.
-          const double frac = s->cost.flops > 0 ? (pt.attainable_gflops > 0 ? pt.fraction_of_attainable : std::nan(""))
-                              : opt.peaks->bandwidth_gbs > 0 ? pt.fraction_of_bandwidth
-                                                             : std::nan("");
-          cells.push_back(std::isfinite(frac) ? fmt::format("{:.1f}%", 100.0 * frac) : std::string("--"));
+        if (const std::optional<Verdict> v = verdict(*s, *opt.peaks)) {
+          cells.push_back(v->memory_bound ? "memory" : "compute");
+          cells.push_back(std::isfinite(v->roof_fraction) ? fmt::format("{:.1f}%", 100.0 * v->roof_fraction)
+                                                          : std::string("--"));
         } else {
           cells.insert(cells.end(), {"--", "--"});
         }
@@ -303,6 +324,60 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                        "from cache, faster than the DRAM bandwidth measured (an in-place op also skips the read a "
                        "write-allocate costs the bandwidth test).\n",
                        ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".");
+  }
+  return out;
+}
+
+std::string table_csv(const analysis::KeyAverages& ka, const TableOptions& opt) {
+  const std::vector<const analysis::OpStats*> rows = sorted_rows(ka, opt.sort_by);
+  std::string out = csv_line({"name", "category", "input_shapes", "input_types", "calls", "self_cpu_us",
+                              "self_cpu_pct", "cpu_total_us", "cpu_total_pct", "cpu_avg_us", "self_cuda_us",
+                              "self_cuda_pct", "cuda_total_us", "cuda_avg_us", "cpu_mem_bytes", "self_cpu_mem_bytes",
+                              "cuda_mem_bytes", "self_cuda_mem_bytes", "flops", "bytes", "gflops_per_s", "gb_per_s",
+                              "flop_per_byte", "bound", "pct_roof", "task_clock_us", "self_page_faults",
+                              "page_faults"});
+  const auto us = [](double ns) { return csv_number(ns * 1e-3); };
+  const auto share = [](double part, double whole) { return csv_number(whole > 0 ? 100.0 * part / whole : 0.0); };
+  const auto count = [](int64_t v) { return v >= 0 ? fmt::format("{}", v) : std::string(); };
+  for (const analysis::OpStats* s : rows) {
+    const double calls = s->calls ? double(s->calls) : 1.0;
+    std::vector<std::string> cells = {s->name,
+                                      s->category,
+                                      opt.show_input_shapes ? s->input_shapes : std::string(),
+                                      opt.show_input_shapes ? s->input_types : std::string(),
+                                      fmt::format("{}", s->calls),
+                                      us(s->self_ns),
+                                      share(s->self_ns, ka.self_total_ns),
+                                      us(s->total_ns),
+                                      share(s->total_ns, ka.self_total_ns),
+                                      us(s->total_ns / calls)};
+    if (ka.has_device)
+      cells.insert(cells.end(), {us(s->self_device_ns), share(s->self_device_ns, ka.device_self_total_ns),
+                                 us(s->device_total_ns), us(s->device_total_ns / calls)});
+    else
+      cells.insert(cells.end(), 4, std::string());
+    const auto mem = [&](int64_t bytes, bool device) {
+      return ka.has_memory && (!device || ka.has_device) ? fmt::format("{}", bytes) : std::string();
+    };
+    cells.insert(cells.end(), {mem(s->mem_bytes, false), mem(s->self_mem_bytes, false),
+                               mem(s->device_mem_bytes, true), mem(s->self_device_mem_bytes, true)});
+    const bool costed = s->cost.does_work();
+    const double ns = s->rate_ns();
+    if (costed) {
+      cells.insert(cells.end(), {csv_number(s->cost.flops), csv_number(s->cost.bytes()),
+                                 ns > 0 ? csv_number(s->cost.flops / ns) : std::string(),
+                                 ns > 0 ? csv_number(s->cost.bytes() / ns) : std::string(),
+                                 s->cost.bytes() > 0 ? csv_number(s->cost.intensity()) : std::string()});
+    } else {
+      cells.insert(cells.end(), 5, std::string());
+    }
+    const std::optional<Verdict> v = opt.peaks ? verdict(*s, *opt.peaks) : std::nullopt;
+    cells.push_back(v ? (v->memory_bound ? "memory" : "compute") : "");
+    cells.push_back(v ? csv_number(100.0 * v->roof_fraction) : std::string());
+    cells.push_back(s->task_clock_ns >= 0 ? us(double(s->task_clock_ns)) : std::string());
+    cells.push_back(count(s->self_page_faults));
+    cells.push_back(count(s->page_faults));
+    out += csv_line(cells);
   }
   return out;
 }
