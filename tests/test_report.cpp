@@ -691,6 +691,36 @@ TEST(Trace, RealProfilePassesTheChecker) {
   EXPECT_EQ(j["otherData"]["metadata"]["variant"], "naive");
 }
 
+// A path from a filesystem that is not UTF-8 reaches the trace through the run's metadata (the .npy inputs): its
+// stray bytes become U+FFFD, as in the summary, so strict JSON readers take the file; valid UTF-8 stays as it is.
+TEST(Trace, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  auto r = naive_profile();
+  r.metadata["inputs"] = "files npy/bad\xff" "dir/q.npy, Q\xc2\xb7K\xe1\xb5\x80, cut \xe2\x82";
+  const std::string text = report::chrome_trace_text(r);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(text));  // nlohmann's parser refuses invalid UTF-8
+  EXPECT_EQ(j["otherData"]["metadata"]["inputs"],
+            "files npy/bad\xef\xbf\xbd" "dir/q.npy, Q\xc2\xb7K\xe1\xb5\x80, cut \xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_TRUE(check_trace(j).ok());
+}
+
+TEST(Text, Utf8SequencesAsTheStandardDefinesThem) {
+  uint32_t cp = 0;
+  EXPECT_EQ(report::utf8_sequence("a", 0, &cp), 1u);
+  EXPECT_EQ(cp, uint32_t('a'));
+  EXPECT_EQ(report::utf8_sequence("\xc2\xb7", 0, &cp), 2u);  // ·
+  EXPECT_EQ(cp, 0xb7u);
+  EXPECT_EQ(report::utf8_sequence("\xe1\xb5\x80", 0, &cp), 3u);  // ᵀ
+  EXPECT_EQ(cp, 0x1d40u);
+  EXPECT_EQ(report::utf8_sequence("\xf0\x9f\x98\x80", 0, &cp), 4u);  // U+1F600
+  EXPECT_EQ(cp, 0x1f600u);
+  EXPECT_EQ(report::utf8_sequence("x\xc2\xb7", 1), 2u);
+  for (const char* bad : {"\xff", "\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                          "\xf5\x80\x80\x80", "\xe2\x82", "\xc2" "a"})
+    EXPECT_EQ(report::utf8_sequence(bad, 0), 0u) << std::string(bad).size();
+  EXPECT_EQ(report::utf8_sequence("", 0), 0u);
+}
+
 TEST(Trace, WorkerThreadsAndCountersPassTheChecker) {
   prof::Profiler p({.software_counters = true});
   p.start();

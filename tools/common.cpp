@@ -650,26 +650,19 @@ std::string terminal_line(std::string_view text) {
       ++i;
       continue;
     }
-    // A UTF-8 sequence: its length from the lead byte, its continuation bytes 10xxxxxx, no overlong form, no
-    // surrogate, nothing past U+10FFFF. Anything else is one byte that is not text.
-    const int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    bool ok = len > 0 && i + size_t(len) <= n;
-    uint32_t cp = len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
-    for (int k = 1; ok && k < len; ++k) {
-      ok = (s[i + size_t(k)] & 0xc0) == 0x80;
-      cp = (cp << 6) | (s[i + size_t(k)] & 0x3fu);
-    }
-    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
-    if (!ok) {
+    // A UTF-8 sequence, or one byte that is not text.
+    uint32_t cp = 0;
+    const size_t len = report::utf8_sequence(text, i, &cp);
+    if (len == 0) {
       out += '?';
       ++i;
     } else if (cp <= 0x9f || cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
                (cp >= 0x2066 && cp <= 0x2069)) {  // C1 controls; bidirectional controls, which reorder the line
       out += ' ';
-      i += size_t(len);
+      i += len;
     } else {
-      out.append(text.substr(i, size_t(len)));
-      i += size_t(len);
+      out.append(text.substr(i, len));
+      i += len;
     }
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();

@@ -53,6 +53,11 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt = {})
 // the table judges. Throws Error on an unknown sort key.
 std::string table_csv(const analysis::KeyAverages& ka, const TableOptions& opt = {});
 
+// The length of the UTF-8 sequence that starts at text[i] (1 for ASCII), with its code point in *code_point;
+// 0 when the byte there starts no valid sequence: a stray continuation byte, a lead byte without its
+// continuation bytes, an overlong form, a surrogate or a code point past U+10FFFF.
+size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point = nullptr);
+
 // RFC 4180 fields: one quoted (its quotes doubled) when it holds a comma, a quote, CR or LF, else as it is.
 std::string csv_field(std::string_view text);
 // The fields joined by commas, each through csv_field, ending in "\n".

@@ -43,14 +43,30 @@ using Buf = fmt::memory_buffer;
 
 void put(Buf& b, std::string_view s) { b.append(s.data(), s.data() + s.size()); }
 
+// A JSON string of `s`; a byte that is not part of valid UTF-8 (a path from a filesystem that is not UTF-8, in
+// the run's metadata) becomes U+FFFD, as nlohmann's replace handler writes the summary, so strict readers
+// (Python's json, nlohmann) take the trace.
 void put_escaped(Buf& b, std::string_view s) {
   b.push_back('"');
-  if (std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; })) {
+  if (std::none_of(s.begin(), s.end(), [](char c) {
+        return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80;
+      })) {
     put(b, s);
     b.push_back('"');
     return;
   }
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const size_t len = utf8_sequence(s, i);
+      if (len == 0) {
+        put(b, "\xef\xbf\xbd");  // U+FFFD
+      } else {
+        put(b, s.substr(i, len));
+        i += len - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': put(b, "\\\""); break;
       case '\\': put(b, "\\\\"); break;
@@ -522,6 +538,28 @@ void write_chrome_trace(const prof::ProfileResult& r, const std::string& path, c
 
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path) {
   write_chrome_trace(r, path, TraceOptions{});
+}
+
+size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  if (i >= n) return 0;
+  const unsigned char c = s[i];
+  if (c < 0x80) {
+    if (code_point) *code_point = c;
+    return 1;
+  }
+  const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (len == 0 || i + len > n) return 0;
+  uint32_t cp = len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
+  for (size_t k = 1; k < len; ++k) {
+    if ((s[i + k] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i + k] & 0x3fu);
+  }
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    return 0;
+  if (code_point) *code_point = cp;
+  return len;
 }
 
 }  // namespace attnprof::report
