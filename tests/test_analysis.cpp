@@ -443,7 +443,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   bad["from_cache"] = "yes";
   EXPECT_THROW(machine_peaks_from_json(bad), Error);
   // Every text printed from it: an escape sequence in a hand-edited cache or compare.json never reaches the terminal.
-  for (const char* key : {"cpu", "cpu_signature", "isa", "library_isa", "measured_at"}) {
+  for (const char* key : {"cpu", "cpu_signature", "isa", "library_isa", "measured_at", "measured_busy"}) {
     bad = again;
     bad[key] = "2026\x1b[2J";
     EXPECT_THROW(machine_peaks_from_json(bad), Error) << key;
@@ -598,9 +598,24 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     write_entry(fmt::format(R"("load_average": 0, "other_cpus": {})", hw));
     notes.clear();
     const int before = measured;
-    EXPECT_EQ(detail::machine_peaks(1, false, measure, &notes, &busy).fp32_gflops, 7.0);
+    const MachinePeaks kept = detail::machine_peaks(1, false, measure, &notes, &busy);
+    EXPECT_EQ(kept.fp32_gflops, 7.0);
     EXPECT_EQ(measured, before) << "not measured again while the machine is busy";
     EXPECT_NE(said().find("may be low; they are measured again once it is idle"), std::string::npos) << said();
+    // The outputs that rest on them say so too: the provenance, and the JSON every output carries.
+    const std::string other = fmt::format("other work used {:.1f} of {} CPUs", double(hw), hw);
+    EXPECT_TRUE(kept.from_cache);
+    EXPECT_EQ(kept.measured_busy, other);
+    EXPECT_NE(peaks_provenance(kept).find(", on a busy machine (" + other + "), so they may be low"),
+              std::string::npos)
+        << peaks_provenance(kept);
+    EXPECT_EQ(machine_peaks_from_json(nlohmann::json(kept)).measured_busy, other);
+    // A measurement taken while busy records it, and is cached with it.
+    const MachinePeaks fresh = detail::machine_peaks(1, /*force=*/true, measure, &notes, &busy);
+    EXPECT_FALSE(fresh.from_cache);
+    EXPECT_EQ(fresh.measured_busy.rfind("other work used ", 0), 0u) << fresh.measured_busy;
+    EXPECT_NE(peaks_provenance(fresh).find("on a busy machine (other work used "), std::string::npos)
+        << peaks_provenance(fresh);
   }
   // Other work no measurement records (more than every CPU, or negative; a negative load average): a corrupt
   // entry, measured again with a note rather than printed as "other work used 1000000000.0 of 2 CPUs".

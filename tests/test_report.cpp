@@ -505,6 +505,12 @@ TEST(Table, BoundColumnFromTheRoofline) {
             std::string::npos)
       << t;
   EXPECT_NE(t.find("FLOPs: what each op computed"), std::string::npos) << t;
+  EXPECT_EQ(t.find("measured on a busy machine"), std::string::npos) << t;
+  // Peaks measured beside other work are low, which puts compute-bound ops over 100 %: the footer says why.
+  peaks.measured_busy = "other work used 1.0 of 2 CPUs";
+  EXPECT_NE(report::table(ka, {.sort_by = "flops", .peaks = peaks})
+                .find("The peaks were measured on a busy machine (other work used 1.0 of 2 CPUs), so they may be low"),
+            std::string::npos);
   // Without peaks there is no Bound column.
   EXPECT_EQ(lines(report::table(ka))[1].find("Bound"), std::string::npos);
 }

@@ -208,6 +208,9 @@ struct MachinePeaks {
   // every Bound, floor and % of peak rests on them, so the outputs say which.
   std::string measured_at;
   bool from_cache = false;
+  // What else ran while they were measured, when that was enough to make them low ("other work used 1.0 of 2
+  // CPUs"); "" for a measurement on an idle machine. An op can then pass 100 % of its compute roof.
+  std::string measured_busy;
 };
 
 // "measured 2026-12-04 10:31 UTC, from the peaks cache; `attnprof roofline --peaks-only --remeasure` measures

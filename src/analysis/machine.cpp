@@ -293,13 +293,16 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
   if (!m.cpu_signature.empty()) j["cpu_signature"] = m.cpu_signature;
   if (!m.measured_at.empty()) j["measured_at"] = m.measured_at;
   if (m.from_cache) j["from_cache"] = true;
+  if (!m.measured_busy.empty()) j["measured_busy"] = m.measured_busy;
 }
 
 std::string peaks_provenance(const MachinePeaks& m) {
-  if (!m.from_cache) return m.measured_at.empty() ? "measured now" : "measured now (" + m.measured_at + ")";
+  const std::string busy =
+      m.measured_busy.empty() ? "" : ", on a busy machine (" + m.measured_busy + "), so they may be low";
+  if (!m.from_cache) return (m.measured_at.empty() ? "measured now" : "measured now (" + m.measured_at + ")") + busy;
   const std::string again = "; `attnprof roofline --peaks-only --remeasure` measures them again";
-  return m.measured_at.empty() ? "from the peaks cache, measured before attnprof recorded the time" + again
-                               : "measured " + m.measured_at + ", from the peaks cache" + again;
+  return m.measured_at.empty() ? "from the peaks cache, measured before attnprof recorded the time" + busy + again
+                               : "measured " + m.measured_at + busy + ", from the peaks cache" + again;
 }
 
 namespace {
@@ -331,12 +334,18 @@ MachinePeaks from_json(const nlohmann::json& j) {
     if (!j["cpu_signature"].is_string()) throw std::runtime_error("cpu_signature is not a string");
     m.cpu_signature = j["cpu_signature"].get<std::string>();
   }
+  if (j.contains("measured_busy")) {
+    if (!j["measured_busy"].is_string() || j["measured_busy"].get<std::string>().size() > 200)
+      throw std::runtime_error("measured_busy is not a note");
+    m.measured_busy = j["measured_busy"].get<std::string>();
+  }
   m.isa = j.at("isa").get<std::string>();
   m.library_isa = j.at("library_isa").get<std::string>();
   // Every one of these is printed: attnprof writes none with a control character, and an escape sequence from a
   // hand-edited cache or compare.json would reach the terminal.
   for (const auto& [key, text] : {std::pair<const char*, const std::string*>{"cpu", &m.cpu}, {"cpu_signature", &m.cpu_signature},
-                                  {"isa", &m.isa}, {"library_isa", &m.library_isa}, {"measured_at", &m.measured_at}})
+                                  {"isa", &m.isa}, {"library_isa", &m.library_isa}, {"measured_at", &m.measured_at},
+                                  {"measured_busy", &m.measured_busy}})
     if (std::any_of(text->begin(), text->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
       throw std::runtime_error(fmt::format("field '{}' holds a control character", key));
   const nlohmann::json& threads = j.at("threads");
@@ -523,6 +532,8 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
         note(fmt::format("the cached machine peaks were measured on a busy machine ({}) and may be low; they are "
                          "measured again once it is idle, or now with `attnprof roofline --peaks-only --remeasure`",
                          what));
+        m.from_cache = true;
+        m.measured_busy = what;
         return m;
       }
       note(fmt::format("the cached machine peaks were measured on a busy machine ({}); measuring them again now "
@@ -582,10 +593,12 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   m.from_cache = false;
   // Peaks measured on a busy machine are low and are cached; say so (the figures stay honest: they are what
   // was measured) and record the other work next to them.
-  if (beside_figure(other, load) > busy_above)
+  if (beside_figure(other, load) > busy_above) {
+    m.measured_busy = beside_text(other, load);
     note(fmt::format("the machine was busy while the peaks were measured ({}): they may be low; they are measured "
                      "again once it is idle, or with `attnprof roofline --peaks-only --remeasure`",
-                     beside_text(other, load)));
+                     m.measured_busy));
+  }
 
   if (!path.empty()) {
     auto& entries = cache["entries"];

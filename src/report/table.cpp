@@ -320,10 +320,17 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                        "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{} "
                        "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
                        "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
-                       "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, the op's bytes came "
-                       "from cache, faster than the DRAM bandwidth measured (an in-place op also skips the read a "
-                       "write-allocate costs the bandwidth test).\n",
-                       ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".");
+                       "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, a memory-bound "
+                       "op's bytes came from cache, faster than the DRAM bandwidth measured (an in-place op also skips "
+                       "the read a write-allocate costs the bandwidth test), and a compute-bound op ran faster than "
+                       "the peak measured: a peak measured low.{}\n",
+                       ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".",
+                       m.measured_busy.empty()
+                           ? std::string()
+                           : fmt::format(" The peaks were measured on a busy machine ({}), so they may be low and an "
+                                         "op's % roof high: `attnprof roofline --peaks-only --remeasure` on an idle "
+                                         "machine measures them again.",
+                                         m.measured_busy));
   }
   return out;
 }
