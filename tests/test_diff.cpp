@@ -332,6 +332,17 @@ TEST(Diff, RowLimitAndTheReverseDirection) {
   const std::string two = report::diff_table(d, 2);
   EXPECT_NE(two.find("mul_ -> mul"), std::string::npos);
   EXPECT_EQ(two.find("extra_op  "), std::string::npos) << "only the two largest changes are listed";
+  // The footer names the pairs turned out of place, as it names those turned in place the other way.
+  EXPECT_NE(report::diff_table(d).find("turned out of place: mul_ -> mul, softmax_ -> softmax\n"), std::string::npos)
+      << report::diff_table(d);
+  // A pair that also runs another number of times, or moves other bytes, says so, as a changed op does.
+  json twice = inplace_summary();
+  for (json& r : twice["rows"])
+    if (r["name"] == "mul_") r["calls"] = 6;  // two a forward
+  const std::string t = report::diff_table(report::diff_summaries(naive_summary(), twice));
+  EXPECT_NE(t.find("turned in place: mul -> mul_ (1 -> 2 calls, 200 b -> 200 b moved), softmax -> softmax_\n"),
+            std::string::npos)
+      << t;
 }
 
 TEST(Diff, ShapeGroupedRowsOfOneOpAreSummed) {

@@ -291,6 +291,8 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   EXPECT_NE(page.find("<tr><td>naive</td><td>softmax</td>"), std::string::npos);
   EXPECT_EQ(page.find("<td>naive</td><td>matmul</td><td class=\"num\">3</td>"), std::string::npos);
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
+  EXPECT_NE(page.find("<th>removed</th><th>turned in place</th><th>turned out of place</th><th>added</th>"),
+            std::string::npos);
   EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
             std::string::npos);
   for (const json& c : data["charts"])

@@ -24,6 +24,9 @@
 namespace attnprof::report {
 namespace {
 
+// Two byte counts the diff takes as the same work: within 1 % of the larger.
+bool within_1pct(double a, double b) { return std::abs(a - b) <= 0.01 * std::max(a, b); }
+
 using nlohmann::json;
 
 // A figure read back from a file: within ±2^53 (report/figures.h: 104 days in ns, 8 PiB in bytes) and, unless
@@ -585,9 +588,8 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
   // by name only, naive's mul over N×N scores and SDPA math's two over q and k are "changed", not "same".
   // A wrapper's own bytes are 0 on both sides, so its children's count too.
-  auto close = [](double a, double b) { return std::abs(a - b) <= 0.01 * std::max(a, b); };
   auto same_work = [&](const OpFigures& x, const OpFigures& y) {
-    return std::abs(x.calls - y.calls) < 1e-9 && close(x.bytes, y.bytes) && close(x.all_bytes, y.all_bytes);
+    return std::abs(x.calls - y.calls) < 1e-9 && within_1pct(x.bytes, y.bytes) && within_1pct(x.all_bytes, y.all_bytes);
   };
   for (const auto& [name, x] : a.ops) {
     if (auto it = in_b.find(name); it != in_b.end()) {
@@ -724,8 +726,19 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   s += fmt::format("{} total of the rows per forward (mean over {} and {} recorded forwards): {} -> {} ({})\n", time,
                    calls(d.base.forwards), calls(d.next.forwards), format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
-  std::vector<std::string> gone, came, inplace, changed;
+  std::vector<std::string> gone, came, inplace, outofplace, changed;
   double gone_ns = 0, gone_mem = 0, gone_faults = 0;
+  // A pair's calls and bytes on both sides, when they differ (within 1 %): a changed op's, and an op turned in
+  // place or out of place that also runs another number of times (SDPA math's two `mul` over q and k against
+  // in-place's one `mul_` over the scores). A wrapper moves nothing itself: its children's bytes are what changed.
+  const auto work = [&](const DiffRow& r) -> std::string {
+    const bool wrapper = r.base_bytes == 0 && r.new_bytes == 0;
+    const double b = wrapper ? r.base_all_bytes : r.base_bytes, n = wrapper ? r.new_all_bytes : r.new_bytes;
+    if (r.change != "changed" && std::abs(r.base_calls - r.new_calls) < 1e-9 && within_1pct(b, n)) return "";
+    return fmt::format(" ({} -> {} calls, {} -> {} moved{})", calls(r.base_calls), calls(r.new_calls),
+                       format_bytes(int64_t(std::llround(b))), format_bytes(int64_t(std::llround(n))),
+                       wrapper ? " by its children" : "");
+  };
   for (const DiffRow& r : d.rows) {
     if (r.change == "removed") {
       gone.push_back(r.base_name);
@@ -734,15 +747,9 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
       gone_faults += std::max(r.base_faults, 0.0);
     }
     if (r.change == "added") came.push_back(r.new_name);
-    if (r.change == "in place") inplace.push_back(r.label());
-    if (r.change == "changed") {
-      // A wrapper moves nothing itself: its children's bytes are what changed.
-      const bool wrapper = r.base_bytes == 0 && r.new_bytes == 0;
-      const double b = wrapper ? r.base_all_bytes : r.base_bytes, n = wrapper ? r.new_all_bytes : r.new_bytes;
-      changed.push_back(fmt::format("{} ({} -> {} calls, {} -> {} moved{})", r.label(), calls(r.base_calls),
-                                    calls(r.new_calls), format_bytes(int64_t(std::llround(b))),
-                                    format_bytes(int64_t(std::llround(n))), wrapper ? " by its children" : ""));
-    }
+    if (r.change == "in place") inplace.push_back(r.label() + work(r));
+    if (r.change == "out of place") outofplace.push_back(r.label() + work(r));
+    if (r.change == "changed") changed.push_back(r.label() + work(r));
   }
   // At most 12 names a line: a summary of thousands of ops would otherwise print one line of all of them.
   auto join = [](const std::vector<std::string>& v) {
@@ -757,6 +764,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                      d.memory ? fmt::format(", {} allocated", format_bytes(int64_t(std::llround(gone_mem)))) : "",
                      d.faults ? fmt::format(" and {} page faults", calls(gone_faults)) : std::string());
   if (!inplace.empty()) s += fmt::format("turned in place: {}\n", join(inplace));
+  if (!outofplace.empty()) s += fmt::format("turned out of place: {}\n", join(outofplace));
   if (!came.empty()) s += fmt::format("added: {}\n", join(came));
   if (!changed.empty()) s += fmt::format("changed (same name, other work): {}\n", join(changed));
   for (const std::string& line : uneven_diff_rows(d, row_limit)) s += line + "\n";

@@ -856,7 +856,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
   json rows = json::array();
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward (median)</th><th>removed</th>"
-                      "<th>turned in place</th><th>added</th></tr></thead><tbody>\n";
+                      "<th>turned in place</th><th>turned out of place</th><th>added</th></tr></thead><tbody>\n";
   int steps = 0;
   bool device = false;  // GPU runs: the times are Self CUDA
   bool faults = false;  // some step's two summaries recorded page faults (--counters)
@@ -876,7 +876,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     device = device || d.device;
     faults = faults || d.faults;
     memory = memory && d.memory;
-    std::vector<std::string> gone, inplace, came;
+    std::vector<std::string> gone, inplace, outofplace, came;
     for (const DiffRow& r : d.rows) {
       if (r.base_ns <= 0 && r.new_ns <= 0) continue;  // views: no time on either side
       const std::string op = r.label();
@@ -891,6 +891,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
       }
       if (r.change == "removed") gone.push_back(r.base_name);
       if (r.change == "in place") inplace.push_back(op);
+      if (r.change == "out of place") outofplace.push_back(op);
       if (r.change == "added") came.push_back(r.new_name);
     }
     auto join = [](const std::vector<std::string>& xs) {
@@ -901,7 +902,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     const std::string ms = d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0
                                ? fmt::format("{:.3f} → {:.3f}", d.base.ms_per_forward, d.next.ms_per_forward)
                                : std::string("—");
-    table += "<tr>" + td(step) + td(ms, true) + td(join(gone)) + td(join(inplace)) + td(join(came)) + "</tr>\n";
+    table += "<tr>" + td(step) + td(ms, true) + td(join(gone)) + td(join(inplace)) + td(join(outofplace)) +
+             td(join(came)) + "</tr>\n";
     ++steps;
   }
   if (steps == 0 || rows.empty()) {
