@@ -842,6 +842,53 @@ TEST(Diff, SummariesRefuseControlCharactersInTheVariantOrProblem) {
   }
 }
 
+// What decides a side's Busy line and `*` (cpu_sharing) and what its forwards are counted by (the annotation) is
+// refused when malformed, naming the field: read as "not measured" or "missing", a side's Busy line would vanish
+// and its figures would be counted over the wrong forwards, without a word. A compare.json without variants is
+// refused by every reader (diff, report, roofline --from), as nothing in it was measured.
+TEST(Diff, MalformedSharingAnnotationsAndEmptyRunsAreRefused) {
+  for (const json bad : {json(5), json("busy"), json{{"other_cpus", "x"}, {"cpus", -1}, {"threads", 1e300}},
+                         json{{"other_cpus", 1e308}, {"cpus", 0}}, json{{"other_cpus", 4}, {"cpus", 2}, {"threads", 1}}}) {  // past a tick over every CPU
+    json s = inplace_summary();
+    s["run"]["cpu_sharing"] = bad;
+    try {
+      report::check_summary(s, "b.summary.json", /*run_figures=*/true);
+      ADD_FAILURE() << bad.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("b.summary.json run: field 'cpu_sharing' is " + bad.dump(), 0), 0u)
+          << e.what();
+    }
+    json c = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+    c["variants"][0]["cpu_sharing"] = bad;
+    EXPECT_THROW(report::check_compare_json(c, "b/compare.json"), Error) << bad.dump();
+  }
+  json s = inplace_summary();
+  s["run"]["cpu_sharing"] = {{"other_cpus", 1.0}, {"cpus", 2}, {"threads", 2}};
+  EXPECT_NO_THROW(report::check_summary(s, "b.summary.json", true));
+  s["run"]["cpu_sharing"] = nullptr;  // not measured
+  EXPECT_NO_THROW(report::check_summary(s, "b.summary.json", true));
+  for (const char* section : {"run", "metadata"}) {
+    json a = inplace_summary();
+    a[section]["annotation"] = 5;
+    try {
+      report::check_summary(a, "b.summary.json", true);
+      ADD_FAILURE() << section << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), fmt::format("b.summary.json: field '{}.annotation' is 5, not a string", section));
+    }
+  }
+  json empty = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01)});
+  empty["variants"] = json::array();
+  try {
+    report::check_compare_json(empty, "b/compare.json");
+    ADD_FAILURE() << "an empty run accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "b/compare.json: field 'variants' is empty (attnprof writes a row for every variant compare ran)");
+  }
+  EXPECT_THROW(report::diff_compare_runs(empty, empty), Error);
+}
+
 // "status" is a string; files from before it existed have none (and "ok"/"skipped" instead). A "status" of
 // another type is neither, and is refused rather than read as the older format.
 TEST(Diff, CompareRunsRefuseAStatusThatIsNotAString) {

@@ -29,6 +29,18 @@ bool within_1pct(double a, double b) { return std::abs(a - b) <= 0.01 * std::max
 
 using nlohmann::json;
 
+// A record's "cpu_sharing" (the other work its forwards ran beside, which decides its Busy line and its `*`):
+// absent or null when it was not measured, else as attnprof writes it, or an error naming the field; a value
+// read as "not measured" would drop that side's Busy line without a word.
+std::optional<analysis::CpuSharing> sharing_field(const json& record, const std::string& what) {
+  const auto it = record.find("cpu_sharing");
+  if (it == record.end() || it->is_null()) return std::nullopt;
+  if (const auto s = cpu_sharing_of(record)) return s;
+  ATTNPROF_FAIL("{}: field 'cpu_sharing' is {}, not the other work its forwards ran beside (an object of "
+                "other_cpus from 0 to cpus, cpus and threads from 1; null when not measured)",
+                what, it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
+}
+
 // A figure read back from a file: within ±2^53 (report/figures.h: 104 days in ns, 8 PiB in bytes) and, unless
 // it is a memory delta, not negative; anything else is a corrupt file, not a figure to print.
 double real_figure(double v, const char* key, const std::string& what);
@@ -189,6 +201,14 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
         ATTNPROF_FAIL("{}: field 'profiler.{}' is {}, not true or false", what, key, v->dump());
   }
   p.memory = summary_has_memory(s);
+  // The names the diff is labelled and counted by: a string where present, or the reader would take the field
+  // as missing (an annotation of 5 would leave the forwards uncounted without a word).
+  for (const char* section : {"run", "metadata"})
+    if (const auto sec = s.find(section); sec != s.end() && sec->is_object())
+      for (const char* key : {"variant", "annotation", "problem"})
+        if (const auto v = sec->find(key); v != sec->end() && !v->is_null() && !v->is_string())
+          ATTNPROF_FAIL("{}: field '{}.{}' is {}, not a string", what, section, key,
+                        v->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
   p.side.label = !recorded(s, "variant").empty() ? printable_field(recorded(s, "variant"), "variant", what) : label;
   p.side.problem = printable_field(recorded(s, "problem"), "problem", what);
   if (run_figures && p.side.problem.empty())
@@ -239,7 +259,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     ATTNPROF_FAIL("{}: field 'forward_ms' holds 0 ms, which no forward takes (attnprof never writes it)", run_what);
   if (present("forward_ms") && p.side.forward_ms.empty())
     ATTNPROF_FAIL("{}: field 'forward_ms' is empty (attnprof writes one time per timed forward)", run_what);
-  p.side.sharing = cpu_sharing_of(run);
+  p.side.sharing = sharing_field(run, run_what);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
@@ -886,6 +906,10 @@ void check_compare(const json& c, const std::string& which) {
   if (!c.is_object() || string_field(c, "kind") != "compare" || !c.contains("variants") || !c["variants"].is_array())
     ATTNPROF_FAIL("{}: not a compare.json (expected \"kind\": \"compare\" and a \"variants\" array; write one "
                   "with `attnprof compare`)", which);
+  // compare runs at least one variant and writes a row for each: an empty list would diff, draw or place
+  // nothing, as if the run had measured no variant.
+  if (c["variants"].empty())
+    ATTNPROF_FAIL("{}: field 'variants' is empty (attnprof writes a row for every variant compare ran)", which);
   // The run's settings, which readers print and roofline --from copies: whole counts in range, a dtype attnprof
   // runs.
   for (const auto& [key, least, most] : {std::tuple<const char*, double, double>{"threads", 1, 65536},
@@ -958,7 +982,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   if (ran && std::find(forwards.begin(), forwards.end(), 0.0) != forwards.end())
     ATTNPROF_FAIL("{}: status 'ok' with a forward of 0 ms in 'forward_ms'; attnprof writes the time of each forward "
                   "it timed, and none takes no time", what);
-  (is_base ? r.base_sharing : r.new_sharing) = cpu_sharing_of(v);
+  (is_base ? r.base_sharing : r.new_sharing) = sharing_field(v, what);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
   if (const auto sp = v.find("spread"); sp != v.end() && !sp->is_null()) {
