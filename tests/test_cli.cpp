@@ -1786,7 +1786,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("roofline naive --peaks-only" + kSmall, "--peaks-only places no variants: drop naive or --peaks-only");
   expect_bad("roofline --peaks-only --backend math" + kSmall, "--peaks-only places no variants: --backend");
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
-  expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus'");
+  expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus' in --variants: expected naive, inplace, sdpa-math, sdpa-flash, flash, or sdpa (every SDPA backend)");
   expect_bad("profile", "variant is required");
   const Result none = run("");
   EXPECT_EQ(none.code, 2);

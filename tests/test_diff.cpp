@@ -660,6 +660,16 @@ TEST(Diff, CompareRunsMarkSpeedUpsFromNoisyForwards) {
   const json j = report::diff_json(d);
   EXPECT_NEAR(j["rows"][1]["new_spread"].get<double>(), 80.0 / 39.0, 1e-12);
   EXPECT_NEAR(j["rows"][0]["base_spread"].get<double>(), 101.0 / 99.0, 1e-12);
+  // The text's marks, in the JSON: naive steady, flash disturbed; and each side's CPU sharing as recorded.
+  EXPECT_EQ(j["rows"][0]["disturbed"], false);
+  EXPECT_EQ(j["rows"][1]["disturbed"], true);
+  EXPECT_TRUE(j["rows"][0]["base_cpu_sharing"].is_null());
+  json busy = base;
+  busy["variants"][0]["cpu_sharing"] = {{"other_cpus", 2.0}, {"cpus", 2}, {"threads", 2}};
+  const json jb = report::diff_json(report::diff_compare_runs(busy, next));
+  EXPECT_EQ(jb["rows"][0]["disturbed"], true) << "a side that shared the CPUs";
+  EXPECT_EQ(jb["rows"][0]["base_cpu_sharing"]["other_cpus"], 2.0);
+  EXPECT_NE(report::diff_table(report::diff_compare_runs(busy, next)).find("2.00x*"), std::string::npos);
 
   // Files from before forwards were recorded: no marks, no notes.
   const std::string old = report::diff_table(report::diff_compare_runs(

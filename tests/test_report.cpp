@@ -126,6 +126,14 @@ TEST(Format, TimesAndBytesAsTorchPrintsThem) {
 
 // The ratios the blog reads off one run, against naive where it ran (else the first row); rows more than 4x their
 // roofline floor are named with where their time may have gone.
+TEST(Format, ExponentsNeverRoundToASignedZero) {
+  EXPECT_EQ(report::format_exponent(1.98731), "1.987");
+  EXPECT_EQ(report::format_exponent(0.0), "0.000");
+  EXPECT_EQ(report::format_exponent(-0.00012), "-1.2e-04");
+  EXPECT_EQ(report::format_exponent(0.0004), "4.0e-04");
+  EXPECT_EQ(report::format_exponent(-0.0005), "-0.001");  // 3 decimals keep its sign
+}
+
 TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   using report::RowTime;
   EXPECT_EQ(report::speedup_line({{"naive", 148.5, 82.5}, {"inplace", 101.7, 72.7}, {"sdpa-math", 325.4, 145.2},

@@ -57,7 +57,8 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
         matched = true;
         if (std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
       }
-    if (!matched) ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}", name, names);
+    if (!matched)
+      ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}, or sdpa (every SDPA backend)", name, names);
   }
   if (list.empty())
     for (const Variant& v : reg) out.push_back(&v);

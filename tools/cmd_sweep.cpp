@@ -290,12 +290,13 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
       // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
       const std::string dist_text =
           mostly_disturbed ? fmt::format("  disturbed: {} of {} points Busy or Noisy", dist, x.size()) : "";
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {:.3f} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", v->name,
-                                         metric, f.exponent, f.exponent_stderr, f.r2, x.size(),
+      const std::string exponent = report::format_exponent(f.exponent);
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", v->name,
+                                         metric, exponent, f.exponent_stderr, f.r2, x.size(),
                                          f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "",
                                          dist_text)
-                           : fmt::format("  {:<11} {:<7} exponent {:.3f}  (2 points: a line through both, no error "
-                                         "estimate){}{}\n", v->name, metric, f.exponent, implausible ? "  implausible" : "",
+                           : fmt::format("  {:<11} {:<7} exponent {}  (2 points: a line through both, no error "
+                                         "estimate){}{}\n", v->name, metric, exponent, implausible ? "  implausible" : "",
                                          dist_text);
     }
   }

@@ -345,6 +345,9 @@ std::string library_peaks_note(const analysis::MachinePeaks& m);
 
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);
+// A fitted scaling exponent with 3 decimals ("1.987"), or in full where those would round it to ±0.000
+// ("-1.2e-04"): a -0.000 flagged implausible (below 0) would read as 0, which is inside the plausible 0..3.
+std::string format_exponent(double x);
 std::string format_bytes(int64_t bytes);
 // Decimal units, as compare's table prints peak memory and bytes moved: "536.9 MB", "2.75 GB" (1 MB = 10^6 B).
 std::string format_bytes_decimal(double bytes);

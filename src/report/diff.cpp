@@ -1058,6 +1058,15 @@ void check_compare_json(const json& c, const std::string& what) {
   add_compare_rows(d, c, true, what);
 }
 
+namespace {
+// A speed-up the machine may have made (the text's `*`): one side's forwards spread beyond the noise threshold,
+// or shared the CPUs with other work.
+bool disturbed(const RunDiffRow& r) {
+  const auto shared = [](const std::optional<analysis::CpuSharing>& s) { return s && s->shared(); };
+  return is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms) || shared(r.base_sharing) || shared(r.new_sharing);
+}
+}  // namespace
+
 std::string diff_table(const RunDiff& d) {
   std::string s = "attnprof diff — two compare runs\n";
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
@@ -1078,10 +1087,7 @@ std::string diff_table(const RunDiff& d) {
     timings.push_back({r.variant + " (new)", r.new_forward_ms, r.new_sharing});
     std::string ratio = "--";
     if (r.base_ms > 0 && r.new_ms > 0) {
-      // '*': one side's forwards spread beyond the noise threshold, so the speed-up may be the machine's.
-      const auto shared = [](const std::optional<analysis::CpuSharing>& s) { return s && s->shared(); };
-      const bool noisy = is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms) || shared(r.base_sharing) ||
-                         shared(r.new_sharing);
+      const bool noisy = disturbed(r);
       any_noisy = any_noisy || noisy;
       ratio = ratio_text(r.base_ms / r.new_ms) + "x" + (noisy ? "*" : "");
     }
@@ -1124,7 +1130,11 @@ json diff_json(const RunDiff& d) {
                     {"base_max_abs_err", num_or_null(r.base_err)},
                     {"new_max_abs_err", num_or_null(r.new_err)},
                     {"base_spread", spread_json(r.base_forward_ms)},
-                    {"new_spread", spread_json(r.new_forward_ms)}});
+                    {"new_spread", spread_json(r.new_forward_ms)},
+                    {"base_cpu_sharing", cpu_sharing_json(r.base_sharing)},
+                    {"new_cpu_sharing", cpu_sharing_json(r.new_sharing)},
+                    // the text's `*`: the speed-up may be the machine's (null when there is no speed-up)
+                    {"disturbed", r.base_ms > 0 && r.new_ms > 0 ? json(disturbed(r)) : json()}});
   return {{"kind", "diff-compare"},
           {"attnprof_version", ATTNPROF_VERSION},
           {"base", d.base_label},

@@ -30,6 +30,10 @@ std::string format_time_ns(double ns) {
   return fmt::format("{:.3f}us", us);
 }
 
+std::string format_exponent(double x) {
+  return x != 0 && std::abs(x) < 5e-4 ? fmt::format("{:.1e}", x) : fmt::format("{:.3f}", x);
+}
+
 std::string format_bytes(int64_t bytes) {
   constexpr double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
   const double b = double(bytes), a = std::fabs(b);
