@@ -2453,7 +2453,7 @@ TEST_F(Cli, AFailedWriteLeavesTheLastRunsFilesWhole) {
   ASSERT_EQ(first.code, 0) << first.err;
   std::map<std::string, std::string> before;
   for (const auto& e : fs::directory_iterator(out())) before[e.path().filename().string()] = io::read_file(e.path());
-  ASSERT_EQ(before.size(), 4u);
+  ASSERT_EQ(before.size(), 5u);
   ASSERT_GT(before["naive.summary.json"].size(), 8192u);  // over the limit below
   ASSERT_LT(before["naive.trace.json"].size(), 8192u);    // under it: written, then discarded with the batch
   const std::string cmd = "bash -c \"ulimit -f 8; " + kBinary +
@@ -2834,6 +2834,8 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
     GTEST_SKIP() << "strace is not installed or cannot trace here (scripts/setup.sh installs it)";
   const fs::path kept = dir_ / "kept";
   const std::string args = " compare --shape 1,2,32,16 --iters 1 --warmup 0 --variants naive,flash --threads 1 ";
+  // compare.json, .txt and .csv, and each variant's trace, summary, table, table CSV and stacks.
+  constexpr size_t kFiles = 3 + 2 * 5;
   // A first run measures the machine's peaks if they are not cached yet (a file write of its own). The next,
   // traced, numbers the openat calls that create a file (mkstemp's O_EXCL): the probe, then each staged file.
   // The same command makes the same calls again.
@@ -2858,7 +2860,7 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
           creates.push_back(n);
       }
   }
-  ASSERT_EQ(creates.size(), 11u) << "the write probe and 10 staged files";
+  ASSERT_EQ(creates.size(), kFiles + 1) << "the write probe and the staged files";
   auto contents = [](const fs::path& d) {
     std::map<std::string, std::string> m;
     std::error_code ec;
@@ -2868,9 +2870,9 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
     return m;
   };
   const auto first = contents(kept);
-  ASSERT_EQ(first.size(), 10u);
+  ASSERT_EQ(first.size(), kFiles);
   std::vector<std::string> injections;
-  for (int k = 1; k <= 10; ++k) injections.push_back("rename:signal=SIGINT:when=" + std::to_string(k));
+  for (size_t k = 1; k <= kFiles; ++k) injections.push_back("rename:signal=SIGINT:when=" + std::to_string(k));
   for (int k = 1; k <= 2; ++k) injections.push_back("mkdir:signal=SIGINT:when=" + std::to_string(k));
   for (int k : creates) injections.push_back("openat:signal=SIGINT:when=" + std::to_string(k));
   int seed = 0;
@@ -2890,12 +2892,12 @@ TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
         EXPECT_TRUE(name.find(".tmp.") == std::string::npos && name.find(".attnprof-write-probe.") == std::string::npos)
             << name << " left behind";
       if (out == kept) {
-        ASSERT_EQ(after.size(), 10u);
+        ASSERT_EQ(after.size(), kFiles);
         int changed = 0;
         for (const auto& [name, text] : after) changed += before.at(name) != text;
-        EXPECT_TRUE(changed == 0 || changed == 10) << changed << " of 10 files new";
+        EXPECT_TRUE(changed == 0 || changed == int(kFiles)) << changed << " of " << kFiles << " files new";
       } else if (fs::exists(fresh)) {
-        EXPECT_EQ(after.size(), 10u) << "a new --out kept without the run's files";
+        EXPECT_EQ(after.size(), kFiles) << "a new --out kept without the run's files";
       }
     }
   }
@@ -2915,7 +2917,7 @@ TEST_F(Cli, WithoutHardLinksARunStillReplacesItsFilesWholeOrNotAtAll) {
     return m;
   };
   const auto first = contents();
-  ASSERT_EQ(first.size(), 10u);
+  ASSERT_EQ(first.size(), 13u);  // compare.json, .txt, .csv; per variant trace, summary, table, CSV, stacks
   // LeakSanitizer refuses to run under ptrace: a sanitizer build's runs keep its other checks only.
   const fs::path log = dir_ / "strace.log", err = dir_ / "traced.err";
   auto traced = [&](const std::string& inject, int seed) {
@@ -2930,11 +2932,11 @@ TEST_F(Cli, WithoutHardLinksARunStillReplacesItsFilesWholeOrNotAtAll) {
   EXPECT_NE(io::read_file(log).find("EPERM (Operation not permitted) (INJECTED)"), std::string::npos)
       << "no link(2) was made to fail: " << io::read_file(log);
   const auto second = contents();
-  ASSERT_EQ(second.size(), 10u) << "a copy or temporary file left behind";
+  ASSERT_EQ(second.size(), 13u) << "a copy or temporary file left behind";
   EXPECT_NE(second.at("compare.txt").find("seed 1"), std::string::npos);
   EXPECT_NE(second.at("naive.summary.json"), first.at("naive.summary.json"));
-  // The first 10 renames put the copies in place; the 13th is the commit's third: two files are new by then.
-  const Result midway = traced("-e inject=rename:error=EACCES:when=13", 2);
+  // The first 13 renames put the copies in place; the 16th is the commit's third: two files are new by then.
+  const Result midway = traced("-e inject=rename:error=EACCES:when=16", 2);
   EXPECT_EQ(midway.code, 2) << midway.err;
   EXPECT_NE(midway.err.find("rename from its temporary file failed (Permission denied)"), std::string::npos)
       << midway.err;
