@@ -83,7 +83,8 @@ TEST(CudaActivity, AttachesRecordsToTheirLaunchingZones) {
   prof::ProfileResult r = synthetic_profile();
   cuda::attach_device_capture(r, synthetic_capture());
   ASSERT_TRUE(r.has_device);
-  EXPECT_EQ(r.device_name, "Test GPU");
+  EXPECT_EQ(r.gpu.name, "Test GPU");
+  EXPECT_EQ(r.gpu.sms, 108);
   ASSERT_EQ(r.device.size(), 3u) << "the warm-up and the orphan activity are dropped";
   // Sorted by start, on the host timeline.
   EXPECT_STREQ(r.device[0].name, "ampere_bf16_gemm");

@@ -107,8 +107,21 @@ TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
   // Kineto's top-level keys: its schema version and the GPU the tracks are of.
   EXPECT_EQ(j["schemaVersion"], 1);
   ASSERT_EQ(j["deviceProperties"].size(), 1u) << j["deviceProperties"];
-  EXPECT_EQ(j["deviceProperties"][0]["name"], r.device_name);
+  EXPECT_EQ(j["deviceProperties"][0]["name"], r.gpu.name);
   EXPECT_EQ(j["deviceProperties"][0]["id"], r.device.front().device);
+  // Kineto's keys, as HTA and torch's own trace readers look them up, with the figures the capture kept.
+  const nlohmann::json want = {{"id", 0}, {"name", "Test GPU"}, {"totalGlobalMem", 85'899'345'920},
+                               {"computeMajor", 8}, {"computeMinor", 0}, {"maxThreadsPerBlock", 1024},
+                               {"maxThreadsPerMultiprocessor", 2048}, {"regsPerBlock", 65536},
+                               {"regsPerMultiprocessor", 65536}, {"warpSize", 32}, {"sharedMemPerBlock", 49152},
+                               {"sharedMemPerMultiprocessor", 167936}, {"sharedMemPerBlockOptin", 166912},
+                               {"numSms", 108}};
+  EXPECT_EQ(j["deviceProperties"][0], want);
+  // A profile that kept no figures (an older capture) writes the id and name alone.
+  prof::ProfileResult bare = r;
+  bare.gpu = prof::DeviceProperties{.name = "Test GPU"};
+  EXPECT_EQ(report::chrome_trace_json(bare)["deviceProperties"][0],
+            (nlohmann::json{{"id", 0}, {"name", "Test GPU"}}));
   const nlohmann::json& ev = j["traceEvents"];
   long host_pid = -1;
   for (const auto& e : ev)

@@ -84,6 +84,7 @@ struct DeviceInfo {
                                  // product (datasheet_bf16_tflops), else per-SM rate × SMs × clock
   std::string bf16_peak_source;  // "datasheet" or "per-SM rate × SMs × reported clock"
   SmLimits sm_limits;            // for each kernel's occupancy
+  prof::DeviceProperties properties;  // cudaDeviceProp's figures as a profile keeps them (ProfileResult::gpu)
 };
 DeviceInfo device_info(int id = 0);
 // Dense bf16 tensor-core FLOP per clock per SM for compute capability major.minor (0 when unknown):
@@ -247,7 +248,7 @@ struct DeviceCapture {
   std::vector<LaunchRecord> launches;
   std::vector<DeviceMemRecord> mem;
   std::vector<ClockSample> clock_samples;
-  std::string device_name;
+  prof::DeviceProperties gpu;    // the device's name and properties, for the trace's deviceProperties
   SmLimits sm_limits;            // the device's, for each kernel's estimated occupancy (unknown: none given)
   uint64_t dropped_records = 0;  // CUPTI buffers dropped (reported, never silently)
 };

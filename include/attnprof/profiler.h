@@ -128,6 +128,21 @@ struct DeviceMemEvent {
   int32_t zone = -1;     // innermost open zone of that thread, -1 if none
 };
 
+// The GPU a device profile ran on, as cudaDeviceProp gives it: what Kineto writes into a trace's top-level
+// "deviceProperties" (totalGlobalMem, computeMajor, numSms, ...), which trace analysis tools written for
+// torch's traces read. 0 where unknown.
+struct DeviceProperties {
+  int id = 0;
+  std::string name;                       // "NVIDIA A100-SXM4-80GB"
+  int64_t total_global_mem = 0;           // bytes
+  int compute_major = 0, compute_minor = 0;
+  int max_threads_per_block = 0, max_threads_per_sm = 0;
+  int regs_per_block = 0, regs_per_sm = 0;
+  int warp_size = 0;
+  int64_t shared_mem_per_block = 0, shared_mem_per_sm = 0, shared_mem_per_block_optin = 0;
+  int sms = 0;
+};
+
 struct ProfileResult {
   std::vector<ThreadTrace> threads;
   double ns_per_tick = 1.0;
@@ -144,7 +159,7 @@ struct ProfileResult {
 
   // Device side (CUDA backend): empty and false on the CPU.
   bool has_device = false;
-  std::string device_name;                  // "NVIDIA A100-SXM4-80GB"
+  DeviceProperties gpu;                     // the GPU's name and properties
   std::vector<DeviceActivity> device;       // sorted by t0
   std::vector<DeviceMemEvent> device_mem;   // in time order
 

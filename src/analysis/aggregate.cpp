@@ -240,7 +240,7 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
     if (outside_steps[k] || !per_step) std::vector<double>().swap(ka.rows[k].step_self_ns);
   if (r.has_device) {
     ka.has_device = true;
-    ka.device_name = r.device_name;
+    ka.device_name = r.gpu.name;
     ka.device_peak_bytes = device_peak_bytes(r);
     for (const DeviceOpStats& a : device_key_averages(r)) {
       OpStats s;

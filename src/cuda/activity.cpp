@@ -216,7 +216,7 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
 
   r.device = std::move(out);
   r.device_mem = std::move(mem);
-  r.device_name = cap.device_name;
+  r.gpu = cap.gpu;
   r.has_device = true;
   if (cap.dropped_records > 0) r.metadata["cupti_dropped_records"] = std::to_string(cap.dropped_records);
 }

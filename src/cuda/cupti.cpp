@@ -175,7 +175,7 @@ void sample_clock_into(std::vector<ClockSample>& out) {
 }
 
 std::vector<ClockSample> g_samples;
-std::string g_device_name;
+prof::DeviceProperties g_gpu;
 SmLimits g_sm_limits;
 
 // Undoes whatever start() had switched on (every call is harmless when its part was never done).
@@ -238,7 +238,7 @@ void ActivityCollector::start() {
   }
   g_samples.clear();
   sample_clock_into(g_samples);
-  g_device_name = info.name;
+  g_gpu = info.properties;
   g_sm_limits = info.sm_limits;
   (void)detail::take_mem_records();
   detail::set_mem_capture(true);
@@ -268,7 +268,7 @@ DeviceCapture ActivityCollector::stop() {
   }
   cap.mem = detail::take_mem_records();
   cap.clock_samples = g_samples;
-  cap.device_name = g_device_name;
+  cap.gpu = g_gpu;
   cap.sm_limits = g_sm_limits;
   if (sync != cudaSuccess)
     ATTNPROF_FAIL("a kernel failed in the profiled forward: {} ({})", cudaGetErrorString(sync), cudaGetErrorName(sync));

@@ -4,7 +4,8 @@
 //                     X zones (cat cpu_op | user_annotation), C "Memory" counters, i "[memory]" instants,
 //                     X thread_work: each thread's share of an op's OpenMP region, on that thread's track ],
 //    "otherData": { metadata, clock, zone overhead, counters note },
-//    "schemaVersion": 1, "deviceProperties": [ {"id", "name"} per GPU with tracks; none on the CPU ]}
+//    "schemaVersion": 1, "deviceProperties": [ {"id", "name", Kineto's "totalGlobalMem", "computeMajor", ...,
+//    "numSms" where known} per GPU with tracks; none on the CPU ]}
 //
 // Timestamps: integer nanoseconds since the session origin, printed as µs with 3 decimals (exact: no binary
 // fractions reach the file). Each zone's end is rounded separately from its start, then clamped into its
@@ -300,7 +301,7 @@ void put_track_names(Buf& b, const prof::ProfileResult& r, long pid) {
     const long dpid = device_pid(pid, dev);
     fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
                    dpid);
-    put_escaped(b, r.device_name.empty() ? fmt::format("GPU {}", dev) : fmt::format("GPU {} ({})", dev, r.device_name));
+    put_escaped(b, r.gpu.name.empty() ? fmt::format("GPU {}", dev) : fmt::format("GPU {} ({})", dev, r.gpu.name));
     fmt::format_to(std::back_inserter(b),
                    "}}}},\n{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{0},\"tid\":0,\"args\":{{\"sort_index\":{0}}}}}",
                    dpid);
@@ -404,7 +405,26 @@ void put_other_data(Buf& b, const prof::ProfileResult& r) {
       put(b, "{\"id\":");
       put_int(b, int64_t(id));
       put(b, ",\"name\":");
-      put_escaped(b, r.device_name);
+      put_escaped(b, r.gpu.name);
+      // Kineto's keys for the figures the profile kept (those of the GPU it ran on; none it does not know).
+      const prof::DeviceProperties& g = r.gpu;
+      if (id == uint32_t(g.id))
+        for (const auto& [key, v] : {std::pair<const char*, int64_t>{"totalGlobalMem", g.total_global_mem},
+                                     {"computeMajor", g.compute_major},
+                                     {"computeMinor", g.compute_minor},
+                                     {"maxThreadsPerBlock", g.max_threads_per_block},
+                                     {"maxThreadsPerMultiprocessor", g.max_threads_per_sm},
+                                     {"regsPerBlock", g.regs_per_block},
+                                     {"regsPerMultiprocessor", g.regs_per_sm},
+                                     {"warpSize", g.warp_size},
+                                     {"sharedMemPerBlock", g.shared_mem_per_block},
+                                     {"sharedMemPerMultiprocessor", g.shared_mem_per_sm},
+                                     {"sharedMemPerBlockOptin", g.shared_mem_per_block_optin},
+                                     {"numSms", g.sms}})
+          if (v > 0 || (g.compute_major > 0 && std::string_view(key) == "computeMinor")) {
+            fmt::format_to(std::back_inserter(b), ",\"{}\":", key);
+            put_int(b, v);
+          }
       put(b, "}");
     }
   }
