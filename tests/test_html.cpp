@@ -859,6 +859,24 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
   std::string want;
   for (int i = 0; i < 20; ++i) want += "ᵀ";
   EXPECT_EQ(label, want + "…");
+  // Past the palette's twenty chosen colours, every name still gets a colour of its own: 40 frames, 40 colours.
+  std::string many;
+  for (int i = 0; i < 40; ++i) many += fmt::format("main;op{} 100\n", i);
+  spit(d.path / "flash.stacks.txt", many);
+  fs::last_write_time(d.path / "flash.stacks.txt", now + std::chrono::seconds(1));
+  const json wide = data_block(render_html_report(d.path.string(), stub_library()));
+  bool drawn = false;
+  for (const json& c : wide["charts"])
+    if (c["kind"] == "flame") {
+      drawn = true;
+      const json& scale = c["spec"]["layer"][0]["encoding"]["color"]["scale"];
+      ASSERT_GE(scale["domain"].size(), 41u);  // main and op0..op39, after the names of the charts before
+      ASSERT_EQ(scale["range"].size(), scale["domain"].size());
+      std::set<std::string> colours;
+      for (const json& x : scale["range"]) colours.insert(x.get<std::string>());
+      EXPECT_EQ(colours.size(), scale["range"].size()) << scale["range"];
+    }
+  EXPECT_TRUE(drawn);
 }
 
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {

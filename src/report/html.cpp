@@ -208,6 +208,20 @@ class Page {
   // extends one domain, in the order the names first appear, so matmul is one colour wherever it is drawn. Light
   // shades, none of them a variant's (tableau10, saturated): an op never reads as the variant of that colour.
   // `names`: what this chart draws, listed alone in its legend.
+  // One colour per name of the domain, the same for a name in every chart (the domain only grows). The first
+  // twenty are chosen: the first sixteen (a run's ops rarely number more) keep apart, each mid tone after the
+  // tenth differing in lightness from the pale shade of its hue (purple from lavender, magenta from pink). Past
+  // them (a compare's flame graphs name every op, thread and kernel step of five variants) the hues step by the
+  // golden angle and the lightness alternates, so no two names share a colour, as a repeating range would have.
+  static json op_palette(size_t n) {
+    json range = {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+                  "#c7c7c7", "#dbdb8d", "#9edae5", "#66c2a5", "#bc80bd", "#ffed6f", "#e78ac3",
+                  "#80b1d3", "#b3de69", "#e5c494", "#8dd3c7", "#fdb462", "#d9d9d9"};
+    for (size_t i = range.size(); i < n; ++i)
+      range.push_back(fmt::format("hsl({:.1f}, {}%, {}%)", std::fmod(double(i) * 137.508, 360.0), i % 2 ? 55 : 45,
+                                  i % 3 == 0 ? 68 : i % 3 == 1 ? 78 : 73));
+    return range;
+  }
   json op_color(const std::string& field, const std::string& title, const json& names, json legend) {
     for (const json& n : names)
       if (op_seen_.insert(n.get<std::string>()).second) op_domain_.push_back(n);
@@ -215,12 +229,7 @@ class Page {
     return {{"field", field},
             {"type", "nominal"},
             {"title", title},
-            // The first sixteen (a run's ops rarely number more) keep apart: each mid tone after the tenth
-            // differs in lightness from the pale shade of its hue (purple from lavender, magenta from pink).
-            {"scale", {{"range", {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
-                                  "#c7c7c7", "#dbdb8d", "#9edae5", "#66c2a5", "#bc80bd", "#ffed6f", "#e78ac3",
-                                  "#80b1d3", "#b3de69", "#e5c494", "#8dd3c7", "#fdb462", "#d9d9d9"}},
-                       {"domain", op_domain_}}},
+            {"scale", {{"range", op_palette(op_domain_.size())}, {"domain", op_domain_}}},
             {"legend", std::move(legend)}};
   }
   void h2(const std::string& id, const std::string& title) {
