@@ -1179,14 +1179,15 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   const std::string csv = io::read_file(out() / "sweep.csv");
   EXPECT_EQ(csv.rfind("variant,seq,ms,gflops,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
-  const auto records = parse_csv(csv);  // the points in sweep.json's order, their figures as the table rounds them
+  const auto records = parse_csv(csv);  // the points in sweep.json's order, their figures at full precision
   ASSERT_EQ(records.size(), j["points"].size() + 1);
   for (size_t i = 1; i < records.size(); ++i) {
     const json& p = j["points"][i - 1];
     ASSERT_EQ(records[i].size(), 7u);
     EXPECT_EQ(records[i][0], p["variant"]);
     EXPECT_EQ(records[i][1], p["seq"].dump());
-    EXPECT_NEAR(std::stod(records[i][2]), p["ms"].get<double>(), 5e-5);
+    EXPECT_EQ(std::stod(records[i][2]), p["ms"].get<double>());
+    EXPECT_EQ(std::stod(records[i][3]), p["gflops"].get<double>());
     EXPECT_EQ(records[i][5], p["status"]);
     EXPECT_EQ(records[i][6], p["note"]);
   }
@@ -1236,6 +1237,14 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
     }
   EXPECT_EQ(skipped, 1);
   EXPECT_NE(r.err.find("skipped"), std::string::npos);  // the note on stderr
+  // sweep.csv holds the skipped point with its note whole (commas and all, quoted) and empty figures.
+  const auto csv = parse_csv(io::read_file(out() / "sweep.csv"));
+  ASSERT_EQ(csv.size(), j["points"].size() + 1);
+  for (size_t i = 1; i < csv.size(); ++i) {
+    ASSERT_EQ(csv[i].size(), 7u);
+    EXPECT_EQ(csv[i][6], j["points"][i - 1]["note"]);
+    if (csv[i][5] == "skipped") EXPECT_EQ(csv[i][2], "");
+  }
 }
 
 // attnprof killed outright (SIGKILL: no handler runs) while the peer runs under a --python wrapper that did not

@@ -1118,6 +1118,15 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   sweep["fits"][0]["disturbed_points"] = 1;  // one of three: the fit stands
   spit(d.path / "sweep.json", sweep.dump());
   EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("disturbed: "), std::string::npos);
+  // An exponent that 3 decimals (the label's 2) would round to -0.000 is shown in full, as sweep prints it.
+  sweep["fits"][0]["exponent"] = -1.2e-4;
+  sweep["fits"][0]["implausible"] = true;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string tiny = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(tiny.find("<td class=\"num\">-1.2e-04</td>"), std::string::npos);
+  EXPECT_NE(tiny.find("N^-1.2e-04 (implausible)"), std::string::npos);
+  EXPECT_EQ(tiny.find(">-0.000<"), std::string::npos);
+  EXPECT_EQ(tiny.find("N^-0.00 "), std::string::npos);
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
@@ -1155,6 +1164,13 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   EXPECT_NE(page.find("Ops that move bytes and compute nothing"), std::string::npos);
   EXPECT_NE(page.find("<tr><td>naive</td><td>copy</td>"), std::string::npos);
   EXPECT_NE(page.find("A point above the sloped line moved its bytes faster"), std::string::npos);
+  // Peaks measured on a busy machine: the caption says so, as roofline --from and compare's footer do.
+  json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  compare["machine"]["measured_busy"] = "other work used 1.0 of 2 CPUs";
+  spit(d.path / "compare.json", compare.dump());
+  EXPECT_NE(render_html_report(d.path.string(), stub_library())
+                .find("on a busy machine (other work used 1.0 of 2 CPUs), so they may be low"),
+            std::string::npos);
 }
 
 // The bytes-only table holds exactly the ops with bytes and no FLOPs (copies, casts, triu); a mask fill has

@@ -132,6 +132,8 @@ TEST(Format, ExponentsNeverRoundToASignedZero) {
   EXPECT_EQ(report::format_exponent(-0.00012), "-1.2e-04");
   EXPECT_EQ(report::format_exponent(0.0004), "4.0e-04");
   EXPECT_EQ(report::format_exponent(-0.0005), "-0.001");  // 3 decimals keep its sign
+  EXPECT_EQ(report::format_exponent(1.98731, 2), "1.99");
+  EXPECT_EQ(report::format_exponent(-0.0012, 2), "-1.2e-03");
 }
 
 TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
@@ -548,6 +550,53 @@ TEST(Csv, FieldsAreQuotedOnlyWhereTheyWouldSplitAndNumbersReadBack) {
   EXPECT_EQ(report::csv_value(nlohmann::json(true)), "true");
 }
 
+// compare.csv: compare.json's rows, each that ran with its speed-up over the row the text's speed-up line divides
+// by; skipped and failed rows with their notes and no speed-up; the peer's rows after attnprof's.
+TEST(Csv, CompareRowsWithTheTextsSpeedUps) {
+  using nlohmann::json;
+  json c = {{"kind", "compare"},
+            {"variants",
+             {{{"name", "naive"}, {"status", "ok"}, {"ms", 100.0}, {"gflops", 1.5}, {"pct_peak", 2.0}, {"note", ""}},
+              {{"name", "inplace"}, {"status", "ok"}, {"ms", 50.0}, {"gflops", 3.0}, {"note", ""}},
+              {{"name", "sdpa-math"}, {"status", "skipped"}, {"ms", nullptr}, {"note", "over the budget, by 2 GB"}},
+              {{"name", "flash"}, {"status", "failed"}, {"ms", nullptr}, {"note", "max error \"3.5\""}}}},
+            {"peers",
+             {{"rows",
+               {{{"name", "torch naive"}, {"status", "ok"}, {"ms", 200.0}, {"note", ""}},
+                {{"name", "torch sdpa"}, {"status", "failed"}, {"ms", 10.0}, {"note", "wrong"}}}}}}};
+  const auto rows = parse_csv(report::compare_csv(c));
+  ASSERT_EQ(rows.size(), 7u);
+  const auto at = [&](const char* name) { return csv_column(rows[0], name); };
+  EXPECT_EQ(rows[0].front(), "source");
+  EXPECT_EQ(rows[0].back(), "note");
+  EXPECT_EQ(rows[1][at("name")], "naive");
+  EXPECT_EQ(rows[1][at("speedup")], "1");
+  EXPECT_EQ(rows[2][at("speedup")], "2");
+  EXPECT_EQ(rows[2][at("speedup_base")], "naive");
+  EXPECT_EQ(rows[2][at("pct_peak")], "");  // not in that row: empty, as null is
+  EXPECT_EQ(rows[3][at("status")], "skipped");
+  EXPECT_EQ(rows[3][at("ms")], "");
+  EXPECT_EQ(rows[3][at("speedup")], "");
+  EXPECT_EQ(rows[3][at("note")], "over the budget, by 2 GB");
+  EXPECT_EQ(rows[4][at("note")], "max error \"3.5\"");
+  EXPECT_EQ(rows[5][at("source")], "torch");
+  EXPECT_EQ(rows[5][at("speedup")], "0.5");
+  EXPECT_EQ(rows[6][at("ms")], "10");      // a failed peer row keeps its time, as compare.json does,
+  EXPECT_EQ(rows[6][at("speedup")], "");  // and gets no speed-up
+  // Without naive, the first row that ran is the base, as in the text; with one row that ran, none.
+  c["variants"].erase(0);
+  c["variants"][2].update({{"status", "ok"}, {"ms", 25.0}});  // flash
+  const auto no_naive = parse_csv(report::compare_csv(c));
+  EXPECT_EQ(no_naive[1][at("speedup_base")], "inplace");
+  EXPECT_EQ(no_naive[3][at("speedup")], "2");
+  EXPECT_EQ(no_naive[4][at("speedup")], "0.25");
+  c.erase("peers");
+  c["variants"][2]["status"] = "failed";
+  const auto one = parse_csv(report::compare_csv(c));
+  EXPECT_EQ(one[1][at("speedup")], "");
+  EXPECT_EQ(report::speedup_line({{"inplace", 50.0, 0.0}}), "");
+}
+
 TEST(Table, CsvHasEveryRowInTheTablesOrderUnderOneFixedHeader) {
   analysis::KeyAverages ka;
   auto mem = op("softmax", 100, 100, 2, 4096, 4096, 1e6);
@@ -714,7 +763,7 @@ TEST(Trace, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(text));  // nlohmann's parser refuses invalid UTF-8
   EXPECT_EQ(j["otherData"]["metadata"]["inputs"],
-            "files npy/bad\xef\xbf\xbd" "dir/q.npy, Q\xc2\xb7K\xe1\xb5\x80, cut \xef\xbf\xbd\xef\xbf\xbd");
+            "files npy/bad\xef\xbf\xbd" "dir/q.npy, Q\xc2\xb7K\xe1\xb5\x80, cut \xef\xbf\xbd");
   EXPECT_TRUE(check_trace(j).ok());
 }
 
@@ -733,6 +782,24 @@ TEST(Text, Utf8SequencesAsTheStandardDefinesThem) {
                           "\xf5\x80\x80\x80", "\xe2\x82", "\xc2" "a"})
     EXPECT_EQ(report::utf8_sequence(bad, 0), 0u) << std::string(bad).size();
   EXPECT_EQ(report::utf8_sequence("", 0), 0u);
+  // Ill-formed text is replaced as nlohmann's replace handler replaces it in the summaries (Unicode's maximal
+  // subparts): a cut sequence is one U+FFFD, a byte that could not continue its lead starts anew.
+  const auto as_summary = [](const std::string& s) {
+    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::vector<std::string> cases = {"q\xe2\x82.npy", "a\xe0\x80\x80z", "\xff", "x\xf0\x9f\x98", "\xed\xa0\x80",
+                                    "\xc2" "a", "\x80\x80", "\xf4\x90\x80", "\xf0\x90\x80", "ok \xc2\xb7"};
+  uint64_t state = 42;  // and random bytes, biased to the UTF-8 range
+  for (int n = 0; n < 3000; ++n) {
+    std::string s;
+    for (int k = 0; k < 1 + n % 9; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const unsigned v = unsigned(state >> 33);
+      s += char(v % 4 == 0 ? 'a' + v % 26 : 0x80 + v % 0x78);
+    }
+    cases.push_back(s);
+  }
+  for (const std::string& s : cases) EXPECT_EQ(nlohmann::json(report::utf8_replaced(s)).dump(), as_summary(s));
 }
 
 TEST(Trace, WorkerThreadsAndCountersPassTheChecker) {

@@ -371,42 +371,12 @@ void exit_by_outcome(const std::vector<Row>& rows) {
   exit_if_nothing_measured(rows.size() - skipped, skipped, "variant");
 }
 
-// compare.json's rows as CSV: attnprof's variants, then the peer's (source "torch"), each with its speed-up
-// over the row the text's speed-up line divides by (attnprof's naive when it ran, else its first row that ran).
-std::string compare_csv(const nlohmann::json& j) {
-  using nlohmann::json;
-  const std::vector<std::string> keys = {"ms", "gflops", "pct_peak", "peak_bytes", "ops", "bytes", "floor_ms",
-                                         "bound_ms", "max_abs_err", "nmse", "tolerance_used"};
-  std::vector<report::RowTime> times;
-  for (const json& v : j["variants"])
-    if (v["ms"].is_number()) times.push_back({v["name"].get<std::string>(), v["ms"].get<double>(), 0.0});
-  const auto base = std::find_if(times.begin(), times.end(), [](const report::RowTime& r) { return r.name == "naive"; });
-  const report::RowTime* b = base != times.end() ? &*base : times.empty() ? nullptr : &times.front();
-  std::vector<std::string> header = {"source", "name", "status"};
-  header.insert(header.end(), keys.begin(), keys.end());
-  header.insert(header.end(), {"speedup", "speedup_base", "note"});
-  std::string out = report::csv_line(header);
-  const auto add = [&](const char* source, const json& row) {
-    std::vector<std::string> cells = {source, report::csv_value(row["name"]), report::csv_value(row["status"])};
-    for (const std::string& k : keys) cells.push_back(row.contains(k) ? report::csv_value(row[k]) : std::string());
-    const bool timed = row["ms"].is_number() && row["ms"].get<double>() > 0 && b && b->ms > 0;
-    cells.push_back(timed ? report::csv_number(b->ms / row["ms"].get<double>()) : std::string());
-    cells.push_back(timed ? b->name : std::string());
-    cells.push_back(report::csv_value(row["note"]));
-    out += report::csv_line(cells);
-  };
-  for (const json& v : j["variants"]) add("attnprof", v);
-  if (j.contains("peers"))
-    for (const json& v : j["peers"]["rows"]) add("torch", v);
-  return out;
-}
-
 // Writes compare.json, compare.txt and compare.csv, commits them with the variants' files in `outputs`, writes
 // (with --html) the report from them, then prints the table or the JSON.
 void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text, report::FileBatch& outputs) {
   write_json(out_path(o.out, "compare.json"), j);
   report::write_text_atomic(out_path(o.out, "compare.txt"), text);
-  report::write_text_atomic(out_path(o.out, "compare.csv"), compare_csv(j));
+  report::write_text_atomic(out_path(o.out, "compare.csv"), report::compare_csv(j));
   outputs.commit();
   for (const nlohmann::json& v : j["variants"])
     if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
@@ -598,7 +568,8 @@ void run_compare(const CompareArgs& a) {
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
-  progress(fmt::format("compare finished in {:.1f} s; wrote {}", elapsed_s(t_start), out_path(o.out, "compare.{json,txt}")));
+  progress(fmt::format("compare finished in {:.1f} s; wrote {} and each variant's trace, summary, table and stacks",
+                       elapsed_s(t_start), out_path(o.out, "compare.{json,txt,csv}")));
   exit_by_outcome(rows);
 }
 

@@ -67,10 +67,9 @@ std::string lowercase(std::string s) {
 // The names of the files a run writes into its --out: --save there under one of them would replace a result
 // that report, roofline --from and a later diff read.
 bool run_result_name(const std::string& name) {
-  for (const char* whole : {"compare.json", "compare.txt", "roofline.json", "roofline.txt", "sweep.json", "sweep.txt",
-                            "sweep.csv", "compare.csv", "report.html"})
+  for (std::string_view whole : report::kRunFileNames)
     if (name == whole) return true;
-  for (const char* end : {".summary.json", ".trace.json", ".trace.json.gz", ".table.txt", ".table.csv", ".stacks.txt"})
+  for (std::string_view end : report::kVariantFileSuffixes)
     if (name.ends_with(end)) return true;
   return false;
 }

@@ -311,8 +311,9 @@ void run_profile(const ProfileArgs& a) {
     print_out("{}\n", line);
   for (const std::string& line : report::uneven_op_notes(r.ka)) print_out("{}\n", line);
   // The paths hold what --out said, which may be any bytes: through terminal_line, as stderr's lines are.
-  print_out("{}\n", terminal_line(fmt::format("wrote {}, {}, {}, {}{}{}", trace_path, summary_path, table_path,
-                                               stacks_path, o.save_output.empty() ? "" : ", ", o.save_output)));
+  print_out("{}\n", terminal_line(fmt::format("wrote {}, {}, {}, {}, {}{}{}", trace_path, summary_path, table_path,
+                                               csv_path, stacks_path, o.save_output.empty() ? "" : ", ",
+                                               o.save_output)));
 }
 
 }  // namespace

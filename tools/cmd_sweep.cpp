@@ -382,8 +382,8 @@ void run_sweep(const SweepArgs& a) {
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
                            {"note", p.note}});
-    csv += report::csv_line({p.variant, std::to_string(p.seq), ok ? fmt::format("{:.4f}", p.ms) : "",
-                             ok ? fmt::format("{:.3f}", p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "",
+    csv += report::csv_line({p.variant, std::to_string(p.seq), ok ? report::csv_number(p.ms) : "",
+                             ok ? report::csv_number(p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "",
                              p.status, p.note});
   }
   // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
@@ -412,7 +412,10 @@ void run_sweep(const SweepArgs& a) {
                       "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "
                       "takes over.{}\n",
                       rate, target.peak_kind, target.peak * rate_scale, rate,
-                      gpu ? gpu_name : threads_text(target.m.threads) + ", " + target.peak_isa, dispatch_note(target));
+                      gpu ? gpu_name
+                          : threads_text(target.m.threads) + ", " + target.peak_isa + "; " +
+                                analysis::peaks_provenance(target.m),
+                      dispatch_note(target));
   {
     std::vector<std::string> over;
     for (const Point& p : points)

@@ -554,16 +554,9 @@ std::vector<std::string> run_out_files(const CommonOptions& o, const std::vector
                                        const std::vector<std::string>& files, bool written_trace_only) {
   std::vector<std::string> names = files;
   for (const std::string& v : variants) {
-    if (written_trace_only) {
-      names.push_back(trace_file(v, o));
-    } else {
-      names.push_back(v + ".trace.json");
-      names.push_back(v + ".trace.json.gz");
-    }
-    names.push_back(v + ".summary.json");
-    names.push_back(v + ".table.txt");
-    names.push_back(v + ".table.csv");
-    names.push_back(v + ".stacks.txt");
+    if (written_trace_only) names.push_back(trace_file(v, o));  // the one trace format this run writes
+    for (std::string_view suffix : report::kVariantFileSuffixes)
+      if (!written_trace_only || !suffix.starts_with(".trace.json")) names.push_back(v + std::string(suffix));
   }
   if (o.html) names.push_back("report.html");
   std::vector<std::string> paths;

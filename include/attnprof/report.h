@@ -8,6 +8,7 @@
 // Every file is written whole or not at all: to a temporary file in the same directory, then renamed.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,6 +23,15 @@
 #include "attnprof/profiler.h"
 
 namespace attnprof::report {
+
+// The files profile and compare write per variant, as <variant><suffix>, and the run-level files of compare,
+// roofline, sweep and report: what a run's --out holds, which diff --save may not replace and report leaves out
+// with a variant it does not draw.
+inline constexpr std::array<std::string_view, 6> kVariantFileSuffixes = {
+    ".trace.json", ".trace.json.gz", ".summary.json", ".table.txt", ".table.csv", ".stacks.txt"};
+inline constexpr std::array<std::string_view, 9> kRunFileNames = {
+    "compare.json", "compare.txt", "compare.csv", "roofline.json", "roofline.txt",
+    "sweep.json",   "sweep.txt",   "sweep.csv",   "report.html"};
 
 struct TableOptions {
   // torch's cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, self_cpu_memory_usage, count,
@@ -57,6 +67,10 @@ std::string table_csv(const analysis::KeyAverages& ka, const TableOptions& opt =
 // 0 when the byte there starts no valid sequence: a stray continuation byte, a lead byte without its
 // continuation bytes, an overlong form, a surrogate or a code point past U+10FFFF.
 size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point = nullptr);
+// `text` with each maximal ill-formed subsequence (Unicode's "maximal subpart": a lead byte and as many of its
+// continuation bytes as are valid, else one byte) replaced by U+FFFD, as nlohmann's replace handler writes the
+// summaries: a path from a filesystem that is not UTF-8 reaches every file attnprof writes the same way.
+std::string utf8_replaced(std::string_view text);
 
 // RFC 4180 fields: one quoted (its quotes doubled) when it holds a comma, a quote, CR or LF, else as it is.
 std::string csv_field(std::string_view text);
@@ -333,6 +347,13 @@ struct RowTime {
 // 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two
 // rows. compare prints it under its table and the HTML report under the Comparison's.
 std::string speedup_line(const std::vector<RowTime>& rows);
+// The row those ratios divide by: naive when it ran, else the first row that ran (a time above 0); null with
+// fewer than two rows that ran.
+const RowTime* speedup_base(const std::vector<RowTime>& rows);
+// compare.json's rows as compare.csv: attnprof's variants (source "attnprof"), then the peer's ("torch"), each
+// with compare.json's figures and, for a row that ran, its speed-up over speedup_base of attnprof's rows (the
+// text's speed-up line); docs/output-format.md, "CSV files".
+std::string compare_csv(const nlohmann::json& compare);
 // A row that took more than kFarFromFloor times its roofline floor spent its time where the cost model does not
 // look: "Far from the floor: naive took 2.574ms per forward, 8.9x its roofline floor of 287.590us: ..." (naive at
 // a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x).
@@ -345,9 +366,9 @@ std::string library_peaks_note(const analysis::MachinePeaks& m);
 
 // Human-readable units as torch prints them: "1.234ms", "12.000us"; bytes as "1.25 Mb", "0 b".
 std::string format_time_ns(double ns);
-// A fitted scaling exponent with 3 decimals ("1.987"), or in full where those would round it to ±0.000
+// A fitted scaling exponent with `decimals` decimals ("1.987"), or in full where those would round it to ±0
 // ("-1.2e-04"): a -0.000 flagged implausible (below 0) would read as 0, which is inside the plausible 0..3.
-std::string format_exponent(double x);
+std::string format_exponent(double x, int decimals = 3);
 std::string format_bytes(int64_t bytes);
 // Decimal units, as compare's table prints peak memory and bytes moved: "536.9 MB", "2.75 GB" (1 MB = 10^6 B).
 std::string format_bytes_decimal(double bytes);

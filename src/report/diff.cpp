@@ -37,7 +37,7 @@ std::optional<analysis::CpuSharing> sharing_field(const json& record, const std:
   if (it == record.end() || it->is_null()) return std::nullopt;
   if (const auto s = cpu_sharing_of(record)) return s;
   ATTNPROF_FAIL("{}: field 'cpu_sharing' is {}, not the other work its forwards ran beside (an object of "
-                "other_cpus from 0 to cpus, cpus and threads from 1; null when not measured)",
+                "other_cpus from 0 to cpus + 1, cpus and threads from 1; null when not measured)",
                 what, it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
 }
 
@@ -927,7 +927,8 @@ void check_compare(const json& c, const std::string& which) {
   (void)printable_field(string_field(c, "problem"), "problem", which);
   if (c.contains("gpu") && c["gpu"].is_string()) (void)printable_field(c["gpu"].get<std::string>(), "gpu", which);
   if (c.contains("machine") && c["machine"].is_object())
-    for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul", "library_isa", "measured_at", "memory_reclaim"})
+    for (const char* key : {"cpu", "cpu_signature", "isa", "bf16_matmul", "library_isa", "measured_at", "measured_busy",
+                            "memory_reclaim"})
       (void)printable_field(string_field(c["machine"], key), std::string("machine.") + key, which);
   // The device every row ran on: absent (older CPU runs) or one of the two attnprof runs on.
   if (const auto dev = c.find("device"); dev != c.end() && !dev->is_null()) {

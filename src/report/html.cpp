@@ -1054,7 +1054,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       if (disturbed)
         verdict += std::string(verdict.empty() ? "" : "; ") +
                    fmt::format("disturbed: {:.0f} of {:.0f} points Busy or Noisy", dist, npts);
-      fit_table += "<tr>" + td(v) + td(metric) + td(fmt_num(b, 3), true) +
+      fit_table += "<tr>" + td(v) + td(metric) + td(format_exponent(b), true) +
                    td(two ? "–" : fmt_num(num(f, "stderr", NAN), 3), true) + td(fmt_sci(a), true) +
                    td(two ? "–" : fmt_num(num(f, "r2", NAN), 4), true) + td(fmt_num(num(f, "points", NAN), 0), true) +
                    td(verdict) + "</tr>\n";
@@ -1066,7 +1066,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       // MB, as sweep prints its Peak mem and the Comparison its peak memory).
       const double scale = mem ? 1e-6 : 1.0;
       const std::string label =
-          fmt::format("N^{:.2f}{}", b,
+          fmt::format("N^{}{}", format_exponent(b, 2),
                       implausible ? " (implausible)" : weak ? " (weak fit)" : disturbed ? " (disturbed)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (const bool end : {false, true}) {
@@ -1209,7 +1209,8 @@ struct Machine {
   // The ISA OpenBLAS and oneDNN ran at and its peaks (0 in files from before they were recorded).
   std::string isa, lib_isa;
   double lib_fp32 = 0, lib_bf16 = 0;
-  std::string when;  // ", measured 2026-12-04 10:31 UTC, from the peaks cache"; "" where the file does not say
+  std::string when;  // ", measured 2026-12-04 10:31 UTC[, on a busy machine (...)], from the peaks cache"; "" where
+                     // the file does not say
   bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
 
@@ -1227,6 +1228,8 @@ Machine machine_of(const json* m) {
   if (const std::string sig = str(*m, "cpu_signature"); !sig.empty()) out.cpu += " (" + sig + ")";
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
   if (const std::string at = str(*m, "measured_at"); !at.empty()) out.when = ", measured " + at;
+  if (const std::string busy = str(*m, "measured_busy"); !busy.empty())
+    out.when += ", on a busy machine (" + busy + "), so they may be low";
   if (const json* c = member(*m, {"from_cache"}); c && c->is_boolean() && c->get<bool>()) out.when += ", from the peaks cache";
   return out;
 }

@@ -732,7 +732,7 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   auto leave_out = [&](size_t i, std::string note) {
     run.notes.push_back(std::move(note));
     run.left_out.insert(vs[i].summary_file);
-    for (const char* suf : {".trace.json", ".trace.json.gz", ".table.txt", ".table.csv", ".stacks.txt"}) run.left_out.insert(vs[i].name + suf);
+    for (std::string_view suf : kVariantFileSuffixes) run.left_out.insert(vs[i].name + std::string(suf));
     if (!vs[i].trace_file.empty()) run.left_out.insert(vs[i].trace_file);
     keep[i] = false;
   };

@@ -199,13 +199,22 @@ std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
                      names);
 }
 
-std::string speedup_line(const std::vector<RowTime>& rows) {
+const RowTime* speedup_base(const std::vector<RowTime>& rows) {
   std::vector<const RowTime*> ran;
   for (const RowTime& r : rows)
     if (r.ms > 0 && std::isfinite(r.ms)) ran.push_back(&r);
-  if (ran.size() < 2) return "";
+  if (ran.size() < 2) return nullptr;
   const auto naive = std::find_if(ran.begin(), ran.end(), [](const RowTime* r) { return r->name == "naive"; });
-  const RowTime& base = **(naive != ran.end() ? naive : ran.begin());
+  return *(naive != ran.end() ? naive : ran.begin());
+}
+
+std::string speedup_line(const std::vector<RowTime>& rows) {
+  const RowTime* b = speedup_base(rows);
+  if (!b) return "";
+  const RowTime& base = *b;
+  std::vector<const RowTime*> ran;
+  for (const RowTime& r : rows)
+    if (r.ms > 0 && std::isfinite(r.ms)) ran.push_back(&r);
   std::vector<std::string> each;
   for (const RowTime* r : ran)
     if (r != &base) {

@@ -30,8 +30,9 @@ std::string format_time_ns(double ns) {
   return fmt::format("{:.3f}us", us);
 }
 
-std::string format_exponent(double x) {
-  return x != 0 && std::abs(x) < 5e-4 ? fmt::format("{:.1e}", x) : fmt::format("{:.3f}", x);
+std::string format_exponent(double x, int decimals) {
+  return x != 0 && std::abs(x) < 0.5 * std::pow(10.0, -decimals) ? fmt::format("{:.1e}", x)
+                                                                  : fmt::format("{:.{}f}", x, decimals);
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -47,27 +47,17 @@ void put(Buf& b, std::string_view s) { b.append(s.data(), s.data() + s.size()); 
 // A JSON string of `s`; a byte that is not part of valid UTF-8 (a path from a filesystem that is not UTF-8, in
 // the run's metadata) becomes U+FFFD, as nlohmann's replace handler writes the summary, so strict readers
 // (Python's json, nlohmann) take the trace.
-void put_escaped(Buf& b, std::string_view s) {
+void put_escaped(Buf& b, std::string_view text) {
   b.push_back('"');
-  if (std::none_of(s.begin(), s.end(), [](char c) {
+  if (std::none_of(text.begin(), text.end(), [](char c) {
         return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80;
       })) {
-    put(b, s);
+    put(b, text);
     b.push_back('"');
     return;
   }
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      const size_t len = utf8_sequence(s, i);
-      if (len == 0) {
-        put(b, "\xef\xbf\xbd");  // U+FFFD
-      } else {
-        put(b, s.substr(i, len));
-        i += len - 1;
-      }
-      continue;
-    }
+  const std::string s = utf8_replaced(text);
+  for (char c : s) {
     switch (c) {
       case '"': put(b, "\\\""); break;
       case '\\': put(b, "\\\\"); break;
@@ -580,6 +570,34 @@ size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point) {
     return 0;
   if (code_point) *code_point = cp;
   return len;
+}
+
+std::string utf8_replaced(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size();) {
+    if (const size_t len = utf8_sequence(text, i); len > 0) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    // The maximal subpart: a lead byte and the continuation bytes that could still have completed it (the
+    // second byte's range depends on the lead: no overlong form, no surrogate, nothing past U+10FFFF).
+    const unsigned char c = s[i];
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t n = 1;
+    for (size_t k = 1; len > 0 && k < len && i + k < text.size(); ++k) {
+      const unsigned char x = s[i + k];
+      const unsigned char lo = k > 1 ? 0x80 : c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+      const unsigned char hi = k > 1 ? 0xbf : c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+      if (x < lo || x > hi) break;
+      ++n;
+    }
+    out += "\xef\xbf\xbd";  // U+FFFD
+    i += n;
+  }
+  return out;
 }
 
 }  // namespace attnprof::report
