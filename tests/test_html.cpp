@@ -859,6 +859,15 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
   std::string want;
   for (int i = 0; i < 20; ++i) want += "ᵀ";
   EXPECT_EQ(label, want + "…");
+  // The table's rows as CSV are linked under its table when of the summary's run, and not when older.
+  spit(d.path / "flash.table.csv", "name,calls\nflash_attention_fwd,3\n");
+  fs::last_write_time(d.path / "flash.table.csv", now + std::chrono::seconds(1));
+  EXPECT_NE(render_html_report(d.path.string(), stub_library())
+                .find("Every row as CSV, for a spreadsheet or pandas: <a href=\"flash.table.csv\">flash.table.csv</a>"),
+            std::string::npos);
+  fs::last_write_time(d.path / "flash.table.csv", now - std::chrono::seconds(60));
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("Every row as CSV"), std::string::npos);
+  fs::remove(d.path / "flash.table.csv");
   // Past the palette's twenty chosen colours, every name still gets a colour of its own: 40 frames, 40 colours.
   std::string many;
   for (int i = 0; i < 40; ++i) many += fmt::format("main;op{} 100\n", i);

@@ -1773,6 +1773,9 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
     if (v.table.empty() && sortable.empty()) continue;
     pg.raw("<h3>" + html_escape(v.name) + "</h3>\n" + sortable);
     any_sortable = any_sortable || !sortable.empty();
+    if (!v.table_csv.empty())
+      pg.raw("<p class=\"note\">Every row as CSV, for a spreadsheet or pandas: <a href=\"" +
+             html_escape(href_for_file(v.table_csv)) + "\">" + html_escape(v.table_csv) + "</a></p>\n");
     if (!v.table.empty()) {
       // The table as torch prints it, its totals line included, in a box that scrolls sideways (its rows are as
       // wide as torch's); the footnotes under it wrap, so that no sentence runs out of the box. Folded under the

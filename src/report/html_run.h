@@ -71,6 +71,7 @@ struct VariantData {
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
   std::string forward_note;            // why there are none, or that they were cut; "" when all are there
   std::string table;            // torch-style table text, when available
+  std::string table_csv;        // "<variant>.table.csv" when it is beside the summary and of its run, else ""
   // <variant>.stacks.txt (folded stacks) when it is of the summary's run: each stack's frames, root first, and
   // its weight in ns summed over the recorded forwards. Empty when absent, older, or not folded stacks (a note).
   std::vector<std::pair<std::vector<std::string>, double>> stacks;
