@@ -1456,6 +1456,16 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
     if (ridge[op] > 2.5) EXPECT_EQ(bound[op], "memory") << op << " ridge " << ridge[op];
   }
   EXPECT_TRUE(bound.count("flash/flash_attention_fwd"));
+  // roofline.csv: the same ops, one row each, with roofline.json's figures.
+  const auto csv = parse_csv(io::read_file(out() / "roofline.csv"));
+  ASSERT_EQ(csv.size(), j["ops"].size() + 1);
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const json& op = j["ops"][i - 1];
+    EXPECT_EQ(csv[i][csv_column(csv[0], "name")], op["name"]);
+    EXPECT_EQ(csv[i][csv_column(csv[0], "bound")], op["bound"]);
+    for (const char* key : {"intensity", "achieved_gflops", "attainable_gflops", "self_ns"})
+      EXPECT_EQ(std::stod(csv[i][csv_column(csv[0], key)]), op[key].get<double>()) << key;
+  }
 }
 
 // roofline --from places the ops a compare measured, from its summaries and under the peaks it recorded:

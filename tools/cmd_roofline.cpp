@@ -87,6 +87,12 @@ void refuse_idle_flags(const std::vector<std::string>& given, const char* mode, 
 }
 
 // The column heads of the op rows.
+// roofline.csv: every placed op, one row each, with roofline.json's fields.
+const std::vector<std::string> kRooflineCsvColumns = {
+    "variant", "name", "category", "calls", "self_ns", "flops", "bf16_flops", "library_flops", "library_bf16_flops",
+    "compute_ceiling_gflops", "bytes", "intensity", "achieved_gflops", "achieved_gbs", "attainable_gflops",
+    "ridge_intensity", "fraction_of_attainable", "fraction_of_bandwidth", "bound"};
+
 std::string ops_heading() {
   return fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10}{:>8}  {}\n", "Variant", "Op", "FLOP/B", "Attainable",
                      "Achieved", "GB/s", "% att.", "Bound");
@@ -306,14 +312,14 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 
   // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
   check_html_if_asked(o);
-  for (const char* out_file : {"roofline.json", "roofline.txt"})
+  for (const char* out_file : {"roofline.json", "roofline.txt", "roofline.csv"})
     for (const std::string& in : inputs)
       if (same_file(out_path(o.out, out_file), in))
         ATTNPROF_FAIL("cannot write '{}': it is {}, which --from reads", out_path(o.out, out_file), in);
   prepare_out_dir(o.out);
-  check_out_files(o, {}, {"roofline.json", "roofline.txt"});
+  check_out_files(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
   report::FileBatch outputs;
-  commit_and_print(o, "roofline", j, text, outputs);
+  commit_and_print(o, "roofline", j, text, report::json_rows_csv(j["ops"], kRooflineCsvColumns), outputs);
 }
 
 void run_roofline(const RooflineArgs& a) {
@@ -351,10 +357,10 @@ void run_roofline(const RooflineArgs& a) {
   if (!a.peaks_only && use_files(o))
     variants = resolve_variants_on(gpu, a.variants, a.backend, in.p, !a.variants_given);
   if (!a.peaks_only) {
-    refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt"});
+    refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
     check_html_if_asked(o);
     prepare_out_dir(o.out);
-    check_out_files(o, {}, {"roofline.json", "roofline.txt"});
+    check_out_files(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
   }
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
@@ -407,7 +413,8 @@ void run_roofline(const RooflineArgs& a) {
     }
     text += legend(gpu);
   }
-  if (!a.peaks_only) commit_and_print(o, "roofline", j, text, outputs);
+  if (!a.peaks_only)
+    commit_and_print(o, "roofline", j, text, report::json_rows_csv(j["ops"], kRooflineCsvColumns), outputs);
   else if (o.json) print_out("{}\n", json_text(j));
   else print_out("{}", text);
   exit_if_validation_failed(failed, device_failed);

@@ -427,8 +427,7 @@ void run_sweep(const SweepArgs& a) {
                       "compare prints them (1 MB = 10^6 B; the torch-style tables print binary 1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : "");
-  report::write_text_atomic(out_path(o.out, "sweep.csv"), csv);
-  commit_and_print(o, "sweep", j, text, outputs);
+  commit_and_print(o, "sweep", j, text, csv, outputs);
   std::vector<std::string> failed;
   for (const Point& p : points)
     if (p.status == "failed") failed.push_back(fmt::format("{} at N={}", p.variant, p.seq));

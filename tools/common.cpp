@@ -586,9 +586,10 @@ std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nl
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, json_text(j) + "\n"); }
 
 void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
-                      report::FileBatch& outputs) {
+                      const std::string& csv, report::FileBatch& outputs) {
   write_json(out_path(o.out, name + ".json"), j);
   report::write_text_atomic(out_path(o.out, name + ".txt"), text);
+  report::write_text_atomic(out_path(o.out, name + ".csv"), csv);
   outputs.commit();
   write_html_if_asked(o);
   if (o.json) print_out("{}\n", json_text(j));

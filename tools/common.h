@@ -224,11 +224,11 @@ std::string trace_file(const std::string& variant, const CommonOptions& o);
 // without --gzip), which would otherwise sit beside the new summary as if it were this run's.
 void remove_other_format_trace(const std::string& out, const std::string& variant, const CommonOptions& o);
 void write_json(const std::string& path, const nlohmann::json& j);
-// The end of a command that writes `<name>.json` and `<name>.txt` into --out: both written into `outputs` and
-// committed with whatever else it holds, report.html drawn with --html, then the JSON (--json) or the text on
-// stdout.
+// The end of a command that writes `<name>.json`, `<name>.txt` and `<name>.csv` (its rows as CSV) into --out:
+// all written into `outputs` and committed with whatever else it holds, report.html drawn with --html, then the
+// JSON (--json) or the text on stdout.
 void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
-                      report::FileBatch& outputs);
+                      const std::string& csv, report::FileBatch& outputs);
 // A JSON file attnprof wrote, read back whole (diff, roofline --from): Error "cannot read <path>: ..." for a
 // path that is not a regular file (checked before opening: /dev/zero would be read forever, a FIFO blocks),
 // one larger than any attnprof writes (report::kMaxInputBytes, refused by its size) or not readable, and

@@ -29,8 +29,8 @@ namespace attnprof::report {
 // with a variant it does not draw.
 inline constexpr std::array<std::string_view, 6> kVariantFileSuffixes = {
     ".trace.json", ".trace.json.gz", ".summary.json", ".table.txt", ".table.csv", ".stacks.txt"};
-inline constexpr std::array<std::string_view, 9> kRunFileNames = {
-    "compare.json", "compare.txt", "compare.csv", "roofline.json", "roofline.txt",
+inline constexpr std::array<std::string_view, 10> kRunFileNames = {
+    "compare.json", "compare.txt", "compare.csv", "roofline.json", "roofline.txt", "roofline.csv",
     "sweep.json",   "sweep.txt",   "sweep.csv",   "report.html"};
 
 struct TableOptions {
@@ -350,6 +350,9 @@ std::string speedup_line(const std::vector<RowTime>& rows);
 // The row those ratios divide by: naive when it ran, else the first row that ran (a time above 0); null with
 // fewer than two rows that ran.
 const RowTime* speedup_base(const std::vector<RowTime>& rows);
+// JSON objects as CSV rows under `keys` (each cell csv_value of that key; empty where a row has none): roofline.csv
+// from roofline.json's "ops".
+std::string json_rows_csv(const nlohmann::json& rows, const std::vector<std::string>& keys);
 // compare.json's rows as compare.csv: attnprof's variants (source "attnprof"), then the peer's ("torch"), each
 // with compare.json's figures and, for a row that ran, its speed-up over speedup_base of attnprof's rows (the
 // text's speed-up line); docs/output-format.md, "CSV files".

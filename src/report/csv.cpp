@@ -41,6 +41,16 @@ std::string csv_value(const nlohmann::json& v) {
   return v.dump();  // integers and booleans as JSON spells them
 }
 
+std::string json_rows_csv(const nlohmann::json& rows, const std::vector<std::string>& keys) {
+  std::string out = csv_line(keys);
+  for (const nlohmann::json& row : rows) {
+    std::vector<std::string> cells;
+    for (const std::string& k : keys) cells.push_back(row.is_object() && row.contains(k) ? csv_value(row[k]) : "");
+    out += csv_line(cells);
+  }
+  return out;
+}
+
 std::string compare_csv(const nlohmann::json& j) {
   using nlohmann::json;
   const std::vector<std::string> keys = {"ms", "gflops", "pct_peak", "peak_bytes", "ops", "bytes", "floor_ms",

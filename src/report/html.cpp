@@ -1808,7 +1808,7 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
     const std::string n = it->path().filename().string();
     auto ends = [&](std::string_view suf) { return n.size() >= suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
     if (ends(".trace.json") || ends(".trace.json.gz") || ends(".stacks.txt") || ends(".table.csv") ||
-        n == "compare.csv" || n == "sweep.csv")
+        n == "compare.csv" || n == "sweep.csv" || n == "roofline.csv")
       files.insert(n);
   }
   for (const VariantData& v : vs)
@@ -1823,7 +1823,7 @@ void section_traces(Page& pg, const fs::path& dir, const std::vector<VariantData
          "(<i>Load</i>); a <code>.stacks.txt</code> (folded stacks) in "
          "<a href=\"https://www.speedscope.app\" rel=\"noopener noreferrer\">speedscope.app</a> or with "
          "<code>flamegraph.pl</code>; a <code>.csv</code> (a table's rows: <code>&lt;variant&gt;.table.csv</code> the "
-         "profiler table's, <code>compare.csv</code> and <code>sweep.csv</code> the runs') in a spreadsheet or "
+         "profiler table's, <code>compare.csv</code>, <code>roofline.csv</code> and <code>sweep.csv</code> the runs') in a spreadsheet or "
          "with <code>pandas.read_csv</code>. The links below point at the files next to this page.</p>\n<ul>\n");
   for (const auto& f : files) {
     const auto size = fs::file_size(dir / f, ec);
