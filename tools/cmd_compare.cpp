@@ -568,7 +568,8 @@ void run_compare(const CompareArgs& a) {
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
-  progress(fmt::format("compare finished in {:.1f} s; wrote {} and each variant's trace, summary, table and stacks",
+  progress(fmt::format("compare finished in {:.1f} s; wrote {} and each variant's trace, summary, table, table "
+                       "CSV and stacks",
                        elapsed_s(t_start), out_path(o.out, "compare.{json,txt,csv}")));
   exit_by_outcome(rows);
 }
