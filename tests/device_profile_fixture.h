@@ -78,17 +78,19 @@ constexpr uint64_t kOffset = 1'000'000;
 
 cuda::DeviceCapture synthetic_capture() {
   cuda::DeviceCapture cap;
-  cap.gpu.name = "Test GPU";  // an A100's figures otherwise
-  cap.gpu.total_global_mem = 85'899'345'920;
-  cap.gpu.compute_major = 8;
-  cap.gpu.max_threads_per_block = 1024;
-  cap.gpu.max_threads_per_sm = 2048;
-  cap.gpu.regs_per_block = cap.gpu.regs_per_sm = 65536;
-  cap.gpu.warp_size = 32;
-  cap.gpu.shared_mem_per_block = 49152;
-  cap.gpu.shared_mem_per_sm = 167936;
-  cap.gpu.shared_mem_per_block_optin = 166912;
-  cap.gpu.sms = 108;
+  // An A100 as cudaGetDeviceProperties describes it, under a test name, kept as a profile keeps it.
+  cuda::DeviceInfo a100;
+  a100.name = "Test GPU";
+  a100.cc_major = 8;
+  a100.sms = 108;
+  a100.memory_bytes = 85'899'345'920;
+  a100.sm_limits = cuda::SmLimits{108, 2048, 32, 65536, 167936, 1024};
+  a100.max_threads_per_block = 1024;
+  a100.regs_per_block = 65536;
+  a100.warp_size = 32;
+  a100.shared_mem_per_block = 49152;
+  a100.shared_mem_per_block_optin = 166912;
+  cap.gpu = cuda::device_properties(a100);
   for (uint64_t h : {uint64_t(50), uint64_t(20000)}) cap.clock_samples.push_back({h, h, h + kOffset});
   cap.activities.push_back(raw(DeviceActivity::Kind::Kernel, "_Z15masked_fill_kerPfPKhf", kOffset + 600,
                                kOffset + 650, 3));  // fill kernel, launched under masked_fill_ (mangled name)

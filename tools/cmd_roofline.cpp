@@ -87,6 +87,9 @@ void refuse_idle_flags(const std::vector<std::string>& given, const char* mode, 
 }
 
 // The column heads of the op rows.
+// The files a roofline run writes into --out (commit_and_print's three).
+const std::vector<std::string> kRooflineFiles = {"roofline.json", "roofline.txt", "roofline.csv"};
+
 // roofline.csv: every placed op, one row each, with roofline.json's fields.
 const std::vector<std::string> kRooflineCsvColumns = {
     "variant", "name", "category", "calls", "self_ns", "flops", "bf16_flops", "library_flops", "library_bf16_flops",
@@ -312,12 +315,12 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 
   // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
   check_html_if_asked(o);
-  for (const char* out_file : {"roofline.json", "roofline.txt", "roofline.csv"})
+  for (const std::string& out_file : kRooflineFiles)
     for (const std::string& in : inputs)
       if (same_file(out_path(o.out, out_file), in))
         ATTNPROF_FAIL("cannot write '{}': it is {}, which --from reads", out_path(o.out, out_file), in);
   prepare_out_dir(o.out);
-  check_out_files(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
+  check_out_files(o, {}, kRooflineFiles);
   report::FileBatch outputs;
   commit_and_print(o, "roofline", j, text, report::json_rows_csv(j["ops"], kRooflineCsvColumns), outputs);
 }
@@ -357,10 +360,10 @@ void run_roofline(const RooflineArgs& a) {
   if (!a.peaks_only && use_files(o))
     variants = resolve_variants_on(gpu, a.variants, a.backend, in.p, !a.variants_given);
   if (!a.peaks_only) {
-    refuse_inputs_in_out(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
+    refuse_inputs_in_out(o, {}, kRooflineFiles);
     check_html_if_asked(o);
     prepare_out_dir(o.out);
-    check_out_files(o, {}, {"roofline.json", "roofline.txt", "roofline.csv"});
+    check_out_files(o, {}, kRooflineFiles);
   }
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();

@@ -217,6 +217,9 @@ struct MachinePeaks {
 // them again", "measured now (2026-12-04 10:31 UTC)", or for an entry from before the time was recorded "from
 // the peaks cache, measured before attnprof recorded the time; ...": where a run's CPU ceilings came from.
 std::string peaks_provenance(const MachinePeaks& m);
+// ", on a busy machine (other work used 1.0 of 2 CPUs), so they may be low" for MachinePeaks::measured_busy, ""
+// for an idle measurement: the clause every line naming where the peaks came from carries.
+std::string busy_peaks_clause(std::string_view measured_busy);
 
 // {"cpu", "cpu_signature" (when known), "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs",
 // "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops", "measured_at" (when known),

@@ -84,9 +84,14 @@ struct DeviceInfo {
                                  // product (datasheet_bf16_tflops), else per-SM rate × SMs × clock
   std::string bf16_peak_source;  // "datasheet" or "per-SM rate × SMs × reported clock"
   SmLimits sm_limits;            // for each kernel's occupancy
-  prof::DeviceProperties properties;  // cudaDeviceProp's figures as a profile keeps them (ProfileResult::gpu)
+  // cudaDeviceProp's per-block limits, which only the trace's deviceProperties reports
+  int max_threads_per_block = 0, regs_per_block = 0, warp_size = 0;
+  int64_t shared_mem_per_block = 0, shared_mem_per_block_optin = 0;
 };
 DeviceInfo device_info(int id = 0);
+// The figures a profile keeps of the GPU it ran on (ProfileResult::gpu, the trace's deviceProperties), from
+// `d`'s own: its name, memory, compute capability, SMs, per-SM limits (sm_limits) and per-block limits. Pure.
+prof::DeviceProperties device_properties(const DeviceInfo& d);
 // Dense bf16 tensor-core FLOP per clock per SM for compute capability major.minor (0 when unknown):
 // sm_80 2048, sm_86/87/89 1024, sm_90 4096, sm_100 8192 (A100: 108 SMs × 1.41 GHz × 2048 = 312 TFLOP/s;
 // H100 SXM: 132 × 1.83 GHz × 4096 = 989 TFLOP/s).

@@ -168,6 +168,9 @@ struct DiffRow {
   // The median over recorded forwards of its self time per forward (self_ns_per_step), -1 when unknown; the
   // *_ns above are means (totals over forwards), which one disturbed forward can lift.
   double base_median_ns = -1, new_median_ns = -1;
+  // On both sides, as often and moving the same bytes (within 1 %, its children's too): false for "changed",
+  // "removed", "added", and for a pair turned in or out of place that also does other work.
+  bool same_work = false;
   std::string label() const;             // "matmul", or "mul -> mul_" for an op and its other form
 };
 struct ProfileSide {

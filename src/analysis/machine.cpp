@@ -296,9 +296,12 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
   if (!m.measured_busy.empty()) j["measured_busy"] = m.measured_busy;
 }
 
+std::string busy_peaks_clause(std::string_view measured_busy) {
+  return measured_busy.empty() ? "" : fmt::format(", on a busy machine ({}), so they may be low", measured_busy);
+}
+
 std::string peaks_provenance(const MachinePeaks& m) {
-  const std::string busy =
-      m.measured_busy.empty() ? "" : ", on a busy machine (" + m.measured_busy + "), so they may be low";
+  const std::string busy = busy_peaks_clause(m.measured_busy);
   if (!m.from_cache) return (m.measured_at.empty() ? "measured now" : "measured now (" + m.measured_at + ")") + busy;
   const std::string again = "; `attnprof roofline --peaks-only --remeasure` measures them again";
   return m.measured_at.empty() ? "from the peaks cache, measured before attnprof recorded the time" + busy + again

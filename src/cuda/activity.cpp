@@ -107,6 +107,25 @@ double bf16_peak_tflops(const DeviceInfo& d, std::string* source) {
   return sheet > 0 ? sheet : bf16_flop_per_clock_per_sm(d.cc_major, d.cc_minor) * d.sms * d.sm_clock_ghz * 1e-3;
 }
 
+prof::DeviceProperties device_properties(const DeviceInfo& d) {
+  prof::DeviceProperties g;
+  g.id = d.id;
+  g.name = d.name;
+  g.total_global_mem = d.memory_bytes;
+  g.compute_major = d.cc_major;
+  g.compute_minor = d.cc_minor;
+  g.max_threads_per_block = d.max_threads_per_block;
+  g.max_threads_per_sm = d.sm_limits.max_threads;
+  g.regs_per_block = d.regs_per_block;
+  g.regs_per_sm = d.sm_limits.registers;
+  g.warp_size = d.warp_size;
+  g.shared_mem_per_block = d.shared_mem_per_block;
+  g.shared_mem_per_sm = d.sm_limits.shared_memory;
+  g.shared_mem_per_block_optin = d.shared_mem_per_block_optin;
+  g.sms = d.sms;
+  return g;
+}
+
 analysis::MachinePeaks gpu_peaks(const DeviceInfo& d) {
   analysis::MachinePeaks p;
   p.cpu = d.name;

@@ -238,7 +238,7 @@ void ActivityCollector::start() {
   }
   g_samples.clear();
   sample_clock_into(g_samples);
-  g_gpu = info.properties;
+  g_gpu = device_properties(info);
   g_sm_limits = info.sm_limits;
   (void)detail::take_mem_records();
   detail::set_mem_capture(true);

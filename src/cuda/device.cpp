@@ -62,21 +62,11 @@ DeviceInfo device_info(int id) {
   d.sm_limits = SmLimits{prop.multiProcessorCount,   prop.maxThreadsPerMultiProcessor,
                          prop.maxBlocksPerMultiProcessor, prop.regsPerMultiprocessor,
                          int64_t(prop.sharedMemPerMultiprocessor), int64_t(prop.reservedSharedMemPerBlock)};
-  prof::DeviceProperties& g = d.properties;
-  g.id = id;
-  g.name = prop.name;
-  g.total_global_mem = int64_t(prop.totalGlobalMem);
-  g.compute_major = prop.major;
-  g.compute_minor = prop.minor;
-  g.max_threads_per_block = prop.maxThreadsPerBlock;
-  g.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
-  g.regs_per_block = prop.regsPerBlock;
-  g.regs_per_sm = prop.regsPerMultiprocessor;
-  g.warp_size = prop.warpSize;
-  g.shared_mem_per_block = int64_t(prop.sharedMemPerBlock);
-  g.shared_mem_per_sm = int64_t(prop.sharedMemPerMultiprocessor);
-  g.shared_mem_per_block_optin = int64_t(prop.sharedMemPerBlockOptin);
-  g.sms = prop.multiProcessorCount;
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.regs_per_block = prop.regsPerBlock;
+  d.warp_size = prop.warpSize;
+  d.shared_mem_per_block = int64_t(prop.sharedMemPerBlock);
+  d.shared_mem_per_block_optin = int64_t(prop.sharedMemPerBlockOptin);
   return d;
 }
 

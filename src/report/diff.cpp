@@ -578,6 +578,12 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   d.memory = a.memory && b.memory;
   std::map<std::string, OpFigures> in_a(a.ops.begin(), a.ops.end()), in_b(b.ops.begin(), b.ops.end());
   std::map<std::string, bool> used_b;
+  // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
+  // by name only, naive's mul over N×N scores and SDPA math's two over q and k are "changed", not "same".
+  // A wrapper's own bytes are 0 on both sides, so its children's count too.
+  auto same_work = [&](const OpFigures& x, const OpFigures& y) {
+    return std::abs(x.calls - y.calls) < 1e-9 && within_1pct(x.bytes, y.bytes) && within_1pct(x.all_bytes, y.all_bytes);
+  };
   auto row_of = [&](const std::string& an, const OpFigures* x, const std::string& bn, const OpFigures* y,
                    std::string change) {
     DiffRow r;
@@ -603,17 +609,14 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
       r.new_median_ns = y->step_ns.empty() ? -1 : analysis::median(y->step_ns);
     }
     r.new_faults = !d.faults ? -1 : y ? y->faults : 0;
+    r.same_work = x && y && same_work(*x, *y);
     return r;
-  };
-  // An op on both sides does the same work when it runs as often and moves the same bytes (within 1 %); paired
-  // by name only, naive's mul over N×N scores and SDPA math's two over q and k are "changed", not "same".
-  // A wrapper's own bytes are 0 on both sides, so its children's count too.
-  auto same_work = [&](const OpFigures& x, const OpFigures& y) {
-    return std::abs(x.calls - y.calls) < 1e-9 && within_1pct(x.bytes, y.bytes) && within_1pct(x.all_bytes, y.all_bytes);
   };
   for (const auto& [name, x] : a.ops) {
     if (auto it = in_b.find(name); it != in_b.end()) {
-      d.rows.push_back(row_of(name, &x, name, &it->second, same_work(x, it->second) ? "same" : "changed"));
+      DiffRow r = row_of(name, &x, name, &it->second, "");
+      r.change = r.same_work ? "same" : "changed";
+      d.rows.push_back(std::move(r));
       used_b[name] = true;
       continue;
     }
@@ -748,13 +751,13 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                    signed_time(d.new_ns - d.base_ns));
   std::vector<std::string> gone, came, inplace, outofplace, changed;
   double gone_ns = 0, gone_mem = 0, gone_faults = 0;
-  // A pair's calls and bytes on both sides, when they differ (within 1 %): a changed op's, and an op turned in
-  // place or out of place that also runs another number of times (SDPA math's two `mul` over q and k against
+  // A pair's calls and bytes on both sides, when they do other work: a changed op's, and an op turned in place
+  // or out of place that also runs another number of times (SDPA math's two `mul` over q and k against
   // in-place's one `mul_` over the scores). A wrapper moves nothing itself: its children's bytes are what changed.
   const auto work = [&](const DiffRow& r) -> std::string {
+    if (r.same_work) return "";
     const bool wrapper = r.base_bytes == 0 && r.new_bytes == 0;
     const double b = wrapper ? r.base_all_bytes : r.base_bytes, n = wrapper ? r.new_all_bytes : r.new_bytes;
-    if (r.change != "changed" && std::abs(r.base_calls - r.new_calls) < 1e-9 && within_1pct(b, n)) return "";
     return fmt::format(" ({} -> {} calls, {} -> {} moved{})", calls(r.base_calls), calls(r.new_calls),
                        format_bytes(int64_t(std::llround(b))), format_bytes(int64_t(std::llround(n))),
                        wrapper ? " by its children" : "");

@@ -1228,8 +1228,7 @@ Machine machine_of(const json* m) {
   if (const std::string sig = str(*m, "cpu_signature"); !sig.empty()) out.cpu += " (" + sig + ")";
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
   if (const std::string at = str(*m, "measured_at"); !at.empty()) out.when = ", measured " + at;
-  if (const std::string busy = str(*m, "measured_busy"); !busy.empty())
-    out.when += ", on a busy machine (" + busy + "), so they may be low";
+  out.when += analysis::busy_peaks_clause(str(*m, "measured_busy"));
   if (const json* c = member(*m, {"from_cache"}); c && c->is_boolean() && c->get<bool>()) out.when += ", from the peaks cache";
   return out;
 }

@@ -550,9 +550,8 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
   }
   v.table = read_table_text(dir, v, op_notes);
   // Its rows as CSV, linked under its table when of the same run (an older one is another run's rows).
-  if (std::error_code csv_ec; fs::is_regular_file(dir / (v.name + ".table.csv"), csv_ec) &&
-                               !older_than_summary(dir, v.name + ".table.csv", v))
-    v.table_csv = v.name + ".table.csv";
+  const std::string csv = v.name + ".table.csv";
+  if (std::error_code ec; fs::is_regular_file(dir / csv, ec) && !older_than_summary(dir, csv, v)) v.table_csv = csv;
   v.stacks = read_stacks(dir, v, op_notes);
   if (v.summary) v.uneven = uneven_op_notes(key_averages_from_summary(*v.summary));
 }

@@ -199,22 +199,29 @@ std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
                      names);
 }
 
-const RowTime* speedup_base(const std::vector<RowTime>& rows) {
+namespace {
+// The rows that ran: a time above 0.
+std::vector<const RowTime*> rows_that_ran(const std::vector<RowTime>& rows) {
   std::vector<const RowTime*> ran;
   for (const RowTime& r : rows)
     if (r.ms > 0 && std::isfinite(r.ms)) ran.push_back(&r);
+  return ran;
+}
+
+const RowTime* base_of(const std::vector<const RowTime*>& ran) {
   if (ran.size() < 2) return nullptr;
   const auto naive = std::find_if(ran.begin(), ran.end(), [](const RowTime* r) { return r->name == "naive"; });
   return *(naive != ran.end() ? naive : ran.begin());
 }
+}  // namespace
+
+const RowTime* speedup_base(const std::vector<RowTime>& rows) { return base_of(rows_that_ran(rows)); }
 
 std::string speedup_line(const std::vector<RowTime>& rows) {
-  const RowTime* b = speedup_base(rows);
+  const std::vector<const RowTime*> ran = rows_that_ran(rows);
+  const RowTime* b = base_of(ran);
   if (!b) return "";
   const RowTime& base = *b;
-  std::vector<const RowTime*> ran;
-  for (const RowTime& r : rows)
-    if (r.ms > 0 && std::isfinite(r.ms)) ran.push_back(&r);
   std::vector<std::string> each;
   for (const RowTime* r : ran)
     if (r != &base) {

@@ -550,6 +550,14 @@ void write_chrome_trace(const prof::ProfileResult& r, const std::string& path) {
   write_chrome_trace(r, path, TraceOptions{});
 }
 
+namespace {
+// The length of the sequence a lead byte starts (2 to 4), 0 for a byte that starts none: ASCII, a continuation
+// byte, an overlong lead (0xC0, 0xC1) or one past U+10FFFF (0xF5 and up).
+size_t utf8_lead_length(unsigned char c) {
+  return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+}  // namespace
+
 size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
@@ -559,7 +567,7 @@ size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point) {
     if (code_point) *code_point = c;
     return 1;
   }
-  const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  const size_t len = utf8_lead_length(c);
   if (len == 0 || i + len > n) return 0;
   uint32_t cp = len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
   for (size_t k = 1; k < len; ++k) {
@@ -585,7 +593,7 @@ std::string utf8_replaced(std::string_view text) {
     // The maximal subpart: a lead byte and the continuation bytes that could still have completed it (the
     // second byte's range depends on the lead: no overlong form, no surrogate, nothing past U+10FFFF).
     const unsigned char c = s[i];
-    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    const size_t len = utf8_lead_length(c);
     size_t n = 1;
     for (size_t k = 1; len > 0 && k < len && i + k < text.size(); ++k) {
       const unsigned char x = s[i + k];
