@@ -1022,9 +1022,13 @@ TEST_F(Cli, ComparePeerTorchRunsTheBlogsScriptAndSdpaOnTheSameInputs) {
   c = read_json("compare.json");
   EXPECT_EQ(c["variants"][0]["status"], "ok");
   EXPECT_EQ(c["peers"]["rows"][0]["status"], "skipped");
-  EXPECT_NE(c["peers"]["rows"][0]["note"].get<std::string>().find("torch-naive at"), std::string::npos)
+  EXPECT_NE(c["peers"]["rows"][0]["note"].get<std::string>().find("torch-naive (its inputs"), std::string::npos)
       << c["peers"]["rows"][0];
-  EXPECT_EQ(c["peers"]["rows"][1]["status"], "ok");
+  // Debian's torch (1.13) composes SDPA on the CPU from the math path: its N×N scores count as naive's do.
+  EXPECT_EQ(c["peers"]["rows"][1]["status"], "skipped");
+  EXPECT_NE(c["peers"]["rows"][1]["note"].get<std::string>().find("composes it on the CPU from the math path"),
+            std::string::npos)
+      << c["peers"]["rows"][1];
 }
 
 TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
@@ -1245,6 +1249,138 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
     EXPECT_EQ(csv[i][6], j["points"][i - 1]["note"]);
     if (csv[i][5] == "skipped") EXPECT_EQ(csv[i][2], "");
   }
+}
+
+// The peer's memory check of torch's SDPA follows torch's version: before 2.1 its CPU SDPA is the math path and
+// holds N×N scores, from 2.1 a flash kernel does not. What the interpreter is asked to run says which (argv: -c
+// SCRIPT run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S MAX_FORWARDS SDPA).
+TEST_F(Cli, ThePeersSdpaIsCheckedAgainstTheBudgetByTorchsVersion) {
+  const fs::path zeros = dir_ / "zeros.npy", asked = dir_ / "asked";
+  { std::ofstream(zeros, std::ios::binary) << npy::to_bytes(Tensor::zeros({1, 2, 512, 32}, DType::F32)); }
+  for (const auto& [version, sdpa_runs] : std::vector<std::pair<std::string, bool>>{
+           {"1.13.0a0", false}, {"2.0.1", false}, {"2.1.0", true}, {"2.5.1+cpu", true}, {"nightly", false}}) {
+    SCOPED_TRACE(version);
+    const fs::path fake = dir_ / "python-version";
+    {
+      std::ofstream(fake) << "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"" << version
+                          << "\"}'; exit 0; fi\necho \"${10} ${13}\" > " << asked.string()
+                          << "\nif [ \"${13}\" = 0 ]; then echo '{\"torch\": \"" << version
+                          << "\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\", \"skipped\": true}, "
+                             "{\"name\": \"torch-sdpa\", \"skipped\": true}]}'; exit 0; fi\n"
+                          << "echo '{\"torch\": \"" << version
+                          << "\", \"threads\": 1, \"rows\": [{\"name\": \"torch-naive\", \"skipped\": true}, "
+                             "{\"name\": \"torch-sdpa\", \"call\": \"sdpa\", \"forward_ms\": [1, 1, 1]}]}'\n"
+                          << "cat " << zeros.string() << "\n";
+    }
+    fs::permissions(fake, fs::perms::owner_all);
+    // 2 MB: the inputs fit, three N×N bf16 score tensors of [1,2,512,512] (3 MB) do not.
+    const Result r = run("compare --shape 1,2,512,32 --threads 1 --variants flash --memory-budget 2M --peer torch "
+                         "--python " + fake.string() + out_flag());
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::string flags;
+    std::getline(std::ifstream(asked), flags);
+    EXPECT_EQ(flags, sdpa_runs ? "0 1" : "0 0") << "NAIVE and SDPA as the interpreter was asked";
+    const json row = read_json("compare.json")["peers"]["rows"][1];
+    if (sdpa_runs) {
+      EXPECT_EQ(row["status"], "failed") << row;  // the stand-in's zeros: ran, and checked
+    } else {
+      EXPECT_EQ(row["status"], "skipped") << row;
+      EXPECT_NE(row["note"].get<std::string>().find("torch-sdpa (torch " + version + " composes it"), std::string::npos)
+          << row;
+    }
+    fs::remove_all(out());
+  }
+}
+
+// sweep --peer torch with a stand-in interpreter: torch's two rows at every N after the variants', their
+// outputs' first and last head checked (the stand-in's zeros fail, which is printed, not the exit status), their
+// memory not measured (null, empty, "--"), and a time fit only for a row that ran. The refusals are compare's.
+TEST_F(Cli, SweepPeerAddsTorchsRowsAtEveryLength) {
+  expect_bad("sweep --seq 64,128 --shape 1,1,64,32 --python /usr/bin/python3", "--python applies with --peer torch only");
+  expect_bad("sweep --seq 64,128 --shape 1,1,64,32 --peer torch --device cuda", "--peer torch runs on the CPU backend");
+  expect_bad("sweep --seq 64,128 --shape 1,1,64,32 --peer torch --python " + (dir_ / "no-such-python").string(),
+             "cannot start the python interpreter");
+  const fs::path fake = dir_ / "python-sweep";
+  {  // Zeros of the point's N (its 5th argument's shape comes from the inputs on stdin: read the N from them).
+    std::ofstream(fake)
+        << "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"2.4.0\"}'; exit 0; fi\n"
+           "exec /usr/bin/python3 -c '\nimport json, sys\nimport numpy as np\nq = np.load(sys.stdin.buffer)\n"
+           "print(json.dumps({\"torch\": \"2.4.0\", \"threads\": 1, \"rows\": [\n"
+           "  {\"name\": \"torch-naive\", \"call\": \"five ops\", \"forward_ms\": [2.0, 2.0]},\n"
+           "  {\"name\": \"torch-sdpa\", \"error\": \"RuntimeError: not here\"}]}))\nsys.stdout.flush()\n"
+           "np.save(sys.stdout.buffer, np.zeros(q.shape, np.float32))\n'\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy in /usr/bin/python3";
+  const Result r = run("sweep --seq 64,128 --variants flash --shape 1,2,64,32 --threads 1 --iters 2 --peer torch "
+                       "--python " + fake.string() + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = read_json("sweep.json");
+  EXPECT_EQ(j["peer"]["kind"], "torch");
+  EXPECT_EQ(j["peer"]["torch_version"], "2.4.0");
+  EXPECT_EQ(j["peer"]["python"], fake.string());
+  std::vector<std::string> order;
+  for (const json& p : j["points"]) order.push_back(p["variant"].get<std::string>() + "@" + p["seq"].dump());
+  EXPECT_EQ(order, (std::vector<std::string>{"flash@64", "flash@128", "torch-naive@64", "torch-naive@128",
+                                             "torch-sdpa@64", "torch-sdpa@128"}));
+  for (const json& p : j["points"]) {
+    SCOPED_TRACE(p.dump());
+    const bool peer = p["variant"].get<std::string>().rfind("torch-", 0) == 0;
+    EXPECT_EQ(p["peer"], peer);
+    if (!peer) {
+      EXPECT_EQ(p["status"], "ok");
+      EXPECT_GT(p["peak_bytes"].get<int64_t>(), 0);
+      continue;
+    }
+    EXPECT_TRUE(p["peak_bytes"].is_null());
+    if (p["variant"] == "torch-naive") {
+      EXPECT_EQ(p["status"], "failed");
+      EXPECT_EQ(p["call"], "five ops");
+      EXPECT_EQ(p["note"].get<std::string>().rfind("validation failed: ", 0), 0u);
+      EXPECT_NE(p["note"].get<std::string>().find("the first and last head"), std::string::npos);
+      EXPECT_EQ(p["forward_ms"], json::array({2.0, 2.0}));
+      EXPECT_GT(p["max_abs_err"].get<double>(), 0.0);
+    } else {
+      EXPECT_EQ(p["status"], "skipped");
+      EXPECT_NE(p["note"].get<std::string>().find("raised RuntimeError: not here"), std::string::npos);
+    }
+  }
+  // The variants' fits only: neither peer row passed its check at two lengths.
+  for (const json& f : j["fits"]) EXPECT_EQ(f["variant"], "flash") << f;
+  EXPECT_NE(r.out.find("Peer: torch 2.4.0 ('" + fake.string() + "', 1 thread): torch-naive = five ops;"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torch-sdpa        64  skipped: torch 2.4.0 raised RuntimeError: not here"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("torch-naive      128  failed: validation failed: "), std::string::npos) << r.out;
+  const auto csv = parse_csv(io::read_file(out() / "sweep.csv"));
+  ASSERT_EQ(csv.size(), 7u);
+  for (size_t i = 3; i < csv.size(); ++i) EXPECT_EQ(csv[i][4], "") << "the peer's peak_bytes: not measured";
+}
+
+// sweep --peer torch with the torch Debian ships: both rows pass the check at every N, and each gets a time fit
+// and no memory fit.
+TEST_F(Cli, SweepPeerTorchFitsTorchsTimes) {
+  if (std::system("/usr/bin/python3 -c 'import numpy, torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch to run this test)";
+  const Result r = run("sweep --seq 64,128,256 --variants naive --shape 1,2,64,32 --threads 1 --iters 2 --peer torch "
+                       "--python /usr/bin/python3 --json" + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<std::string, int> ok;
+  for (const json& p : j["points"]) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p["status"], "ok");
+    ok[p["variant"]]++;
+    EXPECT_LT(p["max_abs_err"].get<double>(), 0.05);
+    const double n = p["seq"].get<double>(), flops = 4.0 * 2 * 32 * n * n / 2;  // causal: N²/2 pairs, as FlashAttention
+    EXPECT_NEAR(p["gflops"].get<double>() * p["ms"].get<double>() * 1e6, flops, 1e-9 * flops);
+  }
+  EXPECT_EQ(ok, (std::map<std::string, int>{{"naive", 3}, {"torch-naive", 3}, {"torch-sdpa", 3}}));
+  std::map<std::string, std::vector<std::string>> metrics;
+  for (const json& f : j["fits"]) metrics[f["variant"]].push_back(f["metric"]);
+  EXPECT_EQ(metrics["naive"], (std::vector<std::string>{"time", "memory"}));
+  EXPECT_EQ(metrics["torch-naive"], std::vector<std::string>{"time"});
+  EXPECT_EQ(metrics["torch-sdpa"], std::vector<std::string>{"time"});
 }
 
 // attnprof killed outright (SIGKILL: no handler runs) while the peer runs under a --python wrapper that did not

@@ -25,11 +25,7 @@ struct CompareArgs {
   std::string variants;  // comma-separated subset; empty: all
   std::string device = "cpu";
   bool counters = false;  // page faults per op in the summaries (diff then shows what in-place saves)
-  std::string peer;       // "torch": PyTorch on the same inputs, in `python` (peer_torch.cpp)
-  std::string python = "python3";
-  CLI::Option* python_opt = nullptr;
-  int peer_timeout = 0;  // seconds the peer's process may take, each of its two runs; 0: no limit
-  CLI::Option* peer_timeout_opt = nullptr;
+  PeerOptions peer;       // --peer torch: PyTorch on the same inputs (peer_torch.cpp)
 };
 
 struct Row {
@@ -63,12 +59,6 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
   if (list.empty())
     for (const Variant& v : reg) out.push_back(&v);
   return out;
-}
-
-std::vector<std::string> names_of(const std::vector<const Variant*>& variants) {
-  std::vector<std::string> names;
-  for (const Variant* v : variants) names.push_back(v->name);
-  return names;
 }
 
 // The rate of one forward taking `ms` (attention FLOPs, the table's convention) and its share of the target's
@@ -455,20 +445,14 @@ void run_compare_cuda(const CompareArgs& a) {
 }
 
 void run_compare(const CompareArgs& a) {
-  if (a.python_opt->count() > 0 && a.peer.empty()) ATTNPROF_FAIL("--python applies with --peer torch only");
-  if (a.peer_timeout_opt->count() > 0 && a.peer.empty())
-    ATTNPROF_FAIL("--peer-timeout applies with --peer torch only");
-  if (!a.peer.empty() && a.peer != "torch") ATTNPROF_FAIL("unknown --peer '{}': expected torch", a.peer);
-  if (!a.peer.empty() && a.device == "cuda")
-    ATTNPROF_FAIL("--peer torch runs on the CPU backend; on a GPU, scripts/gpu-check.sh runs PyTorch's peer");
+  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
+  const std::string torch_version = check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
-  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
-  const std::string torch_version = a.peer.empty() ? "" : probe_torch_peer(a.python, a.peer_timeout);
   refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
   check_out_files(o, names_of(variants), kCompareFiles);
@@ -504,12 +488,14 @@ void run_compare(const CompareArgs& a) {
     rows.push_back(std::move(row));
   }
   std::optional<PeerRun> peers;
-  if (!a.peer.empty()) {
+  if (a.peer.on()) {
     progress(fmt::format("peer: torch {} in '{}': the blog's script and SDPA, {} warm-up and {} timed forwards",
-                         torch_version, a.python, o.warmup, o.iters));
+                         torch_version, a.peer.python, o.warmup, o.iters));
     // The unfused variants' bound: torch's bf16 ops round between ops as naive's do.
     const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
-    peers = run_torch_peer(in, a.python, threads, o.warmup, plan.warmup_min_s, o.iters, tol, ref, a.peer_timeout);
+    peers = run_torch_peer(in, a.peer.python, torch_version, threads, o.warmup, plan.warmup_min_s, o.iters, tol,
+                           [&ref](const Tensor& out, const Tolerance& t) { return compare_to_reference(out, ref.get(), t); },
+                           a.peer.timeout);
     for (const PeerRow& r : peers->rows)
       progress(r.status == RunOutcome::Status::Skipped
                    ? fmt::format("peer {}: skipped: {}", r.name, r.note)
@@ -586,16 +572,7 @@ void add_compare_command(CLI::App& app) {
                 "software counters in each variant's table and summary, as profile --counters records them: page "
                 "faults per op (every thread's), task-clock per forward; attnprof diff of two summaries then shows "
                 "each op's faults");
-  sub->add_option("--peer", args->peer,
-                  "torch: also run PyTorch on the same inputs (the blog's five-op script and its SDPA), timed in its "
-                  "own process and checked against the same fp64 reference (CPU only; needs torch in --python)");
-  args->python_opt = sub->add_option("--python", args->python,
-                                     "the python interpreter for --peer torch (default python3 on PATH)");
-  args->peer_timeout_opt = add_integer_option(
-      sub, "--peer-timeout", args->peer_timeout,
-      "seconds the peer's python may take (its probe, then its run), after which it is stopped and the run ends "
-      "with an error (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
-      0, 86400);
+  add_peer_options(sub, args->peer, "beside the variants");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->footer(variants_help());
   sub->callback([args] { run_compare(*args); });

@@ -27,6 +27,7 @@ struct SweepArgs {
   std::string backend;
   std::string device = "cpu";
   bool variants_given = false;  // named on the command line (not the default list)
+  PeerOptions peer;             // --peer torch: PyTorch's two rows at every N (peer_torch.cpp)
 };
 
 // Longer sequences could not be held by any machine (and doubling past 2^62 would overflow).
@@ -80,11 +81,13 @@ struct Point {
   double gflops = 0;    // attention FLOPs (causal halved) per forward / ms
   double pct_peak = 0;  // gflops over the target's peak (0 when it has none)
   std::vector<double> forward_ms;  // every timed forward (host); the GPU keeps only the median
-  int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward
+  int64_t peak_bytes = 0;  // above the inputs (and prepared state) live before the forward; -1: not measured (peer)
   double max_abs_err = -1;  // of the spot-checked heads against fp64; -1 when not validated
   std::optional<analysis::CpuSharing> sharing;  // host: the other work beside the timed forwards, when measurable
   double sharing_window_s = -1.0;                // host: the stretch it was measured over (warm-ups included)
   std::string status = "ok", note;
+  bool peer = false;  // a --peer torch row: torch in its own process, not one of attnprof's variants
+  std::string call;   // the peer's: what ran
 };
 
 // [1, 1, N, D] copy of head (b, h) of a [B, H, N, D] tensor.
@@ -96,29 +99,38 @@ Tensor head_of(const Tensor& t, int64_t b, int64_t h) {
   return out;
 }
 
-// One forward of the point, its first and last head checked against the fp64 reference of those heads (a
-// full reference at N = 8192 would cost minutes; every head runs the same code). False, with the point
-// marked failed, when a checked element is outside the variant's tolerance.
-bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
-  const AttnOutput out = runner.run(in.q, in.k, in.v);
+// An output's first and last head checked against the fp64 reference of those heads (a full reference at
+// N = 8192 would cost minutes; every head runs the same code).
+ErrorStats check_heads(const Tensor& out, const Inputs& in, const Tolerance& tol) {
   const int64_t G = in.p.Hq / in.p.Hkv;
-  const Tolerance tol = v.tolerance(in.p.dtype);
   ErrorStats worst;
   for (const auto& [b, h] : {std::pair<int64_t, int64_t>{0, 0}, {in.p.B - 1, in.p.Hq - 1}}) {
     const Reference ref = reference_attention(head_of(in.q, b, h), head_of(in.k, b, h / G), head_of(in.v, b, h / G),
                                               in.opt);
-    const ErrorStats e = compare_to_reference(head_of(out.out, b, h), ref, tol);
+    const ErrorStats e = compare_to_reference(head_of(out, b, h), ref, tol);
     if (e.max_abs >= worst.max_abs) worst.max_abs = e.max_abs;
     worst.violations += e.violations;
+    worst.non_finite += e.non_finite;
     worst.count += e.count;
   }
-  pt.max_abs_err = worst.max_abs;
-  if (worst.ok()) return true;
+  return worst;
+}
+
+// The point's status and note from the check of its heads: false, marked failed, when it did not pass.
+bool record_check(const ErrorStats& err, const Tolerance& tol, Point& pt) {
+  pt.max_abs_err = err.max_abs;
+  if (err.ok()) return true;
   pt.status = "failed";
-  pt.note = fmt::format("validation failed: {} of {} checked elements outside atol {:g} + rtol {:g}; max abs "
-                        "error {:.3g}",
-                        worst.violations, worst.count, tol.atol, tol.rtol, worst.max_abs);
+  pt.note = validation_failure(err, tol) + " (of the first and last head, the ones checked)";
   return false;
+}
+
+// One forward of the point, its heads checked (check_heads). False, with the point marked failed, when a checked
+// element is outside the variant's tolerance.
+bool spot_check(Runner& runner, const Variant& v, const Inputs& in, Point& pt) {
+  const AttnOutput out = runner.run(in.q, in.k, in.v);
+  const Tolerance tol = v.tolerance(in.p.dtype);
+  return record_check(check_heads(out.out, in, tol), tol, pt);
 }
 
 // One point on the host: `warmup` forwards (the validation forward counting as the first; without --warmup,
@@ -186,13 +198,70 @@ class Progress {
   double t0_;
 };
 
+// A timed point's attention GFLOP/s and its share of the target's peak.
+void set_rate(Point& pt, const AttnProblem& p, const Target& target) {
+  if (pt.status != "ok" || pt.ms <= 0) return;
+  pt.gflops = attention_flops(p) / (pt.ms * 1e6);
+  pt.pct_peak = target.peak > 0 ? 100 * pt.gflops / target.peak : 0.0;
+}
+
+// The peer's two rows at one N (--peer torch): torch in its own process on the point's inputs, each output's
+// first and last head checked as the variants' are, with the unfused variants' tolerance (torch rounds between
+// ops as naive does). Inputs over the memory budget skip both rows; a row torch cannot run, or whose N×N scores
+// would not fit, is skipped by run_torch_peer with the reason.
+void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, const std::string& torch_version,
+                  std::vector<Point>& out) {
+  static constexpr const char* kRows[] = {"torch-naive", "torch-sdpa"};
+  try {
+    const Inputs in = make_inputs(o, n, /*with_reference=*/false);
+    const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
+    const PeerRun run = run_torch_peer(
+        in, po.python, torch_version, ops::num_threads(), o.warmup, warmup_floor_s(o), o.iters, tol,
+        [&in](const Tensor& t, const Tolerance& tl) { return check_heads(t, in, tl); }, po.timeout);
+    for (const PeerRow& r : run.rows) {
+      Point pt;
+      pt.variant = r.name;
+      pt.seq = n;
+      pt.peer = true;
+      pt.call = r.call;
+      pt.peak_bytes = -1;  // torch's CPU allocator keeps no count to read
+      if (r.status == RunOutcome::Status::Skipped) {
+        pt.status = "skipped";
+        pt.note = r.note;
+      } else {
+        pt.ms = r.ms;
+        pt.forward_ms = r.forward_ms;
+        pt.sharing = r.sharing;
+        pt.sharing_window_s = r.sharing_window_s;
+        (void)record_check(r.err, tol, pt);
+      }
+      out.push_back(std::move(pt));
+    }
+  } catch (const OutOfBudget& e) {
+    for (const char* name : kRows) {
+      Point pt;
+      pt.variant = name;
+      pt.seq = n;
+      pt.peer = true;
+      pt.peak_bytes = -1;
+      pt.status = "skipped";
+      pt.note = e.what();
+      out.push_back(std::move(pt));
+    }
+  }
+}
+
 // Every (variant, N) point, in that order: validated on two heads, then timed (host or device); one over the memory
-// budget, or that the variant cannot serve, is a skipped point with the reason. A progress bar with an ETA.
+// budget, or that the variant cannot serve, is a skipped point with the reason. Then, with --peer torch, torch's
+// two rows at every N. A progress bar with an ETA.
 std::vector<Point> measure_points(const std::vector<const Variant*>& variants, const std::vector<int64_t>& seqs,
-                                  const CommonOptions& o, bool gpu, const Target& target) {
-  // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest).
+                                  const CommonOptions& o, bool gpu, const Target& target, const PeerOptions& po,
+                                  const std::string& torch_version) {
+  // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest; the peer's
+  // two rows as two variants).
   double total = 0;
-  for (size_t vi = 0; vi < variants.size(); ++vi)
+  const size_t series = variants.size() + (po.on() ? 2 : 0);
+  for (size_t vi = 0; vi < series; ++vi)
     for (int64_t n : seqs) total += attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
   Progress bar(total);
   double done = 0;
@@ -223,10 +292,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
         } else {
           measure_on_host(*runner, in, o, pt);
         }
-        if (pt.status == "ok" && pt.ms > 0) {
-          pt.gflops = attention_flops(in.p) / (pt.ms * 1e6);
-          pt.pct_peak = target.peak > 0 ? 100 * pt.gflops / target.peak : 0.0;
-        }
+        set_rate(pt, in.p, target);
       } catch (const OutOfBudget& e) {
         pt.status = "skipped";
         pt.note = e.what();
@@ -237,6 +303,25 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       points.push_back(std::move(pt));
     }
   }
+  if (po.on()) {
+    std::vector<Point> peer;  // per N both rows; listed below per row, as the variants' points are
+    for (int64_t n : seqs) {
+      bar.update(done, fmt::format("torch N={}", n));
+      const size_t before = peer.size();
+      measure_peer(n, o, po, torch_version, peer);
+      for (size_t i = before; i < peer.size(); ++i) {
+        Point& pt = peer[i];
+        set_rate(pt, problem_of(o, n), target);
+        if (pt.status == "ok") continue;
+        if (::isatty(2)) std::fputc('\n', stderr);
+        progress(fmt::format("sweep: {} N={} {}: {}", pt.variant, n, pt.status, pt.note));
+      }
+      done += 2 * attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
+    }
+    for (const char* name : {"torch-naive", "torch-sdpa"})
+      for (Point& pt : peer)
+        if (pt.variant == name) points.push_back(std::move(pt));
+  }
   bar.update(total, "done");
   bar.done();
   return points;
@@ -244,26 +329,31 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
 
 // The least-squares power laws of time and memory over N, per variant: their lines of the text (with a note for
 // each kind of doubtful fit), and one object each into `fits` (sweep.json's).
-std::string scaling_fits(const std::vector<const Variant*>& variants, const std::vector<Point>& points,
+// `names`: the variants', then the peer's rows; a series whose memory was not measured (the peer's) has a time fit
+// only.
+std::string scaling_fits(const std::vector<std::string>& names, const std::vector<Point>& points,
                          nlohmann::json& fits) {
   std::string text;
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
   bool any_weak = false, any_implausible = false, any_disturbed = false;  // a note below for each kind of doubt
-  for (const Variant* v : variants) {
+  for (const std::string& name : names) {
     std::vector<double> x, t, mem;
     size_t disturbed = 0;  // points whose forwards shared the CPUs (Busy) or disagreed (Noisy)
+    bool memory_measured = true;
     for (const Point& p : points)
-      if (p.variant == v->name && p.status == "ok") {
+      if (p.variant == name && p.status == "ok") {
+        memory_measured = memory_measured && p.peak_bytes >= 0;
         x.push_back(double(p.seq));
         t.push_back(p.ms);
         mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
         if ((p.sharing && p.sharing->shared()) || report::is_noisy(p.forward_ms)) ++disturbed;
       }
     if (x.size() < 2) {
-      text += fmt::format("  {}: fewer than 2 points ran, no fit\n", v->name);
+      text += fmt::format("  {}: fewer than 2 points ran, no fit\n", name);
       continue;
     }
     for (const auto& [metric, y] : {std::pair<const char*, const std::vector<double>&>{"time", t}, {"memory", mem}}) {
+      if (!memory_measured && std::string(metric) == "memory") continue;
       const analysis::PowerFit f = analysis::fit_power_law(x, y);
       // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
       // of the variant but of disturbed timings, however well two or three points line up.
@@ -276,7 +366,7 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
       any_weak = any_weak || f.weak();
       any_implausible = any_implausible || implausible;
       any_disturbed = any_disturbed || mostly_disturbed;
-      fits.push_back({{"variant", v->name},
+      fits.push_back({{"variant", name},
                            {"metric", metric},
                            {"exponent", f.exponent},
                            {"coefficient", f.coefficient},
@@ -291,12 +381,12 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
       const std::string dist_text =
           mostly_disturbed ? fmt::format("  disturbed: {} of {} points Busy or Noisy", dist, x.size()) : "";
       const std::string exponent = report::format_exponent(f.exponent);
-      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", v->name,
+      text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", name,
                                          metric, exponent, f.exponent_stderr, f.r2, x.size(),
                                          f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "",
                                          dist_text)
                            : fmt::format("  {:<11} {:<7} exponent {}  (2 points: a line through both, no error "
-                                         "estimate){}{}\n", v->name, metric, exponent, implausible ? "  implausible" : "",
+                                         "estimate){}{}\n", name, metric, exponent, implausible ? "  implausible" : "",
                                          dist_text);
     }
   }
@@ -315,6 +405,8 @@ std::string scaling_fits(const std::vector<const Variant*>& variants, const std:
 
 void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
+  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
+  const std::string torch_version = check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
@@ -341,7 +433,9 @@ void run_sweep(const SweepArgs& a) {
   const AttnProblem ps = problem_of(o, seqs.front());
   const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
 
-  const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target);
+  const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target, a.peer, torch_version);
+  std::vector<std::string> series = names_of(variants);  // the variants', then the peer's rows
+  if (a.peer.on()) series.insert(series.end(), {"torch-naive", "torch-sdpa"});
 
   // The shared problem, as compare.json records its shape, so report can tell a sweep of grouped-query heads
   // or another batch from the run beside it.
@@ -365,12 +459,21 @@ void run_sweep(const SweepArgs& a) {
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
   const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
+  if (a.peer.on())
+    j["peer"] = {{"kind", "torch"},
+                 {"python", a.peer.python},
+                 {"torch_version", torch_version},
+                 {"threads", threads},
+                 {"timing", "time.perf_counter around each forward, in the peer's process"},
+                 {"check", "the first and last head of each output against the fp64 reference, with naive's tolerance"},
+                 {"peak_bytes", "not measured: torch's CPU allocator keeps no count to read"}};
   if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
   else j["machine"] = {{"memory_reclaim", reclaim}};  // why a noisy point may be the machine's, as compare.json
   std::string csv = "variant,seq,ms,gflops,peak_bytes,status,note\n";
   for (const Point& p : points) {
-    const bool ok = p.status == "ok";
+    const bool ok = p.status == "ok", bytes = ok && p.peak_bytes >= 0;
     j["points"].push_back({{"variant", p.variant},
+                           {"peer", p.peer},
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"gflops", ok ? nlohmann::json(p.gflops) : nlohmann::json()},
@@ -378,12 +481,13 @@ void run_sweep(const SweepArgs& a) {
                            {"forward_ms", p.forward_ms},
                            {"spread", ok ? report::spread_json(p.forward_ms) : nlohmann::json()},
                            {"cpu_sharing", report::cpu_sharing_json(p.sharing)},
-                           {"peak_bytes", ok ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
+                           {"peak_bytes", bytes ? nlohmann::json(p.peak_bytes) : nlohmann::json()},
                            {"max_abs_err", p.max_abs_err >= 0 ? nlohmann::json(p.max_abs_err) : nlohmann::json()},
                            {"status", p.status},
                            {"note", p.note}});
+    if (p.peer) j["points"].back()["call"] = p.call;
     csv += report::csv_line({p.variant, std::to_string(p.seq), ok ? report::csv_number(p.ms) : "",
-                             ok ? report::csv_number(p.gflops) : "", ok ? std::to_string(p.peak_bytes) : "",
+                             ok ? report::csv_number(p.gflops) : "", bytes ? std::to_string(p.peak_bytes) : "",
                              p.status, p.note});
   }
   // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
@@ -399,14 +503,28 @@ void run_sweep(const SweepArgs& a) {
     text += p.status == "ok"
                 ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
                               p.gflops * rate_scale, p.pct_peak,
-                              report::format_bytes_decimal(p.peak_bytes), p.max_abs_err)
+                              p.peak_bytes >= 0 ? report::format_bytes_decimal(p.peak_bytes) : "--", p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
+  if (a.peer.on()) {
+    std::vector<std::string> calls;  // what each row ran, from its first point that says
+    for (const char* name : {"torch-naive", "torch-sdpa"}) {
+      const auto it = std::find_if(points.begin(), points.end(), [&](const Point& p) {
+        return p.variant == name && !p.call.empty();
+      });
+      if (it != points.end()) calls.push_back(fmt::format("{} = {}", name, it->call));
+    }
+    text += fmt::format("Peer: torch {} ('{}', {}){}{}; each forward timed by time.perf_counter in the peer's process, "
+                        "not profiled; the first and last head of its output checked as the variants'; its peak memory "
+                        "is not measured (--): torch's CPU allocator keeps no count.\n",
+                        torch_version, a.peer.python, threads_text(threads), calls.empty() ? "" : ": ",
+                        fmt::join(calls, ", "));
+  }
   std::vector<report::Timings> timings;
   for (const Point& p : points)
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing, p.sharing_window_s});
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
-  text += scaling_fits(variants, points, j["fits"]);
+  text += scaling_fits(series, points, j["fits"]);
   text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
                       "time; % peak of the {} {:.1f} {} ({}). It climbs with N while fixed costs amortise, and "
                       "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "
@@ -422,20 +540,24 @@ void run_sweep(const SweepArgs& a) {
       if (p.status == "ok" && p.pct_peak > 100) over.push_back(fmt::format("{} at N={}", p.variant, p.seq));
     text += over_peak_note(target, over);
   }
-  text += "Max err: max |out - fp64| over the first and last head, checked before timing (a FAIL is not timed).\n";
+  text += fmt::format("Max err: max |out - fp64| over the first and last head, checked before timing (a failed point "
+                      "is not timed){}.\n", a.peer.on() ? "; the peer's, of its last timed forward" : "");
   text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in decimal units as "
                       "compare prints them (1 MB = 10^6 B; the torch-style tables print binary 1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : "");
   commit_and_print(o, "sweep", j, text, csv, outputs);
+  // The exit status is attnprof's variants': the peer's rows are set beside them, as compare's are.
   std::vector<std::string> failed;
-  for (const Point& p : points)
+  size_t own = 0, skipped = 0;
+  for (const Point& p : points) {
+    if (p.peer) continue;
+    ++own;
     if (p.status == "failed") failed.push_back(fmt::format("{} at N={}", p.variant, p.seq));
+    if (p.status == "skipped") ++skipped;
+  }
   exit_if_validation_failed(failed);
-  const size_t skipped = size_t(std::count_if(points.begin(), points.end(), [](const Point& p) {
-    return p.status == "skipped";
-  }));
-  exit_if_nothing_measured(points.size() - skipped, skipped, "point");
+  exit_if_nothing_measured(own - skipped, skipped, "point");
 }
 
 }  // namespace
@@ -450,6 +572,7 @@ void add_sweep_command(CLI::App& app) {
   sub->add_option("--backend", args->backend,
                   "SDPA backend for 'sdpa' in --variants: math | flash | auto (with --device cuda: math | cudnn | auto)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
+  add_peer_options(sub, args->peer, "at every N (torch-naive and torch-sdpa, time fits only)");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
   // Every point's N (queries and keys alike) comes from --seq: the shared help lines say so here.
   sub->get_option("--shape")->description("B,H,N,D: every point's B, H and D (default: the blog's 8,16,1024,64); N "

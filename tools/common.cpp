@@ -830,6 +830,12 @@ const Reference& LazyReference::get() {
   return *ref_;
 }
 
+std::vector<std::string> names_of(const std::vector<const Variant*>& variants) {
+  std::vector<std::string> names;
+  for (const Variant* v : variants) names.push_back(v->name);
+  return names;
+}
+
 void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in) {
   for (const Variant* v : variants) {
     if (v->unsupported(in.p)) continue;

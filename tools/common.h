@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -330,9 +331,30 @@ struct PeerRun {
 };
 // `timeout_s` > 0: the interpreter is stopped (SIGKILL) past that many seconds and an Error says so.
 std::string probe_torch_peer(const std::string& python, int timeout_s = 0);
-PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, double warmup_min_s,
-                       int iters, const Tolerance& tol, LazyReference& ref, int timeout_s = 0);
+// Checks one row's fp32 output [B, Hq, Nq, D] against the fp64 reference: the whole of it (compare), or the heads
+// sweep checks of its variants' outputs.
+using PeerCheck = std::function<ErrorStats(const Tensor& out, const Tolerance& tol)>;
+// `torch_version` (probe_torch_peer's) says whether torch's SDPA holds N×N scores on the CPU, for its memory check.
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::string& torch_version, int threads,
+                       int warmup, double warmup_min_s, int iters, const Tolerance& tol, const PeerCheck& check,
+                       int timeout_s = 0);
+// The peer's flags, as compare and sweep take them: --peer torch, --python, --peer-timeout.
+struct PeerOptions {
+  std::string peer;  // "torch", or empty: no peer
+  std::string python = "python3";
+  int timeout = 0;  // seconds the peer's process may take, each of its runs; 0: no limit
+  CLI::Option* python_opt = nullptr;
+  CLI::Option* timeout_opt = nullptr;
+  bool on() const { return !peer.empty(); }
+};
+// `what` ends --peer's help: what the peer's rows are set beside in this command.
+void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what);
+// The refusals (--python or --peer-timeout without --peer, a peer other than torch, --device cuda), then the probe:
+// torch's version, or "" without --peer. An interpreter that cannot run the peer is refused before anything runs.
+std::string check_peer_options(const PeerOptions& po, bool gpu);
 
+// The variants' names, in their order.
+std::vector<std::string> names_of(const std::vector<const Variant*>& variants);
 // Before the first of several variants runs: prepares each supported one and drops it, so what a prepare loads
 // (OpenBLAS, after its check of the address-space limit) is loaded, or refused with an Error, before any variant
 // is validated or timed. A memory-budget refusal (OutOfBudget) is left for run_variant to report as a skip.

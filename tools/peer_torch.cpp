@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <thread>
 #include <cmath>
 #include <cstring>
@@ -33,7 +34,7 @@ namespace {
 // The running peer's process group (its interpreter's pid), 0 when none runs: read by the signal handler.
 std::atomic<pid_t> g_peer_group{0};
 
-// argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S. Exit 3: numpy or torch cannot be imported.
+// argv: probe | run DTYPE CAUSAL THREADS WARMUP ITERS SCALE NAIVE WARMUP_MIN_S MAX_FORWARDS SDPA. Exit 3: numpy or torch cannot be imported.
 constexpr const char* kScript = R"PY(
 import json, os, stat, sys, threading, time
 def exit_with_parent():  # attnprof killed outright (SIGKILL, the OOM killer) runs no handler: stop with it
@@ -78,6 +79,7 @@ def main():
     warmup, iters, scale, run_naive = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]), sys.argv[8] == "1"
     warmup_min_s = float(sys.argv[9])  # then more warm-up forwards until this long has passed, as attnprof's
     max_forwards = int(sys.argv[10])   # ... but never more than attnprof's own cap on them
+    run_sdpa = sys.argv[11] == "1"
     torch.set_num_threads(threads)
     src = sys.stdin.buffer
     def tensor(a):  # bf16 travels as its 16-bit patterns ('<u2'), as attnprof writes it
@@ -113,7 +115,7 @@ def main():
                            ("torch-sdpa", sdpa_call, sdpa)):
         row = {"name": name, "call": call}
         rows.append(row)
-        if name == "torch-naive" and not run_naive:
+        if (name == "torch-naive" and not run_naive) or (name == "torch-sdpa" and not run_sdpa):
             row["skipped"] = True
             continue
         try:
@@ -310,10 +312,40 @@ nlohmann::json result_line(const std::string& python, const Child& c, size_t& en
   }
 }
 
+// True when this torch composes SDPA on the CPU from the math path, which holds N×N scores: every torch before
+// 2.1, which added a CPU flash kernel. A version it cannot read counts as one that does (checked, not assumed).
+bool sdpa_holds_scores(const std::string& torch_version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(torch_version.c_str(), "%d.%d", &major, &minor) != 2) return true;
+  return major < 2 || (major == 2 && minor < 1);
+}
+
 }  // namespace
 
 void kill_peer_on_signal() noexcept {
   if (const pid_t g = g_peer_group.load(std::memory_order_acquire); g > 0) ::kill(-g, SIGKILL);
+}
+
+void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what) {
+  sub->add_option("--peer", po.peer,
+                  "torch: also run PyTorch on the same inputs (the blog's five-op script and its SDPA), timed in its "
+                  "own process and checked against the same fp64 reference, " + what +
+                      " (CPU only; needs torch in --python)");
+  po.python_opt = sub->add_option("--python", po.python, "the python interpreter for --peer torch (default python3 on PATH)");
+  po.timeout_opt = add_integer_option(
+      sub, "--peer-timeout", po.timeout,
+      "seconds the peer's python may take (its probe, then each run), after which it is stopped and the run ends "
+      "with an error (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
+      0, 86400);
+}
+
+std::string check_peer_options(const PeerOptions& po, bool gpu) {
+  if (po.python_opt->count() > 0 && !po.on()) ATTNPROF_FAIL("--python applies with --peer torch only");
+  if (po.timeout_opt->count() > 0 && !po.on()) ATTNPROF_FAIL("--peer-timeout applies with --peer torch only");
+  if (po.on() && po.peer != "torch") ATTNPROF_FAIL("unknown --peer '{}': expected torch", po.peer);
+  if (po.on() && gpu)
+    ATTNPROF_FAIL("--peer torch runs on the CPU backend; on a GPU, scripts/gpu-check.sh runs PyTorch's peer");
+  return po.on() ? probe_torch_peer(po.python, po.timeout) : "";
 }
 
 std::string probe_torch_peer(const std::string& python, int timeout_s) {
@@ -325,22 +357,32 @@ std::string probe_torch_peer(const std::string& python, int timeout_s) {
   return terminal_line(result_line(python, c, end)["torch"].get<std::string>());
 }
 
-PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads, int warmup, double warmup_min_s,
-                       int iters, const Tolerance& tol, LazyReference& ref, int timeout_s) {
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::string& torch_version, int threads,
+                       int warmup, double warmup_min_s, int iters, const Tolerance& tol, const PeerCheck& check,
+                       int timeout_s) {
   const AttnProblem& p = in.p;
   PeerRun run;
   run.python = python;
   // The blog's script holds N×N scores in the peer's own process: checked against the same memory budget as
-  // attnprof's naive (its inputs, our copy of them for its stdin, the fp32 outputs coming back, and 3 N×N).
+  // attnprof's naive (its inputs, our copy of them for its stdin, the fp32 outputs coming back, and 3 N×N). So
+  // is torch's SDPA where it composes the same ops (before torch 2.1, the math path on the CPU).
   const double nn = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * double(dtype_size(p.dtype));
   const double outputs = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.D) * 4.0;
-  std::string naive_skip;
-  try {
-    check_memory_budget(2 * input_bytes(p) + 2 * outputs + 3 * nn,
-                        fmt::format("torch-naive at {} (its inputs, its outputs and three N×N score tensors)", p.str()));
-  } catch (const OutOfBudget& e) {
-    naive_skip = e.what();
-  }
+  const auto budget_skip = [&](const std::string& what) -> std::string {
+    try {
+      check_memory_budget(2 * input_bytes(p) + 2 * outputs + 3 * nn, fmt::format("{} at {}", what, p.str()));
+    } catch (const OutOfBudget& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string naive_skip = budget_skip("torch-naive (its inputs, its outputs and three N×N score tensors)");
+  const std::string sdpa_skip =
+      sdpa_holds_scores(torch_version)
+          ? budget_skip(fmt::format("torch-sdpa (torch {} composes it on the CPU from the math path: its inputs, its "
+                                    "outputs and three N×N score tensors, as the blog's script)",
+                                    torch_version))
+          : "";
   MemFile stdin_file("attnprof-peer-in");
   for (const Tensor* t : {&in.q, &in.k, &in.v}) stdin_file.append(npy::to_bytes(*t));
   const double scale = in.opt.scale.value_or(1.0 / std::sqrt(double(p.D)));
@@ -348,7 +390,8 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
                              {"run", std::string(dtype_name(p.dtype)), p.mask == MaskKind::Causal ? "1" : "0",
                               std::to_string(threads), std::to_string(warmup), std::to_string(iters),
                               fmt::format("{:.17g}", scale), naive_skip.empty() ? "1" : "0",
-                              fmt::format("{:g}", warmup_min_s), std::to_string(kMaxWarmupForwards)},
+                              fmt::format("{:g}", warmup_min_s), std::to_string(kMaxWarmupForwards),
+                              sdpa_skip.empty() ? "1" : "0"},
                              stdin_file, timeout_s);
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed: {}", python, c.why());
@@ -378,7 +421,8 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
     row.tol = tol;
     if (r.contains("skipped") && r["skipped"] == true) {
       row.status = RunOutcome::Status::Skipped;
-      row.note = naive_skip.empty() ? "the peer skipped it unasked" : naive_skip;
+      const std::string& asked = row.name == kRows[0] ? naive_skip : sdpa_skip;
+      row.note = asked.empty() ? "the peer skipped it unasked" : asked;
     } else if (r.contains("error")) {
       row.status = RunOutcome::Status::Skipped;
       row.note = "torch " + run.torch_version + " raised " +
@@ -422,7 +466,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, int threads,
       if (out.shape() != want)
         ATTNPROF_FAIL("--peer torch: the peer's {} output has shape {}, expected {}", row.name, shape_str(out.shape()),
                       shape_str(want));
-      row.err = compare_to_reference(out, ref.get(), tol);
+      row.err = check(out, tol);
       row.status = row.err.ok() ? RunOutcome::Status::Ok : RunOutcome::Status::Failed;
       if (!row.err.ok()) row.note = validation_failure(row.err, tol);
     }
