@@ -175,6 +175,35 @@ TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
   }
   EXPECT_TRUE(named_process);
   EXPECT_TRUE(named_stream);
+  // Kineto's External id: one per CPU zone, unique; a launch and the GPU work it enqueued carry the id of the
+  // zone they were launched from (the zone the cuda_runtime slice nests in), so HTA and TensorBoard can tie a
+  // kernel to its op; `correlation` pairs the launch with its activity.
+  std::map<int64_t, nlohmann::json> zone_by_id;
+  for (const auto& e : ev)
+    if (e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation")) {
+      ASSERT_TRUE(e["args"].contains("External id")) << e;
+      EXPECT_TRUE(zone_by_id.emplace(e["args"]["External id"].get<int64_t>(), e).second) << "id taken twice: " << e;
+    }
+  std::map<int64_t, int64_t> launch_id;  // correlation -> External id of the launch
+  for (const auto& e : ev)
+    if (e["ph"] == "X" && e["cat"] == "cuda_runtime") {
+      ASSERT_TRUE(e["args"].contains("External id")) << e;
+      const auto z = zone_by_id.find(e["args"]["External id"].get<int64_t>());
+      ASSERT_NE(z, zone_by_id.end()) << e;
+      const double zs = z->second["ts"], zd = z->second["dur"], s = e["ts"], d = e["dur"];
+      EXPECT_EQ(z->second["tid"], e["tid"]);
+      EXPECT_TRUE(zs <= s && s + d <= zs + zd + 1e-9) << "launched inside the zone it names: " << z->second << e;
+      launch_id[e["args"]["correlation"].get<int64_t>()] = e["args"]["External id"].get<int64_t>();
+    }
+  int tied = 0;
+  for (const auto& e : ev)
+    if (e["ph"] == "X" && (e["cat"] == "kernel" || e["cat"] == "gpu_memcpy" || e["cat"] == "gpu_memset")) {
+      const auto l = launch_id.find(e["args"]["correlation"].get<int64_t>());
+      if (l == launch_id.end()) continue;
+      EXPECT_EQ(e["args"]["External id"], l->second) << e;
+      ++tied;
+    }
+  EXPECT_EQ(tied, 3);
   EXPECT_EQ(kernels, 2);
   EXPECT_EQ(memcpys, 1);
   EXPECT_EQ(runtime, 3);

@@ -11,14 +11,16 @@
 // fractions reach the file). Each zone's end is rounded separately from its start, then clamped into its
 // parent's interval, so X events on one (pid, tid) nest or are disjoint exactly as recorded. Events are
 // written in (ts ascending, dur descending, depth ascending) order so parents precede their children.
-// Zone args carry "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
+// Zone args carry Kineto's "External id" (1, 2, ... over the zones in thread order; the GPU work a zone launched
+// carries its id), "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
 // the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant, and
 // software counters when recorded. No JSON DOM is built: export runs at millions of events per second.
 //
 // Device events (CUDA profiles), laid out as torch.profiler's Kineto traces lay them out:
 //   - a process "GPU <n> (<device name>)" (pid = host pid + 1 + n) with one track per stream ("stream 7")
 //     holding the kernel / gpu_memcpy / gpu_memset X events, args grid, block, registers per thread,
-//     shared memory, bytes, correlation, and the launching op's FLOPs and bytes when they apply;
+//     shared memory, bytes, correlation, the launching zone's External id, and the launching op's FLOPs and
+//     bytes when they apply;
 //   - a "cuda_runtime" X event for each launching API call on the launching CPU thread, clamped into the
 //     zone that launched it, with a flow start (ph "s", cat "ac2g", id = correlation id) and a flow end
 //     (ph "f", bp "e") on the activity, so Perfetto draws an arrow from the launch to the kernel;
@@ -127,7 +129,9 @@ bool has_launch(const prof::ProfileResult& r, const prof::DeviceActivity& d) {
 int64_t trace_tid(const prof::ThreadTrace& t) { return int64_t(t.tid) + 1; }
 
 // One device-side item (rare next to zones: formatted, not hand-appended).
-void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid) {
+// A launch and its activity carry the launching zone's External id (as Kineto's cuda_runtime and kernel events carry
+// their cpu_op's), when the launch was tied to a zone; `correlation` pairs the two.
+void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid, int64_t external_id) {
   auto out = std::back_inserter(b);
   if (it.kind == Kind::DeviceMemory) {
     const prof::DeviceMemEvent& m = r.device_mem[it.index];
@@ -145,7 +149,9 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     put_us(b, it.ts);
     put(b, ",\"dur\":");
     put_us(b, it.dur);
-    fmt::format_to(out, ",\"args\":{{\"correlation\":{0},\"External id\":{0}}}}}", d.correlation);
+    fmt::format_to(out, ",\"args\":{{\"correlation\":{}", d.correlation);
+    if (external_id > 0) fmt::format_to(out, ",\"External id\":{}", external_id);
+    put(b, "}}");
     fmt::format_to(out, ",\n{{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
                    d.correlation, pid, tid);
     put_us(b, it.ts);
@@ -161,8 +167,9 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
   put_us(b, it.ts);
   put(b, ",\"dur\":");
   put_us(b, it.dur);
-  fmt::format_to(out, ",\"args\":{{\"device\":{0},\"stream\":{1},\"correlation\":{2},\"External id\":{2}", d.device,
-                 d.stream, d.correlation);
+  fmt::format_to(out, ",\"args\":{{\"device\":{},\"stream\":{},\"correlation\":{}", d.device, d.stream,
+                 d.correlation);
+  if (external_id > 0) fmt::format_to(out, ",\"External id\":{}", external_id);
   if (d.kind == prof::DeviceActivity::Kind::Kernel) {
     fmt::format_to(out,
                    ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"registers per thread\":{},\"shared memory\":{}",
@@ -200,12 +207,21 @@ using Sink = std::function<void(std::string_view)>;
 struct Layout {
   std::vector<Item> items;                 // sorted by ts, longer first, outer first
   std::vector<std::vector<OpCost>> incl;   // per thread, per zone: its inclusive cost (the zone's args)
+  // Kineto's "External id" of zone i of thread t: first_id[t] + i, unique in the trace (1, 2, ... in thread
+  // order). The GPU work a zone launched carries the same number.
+  std::vector<int64_t> first_id;
+  int64_t external_id(int32_t thread, int32_t zone) const {
+    return thread >= 0 && size_t(thread) < first_id.size() && zone >= 0 ? first_id[size_t(thread)] + zone : 0;
+  }
 };
 
 Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
   Layout l;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());  // per zone: clamped interval
   l.incl.resize(r.threads.size());
+  l.first_id.resize(r.threads.size());
+  for (size_t ti = 0, next = 1; ti < r.threads.size(); next += r.threads[ti].zones.size(), ++ti)
+    l.first_id[ti] = int64_t(next);
   size_t n_items = 0;
   for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
@@ -302,13 +318,13 @@ void put_track_names(Buf& b, const prof::ProfileResult& r, long pid) {
   }
 }
 
-// A zone's args, after the opening brace: torch's "Input Dims" and "Input type" (record_shapes), its inclusive
-// cost model, its variant and its software counters. Appends only (the hot loop).
-void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c) {
-  bool first = true;
+// A zone's args, after the opening brace: Kineto's "External id", torch's "Input Dims" and "Input type"
+// (record_shapes), its inclusive cost model, its variant and its software counters. Appends only (the hot loop).
+void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c, int64_t external_id) {
+  put(b, "\"External id\":");
+  put_int(b, external_id);
   auto key = [&](std::string_view k) {
-    if (!first) b.push_back(',');
-    first = false;
+    b.push_back(',');
     put(b, k);
   };
   if (e.n_shapes > 0) {
@@ -367,7 +383,10 @@ void put_other_data(Buf& b, const prof::ProfileResult& r) {
   put(b, "\n],\n\"otherData\":{");
   fmt::format_to(std::back_inserter(b), "\"profiler\":\"attnprof\",\"clock\":");
   put_escaped(b, r.clock);
-  fmt::format_to(std::back_inserter(b), ",\"zone_overhead_ns\":{:.3f},\"counters\":", r.zone_overhead_ns);
+  put(b, ",\"zone_overhead_ns\":");
+  if (std::isfinite(r.zone_overhead_ns)) put_number(b, r.zone_overhead_ns);
+  else put(b, "null");  // not a figure: no number stands in for it
+  put(b, ",\"counters\":");
   put_escaped(b, r.counters_note);
   fmt::format_to(std::back_inserter(b), ",\"profile_memory\":{},\"record_shapes\":{}", r.memory_recorded,
                  r.shapes_recorded);
@@ -451,7 +470,8 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   for (const Item& it : lay.items) {
     maybe_flush();
     if (it.kind == Kind::Launch || it.kind == Kind::Device || it.kind == Kind::DeviceMemory) {
-      put_device_item(b, r, it, pid);
+      const prof::DeviceActivity* d = it.kind == Kind::DeviceMemory ? nullptr : &r.device[it.index];
+      put_device_item(b, r, it, pid, d ? lay.external_id(d->thread, d->zone) : 0);
       continue;
     }
     const prof::ThreadTrace& t = r.threads[it.thread];
@@ -470,7 +490,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
     if (it.kind == Kind::Zone) {
       const prof::ZoneEvent& e = t.zones[it.index];
       put_slice(e.category ? e.category : "cpu_op", e.name);
-      put_zone_args(b, e, lay.incl[it.thread][it.index]);
+      put_zone_args(b, e, lay.incl[it.thread][it.index], lay.external_id(int32_t(it.thread), int32_t(it.index)));
       put(b, "}}");
     } else if (it.kind == Kind::Work) {
       const prof::WorkSpan& w = t.work[it.index];
