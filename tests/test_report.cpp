@@ -454,6 +454,11 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   ka.rows.back().self_cost = ka.rows.back().cost;
   EXPECT_EQ(first_rows("flop_per_byte")[0], "softmax  ");
   EXPECT_EQ(first_rows("gflops")[0], "matmul   ");  // 20000 GFLOP/s against 200
+  // A costed op whose figure is 0 (a copy's GFLOP/s) still sorts before the row without a cost model.
+  ka.rows.push_back(op("copy_", 50, 50, 1, 0, 0, 0));
+  ka.rows.back().cost.bytes_read = 1e6;
+  ka.rows.back().self_cost = ka.rows.back().cost;
+  EXPECT_EQ(first_rows("gflops"), (std::vector<std::string>{"matmul   ", "softmax  ", "copy_    "}));
   try {
     report::table(ka, {.sort_by = "bogus"});
     FAIL() << "an unknown key was taken";

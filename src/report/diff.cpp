@@ -1112,7 +1112,8 @@ std::string diff_table(const RunDiff& d) {
     s += fmt::format("*: the forwards of one side spread by more than {:.0f} % or shared the CPUs with other work: that "
                      "speed-up may be the machine's, not the code's.\n",
                      (kNoisySpread - 1.0) * 100.0);
-  for (const std::string& line : timing_notes(timings, "", kMoreForwardsOfAStoredRun)) s += line + "\n";
+  // Compare runs: their forwards come from --iters (no --schedule there).
+  for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
   return s;
 }
 

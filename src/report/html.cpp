@@ -462,7 +462,8 @@ void section_compare(Page& pg, const Input& in) {
     for (const json& r : *peer_rows)
       if (str(r, "status") != "skipped" && std::isfinite(num(r, "ms", NAN)))
         timings.push_back({str(r, "name", "?"), forward_ms(r), cpu_sharing_of(r)});
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "", kMoreForwardsOfAStoredRun)) pg.note(line);
+  // A compare's or a sweep's forwards come from --iters (no --schedule there).
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
@@ -1197,7 +1198,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.note("A fit through two points is a line through both: it has no error estimate and its R² is 1 by "
             "construction (shown as –).");
   const json* machine = member(s, {"machine"});
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "", kMoreForwardsOfAStoredRun)) pg.note(line);
+  // A compare's or a sweep's forwards come from --iters (no --schedule there).
+  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
   pg.end_section();
 }
 

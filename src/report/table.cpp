@@ -74,9 +74,10 @@ SortKey sort_key(const std::string& key, bool has_device) {
   if (key == "self_cpu_memory_usage") return [](const OpStats& s) { return double(s.self_mem_bytes); };
   if (key == "count") return [](const OpStats& s) { return double(s.calls); };
   if (key == "flops") return [](const OpStats& s) { return s.cost.flops; };
-  // attnprof's own columns: the rates and the intensity as the table prints them (0 for a row without a cost,
-  // which sorts it last), and the software counters' faults (-1 when not recorded: last as well).
-  auto costed = [](const OpStats& s, double v) { return s.cost.does_work() ? v : 0.0; };
+  // attnprof's own columns: the rates and the intensity as the table prints them (-1 for a row without a cost,
+  // which sorts it last, after a costed row whose figure is 0: copy_'s GFLOP/s), and the software counters'
+  // faults (-1 when not recorded: last as well).
+  auto costed = [](const OpStats& s, double v) { return s.cost.does_work() ? v : -1.0; };
   if (key == "gflops") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.flops / s.rate_ns() : 0.0); };
   if (key == "gbs") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.bytes() / s.rate_ns() : 0.0); };
   if (key == "flop_per_byte") return [=](const OpStats& s) { return costed(s, s.cost.bytes() > 0 ? s.cost.intensity() : 0.0); };
