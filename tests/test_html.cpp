@@ -683,6 +683,25 @@ std::set<std::string> chart_variants(const json& data, const std::string& kind) 
   return out;
 }
 
+// A trace that is there but cannot be read is named with why in the timeline section, not taken for a missing one
+// ("run attnprof compare"): cut short, or over the size limit.
+TEST(HtmlReport, ATraceThatCannotBeReadIsNamedNotTakenForAMissingOne) {
+  TempDir d("bad-trace");
+  fs::copy_file(kFixtures / "naive.summary.json", d.path / "naive.summary.json");
+  spit(d.path / "naive.trace.json", "{\"traceEvents\":[");
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("No timeline: no trace in this directory could be drawn."), std::string::npos);
+  EXPECT_NE(page.find("naive: naive.trace.json could not be parsed ("), std::string::npos);
+  EXPECT_EQ(page.find("holds a forward (run"), std::string::npos) << "the trace is there: no advice to write one";
+  fs::resize_file(d.path / "naive.trace.json", uint64_t(300) << 20);  // sparse: nothing is read
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("naive: naive.trace.json not read: it is 314572800 bytes (300.00 MiB), over the 256 MiB"),
+            std::string::npos);
+  fs::remove(d.path / "naive.trace.json");
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("No timeline: no trace in this directory holds a forward (run"), std::string::npos);
+}
+
 TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   // An earlier run of another shape left its files in the directory: drawing them beside this run's would
   // compare different problems (the step-by-step changes, the roofline, the tables).

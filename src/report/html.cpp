@@ -1591,8 +1591,15 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
     if (!v.forward_note.empty()) notes.push_back(v.name + ": " + v.forward_note);
   }
   if (rows.empty()) {
-    pg.note("No timeline: no trace in this directory holds a forward (run `attnprof compare` or `attnprof "
-            "profile`, which write <variant>.trace.json).");
+    // A trace that is there but could not be drawn (cut short, over the size limit) is named with why, not taken
+    // for a missing one.
+    std::vector<std::string> unread;
+    for (const VariantData& v : vs)
+      if (!v.forward_note.empty() && v.trace_file.size() > 0) unread.push_back(v.name + ": " + v.forward_note);
+    pg.note(unread.empty() ? "No timeline: no trace in this directory holds a forward (run `attnprof compare` or "
+                             "`attnprof profile`, which write <variant>.trace.json)."
+                           : "No timeline: no trace in this directory could be drawn.");
+    for (const std::string& n : unread) pg.note(n);
     pg.end_section();
     return;
   }
