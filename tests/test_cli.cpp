@@ -2087,6 +2087,18 @@ TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
   };
   {
     const Env env(nullptr);
+    for (const char* v : {"abc", "0", "-1", "2x", "1,2"}) {  // OpenMP ignores these (no limit), with a warning
+      const Var limit("OMP_THREAD_LIMIT", v);
+      const Result r = run(args);
+      EXPECT_EQ(r.code, 2) << v;
+      EXPECT_NE(r.err.find("attnprof: error: OMP_THREAD_LIMIT='" + std::string(v) + "' is not a thread count"),
+                std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(out())) << v;
+    }
+    {
+      const Var limit("OMP_THREAD_LIMIT", " 1 ");  // spaces around the count, as OpenMP takes them
+      EXPECT_EQ(threads_of(), 1);
+    }
     {
       const Var limit("OMP_THREAD_LIMIT", "1");
       EXPECT_EQ(threads_of(), 1);
@@ -2859,6 +2871,13 @@ TEST_F(Cli, CorruptNpyInputsAreRejected) {
   const std::string inf_path = write_npy(dir_ / "inf.npy", inf_v);
   expect_bad("profile flash --threads 1 --q " + good + " --k " + good + " --v " + inf_path,
              "--v " + inf_path + " holds non-finite values as fp32 (0 NaN and 1 Inf, the first at [0, 0, 3, 7])");
+  // Finite in the file, past fp16's range once --dtype converts it: the conversion is named, not the file.
+  Tensor big_q = t.clone();
+  big_q.set(0, 0, 1, 2, 1e5f);
+  const std::string big_path = write_npy(dir_ / "big.npy", big_q);
+  expect_bad("profile flash --threads 1 --dtype fp16 --q " + big_path + kv,
+             "--q " + big_path + " holds values fp16 cannot hold: converted to it (--dtype fp16), they are not finite "
+             "(0 NaN and 1 Inf, the first at [0, 0, 1, 2])");
   // Files that are each valid but do not fit together: the message names the files, not only the tensors.
   const std::string longer = write_npy(dir_ / "longer.npy", randn({1, 1, 6, 8}, DType::F32, 1));
   expect_bad("profile flash --threads 1 --q " + good + " --k " + good + " --v " + longer,

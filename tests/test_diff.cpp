@@ -348,6 +348,7 @@ TEST(Diff, RowLimitAndTheReverseDirection) {
 TEST(Diff, ShapeGroupedRowsOfOneOpAreSummed) {
   json a = naive_summary();
   a["rows"].push_back(row("matmul", 2, 2000, 0, 100));  // the same op with other input shapes
+  a["rows"].back()["input_shapes"] = "[[8, 16, 1024, 1024], [8, 16, 1024, 64]]";
   const report::ProfileDiff d = report::diff_summaries(a, a);
   auto rows = by_label(d);
   EXPECT_DOUBLE_EQ(rows["matmul"].base_calls, 3.0);
@@ -427,6 +428,15 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
   bad = naive_summary();
   bad["rows"][3]["calls"] = 1.5;
   expect_error(bad, "field 'calls' is 1.5, not a whole number of at least 1");
+  // A row twice (same name, category, shapes and types): summing them would double the op's calls and time.
+  bad = naive_summary();
+  bad["rows"].push_back(bad["rows"][3]);
+  expect_error(bad, "the row '" + bad["rows"][3]["name"].get<std::string>() + "' appears twice");
+  // Rows of one name grouped by input shape are one op each: summed, not refused.
+  json grouped = naive_summary();
+  grouped["rows"].push_back(grouped["rows"][3]);
+  grouped["rows"].back()["input_shapes"] = "[[1, 2, 3, 4]]";
+  EXPECT_NO_THROW(report::diff_summaries(grouped, naive_summary(), "a.summary.json"));
   bad = naive_summary();
   bad["rows"][3].erase("calls");
   expect_error(bad, "field 'calls' is missing");

@@ -238,7 +238,23 @@ void remove_other_format_trace(const std::string& out, const std::string& varian
   std::filesystem::remove(out_path(out, trace_file(variant, other)), ec);
 }
 
+// OMP_THREAD_LIMIT as OpenMP reads it: one positive count, spaces around it allowed. Anything else OpenMP ignores
+// with a warning, as no limit at all, and attnprof would follow it there without a word: refused, as a bad
+// OMP_NUM_THREADS is.
+void check_thread_limit_variable() {
+  const char* env = std::getenv("OMP_THREAD_LIMIT");
+  if (!env || !*env) return;
+  std::string_view item(env);
+  item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
+  item.remove_suffix(item.size() - std::min(item.size(), item.find_last_not_of(" \t") + 1));
+  if (const std::optional<__int128> n = plain_decimal(item); !n || *n < 1)
+    ATTNPROF_FAIL("OMP_THREAD_LIMIT='{}' is not a thread count (one positive integer, as OpenMP reads it): OpenMP "
+                  "ignores it, as no limit at all; correct or unset it",
+                  env);
+}
+
 void apply_runtime_options(const CommonOptions& o) {
+  check_thread_limit_variable();
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
     ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} CPUs attnprof may run on)", o.threads,
@@ -316,19 +332,30 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
     in.q = with_option("--q", [&] { return npy::load(o.q_path); });
     in.k = with_option("--k", [&] { return npy::load(o.k_path); });
     in.v = with_option("--v", [&] { return npy::load(o.v_path); });
+    // Non-finite values, in the file as it is, then where an explicit --dtype converts the files' data: a finite
+    // value past the new type's range (1e5 as fp16) becomes Inf there, the conversion's doing and not the file's.
+    const auto check_finite = [&](const char* after) {
+      for (const auto& [t, flag, path] :
+           {std::tuple<const Tensor&, const char*, const std::string&>{in.q, "--q", o.q_path},
+            {in.k, "--k", o.k_path},
+            {in.v, "--v", o.v_path}})
+        if (const std::string bad = nonfinite_summary(t); !bad.empty())
+          ATTNPROF_FAIL("{} {} holds {} ({}): attention of NaN or Inf inputs cannot be validated against the fp64 "
+                        "reference",
+                        flag, path,
+                        after ? fmt::format("values {} cannot hold: converted to it (--dtype {}), they are not finite",
+                                            dtype_name(t.dtype()), after)
+                              : fmt::format("non-finite values as {}", dtype_name(t.dtype())),
+                        bad);
+    };
+    check_finite(nullptr);
     if (o.dtype_opt && o.dtype_opt->count() > 0) {  // an explicit --dtype converts the files' data
       const DType t = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
       if (in.q.dtype() != t) in.q = in.q.to(t);
       if (in.k.dtype() != t) in.k = in.k.to(t);
       if (in.v.dtype() != t) in.v = in.v.to(t);
+      check_finite(o.dtype.c_str());
     }
-    for (const auto& [t, flag, path] : {std::tuple<const Tensor&, const char*, const std::string&>{in.q, "--q", o.q_path},
-                                        {in.k, "--k", o.k_path},
-                                        {in.v, "--v", o.v_path}})
-      if (const std::string bad = nonfinite_summary(t); !bad.empty())
-        ATTNPROF_FAIL("{} {} holds non-finite values as {} ({}): attention of NaN or Inf inputs cannot be validated "
-                      "against the fp64 reference",
-                      flag, path, dtype_name(t.dtype()), bad);
     if (in.q.dtype() != in.k.dtype() || in.q.dtype() != in.v.dtype())
       ATTNPROF_FAIL("the input files have different dtypes (--q {} {}, --k {} {}, --v {} {}): pass --dtype to "
                     "convert them", o.q_path, dtype_name(in.q.dtype()), o.k_path, dtype_name(in.k.dtype()), o.v_path,

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -298,9 +299,22 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   }
 
   std::unordered_map<std::string, size_t> index;  // op name -> its place in p.ops (a summary may hold 10^5 rows)
+  // Every row's key as key_averages groups them: its name, category and, grouped by input shape, its shapes and
+  // types. The same key twice is no summary attnprof writes: summing the two would double the op's calls and time.
+  std::unordered_set<std::string> keys;
   for (const json& r : *rows) {
     const std::string name = r["name"].get<std::string>();
     const std::string cat = string_field(r, "category");
+    {
+      const auto dump = [&r](const char* k) { return r.contains(k) ? r[k].dump() : std::string(); };
+      if (!keys.insert(nlohmann::json::array({name, cat, dump("input_shapes"), dump("input_types")}).dump()).second) {
+        const std::string shapes = r.contains("input_shapes") && r["input_shapes"].is_string()
+                                       ? r["input_shapes"].get<std::string>() : "";
+        ATTNPROF_FAIL("{}: the row '{}'{} appears twice (attnprof writes one row per op, or per op and input shapes "
+                      "when grouped by them): its calls and time would be counted twice",
+                      what, name, shapes.empty() ? "" : " with input shapes " + shapes);
+      }
+    }
     // The forward annotation's own time, what ran between its ops (freeing one op's buffers, allocating the
     // next's), is part of what a variant costs: one row under one name on every side ("between ops"), so
     // naive's attn_fwd and SDPA's sdpa_fwd pair. Steps and other annotations stay out. A device profile's
