@@ -1181,19 +1181,20 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
   }
   EXPECT_NE(r.out.find(fmt::format("% peak of the fp32 FMA {:.1f} GFLOP/s (1 thread", peak)), std::string::npos) << r.out;
   const std::string csv = io::read_file(out() / "sweep.csv");
-  EXPECT_EQ(csv.rfind("variant,seq,ms,gflops,peak_bytes,status,note\n", 0), 0u);
+  EXPECT_EQ(csv.rfind("source,variant,seq,ms,gflops,peak_bytes,status,note\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
   const auto records = parse_csv(csv);  // the points in sweep.json's order, their figures at full precision
   ASSERT_EQ(records.size(), j["points"].size() + 1);
   for (size_t i = 1; i < records.size(); ++i) {
     const json& p = j["points"][i - 1];
-    ASSERT_EQ(records[i].size(), 7u);
-    EXPECT_EQ(records[i][0], p["variant"]);
-    EXPECT_EQ(records[i][1], p["seq"].dump());
-    EXPECT_EQ(std::stod(records[i][2]), p["ms"].get<double>());
-    EXPECT_EQ(std::stod(records[i][3]), p["gflops"].get<double>());
-    EXPECT_EQ(records[i][5], p["status"]);
-    EXPECT_EQ(records[i][6], p["note"]);
+    ASSERT_EQ(records[i].size(), 8u);
+    EXPECT_EQ(records[i][0], "attnprof");
+    EXPECT_EQ(records[i][1], p["variant"]);
+    EXPECT_EQ(records[i][2], p["seq"].dump());
+    EXPECT_EQ(std::stod(records[i][3]), p["ms"].get<double>());
+    EXPECT_EQ(std::stod(records[i][4]), p["gflops"].get<double>());
+    EXPECT_EQ(records[i][6], p["status"]);
+    EXPECT_EQ(records[i][7], p["note"]);
   }
 }
 
@@ -1245,9 +1246,9 @@ TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
   const auto csv = parse_csv(io::read_file(out() / "sweep.csv"));
   ASSERT_EQ(csv.size(), j["points"].size() + 1);
   for (size_t i = 1; i < csv.size(); ++i) {
-    ASSERT_EQ(csv[i].size(), 7u);
-    EXPECT_EQ(csv[i][6], j["points"][i - 1]["note"]);
-    if (csv[i][5] == "skipped") EXPECT_EQ(csv[i][2], "");
+    ASSERT_EQ(csv[i].size(), 8u);
+    EXPECT_EQ(csv[i][7], j["points"][i - 1]["note"]);
+    if (csv[i][6] == "skipped") EXPECT_EQ(csv[i][3], "");
   }
 }
 
@@ -1277,9 +1278,15 @@ TEST_F(Cli, ThePeersSdpaIsCheckedAgainstTheBudgetByTorchsVersion) {
     const Result r = run("compare --shape 1,2,512,32 --threads 1 --variants flash --memory-budget 2M --peer torch "
                          "--python " + fake.string() + out_flag());
     ASSERT_EQ(r.code, 0) << r.err;
-    std::string flags;
-    std::getline(std::ifstream(asked), flags);
-    EXPECT_EQ(flags, sdpa_runs ? "0 1" : "0 0") << "NAIVE and SDPA as the interpreter was asked";
+    // Both rows over the budget start no interpreter; else it is asked to run SDPA alone.
+    if (sdpa_runs) {
+      std::string flags;
+      std::getline(std::ifstream(asked), flags);
+      EXPECT_EQ(flags, "0 1") << "NAIVE and SDPA as the interpreter was asked";
+    } else {
+      EXPECT_FALSE(fs::exists(asked)) << "an interpreter started with nothing to run";
+    }
+    fs::remove(asked);
     const json row = read_json("compare.json")["peers"]["rows"][1];
     if (sdpa_runs) {
       EXPECT_EQ(row["status"], "failed") << row;  // the stand-in's zeros: ran, and checked
@@ -1326,7 +1333,7 @@ TEST_F(Cli, SweepPeerAddsTorchsRowsAtEveryLength) {
   for (const json& p : j["points"]) {
     SCOPED_TRACE(p.dump());
     const bool peer = p["variant"].get<std::string>().rfind("torch-", 0) == 0;
-    EXPECT_EQ(p["peer"], peer);
+    EXPECT_EQ(p["source"], peer ? "torch" : "attnprof");
     if (!peer) {
       EXPECT_EQ(p["status"], "ok");
       EXPECT_GT(p["peak_bytes"].get<int64_t>(), 0);
@@ -1338,7 +1345,8 @@ TEST_F(Cli, SweepPeerAddsTorchsRowsAtEveryLength) {
       EXPECT_EQ(p["call"], "five ops");
       EXPECT_EQ(p["note"].get<std::string>().rfind("validation failed: ", 0), 0u);
       EXPECT_NE(p["note"].get<std::string>().find("the first and last head"), std::string::npos);
-      EXPECT_EQ(p["forward_ms"], json::array({2.0, 2.0}));
+      EXPECT_EQ(p["forward_ms"], json::array()) << "a failed point is not counted";
+      EXPECT_TRUE(p["ms"].is_null());
       EXPECT_GT(p["max_abs_err"].get<double>(), 0.0);
     } else {
       EXPECT_EQ(p["status"], "skipped");
@@ -1354,7 +1362,58 @@ TEST_F(Cli, SweepPeerAddsTorchsRowsAtEveryLength) {
   EXPECT_NE(r.out.find("torch-naive      128  failed: validation failed: "), std::string::npos) << r.out;
   const auto csv = parse_csv(io::read_file(out() / "sweep.csv"));
   ASSERT_EQ(csv.size(), 7u);
-  for (size_t i = 3; i < csv.size(); ++i) EXPECT_EQ(csv[i][4], "") << "the peer's peak_bytes: not measured";
+  EXPECT_EQ(csv[0], (std::vector<std::string>{"source", "variant", "seq", "ms", "gflops", "peak_bytes", "status", "note"}));
+  for (size_t i = 1; i < csv.size(); ++i) EXPECT_EQ(csv[i][0], i < 3 ? "attnprof" : "torch") << i;
+  for (size_t i = 3; i < csv.size(); ++i) EXPECT_EQ(csv[i][5], "") << "the peer's peak_bytes: not measured";
+}
+
+// A peer that fails at one length (here: stopped at --peer-timeout) does not cost the sweep: that length's torch rows
+// and every later one's are skipped points saying why, the variants' points are written, and the exit status is
+// theirs. Rows over the memory budget at a length skip it without starting the interpreter.
+TEST_F(Cli, SweepPeerThatFailsAtOneLengthSkipsItAndTheLongerOnes) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy in /usr/bin/python3";
+  const fs::path fake = dir_ / "python-slow", runs = dir_ / "runs";
+  {  // Answers at N=64 (zeros, which fail the check); sleeps past the timeout at N=128. Counts its runs.
+    std::ofstream(fake)
+        << "#!/bin/sh\nif [ \"$3\" = probe ]; then echo '{\"torch\": \"1.13.0\"}'; exit 0; fi\necho run >> "
+        << runs.string()
+        << "\nexec /usr/bin/python3 -c '\nimport json, sys, time\nimport numpy as np\nq = np.load(sys.stdin.buffer)\n"
+           "if q.shape[2] > 64: time.sleep(30)\n"
+           "print(json.dumps({\"torch\": \"1.13.0\", \"threads\": 1, \"rows\": [\n"
+           "  {\"name\": \"torch-naive\", \"skipped\": True},\n"
+           "  {\"name\": \"torch-sdpa\", \"call\": \"sdpa\", \"forward_ms\": [1.0]}]}))\nsys.stdout.flush()\n"
+           "np.save(sys.stdout.buffer, np.zeros(q.shape, np.float32))\n'\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  // 2 MB: at N=512 three bf16 N×N tensors of [1,2,512,512] (3 MB) fit neither row (torch 1.13's SDPA is the math
+  // path): no interpreter starts there.
+  Result r = run("sweep --seq 64,512 --variants flash --shape 1,2,64,32 --threads 1 --iters 1 --memory-budget 2M "
+                 "--peer torch --python " + fake.string() + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(io::read_file(runs), "run\n") << "one interpreter, at N=64";
+  for (const json& p : read_json("sweep.json")["points"])
+    if (p["seq"] == 512 && p["source"] == "torch") {
+      EXPECT_EQ(p["status"], "skipped") << p;
+      EXPECT_NE(p["note"].get<std::string>().find("exceed"), std::string::npos) << p;
+    }
+  fs::remove(runs);
+  // Stopped at --peer-timeout at N=128: that length's rows and the longer one's are skipped, saying why.
+  r = run("sweep --seq 64,128,256 --variants flash --shape 1,2,64,32 --threads 1 --iters 1 --peer torch "
+          "--peer-timeout 3 --python " + fake.string() + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = read_json("sweep.json");
+  std::map<std::string, std::string> note;
+  for (const json& p : j["points"])
+    note[p["variant"].get<std::string>() + "@" + p["seq"].dump()] =
+        p["status"].get<std::string>() + ": " + p["note"].get<std::string>();
+  EXPECT_EQ(note["flash@256"], "ok: ");
+  EXPECT_EQ(note["torch-sdpa@64"].rfind("failed: validation failed", 0), 0u) << note["torch-sdpa@64"];
+  for (const char* row : {"torch-naive@128", "torch-sdpa@128"})
+    EXPECT_NE(note[row].find("skipped: --peer torch: '" + fake.string() + "' did not finish within --peer-timeout 3 s"),
+              std::string::npos) << note[row];
+  for (const char* row : {"torch-naive@256", "torch-sdpa@256"})
+    EXPECT_EQ(note[row], "skipped: not run: the peer failed at N=128 (above)") << note[row];
+  EXPECT_EQ(io::read_file(runs), "run\nrun\n") << "one interpreter at 64, one at 128, none after";
 }
 
 // sweep --peer torch with the torch Debian ships: both rows pass the check at every N, and each gets a time fit

@@ -700,6 +700,40 @@ TEST(HtmlReport, ATraceThatCannotBeReadIsNamedNotTakenForAMissingOne) {
   fs::remove(d.path / "naive.trace.json");
   page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("No timeline: no trace in this directory holds a forward (run"), std::string::npos);
+  // A summary that names its trace (as compare's and profile's do) whose file is gone: missing, not unreadable.
+  json named = json::parse(attnprof::io::read_file(kFixtures / "naive.summary.json"));
+  named["trace"] = "naive.trace.json";
+  spit(d.path / "naive.summary.json", named.dump());
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("No timeline: no trace in this directory holds a forward (run"), std::string::npos);
+  EXPECT_EQ(page.find("could be drawn"), std::string::npos);
+}
+
+// sweep --peer torch: the page says what ran torch's rows, which have no memory points.
+TEST(HtmlReport, TheSweepSaysWhatRanItsPeerRows) {
+  TempDir d("sweep-peer");
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
+  fs::copy_file(kFixtures / "sweep.json", d.path / "sweep.json");
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(page.find("are PyTorch"), std::string::npos) << "no peer, no note";
+  sweep["peer"] = {{"kind", "torch"}, {"python", "/usr/bin/python3"}, {"torch_version", "1.13.0a0"}, {"threads", 2}};
+  sweep["points"].push_back({{"variant", "torch-sdpa"}, {"seq", 256}, {"source", "torch"}, {"ms", 80.0},
+                             {"gflops", 13.4}, {"peak_bytes", nullptr}, {"status", "ok"}, {"note", ""}});
+  spit(d.path / "sweep.json", sweep.dump());
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("torch-naive and torch-sdpa are PyTorch 1.13.0a0 (&#39;/usr/bin/python3&#39;, 2 threads) on each "
+                      "point&#39;s inputs"),
+            std::string::npos);
+  // The dots (each chart's first layer): torch-sdpa's time is drawn, its memory is not.
+  std::map<std::string, std::set<std::string>> drawn;
+  const json data = data_block(page);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-time" || c["kind"] == "sweep-memory")
+      for (const json& v : c["spec"]["layer"][0]["data"]["values"])
+        drawn[c["kind"].get<std::string>()].insert(v["variant"].get<std::string>());
+  EXPECT_TRUE(drawn["sweep-time"].count("torch-sdpa"));
+  EXPECT_TRUE(drawn["sweep-memory"].count("naive"));
+  EXPECT_FALSE(drawn["sweep-memory"].count("torch-sdpa")) << "its memory is not measured";
 }
 
 TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {

@@ -445,14 +445,14 @@ void run_compare_cuda(const CompareArgs& a) {
 }
 
 void run_compare(const CompareArgs& a) {
-  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
-  const std::string torch_version = check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
+  check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
+  const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
   refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
   check_out_files(o, names_of(variants), kCompareFiles);

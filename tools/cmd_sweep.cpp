@@ -207,11 +207,33 @@ void set_rate(Point& pt, const AttnProblem& p, const Target& target) {
 
 // The peer's two rows at one N (--peer torch): torch in its own process on the point's inputs, each output's
 // first and last head checked as the variants' are, with the unfused variants' tolerance (torch rounds between
-// ops as naive does). Inputs over the memory budget skip both rows; a row torch cannot run, or whose N×N scores
-// would not fit, is skipped by run_torch_peer with the reason.
+// ops as naive does). A row whose N×N scores would not fit the memory budget, or that torch cannot run, is a
+// skipped point with the reason (both over the budget: no inputs drawn, no interpreter started). A peer that
+// fails (stopped at --peer-timeout, a traceback, output not as asked) skips both rows here and, in
+// `failed_at`, every length after this one: a torch too slow at this N is slower at the next.
 void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, const std::string& torch_version,
-                  std::vector<Point>& out) {
-  static constexpr const char* kRows[] = {"torch-naive", "torch-sdpa"};
+                  std::optional<int64_t>& failed_at, std::vector<Point>& out) {
+  const auto point = [&](const std::string& name) -> Point& {
+    Point& pt = out.emplace_back();
+    pt.variant = name;
+    pt.seq = n;
+    pt.peer = true;
+    pt.peak_bytes = -1;  // torch's CPU allocator keeps no count to read
+    return pt;
+  };
+  const auto skip_both = [&](const std::array<std::string, 2>& notes) {
+    for (size_t i = 0; i < kPeerRows.size(); ++i) {
+      Point& pt = point(kPeerRows[i]);
+      pt.status = "skipped";
+      pt.note = notes[i];
+    }
+  };
+  if (failed_at) {
+    const std::string note = fmt::format("not run: the peer failed at N={} (above)", *failed_at);
+    return skip_both({note, note});
+  }
+  if (const auto skips = peer_budget_skips(problem_of(o, n), torch_version); !skips[0].empty() && !skips[1].empty())
+    return skip_both(skips);
   try {
     const Inputs in = make_inputs(o, n, /*with_reference=*/false);
     const Tolerance tol = find_variant("naive").tolerance(in.p.dtype);
@@ -219,35 +241,23 @@ void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, cons
         in, po.python, torch_version, ops::num_threads(), o.warmup, warmup_floor_s(o), o.iters, tol,
         [&in](const Tensor& t, const Tolerance& tl) { return check_heads(t, in, tl); }, po.timeout);
     for (const PeerRow& r : run.rows) {
-      Point pt;
-      pt.variant = r.name;
-      pt.seq = n;
-      pt.peer = true;
+      Point& pt = point(r.name);
       pt.call = r.call;
-      pt.peak_bytes = -1;  // torch's CPU allocator keeps no count to read
       if (r.status == RunOutcome::Status::Skipped) {
         pt.status = "skipped";
         pt.note = r.note;
-      } else {
+      } else if (record_check(r.err, tol, pt)) {  // a failed point is not counted, as a variant's is not timed
         pt.ms = r.ms;
         pt.forward_ms = r.forward_ms;
         pt.sharing = r.sharing;
         pt.sharing_window_s = r.sharing_window_s;
-        (void)record_check(r.err, tol, pt);
       }
-      out.push_back(std::move(pt));
     }
-  } catch (const OutOfBudget& e) {
-    for (const char* name : kRows) {
-      Point pt;
-      pt.variant = name;
-      pt.seq = n;
-      pt.peer = true;
-      pt.peak_bytes = -1;
-      pt.status = "skipped";
-      pt.note = e.what();
-      out.push_back(std::move(pt));
-    }
+  } catch (const OutOfBudget& e) {  // the inputs themselves
+    skip_both({e.what(), e.what()});
+  } catch (const Error& e) {
+    failed_at = n;
+    skip_both({e.what(), e.what()});
   }
 }
 
@@ -305,10 +315,11 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
   }
   if (po.on()) {
     std::vector<Point> peer;  // per N both rows; listed below per row, as the variants' points are
+    std::optional<int64_t> failed_at;
     for (int64_t n : seqs) {
       bar.update(done, fmt::format("torch N={}", n));
       const size_t before = peer.size();
-      measure_peer(n, o, po, torch_version, peer);
+      measure_peer(n, o, po, torch_version, failed_at, peer);
       for (size_t i = before; i < peer.size(); ++i) {
         Point& pt = peer[i];
         set_rate(pt, problem_of(o, n), target);
@@ -318,7 +329,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       }
       done += 2 * attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
     }
-    for (const char* name : {"torch-naive", "torch-sdpa"})
+    for (const char* name : kPeerRows)
       for (Point& pt : peer)
         if (pt.variant == name) points.push_back(std::move(pt));
   }
@@ -405,8 +416,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
 
 void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
-  // An interpreter that cannot run the peer is bad input: said before anything runs or is written.
-  const std::string torch_version = check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
+  check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   const bool gpu = use_cuda(a.device);
   apply_runtime_options(o);
   std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
@@ -419,6 +429,7 @@ void run_sweep(const SweepArgs& a) {
                                                                 !a.variants_given);
   for (int64_t n : seqs) (void)problem_of(o, n);  // every point's shape is one the library takes, before any runs
   check_html_if_asked(o);
+  const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
   prepare_out_dir(o.out);
   check_out_files(o, {}, {"sweep.txt", "sweep.csv", "sweep.json"});
   if (!seq_note.empty()) progress(seq_note);
@@ -435,7 +446,7 @@ void run_sweep(const SweepArgs& a) {
 
   const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target, a.peer, torch_version);
   std::vector<std::string> series = names_of(variants);  // the variants', then the peer's rows
-  if (a.peer.on()) series.insert(series.end(), {"torch-naive", "torch-sdpa"});
+  if (a.peer.on()) series.insert(series.end(), kPeerRows.begin(), kPeerRows.end());
 
   // The shared problem, as compare.json records its shape, so report can tell a sweep of grouped-query heads
   // or another batch from the run beside it.
@@ -469,11 +480,11 @@ void run_sweep(const SweepArgs& a) {
                  {"peak_bytes", "not measured: torch's CPU allocator keeps no count to read"}};
   if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
   else j["machine"] = {{"memory_reclaim", reclaim}};  // why a noisy point may be the machine's, as compare.json
-  std::string csv = "variant,seq,ms,gflops,peak_bytes,status,note\n";
+  std::string csv = "source,variant,seq,ms,gflops,peak_bytes,status,note\n";
   for (const Point& p : points) {
     const bool ok = p.status == "ok", bytes = ok && p.peak_bytes >= 0;
     j["points"].push_back({{"variant", p.variant},
-                           {"peer", p.peer},
+                           {"source", p.peer ? "torch" : "attnprof"},  // as compare.csv's: the peer's rows are torch's
                            {"seq", p.seq},
                            {"ms", ok ? nlohmann::json(p.ms) : nlohmann::json()},
                            {"gflops", ok ? nlohmann::json(p.gflops) : nlohmann::json()},
@@ -486,7 +497,7 @@ void run_sweep(const SweepArgs& a) {
                            {"status", p.status},
                            {"note", p.note}});
     if (p.peer) j["points"].back()["call"] = p.call;
-    csv += report::csv_line({p.variant, std::to_string(p.seq), ok ? report::csv_number(p.ms) : "",
+    csv += report::csv_line({p.peer ? "torch" : "attnprof", p.variant, std::to_string(p.seq), ok ? report::csv_number(p.ms) : "",
                              ok ? report::csv_number(p.gflops) : "", bytes ? std::to_string(p.peak_bytes) : "",
                              p.status, p.note});
   }
@@ -507,7 +518,7 @@ void run_sweep(const SweepArgs& a) {
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   if (a.peer.on()) {
     std::vector<std::string> calls;  // what each row ran, from its first point that says
-    for (const char* name : {"torch-naive", "torch-sdpa"}) {
+    for (const char* name : kPeerRows) {
       const auto it = std::find_if(points.begin(), points.end(), [&](const Point& p) {
         return p.variant == name && !p.call.empty();
       });
@@ -517,7 +528,7 @@ void run_sweep(const SweepArgs& a) {
                         "not profiled; the first and last head of its output checked as the variants'; its peak memory "
                         "is not measured (--): torch's CPU allocator keeps no count.\n",
                         torch_version, a.peer.python, threads_text(threads), calls.empty() ? "" : ": ",
-                        fmt::join(calls, ", "));
+                        fmt::join(calls, "; "));
   }
   std::vector<report::Timings> timings;
   for (const Point& p : points)

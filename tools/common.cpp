@@ -124,6 +124,21 @@ bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.e
 
 int hardware_threads() { return ops::available_cpus(); }
 
+namespace {
+// A count as libgomp reads OMP_NUM_THREADS's items and OMP_THREAD_LIMIT (strtoul in base 10 between white space):
+// an optional '+', decimal digits, 1 .. 2^63 - 1. nullopt for what OpenMP ignores ("abc", "0", "-1", "2x", a
+// value past 2^63).
+std::optional<int64_t> openmp_count(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\v\f\r";
+  s.remove_prefix(std::min(s.size(), s.find_first_not_of(kSpace)));
+  s.remove_suffix(s.size() - std::min(s.size(), s.find_last_not_of(kSpace) + 1));
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  const std::optional<__int128> n = plain_decimal(s);
+  if (!n || *n < 1 || *n > std::numeric_limits<int64_t>::max()) return std::nullopt;
+  return int64_t(*n);
+}
+}  // namespace
+
 int default_threads() {
   const char* env = std::getenv("OMP_NUM_THREADS");
   if (!env || !*env) return std::min(hardware_threads(), ops::thread_limit());
@@ -137,14 +152,12 @@ int default_threads() {
                   "attnprof follows it, as OpenMP does: correct or unset it, or pass --threads",
                   value, limit, hardware_threads());
   };
-  std::optional<__int128> first;
+  std::optional<int64_t> first;
   for (size_t at = 0;;) {
     const size_t comma = value.find(',', at);
-    std::string_view item = value.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
-    item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));  // spaces around it, as OpenMP allows
-    item.remove_suffix(item.size() - std::min(item.size(), item.find_last_not_of(" \t") + 1));
-    const std::optional<__int128> n = plain_decimal(item);
-    if (!n || *n < 1) refuse();
+    const std::optional<int64_t> n =
+        openmp_count(value.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at));
+    if (!n) refuse();
     if (!first) first = n;
     if (comma == std::string_view::npos) break;
     at = comma + 1;
@@ -238,16 +251,13 @@ void remove_other_format_trace(const std::string& out, const std::string& varian
   std::filesystem::remove(out_path(out, trace_file(variant, other)), ec);
 }
 
-// OMP_THREAD_LIMIT as OpenMP reads it: one positive count, spaces around it allowed. Anything else OpenMP ignores
+// OMP_THREAD_LIMIT as OpenMP reads it (openmp_count). Anything else OpenMP ignores
 // with a warning, as no limit at all, and attnprof would follow it there without a word: refused, as a bad
 // OMP_NUM_THREADS is.
 void check_thread_limit_variable() {
   const char* env = std::getenv("OMP_THREAD_LIMIT");
   if (!env || !*env) return;
-  std::string_view item(env);
-  item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
-  item.remove_suffix(item.size() - std::min(item.size(), item.find_last_not_of(" \t") + 1));
-  if (const std::optional<__int128> n = plain_decimal(item); !n || *n < 1)
+  if (!openmp_count(env))
     ATTNPROF_FAIL("OMP_THREAD_LIMIT='{}' is not a thread count (one positive integer, as OpenMP reads it): OpenMP "
                   "ignores it, as no limit at all; correct or unset it",
                   env);

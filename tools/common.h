@@ -3,6 +3,7 @@
 // routine (prepare -> validate against fp64 -> warm up -> profile) that profile, compare and roofline use.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -334,7 +335,13 @@ std::string probe_torch_peer(const std::string& python, int timeout_s = 0);
 // Checks one row's fp32 output [B, Hq, Nq, D] against the fp64 reference: the whole of it (compare), or the heads
 // sweep checks of its variants' outputs.
 using PeerCheck = std::function<ErrorStats(const Tensor& out, const Tolerance& tol)>;
-// `torch_version` (probe_torch_peer's) says whether torch's SDPA holds N×N scores on the CPU, for its memory check.
+// The peer's two rows, in the order it runs and prints them.
+inline constexpr std::array<const char*, 2> kPeerRows = {"torch-naive", "torch-sdpa"};
+// Why each peer row would not fit the memory budget at `p` ("" for one that fits): the blog's script holds three
+// N×N tensors, and so does torch's SDPA before 2.1 (`torch_version`, probe_torch_peer's), which composes it on the
+// CPU from the math path.
+std::array<std::string, 2> peer_budget_skips(const AttnProblem& p, const std::string& torch_version);
+// Both rows over the budget (peer_budget_skips) are skipped without starting the interpreter.
 PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::string& torch_version, int threads,
                        int warmup, double warmup_min_s, int iters, const Tolerance& tol, const PeerCheck& check,
                        int timeout_s = 0);
@@ -349,9 +356,11 @@ struct PeerOptions {
 };
 // `what` ends --peer's help: what the peer's rows are set beside in this command.
 void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what);
-// The refusals (--python or --peer-timeout without --peer, a peer other than torch, --device cuda), then the probe:
-// torch's version, or "" without --peer. An interpreter that cannot run the peer is refused before anything runs.
-std::string check_peer_options(const PeerOptions& po, bool gpu);
+// The refusals: --python or --peer-timeout without --peer, a peer other than torch, --device cuda.
+void check_peer_options(const PeerOptions& po, bool gpu);
+// torch's version (probe_torch_peer), or "" without --peer: an interpreter that cannot run the peer is refused
+// before anything runs or is written.
+std::string probe_peer(const PeerOptions& po);
 
 // The variants' names, in their order.
 std::vector<std::string> names_of(const std::vector<const Variant*>& variants);

@@ -339,14 +339,15 @@ void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what) {
       0, 86400);
 }
 
-std::string check_peer_options(const PeerOptions& po, bool gpu) {
+void check_peer_options(const PeerOptions& po, bool gpu) {
   if (po.python_opt->count() > 0 && !po.on()) ATTNPROF_FAIL("--python applies with --peer torch only");
   if (po.timeout_opt->count() > 0 && !po.on()) ATTNPROF_FAIL("--peer-timeout applies with --peer torch only");
   if (po.on() && po.peer != "torch") ATTNPROF_FAIL("unknown --peer '{}': expected torch", po.peer);
   if (po.on() && gpu)
     ATTNPROF_FAIL("--peer torch runs on the CPU backend; on a GPU, scripts/gpu-check.sh runs PyTorch's peer");
-  return po.on() ? probe_torch_peer(po.python, po.timeout) : "";
 }
+
+std::string probe_peer(const PeerOptions& po) { return po.on() ? probe_torch_peer(po.python, po.timeout) : ""; }
 
 std::string probe_torch_peer(const std::string& python, int timeout_s) {
   const MemFile in("attnprof-peer-in");
@@ -357,18 +358,12 @@ std::string probe_torch_peer(const std::string& python, int timeout_s) {
   return terminal_line(result_line(python, c, end)["torch"].get<std::string>());
 }
 
-PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::string& torch_version, int threads,
-                       int warmup, double warmup_min_s, int iters, const Tolerance& tol, const PeerCheck& check,
-                       int timeout_s) {
-  const AttnProblem& p = in.p;
-  PeerRun run;
-  run.python = python;
-  // The blog's script holds N×N scores in the peer's own process: checked against the same memory budget as
-  // attnprof's naive (its inputs, our copy of them for its stdin, the fp32 outputs coming back, and 3 N×N). So
-  // is torch's SDPA where it composes the same ops (before torch 2.1, the math path on the CPU).
+std::array<std::string, 2> peer_budget_skips(const AttnProblem& p, const std::string& torch_version) {
+  // Its inputs, our copy of them for its stdin, the fp32 outputs coming back, and three N×N tensors: checked
+  // against the same memory budget as attnprof's naive.
   const double nn = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.Nk) * double(dtype_size(p.dtype));
   const double outputs = double(p.B) * double(p.Hq) * double(p.Nq) * double(p.D) * 4.0;
-  const auto budget_skip = [&](const std::string& what) -> std::string {
+  const auto skip = [&](const std::string& what) -> std::string {
     try {
       check_memory_budget(2 * input_bytes(p) + 2 * outputs + 3 * nn, fmt::format("{} at {}", what, p.str()));
     } catch (const OutOfBudget& e) {
@@ -376,13 +371,36 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::s
     }
     return "";
   };
-  const std::string naive_skip = budget_skip("torch-naive (its inputs, its outputs and three N×N score tensors)");
-  const std::string sdpa_skip =
-      sdpa_holds_scores(torch_version)
-          ? budget_skip(fmt::format("torch-sdpa (torch {} composes it on the CPU from the math path: its inputs, its "
-                                    "outputs and three N×N score tensors, as the blog's script)",
-                                    torch_version))
-          : "";
+  return {skip("torch-naive (its inputs, its outputs and three N×N score tensors)"),
+          sdpa_holds_scores(torch_version)
+              ? skip(fmt::format("torch-sdpa (torch {} composes it on the CPU from the math path: its inputs, its "
+                                 "outputs and three N×N score tensors, as the blog's script)",
+                                 torch_version))
+              : ""};
+}
+
+PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::string& torch_version, int threads,
+                       int warmup, double warmup_min_s, int iters, const Tolerance& tol, const PeerCheck& check,
+                       int timeout_s) {
+  const AttnProblem& p = in.p;
+  PeerRun run;
+  run.python = python;
+  run.torch_version = torch_version;
+  run.threads = threads;
+  const std::array<std::string, 2> skips = peer_budget_skips(p, torch_version);
+  const std::string& naive_skip = skips[0];
+  const std::string& sdpa_skip = skips[1];
+  if (!naive_skip.empty() && !sdpa_skip.empty()) {  // nothing to run: no interpreter started
+    for (size_t i = 0; i < kPeerRows.size(); ++i) {
+      PeerRow row;
+      row.name = kPeerRows[i];
+      row.status = RunOutcome::Status::Skipped;
+      row.note = skips[i];
+      row.tol = tol;
+      run.rows.push_back(std::move(row));
+    }
+    return run;
+  }
   MemFile stdin_file("attnprof-peer-in");
   for (const Tensor* t : {&in.q, &in.k, &in.v}) stdin_file.append(npy::to_bytes(*t));
   const double scale = in.opt.scale.value_or(1.0 / std::sqrt(double(p.D)));
@@ -406,10 +424,9 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::s
   if (!j.contains("rows") || !j["rows"].is_array()) ATTNPROF_FAIL("--peer torch: '{}' printed no rows", python);
   // Both rows, once each and in order (a skipped one says so): a row left out or printed twice would drop or
   // repeat a line of the comparison without a word.
-  static constexpr const char* kRows[] = {"torch-naive", "torch-sdpa"};
   std::vector<std::string> names;  // as printed, byte for byte: a control character makes another name
   for (const nlohmann::json& r : j["rows"]) names.push_back(report::string_field(r, "name"));
-  if (names != std::vector<std::string>{kRows[0], kRows[1]}) {
+  if (names != std::vector<std::string>(kPeerRows.begin(), kPeerRows.end())) {
     for (std::string& n : names) n = nlohmann::json(n).dump(-1, ' ', /*ensure_ascii=*/true);  // as JSON: every byte seen
     ATTNPROF_FAIL("--peer torch: '{}' printed the rows [{}], expected torch-naive and torch-sdpa once each, in that "
                   "order", python, fmt::join(names, ", "));
@@ -421,7 +438,7 @@ PeerRun run_torch_peer(const Inputs& in, const std::string& python, const std::s
     row.tol = tol;
     if (r.contains("skipped") && r["skipped"] == true) {
       row.status = RunOutcome::Status::Skipped;
-      const std::string& asked = row.name == kRows[0] ? naive_skip : sdpa_skip;
+      const std::string& asked = row.name == kPeerRows[0] ? naive_skip : sdpa_skip;
       row.note = asked.empty() ? "the peer skipped it unasked" : asked;
     } else if (r.contains("error")) {
       row.status = RunOutcome::Status::Skipped;

@@ -310,8 +310,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       if (!keys.insert(nlohmann::json::array({name, cat, dump("input_shapes"), dump("input_types")}).dump()).second) {
         const std::string shapes = r.contains("input_shapes") && r["input_shapes"].is_string()
                                        ? r["input_shapes"].get<std::string>() : "";
-        ATTNPROF_FAIL("{}: the row '{}'{} appears twice (attnprof writes one row per op, or per op and input shapes "
-                      "when grouped by them): its calls and time would be counted twice",
+        ATTNPROF_FAIL("{}: the row '{}'{} appears twice (attnprof writes one row per op, or per op, input shapes and "
+                      "input types when grouped by them): its calls and time would be counted twice",
                       what, name, shapes.empty() ? "" : " with input shapes " + shapes);
       }
     }

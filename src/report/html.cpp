@@ -988,6 +988,14 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   // A sweep is its own study, drawn whatever its problem; the page says which, and says so when it is not
   // the comparison's (an earlier run in the same directory).
   if (const std::string meta = run_meta(s); !meta.empty()) pg.p("Every point: " + meta + "· N = the point's length");
+  // sweep --peer torch: its rows are PyTorch's, timed in its own process, as the sweep's Peer line says.
+  if (const json* peer = member(s, {"peer"}); peer && peer->is_object())
+    pg.note(fmt::format("torch-naive and torch-sdpa are PyTorch {} ('{}', {} thread{}) on each point's inputs: each "
+                        "forward timed by time.perf_counter in its own process, not profiled, and the first and last "
+                        "head of its output checked as the variants'. Their peak memory is not measured (torch's CPU "
+                        "allocator keeps no count): no memory points, and time fits only.",
+                        str(*peer, "torch_version", "?"), str(*peer, "python", "?"), fmt_num(num(*peer, "threads", 0), 0),
+                        num(*peer, "threads", 0) == 1 ? "" : "s"));
   if (compare)
     if (const std::string mine = problem_but_n(s), theirs = problem_but_n(*compare);
         !mine.empty() && !theirs.empty() && mine != theirs)
@@ -1595,7 +1603,7 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
     // for a missing one.
     std::vector<std::string> unread;
     for (const VariantData& v : vs)
-      if (!v.forward_note.empty() && v.trace_file.size() > 0) unread.push_back(v.name + ": " + v.forward_note);
+      if (v.trace_unreadable) unread.push_back(v.name + ": " + v.forward_note);
     pg.note(unread.empty() ? "No timeline: no trace in this directory holds a forward (run `attnprof compare` or "
                              "`attnprof profile`, which write <variant>.trace.json)."
                            : "No timeline: no trace in this directory could be drawn.");

@@ -544,6 +544,8 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
       if (!f.note.empty()) v.forward_note = v.trace_file + ": " + f.note;
     } else {
       v.forward_note = t.note;
+      std::error_code ec;
+      v.trace_unreadable = fs::exists(dir / v.trace_file, ec);  // else the summary names a trace that is gone
     }
   } else {
     v.forward_note = "no trace file";

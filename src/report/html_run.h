@@ -70,6 +70,7 @@ struct VariantData {
   std::string memory_source;
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
   std::string forward_note;            // why there are none, or that they were cut; "" when all are there
+  bool trace_unreadable = false;       // the trace is there but could not be read (cut short, over the size limit)
   std::string table;            // torch-style table text, when available
   std::string table_csv;        // "<variant>.table.csv" when it is beside the summary and of its run, else ""
   // <variant>.stacks.txt (folded stacks) when it is of the summary's run: each stack's frames, root first, and

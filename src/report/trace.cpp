@@ -210,8 +210,11 @@ struct Layout {
   // Kineto's "External id" of zone i of thread t: first_id[t] + i, unique in the trace (1, 2, ... in thread
   // order). The GPU work a zone launched carries the same number.
   std::vector<int64_t> first_id;
+  std::vector<size_t> zones;  // per thread: how many (an index past them names no zone)
   int64_t external_id(int32_t thread, int32_t zone) const {
-    return thread >= 0 && size_t(thread) < first_id.size() && zone >= 0 ? first_id[size_t(thread)] + zone : 0;
+    return thread >= 0 && size_t(thread) < first_id.size() && zone >= 0 && size_t(zone) < zones[size_t(thread)]
+               ? first_id[size_t(thread)] + zone
+               : 0;
   }
 };
 
@@ -220,8 +223,11 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());  // per zone: clamped interval
   l.incl.resize(r.threads.size());
   l.first_id.resize(r.threads.size());
-  for (size_t ti = 0, next = 1; ti < r.threads.size(); next += r.threads[ti].zones.size(), ++ti)
+  l.zones.resize(r.threads.size());
+  for (size_t ti = 0, next = 1; ti < r.threads.size(); next += r.threads[ti].zones.size(), ++ti) {
     l.first_id[ti] = int64_t(next);
+    l.zones[ti] = r.threads[ti].zones.size();
+  }
   size_t n_items = 0;
   for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
