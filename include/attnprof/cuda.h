@@ -87,6 +87,7 @@ struct DeviceInfo {
   // cudaDeviceProp's per-block limits, which only the trace's deviceProperties reports
   int max_threads_per_block = 0, regs_per_block = 0, warp_size = 0;
   int64_t shared_mem_per_block = 0, shared_mem_per_block_optin = 0;
+  int driver_version = 0, runtime_version = 0;  // cudaDriverGetVersion / cudaRuntimeGetVersion: 13000 is 13.0
 };
 DeviceInfo device_info(int id = 0);
 // The figures a profile keeps of the GPU it ran on (ProfileResult::gpu, the trace's deviceProperties), from
@@ -182,8 +183,11 @@ class DeviceRunner : public Runner {
 const std::vector<Variant>& cuda_registry();
 const Variant& find_cuda_variant(std::string_view name);  // Error listing the names when not found
 
-// Times run_device() with CUDA events on the backend's stream: `warmup` untimed forwards, then `iters`
-// forwards each between two events. Device time per forward, launch gaps included; no profiler needed.
+// Times run_device() with CUDA events on the backend's stream: `warmup` untimed forwards and more until
+// kDeviceWarmupS has passed (an idle GPU runs at a fraction of its clock until work has kept it busy: an H200
+// idles at 345 MHz), then `iters` forwards each between two events. Device time per forward, launch gaps
+// included; no profiler needed.
+inline constexpr double kDeviceWarmupS = 0.25;
 struct DeviceTiming {
   std::vector<double> ms;  // per forward
   double median_ms = 0.0, min_ms = 0.0;  // median_ms is analysis::median(ms), as on the host

@@ -67,6 +67,8 @@ DeviceInfo device_info(int id) {
   d.warp_size = prop.warpSize;
   d.shared_mem_per_block = int64_t(prop.sharedMemPerBlock);
   d.shared_mem_per_block_optin = int64_t(prop.sharedMemPerBlockOptin);
+  if (cudaDriverGetVersion(&d.driver_version) != cudaSuccess) d.driver_version = 0;  // figures to print only
+  if (cudaRuntimeGetVersion(&d.runtime_version) != cudaSuccess) d.runtime_version = 0;
   return d;
 }
 

@@ -242,6 +242,7 @@ int main(int argc, char** argv) {
   std::string dtype_arg = "bf16";
   bool no_causal = false, no_validate = false, no_configs = false, configs_only = false, device_info_only = false;
   std::string json_path;
+  std::vector<std::string> order;  // --variants: the ones to time, in this order (default: the registry's)
   CLI::App app{"the GPU numbers of docs/gpu.md: every CUDA variant validated and timed at one shape, then every flash "
                "tile configuration",
                "attnprof-gpu-timing"};
@@ -260,6 +261,10 @@ int main(int argc, char** argv) {
   app.add_flag("--configs-only", configs_only, "time the flash configurations only, not the variants")
       ->excludes(no_configs_opt);
   app.add_flag("--device-info", device_info_only, "print the device and exit (3 when there is no usable CUDA device)");
+  app.add_option("--variants", order,
+                 "comma-separated CUDA variants to time, in this order (default: every one, in the registry's order); "
+                 "the first is timed before CUPTI has run in the process")
+      ->delimiter(',');
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -269,15 +274,25 @@ int main(int argc, char** argv) {
   const Shape4 shape{shape_arg[0], shape_arg[1], shape_arg[2], shape_arg[3]};
   const DType dtype = parse_dtype(dtype_arg);
   const bool causal = !no_causal, validate = !no_validate, configs = !no_configs, variants = !configs_only;
+  for (const std::string& name : order) {  // a name the registry lacks is a bad flag, said before the device is looked for
+    try {
+      (void)cuda::find_cuda_variant(name);
+    } catch (const std::exception& ex) {
+      fmt::print(stderr, "attnprof-gpu-timing: --variants: {}\n", ex.what());
+      return 2;
+    }
+  }
   if (!cuda::available()) {
     fmt::print(stderr, "attnprof-gpu-timing: {}\n", cuda::unavailable_reason());
     return 3;
   }
   try {
     const cuda::DeviceInfo dev = cuda::device_info(0);
-    fmt::print("device: {}, sm_{}{}, {} SMs, {:.2f} GHz, {:.1f} GiB, {:.0f} GB/s, dense bf16 peak {:.1f} TFLOP/s ({})\n",
+    fmt::print("device: {}, sm_{}{}, {} SMs, {:.2f} GHz, {:.1f} GiB, {:.0f} GB/s, dense bf16 peak {:.1f} TFLOP/s ({}); "
+               "CUDA driver {}.{}, runtime {}.{}\n",
                dev.name, dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_ghz, double(dev.memory_bytes) / (1 << 30),
-               dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source);
+               dev.bandwidth_gbs, dev.bf16_tflops, dev.bf16_peak_source, dev.driver_version / 1000,
+               dev.driver_version % 1000 / 10, dev.runtime_version / 1000, dev.runtime_version % 1000 / 10);
     std::fflush(stdout);
     if (device_info_only) return 0;
     Tensor q = Tensor::empty(shape, dtype), k = Tensor::empty(shape, dtype), v = Tensor::empty(shape, dtype);
@@ -302,6 +317,8 @@ int main(int argc, char** argv) {
                           {"sms", dev.sms},
                           {"bf16_peak_tflops", dev.bf16_tflops},
                           {"bandwidth_gbs", dev.bandwidth_gbs},
+                          {"cuda_driver", dev.driver_version},
+                          {"cuda_runtime", dev.runtime_version},
                           {"problem", p.str()},
                           {"flops", attention_flops(p)},
                           {"iters", iters},
@@ -317,8 +334,14 @@ int main(int argc, char** argv) {
     if (variants)
       fmt::print("\n{:<11} {:>10} {:>10} {:>9} {:>10} {:>8} {:>10}  {}\n", "variant", "ms", "TFLOP/s", "% peak",
                  "burst ms", "valid", "max_abs", "device activities per forward");
-    static const std::vector<Variant> kNone;
-    for (const Variant& var : variants ? cuda::cuda_registry() : kNone) {
+    std::vector<const Variant*> timed;  // --variants' order, else the registry's
+    if (variants) {
+      if (order.empty())
+        for (const Variant& var : cuda::cuda_registry()) timed.push_back(&var);
+      for (const std::string& name : order) timed.push_back(&cuda::find_cuda_variant(name));
+    }
+    for (const Variant* vp : timed) {
+      const Variant& var = *vp;
       nlohmann::json e = {{"name", var.name}};
       if (auto why = var.unsupported(p)) {
         fmt::print("{:<11} unsupported: {}\n", var.name, *why);
