@@ -107,7 +107,8 @@ trap finish EXIT
 trap 'note "(stopped by a signal at ${SECONDS}s)"; exit 143' TERM INT HUP
 
 # step ID TITLE CAP KEEP LOG CMD...: runs CMD (stdin /dev/null, stdout and stderr appended to LOG) under
-# `timeout -k 10`, its cap cut to the budget left less KEEP seconds (kept for the essential steps after it),
+# `timeout -k 10`, its cap cut to the budget left less KEEP seconds (kept for the essential steps after it; sized
+# for the default BUDGET_S of 330 and scaled with it),
 # though never under MIN_STEP_S: an earlier step matters more than a later one. Skips it with a note when
 # under MIN_STEP_S are left. Records "ID outcome seconds" in
 # $R/step-status.txt, prints LOG's tail and packs $OUT. Returns CMD's status: 124 or 137 when stopped at its
@@ -115,6 +116,7 @@ trap 'note "(stopped by a signal at ${SECONDS}s)"; exit 143' TERM INT HUP
 step() {
   local id=$1 name=$2 cap=$3 keep=$4 logf=$5 t0=$SECONDS left t rc
   shift 5
+  keep=$(( keep * BUDGET_S / 330 ))  # the keeps are sized for the default budget: a smaller one (a rerun) scales them
   log "$name"
   left=$(( BUDGET_S - SECONDS - RESERVE_S ))
   if (( left < MIN_STEP_S )); then

@@ -2121,7 +2121,7 @@ TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
                                                         "' is not a thread count attnprof runs");
     EXPECT_EQ(threads_of(" --threads 1"), 1) << "with --threads the variable is not read";
   }
-  for (const char* v : {"abc", "0", "-1", "2x", "1,", "2,abc", "1,0"}) {  // the lists: OpenMP ignores them whole
+  for (const char* v : {"abc", "0", "-1", "2x", "1,", "2,abc", "1,0", "", " "}) {  // OpenMP ignores them whole
     const Env env(v);
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << v;
@@ -2146,7 +2146,7 @@ TEST_F(Cli, ThreadsDefaultToOmpNumThreadsElseTheCpusItMayRunOn) {
   };
   {
     const Env env(nullptr);
-    for (const char* v : {"abc", "0", "-1", "2x", "1,2"}) {  // OpenMP ignores these (no limit), with a warning
+    for (const char* v : {"abc", "0", "-1", "2x", "1,2", "", " "}) {  // OpenMP ignores these (no limit), with a warning
       const Var limit("OMP_THREAD_LIMIT", v);
       const Result r = run(args);
       EXPECT_EQ(r.code, 2) << v;

@@ -572,7 +572,7 @@ void add_compare_command(CLI::App& app) {
                 "software counters in each variant's table and summary, as profile --counters records them: page "
                 "faults per op (every thread's), task-clock per forward; attnprof diff of two summaries then shows "
                 "each op's faults");
-  add_peer_options(sub, args->peer, "beside the variants");
+  add_peer_options(sub, args->peer, "beside the variants", "the run ends with an error, writing nothing");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 3, .file_inputs = true, .traces = true});
   sub->footer(variants_help());
   sub->callback([args] { run_compare(*args); });

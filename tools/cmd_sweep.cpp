@@ -583,7 +583,8 @@ void add_sweep_command(CLI::App& app) {
   sub->add_option("--backend", args->backend,
                   "SDPA backend for 'sdpa' in --variants: math | flash | auto (with --device cuda: math | cudnn | auto)");
   sub->add_option("--device", args->device, "cpu (default) or cuda (the CUDA registry, timed on the GPU)");
-  add_peer_options(sub, args->peer, "at every N (torch-naive and torch-sdpa, time fits only)");
+  add_peer_options(sub, args->peer, "at every N (torch-naive and torch-sdpa, time fits only)",
+                   "that N's torch rows and every later N's are skipped points, the sweep goes on");
   add_common_options(sub, args->common, {.warmup = 2, .iters = 3, .file_inputs = false});
   // Every point's N (queries and keys alike) comes from --seq: the shared help lines say so here.
   sub->get_option("--shape")->description("B,H,N,D: every point's B, H and D (default: the blog's 8,16,1024,64); N "

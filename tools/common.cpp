@@ -141,7 +141,7 @@ std::optional<int64_t> openmp_count(std::string_view s) {
 
 int default_threads() {
   const char* env = std::getenv("OMP_NUM_THREADS");
-  if (!env || !*env) return std::min(hardware_threads(), ops::thread_limit());
+  if (!env) return std::min(hardware_threads(), ops::thread_limit());  // set but empty: OpenMP ignores it, refused
   // OpenMP reads a comma-separated list, one count per nesting level; the first is the team attnprof runs. A list
   // with an element that is no positive count ("1,", "2,abc", "1,0") is ignored whole by OpenMP: refused here.
   const std::string_view value(env);
@@ -256,7 +256,7 @@ void remove_other_format_trace(const std::string& out, const std::string& varian
 // OMP_NUM_THREADS is.
 void check_thread_limit_variable() {
   const char* env = std::getenv("OMP_THREAD_LIMIT");
-  if (!env || !*env) return;
+  if (!env) return;  // set but empty, OpenMP ignores it too: refused below
   if (!openmp_count(env))
     ATTNPROF_FAIL("OMP_THREAD_LIMIT='{}' is not a thread count (one positive integer, as OpenMP reads it): OpenMP "
                   "ignores it, as no limit at all; correct or unset it",

@@ -354,8 +354,9 @@ struct PeerOptions {
   CLI::Option* timeout_opt = nullptr;
   bool on() const { return !peer.empty(); }
 };
-// `what` ends --peer's help: what the peer's rows are set beside in this command.
-void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what);
+// `what` ends --peer's help: what the peer's rows are set beside in this command; `on_timeout`, what a run past
+// --peer-timeout does to it.
+void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what, const std::string& on_timeout);
 // The refusals: --python or --peer-timeout without --peer, a peer other than torch, --device cuda.
 void check_peer_options(const PeerOptions& po, bool gpu);
 // torch's version (probe_torch_peer), or "" without --peer: an interpreter that cannot run the peer is refused

@@ -326,7 +326,7 @@ void kill_peer_on_signal() noexcept {
   if (const pid_t g = g_peer_group.load(std::memory_order_acquire); g > 0) ::kill(-g, SIGKILL);
 }
 
-void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what) {
+void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what, const std::string& on_timeout) {
   sub->add_option("--peer", po.peer,
                   "torch: also run PyTorch on the same inputs (the blog's five-op script and its SDPA), timed in its "
                   "own process and checked against the same fp64 reference, " + what +
@@ -334,8 +334,8 @@ void add_peer_options(CLI::App* sub, PeerOptions& po, const std::string& what) {
   po.python_opt = sub->add_option("--python", po.python, "the python interpreter for --peer torch (default python3 on PATH)");
   po.timeout_opt = add_integer_option(
       sub, "--peer-timeout", po.timeout,
-      "seconds the peer's python may take (its probe, then each run), after which it is stopped and the run ends "
-      "with an error (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
+      "seconds the peer's python may take (its probe, then each run), after which it is stopped and " + on_timeout +
+          " (default 0: no limit; torch 1.13's naive takes seconds per forward at large shapes)",
       0, 86400);
 }
 
