@@ -732,6 +732,12 @@ TEST(HtmlReport, TheSweepSaysWhatRanItsPeerRows) {
       for (const json& v : c["spec"]["layer"][0]["data"]["values"])
         drawn[c["kind"].get<std::string>()].insert(v["variant"].get<std::string>());
   EXPECT_TRUE(drawn["sweep-time"].count("torch-sdpa"));
+  // Rates spanning more than 10x (torch 1.13's beside flash's) on a log axis, where a linear one flattens the slow.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-rate") {
+      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["y"]["scale"]["type"], "log");
+      EXPECT_NE(c["spec"]["layer"][0]["encoding"]["y"]["title"].get<std::string>().find("(log scale)"), std::string::npos);
+    }
   EXPECT_TRUE(drawn["sweep-memory"].count("naive"));
   EXPECT_FALSE(drawn["sweep-memory"].count("torch-sdpa")) << "its memory is not measured";
 }
@@ -1655,6 +1661,9 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
   spit(d.path / "compare.json", compare.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("Self CUDA time total: 0.180us"), std::string::npos) << "the torch table with CUDA columns";
+  // The sortable table of a GPU profile is sorted by CUDA total, where its time is.
+  EXPECT_NE(page.find("<th aria-sort=\"descending\">CUDA total</th>"), std::string::npos);
+  EXPECT_EQ(page.find("<th aria-sort=\"descending\">CPU total</th>"), std::string::npos);
   EXPECT_NE(page.find("on Test GPU"), std::string::npos);
   EXPECT_NE(page.find("timed with CUDA events"), std::string::npos);
   const json data = data_block(page);
@@ -1675,6 +1684,8 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
     }
     if (c["kind"] == "roofline") {
       roof = true;
+      // One shape per verdict whichever are present (this page has memory-bound points only): memory is a square.
+      EXPECT_EQ(c["spec"]["layer"][1]["encoding"]["shape"]["scale"]["range"], json::array({"circle", "square"}));
       std::set<std::string> ops;
       for (const json& p : c["spec"]["layer"][1]["data"]["values"]) ops.insert(p["op"].get<std::string>());
       EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();

@@ -493,7 +493,14 @@ void section_compare(Page& pg, const Input& in) {
            {"encoding",
             {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
              {"x", {{"field", "floor_ms"}, {"type", "quantitative"}}},
-             {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}, {"title", "roofline floor, ms"}}}}}}}}}};
+             {"tooltip", {{{"field", "floor_ms"}, {"format", ".3f"}, {"title", "roofline floor, ms"}}}}}}},
+          // Each median written past its slowest forward: where one variant's slow forward sets the axis, the
+          // fast ones' bars are slivers, and their figure is what the reader wants.
+          {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}, {"fontSize", 10}, {"color", "#333"}}},
+           {"encoding",
+            {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}}},
+             {"x", {{"field", "max_ms"}, {"type", "quantitative"}}},
+             {"text", {{"field", "ms"}, {"type", "quantitative"}, {"format", ",.3~f"}}}}}}}}};
     pg.chart("compare", spec,
              std::string("Time per forward for each variant (the median; the thin line spans its fastest to slowest "
                          "timed forward); the black tick is ") +
@@ -816,7 +823,9 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
            "format of torch's export_stacks): the threads at the top, each op under the annotation or op it ran "
            "in, its width its time per forward (its own and what ran inside it), the flash kernel's steps under "
            "flash_attention_fwd. The OpenMP workers' shares of each parallel op sit under their thread, so the width "
-           "is every thread's time, not the wall. Frames of under 0.2 % of a variant's time are left out.");
+           "is every thread's time, not the wall: every thread of attnprof's own, that is; the threads oneDNN and "
+           "OpenBLAS run inside matmul are their libraries' and not seen. Frames of under 0.2 % of a variant's time "
+           "are left out.");
       any = true;
     }
     json spec = {
@@ -953,7 +962,10 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
       {"data", {{"values", rows}}},
       {"facet", {{"row", {{"field", "panel"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},
                           {"title", nullptr},
-                          {"header", {{"labelAngle", 0}, {"labelAlign", "left"}, {"labelFontWeight", "bold"}}}}}}},
+                          // Each panel's title above it, not beside it: beside, the long titles pushed the
+                          // legend and the axis's right end out of the page's box.
+                          {"header", {{"labelAngle", 0}, {"labelOrient", "top"}, {"labelAnchor", "start"},
+                                      {"labelFontWeight", "bold"}}}}}}},
       {"spec",
        {{"width", kWidth - 220},
         {"mark", {{"type", "bar"}}},
@@ -1151,12 +1163,20 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (!rate_pts.empty()) {
     // Throughput on a linear axis against N on log2, with the peak the sweep measured against as a rule: the
     // picture of fixed costs amortising (rising dots) and of where each variant's own limit holds it.
+    // Linear, unless the rates span more than 10× (torch 1.13's rows beside flash's, naive's small N beside its
+    // large): then log, where a linear axis would flatten the slow series onto zero.
+    double lo = INFINITY, hi = 0;
+    for (const json& p : rate_pts) {
+      lo = std::min(lo, p["y"].get<double>());
+      hi = std::max(hi, p["y"].get<double>());
+    }
+    const bool log_rate = hi > 10 * lo;
     json spec = loglog(rate_pts, json::array(), "");
     for (json& layer : spec["layer"]) {
       json& y = layer["encoding"]["y"];
-      y["scale"] = {{"type", "linear"}, {"zero", true}};
+      y["scale"] = log_rate ? json{{"type", "log"}} : json{{"type", "linear"}, {"zero", true}};
       y.erase("axis");
-      y["title"] = fmt::format("attention {} (linear scale)", rate_unit);
+      y["title"] = fmt::format("attention {} ({} scale)", rate_unit, log_rate ? "log" : "linear");
     }
     // Each variant's points joined in N order, so its curve reads at a glance.
     json joined = spec["layer"][0];
@@ -1392,7 +1412,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                     {"size", {{"field", "ring"}, {"type", "quantitative"}, {"scale", nullptr},
                                               {"legend", nullptr}}},
                                     {"color", pg.variant_color(roof_present)},
-                                    {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"}}},
+                                    {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"},
+                                               // one shape per verdict on every page, whichever are present
+                                               {"scale", {{"domain", {"compute", "memory"}},
+                                                          {"range", {"circle", "square"}}}}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
                                                  {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
                                                  {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved GFLOP/s"}},
@@ -1635,7 +1658,8 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
            "The first recorded forward of each variant as the trace shows it (the view Perfetto gives), on one "
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
            "of separate passes over the N×N scores; the fused ones are one span. A worker lane holds that "
-           "OpenMP thread's share of each op's own parallel region.");
+           "OpenMP thread's share of each op's own parallel region (matmul's threads are oneDNN's or OpenBLAS's own, "
+           "and not seen: its work shows on the calling thread only).");
   // The forward drawn is the first recorded one, which a cold start or the machine can make untypical: where it
   // is more than 5 % off its variant's median, both are said.
   std::vector<std::string> untypical;
@@ -1746,15 +1770,18 @@ std::string sortable_op_table(const json& summary) {
   for (const json& r : *rows) shaped = shaped || (r.is_object() && !str(r, "input_shapes").empty());
   std::string head = "<tr><th data-sort=\"text\">Name</th>";
   if (shaped) head += "<th data-sort=\"text\">Input Shapes</th><th data-sort=\"text\">Input Types</th>";
+  // Sorted as profile prints the table: by CPU total, and a GPU profile by CUDA total, where its time is.
+  const char* sort_key = device ? "cuda_total_ns" : "total_ns";
   for (const Col& c : cols)
-    head += std::string("<th") + (std::string_view(c.key) == "total_ns" ? " aria-sort=\"descending\"" : "") + ">" +
+    head += std::string("<th") + (std::string_view(c.key) == sort_key ? " aria-sort=\"descending\"" : "") + ">" +
             html_escape(c.head) + "</th>";
   head += "</tr>";
   std::vector<const json*> order;
   for (const json& r : *rows)
     if (r.is_object()) order.push_back(&r);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const json* a, const json* b) { return num(*a, "total_ns", 0) > num(*b, "total_ns", 0); });
+  std::stable_sort(order.begin(), order.end(), [sort_key](const json* a, const json* b) {
+    return num(*a, sort_key, 0) > num(*b, sort_key, 0);
+  });
   std::string body;
   for (const json* r : order) {
     const json* cost = member(*r, {"cost"});
