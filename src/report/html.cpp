@@ -422,6 +422,8 @@ void section_compare(Page& pg, const Input& in) {
   if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
   for (const std::string& line : far_from_floor_notes(row_times, gpu)) pg.note(line);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
+  // What each column means, folded: three paragraphs that would stand between the table and its charts.
+  pg.raw("<details><summary>What the columns mean</summary>\n");
   pg.note(std::string(gpu ? "ms / forward is the median device time of one forward timed with CUDA events. "
                            : "ms / forward is the median wall time of one profiled forward. ") +
           "Floor ms is the roofline floor of what one forward ran: each " + (gpu ? "kernel, copy and fill" : "op") +
@@ -449,6 +451,7 @@ void section_compare(Page& pg, const Input& in) {
   }
   pg.note("Peak memory (one forward, above its inputs) and bytes moved are in decimal units, as compare prints them "
           "(1 MB = 10^6 B); the profiler tables below use torch's binary ones (1 Mb = 2^20 B).");
+  pg.raw("</details>\n");
   const json* machine = member(c, {"machine"});
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
   // A CPU run records the bf16 GEMM it used (a GPU run none); its fp16 GEMM is always the widened one.
@@ -1574,7 +1577,7 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
     if (v.memory.empty()) continue;
     // "order" sorts the rows: a sort list of names would be compiled into a Vega expression.
     for (const auto& [t, b] : downsample(v.memory, 1500))
-      rows.push_back({{"variant", v.name}, {"order", i}, {"ms", t}, {"mib", b / (1024.0 * 1024.0)}});
+      rows.push_back({{"variant", v.name}, {"order", i}, {"ms", t}, {"mb", b * 1e-6}});  // decimal, as the Comparison's
     sources.push_back(v.name + ": " + v.memory_source);
   }
   if (rows.empty()) {
@@ -1590,17 +1593,17 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
                {"spec", {{"width", kWidth - 120}, {"height", 90},
                          {"mark", {{"type", "area"}, {"interpolate", "step-after"}, {"line", true}, {"opacity", 0.5}}},
                          {"encoding", {{"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms since the profile began"}}},
-                                       {"y", {{"field", "mib"}, {"type", "quantitative"}, {"title", "live MiB"}, {"stack", nullptr}}},
+                                       {"y", {{"field", "mb"}, {"type", "quantitative"}, {"title", "live MB"}, {"stack", nullptr}}},
                                        {"color", color},
                                        {"tooltip", {{{"field", "variant"}}, {{"field", "ms"}, {"format", ".3f"}},
-                                                    {{"field", "mib"}, {"format", ".2f"}, {"title", "live MiB"}}}}}}}},
+                                                    {{"field", "mb"}, {"format", ".2f"}, {"title", "live MB"}}}}}}}},
                {"resolve", {{"scale", {{"x", "shared"}}}}}};
   pg.chart("memory", spec,
            "Live bytes in attnprof's tracked allocator over the profiled steps, one row per variant, on shared axes "
            "(each row's time counts from its own profile's start, so a shorter row finished its steps sooner): "
            "the naive variants allocate the N×N scores every forward, the fused ones only "
            "small per-thread tiles. The inputs are live throughout, so each row stands on them; the Comparison's "
-           "peak memory counts only what a forward allocates above them.");
+           "peak memory counts only what a forward allocates above them. MB are decimal (10^6 B), as there.");
   std::string src;
   for (const auto& s : sources) src += (src.empty() ? "" : "; ") + s;
   pg.note("Sources: " + src);
