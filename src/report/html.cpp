@@ -85,6 +85,7 @@ std::string href_for_file(std::string_view name) {
 
 namespace {
 
+using html_run::ForwardDrawn;
 using html_run::Input;
 using html_run::is_annotation;
 using html_run::member;
@@ -1658,27 +1659,25 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
                        {{"field", "start"}, {"format", ".3f"}}, {{"field", "ms"}, {"format", ".3f"}}}}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
   pg.chart("timeline", spec,
-           "The first recorded forward of each variant as the trace shows it (the view Perfetto gives), on one "
+           "The recorded forward of each variant closest to its median as the trace shows it (the view Perfetto gives), on one "
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
            "of separate passes over the N×N scores; the fused ones are one span. A worker lane holds that "
            "OpenMP thread's share of each op's own parallel region (matmul's threads are oneDNN's or OpenBLAS's own, "
            "and not seen: its work shows on the calling thread only).");
-  // The forward drawn is the first recorded one, which a cold start or the machine can make untypical: where it
-  // is more than 5 % off its variant's median, both are said.
-  std::vector<std::string> untypical;
+  // A variant whose drawn forward is not its first: the first was a cold start or disturbed, and the reader who
+  // opens the trace in Perfetto sees that one first. Said with both lengths.
+  std::vector<std::string> later;
   for (const VariantData& v : vs) {
-    if (v.forward_spans.empty() || !v.summary) continue;
-    const json* run = member(*v.summary, {"run"});
-    const std::vector<double> ms = run ? forward_ms(*run) : std::vector<double>{};
-    const double median = run ? num(*run, "ms_per_forward", 0) : 0;
-    if (ms.size() < 2 || median <= 0 || std::abs(ms.front() - median) <= kMeanMedianGap * median) continue;
-    untypical.push_back(fmt::format("{}'s took {:.3f} ms against its median {:.3f} ms", v.name, ms.front(), median));
+    const ForwardDrawn& d = v.forward_drawn;
+    if (v.forward_spans.empty() || d.index == 0) continue;
+    later.push_back(fmt::format("{}'s #{} of {} ({:.3f} ms; the first took {:.3f} ms, the median {:.3f} ms)", v.name,
+                                d.index + 1, d.count, d.ms, d.first_ms, d.median_ms));
   }
-  if (!untypical.empty()) {
+  if (!later.empty()) {
     std::string list;
-    for (size_t i = 0; i < untypical.size(); ++i) list += (i ? "; " : "") + untypical[i];
-    pg.note("The forward drawn is each variant's first recorded one, which is not its typical one where they differ: " +
-            list + ".");
+    for (size_t i = 0; i < later.size(); ++i) list += (i ? "; " : "") + later[i];
+    pg.note("The forward drawn is the one closest to each variant's median, not its first where they differ: " + list +
+            ".");
   }
   // How each op's own parallel regions used their threads, from the summaries' thread_balance.
   std::string threads;

@@ -56,6 +56,12 @@ bool is_annotation(const OpRow& r);
 // The flame graph draws frames this many deep below the threads at most; read_stacks keeps no more of a line.
 inline constexpr int kMaxFlameDepth = 16;
 
+// Which recorded forward the timeline draws: the one closest to the median of the trace's forwards.
+struct ForwardDrawn {
+  int index = 0, count = 0;                         // 0-based, of the trace's recorded forwards
+  double ms = NAN, first_ms = NAN, median_ms = NAN;  // its length, the first one's, their median
+};
+
 // Everything the page shows of one variant.
 struct VariantData {
   std::string name;
@@ -70,6 +76,7 @@ struct VariantData {
   std::string memory_source;
   json forward_spans = json::array();  // one forward's trace events (forward_timeline), for the timeline chart
   std::string forward_note;            // why there are none, or that they were cut; "" when all are there
+  ForwardDrawn forward_drawn;          // which forward forward_spans are of
   bool trace_unreadable = false;       // the trace is there but could not be read (cut short, over the size limit)
   std::string table;            // torch-style table text, when available
   std::string table_csv;        // "<variant>.table.csv" when it is beside the summary and of its run, else ""
