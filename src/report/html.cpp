@@ -136,6 +136,11 @@ std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, 
 // ---- page assembly -----------------------------------------------------------------------------------------
 constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";  // an identifier; never fetched
 constexpr int kWidth = 720;
+// A Vega expression that shortens a long label in its middle, keeping both ends: GPU kernels' names share long
+// prefixes (sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_...) and differ at the end, which a cut at the end loses.
+// The data keeps the whole name, which the tooltips show.
+constexpr const char* kMiddleEllipsis =
+    "length(datum.label) > 40 ? slice(datum.label, 0, 18) + '\u2026' + slice(datum.label, -18) : datum.label";
 constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of any variant here has far fewer
 
 // A log axis over [lo, hi] labelled at 1, 2 and 5 times each power of ten (detail::log_ticks), figures printed
@@ -227,6 +232,7 @@ class Page {
     for (const json& n : names)
       if (op_seen_.insert(n.get<std::string>()).second) op_domain_.push_back(n);
     legend["values"] = names;
+    legend["labelExpr"] = kMiddleEllipsis;
     return {{"field", field},
             {"type", "nominal"},
             {"title", title},
@@ -652,7 +658,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
   const json op_colors = pg.op_color("op", "op", ops, {{"labelLimit", 320}, {"columns", 1}});
   auto stacked = [&](const json& rows, const std::string& field, const std::string& title, const json& tooltip) {
     return json{{"data", {{"values", rows}}},
-                {"width", kWidth},
+                {"width", kWidth - 80},  // room for a legend of 40-character names beside it in the page's box
                 {"mark", {{"type", "bar"}}},
                 {"encoding",
                  {{"y", {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
@@ -975,7 +981,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
         {"mark", {{"type", "bar"}}},
         {"encoding",
          {{"y", {{"field", "op"}, {"type", "nominal"}, {"sort", {{"field", "delta_ms"}}}, {"title", nullptr},
-                 {"axis", {{"labelLimit", 260}}}}},
+                 {"axis", {{"labelLimit", 360}, {"labelExpr", kMiddleEllipsis}}}}},
           {"x", {{"field", "delta_ms"}, {"type", "quantitative"},
                  {"title", std::string(device ? "change in Self CUDA time" : "change in self time") +
                                " per forward (ms; negative = saved)"}}},
@@ -1893,6 +1899,7 @@ section { margin-top: 28px; }
 h2 { font-size: 19px; border-bottom: 2px solid #d9dee5; padding-bottom: 4px; }
 h3 { font-size: 15px; margin-bottom: 4px; }
 table.data { border-collapse: collapse; font-size: 13px; margin: 8px 0; background: #fff; display: block; max-width: 100%; overflow-x: auto; }
+table.data td:first-child { max-width: 28em; overflow-wrap: anywhere; }
 table.data th, table.data td { border: 1px solid #d9dee5; padding: 4px 8px; }
 table.data th { background: #eef1f5; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
