@@ -864,7 +864,10 @@ TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
   EXPECT_NE(page.find("Noisy: torch-naive took 2.444s / 1.200s / 2.500s per forward"), std::string::npos);
   // Not variants: the comparison chart's bars are the variants' only.
   EXPECT_FALSE(chart_variants(data_block(page), "compare").count("torch-naive"));
-  EXPECT_EQ(count(page, "torch-naive"), 3u) << "the peer appears in its table and its two notes only";
+  // In the page's text, the peer appears in its table and its two notes only (the charts' colour domain names
+  // every known row, drawn or not, so that each keeps one colour on every page).
+  const std::string text = page.substr(0, page.find("<script type=\"application/json\" id=\"attnprof-data\">"));
+  EXPECT_EQ(count(text, "torch-naive"), 3u) << "the peer appears in its table and its two notes only";
 }
 
 // A stacks file that is not folded stacks, or an earlier run's, draws no flame graph and says why; the others
@@ -1673,6 +1676,18 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
   spit(d.path / "compare.json", compare.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("Self CUDA time total: 0.180us"), std::string::npos) << "the torch table with CUDA columns";
+  // Each variant keeps its colour on every page: the colour domain is one fixed order of the known names, whether
+  // the run has them or not (this run has naive only, which is first; flash would be fifth here as on a CPU page).
+  bool compare_chart = false;
+  for (const json& c : data_block(page)["charts"].get<std::vector<json>>())
+    if (c["kind"] == "compare") {
+      compare_chart = true;
+      const json& domain = c["spec"]["layer"][0]["encoding"]["color"]["scale"]["domain"];
+      ASSERT_GE(domain.size(), 5u) << domain;
+      EXPECT_EQ(domain[0], "naive");
+      EXPECT_EQ(domain[4], "flash");
+    }
+  EXPECT_TRUE(compare_chart);
   // The sortable table of a GPU profile is sorted by CUDA total, where its time is.
   EXPECT_NE(page.find("<th aria-sort=\"descending\">CUDA total</th>"), std::string::npos);
   EXPECT_EQ(page.find("<th aria-sort=\"descending\">CPU total</th>"), std::string::npos);

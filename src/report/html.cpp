@@ -198,10 +198,20 @@ class Page {
  public:
   // One colour per variant across every chart: the colour domain lists all variants of the run in one order.
   std::vector<std::string> variants;
+  // The colour domain: attnprof's variants and the peer's rows in one fixed order, whether the run has them or
+  // not, so that flash is one colour on every page (a GPU run's flash had taken a CPU run's in-place colour);
+  // then any other name the run has, in its order.
+  std::vector<std::string> colour_domain() const {
+    std::vector<std::string> d = {"naive",      "inplace", "sdpa-math",   "sdpa-flash",
+                                  "flash",      "sdpa-cudnn", "torch-naive", "torch-sdpa"};
+    for (const std::string& v : variants)
+      if (std::find(d.begin(), d.end(), v) == d.end()) d.push_back(v);
+    return d;
+  }
   // `present`: the variants this chart draws, so its legend lists only those.
   json variant_color(const std::set<std::string>& present = {}) const {
     json c = {{"field", "variant"}, {"type", "nominal"}, {"title", "variant"}, {"scale", {{"scheme", "tableau10"}}}};
-    if (!variants.empty()) c["scale"]["domain"] = variants;
+    if (!variants.empty()) c["scale"]["domain"] = colour_domain();
     if (!present.empty()) {
       json values = json::array();
       for (const auto& v : variants)
