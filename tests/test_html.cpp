@@ -744,6 +744,24 @@ TEST(HtmlReport, TheSweepSaysWhatRanItsPeerRows) {
       for (const json& v : c["spec"]["layer"][0]["data"]["values"])
         drawn[c["kind"].get<std::string>()].insert(v["variant"].get<std::string>());
   EXPECT_TRUE(drawn["sweep-time"].count("torch-sdpa"));
+  // Busy or Noisy points: faded dots, and their many lines folded under one that counts them.
+  for (int n : {2048, 4096, 8192, 16384})
+    sweep["points"].push_back({{"variant", "torch-naive"}, {"seq", n}, {"source", "torch"}, {"ms", 100.0 * n},
+                               {"gflops", 5.0}, {"forward_ms", {50.0 * n, 100.0 * n, 150.0 * n}},
+                               {"peak_bytes", nullptr}, {"status", "ok"}, {"note", ""}});
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string noisy_page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(noisy_page.find("timed points Busy or Noisy (the faded dots): why, point by point</summary>"),
+            std::string::npos);
+  EXPECT_NE(noisy_page.find("Noisy: torch-naive at N=2048"), std::string::npos) << "inside the fold";
+  const json noisy_data = data_block(noisy_page);
+  int faded = 0;
+  for (const json& c : noisy_data["charts"])
+    if (c["kind"] == "sweep-time") {
+      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["opacity"]["condition"]["test"], "datum.disturbed");
+      for (const json& v : c["spec"]["layer"][0]["data"]["values"]) faded += v["disturbed"].get<bool>() ? 1 : 0;
+    }
+  EXPECT_EQ(faded, 4);
   // Rates spanning more than 10x (torch 1.13's beside flash's) on a log axis, where a linear one flattens the slow.
   for (const json& c : data["charts"])
     if (c["kind"] == "sweep-rate") {

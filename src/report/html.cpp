@@ -1052,16 +1052,19 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
         continue;
       }
       if (!std::isfinite(seq) || seq <= 0) continue;
-      timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p),
-                         cpu_sharing_of(p)});
+      const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(p);
+      // Busy or Noisy: a faded dot, so a fit through such points reads as what it is (the text says which).
+      const bool disturbed = report::is_noisy(forward_ms(p)) || (sharing && sharing->shared());
+      timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p), sharing});
       if (num(p, "pct_peak", 0.0) > 100) over_peak.push_back(fmt::format("{} at N={}", v, fmt_num(seq, 0)));
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);
       if (double ms = num(p, "ms", NAN); std::isfinite(ms) && ms > 0)
-        time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms}, {"kind", "measured"}});
+        time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms}, {"kind", "measured"}, {"disturbed", disturbed}});
       if (double g = num(p, "gflops", NAN); std::isfinite(g) && g > 0)
-        rate_pts.push_back({{"variant", v}, {"seq", seq}, {"y", g * rate_scale}, {"kind", "measured"}});
+        rate_pts.push_back(
+            {{"variant", v}, {"seq", seq}, {"y", g * rate_scale}, {"kind", "measured"}, {"disturbed", disturbed}});
       if (double b = num(p, "peak_bytes", NAN); std::isfinite(b) && b > 0)
         mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b * 1e-6}, {"kind", "measured"}});
     }
@@ -1154,6 +1157,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     layers.push_back({{"data", {{"values", pts}}},
                       {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
                       {"encoding", {{"x", xa}, {"y", y}, {"color", color},
+                                    // a Busy or Noisy point faded (memory is counted, not timed: never)
+                                    {"opacity", {{"condition", {{"test", "datum.disturbed"}, {"value", 0.3}}},
+                                                 {"value", 1.0}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "seq"}, {"title", "N"}},
                                                  {{"field", "y"}, {"format", ".3f"}, {"title", ytitle}}}}}}});
     if (!fit.empty()) {
@@ -1174,8 +1180,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   };
   if (!time_pts.empty())
     pg.chart("sweep-time", loglog(time_pts, time_fit, "ms per forward (log scale)"),
-             "Time per forward against N, log–log: dots are measurements, dashed lines the least-squares power "
-             "law; the label is its exponent (2 means quadratic).");
+             "Time per forward against N, log–log: dots are measurements (faded: Busy or Noisy, below), dashed lines "
+             "the least-squares power law; the label is its exponent (2 means quadratic).");
   if (!mem_pts.empty())
     pg.chart("sweep-memory", loglog(mem_pts, mem_fit, "peak memory above the inputs, MB (log scale)"),
              "Peak tracked memory against N, log–log: the naive variants hold the N×N scores (exponent ≈ 2), "
@@ -1202,6 +1208,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     json joined = spec["layer"][0];
     joined["mark"] = {{"type", "line"}, {"opacity", 0.6}};
     joined["encoding"].erase("tooltip");
+    joined["encoding"].erase("opacity");  // the dots' fading is per point; the line is the series
     joined["encoding"]["detail"] = {{"field", "variant"}};
     spec["layer"].push_back(joined);
     const double peak = num(s, "peak_gflops", NAN);
@@ -1247,7 +1254,16 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
             "construction (shown as –).");
   const json* machine = member(s, {"machine"});
   // A compare's or a sweep's forwards come from --iters (no --schedule there).
-  for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  // Many Busy and Noisy lines (a loaded machine: one per point) fold under one line that counts them.
+  const std::vector<std::string> lines = timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "");
+  size_t disturbed_points = 0;
+  for (const json& p : time_pts) disturbed_points += p["disturbed"].get<bool>() ? 1 : 0;
+  if (lines.size() > 3)
+    pg.raw(fmt::format("<details><summary>{} of {} timed points Busy or Noisy (the faded dots): why, point by point"
+                       "</summary>\n",
+                       disturbed_points, time_pts.size()));
+  for (const std::string& line : lines) pg.note(line);
+  if (lines.size() > 3) pg.raw("</details>\n");
   pg.end_section();
 }
 
