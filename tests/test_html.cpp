@@ -772,6 +772,18 @@ TEST(HtmlReport, TheSweepSaysWhatRanItsPeerRows) {
   EXPECT_FALSE(drawn["sweep-memory"].count("torch-sdpa")) << "its memory is not measured";
 }
 
+// Rates and shares under 1 keep two significant digits in the Comparison, where one decimal printed 0.0.
+TEST(HtmlReport, SmallRatesKeepTheirDigits) {
+  TempDir d("small-rates");
+  const json compare = {{"kind", "compare"},
+                        {"variants", {{{"name", "naive"}, {"ms", 40.0}, {"gflops", 0.052}, {"pct_peak", 0.0113},
+                                       {"status", "ok"}}}}};
+  spit(d.path / "compare.json", compare.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("<td class=\"num\">40.000</td><td class=\"num\">0.052</td><td class=\"num\">0.011</td>"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   // An earlier run of another shape left its files in the directory: drawing them beside this run's would
   // compare different problems (the step-by-step changes, the roofline, the tables).

@@ -110,6 +110,13 @@ std::string fmt_num(double v, int decimals = 2) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
+// A rate or a share with `decimals` places, or two significant digits below 1, which the places would print as 0.0
+// (a tiny run's 0.052 GFLOP/s).
+std::string fmt_rate(double v, int decimals = 1) {
+  if (std::isfinite(v) && v != 0.0 && std::fabs(v) < 1.0) return fmt::format("{:.2g}", v);
+  return fmt_num(v, decimals);
+}
+
 std::string fmt_sci(double v) {
   if (v == 0.0) return "0";
   if (!std::isfinite(v)) return "–";
@@ -345,8 +352,8 @@ void section_compare_peers(Page& pg, const json& c) {
            (why.empty() ? "" : ": " + html_escape(why)) + "</td></tr>\n";
       continue;
     }
-    t += td(fmt_num(num(r, "ms", NAN), 3), true) + td(fmt_num(num(r, "gflops", NAN), 1), true) +
-         td(fmt_num(num(r, "pct_peak", NAN), 1), true) + td(fmt_sci(num(r, "max_abs_err", NAN)), true) +
+    t += td(fmt_num(num(r, "ms", NAN), 3), true) + td(fmt_rate(num(r, "gflops", NAN)), true) +
+         td(fmt_rate(num(r, "pct_peak", NAN)), true) + td(fmt_sci(num(r, "max_abs_err", NAN)), true) +
          td(status == "ok" ? "OK" : status == "failed" ? "FAIL" : status) + td(str(r, "call")) + "</tr>\n";
   }
   t += "</tbody></table>\n";
@@ -395,8 +402,8 @@ void section_compare(Page& pg, const Input& in) {
         continue;
       }
       const double share = num(v, "floor_memory_share", NAN);
-      t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_num(num(v, "gflops", NAN), 1), true) +
-           td(fmt_num(num(v, "pct_peak", NAN), 1), true) + td(format_bytes_decimal(num(v, "peak_bytes")), true) +
+      t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_rate(num(v, "gflops", NAN)), true) +
+           td(fmt_rate(num(v, "pct_peak", NAN)), true) + td(format_bytes_decimal(num(v, "peak_bytes")), true) +
            td(fmt_num(num(v, "ops", NAN), 0), true) + td(format_bytes_decimal(num(v, "bytes")), true) +
            td(fmt_num(num(v, "floor_ms", NAN), 3), true) +
            td(share >= 0.0 && share <= 1.0  // NaN (absent) and figures no compare writes give "--"
