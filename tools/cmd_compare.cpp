@@ -61,11 +61,6 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
   return out;
 }
 
-// The rate of one forward taking `ms` (attention FLOPs, the table's convention) and its share of the target's
-// peak: the variants' rows and the peer's use the same two.
-double gflops_at(const AttnProblem& p, double ms) { return ms > 0 ? attention_flops(p) / (ms * 1e6) : 0.0; }
-double pct_of_peak(const Target& t, double gflops) { return t.peak > 0 ? 100.0 * gflops / t.peak : 0.0; }
-
 // One variant's outcome as a row: the time per forward (host clock on the CPU, CUDA events on the GPU), the
 // rate against the target's peak, the cost model's bytes with their bandwidth bound, and the roofline floor of
 // the ops it recorded.

@@ -201,8 +201,8 @@ class Progress {
 // A timed point's attention GFLOP/s and its share of the target's peak.
 void set_rate(Point& pt, const AttnProblem& p, const Target& target) {
   if (pt.status != "ok" || pt.ms <= 0) return;
-  pt.gflops = attention_flops(p) / (pt.ms * 1e6);
-  pt.pct_peak = target.peak > 0 ? 100 * pt.gflops / target.peak : 0.0;
+  pt.gflops = gflops_at(p, pt.ms);
+  pt.pct_peak = pct_of_peak(target, pt.gflops);
 }
 
 // The peer's two rows at one N (--peer torch): torch in its own process on the point's inputs, each output's
@@ -357,7 +357,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
         x.push_back(double(p.seq));
         t.push_back(p.ms);
         mem.push_back(double(std::max<int64_t>(p.peak_bytes, 1)));
-        if ((p.sharing && p.sharing->shared()) || report::is_noisy(p.forward_ms)) ++disturbed;
+        if (report::is_disturbed(p.forward_ms, p.sharing)) ++disturbed;
       }
     if (x.size() < 2) {
       text += fmt::format("  {}: fewer than 2 points ran, no fit\n", name);

@@ -175,6 +175,10 @@ std::string dispatch_note(const Target& t);
 // For rows whose rate came out above t.peak ("flash at N=512"), which no code reaches: "Over 100 %: ..." saying the
 // peak was measured low and how to measure it again; "" when `over` is empty.
 std::string over_peak_note(const Target& t, const std::vector<std::string>& over);
+// The rate of one forward taking `ms` (attention FLOPs, the tables' convention; 0 without a time) and its share of
+// the target's peak (0 without a peak): compare's rows, the peer's and sweep's points use the same two.
+inline double gflops_at(const AttnProblem& p, double ms) { return ms > 0 ? attention_flops(p) / (ms * 1e6) : 0.0; }
+inline double pct_of_peak(const Target& t, double gflops) { return t.peak > 0 ? 100.0 * gflops / t.peak : 0.0; }
 // A GPU's datasheet peaks: bf16 and fp16 at the dense tensor-core rate (the same on sm_80 and sm_90), fp32 on
 // the CUDA cores.
 Target device_target(const cuda::DeviceInfo& dev, DType dtype);

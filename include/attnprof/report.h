@@ -392,6 +392,10 @@ inline bool is_noisy(const std::vector<double>& forward_ms) { return forward_spr
 // a compare.json variant, a sweep point): nothing for null, absent or malformed.
 nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s);
 std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record);
+// A timing that cannot be taken at face value: its forwards Noisy, or Busy (other work shared the CPUs).
+inline bool is_disturbed(const std::vector<double>& forward_ms, const std::optional<analysis::CpuSharing>& sharing) {
+  return is_noisy(forward_ms) || (sharing && sharing->shared());
+}
 // What compare, profile, sweep, diff and the HTML report say under their tables when timings cannot be taken
 // at face value, one line each:
 //   "Busy: other work used 1.3 of 2 CPUs while naive ran on 2 threads: ..." for every subject (a variant, or a

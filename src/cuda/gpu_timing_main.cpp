@@ -274,14 +274,18 @@ int main(int argc, char** argv) {
   const Shape4 shape{shape_arg[0], shape_arg[1], shape_arg[2], shape_arg[3]};
   const DType dtype = parse_dtype(dtype_arg);
   const bool causal = !no_causal, validate = !no_validate, configs = !no_configs, variants = !configs_only;
+  std::vector<const Variant*> timed;  // --variants' order, else the registry's
+  if (order.empty())
+    for (const Variant& var : cuda::cuda_registry()) timed.push_back(&var);
   for (const std::string& name : order) {  // a name the registry lacks is a bad flag, said before the device is looked for
     try {
-      (void)cuda::find_cuda_variant(name);
+      timed.push_back(&cuda::find_cuda_variant(name));
     } catch (const std::exception& ex) {
       fmt::print(stderr, "attnprof-gpu-timing: --variants: {}\n", ex.what());
       return 2;
     }
   }
+  if (!variants) timed.clear();  // --configs-only
   if (!cuda::available()) {
     fmt::print(stderr, "attnprof-gpu-timing: {}\n", cuda::unavailable_reason());
     return 3;
@@ -334,12 +338,6 @@ int main(int argc, char** argv) {
     if (variants)
       fmt::print("\n{:<11} {:>10} {:>10} {:>9} {:>10} {:>8} {:>10}  {}\n", "variant", "ms", "TFLOP/s", "% peak",
                  "burst ms", "valid", "max_abs", "device activities per forward");
-    std::vector<const Variant*> timed;  // --variants' order, else the registry's
-    if (variants) {
-      if (order.empty())
-        for (const Variant& var : cuda::cuda_registry()) timed.push_back(&var);
-      for (const std::string& name : order) timed.push_back(&cuda::find_cuda_variant(name));
-    }
     for (const Variant* vp : timed) {
       const Variant& var = *vp;
       nlohmann::json e = {{"name", var.name}};

@@ -1080,8 +1080,7 @@ namespace {
 // A speed-up the machine may have made (the text's `*`): one side's forwards spread beyond the noise threshold,
 // or shared the CPUs with other work.
 bool disturbed(const RunDiffRow& r) {
-  const auto shared = [](const std::optional<analysis::CpuSharing>& s) { return s && s->shared(); };
-  return is_noisy(r.base_forward_ms) || is_noisy(r.new_forward_ms) || shared(r.base_sharing) || shared(r.new_sharing);
+  return is_disturbed(r.base_forward_ms, r.base_sharing) || is_disturbed(r.new_forward_ms, r.new_sharing);
 }
 }  // namespace
 

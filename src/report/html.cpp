@@ -1061,7 +1061,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       if (!std::isfinite(seq) || seq <= 0) continue;
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(p);
       // Busy or Noisy: a faded dot, so a fit through such points reads as what it is (the text says which).
-      const bool disturbed = report::is_noisy(forward_ms(p)) || (sharing && sharing->shared());
+      const bool disturbed = report::is_disturbed(forward_ms(p), sharing);
       timings.push_back({fmt::format("{} at N={}", v, fmt_num(seq, 0)), forward_ms(p), sharing});
       if (num(p, "pct_peak", 0.0) > 100) over_peak.push_back(fmt::format("{} at N={}", v, fmt_num(seq, 0)));
       auto [it, fresh] = range.try_emplace(v, seq, seq);

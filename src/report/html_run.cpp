@@ -318,8 +318,7 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     if (it->name == earliest->name && it->track_key == earliest->track_key) forwards.push_back(it);
   std::vector<double> durs;
   for (const auto& it : forwards) durs.push_back(it->dur);
-  std::sort(durs.begin(), durs.end());
-  const double median = durs.size() % 2 ? durs[durs.size() / 2] : (durs[durs.size() / 2 - 1] + durs[durs.size() / 2]) / 2;
+  const double median = analysis::median(std::move(durs));
   size_t chosen = 0;
   for (size_t i = 1; i < forwards.size(); ++i)
     if (std::abs(forwards[i]->dur - median) < std::abs(forwards[chosen]->dur - median)) chosen = i;

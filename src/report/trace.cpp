@@ -208,11 +208,12 @@ struct Layout {
   std::vector<Item> items;                 // sorted by ts, longer first, outer first
   std::vector<std::vector<OpCost>> incl;   // per thread, per zone: its inclusive cost (the zone's args)
   // Kineto's "External id" of zone i of thread t: first_id[t] + i, unique in the trace (1, 2, ... in thread
-  // order). The GPU work a zone launched carries the same number.
+  // order; first_id[t + 1] is where the next thread's start, so an index past thread t's zones names none). The
+  // GPU work a zone launched carries the same number.
   std::vector<int64_t> first_id;
-  std::vector<size_t> zones;  // per thread: how many (an index past them names no zone)
   int64_t external_id(int32_t thread, int32_t zone) const {
-    return thread >= 0 && size_t(thread) < first_id.size() && zone >= 0 && size_t(zone) < zones[size_t(thread)]
+    return thread >= 0 && size_t(thread) + 1 < first_id.size() && zone >= 0 &&
+                   first_id[size_t(thread)] + zone < first_id[size_t(thread) + 1]
                ? first_id[size_t(thread)] + zone
                : 0;
   }
@@ -222,12 +223,8 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
   Layout l;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());  // per zone: clamped interval
   l.incl.resize(r.threads.size());
-  l.first_id.resize(r.threads.size());
-  l.zones.resize(r.threads.size());
-  for (size_t ti = 0, next = 1; ti < r.threads.size(); next += r.threads[ti].zones.size(), ++ti) {
-    l.first_id[ti] = int64_t(next);
-    l.zones[ti] = r.threads[ti].zones.size();
-  }
+  l.first_id.assign(1, 1);
+  for (const prof::ThreadTrace& t : r.threads) l.first_id.push_back(l.first_id.back() + int64_t(t.zones.size()));
   size_t n_items = 0;
   for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
