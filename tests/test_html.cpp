@@ -24,6 +24,7 @@
 #include "device_profile_fixture.h"
 #include "io/file.h"
 #include "report/figures.h"
+#include "report/text_width.h"
 #include "report/html_run.h"
 
 namespace fs = std::filesystem;
@@ -106,6 +107,51 @@ TEST(HrefForFile, RelativeAndPercentEncoded) {
   EXPECT_EQ(href_for_file("naive.trace.json"), "naive.trace.json");
   EXPECT_EQ(href_for_file("a b\"<&>.json"), "a%20b%22%3C%26%3E.json");
   EXPECT_EQ(href_for_file("javascript:alert(1)"), "javascript%3Aalert%281%29");
+}
+
+TEST(FitWidthMiddle, KeepsBothEnds) {
+  using attnprof::report::detail::fit_width_middle;
+  EXPECT_EQ(fit_width_middle("matmul", 28), "matmul");
+  EXPECT_EQ(fit_width_middle("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 11), "sm90_…_tn_n");
+  EXPECT_EQ(fit_width_middle("Q·Kᵀ·V·Q·Kᵀ", 5), "Q·…Kᵀ");  // never inside a UTF-8 sequence
+  EXPECT_EQ(fit_width_middle("abcdef", 2), "a…");
+}
+
+// Labels beside chart points: none covers another label or another point's ring, none leaves the plot, one
+// label for points of one name that (nearly) coincide, and a label with no clear place is counted.
+TEST(PlaceLabels, ClearOfEachOtherAndOfThePoints) {
+  using attnprof::report::detail::LabelPoint;
+  using attnprof::report::detail::place_labels;
+  std::vector<LabelPoint> pts = {{100, 100, "matmul"}, {104, 102, "matmul"}, {100, 100, "softmax"},
+                                 {118, 100, "mul"},    {5, 5, "corner"},     {600, 300, "far"}};
+  const auto out = place_labels(pts, 640, 380);
+  struct Box { double x0, y0, x1, y1; };
+  std::vector<Box> boxes;
+  std::set<size_t> labelled;
+  for (const auto& l : out.placed) {
+    const double w = 6.0 * double(pts[l.point].text.size());
+    boxes.push_back({l.right_aligned ? l.x - w : l.x, l.y - 6, l.right_aligned ? l.x : l.x + w, l.y + 6});
+    labelled.insert(l.point);
+  }
+  EXPECT_FALSE(labelled.count(1)) << "the second matmul, 4 px from the first, shares its label";
+  EXPECT_TRUE(labelled.count(5));
+  EXPECT_EQ(out.placed.size() + out.left_off, 5u);  // six points, one merged
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const Box& b = boxes[i];
+    EXPECT_TRUE(b.x0 >= 0 && b.x1 <= 640 && b.y0 >= 0 && b.y1 <= 380) << i;
+    for (size_t j = 0; j < i; ++j)
+      EXPECT_FALSE(b.x0 < boxes[j].x1 && boxes[j].x0 < b.x1 && b.y0 < boxes[j].y1 && boxes[j].y0 < b.y1) << i << " " << j;
+    for (const LabelPoint& p : pts)
+      EXPECT_FALSE(b.x0 < p.x + 9 && p.x - 9 < b.x1 && b.y0 < p.y + 9 && p.y - 9 < b.y1) << i << " covers " << p.text;
+  }
+  // A point boxed in on every side keeps no label, and says so.
+  std::vector<LabelPoint> crowded = {{50, 50, "a-long-name"}};
+  for (int dx = -3; dx <= 3; ++dx)
+    for (int dy = -3; dy <= 3; ++dy)
+      if (dx || dy) crowded.push_back({50.0 + 17 * dx, 50.0 + 17 * dy, ""});
+  const auto none = place_labels(crowded, 640, 380);
+  EXPECT_TRUE(none.placed.empty());
+  EXPECT_EQ(none.left_off, 1u);
 }
 
 TEST(LogTicks, OneTwoFivePerDecade) {
@@ -848,7 +894,7 @@ TEST(HtmlReport, ARooflineFromACompareRunSaysWhichRunItPlaced) {
   for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"})
     fs::copy_file(kFixtures / f, d.path / f);
   const std::string live = render_html_report(d.path.string(), stub_library());
-  EXPECT_NE(live.find("measured ceilings (from roofline.json). Points"), std::string::npos);
+  EXPECT_NE(live.find("measured ceilings (from roofline.json). Each point"), std::string::npos);
   json roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
   roof["from"] = "/somewhere/<else>/compare.json";
   spit(d.path / "roofline.json", roof.dump());
@@ -1252,8 +1298,16 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   for (const json& c : data["charts"])
     if (c["kind"] == "roofline") {
       roof = true;
-      // ceilings, op points, the ridges and their labels, and a line from each point up to its own roof
-      ASSERT_EQ(c["spec"]["layer"].size(), 5u);
+      // ceilings, op points, the ridges and their labels, a line from each point up to its own roof, and the
+      // points' labels (left-aligned and right-aligned)
+      ASSERT_EQ(c["spec"]["layer"].size(), 7u);
+      std::set<std::string> labelled, placed_ops;
+      for (int l : {5, 6}) {
+        EXPECT_EQ(c["spec"]["layer"][l]["mark"]["type"], "text");
+        for (const json& t : c["spec"]["layer"][l]["data"]["values"]) labelled.insert(t["label"].get<std::string>());
+      }
+      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) placed_ops.insert(p["op"].get<std::string>());
+      EXPECT_EQ(labelled, placed_ops) << "each op drawn is named on the chart";
       EXPECT_EQ(c["spec"]["layer"][2]["mark"]["type"], "rule");
       EXPECT_EQ(c["spec"]["layer"][2]["data"]["values"].size(), c["spec"]["layer"][3]["data"]["values"].size());
       for (const json& r : c["spec"]["layer"][3]["data"]["values"]) {  // each ridge named by its ceiling
@@ -1747,8 +1801,15 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
       for (const json& p : c["spec"]["layer"][1]["data"]["values"]) ops.insert(p["op"].get<std::string>());
       EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();
       EXPECT_FALSE(ops.count("matmul")) << "each kernel placed once, not again as its launching op";
-      EXPECT_NE(c.dump().find("BF16 tensor-core peak 900000 GFLOP/s / DRAM 4000.0 GB/s"), std::string::npos)
-          << "the GPU's ceilings, named as such";
+      EXPECT_NE(c.dump().find("BF16 tensor-core peak 900 TFLOP/s / DRAM 4000.0 GB/s"), std::string::npos)
+          << "the GPU's ceilings, named as such, in TFLOP/s";
+      // The GPU's chart is drawn in TFLOP/s: its axis, its points and its roofs (the fixture's 900000 GFLOP/s).
+      const json& layers = c["spec"]["layer"];
+      EXPECT_EQ(layers[1]["encoding"]["y"]["title"], "TFLOP/s (log scale)");
+      double roof_top = 0;
+      for (const json& r : layers[0]["data"]["values"]) roof_top = std::max(roof_top, r["gflops"].get<double>());
+      EXPECT_DOUBLE_EQ(roof_top, 900.0);
+      for (const json& p : layers[1]["data"]["values"]) EXPECT_LE(p["attainable"].get<double>(), 900.0) << p.dump();
     }
   }
   EXPECT_TRUE(time_chart);

@@ -1381,6 +1381,14 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     lo = std::min(lo, p["intensity"].get<double>());
     hi = std::max(hi, p["intensity"].get<double>());
   }
+  // The chart's rate unit: a GPU's peaks are 10^5 GFLOP/s and more, drawn in TFLOP/s as its datasheet gives
+  // them. The points keep GFLOP/s (the comparison with the summaries below reads them); the drawn copy is scaled.
+  const double unit = m.gpu ? 1e-3 : 1.0;
+  const std::string rate_unit = m.gpu ? "TFLOP/s" : "GFLOP/s";
+  const auto rate = [&](double gflops) {
+    const double v = gflops * unit;
+    return v >= 100 ? fmt::format("{:.0f} {}", v, rate_unit) : fmt::format("{:.3g} {}", v, rate_unit);
+  };
   struct Ceiling {
     std::string label;  // the legend's: "BF16 dot-product peak 795 GFLOP/s"
     std::string name;   // the ridges' and the points': "BF16"
@@ -1388,19 +1396,17 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   };
   std::vector<Ceiling> ceilings;
   if (m.fp32 > 0)
-    ceilings.push_back({fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", m.fp32),
-                        "FP32", m.fp32});
+    ceilings.push_back({fmt::format("{} {}", m.gpu ? "FP32 CUDA-core peak" : "FP32 FMA peak", rate(m.fp32)), "FP32",
+                        m.fp32});
   if (m.bf16 > 0)
-    ceilings.push_back(
-        {fmt::format("{} {:.0f} GFLOP/s", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", m.bf16), "BF16",
-         m.bf16});
+    ceilings.push_back({fmt::format("{} {}", m.gpu ? "BF16 tensor-core peak" : "BF16 dot-product peak", rate(m.bf16)),
+                        "BF16", m.bf16});
   if (m.lib_differs()) {
-    ceilings.push_back({fmt::format("matmul libraries' FP32 FMA peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_fp32),
+    ceilings.push_back({fmt::format("matmul libraries' FP32 FMA peak ({}) {}", m.lib_isa, rate(m.lib_fp32)),
                         "library FP32", m.lib_fp32});
     if (m.lib_bf16 > 0)
-      ceilings.push_back(
-          {fmt::format("matmul libraries' BF16 dot-product peak ({}) {:.0f} GFLOP/s", m.lib_isa, m.lib_bf16),
-           "library BF16", m.lib_bf16});
+      ceilings.push_back({fmt::format("matmul libraries' BF16 dot-product peak ({}) {}", m.lib_isa, rate(m.lib_bf16)),
+                          "library BF16", m.lib_bf16});
   }
   // Which ceiling each point is judged against: the one its compute peak is (within 0.5 %), by name.
   for (json& p : points) {
@@ -1411,7 +1417,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
         name = c.name;
         break;
       }
-    if (name == "?" && peak > 0) name = fmt::format("{:.0f} GFLOP/s", peak);
+    if (name == "?" && peak > 0) name = rate(peak);
     p["ceiling"] = name;
     p["pct"] = p["attainable"].get<double>() > 0 ? 100.0 * p["gflops"].get<double>() / p["attainable"].get<double>() : 0.0;
   }
@@ -1426,7 +1432,15 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     const double ridge = c.peak / m.bw;
     const std::string name = fmt::format("{} / {} {:.1f} GB/s", c.label, m.gpu ? "DRAM" : "bandwidth", m.bw);
     for (double x : {lo, ridge, hi})
-      roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", std::min(c.peak, x * m.bw)}});
+      roof.push_back({{"ceiling", name}, {"intensity", x}, {"gflops", unit * std::min(c.peak, x * m.bw)}});
+  }
+  // Rings, each variant's a size smaller than the one before, so that variants running the same kernel
+  // (sdpa-flash and flash) stay visible where their points coincide.
+  json drawn = points;
+  for (json& p : drawn) {
+    const auto it = std::find(pg.variants.begin(), pg.variants.end(), p["variant"].get<std::string>());
+    p["ring"] = 230.0 - 45.0 * double(std::min<ptrdiff_t>(it - pg.variants.begin(), 4));
+    for (const char* key : {"gflops", "attainable", "peak"}) p[key] = unit * p[key].get<double>();
   }
   const json x = {{"field", "intensity"}, {"type", "quantitative"},
                   {"scale", {{"type", "log"}, {"domain", {lo, hi}}, {"nice", false}}},
@@ -1434,22 +1448,16 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                   {"title", "arithmetic intensity, FLOP per byte (log scale)"}};
   // The y range: the roofs from the left edge up, and every point, the lowest a ring's width clear of the axis.
   json y = {{"field", "gflops"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
-            {"title", "GFLOP/s (log scale)"}};
-  fit_log_domain(y, {&roof, &points}, {"gflops"}, 1.5, 1.25);
+            {"title", rate_unit + " (log scale)"}};
+  fit_log_domain(y, {&roof, &drawn}, {"gflops"}, 1.5, 1.25);
   json layers = json::array();
   layers.push_back({{"data", {{"values", roof}}},
                     {"mark", {{"type", "line"}, {"color", "#555"}, {"strokeWidth", 2}}},
                     {"encoding", {{"x", x}, {"y", y},
                                   {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
                                                   {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
-  // Rings, each variant's a size smaller than the one before, so that variants running the same kernel
-  // (sdpa-flash and flash) stay visible where their points coincide.
-  for (json& p : points) {
-    const auto it = std::find(pg.variants.begin(), pg.variants.end(), p["variant"].get<std::string>());
-    p["ring"] = 230.0 - 45.0 * double(std::min<ptrdiff_t>(it - pg.variants.begin(), 4));
-  }
   // Layer 1 holds the points, even none (the browser test counts a mark per point there).
-  layers.push_back({{"data", {{"values", points}}},
+  layers.push_back({{"data", {{"values", drawn}}},
                       {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
                       {"encoding", {{"x", x}, {"y", y},
                                     {"size", {{"field", "ring"}, {"type", "quantitative"}, {"scale", nullptr},
@@ -1461,8 +1469,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                           {"range", {"circle", "square"}}}}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
                                                  {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
-                                                 {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved GFLOP/s"}},
-                                                 {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable GFLOP/s"}},
+                                                 {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
+                                                 {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable " + rate_unit}},
                                                  {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
                                                  {{"field", "ceiling"}, {"title", "compute ceiling"}},
                                                  {{"field", "bound"}}}}}}});
@@ -1481,10 +1489,38 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   // against (the bandwidth slope, or its own compute ceiling): which of the flat lines is its own shows where the
   // line ends, and its length is the gap.
   json drop_y2 = {{"field", "attainable"}};
-  layers.push_back({{"data", {{"values", points}}},
+  layers.push_back({{"data", {{"values", drawn}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {1, 2}}, {"strokeWidth", 1.2}, {"opacity", 0.8}}},
                     {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)}}}});
-  json spec = {{"width", kWidth - 80}, {"height", 380}, {"layer", layers},
+  // Each point's op written beside it (the colour says the variant), placed in pixels so that no label covers
+  // another label or a point (detail::place_labels), then written at the data coordinates of that place: a label
+  // left of its point ends there, one right of it begins there.
+  const int plot_w = kWidth - 80, plot_h = 380;
+  size_t labels_left_off = 0;
+  if (!drawn.empty()) {
+    const json& yd = y["scale"]["domain"];
+    const double ylo = std::log(yd[0].get<double>()), yhi = std::log(yd[1].get<double>());
+    const double xlo = std::log(lo), xhi = std::log(hi);
+    std::vector<detail::LabelPoint> at;
+    for (const json& p : drawn)
+      at.push_back({plot_w * (std::log(p["intensity"].get<double>()) - xlo) / (xhi - xlo),
+                    plot_h * (1 - (std::log(p["gflops"].get<double>()) - ylo) / (yhi - ylo)),
+                    detail::fit_width_middle(p["op"].get<std::string>(), 28)});
+    json left_end = json::array(), right_end = json::array();
+    const detail::PlacedLabels labels = detail::place_labels(at, plot_w, plot_h);
+    for (const detail::PlacedLabel& l : labels.placed)
+      (l.right_aligned ? right_end : left_end)
+          .push_back({{"intensity", std::exp(xlo + l.x / plot_w * (xhi - xlo))},
+                      {"gflops", std::exp(ylo + (1 - l.y / plot_h) * (yhi - ylo))},
+                      {"label", at[l.point].text}});
+    labels_left_off = labels.left_off;
+    for (const auto& [values, align] : {std::pair{&left_end, "left"}, std::pair{&right_end, "right"}})
+      layers.push_back({{"data", {{"values", *values}}},
+                        {"mark", {{"type", "text"}, {"align", align}, {"baseline", "middle"}, {"fontSize", 10},
+                                  {"color", "#444"}}},
+                        {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}}}});
+  }
+  json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
   // says what is not drawn. On a GPU the fill kernel's name is mangled (_Z15masked_fill_ker...): a substring.
@@ -1497,7 +1533,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                              : "Every op of every variant that computes (has FLOPs in the cost model) against the "
                                "machine's measured ceilings (from ") +
                source + m.when +
-               "). Points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
+               "). Each point is an op (or kernel), labelled with its name and coloured by its variant; points under the sloped line are limited by memory bandwidth, under the flat line by compute; "
                "the dotted verticals are the ridges, where they meet, each named by its compute ceiling; "
                "from each point a dotted line rises to the roof it is judged against (the slope, or the flat line of "
                "its own compute ceiling: FP32 for fp32 work, BF16 for bf16 dot products), and its length is what the "
@@ -1515,6 +1551,11 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                  : "") +
                (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
+  if (labels_left_off > 0)
+    pg.note(fmt::format("{} carry no label: each place beside {} would cover another label or point. Hover a "
+                        "point for its variant and op.",
+                        labels_left_off == 1 ? "One point does" : fmt::format("{} points", labels_left_off),
+                        labels_left_off == 1 ? "it" : "them"));
   // roofline.json is a run of its own: where this directory's summaries (compare's run) timed the same op at
   // another speed, the page would show two answers without a word. Named, and the variants it left out.
   // A roofline.json that `roofline --from` wrote placed the summaries' own ops: nothing to set against them.

@@ -31,4 +31,22 @@ inline std::string fit_width(std::string_view s, size_t w) {
   return std::string(s.substr(0, at)) + "…";
 }
 
+// `s` when it fits in `w` columns, else its first and last code points around "…" (the start one longer):
+// names that share a long prefix (GPU kernels') differ at their ends, which a cut at the end would lose.
+inline std::string fit_width_middle(std::string_view s, size_t w) {
+  const size_t n = display_width(s);
+  if (n <= w || w < 3) return w < 3 ? fit_width(s, w) : std::string(s);
+  const size_t tail = (w - 1) / 2, head = w - 1 - tail;  // code points kept at each end
+  size_t a = 0, b = s.size();
+  for (size_t kept = 0; kept < head; ++kept) {
+    ++a;
+    while (a < s.size() && !starts_code_point(s[a])) ++a;
+  }
+  for (size_t kept = 0; kept < tail; ++kept) {
+    --b;
+    while (b > 0 && !starts_code_point(s[b])) --b;
+  }
+  return std::string(s.substr(0, a)) + "…" + std::string(s.substr(b));
+}
+
 }  // namespace attnprof::report::detail
