@@ -18,6 +18,7 @@
 #include <functional>
 #include <limits>
 
+#include "attnprof/attention.h"
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/ops.h"
@@ -447,6 +448,44 @@ TEST(Ops, MatmulCostSaysItsFlopsAreTheLibrarys) {
       EXPECT_EQ(g.library_bf16_flops, g.bf16_flops) << what;
     }
   }
+}
+
+// OpenBLAS's sgemm takes 32-bit sizes: a matmul past them on that path is refused by name before anything is
+// allocated (a size cut to int had left the result unwritten), and the variants that would call it say they
+// cannot run the problem. The operand here is a broadcast view (stride 0): nothing of its 2^31 columns exists.
+TEST(Ops, MatmulPastSgemmsIntSizesIsRefused) {
+  const int64_t wide = ops::kSgemmMaxDim + 1;
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+      if (!ops::matmul_uses_sgemm(t)) continue;  // bf16 on oneDNN: 64-bit sizes
+      const Tensor a = Tensor::full({1, 1, 1, 1}, t, 1.0f);
+      const Tensor b = Tensor::full({1, 1, 1, 1}, t, 1.0f).expand({1, 1, 1, wide});
+      try {
+        (void)ops::matmul(a, b);
+        ADD_FAILURE() << isa_name(isa) << " " << dtype_name(t) << ": not refused";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("sgemm takes sizes up to 2147483647"), std::string::npos) << e.what();
+      }
+    }
+  }
+  AttnProblem p;
+  p.Nq = 1;
+  p.Nk = wide;
+  p.D = 64;
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    p.dtype = t;
+    const auto naive = find_variant("naive").unsupported(p), math = find_variant("sdpa-math").unsupported(p);
+    ASSERT_TRUE(math.has_value()) << dtype_name(t) << ": SDPA's math backend upcasts to fp32, always sgemm";
+    EXPECT_NE(math->find("Nk = 2147483648"), std::string::npos) << *math;
+    EXPECT_EQ(naive.has_value(), ops::matmul_uses_sgemm(t)) << dtype_name(t);
+    EXPECT_EQ(find_variant("inplace").unsupported(p).has_value(), ops::matmul_uses_sgemm(t)) << dtype_name(t);
+    EXPECT_FALSE(find_variant("flash").unsupported(p).has_value()) << "64-bit indexing throughout";
+    EXPECT_TRUE(sdpa_backend_unsupported(SdpaBackend::Math, p).has_value());
+  }
+  p.Nk = ops::kSgemmMaxDim;
+  p.dtype = DType::F32;
+  EXPECT_FALSE(find_variant("naive").unsupported(p).has_value()) << "the largest int is still a size";
 }
 
 // The widened bf16 path (below AVX-512) multiplies a and c in panels of rows, about 2^20 fp32 values per

@@ -40,6 +40,11 @@ OpCost gemm_cost(const Shape4& a, const Shape4& b, DType dtype);
 // what compare.json records (machine.bf16_matmul); report::describe_bf16_matmul turns it into words.
 bool bf16_matmul_uses_onednn();
 std::string_view bf16_matmul_key();  // "onednn" | "fp32-widened-sgemm"
+// Whether matmul in `dtype` multiplies with OpenBLAS's sgemm (fp32, fp16, bf16 without oneDNN's), whose sizes
+// and leading dimensions are 32-bit ints: matmul refuses an M, K or N past kSgemmMaxDim there (a size cut to
+// int would leave the result unwritten).
+bool matmul_uses_sgemm(DType dtype);
+inline constexpr int64_t kSgemmMaxDim = 2147483647;
 // Bytes of fp32 scratch matmul(a, b) allocates here (the widened path: fp16 always, bf16 without oneDNN's);
 // 0 where it needs none (fp32, oneDNN's bf16). Live only during the call, beside a, b and the result.
 double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype);

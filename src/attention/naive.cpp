@@ -86,6 +86,16 @@ std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, b
   return std::make_unique<NaiveRunner>(p, o, inplace);
 }
 
+std::optional<std::string> sgemm_sizes_unsupported(const AttnProblem& p, DType matmul_dtype) {
+  if (!ops::matmul_uses_sgemm(matmul_dtype)) return std::nullopt;
+  const int64_t longest = std::max({p.Nq, p.Nk, p.D});
+  if (longest <= ops::kSgemmMaxDim) return std::nullopt;
+  return fmt::format("its {} matmuls run on OpenBLAS's sgemm, which takes sizes up to {} (32-bit ints), and this "
+                     "problem has {} = {}",
+                     dtype_name(matmul_dtype), ops::kSgemmMaxDim, longest == p.Nk ? "Nk" : longest == p.Nq ? "Nq" : "D",
+                     longest);
+}
+
 OpCost naive_cost(const AttnProblem& p, bool inplace, OpCost (*gemm)(const Shape4&, const Shape4&, DType)) {
   // The sum of its ops' cost models, so the variant's bytes are what its ops report.
   const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk},

@@ -27,7 +27,12 @@ namespace {
 using variants::fused_tolerance;
 using variants::unfused_tolerance;
 
-std::optional<std::string> always(const AttnProblem&) { return std::nullopt; }
+std::optional<std::string> unfused_unsupported(const AttnProblem& p) {
+  return variants::sgemm_sizes_unsupported(p, p.dtype);
+}
+std::optional<std::string> sdpa_math_unsupported(const AttnProblem& p) {
+  return sdpa_backend_unsupported(SdpaBackend::Math, p);
+}
 
 std::optional<std::string> flash_unsupported(const AttnProblem& p) {
   return sdpa_backend_unsupported(SdpaBackend::Flash, p);
@@ -37,18 +42,21 @@ std::vector<Variant> build() {
   std::vector<Variant> r;
   r.push_back(Variant{
       "naive", "cpu", "attn_fwd",
-      "the blog's five ops, out of place: matmul, mul, masked_fill (clone + fill), softmax, matmul", always,
+      "the blog's five ops, out of place: matmul, mul, masked_fill (clone + fill), softmax, matmul",
+      unfused_unsupported,
       [](const AttnProblem& p) { return variants::naive_cost(p, false); }, unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, false); },
       [](const AttnProblem& p) { return naive_peak_bytes(p, false, naive_matmul_scratch_bytes(p)); }});
   r.push_back(Variant{
-      "inplace", "cpu", "attn_fwd", "the same five ops in place: mul_, masked_fill_, softmax_ (no copy)", always,
+      "inplace", "cpu", "attn_fwd", "the same five ops in place: mul_, masked_fill_, softmax_ (no copy)",
+      unfused_unsupported,
       [](const AttnProblem& p) { return variants::naive_cost(p, true); }, unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_naive(p, o, true); },
       [](const AttnProblem& p) { return naive_peak_bytes(p, true, naive_matmul_scratch_bytes(p)); }});
   r.push_back(Variant{
       "sdpa-math", "cpu", "sdpa_fwd",
-      "scaled_dot_product_attention, math backend: fp32 upcast, mask rebuilt per call, composed ops", always,
+      "scaled_dot_product_attention, math backend: fp32 upcast, mask rebuilt per call, composed ops",
+      sdpa_math_unsupported,
       [](const AttnProblem& p) { return variants::sdpa_math_cost(p); }, unfused_tolerance,
       [](const AttnProblem& p, const AttnOptions& o) { return variants::make_sdpa(p, o, SdpaBackend::Math); },
       sdpa_math_peak_bytes});

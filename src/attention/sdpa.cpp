@@ -35,8 +35,8 @@ std::string_view sdpa_backend_name(SdpaBackend b) {
 
 std::optional<std::string> sdpa_backend_unsupported(SdpaBackend b, const AttnProblem& p) {
   switch (b) {
-    case SdpaBackend::Auto:
-    case SdpaBackend::Math: return std::nullopt;
+    case SdpaBackend::Auto: return sdpa_backend_unsupported(sdpa_select_backend(p), p);
+    case SdpaBackend::Math: return variants::sgemm_sizes_unsupported(p, DType::F32);  // it upcasts to fp32
     case SdpaBackend::Flash:
       if (p.D > 256) return fmt::format("the flash backend supports head dims up to 256, got D={}", p.D);
       return std::nullopt;

@@ -9,6 +9,10 @@
 namespace attnprof::variants {
 
 std::unique_ptr<Runner> make_naive(const AttnProblem& p, const AttnOptions& o, bool inplace);
+// Why the unfused ops cannot run `p` when their matmuls are in `matmul_dtype` (the problem's, or fp32 for SDPA's
+// math backend), or nothing: on OpenBLAS's sgemm (ops::matmul_uses_sgemm) sizes are 32-bit, and Nq, Nk and D
+// are each some matmul's M, N or K.
+std::optional<std::string> sgemm_sizes_unsupported(const AttnProblem& p, DType matmul_dtype);
 // gemm: the cost of one of its matmuls as it runs: the CPU's ops::matmul_cost (bf16 on bf16 units only on
 // oneDNN's path), or the GPU's cuBLAS GEMMs (ops::gemm_cost).
 OpCost naive_cost(const AttnProblem& p, bool inplace,

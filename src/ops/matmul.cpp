@@ -40,7 +40,9 @@ void check_matmul(const Tensor& a, const Tensor& b) {
 }
 
 // Row-major leading dimension and transpose flag of a 2-D slice, or false when neither dim is unit-stride.
+// A stride past sgemm's 32-bit leading dimension is neither: the slice is copied contiguous (ld = its width).
 bool blas_layout(const Tensor& t, CBLAS_TRANSPOSE& trans, int& ld) {
+  if (std::max(t.stride(2), t.stride(3)) > kSgemmMaxDim) return false;
   if (t.stride(3) == 1 && t.stride(2) >= t.shape(3)) {
     trans = CblasNoTrans;
     ld = int(std::max<int64_t>(t.stride(2), 1));
@@ -224,14 +226,17 @@ bool dnnl_bf16_matmul_available() {
 
 bool bf16_matmul_uses_onednn() { return best_isa() == Isa::AVX512 && dnnl_bf16_matmul_available(); }
 
+bool matmul_uses_sgemm(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn());
+}
+
 double matmul_scratch_bytes(const Shape4& a, const Shape4& b, DType dtype) {
-  const bool widened = dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn());
+  const bool widened = dtype != DType::F32 && matmul_uses_sgemm(dtype);
   return widened ? widened_plan(a[0] * a[1], a[2], a[3], b[3]).bytes() : 0.0;
 }
 
 void prepare_matmul(DType dtype) {
-  if (dtype == DType::F32 || dtype == DType::F16 || (dtype == DType::BF16 && !bf16_matmul_uses_onednn()))
-    (void)detail::blas_api();
+  if (matmul_uses_sgemm(dtype)) (void)detail::blas_api();
 }
 
 std::string_view bf16_matmul_key() { return bf16_matmul_uses_onednn() ? "onednn" : "fp32-widened-sgemm"; }
@@ -262,6 +267,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.add_shape(b.shape(), dtype_name(b.dtype()).data());
   z.set_cost(matmul_cost(a.shape(), b.shape(), a.dtype()));
+  if (matmul_uses_sgemm(a.dtype()))
+    ATTNPROF_CHECK(std::max({a.shape(2), a.shape(3), b.shape(3)}) <= kSgemmMaxDim,
+                   "matmul {} x {} in {}: OpenBLAS's sgemm takes sizes up to {} (32-bit ints)", shape_str(a.shape()),
+                   shape_str(b.shape()), dtype_name(a.dtype()), kSgemmMaxDim);
   Tensor c = Tensor::empty({a.shape(0), a.shape(1), a.shape(2), b.shape(3)}, a.dtype());
   if (a.dtype() == DType::F32) {
     sgemm_batched(a, b, c);
