@@ -126,16 +126,17 @@ TEST(Errors, NaiveRefusesOverBudgetAndSuggestsFlash) {
 }
 
 TEST(Errors, BudgetCheckOfAHugeShapeDoesNotOverflow) {
-  // Nq·Nk = 2^62: the scores of B=Hq=2 need 2^65 bf16 bytes, past int64. The estimate must stay positive and
-  // the refusal must come before any allocation, with the true size.
+  // Nq·Nk = 2^60: the scores of B=Hq=4 need 2^65 bf16 bytes, past int64. The estimate must stay positive and
+  // the refusal must come before any allocation, with the true size. (Nq = Nk = 2^30 stays within sgemm's
+  // 32-bit sizes, which SDPA's math backend checks first.)
   AttnProblem p;
-  p.B = p.Hq = p.Hkv = 2;
-  p.Nq = p.Nk = int64_t(1) << 31;
+  p.B = p.Hq = p.Hkv = 4;
+  p.Nq = p.Nk = int64_t(1) << 30;
   p.D = 64;
   p.dtype = DType::BF16;
   p.mask = MaskKind::Causal;
   const double need = naive_peak_bytes(p, false, naive_matmul_scratch_bytes(p));
-  EXPECT_GT(need, 2.0 * 4.0 * std::ldexp(1.0, 62) * 2.0 * 0.999);
+  EXPECT_GT(need, 2.0 * 16.0 * std::ldexp(1.0, 60) * 2.0 * 0.999);
   AttnOptions o{.is_causal = true};
   for (const char* name : {"naive", "inplace", "sdpa-math"})
     expect_error([&] { find_variant(name).prepare(p, o); }, {"needs ", " bytes", "over the memory budget"});

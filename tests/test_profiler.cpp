@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <thread>
 
 #include "attnprof/allocator.h"
 #include "attnprof/analysis.h"
@@ -618,6 +619,41 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
               }),
               ::testing::ExitedWithCode(0),
               "the profiler could not store 34464 of its events: the memory its event buffers grow into was refused");
+}
+
+// A thread whose first event finds no memory for its buffer (made on first use) records nothing and counts
+// what it lost, as a full buffer does: the recording paths cannot throw (a zone's constructor, a share inside
+// an OpenMP region), and a throw there had ended the process. In a child process, where the limit is set.
+TEST(Profiler, AThreadWhoseBufferCannotBeMadeFailsTheSessionNotTheProcess) {
+#ifdef ATTNPROF_SANITIZED
+  GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
+#endif
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(attnprof::testing::say_and_exit([] {
+                std::string said = "no error";
+                try {
+                  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
+                  p.start();
+                  std::atomic<int> stage{0};
+                  std::thread late([&] {  // made before the limit (its stack), recording after it
+                    while (stage.load() == 0) std::this_thread::yield();
+                    for (int i = 0; i < 10; ++i) {
+                      ATTNPROF_OP_ZONE(z, "op");
+                    }
+                    stage.store(2);
+                  });
+                  const int64_t limit = attnprof::testing::vm_size() + (int64_t(64) << 10);
+                  const rlimit rl{rlim_t(limit), rlim_t(limit)};
+                  if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
+                  stage.store(1);
+                  late.join();
+                  p.stop();
+                } catch (const Error& e) {
+                  said = e.what();
+                }
+                return said;
+              }),
+              ::testing::ExitedWithCode(0), "the profiler could not store 10 of its events");
 }
 
 // What a worker's buffer did over a profiled loop: each step runs `regions(step)` parallel regions on a team of

@@ -217,6 +217,10 @@ extern std::atomic<bool> g_recording;
 extern std::atomic<bool> g_memory;
 struct ThreadBuffer;
 ThreadBuffer* thread_buffer();  // this thread's buffer, registered on first use
+// The same for the recording paths, which cannot throw (a zone's constructor, a share inside an OpenMP region):
+// nullptr when the buffer could not be made (no memory), counted as a dropped event, so that the session
+// refuses the profile as it does when a buffer cannot grow.
+ThreadBuffer* recording_buffer() noexcept;
 int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept;
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
@@ -260,8 +264,8 @@ class Zone {
 
  private:
   void begin(const char* name, const char* category) noexcept {
-    buf_ = detail::thread_buffer();
-    idx_ = detail::open_zone(buf_, name, category);
+    buf_ = detail::recording_buffer();
+    if (buf_) idx_ = detail::open_zone(buf_, name, category);
   }
   detail::ThreadBuffer* buf_ = nullptr;
   int32_t idx_ = -1;
@@ -281,8 +285,8 @@ class ParallelRegion {
  public:
   ParallelRegion() noexcept {
     if (recording()) [[unlikely]] {
-      detail::ThreadBuffer* b = detail::thread_buffer();
-      if (const int32_t z = detail::innermost_zone(b); z >= 0) {
+      detail::ThreadBuffer* b = detail::recording_buffer();
+      if (const int32_t z = b ? detail::innermost_zone(b) : -1; z >= 0) {
         name_ = detail::zone_at(b, z)->name;
         id_ = detail::next_region_id();
       }
@@ -302,7 +306,8 @@ class WorkShare {
  public:
   explicit WorkShare(const ParallelRegion& r) noexcept {
     if (r.active() && recording()) [[unlikely]] {
-      buf_ = detail::thread_buffer();
+      buf_ = detail::recording_buffer();
+      if (!buf_) return;
       span_.name = r.name();
       span_.region = r.id();
       span_.zone = detail::innermost_zone(buf_);

@@ -1,4 +1,6 @@
 // The oracle: attention in fp64 straight from its definition, one query row at a time.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -54,9 +56,13 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           vd[head + size_t(j * D + d)] = v.get(b, h, j, d);
         }
     }
+  // Each thread's scores row and q row, allocated here: an allocation that fails inside the parallel region
+  // could not be reported.
+  std::vector<double> rows(size_t(omp_get_max_threads()) * size_t(Nk + D));
 #pragma omp parallel
   {
-    std::vector<double> s(static_cast<size_t>(Nk)), qrow(static_cast<size_t>(D));
+    double* const s = rows.data() + size_t(omp_get_thread_num()) * size_t(Nk + D);
+    double* const qrow = s + Nk;
 #pragma omp for schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t h = 0; h < p.Hq; ++h) {
@@ -66,7 +72,7 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           for (int64_t d = 0; d < D; ++d) qrow[size_t(d)] = q.get(b, h, i, d);
           // Under the causal mask keys past i are -inf whatever their product: only keys 0..i are multiplied.
           const int64_t seen = p.mask == MaskKind::Causal ? std::min(Nk, i + 1) : Nk;
-          std::fill(s.begin(), s.begin() + seen, 0.0);
+          std::fill(s, s + seen, 0.0);
           int64_t d = 0;
           for (; d + 4 <= D; d += 4) {  // four terms per pass over s, added in the same order
             const double q0 = qrow[size_t(d)], q1 = qrow[size_t(d + 1)], q2 = qrow[size_t(d + 2)],

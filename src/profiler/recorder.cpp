@@ -84,6 +84,18 @@ ThreadBuffer* thread_buffer() {
   return tl_buffer;
 }
 
+std::atomic<int64_t> g_bufferless_dropped{0};
+
+ThreadBuffer* recording_buffer() noexcept {
+  if (tl_buffer) [[likely]] return tl_buffer;
+  try {
+    return thread_buffer();
+  } catch (...) {
+    g_bufferless_dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+}
+
 std::vector<ThreadBuffer*> all_buffers() {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   std::vector<ThreadBuffer*> out;
@@ -194,7 +206,8 @@ const char* intern(std::string_view s) {
 
 void on_memory(void*, int64_t delta, int64_t total) noexcept {
   if (!g_recording.load(std::memory_order_relaxed) || !g_memory.load(std::memory_order_relaxed)) return;
-  ThreadBuffer* b = thread_buffer();
+  ThreadBuffer* b = recording_buffer();
+  if (!b) return;
   try {
     b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back()});
   } catch (...) {

@@ -55,6 +55,7 @@ struct ThreadBuffer {
 extern std::atomic<bool> g_counters;
 
 std::vector<ThreadBuffer*> all_buffers();
+extern std::atomic<int64_t> g_bufferless_dropped;  // events lost because their thread's buffer could not be made
 
 // Between steps, on the thread that owns `b`: grows each of its vectors, and maps the growth in, to hold at least
 // twice what was recorded since the last call, `steps` steps ago (none after a truncation). Returns how many more

@@ -139,6 +139,7 @@ void Profiler::prepare() {
     b->mark_zones = b->mark_mem = b->mark_work = 0;
     b->dropped = 0;
   }
+  detail::g_bufferless_dropped.store(0);
   // Room for a long session on the driving thread up front (~14 MB), so a buffer reallocation (a copy of
   // every event so far) rarely lands inside a measured op. Other threads grow theirs from 4096 events.
   detail::ThreadBuffer* self = detail::thread_buffer();
@@ -265,6 +266,7 @@ void Profiler::stop() {
   // its events are copied (which needs the memory that was just refused).
   int64_t dropped = 0;
   for (detail::ThreadBuffer* b : detail::all_buffers()) dropped += std::exchange(b->dropped, 0);
+  dropped += detail::g_bufferless_dropped.exchange(0);  // events of a thread whose buffer could not be made
   if (dropped > 0) {
     for (detail::ThreadBuffer* b : detail::all_buffers()) clear_events(b);
     prepared_ = false;
