@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -37,6 +39,21 @@ using prof::DeviceActivity;
 using namespace attnprof::testing_device;
 
 // ---- clock ---------------------------------------------------------------------------------------------
+// Without a device the reason names what is missing: no driver at all (no libcuda, as on a CPU-only machine)
+// is not the runtime's "driver version is insufficient", which the runtime says for both.
+TEST(CudaDevice, SaysWhyThereIsNone) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string why = cuda::unavailable_reason();
+  EXPECT_EQ(why.rfind("no usable CUDA device", 0) == 0 || why.rfind("no CUDA device present", 0) == 0, true) << why;
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) {
+    EXPECT_NE(why.find("no NVIDIA driver is installed"), std::string::npos) << why;
+  } else {
+    EXPECT_EQ(why.find("no NVIDIA driver is installed"), std::string::npos) << why;
+    dlclose(driver);
+  }
+}
+
 TEST(CudaClock, MapsDeviceNanosecondsOntoHostTicks) {
   // Host ticks run at 2 per ns (ns_per_tick = 0.5); device ns = (host - 1000) / 2 + 5e9.
   std::vector<cuda::ClockSample> s;

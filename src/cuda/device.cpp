@@ -23,7 +23,22 @@ struct Probe {
   Probe() {
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-      reason = fmt::format("no usable CUDA device: cudaGetDeviceCount says {} ({})", cudaGetErrorString(e), int(e));
+      // The runtime says "driver version is insufficient" also when there is no driver at all: told apart
+      // by the driver's version, which is 0 without one.
+      int driver = 0, runtime = 0;
+      (void)cudaDriverGetVersion(&driver);
+      (void)cudaRuntimeGetVersion(&runtime);
+      const auto version = [](int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); };
+      if (driver == 0)
+        reason = fmt::format("no usable CUDA device: no NVIDIA driver is installed (libcuda could not be loaded; "
+                             "cudaGetDeviceCount says {} ({}))",
+                             cudaGetErrorString(e), int(e));
+      else if (e == cudaErrorInsufficientDriver)
+        reason = fmt::format("no usable CUDA device: the NVIDIA driver supports CUDA up to {}, and this build's "
+                             "runtime is CUDA {}: update the driver",
+                             version(driver), version(runtime));
+      else
+        reason = fmt::format("no usable CUDA device: cudaGetDeviceCount says {} ({})", cudaGetErrorString(e), int(e));
       count = 0;
       (void)cudaGetLastError();
     } else if (count == 0) {
