@@ -1558,6 +1558,10 @@ TEST_F(Cli, ARunThatMeasuredNothingExitsOne) {
     ASSERT_EQ(c["variants"].size(), 2u);
     for (const json& v : c["variants"]) EXPECT_EQ(v["status"], "skipped") << v;
   }
+  // The closing line says what was written, and no per-variant file exists to be claimed.
+  EXPECT_NE(compare.err.find("(no variant ran: no trace, summary, table or stacks)"), std::string::npos)
+      << compare.err;
+  EXPECT_FALSE(fs::exists(out() / "naive.summary.json"));
   fs::remove_all(out());
   const Result sweep = run("sweep --variants naive --seq 1024,2048" + small + out_flag());
   EXPECT_EQ(sweep.code, 1) << sweep.err;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include <fmt/ranges.h>
 
@@ -171,29 +172,75 @@ void measure_on_device(Runner& runner, const Inputs& in, const CommonOptions& o,
   cuda::empty_cache();
 }
 
-// A progress bar with an ETA on a terminal; plain lines otherwise (logs, CI, tests).
+// A progress bar with an ETA on a terminal; plain lines otherwise (logs, CI, tests). Each point is an item of
+// the plan: its series (a variant, or torch's two rows) and its work (attention FLOPs of its forwards). The ETA
+// is the work left in each series at the rate that series' last measured point ran (a larger N at the rate of
+// the largest yet), and at the rate of all measured points for a series not yet begun; only points that ran
+// kRateSeconds or more give a rate, and until one has the ETA is "--". A small point's time is mostly fixed costs
+// (inputs, the reference check): extrapolated by FLOPs, N doubling, it had put a 10 s sweep's first ETA at 500 s.
 class Progress {
  public:
-  explicit Progress(double total_work) : total_(total_work), tty_(::isatty(2) != 0), t0_(now_s()) {}
-  void update(double done, const std::string& what) {
-    const double el = elapsed_s(t0_);
-    const double frac = total_ > 0 ? std::min(1.0, done / total_) : 1.0;
-    const double eta = frac > 0 ? el / frac - el : 0.0;
-    if (tty_) {
-      const int width = 30, fill = int(frac * width + 0.5);
-      print_err("\r[{}{}] {:3.0f}% {:<28} elapsed {:5.1f}s ETA {:5.1f}s", std::string(size_t(fill), '#'),
-                std::string(size_t(width - fill), '.'), frac * 100, what, el, eta);
-      std::fflush(stderr);
-    } else {
-      progress(fmt::format("sweep: {} ({:.0f}% of the work, elapsed {:.1f}s, ETA {:.1f}s)", what, frac * 100, el, eta));
-    }
+  struct Item {
+    size_t series;
+    double work;
+  };
+  explicit Progress(std::vector<Item> plan) : plan_(std::move(plan)), tty_(::isatty(2) != 0), t0_(now_s()) {
+    for (const Item& it : plan_) total_ += it.work;
   }
-  void done() {
+  // Item k begins.
+  void start(size_t k, const std::string& what) {
+    current_ = k;
+    started_ = now_s();
+    show(what);
+  }
+  // Item k ended; `measured`: it ran (a skipped point's time says nothing of the rate).
+  void end(size_t k, bool measured) {
+    const double dt = now_s() - started_;
+    done_ += plan_[k].work;
+    if (measured && dt >= kRateSeconds && plan_[k].work > 0) {
+      rate_[plan_[k].series] = plan_[k].work / dt;
+      measured_work_ += plan_[k].work;
+      measured_s_ += dt;
+    }
+    current_ = k + 1;
+  }
+  void finish() {
+    show("done");
     if (tty_) std::fputc('\n', stderr);
   }
 
  private:
-  double total_;
+  // Seconds left, or a negative number while no point has been measured.
+  double eta() const {
+    if (measured_s_ <= 0) return -1;
+    double left = 0;
+    for (size_t k = current_; k < plan_.size(); ++k) {
+      const auto r = rate_.find(plan_[k].series);
+      left += plan_[k].work / (r != rate_.end() ? r->second : measured_work_ / measured_s_);
+    }
+    if (current_ < plan_.size()) left -= std::min(left, now_s() - started_);  // the running item's time so far
+    return left;
+  }
+  void show(const std::string& what) {
+    const double el = elapsed_s(t0_);
+    const double frac = total_ > 0 ? std::min(1.0, done_ / total_) : 1.0;
+    const double left = eta();
+    const std::string eta_text = left < 0 ? "--" : fmt::format("{:.1f}s", left);
+    if (tty_) {
+      const int width = 30, fill = int(frac * width + 0.5);
+      print_err("\r[{}{}] {:3.0f}% {:<28} elapsed {:5.1f}s ETA {:>6}", std::string(size_t(fill), '#'),
+                std::string(size_t(width - fill), '.'), frac * 100, what, el, eta_text);
+      std::fflush(stderr);
+    } else {
+      progress(fmt::format("sweep: {} ({:.0f}% of the work, elapsed {:.1f}s, ETA {})", what, frac * 100, el, eta_text));
+    }
+  }
+  static constexpr double kRateSeconds = 0.25;
+  std::vector<Item> plan_;
+  double total_ = 0, done_ = 0, measured_work_ = 0, measured_s_ = 0;
+  std::map<size_t, double> rate_;  // work per second of each series' last measured point
+  size_t current_ = 0;
+  double started_ = 0;
   bool tty_;
   double t0_;
 };
@@ -267,23 +314,22 @@ void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, cons
 std::vector<Point> measure_points(const std::vector<const Variant*>& variants, const std::vector<int64_t>& seqs,
                                   const CommonOptions& o, bool gpu, const Target& target, const PeerOptions& po,
                                   const std::string& torch_version) {
-  // Work estimate for the ETA: attention FLOPs of every point (naive paths weighted like the rest; the peer's
-  // two rows as two variants).
-  double total = 0;
-  const size_t series = variants.size() + (po.on() ? 2 : 0);
-  for (size_t vi = 0; vi < series; ++vi)
-    for (int64_t n : seqs) total += attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
-  Progress bar(total);
-  double done = 0;
+  // The plan for the ETA, in the order the points run: each variant's, then torch's two rows at each N (one item).
+  std::vector<Progress::Item> plan;
+  for (size_t vi = 0; vi < variants.size(); ++vi)
+    for (int64_t n : seqs) plan.push_back({vi, attention_flops(problem_of(o, n)) * (o.warmup + o.iters)});
+  if (po.on())
+    for (int64_t n : seqs) plan.push_back({variants.size(), 2 * attention_flops(problem_of(o, n)) * (o.warmup + o.iters)});
+  Progress bar(std::move(plan));
+  size_t item = 0;
   std::vector<Point> points;
   for (const Variant* v : variants) {
     for (int64_t n : seqs) {
       const AttnProblem p0 = problem_of(o, n);
-      const double work = attention_flops(p0) * (o.warmup + o.iters);
       Point pt;
       pt.variant = v->name;
       pt.seq = n;
-      bar.update(done, fmt::format("{} N={}", v->name, n));
+      bar.start(item, fmt::format("{} N={}", v->name, n));
       try {
         if (auto why = v->unsupported(p0)) throw OutOfBudget(*why);  // before drawing the inputs
         // and the budget, inputs and naive's N×N scores together: at N=16384 the inputs are seconds to draw
@@ -309,7 +355,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
         if (::isatty(2)) std::fputc('\n', stderr);
         progress(fmt::format("sweep: {} N={} skipped: {}", v->name, n, e.what()));
       }
-      done += work;
+      bar.end(item++, pt.status == "ok");
       points.push_back(std::move(pt));
     }
   }
@@ -317,7 +363,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
     std::vector<Point> peer;  // per N both rows; listed below per row, as the variants' points are
     std::optional<int64_t> failed_at;
     for (int64_t n : seqs) {
-      bar.update(done, fmt::format("torch N={}", n));
+      bar.start(item, fmt::format("torch N={}", n));
       const size_t before = peer.size();
       measure_peer(n, o, po, torch_version, failed_at, peer);
       for (size_t i = before; i < peer.size(); ++i) {
@@ -327,14 +373,15 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
         if (::isatty(2)) std::fputc('\n', stderr);
         progress(fmt::format("sweep: {} N={} {}: {}", pt.variant, n, pt.status, pt.note));
       }
-      done += 2 * attention_flops(problem_of(o, n)) * (o.warmup + o.iters);
+      bool measured = false;
+      for (size_t i = before; i < peer.size(); ++i) measured = measured || peer[i].status == "ok";
+      bar.end(item++, measured);
     }
     for (const char* name : kPeerRows)
       for (Point& pt : peer)
         if (pt.variant == name) points.push_back(std::move(pt));
   }
-  bar.update(total, "done");
-  bar.done();
+  bar.finish();
   return points;
 }
 
