@@ -264,7 +264,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
       cells.push_back(s->input_types.substr(0, types_width));
     }
     const bool costed = s->cost.does_work();
-    if (any_cost) cells.push_back(costed ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
+    // torch's FLOPs column: "--" for an op that counts none (copy_ moves bytes only), as for one with no model.
+    if (any_cost) cells.push_back(s->cost.flops > 0 ? fmt::format("{:.3f}", s->cost.flops * fscale) : "--");
     if (opt.extra_columns) {
       // Rates over device time where the row's work ran on the device, else over CPU time.
       const double ns = s->rate_ns();
