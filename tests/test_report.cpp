@@ -732,6 +732,8 @@ TEST(Trace, RealProfilePassesTheChecker) {
   EXPECT_GE(c.c_events, 1u);
   EXPECT_GE(c.i_events, 1u);
   bool saw_matmul = false, saw_annotation = false, saw_process = false;
+  std::map<int64_t, int64_t> live;  // [memory] Addr -> bytes of the live allocations
+  int paired = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "process_name") saw_process = e["args"]["name"] == "attnprof";
     if (e["ph"] == "X" && e["name"] == "matmul") {
@@ -756,10 +758,23 @@ TEST(Trace, RealProfilePassesTheChecker) {
     if (e["ph"] == "i") {
       EXPECT_EQ(e["name"], "[memory]");
       EXPECT_TRUE(e["args"].contains("Bytes") && e["args"].contains("Total Allocated"));
+      EXPECT_EQ(e["args"]["Total Reserved"], 0) << "torch's CPU allocator reports none";
+      // Addr pairs each free with a live allocation of its size, as tools that track tensors match them.
+      const int64_t addr = e["args"]["Addr"], bytes = e["args"]["Bytes"];
+      EXPECT_NE(addr, 0);
+      if (bytes > 0) {
+        EXPECT_FALSE(live.count(addr)) << "an address allocated twice without a free";
+        live[addr] = bytes;
+      } else if (live.count(addr)) {  // a block allocated before the recorded steps is freed without its allocation
+        EXPECT_EQ(live[addr], -bytes) << "a free of another size than its allocation";
+        live.erase(addr);
+        ++paired;
+      }
     }
     EXPECT_FALSE(e.contains("displayTimeUnit"));
   }
   EXPECT_TRUE(saw_matmul && saw_annotation && saw_process);
+  EXPECT_GE(paired, 3) << "each forward frees the blocks it allocated";
   EXPECT_EQ(j["otherData"]["metadata"]["variant"], "naive");
 }
 

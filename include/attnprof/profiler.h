@@ -68,6 +68,7 @@ struct MemEvent {
   int64_t delta = 0;     // +bytes allocated, -bytes freed
   int64_t total = 0;     // live bytes in the tracked allocator after this event
   int32_t zone = -1;     // innermost open zone of the thread that allocated/freed, -1 if none
+  uint64_t addr = 0;     // the block's address: a free carries its allocation's (the trace's "Addr")
 };
 
 // One thread's share of a parallel region: from entering its part of the op's OpenMP region to leaving it

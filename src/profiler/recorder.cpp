@@ -204,12 +204,13 @@ const char* intern(std::string_view s) {
   return it->c_str();
 }
 
-void on_memory(void*, int64_t delta, int64_t total) noexcept {
+void on_memory(void* p, int64_t delta, int64_t total) noexcept {
   if (!g_recording.load(std::memory_order_relaxed) || !g_memory.load(std::memory_order_relaxed)) return;
   ThreadBuffer* b = recording_buffer();
   if (!b) return;
   try {
-    b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back()});
+    b->mem.push_back(MemEvent{now_ticks(), delta, total, b->stack.empty() ? -1 : b->stack.back(),
+                              reinterpret_cast<uint64_t>(p)});
   } catch (...) {
     ++b->dropped;
   }

@@ -534,11 +534,15 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         put(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\"");
         put_where(it.thread);
         put_us(b, it.ts);
-        put(b, ",\"args\":{\"Device Type\":0,\"Device Id\":-1,\"Bytes\":");
+        // Kineto's keys: Addr pairs a free with its allocation; Total Reserved is 0, as torch's CPU allocator
+        // reports it (no cache: nothing is held beyond what is allocated).
+        put(b, ",\"args\":{\"Device Type\":0,\"Device Id\":-1,\"Addr\":");
+        put_int(b, int64_t(m.addr));
+        put(b, ",\"Bytes\":");
         put_int(b, m.delta);
         put(b, ",\"Total Allocated\":");
         put_int(b, m.total);
-        put(b, "}}");
+        put(b, ",\"Total Reserved\":0}}");
       }
     }
   }
