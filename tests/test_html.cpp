@@ -433,7 +433,7 @@ TEST(HtmlReport, TimelineShowsTheMedianForwardWithLanesAndDepths) {
   const json trace = {{"traceEvents",
                        {thread(1, 0, "main"), thread(1, 7, "worker"), thread(2, 3, "stream 3"),
                         x("ProfilerStep#1", "user_annotation", 1, 0, 0, 100), x("attn_fwd", "user_annotation", 1, 0, 10, 80),
-                        x("matmul", "cpu_op", 1, 0, 12, 20), x("omp_task", "cpu_op", 1, 7, 15, 5),
+                        x("matmul", "cpu_op", 1, 0, 12, 20), x("omp_task (share)", "thread_work", 1, 7, 15, 5),  // drawn as its op
                         x("masked_fill", "cpu_op", 1, 0, 40, 30), x("copy_", "cpu_op", 1, 0, 41, 10),
                         x("gemm_kernel", "kernel", 2, 3, 95, 4),  // after the annotation, before the next one
                         x("ProfilerStep#2", "user_annotation", 1, 0, 100, 100), x("attn_fwd", "user_annotation", 1, 0, 110, 80),

@@ -131,6 +131,11 @@ std::string folded_stacks(const prof::ProfileResult& r);
 nlohmann::json chrome_trace_json(const prof::ProfileResult& r);
 void write_chrome_trace(const prof::ProfileResult& r, const std::string& path);
 
+// A thread's share of an op's parallel region is a `thread_work` slice named "<op> (share)", its args' "op" the
+// op's name: the main thread's share nests in the op's own slice, and under the op's name it had doubled the op's
+// count and time wherever slices are summed by name (Perfetto's aggregation, SQL over the trace).
+inline constexpr std::string_view kShareSuffix = " (share)";
+
 struct TraceOptions {
   bool memory_counters = true;  // "C" events named "Memory", args {"Allocated bytes": live total}
   bool memory_instants = true;  // Kineto-style instant events "[memory]", args Bytes / Total Allocated

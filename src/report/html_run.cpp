@@ -298,7 +298,10 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     if (ph != "X") continue;
     const double ts = num(e, "ts", NAN), dur = num(e, "dur", NAN);
     if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
-    spans.push_back({str(e, "name", "?"), str(e, "cat"), ts, dur, key});
+    std::string name = str(e, "name", "?");
+    // A thread's share is drawn as its op, in the op's colour (traces before the suffix have the op's name).
+    if (str(e, "cat") == "thread_work" && name.ends_with(kShareSuffix)) name.resize(name.size() - kShareSuffix.size());
+    spans.push_back({std::move(name), str(e, "cat"), ts, dur, key});
   }
   auto is_forward = [&](const Span& sp) { return is_forward_zone(sp.name, sp.cat, annotation); };
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {

@@ -497,8 +497,11 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       put(b, "}}");
     } else if (it.kind == Kind::Work) {
       const prof::WorkSpan& w = t.work[it.index];
-      put_slice("thread_work", w.name);
-      put(b, "\"region\":");
+      const std::string op = w.name ? w.name : "?";
+      put_slice("thread_work", (op + std::string(kShareSuffix)).c_str());
+      put(b, "\"op\":");
+      put_escaped(b, op);
+      put(b, ",\"region\":");
       put_int(b, int64_t(w.region));
       if (w.items > 0) {
         put(b, ",\"items\":");
