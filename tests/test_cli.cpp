@@ -639,6 +639,9 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       EXPECT_GE(v["floor_ms"].get<double>(), j["attention_flops"].get<double>() / fastest * 1e-6 * (1 - 1e-9));
       EXPECT_GE(v["floor_memory_share"].get<double>(), 0.0);
       EXPECT_LE(v["floor_memory_share"].get<double>(), 1.0);
+      // The table's Bound, from that share (memory >= 3/4, compute <= 1/4, else mixed).
+      const double share = v["floor_memory_share"].get<double>();
+      EXPECT_EQ(v["floor_bound"], share >= 0.75 ? "memory" : share <= 0.25 ? "compute" : "mixed") << share;
       EXPECT_GT(v["peak_bytes"].get<int64_t>(), 0);
       // Within the variant's tolerance: max abs error below atol + rtol·max|ref| (|ref| < 4 for N(0,1) inputs).
       EXPECT_LE(v["max_abs_err"].get<double>(),
@@ -680,6 +683,7 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       EXPECT_EQ(csv[i][at("status")], "ok");
       for (const char* key : {"ms", "gflops", "pct_peak", "floor_ms", "max_abs_err"})
         EXPECT_EQ(std::stod(csv[i][at(key)]), v[key].get<double>()) << key;
+      EXPECT_EQ(csv[i][at("floor_bound")], v["floor_bound"]);
       EXPECT_DOUBLE_EQ(std::stod(csv[i][at("speedup")]),
                        j["variants"][0]["ms"].get<double>() / v["ms"].get<double>());
       EXPECT_EQ(csv[i][at("speedup_base")], "naive");

@@ -187,6 +187,7 @@ nlohmann::json row_json(const Row& r) {
           {"bound_ms", r.bound_ms},
           {"floor_ms", r.floor ? json(r.floor->ns * 1e-6) : json()},
           {"floor_memory_share", r.floor ? json(r.floor->memory_share()) : json()},
+          {"floor_bound", r.floor ? json(analysis::floor_bound_kind(r.floor->memory_share())) : json()},
           {"max_abs_err", when(validated, r.r.err.max_abs)},
           {"nmse", when(validated, r.r.err.nmse)},
           {"tolerance_used", when(validated && std::isfinite(r.r.err.tol_used), r.r.err.tol_used)},
