@@ -1178,7 +1178,7 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
     const double flops = 4.0 * H * 64 * n * n / 2;
     EXPECT_NEAR(p["gflops"].get<double>(), flops / (p["ms"].get<double>() * 1e6), 1e-9 * p["gflops"].get<double>());
     EXPECT_NEAR(p["pct_peak"].get<double>(), 100 * p["gflops"].get<double>() / peak, 1e-9);
-    const std::string row = fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}", p["variant"].get<std::string>(),
+    const std::string row = fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>7.1f}%", p["variant"].get<std::string>(),
                                         p["seq"].get<int>(), p["ms"].get<double>(), p["gflops"].get<double>(),
                                         p["pct_peak"].get<double>());
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;

@@ -888,7 +888,7 @@ TEST(ThreadBalance, BusyShareImbalanceAndLateStartPerRegion) {
   idle[0].busy_ns = 300;  // 75 %
   const std::vector<std::string> notes = report::thread_balance_notes("v", idle);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].rfind("Threads: v's op kept its 2 threads busy 75 % of its parallel time", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[0].rfind("Threads: v's op kept its 2 threads working 75 % of its parallel time", 0), 0u) << notes[0];
 }
 
 // op_phases' arithmetic on hand-made shares (1 ns per tick): two regions of one op on two threads, a step no

@@ -559,8 +559,8 @@ void run_sweep(const SweepArgs& a) {
                       "Max err");
   for (const Point& p : points)
     text += p.status == "ok"
-                ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8.1f}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
-                              p.gflops * rate_scale, p.pct_peak,
+                ? fmt::format("{:<12}{:>8}{:>12.3f}{:>10.1f}{:>8}{:>14}{:>11.2e}\n", p.variant, p.seq, p.ms,
+                              p.gflops * rate_scale, fmt::format("{:.1f}%", p.pct_peak),
                               p.peak_bytes >= 0 ? report::format_bytes_decimal(p.peak_bytes) : "--", p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   if (a.peer.on()) {

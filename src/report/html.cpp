@@ -1778,11 +1778,11 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
     }
   }
   if (!threads.empty())
-    pg.raw("<p>How each op's own OpenMP regions kept their threads busy (matmul's oneDNN and OpenBLAS threads "
-           "are those libraries' and not seen): busy is the threads' shares over each region's wall × team, "
+    pg.raw("<p>How each op's own OpenMP regions kept their threads working (matmul's oneDNN and OpenBLAS threads "
+           "are those libraries' and not seen): working is the threads' shares over each region's wall × team, "
            "slowest/mean the longest share over the mean (2.00x on two threads: one did all the work), late "
            "start the last thread's start after the first's.</p>\n<table class=\"data\"><thead><tr><th>variant</th>"
-           "<th>op</th><th>regions</th><th>threads</th><th>busy</th><th>slowest/mean</th><th>late start per "
+           "<th>op</th><th>regions</th><th>threads</th><th>working</th><th>slowest/mean</th><th>late start per "
            "region</th><th>tasks per region</th></tr></thead><tbody>\n" +
            threads + "</tbody></table>\n");
   if (!notes.empty()) {

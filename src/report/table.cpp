@@ -440,13 +440,14 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
   size_t w = 2;
   for (const auto& r : rows) w = std::max(w, r.name.size());
   std::string out = "Threads: each op's own OpenMP regions (matmul's oneDNN/OpenBLAS threads belong to those libraries)\n";
-  out += fmt::format("{:<{}}  {:>7}  {:>7}  {:>7}  {:>12}  {:>10}  {:>12}\n", "Op", w, "Regions", "Threads", "Busy",
+  out += fmt::format("{:<{}}  {:>7}  {:>7}  {:>7}  {:>12}  {:>10}  {:>12}\n", "Op", w, "Regions", "Threads", "Working",
                      "Slowest/mean", "Late start", "Items/region");
   for (const auto& r : rows)
     out += fmt::format("{:<{}}  {:>7}  {:>7}  {:>5.1f} %  {:>11.2f}x  {:>10}  {:>12}\n", r.name, w, r.regions, r.threads,
                        100 * r.busy_share(), r.imbalance(), format_time_ns(r.lag_ns / double(r.regions)),
                        r.items > 0 ? fmt::format("{:.1f}", double(r.items) / double(r.regions)) : "--");
-  out += "Busy: the threads' shares over each region's wall × team (100 % = every thread worked from the region's "
+  // "Working", not "Busy": compare's and sweep's Busy lines say other processes shared the CPUs.
+  out += "Working: the threads' shares over each region's wall × team (100 % = every thread worked from the region's "
          "first start to its last end); Slowest/mean: the longest share over the mean (2.00x on 2 threads = one "
          "thread did all); Late start: the last thread's start after the first's, per region.\n";
   return out;
@@ -514,7 +515,7 @@ std::vector<std::string> thread_balance_notes(const std::string& subject,
   std::vector<std::string> out;
   for (const auto& r : rows)
     if (r.threads > 1 && r.busy_share() < 0.8)
-      out.push_back(fmt::format("Threads: {}'s {} kept its {} threads busy {:.0f} % of its parallel time (slowest "
+      out.push_back(fmt::format("Threads: {}'s {} kept its {} threads working {:.0f} % of its parallel time (slowest "
                                 "share {:.2f}x the mean; the last thread started {} after the first, per region).",
                                 subject, r.name, r.threads, 100 * r.busy_share(), r.imbalance(),
                                 format_time_ns(r.lag_ns / double(r.regions))));
