@@ -329,6 +329,8 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       for (const json& p : sweep["points"])
         if (p["variant"] == "naive" && p["seq"] == 1024) EXPECT_DOUBLE_EQ(naive_1024, p["gflops"].get<double>());
     }
+  // No row of the fixture is past 4x its floor (naive 190 ms over 173.5, flash 62 over 37.4): no such line.
+  EXPECT_EQ(page.find("Far from the floor"), std::string::npos);
   // The threads table under the timeline: each op's regions from the summaries' thread_balance.
   EXPECT_NE(page.find("<tr><td>flash</td><td>flash_attention</td><td class=\"num\">3</td><td class=\"num\">2</td>"
                       "<td class=\"num\">95.0 %</td><td class=\"num\">1.05x</td><td class=\"num\">4.0 µs</td>"
@@ -380,8 +382,10 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
   EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);
   // Each row's roofline floor and which side sets it; the bars' ticks are the floors.
-  EXPECT_NE(page.find("<td class=\"num\">37.391</td><td>compute (0% memory)</td>"), std::string::npos);
-  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td>mixed (35% memory)</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num\">37.391</td><td class=\"num\">1.7×</td><td>compute (0% memory)</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td class=\"num\">1.1×</td><td>mixed (35% memory)</td>"),
+            std::string::npos);
   for (const json& c : data["charts"])
     if (c["kind"] == "compare") {
       EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["x"]["title"], "ms per forward (bar) and roofline floor (tick)");
@@ -1286,6 +1290,21 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   EXPECT_NE(tiny.find("N^-1.2e-04 (implausible)"), std::string::npos);
   EXPECT_EQ(tiny.find(">-0.000<"), std::string::npos);
   EXPECT_EQ(tiny.find("N^-0.00 "), std::string::npos);
+}
+
+// A row past 4x its roofline floor: its × floor cell marked, and one line naming every such row with why.
+TEST(HtmlReport, RowsFarFromTheFloorAreMarkedInTheTable) {
+  TempDir d("far-floor");
+  json c = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  for (json& v : c["variants"])
+    if (v["name"] == "naive") v["ms"] = 4.5 * v["floor_ms"].get<double>();
+  spit(d.path / "compare.json", c.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td class=\"num far\">4.5×</td>"), std::string::npos);
+  EXPECT_NE(page.find("Far from the floor (past 4x its roofline floor, the × floor column): naive 4.5x. Its time went "
+                      "where the cost model does not look"),
+            std::string::npos);
+  EXPECT_EQ(page.find("<td class=\"num far\">1.7×</td>"), std::string::npos) << "flash is within 4x";
 }
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {

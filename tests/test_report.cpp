@@ -156,6 +156,13 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   EXPECT_NE(report::far_from_floor_notes({{"naive", 5, 1}}, true)[0].find("too small to fill the GPU"),
             std::string::npos);
   EXPECT_TRUE(report::far_from_floor_notes({{"naive", 4, 1}}, false).empty()) << "4x is not past 4x";
+  // The report's one line for a table that shows each row's ratio: the same rows, the same causes.
+  EXPECT_EQ(report::far_from_floor_summary({{"naive", 9, 1}, {"inplace", 3, 1}, {"sdpa-math", 12.5, 2}}, false),
+            "Far from the floor (past 4x its roofline floor, the × floor column): naive 9.0x, sdpa-math 6.2x. Their "
+            "time went where the cost model does not look (fresh pages faulted in by the ops that allocate, which "
+            "`attnprof profile --counters` counts per op; fixed costs at a small shape; threads waiting on each other "
+            "or on other work).");
+  EXPECT_EQ(report::far_from_floor_summary({{"naive", 4, 1}}, true), "");
 }
 
 // Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject

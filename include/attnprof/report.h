@@ -370,6 +370,9 @@ std::string compare_csv(const nlohmann::json& compare);
 // a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x).
 inline constexpr double kFarFromFloor = 4.0;
 std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu);
+// The same rows in one line, for a table that shows each row's ms over its floor: "Far from the floor (past 4x
+// its roofline floor, ...): naive 8.9x, sdpa-math 12.1x. Their time went ..."; "" when none is.
+std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu);
 // The line that says matmul's FLOPs (OpenBLAS, oneDNN) are billed at the library ISA's peaks, not at the
 // dispatched ISA's (ATTNPROF_ISA below the CPU's best): "matmul (OpenBLAS/oneDNN) billed at the avx512 peaks
 // (fp32 93.0 / bf16 186.0 GFLOP/s): the libraries choose their own ISA". "" when the ISAs are the same.

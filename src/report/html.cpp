@@ -375,7 +375,8 @@ void section_compare(Page& pg, const Input& in) {
   const json* variants = member(c, {"variants"});
   std::string t = "<table class=\"data\"><thead><tr>"
                   "<th>variant</th><th>ms / forward</th><th>GFLOP/s</th><th>% of peak</th><th>peak memory</th>"
-                  "<th>ops</th><th>bytes moved</th><th>floor ms</th><th>bound</th><th>max |err|</th><th>NMSE</th>"
+                  "<th>ops</th><th>bytes moved</th><th>floor ms</th><th>× floor</th><th>bound</th><th>max |err|</th>"
+                  "<th>NMSE</th>"
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
@@ -397,20 +398,24 @@ void section_compare(Page& pg, const Input& in) {
       t += "<tr>" + td(name);
       if (status != "ok" || !std::isfinite(num(v, "ms", NAN))) {
         if (status == "ok") status = "not run";
-        t += "<td colspan=\"10\" class=\"skipped\">" + html_escape(status) + (why.empty() ? "" : ": " + html_escape(why)) +
+        t += "<td colspan=\"11\" class=\"skipped\">" + html_escape(status) + (why.empty() ? "" : ": " + html_escape(why)) +
              "</td></tr>\n";
         continue;
       }
       const double share = num(v, "floor_memory_share", NAN);
+      const double floor_ms = num(v, "floor_ms", NAN), over_floor = num(v, "ms", NAN) / floor_ms;
       t += td(fmt_num(num(v, "ms", NAN), 3), true) + td(fmt_rate(num(v, "gflops", NAN)), true) +
            td(fmt_rate(num(v, "pct_peak", NAN)), true) + td(format_bytes_decimal(num(v, "peak_bytes")), true) +
            td(fmt_num(num(v, "ops", NAN), 0), true) + td(format_bytes_decimal(num(v, "bytes")), true) +
-           td(fmt_num(num(v, "floor_ms", NAN), 3), true) +
+           td(fmt_num(floor_ms, 3), true) +
+           (floor_ms > 0 && std::isfinite(over_floor)
+                ? std::string(over_floor > kFarFromFloor ? "<td class=\"num far\">" : "<td class=\"num\">") +
+                      html_escape(fmt::format("{:.1f}×", over_floor)) + "</td>"
+                : td(fmt_num(NAN), true)) +
            td(share >= 0.0 && share <= 1.0  // NaN (absent) and figures no compare writes give "--"
                   ? fmt::format("{} ({:.0f}% memory)", analysis::floor_bound_kind(share), 100.0 * share)
                   : fmt_num(NAN)) +
            td(fmt_sci(num(v, "max_abs_err", NAN)), true) + td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
-      const double floor_ms = num(v, "floor_ms", NAN);
       ++(std::isfinite(floor_ms) ? with_floor : bytes_only);
       // The fastest and slowest timed forward beside the median, the whisker the bar carries.
       const std::vector<double> fwd = forward_ms(v);
@@ -444,7 +449,7 @@ void section_compare(Page& pg, const Input& in) {
   pg.raw(t);
   // The ratios the blog reads off, and rows whose time went where the cost model does not look, as compare prints.
   if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
-  for (const std::string& line : far_from_floor_notes(row_times, gpu)) pg.note(line);
+  if (const std::string far = far_from_floor_summary(row_times, gpu); !far.empty()) pg.note(far);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   // What each column means, folded: three paragraphs that would stand between the table and its charts.
   pg.raw("<details><summary>What the columns mean</summary>\n");
@@ -1979,6 +1984,7 @@ table.data th { background: #eef1f5; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.data td:first-child { white-space: nowrap; }
 td.skipped { color: #8a5a00; }
+td.far { color: #a33; font-weight: 600; }
 figure { margin: 12px 0 20px; background: #fff; border: 1px solid #e3e6ea; padding: 10px; overflow-x: auto; }
 figcaption { font-size: 13px; color: #555; margin-top: 6px; }
 .note { font-size: 13px; color: #666; }

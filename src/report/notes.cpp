@@ -231,19 +231,40 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
   return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.", base.name, fmt::join(each, ", "));
 }
 
+namespace {
+bool far_from_floor(const RowTime& r) {
+  return r.floor_ms > 0 && r.ms > kFarFromFloor * r.floor_ms && std::isfinite(r.ms);
+}
+// Where such a row's time goes.
+const char* far_from_floor_causes(bool gpu) {
+  return gpu ? "launches and kernels too small to fill the GPU, or waits between them"
+             : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
+               "fixed costs at a small shape; threads waiting on each other or on other work";
+}
+}  // namespace
+
 std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu) {
   std::vector<std::string> lines;
   for (const RowTime& r : rows) {
-    if (!(r.floor_ms > 0) || !(r.ms > kFarFromFloor * r.floor_ms) || !std::isfinite(r.ms)) continue;
+    if (!far_from_floor(r)) continue;
     lines.push_back(fmt::format(
         "Far from the floor: {} took {} per forward, {:.1f}x its roofline floor of {}: its time went where the cost "
         "model does not look ({}).",
         r.name, format_time_ns(r.ms * 1e6), r.ms / r.floor_ms, format_time_ns(r.floor_ms * 1e6),
-        gpu ? "launches and kernels too small to fill the GPU, or waits between them"
-            : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
-              "fixed costs at a small shape; threads waiting on each other or on other work"));
+        far_from_floor_causes(gpu)));
   }
   return lines;
+}
+
+std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
+  std::vector<std::string> names;
+  for (const RowTime& r : rows)
+    if (far_from_floor(r)) names.push_back(fmt::format("{} {:.1f}x", r.name, r.ms / r.floor_ms));
+  if (names.empty()) return "";
+  return fmt::format("Far from the floor (past {:.0f}x its roofline floor, the × floor column): {}. {} time went "
+                     "where the cost model does not look ({}).",
+                     kFarFromFloor, fmt::join(names, ", "), names.size() == 1 ? "Its" : "Their",
+                     far_from_floor_causes(gpu));
 }
 
 std::string library_peaks_note(const analysis::MachinePeaks& m) {
