@@ -1317,9 +1317,10 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   for (const json& c : data["charts"])
     if (c["kind"] == "roofline") {
       roof = true;
-      // ceilings, op points, the ridges and their labels, a line from each point up to its own roof, and the
-      // points' labels (left-aligned and right-aligned)
-      ASSERT_EQ(c["spec"]["layer"].size(), 7u);
+      // ceilings, op points, the ridges and their labels, a line from each point up to its own roof, the
+      // points' labels (left-aligned and right-aligned) and the leader lines to labels a line away
+      ASSERT_EQ(c["spec"]["layer"].size(), 8u);
+      EXPECT_EQ(c["spec"]["layer"][7]["mark"]["type"], "rule");
       std::set<std::string> labelled, placed_ops;
       for (int l : {5, 6}) {
         EXPECT_EQ(c["spec"]["layer"][l]["mark"]["type"], "text");

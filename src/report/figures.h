@@ -80,10 +80,10 @@ inline std::vector<double> log_ticks(double lo, double hi) {
 }
 
 // Labels beside the points of a chart, placed in pixels so that none covers another or another point: each
-// label takes the first of six places (right of its point, left, then above and below on either side) that
-// stays inside the plot and clear of every point's ring and of the labels placed before it; a label with no
-// clear place is left off (the point's tooltip still names it). Labels of one text whose points lie within
-// `merge` pixels of each other are one label, at the first such point.
+// label takes the first of ten places (right of its point, left, then above and below on either side, then a
+// line further up or down) that stays inside the plot and clear of every point's ring and of the labels placed
+// before it; a label with no clear place is left off (the point's tooltip still names it). Labels of one text
+// whose points lie within `merge` pixels of each other are one label, at the first such point.
 struct LabelPoint {
   double x, y;       // the point, in pixels from the plot's top left
   std::string text;  // what the label says; its width is `char_w` per code point
@@ -92,6 +92,7 @@ struct PlacedLabel {
   size_t point;  // index into the points
   double x, y;   // the text's anchor: its vertical middle, at its left end (right_aligned: its right end)
   bool right_aligned;
+  bool leader = false;  // a line further up or down: a leader line from the point to it says whose it is
 };
 struct PlacedLabels {
   std::vector<PlacedLabel> placed;
@@ -99,7 +100,7 @@ struct PlacedLabels {
 };
 inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double width, double height,
                                              double char_w = 6.0, double line_h = 12.0, double ring = 9.0,
-                                             double merge = 14.0) {
+                                             double merge = 24.0) {
   struct Box {
     double x0, y0, x1, y1;
     bool hits(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
@@ -115,11 +116,14 @@ inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double widt
     if (merged) continue;
     double w = 0;
     for (char c : p.text) w += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? char_w : 0.0;
-    const double h = line_h, lift = ring + h / 2;  // above or below: clear of the point's ring
+    const double h = line_h, lift = ring + h / 2, far = lift + h;  // above or below: clear of the point's ring
     // (left end or right end, vertical middle, right-aligned)
     const struct { double x, y; bool right; } places[] = {
-        {p.x + ring, p.y, false},        {p.x - ring, p.y, true},         {p.x + ring / 2, p.y - lift, false},
-        {p.x - ring / 2, p.y - lift, true}, {p.x + ring / 2, p.y + lift, false}, {p.x - ring / 2, p.y + lift, true}};
+        {p.x + ring, p.y, false},           {p.x - ring, p.y, true},
+        {p.x + ring / 2, p.y - lift, false}, {p.x - ring / 2, p.y - lift, true},
+        {p.x + ring / 2, p.y + lift, false}, {p.x - ring / 2, p.y + lift, true},
+        {p.x + ring / 2, p.y - far, false},  {p.x - ring / 2, p.y - far, true},
+        {p.x + ring / 2, p.y + far, false},  {p.x - ring / 2, p.y + far, true}};
     bool found = false;
     for (const auto& c : places) {
       const Box b = {c.right ? c.x - w : c.x, c.y - h / 2, c.right ? c.x : c.x + w, c.y + h / 2};
@@ -130,7 +134,7 @@ inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double widt
         clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.hits(b);
       if (!clear) continue;
       taken.push_back(b);
-      out.placed.push_back({i, c.x, c.y, c.right});
+      out.placed.push_back({i, c.x, c.y, c.right, std::abs(c.y - p.y) > lift});
       found = true;
       break;
     }

@@ -1511,19 +1511,30 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
       at.push_back({plot_w * (std::log(p["intensity"].get<double>()) - xlo) / (xhi - xlo),
                     plot_h * (1 - (std::log(p["gflops"].get<double>()) - ylo) / (yhi - ylo)),
                     detail::fit_width_middle(p["op"].get<std::string>(), 28)});
-    json left_end = json::array(), right_end = json::array();
+    json left_end = json::array(), right_end = json::array(), leaders = json::array();
     const detail::PlacedLabels labels = detail::place_labels(at, plot_w, plot_h);
-    for (const detail::PlacedLabel& l : labels.placed)
+    const auto data_x = [&](double px) { return std::exp(xlo + px / plot_w * (xhi - xlo)); };
+    const auto data_y = [&](double py) { return std::exp(ylo + (1 - py / plot_h) * (yhi - ylo)); };
+    for (const detail::PlacedLabel& l : labels.placed) {
       (l.right_aligned ? right_end : left_end)
-          .push_back({{"intensity", std::exp(xlo + l.x / plot_w * (xhi - xlo))},
-                      {"gflops", std::exp(ylo + (1 - l.y / plot_h) * (yhi - ylo))},
-                      {"label", at[l.point].text}});
+          .push_back({{"intensity", data_x(l.x)}, {"gflops", data_y(l.y)}, {"label", at[l.point].text}});
+      // A label a line away from its point: a thin line from the point to the text's near edge.
+      if (l.leader) {
+        const detail::LabelPoint& p = at[l.point];
+        const double edge = l.y + (l.y < p.y ? 6.0 : -6.0);
+        leaders.push_back({{"intensity", drawn[l.point]["intensity"]}, {"gflops", drawn[l.point]["gflops"]},
+                           {"x2", data_x(l.x)}, {"y2", data_y(edge)}});
+      }
+    }
     labels_left_off = labels.left_off;
     for (const auto& [values, align] : {std::pair{&left_end, "left"}, std::pair{&right_end, "right"}})
       layers.push_back({{"data", {{"values", *values}}},
                         {"mark", {{"type", "text"}, {"align", align}, {"baseline", "middle"}, {"fontSize", 10},
                                   {"color", "#444"}}},
                         {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}}}});
+    layers.push_back({{"data", {{"values", leaders}}},
+                      {"mark", {{"type", "rule"}, {"color", "#999"}, {"strokeWidth", 0.8}}},
+                      {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}}}}});
   }
   json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
@@ -1557,9 +1568,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
   if (labels_left_off > 0)
-    pg.note(fmt::format("{} carry no label: each place beside {} would cover another label or point. Hover a "
-                        "point for its variant and op.",
-                        labels_left_off == 1 ? "One point does" : fmt::format("{} points", labels_left_off),
+    pg.note(fmt::format("{}: each place beside {} would cover another label or point. Hover a point for its "
+                        "variant and op.",
+                        labels_left_off == 1 ? std::string("One point carries no label")
+                                             : fmt::format("{} points carry no label", labels_left_off),
                         labels_left_off == 1 ? "it" : "them"));
   // roofline.json is a run of its own: where this directory's summaries (compare's run) timed the same op at
   // another speed, the page would show two answers without a word. Named, and the variants it left out.
