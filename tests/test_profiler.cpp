@@ -591,9 +591,29 @@ TEST(Profiler, ScheduleRepeatKeepsEveryCyclesActiveWindow) {
   EXPECT_EQ(row(ka, "work")->calls, 4);
 }
 
+// A session started, then `record` run under an address-space limit `headroom` bytes above what the process
+// maps by then (`before` runs first: what must exist before the limit, a thread's stack), then stopped: the
+// error the session ends with, or "no error". For a child process, where the limit is set.
+std::string session_under_limit(int64_t headroom, const std::function<void()>& before,
+                                const std::function<void()>& record) {
+  std::string said = "no error";
+  try {
+    prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
+    p.start();  // the driving thread's 65,536 zones reserved and mapped in
+    before();
+    const int64_t limit = attnprof::testing::vm_size() + headroom;
+    const rlimit rl{rlim_t(limit), rlim_t(limit)};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
+    record();
+    p.stop();
+  } catch (const Error& e) {
+    said = e.what();
+  }
+  return said;
+}
+
 // Events its buffers cannot grow to hold (an address-space limit leaves no room for the next mapping) are
-// counted, and stop() refuses the session with the count, rather than return tables short of them. In a child
-// process, where the limit is set.
+// counted, and stop() refuses the session with the count, rather than return tables short of them.
 TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
 #ifdef ATTNPROF_SANITIZED
   GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
@@ -601,21 +621,11 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // 100,000 zones and 65,536 stored before the growth: 34,464 dropped.
   EXPECT_EXIT(attnprof::testing::say_and_exit([] {
-                std::string said = "no error";
-                try {
-                  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
-                  p.start();  // the driving thread's 65,536 zones reserved and mapped in
-                  const int64_t limit = attnprof::testing::vm_size() + (int64_t(4) << 20);
-                  const rlimit rl{rlim_t(limit), rlim_t(limit)};
-                  if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
+                return session_under_limit(int64_t(4) << 20, [] {}, [] {
                   for (int i = 0; i < 100000; ++i) {  // past the reservation: the growth needs more than 4 MiB
                     ATTNPROF_OP_ZONE(z, "op");
                   }
-                  p.stop();
-                } catch (const Error& e) {
-                  said = e.what();
-                }
-                return said;
+                });
               }),
               ::testing::ExitedWithCode(0),
               "the profiler could not store 34464 of its events: the memory its event buffers grow into was refused");
@@ -623,34 +633,31 @@ TEST(Profiler, EventsThatCannotBeStoredFailTheSessionNotItsFigures) {
 
 // A thread whose first event finds no memory for its buffer (made on first use) records nothing and counts
 // what it lost, as a full buffer does: the recording paths cannot throw (a zone's constructor, a share inside
-// an OpenMP region), and a throw there had ended the process. In a child process, where the limit is set.
+// an OpenMP region), and a throw there had ended the process.
 TEST(Profiler, AThreadWhoseBufferCannotBeMadeFailsTheSessionNotTheProcess) {
 #ifdef ATTNPROF_SANITIZED
   GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space: no address-space limit can be set";
 #endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(attnprof::testing::say_and_exit([] {
-                std::string said = "no error";
-                try {
-                  prof::Profiler p({.schedule = {.wait = 0, .warmup = 0, .active = 1}, .step_annotations = false});
-                  p.start();
-                  std::atomic<int> stage{0};
-                  std::thread late([&] {  // made before the limit (its stack), recording after it
-                    while (stage.load() == 0) std::this_thread::yield();
-                    for (int i = 0; i < 10; ++i) {
-                      ATTNPROF_OP_ZONE(z, "op");
-                    }
-                    stage.store(2);
-                  });
-                  const int64_t limit = attnprof::testing::vm_size() + (int64_t(64) << 10);
-                  const rlimit rl{rlim_t(limit), rlim_t(limit)};
-                  if (setrlimit(RLIMIT_AS, &rl) != 0) said = "setrlimit failed";
-                  stage.store(1);
-                  late.join();
-                  p.stop();
-                } catch (const Error& e) {
-                  said = e.what();
-                }
+                std::atomic<int> go{0};
+                std::thread late;
+                const std::string said = session_under_limit(
+                    int64_t(64) << 10,
+                    [&] {  // made before the limit (its stack), recording after it
+                      late = std::thread([&] {
+                        while (go.load() == 0) std::this_thread::yield();
+                        for (int i = 0; i < 10; ++i) {
+                          ATTNPROF_OP_ZONE(z, "op");
+                        }
+                      });
+                    },
+                    [&] {
+                      go.store(1);
+                      late.join();
+                    });
+                go.store(1);  // the session may have failed before recording: the thread must still end
+                if (late.joinable()) late.join();
                 return said;
               }),
               ::testing::ExitedWithCode(0), "the profiler could not store 10 of its events");
