@@ -152,6 +152,11 @@ TEST(PlaceLabels, ClearOfEachOtherAndOfThePoints) {
   const auto none = place_labels(crowded, 640, 380);
   EXPECT_TRUE(none.placed.empty());
   EXPECT_EQ(none.left_off, 1u);
+  // A point near one of its text whose label found no place (the corner of a 30 px high plot) gets its own.
+  const auto second = place_labels({{3, 3, "ab"}, {23, 13, "ab"}}, 640, 30);
+  ASSERT_EQ(second.placed.size(), 1u);
+  EXPECT_EQ(second.placed[0].point, 1u);
+  EXPECT_EQ(second.left_off, 1u);
 }
 
 TEST(LogTicks, OneTwoFivePerDecade) {

@@ -550,20 +550,20 @@ void run_compare(const CompareArgs& a) {
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);
-  // What was written: a skipped variant has no trace, summary, table or stacks.
+  // What was written: only a variant that ran and passed its check has a trace, summary, table and stacks.
   const size_t ran = size_t(std::count_if(rows.begin(), rows.end(), [](const Row& r) {
-    return r.r.status != RunOutcome::Status::Skipped;
+    return r.r.status == RunOutcome::Status::Ok;
   }));
   const std::string files = out_path(o.out, "compare.{json,txt,csv}");
-  progress(ran == 0 ? fmt::format("compare finished in {:.1f} s; wrote {} (no variant ran: no trace, summary, table "
-                                  "or stacks)",
+  progress(ran == 0 ? fmt::format("compare finished in {:.1f} s; wrote {} (no variant ran and passed: no trace, "
+                                  "summary, table or stacks)",
                                   elapsed_s(t_start), files)
            : ran == rows.size()
                ? fmt::format("compare finished in {:.1f} s; wrote {} and each variant's trace, summary, table, "
                              "table CSV and stacks",
                              elapsed_s(t_start), files)
                : fmt::format("compare finished in {:.1f} s; wrote {} and the trace, summary, table, table CSV and "
-                             "stacks of the {} that ran",
+                             "stacks of the {} that ran and passed",
                              elapsed_s(t_start), files, ran == 1 ? "one variant" : fmt::format("{} variants", ran)));
   exit_by_outcome(rows);
 }

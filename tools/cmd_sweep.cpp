@@ -174,8 +174,9 @@ void measure_on_device(Runner& runner, const Inputs& in, const CommonOptions& o,
 
 // A progress bar with an ETA on a terminal; plain lines otherwise (logs, CI, tests). Each point is an item of
 // the plan: its series (a variant, or torch's two rows) and its work (attention FLOPs of its forwards). The ETA
-// is the work left in each series at the rate that series' last measured point ran (a larger N at the rate of
-// the largest yet), and at the rate of all measured points for a series not yet begun; only points that ran
+// is the work left in each series at the rate that series' latest measured point ran (with --seq in rising
+// order, a larger N at the rate of the largest yet), and at the rate of all measured points for a series not
+// yet begun; only points that ran
 // kRateSeconds or more give a rate, and until one has the ETA is "--". A small point's time is mostly fixed costs
 // (inputs, the reference check): extrapolated by FLOPs, N doubling, it had put a 10 s sweep's first ETA at 500 s.
 class Progress {

@@ -221,7 +221,8 @@ ThreadBuffer* thread_buffer();  // this thread's buffer, registered on first use
 // The same for the recording paths, which cannot throw (a zone's constructor, a share inside an OpenMP region):
 // nullptr when the buffer could not be made (no memory), counted as a dropped event, so that the session
 // refuses the profile as it does when a buffer cannot grow.
-ThreadBuffer* recording_buffer() noexcept;
+// `lost_event`: whether a failure loses an event of the caller's (false for a caller that records none itself).
+ThreadBuffer* recording_buffer(bool lost_event = true) noexcept;
 int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept;
 void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
 ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
@@ -286,7 +287,7 @@ class ParallelRegion {
  public:
   ParallelRegion() noexcept {
     if (recording()) [[unlikely]] {
-      detail::ThreadBuffer* b = detail::recording_buffer();
+      detail::ThreadBuffer* b = detail::recording_buffer(/*lost_event=*/false);  // a region is no event
       if (const int32_t z = b ? detail::innermost_zone(b) : -1; z >= 0) {
         name_ = detail::zone_at(b, z)->name;
         id_ = detail::next_region_id();

@@ -61,7 +61,9 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const
   if (!is_launch_api(cb->functionName)) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (!g_active.load(std::memory_order_relaxed) || !prof::recording()) return;
-    prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
+    // A C callback: nothing may be thrown through CUPTI's frames.
+    prof::detail::ThreadBuffer* b = prof::detail::recording_buffer();
+    if (!b) return;
     LaunchRecord r;
     r.correlation = cb->correlationId;
     r.tid = b->tid;

@@ -151,7 +151,8 @@ void record(int64_t delta, int64_t total) {
   if (!g_capture.load(std::memory_order_relaxed) || !prof::recording() ||
       !prof::detail::g_memory.load(std::memory_order_relaxed))
     return;
-  prof::detail::ThreadBuffer* b = prof::detail::thread_buffer();
+  prof::detail::ThreadBuffer* b = prof::detail::recording_buffer();  // reached from noexcept frees: never throws
+  if (!b) return;
   DeviceMemRecord r;
   r.t = prof::now_ticks();
   r.delta = delta;

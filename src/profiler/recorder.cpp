@@ -86,12 +86,12 @@ ThreadBuffer* thread_buffer() {
 
 std::atomic<int64_t> g_bufferless_dropped{0};
 
-ThreadBuffer* recording_buffer() noexcept {
+ThreadBuffer* recording_buffer(bool lost_event) noexcept {
   if (tl_buffer) [[likely]] return tl_buffer;
   try {
     return thread_buffer();
   } catch (...) {
-    g_bufferless_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (lost_event) g_bufferless_dropped.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
 }

@@ -50,13 +50,15 @@ void set_marks() {
 
 double calibrated_zone_overhead_ns(bool with_counters) {
   // What one empty child zone adds to its parent's time beyond its own measured duration: exactly
-  // what must be subtracted from a parent's self time per direct child; the least of 15 rounds of `children`
-  // (after one to warm up). Interruptions only add to a round, never take away: on a loaded machine the median
-  // of five long rounds had read 237 ns for a 13 ns cost, and subtracted per child that clamped ops' self
-  // times to 0. Short rounds leave most of them uninterrupted.
+  // what must be subtracted from a parent's self time per direct child, over rounds of `children` (after one
+  // to warm up). Plain zones: the least of 15 rounds of 500. Interruptions only add to a round, never take
+  // away: on a loaded machine the median of five long rounds had read 237 ns for a 13 ns cost, and subtracted
+  // per child that clamped ops' self times to 0; short rounds leave most of them uninterrupted. With counters:
+  // the median of 5 rounds of 500, since getrusage's own cost varies with what the process's threads do, and
+  // the least would under-subtract it.
   // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
   // part of what it adds to its parent, and is calibrated with them on.
-  auto measure = [](bool counting, int children) {
+  auto measure = [](bool counting, int children, int rounds, bool least) {
     // The zone listener (NVTX mirroring) is held off: calibration zones must not reach Nsight's timeline.
     const ZoneListener* listener = zone_listener();
     set_zone_listener(nullptr);
@@ -67,7 +69,7 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     static constexpr ZoneSite parent_site{"calibration", "cpu_op"};
     static constexpr ZoneSite child_site{"calibration_child", "cpu_op"};
     std::vector<double> samples;
-    for (int round = 0; round < 16; ++round) {
+    for (int round = 0; round <= rounds; ++round) {
       b->zones.reserve(zones0 + children + 8);
       uint64_t parent_t0 = 0, parent_t1 = 0, child_sum = 0;
       {
@@ -87,12 +89,13 @@ double calibrated_zone_overhead_ns(bool with_counters) {
     detail::g_counters.store(counters_were);
     detail::g_recording.store(was);
     set_zone_listener(listener);
-    return *std::min_element(samples.begin(), samples.end());
+    std::sort(samples.begin(), samples.end());
+    return least ? samples.front() : samples[samples.size() / 2];
   };
   // With counters, measured anew each time: getrusage(RUSAGE_SELF) walks every thread of the process, so
   // its cost grows with the threads there are now (a session calibrates after its OpenMP team exists).
-  if (with_counters) return measure(true, 200);
-  static const double plain = measure(false, 500);
+  if (with_counters) return measure(true, 500, 5, /*least=*/false);
+  static const double plain = measure(false, 500, 15, /*least=*/true);
   return plain;
 }
 

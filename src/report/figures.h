@@ -82,8 +82,8 @@ inline std::vector<double> log_ticks(double lo, double hi) {
 // Labels beside the points of a chart, placed in pixels so that none covers another or another point: each
 // label takes the first of ten places (right of its point, left, then above and below on either side, then a
 // line further up or down) that stays inside the plot and clear of every point's ring and of the labels placed
-// before it; a label with no clear place is left off (the point's tooltip still names it). Labels of one text
-// whose points lie within `merge` pixels of each other are one label, at the first such point.
+// before it; a label with no clear place is left off (the point's tooltip still names it). A point within
+// `merge` pixels of one of the same text whose label was placed shares that label.
 struct LabelPoint {
   double x, y;       // the point, in pixels from the plot's top left
   std::string text;  // what the label says; its width is `char_w` per code point
@@ -111,8 +111,8 @@ inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double widt
     const LabelPoint& p = pts[i];
     if (p.text.empty() || !std::isfinite(p.x) || !std::isfinite(p.y)) continue;
     bool merged = false;
-    for (size_t j = 0; j < i && !merged; ++j)
-      merged = pts[j].text == p.text && std::hypot(pts[j].x - p.x, pts[j].y - p.y) <= merge;
+    for (const PlacedLabel& l : out.placed)
+      merged = merged || (pts[l.point].text == p.text && std::hypot(pts[l.point].x - p.x, pts[l.point].y - p.y) <= merge);
     if (merged) continue;
     double w = 0;
     for (char c : p.text) w += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? char_w : 0.0;

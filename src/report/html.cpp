@@ -459,7 +459,8 @@ void section_compare(Page& pg, const Input& in) {
           " at max(bytes / bandwidth, FLOPs / its peak) against " +
           (gpu ? "the GPU's datasheet ceilings" : "the machine's measured ceilings") +
           ", summed: what those " + (gpu ? "activities" : "ops") +
-          " take at those ceilings (data that stays in cache can beat it). Bound says which side sets it: the share of the floor spent in ops held by their bytes "
+          " take at those ceilings (data that stays in cache can beat it); × floor is ms / forward over it, marked "
+          "past 4×. Bound says which side sets it: the share of the floor spent in ops held by their bytes "
           "(memory at 75 % or more, compute at 25 % or less, else mixed). Every variant with a time was checked "
           "against the fp64 reference (max |err|, NMSE) before it was timed.");
   // What GFLOP/s, % of peak and the check count, as compare's footnotes say: the tables below count every FLOP
@@ -1490,7 +1491,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
                               {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
                     {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
-  // Last (layers 0-3: ceilings, points, ridges, their labels), from each point up to the roof it is judged
+  // Layer 4 (after 0-3: ceilings, points, ridges, their labels; before the op labels and their leaders), from
+  // each point up to the roof it is judged
   // against (the bandwidth slope, or its own compute ceiling): which of the flat lines is its own shows where the
   // line ends, and its length is the gap.
   json drop_y2 = {{"field", "attainable"}};
