@@ -554,17 +554,13 @@ void run_compare(const CompareArgs& a) {
   const size_t ran = size_t(std::count_if(rows.begin(), rows.end(), [](const Row& r) {
     return r.r.status == RunOutcome::Status::Ok;
   }));
-  const std::string files = out_path(o.out, "compare.{json,txt,csv}");
-  progress(ran == 0 ? fmt::format("compare finished in {:.1f} s; wrote {} (no variant ran and passed: no trace, "
-                                  "summary, table or stacks)",
-                                  elapsed_s(t_start), files)
-           : ran == rows.size()
-               ? fmt::format("compare finished in {:.1f} s; wrote {} and each variant's trace, summary, table, "
-                             "table CSV and stacks",
-                             elapsed_s(t_start), files)
-               : fmt::format("compare finished in {:.1f} s; wrote {} and the trace, summary, table, table CSV and "
-                             "stacks of the {} that ran and passed",
-                             elapsed_s(t_start), files, ran == 1 ? "one variant" : fmt::format("{} variants", ran)));
+  const std::string per_variant =
+      ran == 0            ? " (no variant ran and passed: no trace, summary, table or stacks)"
+      : ran == rows.size() ? " and each variant's trace, summary, table, table CSV and stacks"
+                           : fmt::format(" and the trace, summary, table, table CSV and stacks of the {} that ran and passed",
+                                         ran == 1 ? "one variant" : fmt::format("{} variants", ran));
+  progress(fmt::format("compare finished in {:.1f} s; wrote {}{}", elapsed_s(t_start),
+                       out_path(o.out, "compare.{json,txt,csv}"), per_variant));
   exit_by_outcome(rows);
 }
 
