@@ -190,9 +190,10 @@ TEST(Format, BusyNotesNameEachSubjectThatSharedTheCpus) {
   const std::vector<std::string> many = report::timing_notes(
       {{"naive at N=128", {1.0}, CpuSharing{1.04, 2, 2}}, {"naive at N=256", {1.0}, CpuSharing{1.8, 2, 2}},
        {"flash at N=128", {1.0}, CpuSharing{1.2, 2, 2}}, {"flash at N=256", {1.0}, CpuSharing{0.1, 2, 2}},
-       {"flash at N=512", {1.0}, CpuSharing{1.5, 2, 2}}},
+       {"flash at N=512", {1.0}, CpuSharing{1.5, 2, 2}}, {"not timed", {}, std::nullopt}},
       "");
   ASSERT_EQ(many.size(), 2u);
+  // A subject with neither forwards nor a CPU-sharing figure (a run diff's side that did not run) is not counted.
   EXPECT_EQ(many[0], "Busy: other work used 1.0 to 1.8 of 2 CPUs while 4 of the 5 timed here ran on 2 threads: "
                      "naive at N=128 (1.0), naive at N=256 (1.8), flash at N=128 (1.2), flash at N=512 (1.5): their "
                      "forwards waited for a CPU, so their times are the machine's as much as the code's.");

@@ -56,6 +56,9 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
       threaded = threaded || t.sharing->threads > 1;
     }
   const int busy = static_cast<int>(shared.size());
+  // "of the N timed here": a run diff passes a subject for each side of every variant, timed or not.
+  const auto timed = std::count_if(timings.begin(), timings.end(),
+                                   [](const Timings& t) { return !t.forward_ms.empty() || t.sharing; });
   const auto threads_text = [](int n) { return fmt::format("{} thread{}", n, n == 1 ? "" : "s"); };
   if (busy <= kBusyLinesEach) {
     for (const Timings* t : shared) {
@@ -87,7 +90,7 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
     lines.push_back(fmt::format("Busy: other work used {}{} CPUs while {} of the {} timed here ran{}: {}: their forwards waited for "
                                 "a CPU, so their times are the machine's as much as the code's.",
                                 range, same_cpus ? fmt::format(" of {}", shared[0]->sharing->cpus) : "", busy,
-                                timings.size(),
+                                timed,
                                 same_threads ? " on " + threads_text(shared[0]->sharing->threads) : "",
                                 fmt::join(each, ", ")));
   }
