@@ -38,7 +38,8 @@ cp "${bins[2]}" "$DEST.tmp/build-cuda/tools/"
 skip='^(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcupti|libcudnn.*|libnvToolsExt|libnvrtc.*|libnvJitLink)\.so'
 # OpenBLAS is not among them: the binaries load it with dlopen when a run needs it (src/ops/blas_loader.cpp),
 # by its soname through LD_LIBRARY_PATH, so it is packed by that name, with what it links (gfortran, quadmath).
-openblas=$(ldconfig -p | awk '$1 == "libopenblas.so.0" { print $NF; exit }')
+# awk reads to the end: an early exit could kill ldconfig with SIGPIPE, which pipefail makes fatal.
+openblas=$(ldconfig -p | awk '$1 == "libopenblas.so.0" && !found { print $NF; found = 1 }')
 if [[ -z "$openblas" ]]; then
   echo "gpu-bundle.sh: libopenblas.so.0 is not known to the loader here (scripts/setup.sh installs it)" >&2
   exit 1

@@ -34,6 +34,9 @@ struct State {
   std::vector<RawActivity> activities;
   std::vector<LaunchRecord> launches;
   uint64_t dropped = 0;
+  // Buffers whose reading stopped on an error other than their end: the records after it are lost.
+  uint64_t unreadable = 0;
+  CUptiResult unreadable_status = CUPTI_SUCCESS;
   CUpti_SubscriberHandle subscriber = nullptr;
 };
 State& state() {
@@ -111,7 +114,8 @@ const char* memcpy_name(uint8_t kind) {
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   std::vector<RawActivity> got;
   CUpti_Activity* rec = nullptr;
-  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+  CUptiResult next = CUPTI_SUCCESS;
+  while ((next = cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS) {
     RawActivity a;
     // The fields every kernel, memcpy and memset record has under the same names.
     auto timing = [&a](const auto* r) {
@@ -161,6 +165,10 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   State& s = state();
   std::lock_guard<std::mutex> lock(s.m);
   s.dropped += dropped;
+  if (next != CUPTI_ERROR_MAX_LIMIT_REACHED) {  // MAX_LIMIT_REACHED: the buffer's end
+    ++s.unreadable;
+    s.unreadable_status = next;
+  }
   for (RawActivity& a : got) s.activities.push_back(std::move(a));
 }
 
@@ -216,6 +224,7 @@ void ActivityCollector::start() {
     s.activities.clear();
     s.launches.clear();
     s.dropped = 0;
+    s.unreadable = 0;
   }
   try {
     // CUPTI allows one subscriber per process: subscribing first means a second profiler in the process
@@ -262,11 +271,15 @@ DeviceCapture ActivityCollector::stop() {
   const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   cupti_teardown();
   DeviceCapture cap;
+  uint64_t unreadable = 0;
+  CUptiResult unreadable_status = CUPTI_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(s.m);
     cap.activities.swap(s.activities);
     cap.launches.swap(s.launches);
     cap.dropped_records = s.dropped;
+    unreadable = s.unreadable;
+    unreadable_status = s.unreadable_status;
   }
   cap.mem = detail::take_mem_records();
   cap.clock_samples = g_samples;
@@ -281,6 +294,17 @@ DeviceCapture ActivityCollector::stop() {
     ATTNPROF_FAIL("CUPTI could not flush its activity buffers, so the kernels' records are missing: {} ({})",
                   msg ? msg : "?", int(flushed));
   }
+  // A capture short of records would put too little device time in the table: refuse it, as the host
+  // profiler refuses one that lost events.
+  if (unreadable > 0) {
+    const char* msg = nullptr;
+    cuptiGetResultString(unreadable_status, &msg);
+    ATTNPROF_FAIL("CUPTI could not read {} activity buffer{} to the end ({} ({})): the kernels' records after it are "
+                  "missing", unreadable, unreadable == 1 ? "" : "s", msg ? msg : "?", int(unreadable_status));
+  }
+  if (cap.dropped_records > 0)
+    ATTNPROF_FAIL("CUPTI dropped {} activity record{} (its buffers were full): the device table would be short of "
+                  "kernels; profile fewer forwards", cap.dropped_records, cap.dropped_records == 1 ? "" : "s");
   return cap;
 }
 

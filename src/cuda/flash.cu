@@ -15,10 +15,13 @@
 namespace attnprof::cuda::kernels {
 namespace {
 
+// Returns whether a kernel was launched: a configuration that does not support D launches none.
 template <class E, int D, int C>
-void launch(const FlashParams& p, cudaStream_t st) {
+bool launch(const FlashParams& p, cudaStream_t st) {
   constexpr frag::TileConfig c = frag::kFlashConfigs[C];
-  if constexpr (c.supports(D)) {
+  if constexpr (!c.supports(D)) {
+    return false;
+  } else {
     constexpr int smem = c.smem_bytes(D);
     auto* kernel = flash_fwd_kernel<E, D, c.warps, c.m_tiles, c.block_n, c.min_blocks(D)>;
     if constexpr (smem > 48 * 1024) {
@@ -38,20 +41,20 @@ void launch(const FlashParams& p, cudaStream_t st) {
     // cudaErrorInvalidConfiguration for the caller's launch check.
     const unsigned grid = blocks <= INT_MAX ? unsigned(blocks) : 0u;
     kernel<<<grid, c.threads(), smem, st>>>(p);
+    return true;
   }
 }
 
 template <class E, int D, int... Cs>
-void dispatch(int config, const FlashParams& p, cudaStream_t st, std::integer_sequence<int, Cs...>) {
-  ((config == Cs ? launch<E, D, Cs>(p, st) : void()), ...);
+bool dispatch(int config, const FlashParams& p, cudaStream_t st, std::integer_sequence<int, Cs...>) {
+  return ((config == Cs && launch<E, D, Cs>(p, st)) || ...);
 }
 
 template <class E>
-void forward(int config, const FlashParams& p, cudaStream_t st) {
-  if (p.D == 64)
-    dispatch<E, 64>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
-  else
-    dispatch<E, 128>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+bool forward(int config, const FlashParams& p, cudaStream_t st) {
+  if (p.D == 64) return dispatch<E, 64>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+  if (p.D == 128) return dispatch<E, 128>(config, p, st, std::make_integer_sequence<int, frag::kFlashConfigCount>{});
+  return false;
 }
 
 std::atomic<int> g_config{-1};
@@ -65,12 +68,9 @@ int flash_config_for(int D) {
   return c >= 0 && frag::kFlashConfigs[c].supports(D) ? c : frag::default_config(D);
 }
 
-void flash_forward(const FlashParams& p, cudaStream_t st) {
+bool flash_forward(const FlashParams& p, cudaStream_t st) {
   const int config = flash_config_for(p.D);
-  if (p.fp16)
-    forward<ElemF16>(config, p, st);
-  else
-    forward<ElemBf16>(config, p, st);
+  return p.fp16 ? forward<ElemF16>(config, p, st) : forward<ElemBf16>(config, p, st);
 }
 
 }  // namespace attnprof::cuda::kernels

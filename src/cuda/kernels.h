@@ -26,8 +26,9 @@ void convert(const void* x, void* y, int64_t n, DType from, DType to, cudaStream
 void triu_mask(uint8_t* mask, int64_t nq, int64_t nk, int64_t diagonal, cudaStream_t stream);
 
 // FlashAttention-2 forward, bf16 or fp16 (p.fp16) tensor-core MMA (sm_80+). D must be 64 or 128, scale > 0.
-// Launches the tile configuration flash_config_for(D) (fragment.h: kFlashConfigs).
-void flash_forward(const FlashParams& p, cudaStream_t stream);
+// Launches the tile configuration flash_config_for(D) (fragment.h: kFlashConfigs). Returns false, having
+// launched nothing, for a head dim no configuration supports: the output is then unwritten, and the caller fails.
+[[nodiscard]] bool flash_forward(const FlashParams& p, cudaStream_t stream);
 // Makes flash_forward use kFlashConfigs[config] for the head dims it supports (-1: the defaults).
 // Process-wide; for attnprof-gpu-timing, which validates and times every configuration.
 void set_flash_config(int config);

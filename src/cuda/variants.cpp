@@ -29,6 +29,19 @@ int64_t detail::flash_block_rows(int64_t D) {
   return frag::kFlashConfigs[kernels::flash_config_for(int(D))].block_m();
 }
 
+namespace {
+// The flash kernel's sizes are ints (FlashParams): a row index plus a tile (at most 256 rows or keys) and the
+// count of heads B·Hq must stay below 2^31, or its tile arithmetic would wrap.
+std::optional<std::string> flash_sizes_unsupported(const AttnProblem& p) {
+  constexpr int64_t kMaxLen = std::numeric_limits<int>::max() - 256;
+  if (p.Nq > kMaxLen || p.Nk > kMaxLen)
+    return fmt::format("the CUDA flash kernel takes Nq and Nk up to {} (got Nq={}, Nk={})", kMaxLen, p.Nq, p.Nk);
+  if (p.B > std::numeric_limits<int>::max() / p.Hq)
+    return fmt::format("the CUDA flash kernel takes B·Hq up to 2^31-1 (got B={}, Hq={})", p.B, p.Hq);
+  return std::nullopt;
+}
+}  // namespace
+
 AttnOutput DeviceRunner::run(const Tensor& q, const Tensor& k, const Tensor& v) {
   const DeviceTensor dq = DeviceTensor::from_host(q), dk = DeviceTensor::from_host(k), dv = DeviceTensor::from_host(v);
   DeviceOutput o = run_device(dq, dk, dv);
@@ -51,6 +64,7 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   ATTNPROF_CHECK(q.shape(3) == 64 || q.shape(3) == 128, "the CUDA flash kernel needs head dim 64 or 128, got {}",
                  q.shape(3));
   const AttnProblem p = AttnProblem::from_shapes(q.shape(), k.shape(), v.shape(), q.dtype(), o);
+  if (auto why = flash_sizes_unsupported(p)) ATTNPROF_FAIL("{}", *why);
   z.add_shape(q.shape(), dtype_name(q.dtype()).data());
   z.add_shape(k.shape(), dtype_name(k.dtype()).data());
   z.add_shape(v.shape(), dtype_name(v.dtype()).data());
@@ -73,7 +87,8 @@ DeviceOutput flash_attention(const DeviceTensor& q, const DeviceTensor& k, const
   fp.scale = float(p.effective_scale());
   fp.causal = o.is_causal;
   fp.fp16 = q.dtype() == DType::F16;
-  kernels::flash_forward(fp, detail::stream());
+  ATTNPROF_CHECK(kernels::flash_forward(fp, detail::stream()),
+                 "the CUDA flash kernel has no tile configuration for head dim {}: nothing was launched", fp.D);
   detail::check_launch("flash_fwd_kernel");
   return out;
 }
@@ -206,7 +221,7 @@ std::optional<std::string> flash_unsupported(const AttnProblem& p) {
   if (p.mask != MaskKind::None && p.mask != MaskKind::Causal)
     return std::string("the CUDA flash kernel supports no mask or is_causal, not an explicit attn_mask");
   if (p.effective_scale() <= 0.0) return std::string("the CUDA flash kernel needs a positive softmax scale");
-  return std::nullopt;
+  return flash_sizes_unsupported(p);
 }
 
 // cuDNN's fused attention for bf16, no mask or is_causal: the graph, its support checks and the plan cache
