@@ -11,6 +11,7 @@
 #include <regex>
 #include <map>
 #include <set>
+#include <random>
 #include <tuple>
 #include <sys/wait.h>
 #include <zlib.h>
@@ -157,6 +158,46 @@ TEST(PlaceLabels, ClearOfEachOtherAndOfThePoints) {
   ASSERT_EQ(second.placed.size(), 1u);
   EXPECT_EQ(second.placed[0].point, 1u);
   EXPECT_EQ(second.left_off, 1u);
+}
+
+// Leader lines: in crowded clusters (a fixed pseudo-random draw), no leader passes through a label other than its
+// own or through another point's ring, checked by walking each line in quarter-pixel steps.
+TEST(PlaceLabels, LeaderLinesCrossNoLabelAndNoOtherPoint) {
+  using attnprof::report::detail::LabelPoint;
+  using attnprof::report::detail::place_labels;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> at(150, 250);
+  size_t leaders = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<LabelPoint> pts;
+    for (int i = 0; i < 14; ++i) pts.push_back({at(rng), at(rng), "op" + std::to_string(i)});
+    const auto out = place_labels(pts, 400, 400);
+    struct Box { double x0, y0, x1, y1; };
+    std::vector<Box> boxes;
+    for (const auto& l : out.placed) {
+      const double w = 6.0 * double(pts[l.point].text.size());
+      boxes.push_back({l.right_aligned ? l.x - w : l.x, l.y - 6, l.right_aligned ? l.x : l.x + w, l.y + 6});
+    }
+    const auto inside = [](const Box& b, double x, double y) { return b.x0 < x && x < b.x1 && b.y0 < y && y < b.y1; };
+    for (size_t i = 0; i < out.placed.size(); ++i) {
+      const auto& l = out.placed[i];
+      if (!l.leader) continue;
+      ++leaders;
+      const LabelPoint& p = pts[l.point];
+      const double ex = l.x, ey = l.y < p.y ? l.y + 6 : l.y - 6;  // the text's near edge, as html.cpp draws it
+      for (int s = 0; s <= 400; ++s) {
+        const double t = s / 400.0, x = p.x + t * (ex - p.x), y = p.y + t * (ey - p.y);
+        for (size_t j = 0; j < boxes.size(); ++j)
+          EXPECT_FALSE(j != i && inside(boxes[j], x, y)) << "trial " << trial << ": " << p.text << "'s leader crosses "
+                                                         << pts[out.placed[j].point].text << "'s label";
+        for (const LabelPoint& q : pts)
+          if (std::hypot(q.x - p.x, q.y - p.y) > 9)
+            EXPECT_FALSE(inside({q.x - 9, q.y - 9, q.x + 9, q.y + 9}, x, y))
+                << "trial " << trial << ": " << p.text << "'s leader crosses " << q.text;
+      }
+    }
+  }
+  EXPECT_GT(leaders, 0u) << "the draw should need some leader lines";
 }
 
 TEST(LogTicks, OneTwoFivePerDecade) {

@@ -4,6 +4,7 @@
 // printing would be undefined. Readers refuse such a file with a message instead of printing nonsense.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -82,8 +83,10 @@ inline std::vector<double> log_ticks(double lo, double hi) {
 // Labels beside the points of a chart, placed in pixels so that none covers another or another point: each
 // label takes the first of ten places (right of its point, left, then above and below on either side, then a
 // line further up or down) that stays inside the plot and clear of every point's ring and of the labels placed
-// before it; a label with no clear place is left off (the point's tooltip still names it). A point within
-// `merge` pixels of one of the same text whose label was placed shares that label.
+// before it; a label with no clear place is left off (the point's tooltip still names it). A label a line
+// away gets a leader line from its point to the text's near edge; that line, too, crosses no other label and
+// no other point's ring, and no later label covers it. A point within `merge` pixels of one of the same text
+// whose label was placed shares that label.
 struct LabelPoint {
   double x, y;       // the point, in pixels from the plot's top left
   std::string text;  // what the label says; its width is `char_w` per code point
@@ -101,11 +104,32 @@ struct PlacedLabels {
 inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double width, double height,
                                              double char_w = 6.0, double line_h = 12.0, double ring = 9.0,
                                              double merge = 24.0) {
+  struct Segment {
+    double ax, ay, bx, by;
+  };
   struct Box {
     double x0, y0, x1, y1;
     bool hits(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+    // Whether the segment passes through the box's inside (Liang-Barsky clipping; touching an edge is clear).
+    bool crossed_by(const Segment& s) const {
+      double t0 = 0, t1 = 1;
+      const double dx = s.bx - s.ax, dy = s.by - s.ay;
+      for (const auto& [p, q] : {std::pair{-dx, s.ax - x0}, std::pair{dx, x1 - s.ax}, std::pair{-dy, s.ay - y0},
+                                 std::pair{dy, y1 - s.ay}}) {
+        if (p == 0) {
+          if (q <= 0) return false;  // parallel to this edge and outside (or on) it
+          continue;
+        }
+        const double r = q / p;
+        if (p < 0) t0 = std::max(t0, r);
+        else t1 = std::min(t1, r);
+        if (t0 >= t1) return false;
+      }
+      return true;
+    }
   };
-  std::vector<Box> taken;  // the labels placed so far
+  std::vector<Box> taken;        // the labels placed so far
+  std::vector<Segment> leaders;  // and their leader lines
   PlacedLabels out;
   for (size_t i = 0; i < pts.size(); ++i) {
     const LabelPoint& p = pts[i];
@@ -130,11 +154,23 @@ inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double widt
       if (b.x0 < 0 || b.x1 > width || b.y0 < 0 || b.y1 > height) continue;
       bool clear = true;
       for (const Box& t : taken) clear = clear && !t.hits(b);
+      for (const Segment& s : leaders) clear = clear && !b.crossed_by(s);
       for (const LabelPoint& q : pts)
         clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.hits(b);
+      const bool leader = std::abs(c.y - p.y) > lift;
+      // The leader: from the point to the text's near edge, clear of the labels and of the rings of points
+      // away from this one (a point within a ring of it shares the line's start).
+      const Segment line{p.x, p.y, c.x, c.y < p.y ? c.y + h / 2 : c.y - h / 2};
+      if (clear && leader) {
+        for (const Box& t : taken) clear = clear && !t.crossed_by(line);
+        for (const LabelPoint& q : pts)
+          if (std::hypot(q.x - p.x, q.y - p.y) > ring)
+            clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.crossed_by(line);
+      }
       if (!clear) continue;
       taken.push_back(b);
-      out.placed.push_back({i, c.x, c.y, c.right, std::abs(c.y - p.y) > lift});
+      if (leader) leaders.push_back(line);
+      out.placed.push_back({i, c.x, c.y, c.right, leader});
       found = true;
       break;
     }
