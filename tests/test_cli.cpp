@@ -617,6 +617,9 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
     for (const char* col : {"Variant", "ms/fwd", "GFLOP/s", "% peak", "Peak mem", "Ops", "Bytes moved", "Floor ms",
                             "Bound", "Max err", "Check", "causal FLOPs halved", "Floor ms: the roofline floor"})
       EXPECT_NE(r.out.find(col), std::string::npos) << col;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_TRUE(line.empty() || line.back() != ' ') << "trailing space: '" << line << "'";
     const json j = read_json("compare.json");
     EXPECT_EQ(j["kind"], "compare");
     EXPECT_EQ(j["shape"]["Nq"], 64);

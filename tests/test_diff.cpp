@@ -2,7 +2,9 @@
 // figures (the schema summary_json writes), so every number below is checked exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -141,6 +143,20 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
                         "added: extra_op", "ops per forward: 8 -> 6",
                         "Self CPU total of the rows per forward (mean over 2 and 3 recorded forwards): "})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
+  // No line ends in padding, and the rules span the widest row.
+  std::istringstream in(t);
+  size_t rules = 0, rule = 0, widest = 0;
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_TRUE(line.empty() || line.back() != ' ') << "trailing space: '" << line << "'";
+    if (!line.empty() && line.find_first_not_of('-') == std::string::npos) {
+      ++rules;
+      rule = line.size();
+    } else if (rules == 1 || rules == 2) {  // the header, then the rows
+      widest = std::max(widest, line.size());
+    }
+  }
+  EXPECT_EQ(rules, 3u);
+  EXPECT_GE(rule, widest);
   const json j = report::diff_json(d);
   EXPECT_EQ(j["kind"], "diff");
   EXPECT_EQ(j["rows"].size(), d.rows.size());

@@ -251,7 +251,7 @@ std::string render_rows(const std::vector<Row>& rows, const std::string& title, 
   const int ops_w = t.gpu ? 12 : 7;
   const std::string rule(120 + ops_w, '-');
   std::string s = title + "\n" + rule + "\n";
-  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11}  {:<6}\n", "Variant", "ms/fwd", rate,
+  s += fmt::format("{:<12}{:>11}{:>10}{:>9}{:>12}{:>{}}{:>13}{:>11}{:>9}{:>11}  {}\n", "Variant", "ms/fwd", rate,
                    "% peak", "Peak mem", ops, ops_w, "Bytes moved", "Floor ms", "Bound", "Max err", "Check");
   s += rule + "\n";
   for (const Row& r : rows) {

@@ -735,11 +735,10 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   // memory cost, the allocations an in-place op avoids.
   auto faults = [](double v) { return v >= 0 ? calls(v) : std::string("--"); };
   const std::string fault_head = d.faults ? fmt::format("  {:>8}  {:>8}", "Faults", "new") : "";
-  const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {:<12}", "Op",
+  const std::string head = fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {}", "Op",
                                        w, "Calls", std::string(time), "new", "change", std::string(mem), "new",
                                        "Bytes moved", "new", fault_head, "Change");
-  const std::string rule(head.size(), '-');
-  s += rule + "\n" + head + "\n" + rule + "\n";
+  std::vector<std::string> lines;  // the rows, under a rule as wide as the widest of them and the header
   int n = 0;
   for (const DiffRow& r : d.rows) {
     if (row_limit > 0 && n++ >= row_limit) break;
@@ -747,14 +746,19 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
     if (name.size() > w) name = name.substr(0, w - 3) + "...";
     const std::string fault_cells =
         d.faults ? fmt::format("  {:>8}  {:>8}", faults(r.base_faults), faults(r.new_faults)) : "";
-    s += fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {:<12}\n", name, w,
+    lines.push_back(fmt::format("{:>{}}  {:>13}  {:>11}  {:>11}  {:>11}  {:>13}  {:>13}  {:>11}  {:>11}{}  {}", name, w,
                      calls(r.base_calls) + " -> " + calls(r.new_calls), format_time_ns(r.base_ns),
                      format_time_ns(r.new_ns), signed_time(r.new_ns - r.base_ns),
                      d.memory ? format_bytes(int64_t(std::llround(r.base_mem))) : "--",
                      d.memory ? format_bytes(int64_t(std::llround(r.new_mem))) : "--",
                      format_bytes(int64_t(std::llround(r.base_bytes))),
-                     format_bytes(int64_t(std::llround(r.new_bytes))), fault_cells, r.change);
+                     format_bytes(int64_t(std::llround(r.new_bytes))), fault_cells, r.change));
   }
+  size_t width = detail::display_width(head);
+  for (const std::string& l : lines) width = std::max(width, detail::display_width(l));
+  const std::string rule(width, '-');
+  s += rule + "\n" + head + "\n" + rule + "\n";
+  for (const std::string& l : lines) s += l + "\n";
   s += rule + "\n";
   if (row_limit > 0 && d.rows.size() > size_t(row_limit))
     s += fmt::format("{} more op{} with smaller changes (--row-limit {}); the totals below count every op.\n",
