@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <map>
 #include <set>
@@ -428,9 +429,9 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   for (const char* v : {"naive", "inplace", "sdpa_math", "flash"}) EXPECT_NE(page.find("<td>" + std::string(v) + "</td>"), std::string::npos) << v;
   EXPECT_NE(page.find("skipped: backend needs CUDA"), std::string::npos);
   // Each row's roofline floor and which side sets it; the bars' ticks are the floors.
-  EXPECT_NE(page.find("<td class=\"num\">37.391</td><td class=\"num\">1.7×</td><td>compute (0% memory)</td>"),
+  EXPECT_NE(page.find("<td class=\"num\">37.391</td><td class=\"num\">1.7×</td><td>compute (memory 0% of the floor)</td>"),
             std::string::npos);
-  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td class=\"num\">1.1×</td><td>mixed (35% memory)</td>"),
+  EXPECT_NE(page.find("<td class=\"num\">173.545</td><td class=\"num\">1.1×</td><td>mixed (memory 35% of the floor)</td>"),
             std::string::npos);
   for (const json& c : data["charts"])
     if (c["kind"] == "compare") {
@@ -998,6 +999,74 @@ TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
 
 // A stacks file that is not folded stacks, or an earlier run's, draws no flame graph and says why; the others
 // still draw theirs.
+// Every colour scale by op in a page's charts: name -> colour (each chart's domain and range, walked through
+// layers). A name given two colours on one page is recorded as "" (a failure).
+std::map<std::string, std::string> op_colours(const json& data) {
+  std::map<std::string, std::string> out;
+  std::function<void(const json&)> walk = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("color") && j["color"].is_object() && j["color"].contains("scale") &&
+          j["color"]["scale"].contains("range") && j["color"]["scale"].contains("domain")) {
+        const json& s = j["color"]["scale"];
+        for (size_t i = 0; i < s["domain"].size() && i < s["range"].size(); ++i) {
+          const auto [it, fresh] = out.emplace(s["domain"][i].get<std::string>(), s["range"][i].get<std::string>());
+          if (!fresh && it->second != s["range"][i].get<std::string>()) it->second = "";
+        }
+      }
+      for (const auto& [k, v] : j.items()) walk(v);
+    } else if (j.is_array()) {
+      for (const json& v : j) walk(v);
+    }
+  };
+  for (const json& c : data["charts"]) walk(c["spec"]);
+  return out;
+}
+
+// An op keeps its colour on every page, whatever the page draws first; no two names share one; the fused kernel
+// does not look like the unfused matmul; the structure (steps, annotations, thread roots) is grey.
+TEST(HtmlReport, OpsKeepOneColourOnEveryPage) {
+  // The fixtures' flash op under today's name.
+  const auto copy_with_todays_flash = [](const fs::path& to, const std::vector<std::string>& files) {
+    for (const std::string& f : files) {
+      std::string text = attnprof::io::read_file(kFixtures / f);
+      for (size_t at; (at = text.find("\"name\": \"flash_attention\"")) != std::string::npos;)
+        text.replace(at, 25, "\"name\": \"flash_attention_fwd\"");
+      spit(to / f, text);
+    }
+  };
+  TempDir every("op-colours-all");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(kFixtures)) files.push_back(e.path().filename().string());
+  copy_with_todays_flash(every.path, files);
+  const auto all = op_colours(data_block(render_html_report(every.path.string(), stub_library())));
+  ASSERT_TRUE(all.count("matmul") && all.count("flash_attention_fwd") && all.count("softmax")) << all.size();
+  std::set<std::string> used;
+  for (const auto& [name, colour] : all) {
+    EXPECT_FALSE(colour.empty()) << name << " has two colours on one page";
+    EXPECT_TRUE(used.insert(colour).second) << name << " shares " << colour;
+  }
+  EXPECT_NE(all.at("matmul"), all.at("flash_attention_fwd"));
+  for (const char* grey : {"ProfilerStep*", "main"})
+    if (all.count(grey)) {
+      const std::string c = all.at(grey);
+      ASSERT_EQ(c.size(), 7u) << grey << " " << c;
+      EXPECT_TRUE(c.substr(1, 2) == c.substr(3, 2) && c.substr(3, 2) == c.substr(5, 2)) << grey << " " << c;
+    }
+  // A run of flash and inplace only: its charts meet the names in another order, and keep their colours.
+  TempDir d("op-colours");
+  copy_with_todays_flash(d.path, {"compare.json", "inplace.summary.json", "flash.summary.json"});
+  const auto some = op_colours(data_block(render_html_report(d.path.string(), stub_library())));
+  // (A name attnprof does not record, such as the fixtures' "matmul#2", takes the next free colour, which depends
+  // on what the page drew before it.)
+  size_t shared = 0;
+  for (const auto& [name, colour] : some)
+    if (all.count(name) && name.find('#') == std::string::npos) {
+      ++shared;
+      EXPECT_EQ(colour, all.at(name)) << name;
+    }
+  EXPECT_GE(shared, 4u);
+}
+
 TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
   TempDir d("stacks");
   for (const auto& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());

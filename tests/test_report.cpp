@@ -163,6 +163,22 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
             "`attnprof profile --counters` counts per op; fixed costs at a small shape; threads waiting on each other "
             "or on other work).");
   EXPECT_EQ(report::far_from_floor_summary({{"naive", 4, 1}}, true), "");
+  // A row whose floor is compute (at most 1/4 of it memory time) computed below the peak: its own cause, and
+  // with rows of both kinds each sentence names its rows.
+  const auto compute = report::far_from_floor_notes({{"flash", 90, 19, 0.02}}, false);
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_NE(compute[0].find("its time went to arithmetic below the peak (the work between its products"),
+            std::string::npos) << compute[0];
+  EXPECT_EQ(compute[0].find("faulted"), std::string::npos) << compute[0];
+  EXPECT_NE(report::far_from_floor_notes({{"flash", 90, 19, 0.02}}, true)[0].find("tensor-core peak"), std::string::npos);
+  EXPECT_EQ(report::far_from_floor_summary({{"naive", 9, 1, 0.6}, {"flash", 90, 19, 0.02}, {"sdpa-flash", 95, 19, 0.25}},
+                                           false),
+            "Far from the floor (past 4x its roofline floor, the × floor column): naive 9.0x, flash 4.7x, sdpa-flash "
+            "5.0x. The time of naive went where the cost model does not look (fresh pages faulted in by the ops that "
+            "allocate, which `attnprof profile --counters` counts per op; fixed costs at a small shape; threads "
+            "waiting on each other or on other work). The time of flash, sdpa-flash went to arithmetic below the peak "
+            "(the work between its products, a fused kernel's softmax and loads, which its Inside line times; the "
+            "products' own efficiency; threads waiting on other work).");
 }
 
 // Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject

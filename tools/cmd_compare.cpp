@@ -143,7 +143,8 @@ std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
   std::vector<report::RowTime> out;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
-      out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan("")});
+      out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan(""),
+                     r.floor ? r.floor->memory_share() : -1.0});
   return out;
 }
 

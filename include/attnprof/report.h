@@ -350,6 +350,9 @@ std::string over_peak_note(bool gpu, const std::vector<std::string>& over);
 struct RowTime {
   std::string name;
   double ms = 0, floor_ms = 0;
+  // The share of the floor that is memory time (compare.json's floor_memory_share), < 0 when not known. A row
+  // whose floor is compute (at most 1/4 memory) is far from it for other reasons than one held by its bytes.
+  double floor_memory_share = -1;
 };
 // The blog's ratios, read off one run: "Speed-up over naive (its ms per forward over each row's): inplace
 // 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two

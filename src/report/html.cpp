@@ -227,22 +227,56 @@ class Page {
     }
     return c;
   }
-  // One colour per op across the charts that colour by op (time and bytes by op, the timeline): every chart
-  // extends one domain, in the order the names first appear, so matmul is one colour wherever it is drawn. Light
-  // shades, none of them a variant's (tableau10, saturated): an op never reads as the variant of that colour.
-  // `names`: what this chart draws, listed alone in its legend.
-  // One colour per name of the domain, the same for a name in every chart (the domain only grows). The first
-  // twenty are chosen: the first sixteen (a run's ops rarely number more) keep apart, each mid tone after the
-  // tenth differing in lightness from the pale shade of its hue (purple from lavender, magenta from pink). Past
-  // them (a compare's flame graphs name every op, thread and kernel step of five variants) the hues step by the
-  // golden angle and the lightness alternates, so no two names share a colour, as a repeating range would have.
-  static json op_palette(size_t n) {
-    json range = {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
-                  "#c7c7c7", "#dbdb8d", "#9edae5", "#66c2a5", "#bc80bd", "#ffed6f", "#e78ac3",
-                  "#80b1d3", "#b3de69", "#e5c494", "#8dd3c7", "#fdb462", "#d9d9d9"};
-    for (size_t i = range.size(); i < n; ++i)
-      range.push_back(fmt::format("hsl({:.1f}, {}%, {}%)", std::fmod(double(i) * 137.508, 360.0), i % 2 ? 55 : 45,
-                                  i % 3 == 0 ? 68 : i % 3 == 1 ? 78 : 73));
+  // One colour per op across the charts that colour by op (time and bytes by op, the steps, the flame graphs,
+  // the timeline), the same on every page: the names attnprof records have fixed colours (op_fixed_colour),
+  // any other name (a GPU kernel, an op of a newer build) the next free one of a chosen list, in the order the
+  // page first draws it. Light shades, none of them a variant's (tableau10, saturated): an op never reads as
+  // the variant of that colour. `names`: what this chart draws, listed alone in its legend.
+  static std::optional<std::string> op_fixed_colour(const std::string& name) {
+    // The work: a hue per op, its in-place form a lighter shade of it; the fused kernel a yellow no unfused op
+    // has; its steps hues of their own (the softmax's near softmax's pink).
+    static const std::map<std::string, std::string, std::less<>> fixed = {
+        {"matmul", "#aec7e8"},       {"mul", "#ffbb78"},          {"mul_", "#fdd9b5"},
+        {"copy_", "#ff9896"},        {"masked_fill_", "#c5b0d5"}, {"softmax", "#f7b6d2"},
+        {"softmax_", "#fbdcea"},     {"to", "#dbdb8d"},           {"triu", "#9edae5"},
+        {"add", "#c49c94"},          {"add_", "#e3cdc8"},         {"logical_not", "#8dd3c7"},
+        {"transpose", "#d6ecd2"},    {"flash_attention_fwd", "#ffed6f"},
+        {"load Q, K, V", "#80b1d3"}, {"Q·Kᵀ", "#66c2a5"},        {"mask", "#bc80bd"},
+        {"online softmax", "#e78ac3"}, {"P·V", "#b3de69"},      {"store O", "#fdb462"},
+        // The structure, in greys: steps, annotations, wrappers whose work is their children's, the time
+        // between ops, and the flame graphs' thread roots.
+        {"ProfilerStep*", "#bdbdbd"}, {"attn_fwd", "#d0d0d0"},   {"sdpa_fwd", "#c8c8c8"},
+        {"flash_kernel_fwd", "#d8d8d8"}, {"between ops", "#e6e6e6"}, {"masked_fill", "#b0b0b0"},
+        {"scaled_dot_product_attention", "#a8a8a8"}, {"_scaled_dot_product_flash_attention", "#c0c0c0"},
+        {"_scaled_dot_product_attention_math", "#b8b8b8"}, {"main", "#ececec"}};
+    if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
+    // "worker K": a grey of its own for the first sixteen (57 % to 87 % light), past them the free colours.
+    if (name.rfind("worker ", 0) == 0) {
+      const std::string k = name.substr(7);
+      if (!k.empty() && k.size() <= 2 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        if (const int i = std::stoi(k); i >= 1 && i <= 16) return fmt::format("hsl(0, 0%, {}%)", 55 + 2 * i);
+    }
+    return std::nullopt;
+  }
+  // The colours of op_domain_, in its order: each name's fixed colour, or the next of the free list (chosen
+  // shades unlike the fixed ones, then hues stepping by the golden angle in alternating lightness), so that no
+  // two names share a colour.
+  json op_range() const {
+    static const std::vector<std::string> chosen = {"#9ecae1", "#fdae6b", "#a1d99b", "#fcbba1", "#bcbddc",
+                                                    "#fee391", "#d4b9da", "#c7e9c0", "#dadaeb", "#98df8a"};
+    json range = json::array();
+    size_t next = 0;
+    for (const json& n : op_domain_) {
+      if (auto c = op_fixed_colour(n.get<std::string>())) {
+        range.push_back(*c);
+        continue;
+      }
+      const size_t i = next++;
+      range.push_back(i < chosen.size()
+                          ? chosen[i]
+                          : fmt::format("hsl({:.1f}, {}%, {}%)", std::fmod(double(i) * 137.508, 360.0),
+                                        i % 2 ? 55 : 45, i % 3 == 0 ? 68 : i % 3 == 1 ? 78 : 73));
+    }
     return range;
   }
   json op_color(const std::string& field, const std::string& title, const json& names, json legend) {
@@ -253,7 +287,7 @@ class Page {
     return {{"field", field},
             {"type", "nominal"},
             {"title", title},
-            {"scale", {{"range", op_palette(op_domain_.size())}, {"domain", op_domain_}}},
+            {"scale", {{"range", op_range()}, {"domain", op_domain_}}},
             {"legend", std::move(legend)}};
   }
   void h2(const std::string& id, const std::string& title) {
@@ -413,7 +447,7 @@ void section_compare(Page& pg, const Input& in) {
                       html_escape(fmt::format("{:.1f}×", over_floor)) + "</td>"
                 : td(fmt_num(NAN), true)) +
            td(share >= 0.0 && share <= 1.0  // NaN (absent) and figures no compare writes give "--"
-                  ? fmt::format("{} ({:.0f}% memory)", analysis::floor_bound_kind(share), 100.0 * share)
+                  ? fmt::format("{} (memory {:.0f}% of the floor)", analysis::floor_bound_kind(share), 100.0 * share)
                   : fmt_num(NAN)) +
            td(fmt_sci(num(v, "max_abs_err", NAN)), true) + td(fmt_sci(num(v, "nmse", NAN)), true) + "</tr>\n";
       ++(std::isfinite(floor_ms) ? with_floor : bytes_only);
@@ -430,7 +464,7 @@ void section_compare(Page& pg, const Input& in) {
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       timings.push_back({name, fwd, cpu_sharing_of(v)});
-      row_times.push_back({name, num(v, "ms"), floor_ms});
+      row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0});
     }
   }
   t += "</tbody></table>\n";
@@ -726,7 +760,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     pg.chart("bytes-by-op",
              stacked(byte_rows, "mb", "bytes moved " + unit + " (MB, cost model)",
                      {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "mb"}, {"format", ".1f"}, {"title", "MB moved"}},
-                      {{"field", "gflop"}, {"format", ".3f"}}}),
+                      {{"field", "gflop"}, {"format", ".3f"}, {"title", "GFLOP"}}}),
              "Bytes each op reads and writes by the cost model: the unfused variants move the N×N score "
              "matrix through memory once per op, the fused ones keep it in cache.");
   // Inside the fused kernels: the steps the flash kernel times on every thread (summaries' op_phases), as the
@@ -870,15 +904,15 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
           {"x", {{"field", "x0"},
                  {"type", "quantitative"},
                  {"title", v.per_forward ? "ms per forward, every thread's (mean of the recorded forwards)"
-                                         : "ms over the recorded steps, every thread's"}}}}},
+                                         : "ms over the recorded steps, every thread's"}}},
+          // On both layers: a frame's label covers most of a narrow frame, and must not hide its name.
+          {"tooltip",
+           {{{"field", "name"}, {"title", "frame"}},
+            {{"field", "ms"}, {"format", ".3f"}, {"title", v.per_forward ? "ms per forward" : "ms"}},
+            {{"field", "share"}, {"format", ".1f"}, {"title", "% of the variant's"}}}}}},
         {"layer",
          {{{"mark", {{"type", "rect"}, {"stroke", "#fff"}, {"strokeWidth", 0.5}}},
-           {"encoding",
-            {{"x2", {{"field", "x1"}}},
-             {"tooltip",
-              {{{"field", "name"}, {"title", "frame"}},
-               {{"field", "ms"}, {"format", ".3f"}, {"title", "ms per forward"}},
-               {{"field", "share"}, {"format", ".1f"}, {"title", "% of the variant's"}}}}}}},
+           {"encoding", {{"x2", {{"field", "x1"}}}}}},
           {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 3}, {"fontSize", 10}}},
            {"encoding", {{"text", {{"field", "label"}}}}}}}}};
     // Every frame gets a colour of its own name: the domain grows with the names this chart draws.
@@ -1462,6 +1496,15 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"encoding", {{"x", x}, {"y", y},
                                   {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
                                                   {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
+  // What hovering a point says; the lines drawn over points (the drop to the roof, a label's leader) say it too,
+  // or they would take the hover at the point's centre and say nothing.
+  const json point_tooltip = {{{"field", "variant"}}, {{"field", "op"}},
+                              {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
+                              {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
+                              {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable " + rate_unit}},
+                              {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
+                              {{"field", "ceiling"}, {"title", "compute ceiling"}},
+                              {{"field", "bound"}}};
   // Layer 1 holds the points, even none (the browser test counts a mark per point there).
   layers.push_back({{"data", {{"values", drawn}}},
                       {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
@@ -1473,13 +1516,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                // one shape per verdict on every page, whichever are present
                                                {"scale", {{"domain", {"compute", "memory"}},
                                                           {"range", {"circle", "square"}}}}}},
-                                    {"tooltip", {{{"field", "variant"}}, {{"field", "op"}},
-                                                 {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
-                                                 {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
-                                                 {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable " + rate_unit}},
-                                                 {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
-                                                 {{"field", "ceiling"}, {"title", "compute ceiling"}},
-                                                 {{"field", "bound"}}}}}}});
+                                    {"tooltip", point_tooltip}}}});
   // Each ridge, where a ceiling meets the bandwidth slope: left of it an op at that ceiling is memory-bound.
   json ridges = json::array();
   for (const Ceiling& c : ceilings)
@@ -1498,7 +1535,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   json drop_y2 = {{"field", "attainable"}};
   layers.push_back({{"data", {{"values", drawn}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {1, 2}}, {"strokeWidth", 1.2}, {"opacity", 0.8}}},
-                    {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)}}}});
+                    {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)},
+                                  {"tooltip", point_tooltip}}}});
   // Each point's op written beside it (the colour says the variant), placed in pixels so that no label covers
   // another label or a point (detail::place_labels), then written at the data coordinates of that place: a label
   // left of its point ends there, one right of it begins there.
@@ -1524,8 +1562,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
       if (l.leader) {
         const detail::LabelPoint& p = at[l.point];
         const double edge = l.y + (l.y < p.y ? 6.0 : -6.0);
-        leaders.push_back({{"intensity", drawn[l.point]["intensity"]}, {"gflops", drawn[l.point]["gflops"]},
-                           {"x2", data_x(l.x)}, {"y2", data_y(edge)}});
+        json leader = drawn[l.point];  // the point's fields, for the tooltip
+        leader["x2"] = data_x(l.x);
+        leader["y2"] = data_y(edge);
+        leaders.push_back(std::move(leader));
       }
     }
     labels_left_off = labels.left_off;
@@ -1536,7 +1576,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                         {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}}}});
     layers.push_back({{"data", {{"values", leaders}}},
                       {"mark", {{"type", "rule"}, {"color", "#999"}, {"strokeWidth", 0.8}}},
-                      {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}}}}});
+                      {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}},
+                                    {"tooltip", point_tooltip}}}});
   }
   json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
@@ -1799,8 +1840,8 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
   if (!threads.empty())
     pg.raw("<p>How each op's own OpenMP regions kept their threads working (matmul's oneDNN and OpenBLAS threads "
            "are those libraries' and not seen): working is the threads' shares over each region's wall × team, "
-           "slowest/mean the longest share over the mean (2.00x on two threads: one did all the work), late "
-           "start the last thread's start after the first's.</p>\n<table class=\"data\"><thead><tr><th>variant</th>"
+           "slowest/mean the longest share over the mean (2.00x on two threads: one did all the work), and late "
+           "start per region how long after the first thread the last one started.</p>\n<table class=\"data\"><thead><tr><th>variant</th>"
            "<th>op</th><th>regions</th><th>threads</th><th>working</th><th>slowest/mean</th><th>late start per "
            "region</th><th>tasks per region</th></tr></thead><tbody>\n" +
            threads + "</tbody></table>\n");

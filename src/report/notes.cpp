@@ -238,11 +238,20 @@ namespace {
 bool far_from_floor(const RowTime& r) {
   return r.floor_ms > 0 && r.ms > kFarFromFloor * r.floor_ms && std::isfinite(r.ms);
 }
-// Where such a row's time goes.
-const char* far_from_floor_causes(bool gpu) {
-  return gpu ? "launches and kernels too small to fill the GPU, or waits between them"
-             : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
-               "fixed costs at a small shape; threads waiting on each other or on other work";
+bool compute_floor(const RowTime& r) { return r.floor_memory_share >= 0 && r.floor_memory_share <= 0.25; }
+// Where such a row's time went: a row held by its FLOPs computed below the peak; one held by its bytes (or not
+// known) lost its time around the work the cost model counts.
+std::string far_from_floor_causes(bool gpu, bool compute) {
+  if (compute)
+    return gpu ? "went to kernels below the tensor-core peak (low occupancy, the softmax between the MMAs, a grid "
+                 "too small to fill the GPU)"
+               : "went to arithmetic below the peak (the work between its products, a fused kernel's softmax and "
+                 "loads, which its Inside line times; the products' own efficiency; threads waiting on other work)";
+  return std::string("went where the cost model does not look (") +
+         (gpu ? "launches and kernels too small to fill the GPU, or waits between them"
+              : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
+                "fixed costs at a small shape; threads waiting on each other or on other work") +
+         ")";
 }
 }  // namespace
 
@@ -251,23 +260,32 @@ std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, 
   for (const RowTime& r : rows) {
     if (!far_from_floor(r)) continue;
     lines.push_back(fmt::format(
-        "Far from the floor: {} took {} per forward, {:.1f}x its roofline floor of {}: its time went where the cost "
-        "model does not look ({}).",
+        "Far from the floor: {} took {} per forward, {:.1f}x its roofline floor of {}: its time {}.",
         r.name, format_time_ns(r.ms * 1e6), r.ms / r.floor_ms, format_time_ns(r.floor_ms * 1e6),
-        far_from_floor_causes(gpu)));
+        far_from_floor_causes(gpu, compute_floor(r))));
   }
   return lines;
 }
 
 std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
-  std::vector<std::string> names;
+  std::vector<std::string> names, held_by_bytes, held_by_flops;
   for (const RowTime& r : rows)
-    if (far_from_floor(r)) names.push_back(fmt::format("{} {:.1f}x", r.name, r.ms / r.floor_ms));
+    if (far_from_floor(r)) {
+      names.push_back(fmt::format("{} {:.1f}x", r.name, r.ms / r.floor_ms));
+      (compute_floor(r) ? held_by_flops : held_by_bytes).push_back(r.name);
+    }
   if (names.empty()) return "";
-  return fmt::format("Far from the floor (past {:.0f}x its roofline floor, the × floor column): {}. {} time went "
-                     "where the cost model does not look ({}).",
-                     kFarFromFloor, fmt::join(names, ", "), names.size() == 1 ? "Its" : "Their",
-                     far_from_floor_causes(gpu));
+  std::string s = fmt::format("Far from the floor (past {:.0f}x its roofline floor, the × floor column): {}.",
+                              kFarFromFloor, fmt::join(names, ", "));
+  // One sentence of causes per kind of floor; a kind's rows are named when both kinds are present.
+  const bool both = !held_by_bytes.empty() && !held_by_flops.empty();
+  for (const auto& [group, compute] : {std::pair{&held_by_bytes, false}, std::pair{&held_by_flops, true}}) {
+    if (group->empty()) continue;
+    const std::string who = both ? fmt::format("The time of {}", fmt::join(*group, ", "))
+                                 : group->size() == 1 ? "Its time" : "Their time";
+    s += fmt::format(" {} {}.", who, far_from_floor_causes(gpu, compute));
+  }
+  return s;
 }
 
 std::string library_peaks_note(const analysis::MachinePeaks& m) {
