@@ -159,6 +159,21 @@ TEST(PlaceLabels, ClearOfEachOtherAndOfThePoints) {
   ASSERT_EQ(second.placed.size(), 1u);
   EXPECT_EQ(second.placed[0].point, 1u);
   EXPECT_EQ(second.left_off, 1u);
+  // A chart's line (a roof) right of a point, through where its label would go: the label goes left of it.
+  const auto beside = place_labels({{100, 100, "abc"}}, 640, 380, {{105, 97, 300, 97}});
+  ASSERT_EQ(beside.placed.size(), 1u);
+  EXPECT_TRUE(beside.placed[0].right_aligned);
+  EXPECT_FALSE(place_labels({{100, 100, "abc"}}, 640, 380).placed[0].right_aligned);
+  // Lines through every place: crossed rather than the label left off, the drops' (level 1) before a roof's.
+  // (Horizontal lines through the middle of every place: beside the point, a line above and below, two lines.)
+  std::vector<attnprof::report::detail::LabelSegment> fence;
+  for (double y : {73.0, 85.0, 100.0, 115.0, 127.0}) fence.push_back({0, y, 640, y});
+  EXPECT_EQ(place_labels({{100, 100, "abc"}}, 640, 380, fence).placed.size(), 1u);
+  // Drops above and below, a roof through the places beside it: the label crosses a drop, above the point.
+  for (auto& s : fence) s.level = s.ay == 100.0 ? 2 : 1;
+  const auto over_drop = place_labels({{100, 100, "abc"}}, 640, 380, fence);
+  ASSERT_EQ(over_drop.placed.size(), 1u);
+  EXPECT_EQ(over_drop.placed[0].y, 85.0);
 }
 
 // Leader lines: in crowded clusters (a fixed pseudo-random draw), no leader passes through a label other than its
@@ -199,6 +214,17 @@ TEST(PlaceLabels, LeaderLinesCrossNoLabelAndNoOtherPoint) {
     }
   }
   EXPECT_GT(leaders, 0u) << "the draw should need some leader lines";
+}
+
+// A linear axis across zero labels zero, in steps of 1, 2 or 5 times a power of ten.
+TEST(ZeroTicks, StepsOfOneTwoFiveThroughZero) {
+  using attnprof::report::detail::zero_ticks;
+  EXPECT_EQ(zero_ticks(-150, 380), (std::vector<double>{-200, -100, 0, 100, 200, 300, 400}));
+  EXPECT_EQ(zero_ticks(-0.31, 0.07), (std::vector<double>{-0.4, -0.3, -0.2, -0.1, 0, 0.1}));
+  EXPECT_EQ(zero_ticks(2, 9), (std::vector<double>{0, 2, 4, 6, 8, 10}));  // zero joins an all-positive range
+  EXPECT_EQ(zero_ticks(-12, -3), (std::vector<double>{-12, -10, -8, -6, -4, -2, 0}));
+  EXPECT_TRUE(zero_ticks(0, 0).empty());
+  EXPECT_TRUE(zero_ticks(-1, NAN).empty());
 }
 
 TEST(LogTicks, OneTwoFivePerDecade) {
@@ -288,6 +314,8 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   EXPECT_NE(page.find("Speed-up over naive (its ms per forward over each row&#39;s): inplace 1.15x, sdpa_math 0.45x, "
                       "flash 3.06x."),
             std::string::npos);
+  // The roofline says why the unfused matmul may sit as high as the fused kernel on a causal problem.
+  EXPECT_NE(page.find("On this causal problem the unfused variants&#39; matmul computes every score"), std::string::npos);
   // The comparison's columns are defined under it, as compare's footnotes define them.
   EXPECT_NE(page.find("GFLOP/s counts the attention FLOPs of one forward"), std::string::npos);
   EXPECT_NE(page.find("NMSE the mean squared error over the reference"), std::string::npos);
@@ -388,12 +416,12 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
   // What each step removes: every variant against naive, as `attnprof diff` computes it.
   EXPECT_NE(page.find("<th>removed</th><th>turned in place</th><th>turned out of place</th><th>added</th>"),
             std::string::npos);
-  EXPECT_NE(page.find("<tr><td>naive -&gt; inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
+  EXPECT_NE(page.find("<tr><td>naive → inplace</td><td class=\"num\">190.000 → 165.000</td><td>copy</td><td>mul -&gt; mul_"),
             std::string::npos);
   for (const json& c : data["charts"])
     if (c["kind"] == "changes")
       for (const json& r : c["spec"]["data"]["values"])
-        if (r["step"] == "naive -> inplace" && r["op"] == "copy") {
+        if (r["step"] == "naive → inplace" && r["op"] == "copy") {
           EXPECT_EQ(r["change"], "removed");
           EXPECT_LT(r["delta_ms"].get<double>(), 0.0);
         }
@@ -514,6 +542,12 @@ TEST(HtmlReport, TimelineShowsTheMedianForwardWithLanesAndDepths) {
     EXPECT_EQ(std::get<0>(got[name]), std::get<0>(w)) << name;
     EXPECT_NEAR(std::get<1>(got[name]), std::get<1>(w), 1e-12) << name;
     EXPECT_NEAR(std::get<2>(got[name]), std::get<2>(w), 1e-12) << name;
+  }
+  // A thread's share says it is one (drawn lighter, and its tooltip names whose region it is), an op does not.
+  for (const json& r : *spans) {
+    const bool share = r["name"] == "omp_task";
+    EXPECT_EQ(r["share"].get<bool>(), share) << r["name"];
+    if (share) EXPECT_EQ(r["what"], "this thread's share of omp_task's parallel region");
   }
   // Equal forwards: the first is drawn, and nothing is said.
   EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("The forward drawn is"), std::string::npos);
@@ -1006,7 +1040,8 @@ std::map<std::string, std::string> op_colours(const json& data) {
   std::function<void(const json&)> walk = [&](const json& j) {
     if (j.is_object()) {
       if (j.contains("color") && j["color"].is_object() && j["color"].contains("scale") &&
-          j["color"]["scale"].contains("range") && j["color"]["scale"].contains("domain")) {
+          j["color"]["scale"].contains("range") && j["color"]["scale"].contains("domain") &&
+          j["color"].value("field", "") != "change") {  // the changes chart's own scale is not by op
         const json& s = j["color"]["scale"];
         for (size_t i = 0; i < s["domain"].size() && i < s["range"].size(); ++i) {
           const auto [it, fresh] = out.emplace(s["domain"][i].get<std::string>(), s["range"][i].get<std::string>());

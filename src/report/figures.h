@@ -54,6 +54,33 @@ inline std::string first_number_out_of_range(const nlohmann::json& j) {
   return {};
 }
 
+// The labelled values of a linear axis over [lo, hi] that spans zero, zero among them: multiples of one step
+// of 1, 2 or 5 times a power of ten, the largest that gives at least `min_ticks` values (a chart library's own
+// ticks may put their labels at -150, -50, 50, ... and leave zero, the axis's meaning, unlabelled). Empty when
+// the range is not a finite interval.
+inline std::vector<double> zero_ticks(double lo, double hi, int min_ticks = 5) {
+  std::vector<double> out;
+  lo = std::min(lo, 0.0);
+  hi = std::max(hi, 0.0);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(hi > lo)) return out;
+  // The step m · 10^e, from the power of ten above the span down through 5, 2, 1 times each power of ten until
+  // the range holds min_ticks of its multiples; each value k · m / 10^-e (or k · m · 10^e), the double nearest it.
+  int m = 1, e = int(std::ceil(std::log10(hi - lo)));
+  const auto step_of = [](int m, int e) { return e < 0 ? m / std::pow(10.0, -e) : m * std::pow(10.0, e); };
+  for (int i = 0; i < 64 && std::ceil(hi / step_of(m, e)) - std::floor(lo / step_of(m, e)) + 1 < min_ticks; ++i) {
+    if (m == 1) {
+      m = 5;
+      --e;
+    } else {
+      m = m == 5 ? 2 : 1;
+    }
+  }
+  const double k0 = std::floor(lo / step_of(m, e)), k1 = std::ceil(hi / step_of(m, e));
+  for (double k = k0; k <= k1; ++k)
+    out.push_back(k == 0 ? 0.0 : e < 0 ? k * m / std::pow(10.0, -e) : k * m * std::pow(10.0, e));
+  return out;
+}
+
 // The labelled values of a log axis over [lo, hi]: 1, 2 and 5 times each power of ten, so that every decade
 // reads alike (a chart library's own choice labels 1, 2, 3, 10, 20 and skips 5 and 50). Ranges of more than
 // four decades keep the powers of ten alone; ranges too narrow to hold two of 1-2-5 take every digit (0.5,
@@ -83,7 +110,8 @@ inline std::vector<double> log_ticks(double lo, double hi) {
 // Labels beside the points of a chart, placed in pixels so that none covers another or another point: each
 // label takes the first of ten places (right of its point, left, then above and below on either side, then a
 // line further up or down) that stays inside the plot and clear of every point's ring and of the labels placed
-// before it; a label with no clear place is left off (the point's tooltip still names it). A label a line
+// before it, and crossing none of `lines`; a label with no clear place is left off (the point's tooltip still
+// names it). A label a line
 // away gets a leader line from its point to the text's near edge; that line, too, crosses no other label and
 // no other point's ring, and no later label covers it. A point within `merge` pixels of one of the same text
 // whose label was placed shares that label.
@@ -101,12 +129,17 @@ struct PlacedLabels {
   std::vector<PlacedLabel> placed;
   size_t left_off = 0;  // labels with no clear place (merged ones are not counted)
 };
+// A line of the chart that labels should not cross (a roof, a point's drop to its roof), in pixels. A label
+// with no place clear of every line takes one that crosses only lines of `level` 1 (a thin dotted drop), then
+// one that crosses any line (a roof), rather than none: a label over a line still names its point.
+struct LabelSegment {
+  double ax, ay, bx, by;
+  int level = 2;
+};
 inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double width, double height,
-                                             double char_w = 6.0, double line_h = 12.0, double ring = 9.0,
-                                             double merge = 24.0) {
-  struct Segment {
-    double ax, ay, bx, by;
-  };
+                                 const std::vector<LabelSegment>& lines = {}, double char_w = 6.0,
+                                 double line_h = 12.0, double ring = 9.0, double merge = 24.0) {
+  using Segment = LabelSegment;
   struct Box {
     double x0, y0, x1, y1;
     bool hits(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
@@ -149,30 +182,35 @@ inline PlacedLabels place_labels(const std::vector<LabelPoint>& pts, double widt
         {p.x + ring / 2, p.y - far, false},  {p.x - ring / 2, p.y - far, true},
         {p.x + ring / 2, p.y + far, false},  {p.x - ring / 2, p.y + far, true}};
     bool found = false;
-    for (const auto& c : places) {
-      const Box b = {c.right ? c.x - w : c.x, c.y - h / 2, c.right ? c.x : c.x + w, c.y + h / 2};
-      if (b.x0 < 0 || b.x1 > width || b.y0 < 0 || b.y1 > height) continue;
-      bool clear = true;
-      for (const Box& t : taken) clear = clear && !t.hits(b);
-      for (const Segment& s : leaders) clear = clear && !b.crossed_by(s);
-      for (const LabelPoint& q : pts)
-        clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.hits(b);
-      const bool leader = std::abs(c.y - p.y) > lift;
-      // The leader: from the point to the text's near edge, clear of the labels and of the rings of points
-      // away from this one (a point within a ring of it shares the line's start).
-      const Segment line{p.x, p.y, c.x, c.y < p.y ? c.y + h / 2 : c.y - h / 2};
-      if (clear && leader) {
-        for (const Box& t : taken) clear = clear && !t.crossed_by(line);
+    // Each place clear of every line first; then, before leaving the label off, crossing lines of a level up to
+    // the pass's.
+    for (int pass = 0; pass < 3 && !found; ++pass) {
+      for (const auto& c : places) {
+        const Box b = {c.right ? c.x - w : c.x, c.y - h / 2, c.right ? c.x : c.x + w, c.y + h / 2};
+        if (b.x0 < 0 || b.x1 > width || b.y0 < 0 || b.y1 > height) continue;
+        bool clear = true;
+        for (const Box& t : taken) clear = clear && !t.hits(b);
+        for (const Segment& s : leaders) clear = clear && !b.crossed_by(s);
+        for (const Segment& s : lines) clear = clear && (s.level <= pass || !b.crossed_by(s));
         for (const LabelPoint& q : pts)
-          if (std::hypot(q.x - p.x, q.y - p.y) > ring)
-            clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.crossed_by(line);
+          clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.hits(b);
+        const bool leader = std::abs(c.y - p.y) > lift;
+        // The leader: from the point to the text's near edge, clear of the labels and of the rings of points
+        // away from this one (a point within a ring of it shares the line's start).
+        const Segment line{p.x, p.y, c.x, c.y < p.y ? c.y + h / 2 : c.y - h / 2};
+        if (clear && leader) {
+          for (const Box& t : taken) clear = clear && !t.crossed_by(line);
+          for (const LabelPoint& q : pts)
+            if (std::hypot(q.x - p.x, q.y - p.y) > ring)
+              clear = clear && !Box{q.x - ring, q.y - ring, q.x + ring, q.y + ring}.crossed_by(line);
+        }
+        if (!clear) continue;
+        taken.push_back(b);
+        if (leader) leaders.push_back(line);
+        out.placed.push_back({i, c.x, c.y, c.right, leader});
+        found = true;
+        break;
       }
-      if (!clear) continue;
-      taken.push_back(b);
-      if (leader) leaders.push_back(line);
-      out.placed.push_back({i, c.x, c.y, c.right, leader});
-      found = true;
-      break;
     }
     if (!found) ++out.left_off;
   }

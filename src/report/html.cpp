@@ -955,10 +955,10 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     try {
       d = diff_summaries(*base->summary, *v.summary, base->name, v.name);
     } catch (const Error& e) {
-      pg.note(base->name + " -> " + v.name + ": " + e.what());
+      pg.note(base->name + " → " + v.name + ": " + e.what());
       continue;
     }
-    const std::string step = base->name + " -> " + v.name;
+    const std::string step = base->name + " → " + v.name;
     device = device || d.device;
     faults = faults || d.faults;
     memory = memory && d.memory;
@@ -1010,8 +1010,11 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     tooltip.push_back({{"field", "base_faults"}, {"format", ".0f"}, {"title", "base page faults"}});
     tooltip.push_back({{"field", "new_faults"}, {"format", ".0f"}, {"title", "new page faults"}});
   }
+  // Purples for what a step removes or turns in place, a brown, a grey, and near-black for what it adds: none a
+  // variant's tableau10 hue, so that no bar reads as a variant (flash's own kernel, added, had been the red of
+  // sdpa-math).
   const json change_scale = {{"domain", {"removed", "in place", "out of place", "changed", "same", "added"}},
-                             {"range", {"#2ca02c", "#17becf", "#bcbd22", "#ff7f0e", "#9e9e9e", "#d62728"}}};
+                             {"range", {"#3f007d", "#807dba", "#c2a5cf", "#8c510a", "#bdbdbd", "#252525"}}};
   // Each panel is titled with its net change, the sum of its bars; the legend lists the changes drawn.
   std::map<std::string, double> net_ms;
   std::set<std::string> changes_drawn;
@@ -1025,6 +1028,15 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   json legend_values = json::array();
   for (const json& c : change_scale["domain"])
     if (changes_drawn.count(c.get<std::string>())) legend_values.push_back(c);
+  // Ticks with zero among them, and zero's gridline dark: the sign is what the chart says.
+  double lo_ms = 0, hi_ms = 0;
+  for (const json& r : rows) {
+    lo_ms = std::min(lo_ms, r["delta_ms"].get<double>());
+    hi_ms = std::max(hi_ms, r["delta_ms"].get<double>());
+  }
+  json x_axis = {{"gridColor", {{"condition", {{"test", "datum.value === 0"}, {"value", "#333"}}}, {"value", "#ddd"}}},
+                 {"gridWidth", {{"condition", {{"test", "datum.value === 0"}, {"value", 1.5}}}, {"value", 1}}}};
+  if (const std::vector<double> ticks = detail::zero_ticks(lo_ms, hi_ms); !ticks.empty()) x_axis["values"] = ticks;
   json spec = {
       {"data", {{"values", rows}}},
       {"facet", {{"row", {{"field", "panel"}, {"type", "nominal"}, {"sort", {{"field", "step_index"}, {"op", "min"}}},
@@ -1039,7 +1051,7 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
         {"encoding",
          {{"y", {{"field", "op"}, {"type", "nominal"}, {"sort", {{"field", "delta_ms"}}}, {"title", nullptr},
                  {"axis", {{"labelLimit", 360}, {"labelExpr", kMiddleEllipsis}}}}},
-          {"x", {{"field", "delta_ms"}, {"type", "quantitative"},
+          {"x", {{"field", "delta_ms"}, {"type", "quantitative"}, {"axis", x_axis},
                  {"title", std::string(device ? "change in Self CUDA time" : "change in self time") +
                                " per forward (ms; negative = saved)"}}},
           {"color", {{"field", "change"}, {"type", "nominal"}, {"title", "change"}, {"scale", change_scale},
@@ -1546,13 +1558,23 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     const json& yd = y["scale"]["domain"];
     const double ylo = std::log(yd[0].get<double>()), yhi = std::log(yd[1].get<double>());
     const double xlo = std::log(lo), xhi = std::log(hi);
+    const auto px_x = [&](double v) { return plot_w * (std::log(v) - xlo) / (xhi - xlo); };
+    const auto px_y = [&](double v) { return plot_h * (1 - (std::log(v) - ylo) / (yhi - ylo)); };
     std::vector<detail::LabelPoint> at;
     for (const json& p : drawn)
-      at.push_back({plot_w * (std::log(p["intensity"].get<double>()) - xlo) / (xhi - xlo),
-                    plot_h * (1 - (std::log(p["gflops"].get<double>()) - ylo) / (yhi - ylo)),
+      at.push_back({px_x(p["intensity"].get<double>()), px_y(p["gflops"].get<double>()),
                     detail::fit_width_middle(p["op"].get<std::string>(), 28)});
+    // What labels should not cross: the roofs (each ceiling's slope and flat) and each point's drop to its roof.
+    std::vector<detail::LabelSegment> lines;
+    for (size_t i = 1; i < roof.size(); ++i)
+      if (roof[i]["ceiling"] == roof[i - 1]["ceiling"])
+        lines.push_back({px_x(roof[i - 1]["intensity"].get<double>()), px_y(roof[i - 1]["gflops"].get<double>()),
+                         px_x(roof[i]["intensity"].get<double>()), px_y(roof[i]["gflops"].get<double>())});
+    for (size_t i = 0; i < drawn.size(); ++i)
+      if (const double top = drawn[i]["attainable"].get<double>(); top > 0)
+        lines.push_back({at[i].x, at[i].y, at[i].x, px_y(top), 1});
     json left_end = json::array(), right_end = json::array(), leaders = json::array();
-    const detail::PlacedLabels labels = detail::place_labels(at, plot_w, plot_h);
+    const detail::PlacedLabels labels = detail::place_labels(at, plot_w, plot_h, lines);
     const auto data_x = [&](double px) { return std::exp(xlo + px / plot_w * (xhi - xlo)); };
     const auto data_y = [&](double py) { return std::exp(ylo + (1 - py / plot_h) * (yhi - ylo)); };
     for (const detail::PlacedLabel& l : labels.placed) {
@@ -1583,9 +1605,17 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
   // says what is not drawn. On a GPU the fill kernel's name is mangled (_Z15masked_fill_ker...): a substring.
-  bool mask_fill_placed = false;
-  for (const json& p : points)
-    if (p["op"].get<std::string>().find("masked_fill") != std::string::npos) mask_fill_placed = true;
+  bool mask_fill_placed = false, matmul_placed = false, fused_placed = false;
+  for (const json& p : points) {
+    const std::string op = p["op"].get<std::string>();
+    mask_fill_placed = mask_fill_placed || op.find("masked_fill") != std::string::npos;
+    matmul_placed = matmul_placed || op == "matmul";
+    fused_placed = fused_placed || op.find("flash") != std::string::npos;
+  }
+  // Why the unfused matmul can sit as high as the fused kernel and still lose: its rate counts work a causal
+  // forward throws away.
+  const json* causal = compare ? member(*compare, {"causal"}) : nullptr;
+  const bool causal_note = matmul_placed && fused_placed && causal && causal->is_boolean() && causal->get<bool>();
   pg.chart("roofline", spec,
            std::string(m.gpu ? "Every kernel of every variant that computes (has FLOPs in the cost model) against "
                                "the GPU's datasheet ceilings (from "
@@ -1608,6 +1638,11 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                (mask_fill_placed ? " Mask fills (masked_fill_) are placed: the cost model counts their compare "
                                    "and select as 1 FLOP per element."
                                  : "") +
+               (causal_note ? " On this causal problem the unfused variants' matmul computes every score, the masked "
+                              "half too, and its rate counts that work: a matmul point can sit as high as the fused "
+                              "kernel, which skips the masked tiles, while doing twice the FLOPs the attention needs "
+                              "(the comparison's GFLOP/s counts those only)."
+                            : "") +
                (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
   if (labels_left_off > 0)
@@ -1795,15 +1830,19 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
           {"y", {{"field", "lane"}, {"type", "nominal"}, {"title", nullptr},
                  {"sort", {{"field", "lane_order"}, {"op", "min"}}}}},
           {"color", pg.op_color("name", "op / kernel", names, {{"labelLimit", 400}})},
-          {"tooltip", {{{"field", "variant"}}, {{"field", "name"}}, {{"field", "cat"}}, {{"field", "lane"}},
-                       {{"field", "start"}, {"format", ".3f"}}, {{"field", "ms"}, {"format", ".3f"}}}}}}}},
+          // A thread's share of a parallel region, lighter: the op it belongs to is the span above it.
+          {"opacity", {{"condition", {{"test", "datum.share"}, {"value", 0.55}}}, {"value", 1.0}}},
+          {"tooltip", {{{"field", "variant"}}, {{"field", "name"}}, {{"field", "what"}}, {{"field", "lane"}},
+                       {{"field", "start"}, {"format", ".3f"}, {"title", "start (ms into the forward)"}},
+                       {{"field", "ms"}, {"format", ".3f"}}}}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
   pg.chart("timeline", spec,
            "The recorded forward of each variant closest to its median as the trace shows it (the view Perfetto gives), on one "
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
-           "of separate passes over the N×N scores; the fused ones are one span. A worker lane holds that "
-           "OpenMP thread's share of each op's own parallel region (matmul's threads are oneDNN's or OpenBLAS's own, "
-           "and not seen: its work shows on the calling thread only).");
+           "of separate passes over the N×N scores; the fused ones are one span. The lighter spans are each thread's "
+           "share of an op's own parallel region: on a worker lane, and on the calling thread one level under the "
+           "op itself (a share, not a call inside it). matmul's threads are oneDNN's or OpenBLAS's own, and not "
+           "seen: its work shows on the calling thread only.");
   // A variant whose drawn forward is not its first: the first was a cold start or disturbed, and the reader who
   // opens the trace in Perfetto sees that one first. Said with both lengths.
   std::vector<std::string> later;
