@@ -243,6 +243,7 @@ TEST(LogTicks, OneTwoFivePerDecade) {
   EXPECT_EQ(log_ticks(3, 7), (std::vector<double>{3, 4, 5, 6, 7}));
   // Exactly the decimal figures, not 0.30000000000000004.
   for (double t : log_ticks(0.1, 0.9)) EXPECT_EQ(fmt::format("{}", t).size() <= 3, true) << t;
+  EXPECT_EQ(log_ticks(9, 19000, 2), (std::vector<double>{10, 100, 1000, 10000}));  // a narrow axis
   EXPECT_TRUE(log_ticks(0, 10).empty());
   EXPECT_TRUE(log_ticks(5, 5).empty());
   EXPECT_TRUE(log_ticks(NAN, 5).empty());
@@ -256,7 +257,9 @@ TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
   int axes = 0;
   for (const json& c : data["charts"]) {
     const std::string kind = c["kind"];
-    if (kind != "sweep-time" && kind != "sweep-memory" && kind != "roofline" && kind != "compare-memory") continue;
+    if (kind != "sweep-time" && kind != "sweep-memory" && kind != "sweep-rate" && kind != "roofline" &&
+        kind != "compare-memory")
+      continue;
     const json& layers = c["spec"].contains("layer") ? c["spec"]["layer"] : c["spec"]["spec"]["layer"];
     const json& enc = layers[0]["encoding"];
     for (const char* ch : {"x", "y"}) {
@@ -268,7 +271,9 @@ TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
       ASSERT_TRUE(e["scale"].contains("domain"));
       const double lo = e["scale"]["domain"][0], hi = e["scale"]["domain"][1];
       ASSERT_TRUE(e["axis"].contains("values"));
-      EXPECT_EQ(e["axis"]["values"].get<std::vector<double>>(), attnprof::report::detail::log_ticks(lo, hi));
+      // (compare-memory's panels are half the page wide: powers of ten alone past two decades.)
+      EXPECT_EQ(e["axis"]["values"].get<std::vector<double>>(),
+                attnprof::report::detail::log_ticks(lo, hi, kind == "compare-memory" ? 2 : 4));
       EXPECT_GE(e["axis"]["values"].size(), 2u);
       // What the first layer draws on this channel lies in the domain, and fills at least a third of it
       // in log terms (the axis is not far wider than its data).
@@ -396,7 +401,7 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       EXPECT_EQ(layers[1]["data"], layers[0]["data"]);
       EXPECT_EQ(layers[2]["mark"]["type"], "rule");
       EXPECT_DOUBLE_EQ(layers[2]["data"]["values"][0]["y"].get<double>(), 460.0);
-      EXPECT_EQ(layers[3]["data"]["values"][0]["label"], "bf16 dot-product peak 460.0");
+      EXPECT_EQ(layers[3]["data"]["values"][0]["label"], "bf16 dot-product peak 460.0 GFLOP/s");
       double naive_1024 = 0;
       for (const json& v : layers[0]["data"]["values"])
         if (v["variant"] == "naive" && v["seq"] == 1024) naive_1024 = v["y"].get<double>();
@@ -1100,6 +1105,22 @@ TEST(HtmlReport, OpsKeepOneColourOnEveryPage) {
       EXPECT_EQ(colour, all.at(name)) << name;
     }
   EXPECT_GE(shared, 4u);
+}
+
+// Legends list the variants naive first, as the blog does, whichever file named them first: here the sweep
+// names naive, and no summary does.
+TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
+  TempDir d("legend-order");
+  for (const char* f : {"compare.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  bool sweep_chart = false;
+  const json data = data_block(render_html_report(d.path.string(), stub_library()));
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-time") {
+      sweep_chart = true;
+      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["color"]["legend"]["values"], json({"naive", "flash"}));
+    }
+  EXPECT_TRUE(sweep_chart);
 }
 
 TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {

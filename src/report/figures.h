@@ -83,15 +83,15 @@ inline std::vector<double> zero_ticks(double lo, double hi, int min_ticks = 5) {
 
 // The labelled values of a log axis over [lo, hi]: 1, 2 and 5 times each power of ten, so that every decade
 // reads alike (a chart library's own choice labels 1, 2, 3, 10, 20 and skips 5 and 50). Ranges of more than
-// four decades keep the powers of ten alone; ranges too narrow to hold two of 1-2-5 take every digit (0.5,
+// `decades_125` decades (four; fewer for a narrow axis) keep the powers of ten alone; ranges too narrow to hold two of 1-2-5 take every digit (0.5,
 // 0.6, ...). Empty when the range is not a positive interval.
-inline std::vector<double> log_ticks(double lo, double hi) {
+inline std::vector<double> log_ticks(double lo, double hi, double decades_125 = 4) {
   std::vector<double> out;
   // Past 1e±300 the ticks' powers of ten leave the normal doubles (no figure attnprof writes is there).
   if (!(lo >= 1e-300) || !(hi > lo) || !(hi <= 1e300)) return out;
   const double decades = std::log10(hi / lo);
   const std::vector<std::vector<double>> sets = {{1}, {1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
-  size_t pick = decades > 4 ? 0 : 1;
+  size_t pick = decades > decades_125 ? 0 : 1;
   for (; pick < sets.size(); ++pick) {
     out.clear();
     const int k0 = static_cast<int>(std::floor(std::log10(lo))), k1 = static_cast<int>(std::ceil(std::log10(hi)));

@@ -143,6 +143,8 @@ std::vector<std::pair<double, double>> downsample(std::vector<std::pair<double, 
 // ---- page assembly -----------------------------------------------------------------------------------------
 constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";  // an identifier; never fetched
 constexpr int kWidth = 720;
+// The y axes of the sweep's stacked charts take this much room whatever their tick labels, so their plots line up.
+constexpr int kSweepAxisExtent = 64;
 // A Vega expression that shortens a long label in its middle, keeping both ends: GPU kernels' names share long
 // prefixes (sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_...) and differ at the end, which a cut at the end loses.
 // The data keeps the whole name, which the tooltips show.
@@ -152,9 +154,9 @@ constexpr size_t kMaxSpans = 400;  // per variant on the timeline: a forward of 
 
 // A log axis over [lo, hi] labelled at 1, 2 and 5 times each power of ten (detail::log_ticks), figures printed
 // as 0.05, 20, 1,000. The scale's domain is left as the caller sets it.
-json log_axis(double lo, double hi) {
+json log_axis(double lo, double hi, double decades_125 = 4) {
   json axis = {{"format", ",~g"}};
-  if (std::vector<double> ticks = detail::log_ticks(lo, hi); !ticks.empty()) axis["values"] = ticks;
+  if (std::vector<double> ticks = detail::log_ticks(lo, hi, decades_125); !ticks.empty()) axis["values"] = ticks;
   return axis;
 }
 
@@ -208,12 +210,26 @@ class Page {
   // The colour domain: attnprof's variants and the peer's rows in one fixed order, whether the run has them or
   // not, so that flash is one colour on every page (a GPU run's flash had taken a CPU run's in-place colour);
   // then any other name the run has, in its order.
+  static const std::vector<std::string>& known_variants() {
+    static const std::vector<std::string> known = {"naive",      "inplace",    "sdpa-math",   "sdpa-flash",
+                                                   "flash",      "sdpa-cudnn", "torch-naive", "torch-sdpa"};
+    return known;
+  }
   std::vector<std::string> colour_domain() const {
-    std::vector<std::string> d = {"naive",      "inplace", "sdpa-math",   "sdpa-flash",
-                                  "flash",      "sdpa-cudnn", "torch-naive", "torch-sdpa"};
+    std::vector<std::string> d = known_variants();
     for (const std::string& v : variants)
       if (std::find(d.begin(), d.end(), v) == d.end()) d.push_back(v);
     return d;
+  }
+  // The variants in the order legends list them: the known ones in their fixed order (naive first, as the blog),
+  // whichever file named them first, then any other name in the order met.
+  void order_variants() {
+    const auto rank = [](const std::string& v) {
+      const auto& k = known_variants();
+      return size_t(std::find(k.begin(), k.end(), v) - k.begin());
+    };
+    std::stable_sort(variants.begin(), variants.end(),
+                     [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   }
   // `present`: the variants this chart draws, so its legend lists only those.
   json variant_color(const std::set<std::string>& present = {}) const {
@@ -589,9 +605,11 @@ void section_compare(Page& pg, const Input& in) {
     color["legend"] = nullptr;
     for (json& b : memory_bars) b["label"] = format_bytes_decimal(b["mb"].get<double>() * 1e6);
     const json y = {{"field", "variant"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}};
+    // Room right of the longest bar for its figure; on a panel half the page wide, 1-2-5 ticks over more than
+    // two decades crowd into each other, so powers of ten alone.
     const json x = {{"field", "mb"}, {"type", "quantitative"},
-                    {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 8}}}},
-                    {"axis", log_axis(lo_mb / 2, hi_mb * 8)},
+                    {"scale", {{"type", "log"}, {"domain", {lo_mb / 2, hi_mb * 4}}}},
+                    {"axis", log_axis(lo_mb / 2, hi_mb * 4, 2)},
                     {"title", "MB per forward (log scale)"}};
     json spec = {{"data", {{"values", memory_bars}}},
                  {"facet", {{"column", {{"field", "measure"}, {"type", "nominal"}, {"title", nullptr},
@@ -1198,12 +1216,15 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   place_labels(mem_fit);
   auto loglog = [&](const json& pts, const json& fit, const std::string& ytitle) {
     json layers = json::array();
-    const json x0 = {{"field", "seq"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
+    // A few pixels of room at each end: the first and last N's points are not cut by the plot's edges.
+    const json x0 = {{"field", "seq"}, {"type", "quantitative"},
+                     {"scale", {{"type", "log"}, {"base", 2}, {"padding", 14}}},
                      {"title", "sequence length N (log scale)"}};
     // The y domain is the data's, a quarter wider each way (the fitted lines and their labels included): the
     // library's decades had drawn 0.01..10 for points from 0.03 to 3.6.
     json y = {{"field", "y"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", ytitle}};
     fit_log_domain(y, {&pts, &fit}, {"y", "label_y"}, 1.25, 1.25);
+    y["axis"]["minExtent"] = kSweepAxisExtent;  // the stacked charts' plots line up, whatever their tick labels
     std::set<std::string> present;
     for (const json& p : pts) present.insert(p["variant"].get<std::string>());
     json color = pg.variant_color(present);
@@ -1256,11 +1277,21 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       hi = std::max(hi, p["y"].get<double>());
     }
     const bool log_rate = hi > 10 * lo;
+    const double peak = num(s, "peak_gflops", NAN);
+    // A log axis labelled 1-2-5 as the page's others (the library's own: 1, 2, 3, 10, 20, 30, ...), over the
+    // points and the peak's rule.
+    const double top = std::isfinite(peak) && peak > 0 ? std::max(hi, peak * rate_scale) : hi;
     json spec = loglog(rate_pts, json::array(), "");
     for (json& layer : spec["layer"]) {
       json& y = layer["encoding"]["y"];
-      y["scale"] = log_rate ? json{{"type", "log"}} : json{{"type", "linear"}, {"zero", true}};
-      y.erase("axis");
+      if (log_rate) {
+        y["scale"] = {{"type", "log"}, {"domain", {lo / 1.25, top * 1.25}}, {"nice", false}};
+        y["axis"] = log_axis(lo / 1.25, top * 1.25);
+      } else {
+        y["scale"] = {{"type", "linear"}, {"zero", true}};
+        y["axis"] = json::object();
+      }
+      y["axis"]["minExtent"] = kSweepAxisExtent;
       y["title"] = fmt::format("attention {} ({} scale)", rate_unit, log_rate ? "log" : "linear");
     }
     // Each variant's points joined in N order, so its curve reads at a glance.
@@ -1270,11 +1301,10 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     joined["encoding"].erase("opacity");  // the dots' fading is per point; the line is the series
     joined["encoding"]["detail"] = {{"field", "variant"}};
     spec["layer"].push_back(joined);
-    const double peak = num(s, "peak_gflops", NAN);
     if (std::isfinite(peak) && peak > 0) {
       const json rule_y = {{"field", "y"}, {"type", "quantitative"}, {"title", spec["layer"][0]["encoding"]["y"]["title"]}};
-      const json rule = {{"y", peak * rate_scale}, {"label", fmt::format("{} peak {}", str(s, "peak_kind", "the"),
-                                                                          fmt_num(peak * rate_scale, 1))}};
+      const json rule = {{"y", peak * rate_scale}, {"label", fmt::format("{} peak {} {}", str(s, "peak_kind", "the"),
+                                                                          fmt_num(peak * rate_scale, 1), rate_unit)}};
       spec["layer"].push_back({{"data", {{"values", {rule}}}},
                                {"mark", {{"type", "rule"}, {"strokeDash", {6, 4}}, {"color", "#888"}}},
                                {"encoding", {{"y", rule_y}}}});
@@ -2266,6 +2296,7 @@ std::string render_page(const fs::path& dir, const html_run::Run& run, const Cha
     if (in->doc)
       if (const json* arr = member(*in->doc, {"points", "ops"}); arr && arr->is_array())
         for (const json& p : *arr) add_name(str(p, "variant"));
+  pg.order_variants();
   if (!run.notes.empty()) {
     pg.h2("left-out", "Files left out of this page");
     for (const auto& n : run.notes) pg.note(n);
