@@ -1121,6 +1121,11 @@ TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
       EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["color"]["legend"]["values"], json({"naive", "flash"}));
     }
   EXPECT_TRUE(sweep_chart);
+  // Without naive's summary, the changes are set against inplace, and the page says so.
+  EXPECT_NE(render_html_report(d.path.string(), stub_library())
+                .find("No summary of naive is on this page (a file left out is named at its top): each variant is "
+                      "set against inplace instead."),
+            std::string::npos);
 }
 
 TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {

@@ -958,6 +958,11 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   const VariantData* base = nullptr;
   for (const VariantData& v : vs)
     if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
+  // The blog's baseline is naive: where this page has no summary of it, say what stands in.
+  if (base && base->name != "naive")
+    pg.note(fmt::format("No summary of naive is on this page (a file left out is named at its top): each variant "
+                        "is set against {} instead.",
+                        base->name));
   json rows = json::array();
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward (median)</th><th>removed</th>"
                       "<th>turned in place</th><th>turned out of place</th><th>added</th></tr></thead><tbody>\n";
@@ -1080,7 +1085,10 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
            "Each variant against " + base->name +
                ", op by op and per forward (attnprof diff): ops removed, turned in place or added, and how "
                "much self time each one saved or cost" +
-               (faults ? "; the tooltips add each op's own page faults (the runs were made with --counters)." : "."));
+               (faults ? "; the tooltips add each op's own page faults (the runs were made with --counters)." : ".") +
+               " The bars and each panel's total are means over the recorded forwards, which ops' self times add up "
+               "to; the table's ms per forward are medians, as compare prints them, so the two differ where a "
+               "forward was slow.");
   pg.raw(table + "</tbody></table>\n");
   pg.end_section();
 }
