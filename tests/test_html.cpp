@@ -369,9 +369,9 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       EXPECT_EQ(rows[1]["step"], "Q·Kᵀ");
       EXPECT_NEAR(rows[1]["ms"].get<double>(), 61.5 * 1.9 * 0.32 / 2, 1e-9);
       EXPECT_NEAR(rows[1]["share"].get<double>(), 32.0, 1e-9);
-      EXPECT_NEAR(rows[1]["gflops_per_thread"].get<double>(),
-                  2 * 64 * 0.53125 * 1024 * 1024 * 128 / (61.5e6 * 1.9 * 0.32), 1e-9);
-      EXPECT_FALSE(rows[2].contains("gflops_per_thread"));  // the softmax counts no FLOPs
+      EXPECT_EQ(rows[1]["gflops_per_thread"],
+                fmt::format("{:.1f}", 2 * 64 * 0.53125 * 1024 * 1024 * 128 / (61.5e6 * 1.9 * 0.32)));
+      EXPECT_EQ(rows[2]["gflops_per_thread"], "--");  // the softmax counts no FLOPs: no rate (not NaN)
       double sum = 0;
       for (const json& r : rows) sum += r["ms"].get<double>();
       EXPECT_NEAR(sum, 61.5 * 1.9 / 2, 1e-9);
@@ -395,15 +395,16 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     if (c["kind"] == "sweep-rate") {
       const json& layers = c["spec"]["layer"];
       ASSERT_EQ(layers.size(), 4u);
-      EXPECT_EQ(layers[0]["data"]["values"].size(), 10u);  // 5 lengths × naive, flash (the skipped point has none)
-      EXPECT_EQ(layers[0]["encoding"]["y"]["scale"]["type"], "linear");
-      EXPECT_EQ(layers[1]["mark"]["type"], "line");  // the same points, joined per variant
+      EXPECT_EQ(layers[0]["mark"]["type"], "line");  // the points joined per variant, under them
+      EXPECT_EQ(layers[1]["data"]["values"].size(), 10u);  // 5 lengths × naive, flash (the skipped point has none)
+      EXPECT_EQ(layers[1]["encoding"]["y"]["scale"]["type"], "linear");
       EXPECT_EQ(layers[1]["data"], layers[0]["data"]);
+      EXPECT_EQ(layers[1]["encoding"]["tooltip"][2]["title"], "attention GFLOP/s");
       EXPECT_EQ(layers[2]["mark"]["type"], "rule");
       EXPECT_DOUBLE_EQ(layers[2]["data"]["values"][0]["y"].get<double>(), 460.0);
       EXPECT_EQ(layers[3]["data"]["values"][0]["label"], "bf16 dot-product peak 460.0 GFLOP/s");
       double naive_1024 = 0;
-      for (const json& v : layers[0]["data"]["values"])
+      for (const json& v : layers[1]["data"]["values"])
         if (v["variant"] == "naive" && v["seq"] == 1024) naive_1024 = v["y"].get<double>();
       const json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));  // outlives the loop
       for (const json& p : sweep["points"])
@@ -1493,28 +1494,32 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   for (const json& c : data["charts"])
     if (c["kind"] == "roofline") {
       roof = true;
-      // ceilings, op points, the ridges and their labels, a line from each point up to its own roof, the
-      // points' labels (left-aligned and right-aligned) and the leader lines to labels a line away
+      // ceilings, the ridges and their labels, a line from each point up to its own roof, the points' labels
+      // (left-aligned and right-aligned), the leader lines to labels a line away, and the points on top
       ASSERT_EQ(c["spec"]["layer"].size(), 8u);
-      EXPECT_EQ(c["spec"]["layer"][7]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][6]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][7]["mark"]["type"], "point");
+      // Only the points answer a hover: a line over a point's centre would take it.
+      for (size_t l = 0; l < 7; ++l) EXPECT_FALSE(c["spec"]["layer"][l]["encoding"].contains("tooltip")) << l;
+      EXPECT_TRUE(c["spec"]["layer"][7]["encoding"].contains("tooltip"));
       std::set<std::string> labelled, placed_ops;
-      for (int l : {5, 6}) {
+      for (int l : {4, 5}) {
         EXPECT_EQ(c["spec"]["layer"][l]["mark"]["type"], "text");
         for (const json& t : c["spec"]["layer"][l]["data"]["values"]) labelled.insert(t["label"].get<std::string>());
       }
-      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) placed_ops.insert(p["op"].get<std::string>());
+      for (const json& p : c["spec"]["layer"].back()["data"]["values"]) placed_ops.insert(p["op"].get<std::string>());
       EXPECT_EQ(labelled, placed_ops) << "each op drawn is named on the chart";
-      EXPECT_EQ(c["spec"]["layer"][2]["mark"]["type"], "rule");
-      EXPECT_EQ(c["spec"]["layer"][2]["data"]["values"].size(), c["spec"]["layer"][3]["data"]["values"].size());
-      for (const json& r : c["spec"]["layer"][3]["data"]["values"]) {  // each ridge named by its ceiling
+      EXPECT_EQ(c["spec"]["layer"][1]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][1]["data"]["values"].size(), c["spec"]["layer"][2]["data"]["values"].size());
+      for (const json& r : c["spec"]["layer"][2]["data"]["values"]) {  // each ridge named by its ceiling
         const std::string label = r["label"];
         EXPECT_TRUE(label.rfind("FP32 ridge ", 0) == 0 || label.rfind("BF16 ridge ", 0) == 0) << label;
       }
-      EXPECT_FALSE(c["spec"]["layer"][1]["data"]["values"].empty());
-      EXPECT_EQ(c["spec"]["layer"][4]["mark"]["type"], "rule");
-      EXPECT_EQ(c["spec"]["layer"][4]["encoding"]["y2"]["field"], "attainable");
-      EXPECT_EQ(c["spec"]["layer"][4]["data"]["values"], c["spec"]["layer"][1]["data"]["values"]);
-      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) {
+      EXPECT_FALSE(c["spec"]["layer"].back()["data"]["values"].empty());
+      EXPECT_EQ(c["spec"]["layer"][3]["mark"]["type"], "rule");
+      EXPECT_EQ(c["spec"]["layer"][3]["encoding"]["y2"]["field"], "attainable");
+      EXPECT_EQ(c["spec"]["layer"][3]["data"]["values"], c["spec"]["layer"].back()["data"]["values"]);
+      for (const json& p : c["spec"]["layer"].back()["data"]["values"]) {
         EXPECT_NE(p["op"], "copy");
         // Named by the ceiling its compute peak is (this fixture: FP32 230, BF16 460 GFLOP/s).
         const double peak = p["peak"];
@@ -1620,7 +1625,7 @@ TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {
     std::set<std::pair<std::string, std::string>> placed;
     for (const json& c : data["charts"])
       if (c["kind"] == "roofline")
-        for (const json& p : c["spec"]["layer"][1]["data"]["values"])
+        for (const json& p : c["spec"]["layer"].back()["data"]["values"])
           placed.insert({p["variant"].get<std::string>(), p["op"].get<std::string>()});
     EXPECT_TRUE(placed.count({"inplace", "masked_fill_"})) << "a mask fill computes: 1 FLOP per element";
     std::set<std::pair<std::string, std::string>> rows;
@@ -1720,7 +1725,7 @@ TEST(HtmlReport, RooflineFromCompareBillsLibraryFlopsAtTheLibrarysPeaks) {
     for (const json& c : data["charts"])
       if (c["kind"] == "roofline") {
         for (const json& p : c["spec"]["layer"][0]["data"]["values"]) ceilings.insert(p["ceiling"].get<std::string>());
-        for (const json& p : c["spec"]["layer"][1]["data"]["values"])
+        for (const json& p : c["spec"]["layer"].back()["data"]["values"])
           attainable[p["op"].get<std::string>()] = p["attainable"].get<double>();
       }
     return std::tuple{attainable, ceilings, page};
@@ -1992,20 +1997,20 @@ TEST(HtmlReport, DeviceSummariesAreDrawnInDeviceTime) {
     if (c["kind"] == "roofline") {
       roof = true;
       // One shape per verdict whichever are present (this page has memory-bound points only): memory is a square.
-      EXPECT_EQ(c["spec"]["layer"][1]["encoding"]["shape"]["scale"]["range"], json::array({"circle", "square"}));
+      EXPECT_EQ(c["spec"]["layer"].back()["encoding"]["shape"]["scale"]["range"], json::array({"circle", "square"}));
       std::set<std::string> ops;
-      for (const json& p : c["spec"]["layer"][1]["data"]["values"]) ops.insert(p["op"].get<std::string>());
+      for (const json& p : c["spec"]["layer"].back()["data"]["values"]) ops.insert(p["op"].get<std::string>());
       EXPECT_TRUE(ops.count("ampere_bf16_gemm")) << c.dump();
       EXPECT_FALSE(ops.count("matmul")) << "each kernel placed once, not again as its launching op";
       EXPECT_NE(c.dump().find("BF16 tensor-core peak 900 TFLOP/s / DRAM 4000.0 GB/s"), std::string::npos)
           << "the GPU's ceilings, named as such, in TFLOP/s";
       // The GPU's chart is drawn in TFLOP/s: its axis, its points and its roofs (the fixture's 900000 GFLOP/s).
       const json& layers = c["spec"]["layer"];
-      EXPECT_EQ(layers[1]["encoding"]["y"]["title"], "TFLOP/s (log scale)");
+      EXPECT_EQ(layers.back()["encoding"]["y"]["title"], "TFLOP/s (log scale)");
       double roof_top = 0;
       for (const json& r : layers[0]["data"]["values"]) roof_top = std::max(roof_top, r["gflops"].get<double>());
       EXPECT_DOUBLE_EQ(roof_top, 900.0);
-      for (const json& p : layers[1]["data"]["values"]) EXPECT_LE(p["attainable"].get<double>(), 900.0) << p.dump();
+      for (const json& p : layers.back()["data"]["values"]) EXPECT_LE(p["attainable"].get<double>(), 900.0) << p.dump();
     }
   }
   EXPECT_TRUE(time_chart);

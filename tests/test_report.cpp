@@ -145,6 +145,11 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   EXPECT_EQ(report::speedup_line({{"inplace", 3.1, 1}, {"flash", 0.155, 0.075}}),
             "Speed-up over inplace (its ms per forward over each row's): flash 20.0x.");
   EXPECT_EQ(report::speedup_line({{"flash", 1, 1}}), "");
+  // A ratio standing on a disturbed row (Busy or Noisy) is marked, and the mark explained once.
+  EXPECT_EQ(report::speedup_line({{"naive", 10, 1}, {"inplace", 8, 1, -1, true}, {"flash", 2, 1}}),
+            "Speed-up over naive (its ms per forward over each row's): inplace 1.25x*, flash 5.00x. *: either side's "
+            "forwards shared the CPUs with other work or disagreed (the Busy and Noisy lines): a ratio to re-measure "
+            "before trusting.");
   EXPECT_EQ(report::speedup_line({}), "");
   const auto far = report::far_from_floor_notes(
       {{"naive", 2.574, 0.28759}, {"inplace", 0.310, 0.254}, {"flash", 1.0, std::nan("")}, {"x", 1.0, 0.0}}, false);
@@ -177,8 +182,8 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
             "5.0x. The time of naive went where the cost model does not look (fresh pages faulted in by the ops that "
             "allocate, which `attnprof profile --counters` counts per op; fixed costs at a small shape; threads "
             "waiting on each other or on other work). The time of flash, sdpa-flash went to arithmetic below the peak "
-            "(the work between its products, a fused kernel's softmax and loads, which its Inside line times; the "
-            "products' own efficiency; threads waiting on other work).");
+            "(the work between its products, a fused kernel's softmax and loads, which the chart of the kernel's "
+            "steps times; the products' own efficiency; threads waiting on other work).");
 }
 
 // Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject
@@ -364,7 +369,8 @@ TEST(Table, MatchesTorchGoldenLayout) {
   // Then attnprof's footer: the overhead that was subtracted.
   EXPECT_TRUE(std::regex_search(t.substr(golden.size()),
                                 std::regex(R"(^Profiler overhead: [0-9.]+ ns per zone \(calibrated\), [0-9]+ zones, )"
-                                           R"([0-9.]+(us|ms|s) subtracted from self and total times\n)")));
+                                           R"([0-9.]+(us|ms|s) subtracted from self and total times )"
+                                           R"(\(each zone.s cost from the zones around it\)\n)")));
 }
 
 // Folded stacks from a hand-made profile (1 ns per tick, no zone overhead): each zone's self time under its
@@ -439,7 +445,8 @@ TEST(Table, OurColumnsShapesSortingLimitsAndTruncation) {
   EXPECT_TRUE(std::regex_search(ls[5], std::regex(R"(^ +transpose .* -- +-- +-- +--  $)"))) << ls[5];
   EXPECT_EQ(ls[6], ls[0]);
   EXPECT_EQ(ls[7], "Self CPU time total: 401.000us");
-  EXPECT_EQ(ls[8], "Profiler overhead: 20.0 ns per zone (calibrated), 8 zones, 0.120us subtracted from self and total times");
+  EXPECT_EQ(ls[8], "Profiler overhead: 20.0 ns per zone (calibrated), 8 zones, 0.120us subtracted from self and total "
+                   "times (each zone's cost from the zones around it)");
   EXPECT_EQ(ls[9], "Counters: " + ka.counters_note);
   // Every numeric column is 12 wide with two-space gaps: all rows have the rule's length.
   for (size_t i = 1; i <= 5; ++i) EXPECT_EQ(ls[i].size(), ls[0].size()) << i;

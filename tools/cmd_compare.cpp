@@ -144,7 +144,7 @@ std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
       out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan(""),
-                     r.floor ? r.floor->memory_share() : -1.0});
+                     r.floor ? r.floor->memory_share() : -1.0, report::is_disturbed(r.forward_ms, r.r.sharing)});
   return out;
 }
 

@@ -353,6 +353,8 @@ struct RowTime {
   // The share of the floor that is memory time (compare.json's floor_memory_share), < 0 when not known. A row
   // whose floor is compute (at most 1/4 memory) is far from it for other reasons than one held by its bytes.
   double floor_memory_share = -1;
+  // Its forwards shared the CPUs with other work or disagreed (is_disturbed): a ratio standing on it is marked.
+  bool disturbed = false;
 };
 // The blog's ratios, read off one run: "Speed-up over naive (its ms per forward over each row's): inplace
 // 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two
@@ -370,11 +372,14 @@ std::string json_rows_csv(const nlohmann::json& rows, const std::vector<std::str
 std::string compare_csv(const nlohmann::json& compare);
 // A row that took more than kFarFromFloor times its roofline floor spent its time where the cost model does not
 // look: "Far from the floor: naive took 2.574ms per forward, 8.9x its roofline floor of 287.590us: ..." (naive at
-// a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x).
+// a small shape, faulting in fresh pages for every N×N buffer, where the blog's shape has it at 1.8x); a row
+// whose floor is compute (floor_memory_share at most 1/4: the fused kernels) computed below the peak instead.
+// compare prints these lines; the HTML report, whose table has each row's ms over its floor, the summary.
 inline constexpr double kFarFromFloor = 4.0;
 std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, bool gpu);
 // The same rows in one line, for a table that shows each row's ms over its floor: "Far from the floor (past 4x
-// its roofline floor, ...): naive 8.9x, sdpa-math 12.1x. Their time went ..."; "" when none is.
+// its roofline floor, ...): naive 8.9x, sdpa-math 12.1x. Their time went ..."; "" when none is. Rows of both
+// kinds get a sentence each, naming them.
 std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu);
 // The line that says matmul's FLOPs (OpenBLAS, oneDNN) are billed at the library ISA's peaks, not at the
 // dispatched ISA's (ATTNPROF_ISA below the CPU's best): "matmul (OpenBLAS/oneDNN) billed at the avx512 peaks

@@ -767,6 +767,14 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   s += fmt::format("{} total of the rows per forward (mean over {} and {} recorded forwards): {} -> {} ({})\n", time,
                    calls(d.base.forwards), calls(d.next.forwards), format_time_ns(d.base_ns), format_time_ns(d.new_ns),
                    signed_time(d.new_ns - d.base_ns));
+  // The words of the Change column, and the one row that is no op.
+  bool between = false;
+  for (const DiffRow& r : d.rows) between = between || r.label() == "between ops";
+  s += fmt::format("Change: same = the same calls and bytes moved on both sides (its time may still differ); changed = "
+                   "the same name doing other work; in place / out of place = the op's other form (mul -> mul_).{}\n",
+                   between ? " between ops: the forward's own time outside its ops (freeing one op's buffers, "
+                             "allocating the next's)."
+                           : "");
   std::vector<std::string> gone, came, inplace, outofplace, changed;
   double gone_ns = 0, gone_mem = 0, gone_faults = 0;
   // A pair's calls and bytes on both sides, when they do other work: a changed op's, and an op turned in place

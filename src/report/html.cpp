@@ -257,7 +257,7 @@ class Page {
         {"softmax_", "#fbdcea"},     {"to", "#dbdb8d"},           {"triu", "#9edae5"},
         {"add", "#c49c94"},          {"add_", "#e3cdc8"},         {"logical_not", "#8dd3c7"},
         {"transpose", "#d6ecd2"},    {"flash_attention_fwd", "#ffed6f"},
-        {"load Q, K, V", "#80b1d3"}, {"Q·Kᵀ", "#66c2a5"},        {"mask", "#bc80bd"},
+        {"load Q, K, V", "#80b1d3"}, {"Q·Kᵀ", "#7fc97f"},        {"mask", "#bc80bd"},
         {"online softmax", "#e78ac3"}, {"P·V", "#b3de69"},      {"store O", "#fdb462"},
         // The structure, in greys: steps, annotations, wrappers whose work is their children's, the time
         // between ops, and the flame graphs' thread roots.
@@ -480,7 +480,8 @@ void section_compare(Page& pg, const Input& in) {
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       timings.push_back({name, fwd, cpu_sharing_of(v)});
-      row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0});
+      row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0,
+                           is_disturbed(fwd, cpu_sharing_of(v))});
     }
   }
   t += "</tbody></table>\n";
@@ -801,7 +802,8 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                     {"step", name},
                     {"ms", ns * 1e-6 / threads / v.forwards},
                     {"share", 0.0}};
-        if (flops > 0 && ns > 0) row["gflops_per_thread"] = flops / ns;
+        // Written out: a step that computes nothing has no rate, which a number format would print as NaN.
+        row["gflops_per_thread"] = flops > 0 && ns > 0 ? fmt::format("{:.1f}", flops / ns) : std::string("--");
         step_rows.push_back(std::move(row));
       }
     }
@@ -828,7 +830,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                    {"tooltip",
                     {{{"field", "bar"}, {"title", "variant · op"}}, {{"field", "step"}},
                      {{"field", "ms"}, {"format", ".3f"}}, {{"field", "share"}, {"format", ".1f"}, {"title", "% of the op"}},
-                     {{"field", "gflops_per_thread"}, {"format", ".1f"}, {"title", "GFLOP/s per thread"}}}}}}};
+                     {{"field", "gflops_per_thread"}, {"title", "GFLOP/s per thread"}}}}}}};
     pg.chart("steps-inside",
              spec,
              "Inside the fused kernel: the flash kernel's one zone split by the steps it times on every thread (load "
@@ -927,7 +929,7 @@ void section_flame(Page& pg, const std::vector<VariantData>& vs) {
           {"tooltip",
            {{{"field", "name"}, {"title", "frame"}},
             {{"field", "ms"}, {"format", ".3f"}, {"title", v.per_forward ? "ms per forward" : "ms"}},
-            {{"field", "share"}, {"format", ".1f"}, {"title", "% of the variant's"}}}}}},
+            {{"field", "share"}, {"format", ".1f"}, {"title", "% of the variant's time"}}}}}},
         {"layer",
          {{{"mark", {{"type", "rect"}, {"stroke", "#fff"}, {"strokeWidth", 0.5}}},
            {"encoding", {{"x2", {{"field", "x1"}}}}}},
@@ -1086,9 +1088,10 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
                ", op by op and per forward (attnprof diff): ops removed, turned in place or added, and how "
                "much self time each one saved or cost" +
                (faults ? "; the tooltips add each op's own page faults (the runs were made with --counters)." : ".") +
-               " The bars and each panel's total are means over the recorded forwards, which ops' self times add up "
-               "to; the table's ms per forward are medians, as compare prints them, so the two differ where a "
-               "forward was slow.");
+               " same: the same calls and bytes moved on both sides (its time may still differ); changed: the same "
+               "name doing other work. The bars and each panel's total are per-forward means (each op's self time "
+               "summed over the recorded forwards, over their number); the table's ms per forward are medians, as "
+               "compare prints them, so the two differ where a forward was slow.");
   pg.raw(table + "</tbody></table>\n");
   pg.end_section();
 }
@@ -1223,6 +1226,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   place_labels(time_fit);
   place_labels(mem_fit);
   auto loglog = [&](const json& pts, const json& fit, const std::string& ytitle) {
+    // The tooltip names the figure without the axis's "(log scale)".
+    std::string tip_title = ytitle;
+    if (const size_t at = tip_title.find(" (log scale)"); at != std::string::npos) tip_title.erase(at);
     json layers = json::array();
     // A few pixels of room at each end: the first and last N's points are not cut by the plot's edges.
     const json x0 = {{"field", "seq"}, {"type", "quantitative"},
@@ -1249,7 +1255,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
                                     {"opacity", {{"condition", {{"test", "datum.disturbed"}, {"value", 0.3}}},
                                                  {"value", 1.0}}},
                                     {"tooltip", {{{"field", "variant"}}, {{"field", "seq"}, {"title", "N"}},
-                                                 {{"field", "y"}, {"format", ".3f"}, {"title", ytitle}}}}}}});
+                                                 {{"field", "y"}, {"format", ".3f"}, {"title", tip_title}}}}}}});
     if (!fit.empty()) {
       layers.push_back({{"data", {{"values", fit}}},
                         {"mark", {{"type", "line"}, {"strokeDash", {4, 3}}}},
@@ -1301,6 +1307,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       }
       y["axis"]["minExtent"] = kSweepAxisExtent;
       y["title"] = fmt::format("attention {} ({} scale)", rate_unit, log_rate ? "log" : "linear");
+      if (layer["encoding"].contains("tooltip"))
+        for (json& t : layer["encoding"]["tooltip"])
+          if (t["field"] == "y") t["title"] = fmt::format("attention {}", rate_unit);
     }
     // Each variant's points joined in N order, so its curve reads at a glance.
     json joined = spec["layer"][0];
@@ -1308,7 +1317,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     joined["encoding"].erase("tooltip");
     joined["encoding"].erase("opacity");  // the dots' fading is per point; the line is the series
     joined["encoding"]["detail"] = {{"field", "variant"}};
-    spec["layer"].push_back(joined);
+    // Under the dots, so that hovering a dot gives its tooltip, not the line's nothing.
+    spec["layer"].insert(spec["layer"].begin(), joined);
     if (std::isfinite(peak) && peak > 0) {
       const json rule_y = {{"field", "y"}, {"type", "quantitative"}, {"title", spec["layer"][0]["encoding"]["y"]["title"]}};
       const json rule = {{"y", peak * rate_scale}, {"label", fmt::format("{} peak {} {}", str(s, "peak_kind", "the"),
@@ -1546,8 +1556,9 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"encoding", {{"x", x}, {"y", y},
                                   {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
                                                   {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
-  // What hovering a point says; the lines drawn over points (the drop to the roof, a label's leader) say it too,
-  // or they would take the hover at the point's centre and say nothing.
+  // What hovering a point says. The points are the last layer, over the lines that start at them (the drop to
+  // the roof, a label's leader), which would otherwise take the hover at a point's centre: say nothing, or name
+  // another point whose line passes there.
   const json point_tooltip = {{{"field", "variant"}}, {{"field", "op"}},
                               {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
                               {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
@@ -1555,7 +1566,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                               {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
                               {{"field", "ceiling"}, {"title", "compute ceiling"}},
                               {{"field", "bound"}}};
-  // Layer 1 holds the points, even none (the browser test counts a mark per point there).
+  // The points, even none (the browser test counts a mark per point there): layer 1 while the chart is built,
+  // moved to the top at its end.
   layers.push_back({{"data", {{"values", drawn}}},
                       {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
                       {"encoding", {{"x", x}, {"y", y},
@@ -1578,15 +1590,14 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
                               {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
                     {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
-  // Layer 4 (after 0-3: ceilings, points, ridges, their labels; before the op labels and their leaders), from
-  // each point up to the roof it is judged
+  // Layer 4 while built (after 0-3: ceilings, points, ridges, their labels; before the op labels and their
+  // leaders), from each point up to the roof it is judged
   // against (the bandwidth slope, or its own compute ceiling): which of the flat lines is its own shows where the
   // line ends, and its length is the gap.
   json drop_y2 = {{"field", "attainable"}};
   layers.push_back({{"data", {{"values", drawn}}},
                     {"mark", {{"type", "rule"}, {"strokeDash", {1, 2}}, {"strokeWidth", 1.2}, {"opacity", 0.8}}},
-                    {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)},
-                                  {"tooltip", point_tooltip}}}});
+                    {"encoding", {{"x", x}, {"y", y}, {"y2", drop_y2}, {"color", pg.variant_color(roof_present)}}}});
   // Each point's op written beside it (the colour says the variant), placed in pixels so that no label covers
   // another label or a point (detail::place_labels), then written at the data coordinates of that place: a label
   // left of its point ends there, one right of it begins there.
@@ -1622,10 +1633,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
       if (l.leader) {
         const detail::LabelPoint& p = at[l.point];
         const double edge = l.y + (l.y < p.y ? 6.0 : -6.0);
-        json leader = drawn[l.point];  // the point's fields, for the tooltip
-        leader["x2"] = data_x(l.x);
-        leader["y2"] = data_y(edge);
-        leaders.push_back(std::move(leader));
+        leaders.push_back({{"intensity", drawn[l.point]["intensity"]}, {"gflops", drawn[l.point]["gflops"]},
+                           {"x2", data_x(l.x)}, {"y2", data_y(edge)}});
       }
     }
     labels_left_off = labels.left_off;
@@ -1636,9 +1645,13 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                         {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}}}});
     layers.push_back({{"data", {{"values", leaders}}},
                       {"mark", {{"type", "rule"}, {"color", "#999"}, {"strokeWidth", 0.8}}},
-                      {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}},
-                                    {"tooltip", point_tooltip}}}});
+                      {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}}}}});
   }
+  // The points on top, so that hovering one names it: layers 0 ceilings, 1 ridges, 2 their labels, 3 the drops,
+  // (when there are points) 4-5 the op labels and 6 the leaders, then the points.
+  json points_layer = std::move(layers[1]);
+  layers.erase(layers.begin() + 1);
+  layers.push_back(std::move(points_layer));
   json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
@@ -1868,16 +1881,17 @@ void section_timeline(Page& pg, const std::vector<VariantData>& vs) {
           {"y", {{"field", "lane"}, {"type", "nominal"}, {"title", nullptr},
                  {"sort", {{"field", "lane_order"}, {"op", "min"}}}}},
           {"color", pg.op_color("name", "op / kernel", names, {{"labelLimit", 400}})},
-          // A thread's share of a parallel region, lighter: the op it belongs to is the span above it.
-          {"opacity", {{"condition", {{"test", "datum.share"}, {"value", 0.55}}}, {"value", 1.0}}},
           {"tooltip", {{{"field", "variant"}}, {{"field", "name"}}, {{"field", "what"}}, {{"field", "lane"}},
                        {{"field", "start"}, {"format", ".3f"}, {"title", "start (ms into the forward)"}},
-                       {{"field", "ms"}, {"format", ".3f"}}}}}}}},
+                       {{"field", "ms"}, {"format", ".3f"}}}},
+          // A thread's share of a parallel region as a thinner bar in its op's colour: the op it belongs to is
+          // the span above it (a lighter shade would read as the op's in-place form, mul_ of mul).
+          {"size", {{"condition", {{"test", "datum.share"}, {"value", 6}}}, {"value", 14}}}}}}},
       {"resolve", {{"scale", {{"y", "independent"}}}}}};
   pg.chart("timeline", spec,
            "The recorded forward of each variant closest to its median as the trace shows it (the view Perfetto gives), on one "
            "time axis: a lane per thread or GPU stream and nesting depth. The unfused variants are a sequence "
-           "of separate passes over the N×N scores; the fused ones are one span. The lighter spans are each thread's "
+           "of separate passes over the N×N scores; the fused ones are one span. The thin bars are each thread's "
            "share of an op's own parallel region: on a worker lane, and on the calling thread one level under the "
            "op itself (a share, not a call inside it). matmul's threads are oneDNN's or OpenBLAS's own, and not "
            "seen: its work shows on the calling thread only.");

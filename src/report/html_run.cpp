@@ -354,13 +354,17 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
     const auto named = track_names.find(it->track_key);
     const std::string track = named != track_names.end() && !named->second.empty() ? named->second
                                                                                     : "track " + it->track_key;
-    // A share is not a call inside the op above it: the tooltip says what it is.
+    // What the span is, in words: a share is not a call inside the op above it.
     const bool share = it->cat == "thread_work";
+    static const std::map<std::string, std::string> kWhat = {
+        {"cpu_op", "op"},           {"user_annotation", "annotation"}, {"kernel", "GPU kernel"},
+        {"gpu_memcpy", "GPU copy"}, {"gpu_memset", "GPU fill"},        {"cuda_runtime", "CUDA runtime call"}};
+    const auto what = kWhat.find(it->cat);
     out.rows.push_back({{"name", it->name},
                         {"cat", it->cat},
                         {"what", share ? "this thread's share of " + it->name + "'s parallel region"
-                                       : it->cat == "user_annotation" ? std::string("annotation")
-                                                                      : it->cat},
+                                 : what != kWhat.end() ? what->second
+                                                       : it->cat},
                         {"share", share},
                         {"lane", fmt::format("{} · {}", track, depth)},
                         {"lane_order", track_order[it->track_key] * 64 + std::min(depth, 63)},

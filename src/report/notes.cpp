@@ -226,12 +226,18 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
   if (!b) return "";
   const RowTime& base = *b;
   std::vector<std::string> each;
+  bool marked = false;
   for (const RowTime* r : ran)
     if (r != &base) {
       const double x = base.ms / r->ms;
-      each.push_back(fmt::format("{} {:.{}f}x", r->name, x, x < 10 ? 2 : 1));
+      const bool mark = base.disturbed || r->disturbed;
+      marked = marked || mark;
+      each.push_back(fmt::format("{} {:.{}f}x{}", r->name, x, x < 10 ? 2 : 1, mark ? "*" : ""));
     }
-  return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.", base.name, fmt::join(each, ", "));
+  return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.{}", base.name, fmt::join(each, ", "),
+                     marked ? " *: either side's forwards shared the CPUs with other work or disagreed (the Busy and "
+                              "Noisy lines): a ratio to re-measure before trusting."
+                            : "");
 }
 
 namespace {
@@ -241,12 +247,15 @@ bool far_from_floor(const RowTime& r) {
 bool compute_floor(const RowTime& r) { return r.floor_memory_share >= 0 && r.floor_memory_share <= 0.25; }
 // Where such a row's time went: a row held by its FLOPs computed below the peak; one held by its bytes (or not
 // known) lost its time around the work the cost model counts.
-std::string far_from_floor_causes(bool gpu, bool compute) {
+// `steps`: where the kernel's own split of its time is, in the output that says this.
+std::string far_from_floor_causes(bool gpu, bool compute, std::string_view steps = "its Inside line") {
   if (compute)
     return gpu ? "went to kernels below the tensor-core peak (low occupancy, the softmax between the MMAs, a grid "
                  "too small to fill the GPU)"
-               : "went to arithmetic below the peak (the work between its products, a fused kernel's softmax and "
-                 "loads, which its Inside line times; the products' own efficiency; threads waiting on other work)";
+               : fmt::format("went to arithmetic below the peak (the work between its products, a fused kernel's "
+                             "softmax and loads, which {} times; the products' own efficiency; threads waiting on "
+                             "other work)",
+                             steps);
   return std::string("went where the cost model does not look (") +
          (gpu ? "launches and kernels too small to fill the GPU, or waits between them"
               : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
@@ -283,7 +292,7 @@ std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
     if (group->empty()) continue;
     const std::string who = both ? fmt::format("The time of {}", fmt::join(*group, ", "))
                                  : group->size() == 1 ? "Its time" : "Their time";
-    s += fmt::format(" {} {}.", who, far_from_floor_causes(gpu, compute));
+    s += fmt::format(" {} {}.", who, far_from_floor_causes(gpu, compute, "the chart of the kernel's steps"));
   }
   return s;
 }

@@ -293,7 +293,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
   out += fmt::format("Self CPU time total: {}\n", format_time_ns(total));
   if (dev) out += fmt::format("Self CUDA time total: {}\n", format_time_ns(ka.device_self_total_ns));
   out += fmt::format(
-      "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self and total times\n",
+      "Profiler overhead: {:.1f} ns per zone (calibrated), {} zones, {} subtracted from self and total times (each "
+      "zone's cost from the zones around it)\n",
       ka.zone_overhead_ns, ka.zones, format_time_ns(ka.overhead_subtracted_ns));
   if (ka.outside_zones_bytes > 0)
     out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
@@ -449,7 +450,8 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
   // "Working", not "Busy": compare's and sweep's Busy lines say other processes shared the CPUs.
   out += "Working: the threads' shares over each region's wall × team (100 % = every thread worked from the region's "
          "first start to its last end); Slowest/mean: the longest share over the mean (2.00x on 2 threads = one "
-         "thread did all); Late start: the last thread's start after the first's, per region.\n";
+         "thread did all); Late start: the last thread's start after the first's, the mean over the regions; "
+         "Items/region: the tasks or rows the threads shared, per region (-- where the op does not count them).\n";
   return out;
 }
 

@@ -98,7 +98,9 @@ try {
         c.kind === 'flame' || c.kind === 'steps-inside') {
       want = c.spec.data.values.length; sel = m('rect');
     }
-    if (c.kind === 'roofline' && c.spec.layer.length > 1) { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }
+    if (c.kind === 'roofline' && c.spec.layer.length > 1) {  // the points: the last layer, drawn over the lines
+      want = c.spec.layer[c.spec.layer.length - 1].data.values.length; sel = m('symbol');
+    }
     if (c.kind === 'sweep-rate') { want = c.spec.layer[0].data.values.length; sel = m('symbol'); }
     if (c.kind === 'compare-memory') {
       // Bars on a log axis: each must be drawn with a length (a bar from zero has none there).
