@@ -240,6 +240,20 @@ TEST(Diff, MediansPerForwardBesideMeansAFewSlowForwardsLift) {
     } else if (r["base_name"] == "copy_") {
       EXPECT_TRUE(r["base_median_ns"].is_null());
     }
+  // A removed op whose mean one slow forward lifts gets its line too: the savings line above names its mean.
+  {
+    json base = inplace_summary(), less = inplace_summary();
+    set_steps(base, "softmax_", {500, 500, 2000});  // 3000 over 3: mean 1000, median 500
+    json kept = json::array();
+    for (const json& r : less["rows"])
+      if (r["name"] != "softmax_") kept.push_back(r);
+    less["rows"] = kept;
+    const std::string removed = report::diff_table(report::diff_summaries(base, less));
+    EXPECT_NE(removed.find("Uneven: softmax_'s self time per forward: medians 0.500us -> 0.000us (-0.500us); the means "
+                           "above, 1.000us -> 0.000us, include forwards over 1.15x the median on the base side.\n"),
+              std::string::npos)
+        << removed;
+  }
   // Even steps: no line.
   set_steps(inplace, "matmul", {4000, 4000, 4000});
   EXPECT_EQ(report::diff_table(report::diff_summaries(naive, inplace)).find("Uneven"), std::string::npos);

@@ -675,15 +675,19 @@ std::vector<std::string> uneven_diff_rows(const ProfileDiff& d, int row_limit) {
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
   for (size_t i = 0; i < shown; ++i) {
     const DiffRow& r = d.rows[i];
-    if (r.base_median_ns < 0 || r.new_median_ns < 0 || r.label() == kBetweenOps) continue;
-    const bool base = is_uneven(r.base_ns, r.base_median_ns, d.base_ns, d.base.forwards),
-               next = is_uneven(r.new_ns, r.new_median_ns, d.new_ns, d.next.forwards);
+    // A side that ran the op needs its per-forward times; a side that did not (a removed or added op: the
+    // savings line names it with its mean) took none.
+    const bool base_known = r.base_median_ns >= 0 || r.base_calls == 0, new_known = r.new_median_ns >= 0 || r.new_calls == 0;
+    if (!base_known || !new_known || r.label() == kBetweenOps) continue;
+    const double base_median = std::max(r.base_median_ns, 0.0), new_median = std::max(r.new_median_ns, 0.0);
+    const bool base = is_uneven(r.base_ns, base_median, d.base_ns, d.base.forwards),
+               next = is_uneven(r.new_ns, new_median, d.new_ns, d.next.forwards);
     if (!base && !next) continue;
-    const double gap = std::abs((r.new_ns - r.base_ns) - (r.new_median_ns - r.base_median_ns));
+    const double gap = std::abs((r.new_ns - r.base_ns) - (new_median - base_median));
     found.emplace_back(gap, fmt::format("Uneven: {}'s self time per forward: medians {} -> {} ({}); the means above, "
                                         "{} -> {}, include forwards over {:.2f}x the median on the {} side{}.",
-                                        r.label(), format_time_ns(r.base_median_ns), format_time_ns(r.new_median_ns),
-                                        signed_time(r.new_median_ns - r.base_median_ns), format_time_ns(r.base_ns),
+                                        r.label(), format_time_ns(base_median), format_time_ns(new_median),
+                                        signed_time(new_median - base_median), format_time_ns(r.base_ns),
                                         format_time_ns(r.new_ns), kNoisySpread,
                                         base && next ? "base and new" : base ? "base" : "new", base && next ? "s" : ""));
   }
