@@ -1454,10 +1454,16 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   const std::string disturbed = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(disturbed.find("<td>disturbed: 2 of 3 points Busy or Noisy</td>"), std::string::npos);
   EXPECT_NE(disturbed.find("N^1.82 (disturbed)"), std::string::npos);
-  EXPECT_NE(disturbed.find("disturbed: most of the fit&#39;s points were Busy or Noisy"), std::string::npos);
+  EXPECT_NE(disturbed.find("disturbed: half the fit&#39;s points or more were Busy or Noisy"), std::string::npos);
   sweep["fits"][0]["disturbed_points"] = 1;  // one of three: the fit stands
   spit(d.path / "sweep.json", sweep.dump());
   EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("disturbed: "), std::string::npos);
+  sweep["fits"][0]["points"] = 4;  // two of four, half: disturbed
+  sweep["fits"][0]["disturbed_points"] = 2;
+  spit(d.path / "sweep.json", sweep.dump());
+  EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("disturbed: 2 of 4 points Busy or Noisy"),
+            std::string::npos);
+  sweep["fits"][0]["points"] = 3;
   // An exponent that 3 decimals (the label's 2) would round to -0.000 is shown in full, as sweep prints it.
   sweep["fits"][0]["exponent"] = -1.2e-4;
   sweep["fits"][0]["implausible"] = true;

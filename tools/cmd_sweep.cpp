@@ -421,7 +421,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
       // variant, however straight the line (a loaded run put flash at N^0.02, r² 0.6, "a power law"). Memory is
       // counted, not timed: not affected.
       const size_t dist = std::string(metric) == "time" ? disturbed : 0;
-      const bool mostly_disturbed = 2 * dist > x.size();
+      const bool mostly_disturbed = dist > 0 && 2 * dist >= x.size();  // half its points or more
       any_weak = any_weak || f.weak();
       any_implausible = any_implausible || implausible;
       any_disturbed = any_disturbed || mostly_disturbed;
@@ -453,7 +453,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
     text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
             "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";
   if (any_disturbed)
-    text += "disturbed: most of the fit's points were Busy or Noisy (above), so its exponent describes the machine's "
+    text += "disturbed: half the fit's points or more were Busy or Noisy (above), so its exponent describes the machine's "
             "load as much as the variant; rerun on an idle machine, or raise --iters.\n";
   if (any_weak)
     text += "weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
@@ -509,8 +509,9 @@ void run_sweep(const SweepArgs& a) {
                       {"warmup", o.warmup},
                       {"iters", o.iters},
                       {"memory_budget", memory_budget()},
-                      {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair, causal about half "
-                                           "(compare.json's attention_flops); gflops = that / ms per forward"},
+                      {"flops_convention", "4*B*Hq*D per forward per visible (query, key) pair: 4*B*Hq*N^2*D, halved "
+                                           "when causal (compare.json's attention_flops); gflops = that / ms per "
+                                           "forward"},
                       {"peak_kind", target.peak_kind},
                       {"peak_gflops", target.peak},
                       {"peak_isa", target.peak_isa},
@@ -584,10 +585,12 @@ void run_sweep(const SweepArgs& a) {
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
   text += scaling_fits(series, points, j["fits"]);
-  text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·D per visible query-key pair, causal about half) / "
-                      "time; % peak of the {} {:.1f} {} ({}). It climbs with N while fixed costs amortise, and "
-                      "levels off where the variant's own limit (bandwidth for the N×N paths, compute for flash) "
-                      "takes over.{}\n",
+  text += "Time: expect exponent ≈ 2 for every variant once N is large (the work is N²): flash wins by a constant "
+          "factor and by memory, not by its exponent.\n";
+  text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·N²·D, halved when causal, as compare counts them) / "
+                      "time; % peak of the {} {:.1f} {} ({}). Expect it to climb with N while fixed costs amortise "
+                      "and to level off where the variant's own limit (bandwidth for the N×N paths, compute for "
+                      "flash) takes over; a fall points at disturbed points or a working set past the caches.{}\n",
                       rate, target.peak_kind, target.peak * rate_scale, rate,
                       gpu ? gpu_name
                           : threads_text(target.m.threads) + ", " + target.peak_isa + "; " +

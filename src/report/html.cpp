@@ -1177,9 +1177,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const json* imp = member(f, {"implausible"});
       const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
       any_implausible = any_implausible || implausible;
-      // Most of its points Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
+      // Half its points or more Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
       const double dist = num(f, "disturbed_points", 0), npts = num(f, "points", 0);
-      const bool disturbed = npts > 0 && 2 * dist > npts;
+      const bool disturbed = npts > 0 && dist > 0 && 2 * dist >= npts;
       any_disturbed = any_disturbed || disturbed;
       std::string verdict = weak ? "weak: no power law" : implausible || disturbed ? "" : "a power law";
       if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
@@ -1348,7 +1348,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "
             "timings of those points were disturbed.");
   if (any_disturbed)
-    pg.note("disturbed: most of the fit's points were Busy or Noisy (their lines below), so its exponent describes "
+    pg.note("disturbed: half the fit's points or more were Busy or Noisy (their lines below), so its exponent describes "
             "the machine's load as much as the variant.");
   if (!skipped.empty()) {
     std::string list = "<ul class=\"note\">";
