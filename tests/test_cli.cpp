@@ -1644,6 +1644,10 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
   ASSERT_EQ(run("roofline --peaks-only --threads 1" + out_flag()).code, 2);
   EXPECT_EQ(io::read_file(out() / "roofline.json"), placed);
   EXPECT_NE(r.out.find("STREAM triad"), std::string::npos);
+  // naive's copy_ computes nothing: no FLOP/B, attainable or achieved figure, only its GB/s and share of the
+  // bandwidth.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nnaive +copy_ +-- +-- +-- +[0-9.]+ +[0-9]+%bw  memory\n)")))
+      << r.out;
   const json j = read_json("roofline.json");
   EXPECT_EQ(j["kind"], "roofline");
   EXPECT_GT(j["machine"]["fp32_gflops"].get<double>(), 0.0);

@@ -135,9 +135,13 @@ void place_variant(const std::string& variant, const analysis::KeyAverages& ka, 
     // A copy does no arithmetic: its place on the roofline is its bandwidth, so show % of STREAM instead.
     const std::string pct = cost.flops > 0 ? fmt::format("{:.0f}%", 100 * pt.fraction_of_attainable)
                                               : fmt::format("{:.0f}%bw", 100 * pt.fraction_of_bandwidth);
-    text += fmt::format("{:<12}{:<38}{:>10.3f}{:>12.1f}{:>12.1f}{:>10.1f}{:>8}  {}\n", variant,
-                        op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, pt.intensity,
-                        pt.attainable_gflops, pt.achieved_gflops, gbs, pct, bound);
+    // ... and no FLOP/B, attainable or achieved GFLOP/s: "--" there, not a 0 that reads as measured.
+    const auto flop_cell = [&](double v, int digits) {
+      return cost.flops > 0 ? fmt::format("{:.{}f}", v, digits) : std::string("--");
+    };
+    text += fmt::format("{:<12}{:<38}{:>10}{:>12}{:>12}{:>10.1f}{:>8}  {}\n", variant,
+                        op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, flop_cell(pt.intensity, 3),
+                        flop_cell(pt.attainable_gflops, 1), flop_cell(pt.achieved_gflops, 1), gbs, pct, bound);
   }
 }
 
