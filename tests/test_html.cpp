@@ -225,6 +225,7 @@ TEST(ZeroTicks, StepsOfOneTwoFiveThroughZero) {
   EXPECT_EQ(zero_ticks(-12, -3), (std::vector<double>{-12, -10, -8, -6, -4, -2, 0}));
   EXPECT_TRUE(zero_ticks(0, 0).empty());
   EXPECT_TRUE(zero_ticks(-1, NAN).empty());
+  EXPECT_TRUE(zero_ticks(-1e308, 1e308).empty());  // a span past the doubles
 }
 
 TEST(LogTicks, OneTwoFivePerDecade) {
@@ -902,9 +903,21 @@ TEST(HtmlReport, TheSweepSaysWhatRanItsPeerRows) {
   // Rates spanning more than 10x (torch 1.13's beside flash's) on a log axis, where a linear one flattens the slow.
   for (const json& c : data["charts"])
     if (c["kind"] == "sweep-rate") {
-      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["y"]["scale"]["type"], "log");
-      EXPECT_NE(c["spec"]["layer"][0]["encoding"]["y"]["title"].get<std::string>().find("(log scale)"), std::string::npos);
+      const json& y = c["spec"]["layer"][1]["encoding"]["y"];  // the dots'
+      EXPECT_EQ(y["scale"]["type"], "log");
+      EXPECT_NE(y["title"].get<std::string>().find("(log scale)"), std::string::npos);
+      // Labelled 1-2-5 over a domain that holds every dot and the peak's rule.
+      const double lo = y["scale"]["domain"][0], hi = y["scale"]["domain"][1];
+      EXPECT_EQ(y["axis"]["values"].get<std::vector<double>>(), attnprof::report::detail::log_ticks(lo, hi));
+      for (const json& v : c["spec"]["layer"][1]["data"]["values"]) {
+        EXPECT_GE(v["y"].get<double>(), lo);
+        EXPECT_LE(v["y"].get<double>(), hi);
+      }
+      EXPECT_LE(c["spec"]["layer"][2]["data"]["values"][0]["y"].get<double>(), hi);  // the peak
     }
+  // The N axis ends at the data (a few pixels of padding), not at whole octaves around it.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-time") EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["x"]["scale"]["nice"], false);
   EXPECT_TRUE(drawn["sweep-memory"].count("naive"));
   EXPECT_FALSE(drawn["sweep-memory"].count("torch-sdpa")) << "its memory is not measured";
 }
@@ -1124,8 +1137,8 @@ TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
   EXPECT_TRUE(sweep_chart);
   // Without naive's summary, the changes are set against inplace, and the page says so.
   EXPECT_NE(render_html_report(d.path.string(), stub_library())
-                .find("No summary of naive is on this page (a file left out is named at its top): each variant is "
-                      "set against inplace instead."),
+                .find("No summary of naive is on this page (a note above says why): each variant is set against "
+                      "inplace instead."),
             std::string::npos);
 }
 

@@ -259,7 +259,8 @@ struct DeviceCapture {
   std::vector<ClockSample> clock_samples;
   prof::DeviceProperties gpu;    // the device's name and properties, for the trace's deviceProperties
   SmLimits sm_limits;            // the device's, for each kernel's estimated occupancy (unknown: none given)
-  uint64_t dropped_records = 0;  // CUPTI buffers dropped (reported, never silently)
+  uint64_t dropped_records = 0;  // CUPTI records dropped (ActivityCollector::stop refuses such a capture)
+  uint64_t incomplete_buffers = 0;  // buffers that ended in an incomplete record (in the profile's metadata)
 };
 
 struct AttachOptions {

@@ -238,6 +238,8 @@ void attach_device_capture(prof::ProfileResult& r, const DeviceCapture& cap, con
   r.gpu = cap.gpu;
   r.has_device = true;
   if (cap.dropped_records > 0) r.metadata["cupti_dropped_records"] = std::to_string(cap.dropped_records);
+  if (cap.incomplete_buffers > 0)
+    r.metadata["cupti_incomplete_buffers"] = std::to_string(cap.incomplete_buffers);
 }
 
 }  // namespace attnprof::cuda

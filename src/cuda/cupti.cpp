@@ -37,6 +37,7 @@ struct State {
   // Buffers whose reading stopped on an error other than their end: the records after it are lost.
   uint64_t unreadable = 0;
   CUptiResult unreadable_status = CUPTI_SUCCESS;
+  uint64_t incomplete = 0;  // buffers that ended in an incomplete record
   CUpti_SubscriberHandle subscriber = nullptr;
 };
 State& state() {
@@ -114,8 +115,9 @@ const char* memcpy_name(uint8_t kind) {
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   std::vector<RawActivity> got;
   CUpti_Activity* rec = nullptr;
-  CUptiResult next = CUPTI_SUCCESS;
-  while ((next = cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS) {
+  // An empty buffer (a forced flush may hand one back) holds nothing to read: its end at once.
+  CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;
+  while (buffer && valid > 0 && (next = cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS) {
     RawActivity a;
     // The fields every kernel, memcpy and memset record has under the same names.
     auto timing = [&a](const auto* r) {
@@ -165,7 +167,12 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   State& s = state();
   std::lock_guard<std::mutex> lock(s.m);
   s.dropped += dropped;
-  if (next != CUPTI_ERROR_MAX_LIMIT_REACHED) {  // MAX_LIMIT_REACHED: the buffer's end
+  // MAX_LIMIT_REACHED: the buffer's end. INVALID_KIND: a record left incomplete, which a forced flush may hand
+  // back (cupti_activity.h; its sample stops there too): the buffer's end as well, counted for the profile's
+  // metadata. Anything else left records unread.
+  if (next == CUPTI_ERROR_INVALID_KIND) {
+    ++s.incomplete;
+  } else if (next != CUPTI_ERROR_MAX_LIMIT_REACHED) {
     ++s.unreadable;
     s.unreadable_status = next;
   }
@@ -225,6 +232,7 @@ void ActivityCollector::start() {
     s.launches.clear();
     s.dropped = 0;
     s.unreadable = 0;
+    s.incomplete = 0;
   }
   try {
     // CUPTI allows one subscriber per process: subscribing first means a second profiler in the process
@@ -278,6 +286,7 @@ DeviceCapture ActivityCollector::stop() {
     cap.activities.swap(s.activities);
     cap.launches.swap(s.launches);
     cap.dropped_records = s.dropped;
+    cap.incomplete_buffers = s.incomplete;
     unreadable = s.unreadable;
     unreadable_status = s.unreadable_status;
   }

@@ -62,7 +62,8 @@ inline std::vector<double> zero_ticks(double lo, double hi, int min_ticks = 5) {
   std::vector<double> out;
   lo = std::min(lo, 0.0);
   hi = std::max(hi, 0.0);
-  if (!std::isfinite(lo) || !std::isfinite(hi) || !(hi > lo)) return out;
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo) || !(hi > lo) || hi - lo > 1e300)
+    return out;
   // The step m · 10^e, from the power of ten above the span down through 5, 2, 1 times each power of ten until
   // the range holds min_ticks of its multiples; each value k · m / 10^-e (or k · m · 10^e), the double nearest it.
   int m = 1, e = int(std::ceil(std::log10(hi - lo)));

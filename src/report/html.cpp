@@ -962,8 +962,8 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
   // The blog's baseline is naive: where this page has no summary of it, say what stands in.
   if (base && base->name != "naive")
-    pg.note(fmt::format("No summary of naive is on this page (a file left out is named at its top): each variant "
-                        "is set against {} instead.",
+    pg.note(fmt::format("No summary of naive is on this page (a note above says why): each variant is set against "
+                        "{} instead.",
                         base->name));
   json rows = json::array();
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward (median)</th><th>removed</th>"
@@ -1232,7 +1232,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     json layers = json::array();
     // A few pixels of room at each end: the first and last N's points are not cut by the plot's edges.
     const json x0 = {{"field", "seq"}, {"type", "quantitative"},
-                     {"scale", {{"type", "log"}, {"base", 2}, {"padding", 14}}},
+                     // nice off: Vega rounds a padded domain out to whole octaves, a third of the plot blank
+                     {"scale", {{"type", "log"}, {"base", 2}, {"padding", 14}, {"nice", false}}},
                      {"title", "sequence length N (log scale)"}};
     // The y domain is the data's, a quarter wider each way (the fitted lines and their labels included): the
     // library's decades had drawn 0.01..10 for points from 0.03 to 3.6.
@@ -1332,9 +1333,10 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
                                {"encoding", {{"y", rule_y}, {"text", {{"field", "label"}}}}}});
     }
     pg.chart("sweep-rate", spec,
-             fmt::format("Attention {} against N (FLOPs of the useful work, causal halved, over the median time): "
-                         "dots rise while fixed costs amortise and level off where the variant's own limit takes "
-                         "over, far below the dashed peak for the N×N paths that wait on memory.",
+             fmt::format("Attention {} against N (FLOPs of the useful work, causal halved, over the median time). "
+                         "Expect the dots to rise while fixed costs amortise and to level off where the variant's "
+                         "own limit takes over, far below the dashed peak for the N×N paths that wait on memory; a "
+                         "fall points at disturbed points or a working set past the caches.",
                          rate_unit));
   }
   if (time_pts.empty() && mem_pts.empty()) pg.note("sweep.json has no measured points.");

@@ -248,7 +248,7 @@ bool compute_floor(const RowTime& r) { return r.floor_memory_share >= 0 && r.flo
 // Where such a row's time went: a row held by its FLOPs computed below the peak; one held by its bytes (or not
 // known) lost its time around the work the cost model counts.
 // `steps`: where the kernel's own split of its time is, in the output that says this.
-std::string far_from_floor_causes(bool gpu, bool compute, std::string_view steps = "its Inside line") {
+std::string far_from_floor_causes(bool gpu, bool compute, std::string_view steps = "the Inside line of a flash row") {
   if (compute)
     return gpu ? "went to kernels below the tensor-core peak (low occupancy, the softmax between the MMAs, a grid "
                  "too small to fill the GPU)"
