@@ -421,7 +421,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
       // variant, however straight the line (a loaded run put flash at N^0.02, r² 0.6, "a power law"). Memory is
       // counted, not timed: not affected.
       const size_t dist = std::string(metric) == "time" ? disturbed : 0;
-      const bool mostly_disturbed = dist > 0 && 2 * dist >= x.size();  // half its points or more
+      const bool mostly_disturbed = report::fit_disturbed(double(dist), double(x.size()));
       any_weak = any_weak || f.weak();
       any_implausible = any_implausible || implausible;
       any_disturbed = any_disturbed || mostly_disturbed;

@@ -412,6 +412,11 @@ std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record)
 inline bool is_disturbed(const std::vector<double>& forward_ms, const std::optional<analysis::CpuSharing>& sharing) {
   return is_noisy(forward_ms) || (sharing && sharing->shared());
 }
+// A scaling fit whose exponent describes the machine's load as much as the variant: half its points or more
+// were disturbed. sweep marks it so, and the HTML report reads it back from sweep.json's disturbed_points.
+inline bool fit_disturbed(double disturbed_points, double points) {
+  return points > 0 && disturbed_points > 0 && 2 * disturbed_points >= points;
+}
 // What compare, profile, sweep, diff and the HTML report say under their tables when timings cannot be taken
 // at face value, one line each:
 //   "Busy: other work used 1.3 of 2 CPUs while naive ran on 2 threads: ..." for every subject (a variant, or a

@@ -773,7 +773,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                    signed_time(d.new_ns - d.base_ns));
   // The words of the Change column, and the one row that is no op.
   bool between = false;
-  for (const DiffRow& r : d.rows) between = between || r.label() == "between ops";
+  for (const DiffRow& r : d.rows) between = between || r.label() == kBetweenOps;
   s += fmt::format("Change: same = the same calls and bytes moved on both sides (its time may still differ); changed = "
                    "the same name doing other work; in place / out of place = the op's other form (mul -> mul_).{}\n",
                    between ? " between ops: the forward's own time outside its ops (freeing one op's buffers, "

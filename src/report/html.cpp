@@ -262,7 +262,7 @@ class Page {
         // The structure, in greys: steps, annotations, wrappers whose work is their children's, the time
         // between ops, and the flame graphs' thread roots.
         {"ProfilerStep*", "#bdbdbd"}, {"attn_fwd", "#d0d0d0"},   {"sdpa_fwd", "#c8c8c8"},
-        {"flash_kernel_fwd", "#d8d8d8"}, {"between ops", "#e6e6e6"}, {"masked_fill", "#b0b0b0"},
+        {"flash_kernel_fwd", "#d8d8d8"}, {std::string(kBetweenOps), "#e6e6e6"}, {"masked_fill", "#b0b0b0"},
         {"scaled_dot_product_attention", "#a8a8a8"}, {"_scaled_dot_product_flash_attention", "#c0c0c0"},
         {"_scaled_dot_product_attention_math", "#b8b8b8"}, {"main", "#ececec"}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
@@ -479,9 +479,10 @@ void section_compare(Page& pg, const Input& in) {
                                                                            num(v, "peak_bytes", NAN)},
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
-      timings.push_back({name, fwd, cpu_sharing_of(v)});
+      const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(v);
+      timings.push_back({name, fwd, sharing});
       row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0,
-                           is_disturbed(fwd, cpu_sharing_of(v))});
+                           is_disturbed(fwd, sharing)});
     }
   }
   t += "</tbody></table>\n";
@@ -1179,7 +1180,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       any_implausible = any_implausible || implausible;
       // Half its points or more Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
       const double dist = num(f, "disturbed_points", 0), npts = num(f, "points", 0);
-      const bool disturbed = npts > 0 && dist > 0 && 2 * dist >= npts;
+      const bool disturbed = fit_disturbed(dist, npts);
       any_disturbed = any_disturbed || disturbed;
       std::string verdict = weak ? "weak: no power law" : implausible || disturbed ? "" : "a power law";
       if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
@@ -1558,29 +1559,6 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"encoding", {{"x", x}, {"y", y},
                                   {"strokeDash", {{"field", "ceiling"}, {"type", "nominal"}, {"title", "ceiling"},
                                                   {"legend", {{"orient", "bottom"}, {"direction", "vertical"}, {"labelLimit", 600}}}}}}}});
-  // What hovering a point says. The points are the last layer, over the lines that start at them (the drop to
-  // the roof, a label's leader), which would otherwise take the hover at a point's centre: say nothing, or name
-  // another point whose line passes there.
-  const json point_tooltip = {{{"field", "variant"}}, {{"field", "op"}},
-                              {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
-                              {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
-                              {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable " + rate_unit}},
-                              {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
-                              {{"field", "ceiling"}, {"title", "compute ceiling"}},
-                              {{"field", "bound"}}};
-  // The points, even none (the browser test counts a mark per point there): layer 1 while the chart is built,
-  // moved to the top at its end.
-  layers.push_back({{"data", {{"values", drawn}}},
-                      {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
-                      {"encoding", {{"x", x}, {"y", y},
-                                    {"size", {{"field", "ring"}, {"type", "quantitative"}, {"scale", nullptr},
-                                              {"legend", nullptr}}},
-                                    {"color", pg.variant_color(roof_present)},
-                                    {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"},
-                                               // one shape per verdict on every page, whichever are present
-                                               {"scale", {{"domain", {"compute", "memory"}},
-                                                          {"range", {"circle", "square"}}}}}},
-                                    {"tooltip", point_tooltip}}}});
   // Each ridge, where a ceiling meets the bandwidth slope: left of it an op at that ceiling is memory-bound.
   json ridges = json::array();
   for (const Ceiling& c : ceilings)
@@ -1592,8 +1570,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                     {"mark", {{"type", "text"}, {"angle", 270}, {"align", "left"}, {"baseline", "bottom"},
                               {"dx", 4}, {"dy", -3}, {"y", {{"expr", "height"}}}, {"fontSize", 10}, {"color", "#777"}}},
                     {"encoding", {{"x", x}, {"text", {{"field", "label"}}}}}});
-  // Layer 4 while built (after 0-3: ceilings, points, ridges, their labels; before the op labels and their
-  // leaders), from each point up to the roof it is judged
+  // Layer 3 (after the ceilings, the ridges and their labels; before the op labels and their leaders), from
+  // each point up to the roof it is judged
   // against (the bandwidth slope, or its own compute ceiling): which of the flat lines is its own shows where the
   // line ends, and its length is the gap.
   json drop_y2 = {{"field", "attainable"}};
@@ -1649,11 +1627,28 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                       {"mark", {{"type", "rule"}, {"color", "#999"}, {"strokeWidth", 0.8}}},
                       {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}}}}});
   }
-  // The points on top, so that hovering one names it: layers 0 ceilings, 1 ridges, 2 their labels, 3 the drops,
-  // (when there are points) 4-5 the op labels and 6 the leaders, then the points.
-  json points_layer = std::move(layers[1]);
-  layers.erase(layers.begin() + 1);
-  layers.push_back(std::move(points_layer));
+  // The points, even none (the browser test counts a mark per point there), last: over the lines that start at
+  // them (the drop to the roof, a label's leader), which would otherwise take the hover at a point's centre and
+  // say nothing, or name another point whose line passes there. Before them: 0 ceilings, 1 ridges, 2 their
+  // labels, 3 the drops, and when there are points, 4-5 the op labels and 6 the leaders.
+  const json point_tooltip = {{{"field", "variant"}}, {{"field", "op"}},
+                              {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
+                              {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
+                              {{"field", "attainable"}, {"format", ".2f"}, {"title", "attainable " + rate_unit}},
+                              {{"field", "pct"}, {"format", ".1f"}, {"title", "% of attainable"}},
+                              {{"field", "ceiling"}, {"title", "compute ceiling"}},
+                              {{"field", "bound"}}};
+  layers.push_back({{"data", {{"values", drawn}}},
+                    {"mark", {{"type", "point"}, {"filled", false}, {"strokeWidth", 2.2}, {"opacity", 0.9}}},
+                    {"encoding", {{"x", x}, {"y", y},
+                                  {"size", {{"field", "ring"}, {"type", "quantitative"}, {"scale", nullptr},
+                                            {"legend", nullptr}}},
+                                  {"color", pg.variant_color(roof_present)},
+                                  {"shape", {{"field", "bound"}, {"type", "nominal"}, {"title", "bound"},
+                                             // one shape per verdict on every page, whichever are present
+                                             {"scale", {{"domain", {"compute", "memory"}},
+                                                        {"range", {"circle", "square"}}}}}},
+                                  {"tooltip", point_tooltip}}}});
   json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
                {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note

@@ -244,7 +244,10 @@ namespace {
 bool far_from_floor(const RowTime& r) {
   return r.floor_ms > 0 && r.ms > kFarFromFloor * r.floor_ms && std::isfinite(r.ms);
 }
-bool compute_floor(const RowTime& r) { return r.floor_memory_share >= 0 && r.floor_memory_share <= 0.25; }
+// A floor set by FLOPs, as compare's Bound column calls it.
+bool compute_floor(const RowTime& r) {
+  return r.floor_memory_share >= 0 && std::string_view(analysis::floor_bound_kind(r.floor_memory_share)) == "compute";
+}
 // Where such a row's time went: a row held by its FLOPs computed below the peak; one held by its bytes (or not
 // known) lost its time around the work the cost model counts.
 // `steps`: where the kernel's own split of its time is, in the output that says this.
