@@ -645,6 +645,15 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       // The table's Bound, from that share (memory >= 3/4, compute <= 1/4, else mixed).
       const double share = v["floor_memory_share"].get<double>();
       EXPECT_EQ(v["floor_bound"], share >= 0.75 ? "memory" : share <= 0.25 ? "compute" : "mixed") << share;
+      // Where the time went, by each op's verdict, and the text's line saying it.
+      const double time_share = v["memory_time_share"].get<double>();
+      EXPECT_GE(time_share, 0.0);
+      EXPECT_LE(time_share, 1.0);
+      const size_t line_at = r.out.find("Time in memory-bound ops (");
+      ASSERT_NE(line_at, std::string::npos) << r.out;
+      const std::string line = r.out.substr(line_at, r.out.find('\n', line_at) - line_at);
+      EXPECT_NE(line.find(fmt::format(" {} {:.0f} %", v["name"].get<std::string>(), 100 * time_share)),
+                std::string::npos) << line;
       EXPECT_GT(v["peak_bytes"].get<int64_t>(), 0);
       // Within the variant's tolerance: max abs error below atol + rtol·max|ref| (|ref| < 4 for N(0,1) inputs).
       EXPECT_LE(v["max_abs_err"].get<double>(),
@@ -687,6 +696,7 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       for (const char* key : {"ms", "gflops", "pct_peak", "floor_ms", "max_abs_err"})
         EXPECT_EQ(std::stod(csv[i][at(key)]), v[key].get<double>()) << key;
       EXPECT_EQ(csv[i][at("floor_bound")], v["floor_bound"]);
+      EXPECT_EQ(std::stod(csv[i][at("memory_time_share")]), v["memory_time_share"].get<double>());
       EXPECT_DOUBLE_EQ(std::stod(csv[i][at("speedup")]),
                        j["variants"][0]["ms"].get<double>() / v["ms"].get<double>());
       EXPECT_EQ(csv[i][at("speedup_base")], "naive");

@@ -361,6 +361,69 @@ TEST(Profiler, RooflineFloorSumsEachOpAtItsOwnCeilingOnce) {
   EXPECT_DOUBLE_EQ(analysis::roofline_floor(ka, m).memory_ns, 20e6);
 }
 
+// Where the measured time went by each placed op's verdict: the copy below its ridge, the GEMM and the
+// softmax above theirs (2.5 FLOP/B against an fp32 ridge of 2); annotations and wrappers not at all; rows of
+// one name (grouped by input shape) summed under it, longest first; a device profile's activities only.
+TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
+  analysis::MachinePeaks m;
+  m.fp32_gflops = 100.0;
+  m.bf16_gflops = 400.0;
+  m.bandwidth_gbs = 50.0;
+  analysis::KeyAverages ka;
+  auto add = [&](std::string name, std::string cat, OpCost self, double self_ns) {
+    analysis::OpStats s;
+    s.name = std::move(name);
+    s.category = std::move(cat);
+    s.self_cost = self;
+    s.cost = self;
+    s.self_ns = self_ns;
+    s.self_device_ns = self_ns / 2;
+    ka.rows.push_back(s);
+  };
+  const OpCost gemm{2e9, 1e8, 1e8, 2e9}, copy{0, 5e8, 5e8, 0}, soft{1e9, 2e8, 2e8, 0};
+  add("attn_fwd", "user_annotation", OpCost{3e9, 8e8, 8e8, 2e9}, 1e6);
+  add("masked_fill", "cpu_op", {}, 5e5);
+  add("matmul", "cpu_op", gemm, 2e6);
+  add("copy_", "cpu_op", copy, 3e6);
+  add("softmax", "cpu_op", soft, 4e6);
+  add("copy_", "cpu_op", copy, 1e6);  // the same op at another input shape
+  analysis::BoundTime t = analysis::bound_time(ka, m);
+  EXPECT_DOUBLE_EQ(t.memory_ns, 4e6);
+  EXPECT_DOUBLE_EQ(t.compute_ns, 6e6);
+  EXPECT_DOUBLE_EQ(t.memory_share(), 0.4);
+  ASSERT_EQ(t.memory_ops.size(), 1u);
+  EXPECT_EQ(t.memory_ops[0].name, "copy_");
+  EXPECT_DOUBLE_EQ(t.memory_ops[0].ns, 4e6);
+  ASSERT_EQ(t.compute_ops.size(), 2u);
+  EXPECT_EQ(t.compute_ops[0].name, "softmax");
+  EXPECT_EQ(t.compute_ops[1].name, "matmul");
+  EXPECT_EQ(report::bound_time_line(t, false),
+            "Time by bound: memory-bound ops 40.0 % of the placed ops' self time (copy_ 40.0 %), compute-bound 60.0 % "
+            "(softmax 40.0 %, matmul 20.0 %): each op by its FLOP/B against its ridge; annotations and wrappers are "
+            "left out.");
+  // One kind took it all: no "0.0 %" beside an empty list. A profile of views alone has no split.
+  EXPECT_EQ(report::bound_time_line(analysis::BoundTime{0, 5e6, {}, {{"flash_attention_fwd", 5e6}}}, false),
+            "Time by bound: all of the placed ops' self time in compute-bound ops (flash_attention_fwd 100.0 %).");
+  EXPECT_LT(analysis::BoundTime{}.memory_share(), 0.0);
+  EXPECT_EQ(report::bound_time_line(analysis::BoundTime{}, false), "");
+  // A device profile: the activities in device time, not the host zones that launched them.
+  ka.has_device = true;
+  add("Memcpy DtoD", "gpu_memcpy", copy, 6e6);
+  add("ampere_bf16_gemm", "kernel", gemm, 2e6);
+  t = analysis::bound_time(ka, m);
+  EXPECT_DOUBLE_EQ(t.memory_ns, 3e6);
+  EXPECT_DOUBLE_EQ(t.compute_ns, 1e6);
+  // compare's line, over the rows that know their split.
+  std::vector<report::RowTime> rows(3);
+  rows[0].name = "naive", rows[0].memory_time_share = 0.934;
+  rows[1].name = "skipped";
+  rows[2].name = "flash", rows[2].memory_time_share = 0.0;
+  EXPECT_EQ(report::memory_time_line(rows),
+            "Time in memory-bound ops (each row's measured op time spent in ops below their roofline ridge, which "
+            "wait on bytes; Bound is where the floor says the time must go): naive 93 %, flash 0 %.");
+  EXPECT_EQ(report::memory_time_line({rows[1]}), "");
+}
+
 // The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on
 // bf16 dot-product units, the elementwise ops (which compute in fp32) and SDPA math's upcast matmuls at the
 // fp32 rate. The bf16 split rides on the cost models through the profile into the placement.

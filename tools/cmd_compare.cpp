@@ -33,6 +33,7 @@ struct Row {
   RunOutcome r;
   double ms = 0, gflops = 0, pct_peak = 0, bytes = 0, bound_ms = 0;
   std::optional<analysis::RooflineFloor> floor;  // per forward, from the profile of a row that ran
+  double memory_time_share = -1;  // of its measured op time, in memory-bound ops (analysis::BoundTime); < 0: none
   std::vector<double> forward_ms;  // every timed forward
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
   std::string trace;               // its trace file's name in --out
@@ -93,6 +94,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
     f.ns /= forwards;
     f.memory_ns /= forwards;
     row.floor = f;
+    row.memory_time_share = analysis::bound_time(row.r.ka, t.m).memory_share();
   }
   return row;
 }
@@ -144,7 +146,8 @@ std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
       out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan(""),
-                     r.floor ? r.floor->memory_share() : -1.0, report::is_disturbed(r.forward_ms, r.r.sharing)});
+                     r.floor ? r.floor->memory_share() : -1.0, report::is_disturbed(r.forward_ms, r.r.sharing),
+                     r.memory_time_share});
   return out;
 }
 
@@ -153,6 +156,7 @@ std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
   const std::vector<report::RowTime> times = row_times(rows);
   std::string s;
   if (const std::string line = report::speedup_line(times); !line.empty()) s += line + "\n";
+  if (const std::string line = report::memory_time_line(times); !line.empty()) s += line + "\n";
   for (const std::string& line : report::far_from_floor_notes(times, gpu)) s += line + "\n";
   // What a fused kernel's one row does not show: where its time goes inside (the flash kernel's steps).
   for (const Row& r : rows)
@@ -189,6 +193,7 @@ nlohmann::json row_json(const Row& r) {
           {"floor_ms", r.floor ? json(r.floor->ns * 1e-6) : json()},
           {"floor_memory_share", r.floor ? json(r.floor->memory_share()) : json()},
           {"floor_bound", r.floor ? json(analysis::floor_bound_kind(r.floor->memory_share())) : json()},
+          {"memory_time_share", r.memory_time_share >= 0 ? json(r.memory_time_share) : json()},
           {"max_abs_err", when(validated, r.r.err.max_abs)},
           {"nmse", when(validated, r.r.err.nmse)},
           {"tolerance_used", when(validated && std::isfinite(r.r.err.tol_used), r.r.err.tol_used)},

@@ -224,6 +224,9 @@ void run_profile(const ProfileArgs& a) {
   run["attention_flops"] = flops;
   run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
   if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
+  // Where the time went by the roofline's verdict (a GPU profile's in device time; none without CUPTI's records).
+  const analysis::BoundTime bound_time = analysis::bound_time(r.ka, peaks);
+  run["memory_time_share"] = bound_time.memory_share() >= 0 ? nlohmann::json(bound_time.memory_share()) : nlohmann::json();
 
   report::TableOptions topt;
   topt.sort_by = r.ka.has_device || !gpu ? sort_by : "cpu_time_total";
@@ -297,6 +300,8 @@ void run_profile(const ProfileArgs& a) {
               ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")), report::format_bytes(r.peak_extra_bytes),
               gpu ? "device allocator" : "tracked allocator");
   }
+  if (const std::string line = report::bound_time_line(bound_time, r.ka.has_device); !line.empty())
+    print_out("{}\n", line);
   // The flash kernel's pattern, which its one zone does not show: how it tiles a head and what causal skips.
   if (!gpu && std::any_of(r.ka.rows.begin(), r.ka.rows.end(),
                           [](const analysis::OpStats& s) { return s.name == "flash_attention_fwd"; }))

@@ -313,6 +313,22 @@ struct PlacedOp {
 // whose cost is the activities' cost again. The rows point into `ka`, which must outlive the result.
 std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks);
 
+// Where a profile's measured time went, by each placed op's roofline verdict (roofline_ops): the time of the
+// ops below their ridge (memory-bound: they wait on bytes) and of those above it (compute-bound), each kind's
+// ops longest first. The floor below says where the time had to go; this says where it went.
+struct BoundTime {
+  struct Op {
+    std::string name;
+    double ns = 0.0;
+  };
+  double memory_ns = 0.0, compute_ns = 0.0;
+  std::vector<Op> memory_ops, compute_ops;
+  double placed_ns() const { return memory_ns + compute_ns; }
+  // The memory-bound ops' share of the placed ops' time; < 0 when none took any.
+  double memory_share() const { return placed_ns() > 0 ? memory_ns / placed_ns() : -1.0; }
+};
+BoundTime bound_time(const KeyAverages& ka, const MachinePeaks& peaks);
+
 // The roofline floor of a profile: every op at its own ceiling, max(bytes / bandwidth, FLOPs / its compute
 // ceiling), summed over the ops with a cost. The ops' own (self) costs, so a composite op (masked_fill =
 // copy_ + masked_fill_) and its children count once; a device profile sums its activities, whose launching

@@ -50,6 +50,23 @@ std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& pe
   return out;
 }
 
+BoundTime bound_time(const KeyAverages& ka, const MachinePeaks& peaks) {
+  BoundTime t;
+  for (const PlacedOp& op : roofline_ops(ka, peaks)) {
+    (op.pt.memory_bound ? t.memory_ns : t.compute_ns) += op.ns;
+    // One entry a name: rows grouped by input shape name an op once per shape.
+    std::vector<BoundTime::Op>& ops = op.pt.memory_bound ? t.memory_ops : t.compute_ops;
+    const auto same = std::find_if(ops.begin(), ops.end(), [&](const BoundTime::Op& o) { return o.name == op.op->name; });
+    if (same != ops.end())
+      same->ns += op.ns;
+    else
+      ops.push_back({op.op->name, op.ns});
+  }
+  for (std::vector<BoundTime::Op>* ops : {&t.memory_ops, &t.compute_ops})
+    std::stable_sort(ops->begin(), ops->end(), [](const BoundTime::Op& a, const BoundTime::Op& b) { return a.ns > b.ns; });
+  return t;
+}
+
 RooflineFloor roofline_floor(const KeyAverages& ka, const MachinePeaks& peaks) {
   RooflineFloor f;
   for (const OpStats& op : ka.rows) {

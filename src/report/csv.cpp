@@ -53,9 +53,10 @@ std::string json_rows_csv(const nlohmann::json& rows, const std::vector<std::str
 
 std::string compare_csv(const nlohmann::json& j) {
   using nlohmann::json;
-  const std::vector<std::string> keys = {"ms",       "gflops",      "pct_peak",    "peak_bytes", "ops",
-                                         "bytes",    "floor_ms",    "floor_bound", "bound_ms",   "max_abs_err",
-                                         "nmse",     "tolerance_used"};
+  const std::vector<std::string> keys = {"ms",          "gflops",           "pct_peak", "peak_bytes",
+                                         "ops",         "bytes",            "floor_ms", "floor_bound",
+                                         "memory_time_share", "bound_ms",   "max_abs_err", "nmse",
+                                         "tolerance_used"};
   // A row that ran: its status ok and a time (a peer's failed row keeps its time, as compare.json does).
   const auto ran_ms = [](const json& row) {
     const bool ok = row.value("status", "") == "ok" && row.contains("ms") && row["ms"].is_number();

@@ -1008,6 +1008,9 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
     if (maybe(v, "floor_memory_share", what) > 1)
       ATTNPROF_FAIL("{}: field 'floor_memory_share' is {}, not a share of the floor (0 to 1)", what,
                     v["floor_memory_share"].get<double>());
+    if (maybe(v, "memory_time_share", what) > 1)
+      ATTNPROF_FAIL("{}: field 'memory_time_share' is {}, not a share of the row's op time (0 to 1)", what,
+                    v["memory_time_share"].get<double>());
   }
   std::vector<double>& forwards = is_base ? r.base_forward_ms : r.new_forward_ms;
   forwards = forward_times(v, what);

@@ -481,8 +481,9 @@ void section_compare(Page& pg, const Input& in) {
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(v);
       timings.push_back({name, fwd, sharing});
+      const double memory_time = num(v, "memory_time_share", NAN);
       row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0,
-                           is_disturbed(fwd, sharing)});
+                           is_disturbed(fwd, sharing), memory_time >= 0.0 && memory_time <= 1.0 ? memory_time : -1.0});
     }
   }
   t += "</tbody></table>\n";
@@ -501,6 +502,7 @@ void section_compare(Page& pg, const Input& in) {
   pg.raw(t);
   // The ratios the blog reads off, and rows whose time went where the cost model does not look, as compare prints.
   if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
+  if (const std::string line = memory_time_line(row_times); !line.empty()) pg.p(line);
   if (const std::string far = far_from_floor_summary(row_times, gpu); !far.empty()) pg.note(far);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   // What each column means, folded: three paragraphs that would stand between the table and its charts.

@@ -300,6 +300,38 @@ std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
   return s;
 }
 
+std::string memory_time_line(const std::vector<RowTime>& rows) {
+  std::vector<std::string> each;
+  for (const RowTime& r : rows)
+    if (r.memory_time_share >= 0 && r.memory_time_share <= 1)
+      each.push_back(fmt::format("{} {:.0f} %", r.name, 100 * r.memory_time_share));
+  if (each.empty()) return "";
+  return fmt::format("Time in memory-bound ops (each row's measured op time spent in ops below their roofline ridge, "
+                     "which wait on bytes; Bound is where the floor says the time must go): {}.",
+                     fmt::join(each, ", "));
+}
+
+std::string bound_time_line(const analysis::BoundTime& t, bool device) {
+  const double total = t.placed_ns();
+  if (!(total > 0)) return "";
+  const auto ops = [&](const std::vector<analysis::BoundTime::Op>& list) {
+    std::vector<std::string> each;
+    for (const analysis::BoundTime::Op& op : list) each.push_back(fmt::format("{} {:.1f} %", op.name, 100 * op.ns / total));
+    return each.empty() ? std::string() : fmt::format(" ({})", fmt::join(each, ", "));
+  };
+  const char* what = device ? "activities" : "ops";
+  const std::string placed = device ? "placed activities' device" : "placed ops' self";
+  if (t.memory_ops.empty() || t.compute_ops.empty())  // one kind took it all: no 0 % beside an empty list
+    return fmt::format("Time by bound: all of the {} time in {}-bound {}{}.", placed,
+                       t.memory_ops.empty() ? "compute" : "memory", what,
+                       ops(t.memory_ops.empty() ? t.compute_ops : t.memory_ops));
+  return fmt::format("Time by bound: memory-bound {} {:.1f} % of the {} time{}, compute-bound {:.1f} %{}: each {} "
+                     "by its FLOP/B against its ridge; {} are left out.",
+                     what, 100 * t.memory_ns / total, placed, ops(t.memory_ops),
+                     100 * t.compute_ns / total, ops(t.compute_ops), device ? "activity" : "op",
+                     device ? "the host zones that launched them" : "annotations and wrappers");
+}
+
 std::string library_peaks_note(const analysis::MachinePeaks& m) {
   if (!m.library_isa_differs()) return "";
   const std::string bf16 = m.library_bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.library_bf16_gflops) : "";
