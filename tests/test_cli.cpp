@@ -1248,6 +1248,12 @@ TEST_F(Cli, SweepRecordsTheProblemItsPointsShare) {
   EXPECT_EQ(j["dtype"], "bf16");
   ASSERT_TRUE(j["machine"].is_object());
   EXPECT_TRUE(j["machine"]["memory_reclaim"].is_string());
+  // The GEMM naive's bf16 matmul runs on (its peak memory holds the widened path's scratch), as compare.json's.
+  EXPECT_EQ(j["machine"]["bf16_matmul"], std::string(attnprof::ops::bf16_matmul_key()));
+  const Result naive = run("sweep --seq 32,64 --variants naive --shape 1,2,64,32 --threads 1 --iters 1" + out_flag());
+  ASSERT_EQ(naive.code, 0) << naive.err;
+  EXPECT_NE(naive.out.find(report::unfused_matmul_note("bf16", attnprof::ops::bf16_matmul_key())), std::string::npos)
+      << naive.out;
 }
 
 TEST_F(Cli, SweepSkipsPointsOverTheBudget) {
@@ -1983,6 +1989,70 @@ TEST_F(Cli, NpyInputsAndSaveOutputMatchTheReference) {
   EXPECT_EQ(o.shape(), (Shape4{1, 4, 48, 32}));
   AttnOptions opt;
   EXPECT_TRUE(compare_to_reference(o, reference_attention(q, k, v, opt), {2e-4, 2e-3}).ok());
+}
+
+// Files converted by --dtype say so where the run names its inputs (the file names name no dtype).
+TEST_F(Cli, InputFilesConvertedByDtypeSaySo) {
+  fs::create_directories(dir_);
+  const Tensor q = randn({1, 2, 32, 32}, DType::F32, 1), k = randn({1, 2, 32, 32}, DType::F32, 2),
+               v = randn({1, 2, 32, 32}, DType::F32, 3);
+  const std::string args = " --q " + write_npy(dir_ / "q.npy", q) + " --k " + write_npy(dir_ / "k.npy", k) + " --v " +
+                           write_npy(dir_ / "v.npy", v);
+  Result r = run("compare --variants flash --threads 1 --iters 1 --warmup 0 --dtype bf16" + args + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("v.npy (fp32 converted to bf16 by --dtype)"), std::string::npos) << r.out;
+  EXPECT_NE(read_json("compare.json")["inputs"].get<std::string>().find("(fp32 converted to bf16 by --dtype)"),
+            std::string::npos);
+  r = run("compare --variants flash --threads 1 --iters 1 --warmup 0" + args + out_flag());  // as they are
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("converted"), std::string::npos) << r.out;
+}
+
+// --brief prints what the run found and leaves out the lines that define the columns; the files keep them all.
+TEST_F(Cli, BriefLeavesOutTheDefinitionsButNotTheFindings) {
+  const std::vector<std::string> definitions = {"GFLOP/s: attention FLOPs", "% peak: of the measured",
+                                                "Floor ms: the roofline floor", "Peak mem: bytes", "Ops: ops per forward",
+                                                "Max err: max |out"};
+  Result r = run("compare --brief --iters 2 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string file = io::read_file(out() / "compare.txt");
+  for (const std::string& d : definitions) {
+    EXPECT_EQ(r.out.find(d), std::string::npos) << d;
+    EXPECT_NE(file.find(d), std::string::npos) << d;
+  }
+  // Every line printed is the file's, in its order: the file less its definitions.
+  std::string rest = file;
+  for (const std::string& d : definitions) {
+    const size_t at = rest.find(d);
+    ASSERT_NE(at, std::string::npos) << d;
+    rest.erase(at, rest.find('\n', at) + 1 - at);
+  }
+  EXPECT_EQ(r.out, rest);
+  for (const char* finding : {"Speed-up over naive", "Time in memory-bound ops", "Inside flash's"})
+    EXPECT_NE(r.out.find(finding), std::string::npos) << finding;
+
+  r = run("diff --brief " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Change: same ="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("turned in place"), std::string::npos) << r.out;
+  r = run("roofline --brief --from " + out().string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Attainable = min("), std::string::npos) << r.out;
+  EXPECT_NE(io::read_file(out() / "roofline.txt").find("Attainable = min("), std::string::npos);
+
+  r = run("profile naive --brief --iters 2 --warmup 0" + kSmall + out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string table = io::read_file(out() / "naive.table.txt");
+  for (const char* d : {"CPU Mem: bytes allocated", "FLOPs: what each op computed", "Bound: each op's FLOP/B"}) {
+    EXPECT_EQ(r.out.find(d), std::string::npos) << d;
+    EXPECT_NE(table.find(d), std::string::npos) << d;
+  }
+  for (const char* kept : {"Self CPU time total", "Profiler overhead", "per forward: 6 ops", "Time by bound"})
+    EXPECT_NE(r.out.find(kept), std::string::npos) << kept;
+  // JSON has no definitions to leave out: the two together are refused, not one silently ignored.
+  r = run("compare --brief --json" + kSmall + out_flag());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--json excludes --brief"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {

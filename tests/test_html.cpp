@@ -1503,6 +1503,26 @@ TEST(HtmlReport, RowsFarFromTheFloorAreMarkedInTheTable) {
   EXPECT_EQ(page.find("<td class=\"num far\">1.7×</td>"), std::string::npos) << "flash is within 4x";
 }
 
+// The roofline's causal note says by how much the unfused matmul's FLOPs exceed the attention's, from the run's
+// shape: twice with as many keys as queries, 4x with twice the keys; an older file without them says "more".
+TEST(HtmlReport, TheCausalNoteCountsTheMatmulsExtraFlopsFromTheShape) {
+  TempDir d("causal-note");
+  for (const fs::directory_entry& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());
+  json c = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  EXPECT_NE(render_html_report(d.path.string(), stub_library()).find("while doing more FLOPs than the attention needs"),
+            std::string::npos);
+  for (const auto& [nk, flops, words] : {std::tuple{1024, 4.0 * 8 * 16 * 64 * 1024 * 1024 / 2, "twice the FLOPs"},
+                                         {2048, 4.0 * 8 * 16 * 64 * 1024 * 1024 / 2, "4.00x the FLOPs"}}) {
+    c["shape"] = {{"B", 8}, {"Hq", 16}, {"Hkv", 16}, {"Nq", 1024}, {"Nk", nk}, {"D", 64}};
+    c["attention_flops"] = flops;
+    spit(d.path / "compare.json", c.dump());
+    EXPECT_NE(render_html_report(d.path.string(), stub_library())
+                  .find(std::string("while doing ") + words + " the attention needs"),
+              std::string::npos)
+        << words;
+  }
+}
+
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   TempDir d("no-roofline");
   for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})

@@ -560,6 +560,21 @@ TEST(Table, BoundColumnFromTheRoofline) {
             std::string::npos);
   // Without peaks there is no Bound column.
   EXPECT_EQ(lines(report::table(ka))[1].find("Bound"), std::string::npos);
+  // The FLOPs line says by how much a matmul's count exceeds attention's convention, from the problem's share
+  // of visible pairs: 2x causal with Nq = Nk, 4x at Nk = 2·Nq; nothing to exceed without a mask.
+  EXPECT_NE(report::table(ka, {.peaks = peaks, .visible_share = 0.5})
+                .find("counts the 50.0 % of (query, key) pairs the mask lets through: the unfused matmuls count 2.00x"),
+            std::string::npos);
+  EXPECT_NE(report::table(ka, {.peaks = peaks, .visible_share = 0.25}).find("the unfused matmuls count 4.00x"),
+            std::string::npos);
+  EXPECT_NE(report::table(ka, {.peaks = peaks, .visible_share = 1.0}).find("Without a mask every score is attention's"),
+            std::string::npos);
+  // --brief: no definitions, but a busy machine's low peaks are still said.
+  const std::string brief = report::table(ka, {.peaks = peaks, .visible_share = 0.5, .definitions = false});
+  for (const char* d : {"FLOPs: what each op", "Bound: each op's", "CPU Mem: bytes"})
+    EXPECT_EQ(brief.find(d), std::string::npos) << d;
+  EXPECT_NE(brief.find("Peaks: measured on a busy machine (other work used 1.0 of 2 CPUs)"), std::string::npos) << brief;
+  EXPECT_NE(brief.find("Self CPU time total"), std::string::npos);
 }
 
 TEST(Csv, FieldsAreQuotedOnlyWhereTheyWouldSplitAndNumbersReadBack) {

@@ -365,16 +365,16 @@ void exit_by_outcome(const std::vector<Row>& rows) {
 
 // Writes compare.json, compare.txt and compare.csv, commits them with the variants' files in `outputs`, writes
 // (with --html) the report from them, then prints the table or the JSON.
-void finish(const CommonOptions& o, const nlohmann::json& j, const std::string& text, report::FileBatch& outputs) {
+void finish(const CommonOptions& o, const nlohmann::json& j, const Text& text, report::FileBatch& outputs) {
   write_json(out_path(o.out, "compare.json"), j);
-  report::write_text_atomic(out_path(o.out, "compare.txt"), text);
+  report::write_text_atomic(out_path(o.out, "compare.txt"), text.full);
   report::write_text_atomic(out_path(o.out, "compare.csv"), report::compare_csv(j));
   outputs.commit();
   for (const nlohmann::json& v : j["variants"])
     if (v.contains("trace") && v["trace"].is_string()) remove_other_format_trace(o.out, v["name"].get<std::string>(), o);
   write_html_if_asked(o);
   if (o.json) print_out("{}\n", json_text(j));
-  else print_out("{}", text);
+  else print_out("{}", text.shown(o));
 }
 
 // compare --device cuda, once use_cuda has found the GPU: the CUDA registry on it (run_cuda_variant:
@@ -408,8 +408,10 @@ void run_compare_cuda(const CompareArgs& a) {
     if (row.r.status == RunOutcome::Status::Ok) {
       if (!row.r.cupti_note.empty()) cupti_note = row.r.cupti_note;
       const report::TableOptions topt = row.r.result.has_device
-                                            ? report::TableOptions{.sort_by = "cuda_time_total", .peaks = t.m}
-                                            : report::TableOptions{.peaks = std::nullopt};
+                                            ? report::TableOptions{.sort_by = "cuda_time_total", .peaks = t.m,
+                                                                   .visible_share = visible_share(in.p)}
+                                            : report::TableOptions{.peaks = std::nullopt,
+                                                                   .visible_share = visible_share(in.p)};
       const std::string table = report::table(row.r.ka, topt) +
                                 (row.r.result.has_device ? report::device_table(row.r.result) : std::string());
       write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt));
@@ -424,15 +426,15 @@ void run_compare_cuda(const CompareArgs& a) {
     row.r.result = prof::ProfileResult{};  // written; free the events
     rows.push_back(std::move(row));
   }
-  std::string text = render_rows(
+  Text text = render_rows(
       rows, fmt::format("attnprof compare — {}, {} ({}), inputs {}", in.p.str(), dev.name, t.m.isa, in.source), t);
   text += ratio_lines(rows, /*gpu=*/true);
-  text += fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
-                      dtype_name(in.p.dtype), t.peak * 1e-3);
+  text.define(fmt::format("TFLOP/s: {}; % peak of the {} datasheet peak {:.0f} TFLOP/s.\n", flops_legend(in.p),
+                          dtype_name(in.p.dtype), t.peak * 1e-3));
   text += over_peak_note(t, over_peak(rows));
-  text += floor_legend(t);
-  text += "Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
-          "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n";
+  text.define(floor_legend(t));
+  text.define("Activities: kernels, copies and fills one forward puts on the GPU (CUPTI). Peak mem: device bytes "
+              "one forward allocates above its inputs (decimal units, 1 MB = 10^6 B).\n");
   if (!cupti_note.empty())
     text += fmt::format("CUPTI could not collect ({}): activities are '--' and the tables are host-side only.\n",
                         cupti_note);
@@ -480,7 +482,8 @@ void run_compare(const CompareArgs& a) {
     Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t, o);
     if (row.r.status == RunOutcome::Status::Ok) {
       // The table profile prints by default: sorted by CPU total, 15 rows, each op's roofline verdict.
-      const report::TableOptions topt{.sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m};
+      const report::TableOptions topt{
+          .sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m, .visible_share = visible_share(in.p)};
       write_row_files(row, o.out, report::table(row.r.ka, topt), report::table_csv(row.r.ka, topt));
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
@@ -515,13 +518,14 @@ void run_compare(const CompareArgs& a) {
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   if (peers) j["peers"] = peers_json(*peers, in.p, t);
 
-  std::string text = render_rows(
+  Text text = render_rows(
       rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
   text += ratio_lines(rows, /*gpu=*/false);
   if (peers) text += render_peers(*peers, rows, in.p, t);
-  text += fmt::format("GFLOP/s: {}.\n", flops_legend(in.p));
-  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
-                      t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
+  text.define(fmt::format("GFLOP/s: {}.\n", flops_legend(in.p)));
+  text.define(fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
+                          t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops,
+                          dispatch_note(t)));
   {
     std::vector<std::string> over = over_peak(rows);
     if (peers)
@@ -530,21 +534,23 @@ void run_compare(const CompareArgs& a) {
           over.push_back(r.name);
     text += over_peak_note(t, over);
   }
-  text += floor_legend(t);
-  if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text += "Floor ms: " + lib + ".\n";
-  text += "Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
-          "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
-          "(1 Mb = 2^20 B).\n";
-  text += "Ops: ops per forward that do work of their own, the passes a GPU launches a kernel for (the blog's counts: "
-          "naive 6, in-place 5); views and wrappers whose work is their children's (masked_fill, SDPA's entry "
-          "points) are not counted.\n";
+  text.define(floor_legend(t));
+  if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text.define("Floor ms: " + lib + ".\n");
+  text.define("Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
+              "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
+              "(1 Mb = 2^20 B).\n");
+  // The blog's counts are of its causal forward: without a mask there is no fill, and no copy of one.
+  text.define(fmt::format("Ops: ops per forward that do work of their own, the passes a GPU launches a kernel for{}; "
+                          "views and wrappers whose work is their children's (masked_fill, SDPA's entry points) are "
+                          "not counted.\n",
+                          in.p.mask == MaskKind::Causal ? " (the blog's counts: naive 6, in-place 5)" : ""));
   // Which backend `sdpa` alone (profile sdpa, the torch call) would take: said where an SDPA row ran.
   const bool sdpa_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
     return r.name.rfind("sdpa", 0) == 0 && r.r.status != RunOutcome::Status::Skipped;
   });
-  text += fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
-                      "tolerance.{}\n",
-                      sdpa_ran ? fmt::format(" {}.", sdpa_selection_note(in.p)) : std::string());
+  text.define(fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
+                          "tolerance.{}\n",
+                          sdpa_ran ? fmt::format(" {}.", sdpa_selection_note(in.p)) : std::string()));
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
   const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
@@ -552,7 +558,7 @@ void run_compare(const CompareArgs& a) {
   });
   if (const std::string note = report::unfused_matmul_note(dtype_name(in.p.dtype), ops::bf16_matmul_key());
       unfused && !note.empty())
-    text += note + "\n";
+    text += note + "\n";  // which GEMM ran: a fact of this run, kept under --brief
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);

@@ -25,6 +25,7 @@ struct DiffArgs {
   std::string base, next;
   int row_limit = -1;
   bool json = false;
+  bool brief = false;  // stdout without the lines that define the columns (--save keeps them)
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
@@ -98,7 +99,7 @@ void run_diff(const DiffArgs& a) {
   auto is_compare = [](const nlohmann::json& j) {
     return j.is_object() && j.contains("kind") && j["kind"].is_string() && j["kind"] == "compare";
   };
-  std::string text;
+  std::string text, shown;  // the whole table (--save), and what stdout gets
   nlohmann::json j;
   if (is_compare(base) != is_compare(next)) {
     const std::string& run = is_compare(base) ? base_path : next_path;
@@ -115,18 +116,20 @@ void run_diff(const DiffArgs& a) {
     report::check_compare_json(next, next_path);
     const report::RunDiff d = report::diff_compare_runs(base, next);
     text = report::diff_table(d);
+    shown = a.brief ? report::diff_table(d, /*definitions=*/false) : text;
     j = report::diff_json(d);
   } else {
     report::check_summary(base, base_path, /*run_figures=*/true);
     report::check_summary(next, next_path, /*run_figures=*/true);
     const report::ProfileDiff d = report::diff_summaries(base, next, file_label(a.base), file_label(a.next));
     text = report::diff_table(d, a.row_limit);
+    shown = a.brief ? report::diff_table(d, a.row_limit, /*definitions=*/false) : text;
     j = report::diff_json(d, a.row_limit);
   }
   if (!a.out.empty())
     report::write_text_atomic(a.out, lowercase(a.out).ends_with(".json") ? json_text(j) + "\n" : text);
   if (a.json) print_out("{}\n", json_text(j));
-  else print_out("{}", text);
+  else print_out("{}", shown);
 }
 
 }  // namespace
@@ -140,7 +143,10 @@ void add_diff_command(CLI::App& app) {
       ->required();
   sub->add_option("new", args->next, "what to compare to (the same kind)")->required();
   add_integer_option(sub, "--row-limit", args->row_limit, "op rows of two summaries, largest change in time first; 0 or less: all (default)");
-  sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
+  CLI::Option* json = sub->add_flag("--json", args->json, "machine-readable JSON on stdout");
+  sub->add_flag("--brief", args->brief,
+                "print the table and what changed without the lines that define the columns (--save keeps them)")
+      ->excludes(json);
   sub->add_option("--save", args->out, "also write the diff to this file (.json: the JSON, else the table)");
   sub->callback([args] { run_diff(*args); });
 }

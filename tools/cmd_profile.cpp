@@ -233,6 +233,7 @@ void run_profile(const ProfileArgs& a) {
   topt.row_limit = a.row_limit;
   topt.show_input_shapes = a.group_by_input_shape;
   topt.peaks = peaks;
+  topt.visible_share = visible_share(in.p);
   const std::string table = report::table(r.ka, topt);
 
   const std::string trace_path = out_path(o.out, trace_file(v.name, o));
@@ -267,10 +268,16 @@ void run_profile(const ProfileArgs& a) {
   print_out("validation: max abs error {:.3g} vs the fp64 reference (tolerance atol {:g}, rtol {:g}; the worst element "
             "used {:.0f}% of its tolerance): OK\n",
             r.err.max_abs, r.tol.atol, r.tol.rtol, 100.0 * r.err.tol_used);
-  print_out("{}", table);
+  if (o.brief) {
+    report::TableOptions shown = topt;
+    shown.definitions = false;
+    print_out("{}", report::table(r.ka, shown));
+  } else {
+    print_out("{}", table);
+  }
   if (r.result.has_device) print_out("{}", report::device_table(r.result));
   if (!r.cupti_note.empty()) print_out("CUPTI could not collect ({}): host-side table only\n", r.cupti_note);
-  print_out("{}", report::thread_balance_table(analysis::thread_balance(r.result)));
+  print_out("{}", report::thread_balance_table(analysis::thread_balance(r.result), !o.brief));
   print_out("time per forward: {} ({}), {:.1f} GFLOP/s ({}{})\n", report::format_time_ns(r.median_ns),
             r.forward_ns.size() == 1 ? "one recorded forward"
                                      : fmt::format("median of {} recorded forwards", r.forward_ns.size()),

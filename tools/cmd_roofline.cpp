@@ -104,7 +104,7 @@ std::string ops_heading() {
 // Every op of one variant's profile that does work of its own, placed under `m`: a row of `text` and an entry
 // of j["ops"] each.
 void place_variant(const std::string& variant, const analysis::KeyAverages& ka, const analysis::MachinePeaks& m,
-                   nlohmann::json& j, std::string& text) {
+                   nlohmann::json& j, Text& text) {
   for (const analysis::PlacedOp& placed : analysis::roofline_ops(ka, m)) {
     const analysis::OpStats& op = *placed.op;
     const analysis::RooflinePoint& pt = placed.pt;
@@ -175,7 +175,8 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   // Flags that choose, size or run a problem: the run is over, they would do nothing.
   std::vector<std::string> idle;
   for (const std::string& f : a.flags_given)
-    if (f != "--from" && f != "--out" && f != "--json" && f != "--html" && f != "--device") idle.push_back(f);
+    if (f != "--from" && f != "--out" && f != "--json" && f != "--html" && f != "--device" && f != "--brief")
+      idle.push_back(f);
   refuse_idle_flags(idle, "--from", "places the ops an earlier compare measured and runs nothing");
   ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "--device '{}' is none of cpu, cuda", a.device);
   std::error_code ec;
@@ -239,7 +240,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
 
   const std::string problem = report::string_field(c, "problem");
   const double iters = c.contains("iters") && c["iters"].is_number() ? c["iters"].get<double>() : 0;
-  std::string text = peaks_text(m, gpu, reclaim);
+  Text text = peaks_text(m, gpu, reclaim);
   text += fmt::format("\n{} of {} as {} measured them ({}; intensity and FLOPs from the cost model)\n",
                       gpu ? "Kernels, copies and fills" : "Ops", problem, compare_path,
                       iters >= 1 ? fmt::format("{:.0f} recorded forwards each", iters) : "its recorded forwards");
@@ -315,7 +316,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     }
     place_variant(name, ka, m, j, text);
   }
-  text += legend(gpu);
+  text.define(legend(gpu));
 
   // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
   check_html_if_asked(o);
@@ -375,7 +376,7 @@ void run_roofline(const RooflineArgs& a) {
   if (!gpu) progress(a.remeasure ? "measuring machine peaks" : "measuring (or loading cached) machine peaks");
   const analysis::MachinePeaks m = gpu ? cuda::gpu_peaks(cuda::device_info()) : host_peaks(threads, a.remeasure);
   const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
-  std::string text = peaks_text(m, gpu, reclaim);
+  Text text = peaks_text(m, gpu, reclaim);
 
   nlohmann::json j = {{"kind", "roofline"},
                       {"attnprof_version", ATTNPROF_VERSION},
@@ -418,12 +419,12 @@ void run_roofline(const RooflineArgs& a) {
       place_variant(v->name, r.ka, m, j, text);
       ++placed;
     }
-    text += legend(gpu);
+    text.define(legend(gpu));
   }
   if (!a.peaks_only)
     commit_and_print(o, "roofline", j, text, report::json_rows_csv(j["ops"], kRooflineCsvColumns), outputs);
   else if (o.json) print_out("{}\n", json_text(j));
-  else print_out("{}", text);
+  else print_out("{}", text.shown(o));
   exit_if_validation_failed(failed, device_failed);
   if (!a.peaks_only && !j["skipped"].empty()) exit_if_nothing_measured(placed, j["skipped"].size(), "variant");
 }

@@ -528,7 +528,9 @@ void run_sweep(const SweepArgs& a) {
                  {"check", "the first and last head of each output against the fp64 reference, with naive's tolerance"},
                  {"peak_bytes", "not measured: torch's CPU allocator keeps no count to read"}};
   if (gpu) j.update({{"gpu", gpu_name}, {"memory_budget", nlohmann::json()}});
-  else j["machine"] = {{"memory_reclaim", reclaim}};  // why a noisy point may be the machine's, as compare.json
+  // Why a noisy point may be the machine's, and which GEMM naive's and inplace's bf16 matmul ran on (their peak
+  // memory holds its fp32 scratch when widened), as compare.json records them.
+  else j["machine"] = {{"memory_reclaim", reclaim}, {"bf16_matmul", ops::bf16_matmul_key()}};
   std::string csv = "source,variant,seq,ms,gflops,peak_bytes,status,note\n";
   for (const Point& p : points) {
     const bool ok = p.status == "ok", bytes = ok && p.peak_bytes >= 0;
@@ -551,7 +553,7 @@ void run_sweep(const SweepArgs& a) {
                              p.status, p.note});
   }
   // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
-  std::string text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),
+  Text text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
                                  gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
   // Rates as compare prints them: GFLOP/s on the CPU, TFLOP/s on a GPU.
@@ -584,10 +586,17 @@ void run_sweep(const SweepArgs& a) {
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing, p.sharing_window_s});
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
+  // Which GEMM the unfused variants' matmul ran on, as compare says it: their time and peak memory depend on it.
+  const bool unfused = std::any_of(points.begin(), points.end(), [](const Point& p) {
+    return !p.peer && (p.variant == "naive" || p.variant == "inplace") && p.status == "ok";
+  });
+  if (const std::string note = report::unfused_matmul_note(dtype_name(ps.dtype), ops::bf16_matmul_key());
+      !gpu && unfused && !note.empty())
+    text += note + "\n";
   text += scaling_fits(series, points, j["fits"]);
-  text += "Time: expect exponent ≈ 2 for every variant once N is large (the work is N²): flash wins by a constant "
-          "factor and by memory, not by its exponent.\n";
-  text += fmt::format("{}: attention FLOPs per forward (4·B·Hq·N²·D, halved when causal, as compare counts them) / "
+  text.define("Time: expect exponent ≈ 2 for every variant once N is large (the work is N²): flash wins by a constant "
+              "factor and by memory, not by its exponent.\n");
+  text.define(fmt::format("{}: attention FLOPs per forward (4·B·Hq·N²·D, halved when causal, as compare counts them) / "
                       "time; % peak of the {} {:.1f} {} ({}). Expect it to climb with N while fixed costs amortise "
                       "and to level off where the variant's own limit (bandwidth for the N×N paths, compute for "
                       "flash) takes over; a fall points at disturbed points or a working set past the caches.{}\n",
@@ -595,19 +604,19 @@ void run_sweep(const SweepArgs& a) {
                       gpu ? gpu_name
                           : threads_text(target.m.threads) + ", " + target.peak_isa + "; " +
                                 analysis::peaks_provenance(target.m),
-                      dispatch_note(target));
+                      dispatch_note(target)));
   {
     std::vector<std::string> over;
     for (const Point& p : points)
       if (p.status == "ok" && p.pct_peak > 100) over.push_back(fmt::format("{} at N={}", p.variant, p.seq));
     text += over_peak_note(target, over);
   }
-  text += fmt::format("Max err: max |out - fp64| over the first and last head, checked before timing (a failed point "
-                      "is not timed){}.\n", a.peer.on() ? "; the peer's, of its last timed forward" : "");
-  text += fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in decimal units as "
+  text.define(fmt::format("Max err: max |out - fp64| over the first and last head, checked before timing (a failed "
+                          "point is not timed){}.\n", a.peer.on() ? "; the peer's, of its last timed forward" : ""));
+  text.define(fmt::format("Peak mem: {}bytes one forward allocates at its peak above its inputs, in decimal units as "
                       "compare prints them (1 MB = 10^6 B; the torch-style tables print binary 1 Mb = 2^20 B); expect exponent ≈ 2 naive, flash ≈ 1 once its output outgrows its fixed "
                       "per-thread scratch (less at small N).\n",
-                      gpu ? "device " : "");
+                      gpu ? "device " : ""));
   commit_and_print(o, "sweep", j, text, csv, outputs);
   // The exit status is attnprof's variants': the peer's rows are set beside them, as compare's are.
   std::vector<std::string> failed;

@@ -216,7 +216,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   // Checked here, not by CLI11, which reads -1 as 2^64-1 and clamps 2^64 to 2^64-1.
   o.seed_opt = add_integer_option(sub, "--seed", o.seed, "seed of the random inputs (q: seed, k: seed+1, v: seed+2)");
   o.seed_opt->capture_default_str();
-  sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
+  CLI::Option* json = sub->add_flag("--json", o.json, "print machine-readable JSON on stdout (progress stays on stderr)");
+  sub->add_flag("--brief", o.brief,
+                "print the tables and what the run found (speed-ups, checks, warnings) without the lines that define "
+                "the columns; the .txt files keep them")
+      ->excludes(json);
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
@@ -359,8 +363,14 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
                         bad);
     };
     check_finite(nullptr);
+    std::string converted;  // "fp32 files converted to bf16": said beside the file names, which name no dtype
     if (o.dtype_opt && o.dtype_opt->count() > 0) {  // an explicit --dtype converts the files' data
       const DType t = with_option("--dtype", [&] { return parse_dtype(o.dtype); });
+      std::vector<std::string> from;
+      for (const Tensor* x : {&in.q, &in.k, &in.v})
+        if (x->dtype() != t && std::find(from.begin(), from.end(), dtype_name(x->dtype())) == from.end())
+          from.emplace_back(dtype_name(x->dtype()));
+      if (!from.empty()) converted = fmt::format(" ({} converted to {} by --dtype)", fmt::join(from, " and "), dtype_name(t));
       if (in.q.dtype() != t) in.q = in.q.to(t);
       if (in.k.dtype() != t) in.k = in.k.to(t);
       if (in.v.dtype() != t) in.v = in.v.to(t);
@@ -370,7 +380,7 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
       ATTNPROF_FAIL("the input files have different dtypes (--q {} {}, --k {} {}, --v {} {}): pass --dtype to "
                     "convert them", o.q_path, dtype_name(in.q.dtype()), o.k_path, dtype_name(in.k.dtype()), o.v_path,
                     dtype_name(in.v.dtype()));
-    in.source = fmt::format("files {}, {}, {}", o.q_path, o.k_path, o.v_path);
+    in.source = fmt::format("files {}, {}, {}{}", o.q_path, o.k_path, o.v_path, converted);
   } else {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
@@ -622,15 +632,15 @@ std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nl
 
 void write_json(const std::string& path, const nlohmann::json& j) { report::write_text_atomic(path, json_text(j) + "\n"); }
 
-void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
+void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const Text& text,
                       const std::string& csv, report::FileBatch& outputs) {
   write_json(out_path(o.out, name + ".json"), j);
-  report::write_text_atomic(out_path(o.out, name + ".txt"), text);
+  report::write_text_atomic(out_path(o.out, name + ".txt"), text.full);
   report::write_text_atomic(out_path(o.out, name + ".csv"), csv);
   outputs.commit();
   write_html_if_asked(o);
   if (o.json) print_out("{}\n", json_text(j));
-  else print_out("{}", text);
+  else print_out("{}", text.shown(o));
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -659,14 +669,21 @@ double elapsed_s(double since_s) { return now_s() - since_s; }
 
 std::string flops_legend(const AttnProblem& p) {
   const double f = attention_flops(p);
-  if (p.mask != MaskKind::Causal) return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D = {:.3g} per forward", f);
+  if (p.mask != MaskKind::Causal) return fmt::format("attention FLOPs 4·B·Hq·Nq·Nk·D = {:.3g} per forward", f);
   if (p.Nq == p.Nk)
-    return fmt::format("attention FLOPs 4·B·H·Nq·Nk·D/2 = {:.3g} per forward, causal FLOPs halved (FlashAttention's "
+    return fmt::format("attention FLOPs 4·B·Hq·Nq·Nk·D/2 = {:.3g} per forward, causal FLOPs halved (FlashAttention's "
                        "convention)", f);
   return p.Nq < p.Nk
-             ? fmt::format("attention FLOPs 4·B·H·D·Nq²/2 = {:.3g} per forward (causal: no query sees a key past Nq)", f)
-             : fmt::format("attention FLOPs 4·B·H·D·(Nq·Nk − Nk²/2) = {:.3g} per forward (causal: rows past Nk see "
+             ? fmt::format("attention FLOPs 4·B·Hq·D·Nq²/2 = {:.3g} per forward (causal: no query sees a key past Nq)", f)
+             : fmt::format("attention FLOPs 4·B·Hq·D·(Nq·Nk − Nk²/2) = {:.3g} per forward (causal: rows past Nk see "
                            "every key)", f);
+}
+
+double visible_share(const AttnProblem& p) {
+  // An explicit mask's pairs are its values' (the convention counts them all): not known here.
+  if (p.mask != MaskKind::Causal && p.mask != MaskKind::None) return std::nan("");
+  const double all = 4.0 * double(p.B) * double(p.Hq) * double(p.D) * double(p.Nq) * double(p.Nk);
+  return all > 0 ? attention_flops(p) / all : std::nan("");
 }
 
 std::string terminal_line(std::string_view text) {

@@ -44,12 +44,34 @@ struct CommonOptions {
   std::string memory_budget;
   std::string q_path, k_path, v_path, save_output;
   bool gzip = false;                   // traces as <variant>.trace.json.gz
+  bool brief = false;                  // --brief: stdout without the lines that define the columns
   // Filled by add_common_options so that "was this flag given?" can be asked.
   CLI::Option* shape_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
   CLI::Option* seed_opt = nullptr;
   CLI::Option* warmup_opt = nullptr;
   CLI::Option* iters_opt = nullptr;
+};
+
+// A command's text: `full` goes into its .txt file, and to stdout; `brief` is the same without the lines that
+// define the columns (what GFLOP/s counts, what Bound means), which --brief prints: the tables and what the run
+// found (speed-ups, checks, warnings) stay.
+struct Text {
+  std::string full, brief;
+  Text() = default;
+  Text(std::string s) : full(s), brief(std::move(s)) {}  // NOLINT: a plain string is all findings
+  Text& operator+=(const std::string& s) {
+    full += s;
+    brief += s;
+    return *this;
+  }
+  Text& operator+=(const Text& t) {
+    full += t.full;
+    brief += t.brief;
+    return *this;
+  }
+  void define(const std::string& s) { full += s; }  // a definition: the file, and stdout without --brief
+  const std::string& shown(const CommonOptions& o) const { return o.brief ? brief : full; }
 };
 
 struct Defaults {
@@ -232,8 +254,8 @@ void remove_other_format_trace(const std::string& out, const std::string& varian
 void write_json(const std::string& path, const nlohmann::json& j);
 // The end of a command that writes `<name>.json`, `<name>.txt` and `<name>.csv` (its rows as CSV) into --out:
 // all written into `outputs` and committed with whatever else it holds, report.html drawn with --html, then the
-// JSON (--json) or the text on stdout.
-void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const std::string& text,
+// JSON (--json) or the text on stdout (text.full in the file; text.brief on stdout with --brief).
+void commit_and_print(const CommonOptions& o, const std::string& name, const nlohmann::json& j, const Text& text,
                       const std::string& csv, report::FileBatch& outputs);
 // A JSON file attnprof wrote, read back whole (diff, roofline --from): Error "cannot read <path>: ..." for a
 // path that is not a regular file (checked before opening: /dev/zero would be read forever, a FIFO blocks),
@@ -410,6 +432,9 @@ void check_html_if_asked(const CommonOptions& o);
 
 // The legend of a GFLOP/s figure: how attention_flops counted this problem, and the count.
 std::string flops_legend(const AttnProblem& p);
+// The (query, key) pairs p's mask lets through over Nq·Nk: what attention's FLOPs convention counts of the
+// scores a matmul computes (TableOptions::visible_share).
+double visible_share(const AttnProblem& p);
 
 // One line as a terminal should get it: messages may quote what a file or an argument holds (a .npy header, a
 // JSON parser's view of a corrupt file, a path), so every control character (C0 with tab and newline, DEL,

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,13 @@ struct TableOptions {
   bool show_input_shapes = false;     // adds the Input Shapes column (use with group_by_input_shape)
   bool extra_columns = true;          // GFLOP/s, GB/s, FLOP/B (and Bound when peaks are given)
   std::optional<analysis::MachinePeaks> peaks;  // adds the roofline verdict column (each op's own ceiling)
+  // The (query, key) pairs the problem's mask lets through over Nq·Nk, what attention's FLOPs convention counts
+  // (attention_flops over 4·B·Hq·D·Nq·Nk): the FLOPs footer says by how much a matmul's count exceeds it. NaN:
+  // not known, a footer for any problem.
+  double visible_share = std::nan("");
+  // The footer lines that define the columns (CPU Mem, FLOPs, Bound); false (--brief) leaves them out, keeping
+  // the totals and what the run recorded.
+  bool definitions = true;
 };
 
 // torch.profiler's key_averages().table() layout, plus attnprof's columns. With device times (ka.has_device)
@@ -91,7 +99,8 @@ std::string device_table(const prof::ProfileResult& r, int row_limit = -1);
 //   Op                    Regions  Threads    Busy  Slowest/mean  Late start  Items/region
 //   flash_attention_fwd         3        2  62.3 %         1.95x     1.21 ms          16.0
 // "" when no op recorded a region.
-std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& rows);
+// `definitions`: false (--brief) leaves out the line under the rows that defines the columns.
+std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& rows, bool definitions = true);
 // One "Threads:" line per op whose threads sat idle for more than a fifth of its parallel time (busy below
 // 80 %), naming `subject` (the variant): what the table above would flag, for compare's text.
 std::vector<std::string> thread_balance_notes(const std::string& subject,
@@ -264,7 +273,8 @@ std::string json_parse_error(std::string_view text);
 ProfileDiff diff_summaries(const nlohmann::json& base, const nlohmann::json& next, const std::string& base_label = "",
                            const std::string& new_label = "");
 // row_limit > 0: only the first rows (the largest changes); the totals still count every op.
-std::string diff_table(const ProfileDiff& d, int row_limit = 0);
+// `definitions`: false (--brief) leaves out the lines that define the columns (Change, Per forward, Faults).
+std::string diff_table(const ProfileDiff& d, int row_limit = 0, bool definitions = true);
 nlohmann::json diff_json(const ProfileDiff& d, int row_limit = 0);
 
 // Two comparisons (compare.json of two runs: before and after a change, two machines, CPU and GPU) variant by
@@ -289,7 +299,7 @@ struct RunDiff {
 };
 // Throws Error naming what is wrong when a document is not a compare.json.
 RunDiff diff_compare_runs(const nlohmann::json& base, const nlohmann::json& next);
-std::string diff_table(const RunDiff& d);
+std::string diff_table(const RunDiff& d, bool definitions = true);  // false: without the speed-up/Ops/Peak line
 nlohmann::json diff_json(const RunDiff& d);
 
 // One command's output files, replaced together or not at all. While a FileBatch is open on a thread, every

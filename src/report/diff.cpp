@@ -699,7 +699,7 @@ std::vector<std::string> uneven_diff_rows(const ProfileDiff& d, int row_limit) {
 
 }  // namespace
 
-std::string diff_table(const ProfileDiff& d, int row_limit) {
+std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
   const char* time = d.device ? "Self CUDA" : "Self CPU";
   const char* mem = d.device ? "Self CUDA Mem" : "Self CPU Mem";
   std::string s = fmt::format("attnprof diff — {} (base) vs {} (new), per forward{}\n", d.base.label, d.next.label,
@@ -774,7 +774,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
   // The words of the Change column, and the one row that is no op.
   bool between = false;
   for (const DiffRow& r : d.rows) between = between || r.label() == kBetweenOps;
-  s += fmt::format("Change: same = the same calls and bytes moved on both sides (its time may still differ); changed = "
+  if (definitions)
+    s += fmt::format("Change: same = the same calls and bytes moved on both sides (its time may still differ); changed = "
                    "the same name doing other work; in place / out of place = the op's other form (mul -> mul_).{}\n",
                    between ? " between ops: the forward's own time outside its ops (freeing one op's buffers, "
                              "allocating the next's)."
@@ -841,12 +842,13 @@ std::string diff_table(const ProfileDiff& d, int row_limit) {
                        rates.empty() ? "" : "  " + rates);
     }
   }
-  s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
-       "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
+  if (definitions)
+    s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
+         "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (!d.memory)
     s += fmt::format("{}: -- (a profile that recorded no memory, profile_memory off, is on one side or both).\n",
                      mem);
-  if (d.faults)
+  if (d.faults && definitions)
     s += "Faults: the op's own page faults (not its children's), every thread's (--counters): one per first "
          "touch of a 4 KiB page, or of a 2 MiB one where the kernel backs a buffer with a huge page.\n";
   return s;
@@ -1103,7 +1105,7 @@ bool disturbed(const RunDiffRow& r) {
 }
 }  // namespace
 
-std::string diff_table(const RunDiff& d) {
+std::string diff_table(const RunDiff& d, bool definitions) {
   std::string s = "attnprof diff — two compare runs\n";
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
   if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
@@ -1137,7 +1139,8 @@ std::string diff_table(const RunDiff& d) {
                      err_cell(r.new_err));
   }
   s += rule + "\n";
-  s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: ops with work of their own on a CPU, "
+  if (definitions)
+    s += "speed-up: base ms / new ms (above 1: the new run is faster). Ops: ops with work of their own on a CPU, "
        "device activities on a GPU. Peak: bytes one forward allocates above its inputs, in torch's binary units "
        "(1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (any_noisy)

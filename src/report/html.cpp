@@ -1666,6 +1666,16 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   // forward throws away.
   const json* causal = compare ? member(*compare, {"causal"}) : nullptr;
   const bool causal_note = matmul_placed && fused_placed && causal && causal->is_boolean() && causal->get<bool>();
+  // By how much: every score over the visible pairs the convention counts (2x when Nq = Nk, 4x at Nk = 2·Nq,
+  // under 2x when the queries outnumber the keys), from the run's own shape and FLOPs.
+  std::string how_much = "more FLOPs than";
+  if (const json* shape = compare ? member(*compare, {"shape"}) : nullptr; shape && shape->is_object()) {
+    double all = 4.0;
+    for (const char* k : {"B", "Hq", "Nq", "Nk", "D"}) all *= num(*shape, k, NAN);
+    const double ratio = all / num(*compare, "attention_flops", NAN);
+    if (std::isfinite(ratio) && ratio > 1)
+      how_much = std::abs(ratio - 2) < 1e-9 ? std::string("twice the FLOPs") : fmt::format("{:.2f}x the FLOPs", ratio);
+  }
   pg.chart("roofline", spec,
            std::string(m.gpu ? "Every kernel of every variant that computes (has FLOPs in the cost model) against "
                                "the GPU's datasheet ceilings (from "
@@ -1689,10 +1699,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                    "and select as 1 FLOP per element."
                                  : "") +
                (causal_note ? " On this causal problem the unfused variants' matmul computes every score, the masked "
-                              "half too, and its rate counts that work: a matmul point can sit as high as the fused "
-                              "kernel, which skips the masked tiles, while doing twice the FLOPs the attention needs "
-                              "(the comparison's GFLOP/s counts those only)."
-                            : "") +
+                              "ones too, and its rate counts that work: a matmul point can sit as high as the fused "
+                              "kernel, which skips the masked tiles, while doing " + how_much +
+                                  " the attention needs (the comparison's GFLOP/s counts those only)."
+                            : std::string()) +
                (bytes_only.empty() ? "" : " Ops that compute nothing are in the table below."));
   if (points.empty()) pg.note("No op had both FLOPs and bytes in the cost model, so only the ceilings are drawn.");
   if (labels_left_off > 0)

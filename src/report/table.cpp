@@ -300,7 +300,7 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     out += fmt::format("Memory outside zones: {} allocated while no zone was open on the allocating thread (in no row)\n",
                        format_bytes(ka.outside_zones_bytes));
   if (!ka.counters_note.empty()) out += fmt::format("Counters: {}\n", ka.counters_note);
-  if (mem)
+  if (mem && opt.definitions)
     out += "CPU Mem: bytes allocated in the op and its children, summed over its calls; frees are not subtracted "
            "(torch nets them out, so its Self CPU Mem can go negative): a forward's peak is compare's Peak mem, and "
            "the summary keeps the frees as freed_bytes.\n";
@@ -309,13 +309,23 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                        !mem && !ka.has_shapes ? "memory (profile_memory off) and input shapes (record_shapes off)"
                        : !mem                 ? "memory (profile_memory off)"
                                               : "input shapes (record_shapes off)");
-  if (opt.extra_columns && any_cost)
-    out += "FLOPs: what each op computed (a causal matmul computes every score, masked or not), so rows of a "
-           "causal forward count more than attention's convention, which compare's GFLOP/s use: 2x and the "
-           "elementwise ops' share (2.05x at the blog's shape) when queries and keys are as many, more when the "
-           "keys outnumber them; a fused kernel (flash_attention_fwd) is counted by that convention, the visible "
-           "half.\n";
-  if (bound) {
+  if (opt.extra_columns && any_cost && opt.definitions) {
+    const double visible = opt.visible_share;
+    if (visible > 0 && visible < 1)
+      out += fmt::format("FLOPs: what each op computed. A matmul computes every score, masked or not, while attention's "
+                         "convention, which compare's GFLOP/s use, counts the {:.1f} % of (query, key) pairs the mask "
+                         "lets through: the unfused matmuls count {:.2f}x the convention's FLOPs, and the elementwise "
+                         "ops add theirs; a fused kernel (flash_attention_fwd) counts by the convention.\n",
+                         100 * visible, 1 / visible);
+    else if (visible == 1)
+      out += "FLOPs: what each op computed. Without a mask every score is attention's work: the matmuls count "
+             "attention's convention, which compare's GFLOP/s use, and the elementwise ops add theirs.\n";
+    else
+      out += "FLOPs: what each op computed. A matmul computes every score, masked or not; attention's convention, "
+             "which compare's GFLOP/s use, counts only the (query, key) pairs a mask lets through, and so does a "
+             "fused kernel (flash_attention_fwd).\n";
+  }
+  if (bound && opt.definitions) {
     const analysis::MachinePeaks& m = *opt.peaks;
     const double bw = m.bandwidth_gbs;
     std::string ceilings = fmt::format("fp32 {:.1f} GFLOP/s", m.fp32_gflops);
@@ -339,6 +349,10 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                                          "op's % roof high: `attnprof roofline --peaks-only --remeasure` on an idle "
                                          "machine measures them again.",
                                          m.measured_busy));
+  } else if (bound && !opt.peaks->measured_busy.empty()) {
+    // Without the definitions (--brief), the finding they carried.
+    out += fmt::format("Peaks: measured on a busy machine ({}), so they may be low and an op's % roof high.\n",
+                       opt.peaks->measured_busy);
   }
   return out;
 }
@@ -436,7 +450,7 @@ std::string device_table(const prof::ProfileResult& r, int row_limit) {
   return out;
 }
 
-std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& rows) {
+std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& rows, bool definitions) {
   if (rows.empty()) return "";
   size_t w = 2;
   for (const auto& r : rows) w = std::max(w, r.name.size());
@@ -448,7 +462,8 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
                        100 * r.busy_share(), r.imbalance(), format_time_ns(r.lag_ns / double(r.regions)),
                        r.items > 0 ? fmt::format("{:.1f}", double(r.items) / double(r.regions)) : "--");
   // "Working", not "Busy": compare's and sweep's Busy lines say other processes shared the CPUs.
-  out += "Working: the threads' shares over each region's wall × team (100 % = every thread worked from the region's "
+  if (definitions)
+    out += "Working: the threads' shares over each region's wall × team (100 % = every thread worked from the region's "
          "first start to its last end); Slowest/mean: the longest share over the mean (2.00x on 2 threads = one "
          "thread did all); Late start: the last thread's start after the first's, the mean over the regions; "
          "Items/region: the tasks or rows the threads shared, per region (-- where the op does not count them).\n";
