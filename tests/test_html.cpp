@@ -25,7 +25,7 @@
 #include "attnprof/report.h"
 #include "device_profile_fixture.h"
 #include "io/file.h"
-#include "report/figures.h"
+#include "report/chart_layout.h"
 #include "report/text_width.h"
 #include "report/html_run.h"
 
@@ -724,7 +724,7 @@ TEST(HtmlReport, HostileNamesCannotBreakThePage) {
   compare["variants"][0]["trace"] = "e<v>i&l\".trace.json";
   spit(d.path / "compare.json", compare.dump());
   json summary = json::parse(attnprof::io::read_file(kFixtures / "naive.summary.json"));
-  summary["ops"][2]["name"] = evil;
+  summary["rows"][2]["name"] = evil;
   summary["table"] = std::string("Name  ") + evil + "\n";
   spit(d.path / "evil.summary.json", summary.dump());
   spit(d.path / "e<v>i&l\".trace.json", R"({"traceEvents":[]})");

@@ -704,8 +704,7 @@ std::string terminal_line(std::string_view text) {
     if (len == 0) {
       out += '?';
       ++i;
-    } else if (cp <= 0x9f || cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-               (cp >= 0x2066 && cp <= 0x2069)) {  // C1 controls; bidirectional controls, which reorder the line
+    } else if (report::is_terminal_control(cp)) {  // C1 controls; bidirectional controls, which reorder the line
       out += ' ';
       i += len;
     } else {

@@ -55,6 +55,8 @@ CgroupMemoryLimit cgroup_memory_limit(std::string_view proc_self_cgroup, const s
 const CgroupMemoryLimit& process_cgroup_memory_limit();
 // The soft address-space limit (RLIMIT_AS, what `ulimit -v` sets) in bytes; -1 when there is none.
 int64_t address_space_limit_bytes();
+// The bytes this process has mapped now (/proc/self/statm's size, what that limit counts); -1 when unreadable.
+int64_t mapped_bytes();
 // Throws OutOfBudget when current live bytes + `bytes` exceed the budget; `what` names the request. The message
 // ends with what to raise, chosen from where the budget came ("raise --memory-budget", or "raise `ulimit -v`"
 // where the default budget is what an address-space limit leaves), then ", or " and `hint`, the caller's

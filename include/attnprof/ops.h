@@ -34,7 +34,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // product's on bf16 dot-product units only on oneDNN's path; widened for sgemm it runs on the fp32 FMA units.
 OpCost matmul_cost(const Shape4& a, const Shape4& b, DType dtype);
 // A GEMM library's cost of the same product wherever it runs, bf16 on bf16 dot-product units: matmul_cost on
-// oneDNN's path, and the GPU's cuBLAS GEMMs (fp16 costed as bf16, at the tensor cores' one rate).
+// oneDNN's path, and the GPU's cuBLAS GEMMs (whose callers pass fp16 as bf16: the tensor cores' one rate).
 OpCost gemm_cost(const Shape4& a, const Shape4& b, DType dtype);
 // What a bf16 matmul runs on here (best_isa() now): oneDNN's bf16 matmul, or the fp32 widening. The key is
 // what compare.json records (machine.bf16_matmul); report::describe_bf16_matmul turns it into words.
@@ -74,7 +74,7 @@ Tensor& softmax_(Tensor& a);
 OpCost softmax_cost(const Shape4& a, DType dtype);
 
 Tensor clone(const Tensor& a);                 // recorded as copy_
-Tensor to(const Tensor& a, DType dtype);       // recorded as to (copy_ when the dtype is the same)
+Tensor to(const Tensor& a, DType dtype);       // recorded as to, whatever the dtypes
 OpCost copy_cost(const Shape4& a, DType from, DType to);
 
 // triu(ones(Nq, Nk, bool), diagonal) as a [1,1,Nq,Nk] Bool tensor: true strictly above the diagonal shifted

@@ -75,6 +75,10 @@ std::string table_csv(const analysis::KeyAverages& ka, const TableOptions& opt =
 // 0 when the byte there starts no valid sequence: a stray continuation byte, a lead byte without its
 // continuation bytes, an overlong form, a surrogate or a code point past U+10FFFF.
 size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point = nullptr);
+// A code point a terminal acts on rather than shows: C0 controls and DEL, C1 controls (U+0080..U+009F), and the
+// bidirectional controls (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069), which reorder the line after them.
+// diff refuses a name holding one; the command line blanks them out of the file text it prints.
+bool is_terminal_control(uint32_t cp);
 // `text` with each maximal ill-formed subsequence (Unicode's "maximal subpart": a lead byte and as many of its
 // continuation bytes as are valid, else one byte) replaced by U+FFFD, as nlohmann's replace handler writes the
 // summaries: a path from a filesystem that is not UTF-8 reaches every file attnprof writes the same way.

@@ -4,7 +4,6 @@
 // and cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
 // The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

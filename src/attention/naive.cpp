@@ -3,7 +3,6 @@
 //   inplace: mul_, masked_fill_, softmax_ reuse the scores tensor; no copy.
 // The causal mask is an N×N bool tensor built once in prepare(), as the blog builds it outside forward().
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "attnprof/allocator.h"

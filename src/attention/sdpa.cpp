@@ -38,7 +38,8 @@ std::optional<std::string> sdpa_backend_unsupported(SdpaBackend b, const AttnPro
     case SdpaBackend::Auto: return sdpa_backend_unsupported(sdpa_select_backend(p), p);
     case SdpaBackend::Math: return variants::sgemm_sizes_unsupported(p, DType::F32);  // it upcasts to fp32
     case SdpaBackend::Flash:
-      if (p.D > 256) return fmt::format("the flash backend supports head dims up to 256, got D={}", p.D);
+      if (p.D > variants::kFlashMaxHeadDim)
+        return fmt::format("the flash backend supports head dims up to {}, got D={}", variants::kFlashMaxHeadDim, p.D);
       return std::nullopt;
   }
   return std::nullopt;

@@ -32,6 +32,9 @@ Tolerance fused_tolerance(DType t);
 // (at the mask's own shape, broadcast dims kept at 1); 0 for an additive mask, which is the caller's tensor.
 double fill_mask_bytes(const AttnProblem& p);
 
+// The largest head dim the CPU flash kernel's per-thread tiles hold: the flash backend's refusal and the
+// kernel's own check.
+inline constexpr int64_t kFlashMaxHeadDim = 256;
 std::unique_ptr<Runner> make_flash(const AttnProblem& p, const AttnOptions& o);
 
 }  // namespace attnprof::variants

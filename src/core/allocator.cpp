@@ -11,11 +11,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <new>
 #include <sstream>
 #include <string>
 
@@ -68,6 +66,16 @@ MemoryStats memory_stats() { return g_counters.stats(); }
 
 void reset_peak_memory() { g_counters.reset_peak(); }
 
+int64_t mapped_bytes() {
+  int64_t bytes = -1;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long pages = 0;
+    if (std::fscanf(f, "%ld", &pages) == 1 && pages > 0) bytes = int64_t(pages) * int64_t(sysconf(_SC_PAGESIZE));
+    std::fclose(f);
+  }
+  return bytes;
+}
+
 int64_t address_space_limit_bytes() {
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return -1;
@@ -91,16 +99,9 @@ const AddressSpaceBudget& address_space_budget() {
     AddressSpaceBudget a;
     a.limit = address_space_limit_bytes();
     if (a.limit < 0) return a;
-    int64_t mapped = 0;
-    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-      long pages = 0;
-      if (std::fscanf(f, "%ld", &pages) == 1 && pages > 0) {
-        mapped = int64_t(pages) * int64_t(sysconf(_SC_PAGESIZE));
-        a.other_read = true;
-      }
-      std::fclose(f);
-    }
-    a.other = std::max<int64_t>(0, mapped - g_counters.current());
+    const int64_t mapped = mapped_bytes();
+    a.other_read = mapped > 0;
+    a.other = std::max<int64_t>(0, std::max<int64_t>(mapped, 0) - g_counters.current());
     a.bytes = std::max<int64_t>(0, a.limit - a.other);
     return a;
   }();

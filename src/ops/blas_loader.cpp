@@ -13,7 +13,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,12 +51,7 @@ AddressSpace address_space() {
   AddressSpace a;
   a.limit = address_space_limit_bytes();
   if (a.limit < 0) return a;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "VmSize:", 7) == 0) a.used = std::atoll(line + 7) * 1024;  // in kB
-    std::fclose(f);
-  }
+  a.used = std::max<int64_t>(mapped_bytes(), 0);
   return a;
 }
 

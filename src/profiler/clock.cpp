@@ -1,6 +1,5 @@
 // The profiler's clock: invariant TSC calibrated against steady_clock, else steady_clock.
 #include <chrono>
-#include <thread>
 
 #include "attnprof/profiler.h"
 

@@ -51,7 +51,8 @@ struct ThreadBuffer {
   counters::ThreadCounters counters;  // this thread's perf_event fds while a session records counters
 };
 
-// Whether annotation zones read software counters (set by the session; one relaxed load per zone).
+// Whether zones read software counters: page faults around every zone, task-clock inside annotations (set by
+// the session; one relaxed load per zone).
 extern std::atomic<bool> g_counters;
 
 std::vector<ThreadBuffer*> all_buffers();

@@ -145,8 +145,9 @@ void Profiler::prepare() {
     b->dropped = 0;
   }
   detail::g_bufferless_dropped.store(0);
-  // Room for a long session on the driving thread up front (~14 MB), so a buffer reallocation (a copy of
-  // every event so far) rarely lands inside a measured op. Other threads grow theirs from 4096 events.
+  // Room for a long session on the driving thread up front (65,536 zones and 16,384 memory events, about
+  // 18 MB), so a buffer reallocation (a copy of every event so far) rarely lands inside a measured op. Other
+  // threads grow theirs from 4096 events.
   detail::ThreadBuffer* self = detail::thread_buffer();
   self->zones.reserve(size_t(1) << 16);
   self->mem.reserve(size_t(1) << 14);
@@ -220,7 +221,7 @@ void Profiler::leave_step() {
 }
 
 // A buffer that fills inside a step grows there, inside whichever op records the event that fills it: a copy of
-// every event so far onto fresh pages (about 65,000 zones, 16 MB, took 60 ms on a ballooned VM), billed to that
+// every event so far onto fresh pages (about 65,000 zones, 18 MB, took 60 ms on a ballooned VM), billed to that
 // op. So between steps, outside every zone, buffers are grown and mapped in ahead of need. The calling thread's
 // (where the ops' zones are) first; then each thread of the OpenMP team grows its own (its work shares: about 5
 // per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards). A buffer is only

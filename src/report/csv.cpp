@@ -1,5 +1,6 @@
-// CSV as RFC 4180 writes it, for the files spreadsheets and pandas read: `<variant>.table.csv`,
-// `compare.csv`, `sweep.csv`.
+// CSV as RFC 4180 writes it, for the files spreadsheets and pandas read: the quoting every CSV file is written
+// with (csv_field, csv_line: `<variant>.table.csv` from table.cpp, `sweep.csv` from the sweep command), and the
+// rows of `compare.csv` (compare_csv) and `roofline.csv` (json_rows_csv).
 #include <cmath>
 
 #include <fmt/format.h>

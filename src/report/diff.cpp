@@ -116,21 +116,19 @@ std::string ratio_text(double r) {
   return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
 }
 
-// The first character of `text` that a terminal would act on rather than show, as its offset and a label
-// ("byte 0x1b", "U+202E"): C0 controls and DEL, C1 controls (U+0080..U+009F), and the bidirectional
-// controls (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069), which reorder what follows them on the line.
+// The first character of `text` that a terminal would act on rather than show (is_terminal_control), as its
+// offset and a label ("byte 0x1b", "U+202E"). Bytes that start no UTF-8 sequence are no such character.
 std::optional<std::pair<size_t, std::string>> first_control(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = s[i];
-    if (c < 0x20 || c == 0x7f) return std::pair{i, fmt::format("byte 0x{:02x}", c)};
+  for (size_t i = 0; i < text.size();) {
     uint32_t cp = 0;
-    if (c == 0xc2 && i + 1 < text.size()) cp = 0x80u | (s[i + 1] & 0x3fu);
-    else if (c == 0xd8 && i + 1 < text.size()) cp = 0x600u | (s[i + 1] & 0x3fu);
-    else if (c == 0xe2 && i + 2 < text.size()) cp = 0x2000u | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
-    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-        (cp >= 0x2066 && cp <= 0x2069))
-      return std::pair{i, fmt::format("U+{:04X}", cp)};
+    const size_t len = utf8_sequence(text, i, &cp);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (is_terminal_control(cp))
+      return std::pair{i, cp < 0x80 ? fmt::format("byte 0x{:02x}", cp) : fmt::format("U+{:04X}", cp)};
+    i += len;
   }
   return std::nullopt;
 }
@@ -510,12 +508,7 @@ double memory_left() {
     std::fclose(f);
   }
   if (const int64_t limit = address_space_limit_bytes(); limit >= 0) {
-    unsigned long long pages = 0;
-    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%llu", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    const double under_limit = double(limit) - double(pages) * double(::sysconf(_SC_PAGESIZE));
+    const double under_limit = double(limit) - double(std::max<int64_t>(mapped_bytes(), 0));
     left = left < 0 ? under_limit : std::min(left, under_limit);
   }
   return left;

@@ -18,10 +18,11 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/allocator.h"
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
-#include "report/figures.h"
+#include "report/chart_layout.h"
 #include "report/text_width.h"
 #include "report/html_run.h"
 
@@ -97,13 +98,8 @@ using html_run::str;
 using html_run::VariantData;
 
 // ---- number formatting for the HTML tables -----------------------------------------------------------------
-std::string fmt_bytes(double b) {
-  const double a = std::fabs(b);
-  if (a >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
-  if (a >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
-  if (a >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{:.0f} B", b);
-}
+// The command line's messages' units, so a size reads the same on the page and in the terminal.
+std::string fmt_bytes(double b) { return binary_size(b); }
 
 std::string fmt_num(double v, int decimals = 2) {
   if (!std::isfinite(v)) return "–";

@@ -160,7 +160,7 @@ double bf16_flops_of(const json& cost, double flops, bool bf16_problem) {
 // is counted twice.
 std::vector<OpRow> parse_rows(const json& s) {
   std::vector<OpRow> rows;
-  const json* arr = member(s, {"ops", "rows", "key_averages", "events"});
+  const json* arr = member(s, {"rows"});
   if (!arr || !arr->is_array()) return rows;
   const bool device = s.is_object() && s.contains("device") && s["device"].is_object();
   const bool bf16 = bf16_problem(s);
@@ -168,23 +168,17 @@ std::vector<OpRow> parse_rows(const json& s) {
     if (!r.is_object()) continue;
     OpRow o;
     o.name = str(r, "name", "?");
-    o.category = str(r, "category", str(r, "cat", ""));
-    o.calls = num(r, "calls", num(r, "count", 0));
-    o.self_ns = num(r, "self_ns", num(r, "self_cpu_time_ns", 0));
-    o.total_ns = num(r, "total_ns", num(r, "cpu_time_total_ns", 0));
-    // Bytes and FLOPs that the op itself moves: the zone's own cost model when the summary has it.
+    o.category = str(r, "category");
+    o.calls = num(r, "calls", 0);
+    o.self_ns = num(r, "self_ns", 0);
+    o.total_ns = num(r, "total_ns", 0);
+    // Bytes and FLOPs that the op itself moves: the zone's own cost model.
     if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
       o.flops = num(*sc, "flops");
       o.bf16_flops = bf16_flops_of(*sc, o.flops, bf16);
       o.library_flops = num(*sc, "library_flops");
       o.library_bf16_flops = num(*sc, "library_bf16_flops");
       o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
-    } else {
-      o.flops = num(r, "self_flops", num(r, "flops"));
-      o.bf16_flops = bf16_flops_of(r, o.flops, bf16);
-      o.library_flops = num(r, "library_flops");
-      o.library_bf16_flops = num(r, "library_bf16_flops");
-      o.bytes = num(r, "self_bytes", num(r, "bytes", num(r, "bytes_read") + num(r, "bytes_written")));
     }
     if (device) {
       const bool activity = analysis::is_device_category(o.category);
@@ -197,23 +191,13 @@ std::vector<OpRow> parse_rows(const json& s) {
   return rows;
 }
 
-// Memory timeline: a list of points, each {t_us|t_ms|t_ns|ts, bytes|total|live_bytes} or [t_us, bytes].
+// Memory timeline: a list of points {t_us, bytes}, as summary_json writes them; returned in ms.
 std::vector<std::pair<double, double>> parse_timeline(const json& tl) {
   std::vector<std::pair<double, double>> pts;
   if (!tl.is_array()) return pts;
   for (const json& p : tl) {
-    double t = NAN, b = NAN;
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
-      t = p[0].get<double>() * 1e-3;
-      b = p[1].get<double>();
-    } else if (p.is_object()) {
-      if (p.contains("t_ms")) t = num(p, "t_ms");
-      else if (p.contains("t_us")) t = num(p, "t_us") * 1e-3;
-      else if (p.contains("t_ns")) t = num(p, "t_ns") * 1e-6;
-      else if (p.contains("ts")) t = num(p, "ts") * 1e-3;
-      else if (p.contains("t")) t = num(p, "t") * 1e-3;
-      b = num(p, "bytes", num(p, "total", num(p, "live_bytes", num(p, "total_bytes", NAN))));
-    }
+    if (!p.is_object()) continue;
+    const double t = num(p, "t_us", NAN) * 1e-3, b = num(p, "bytes", NAN);
     if (std::isfinite(t) && std::isfinite(b)) pts.emplace_back(t, b);
   }
   return pts;
@@ -223,10 +207,8 @@ std::vector<std::pair<double, double>> timeline_from_summary(const json& s) {
   // A CUDA profile: device memory is the memory that matters (the host holds only the inputs).
   if (const json* dev = member(s, {"device"}); dev && dev->is_object())
     if (const json* tl = member(*dev, {"timeline"}); tl && tl->is_array() && !tl->empty()) return parse_timeline(*tl);
-  if (const json* mem = member(s, {"memory"}); mem && mem->is_object()) {
-    if (const json* tl = member(*mem, {"timeline", "events", "samples"})) return parse_timeline(*tl);
-  }
-  if (const json* tl = member(s, {"memory_timeline", "timeline"})) return parse_timeline(*tl);
+  if (const json* mem = member(s, {"memory"}); mem && mem->is_object())
+    if (const json* tl = member(*mem, {"timeline"})) return parse_timeline(*tl);
   return {};
 }
 

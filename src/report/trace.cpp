@@ -610,6 +610,11 @@ size_t utf8_sequence(std::string_view text, size_t i, uint32_t* code_point) {
   return len;
 }
 
+bool is_terminal_control(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 std::string utf8_replaced(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -142,7 +142,8 @@ void check_flash_fits(const AttnProblem& p, std::string_view what) {
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
   const AttnProblem p = AttnProblem::from(q, k, v, o);
-  ATTNPROF_CHECK(p.D <= 256, "the flash kernel supports head dims up to 256, got D={}", p.D);
+  ATTNPROF_CHECK(p.D <= variants::kFlashMaxHeadDim, "the flash kernel supports head dims up to {}, got D={}",
+                 variants::kFlashMaxHeadDim, p.D);
   z.add_shape(q.shape(), dtype_name(q.dtype()).data());
   z.add_shape(k.shape(), dtype_name(k.dtype()).data());
   z.add_shape(v.shape(), dtype_name(v.dtype()).data());
