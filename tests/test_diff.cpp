@@ -136,6 +136,22 @@ TEST(Diff, PerForwardFiguresPairInPlaceFormsAndNameWhatWasRemoved) {
   for (size_t i = 1; i < d.rows.size(); ++i)
     EXPECT_GE(std::abs(d.rows[i - 1].new_ns - d.rows[i - 1].base_ns), std::abs(d.rows[i].new_ns - d.rows[i].base_ns));
   EXPECT_EQ(d.rows.front().base_name, "mul");  // -1500 ns, the largest change
+  // Bytes one forward moved: every row's own cost model summed, over each side's forwards.
+  const auto own_bytes = [](const json& s, double forwards) {
+    double sum = 0;
+    for (const json& r : s["rows"]) sum += r["self_cost"].value("bytes", 0.0);
+    return sum / forwards;
+  };
+  const double base_bytes = own_bytes(naive_summary(), 2.0), new_bytes = own_bytes(inplace_summary(), 3.0);
+  ASSERT_GT(base_bytes, new_bytes);
+  EXPECT_DOUBLE_EQ(report::diff_json(d)["base"]["bytes_per_forward"].get<double>(), base_bytes);
+  EXPECT_DOUBLE_EQ(report::diff_json(d)["new"]["bytes_per_forward"].get<double>(), new_bytes);
+  EXPECT_NE(report::diff_table(d).find(fmt::format(
+                "bytes moved per forward (the ops' own, cost model): {} -> {} ({:.2f}x)\n",
+                report::format_bytes(int64_t(std::llround(base_bytes))),
+                report::format_bytes(int64_t(std::llround(new_bytes))), new_bytes / base_bytes)),
+            std::string::npos)
+      << report::diff_table(d);
 
   const std::string t = report::diff_table(d);
   for (const char* s : {"naive (base) vs inplace (new)", "time per forward (median): 10.000 ms -> 5.000 ms (2.00x faster)",

@@ -692,6 +692,19 @@ std::vector<std::string> uneven_diff_rows(const ProfileDiff& d, int row_limit) {
 
 }  // namespace
 
+namespace {
+// Bytes one forward moved on each side: every row's own (the cost model's; on a GPU the activities', whose
+// launching zones hold none), so a wrapper's children count once.
+std::pair<double, double> bytes_moved(const ProfileDiff& d) {
+  double base = 0, next = 0;
+  for (const DiffRow& r : d.rows) {
+    base += r.base_bytes;
+    next += r.new_bytes;
+  }
+  return {base, next};
+}
+}  // namespace
+
 std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
   const char* time = d.device ? "Self CUDA" : "Self CPU";
   const char* mem = d.device ? "Self CUDA Mem" : "Self CPU Mem";
@@ -722,6 +735,12 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
                      ops(d.next.ops_per_forward));
   }
   s += "\n";
+  // What the bytes column sums to: the traffic a change of variant removes (naive -> inplace: the copy).
+  if (const auto [b, n] = bytes_moved(d); b > 0 || n > 0)
+    s += fmt::format("bytes moved per forward ({}' own, cost model): {} -> {}{}\n",
+                     d.device ? "the activities" : "the ops", format_bytes(int64_t(std::llround(b))),
+                     format_bytes(int64_t(std::llround(n))),
+                     b > 0 && n > 0 ? fmt::format(" ({}x)", ratio_text(n / b)) : std::string());
   if (d.base.max_abs_err >= 0 && d.next.max_abs_err >= 0)
     s += fmt::format("max abs error vs fp64: {:.2e} -> {:.2e}\n", d.base.max_abs_err, d.next.max_abs_err);
 
@@ -848,8 +867,10 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
 }
 
 json diff_json(const ProfileDiff& d, int row_limit) {
-  auto side = [](const ProfileSide& p) {
+  const auto [base_bytes, new_bytes] = bytes_moved(d);
+  auto side = [&](const ProfileSide& p) {
     return json{{"label", p.label},
+                {"bytes_per_forward", &p == &d.base ? base_bytes : new_bytes},  // every op's own, as the table's
                 {"problem", p.problem},
                 {"forwards", count_json(p.forwards)},
                 {"ms_per_forward", p.ms_per_forward > 0 ? json(p.ms_per_forward) : json()},
