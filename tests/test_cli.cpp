@@ -1707,6 +1707,60 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
 
 // roofline --from places the ops a compare measured, from its summaries and under the peaks it recorded:
 // nothing runs, so every figure is the run's own (the same op, the same self time, the same FLOPs).
+// Profiles record the peaks their table's Bound was judged against: roofline --from their directory (or one
+// summary) places their ops under those peaks, as it places a compare run's, and refuses profiles that do not
+// share one machine's peaks or one problem.
+TEST_F(Cli, RooflineFromProfilesPlacesTheirOpsUnderThePeaksTheyRecorded) {
+  const fs::path runs = dir_ / "profiles";
+  for (const char* v : {"flash", "naive"})
+    ASSERT_EQ(run(std::string("profile ") + v + " --iters 2 --warmup 0" + kSmall + " --out " + runs.string()).code, 0);
+  const json naive = json::parse(io::read_file(runs / "naive.summary.json"));
+  ASSERT_TRUE(naive["machine"].is_object()) << "profile records its peaks";
+  const Result r = run("roofline --from " + runs.string() + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "nothing is measured, validated or run";
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["from"], runs.string());
+  EXPECT_EQ(j["problem"], naive["run"]["problem"]);
+  for (const char* key : {"fp32_gflops", "bf16_gflops", "bandwidth_gbs"})
+    EXPECT_EQ(j["machine"][key], naive["machine"][key]) << key;
+  // naive first, as the blog lists it, whatever the files' order; each op from its summary's own figures.
+  ASSERT_FALSE(j["ops"].empty());
+  EXPECT_EQ(j["ops"][0]["variant"], "naive");
+  EXPECT_EQ(j["ops"].back()["variant"], "flash");
+  EXPECT_EQ(j["ops"].back()["name"], "flash_attention_fwd");
+  for (const json& op : j["ops"]) {
+    const json s = json::parse(io::read_file(runs / (op["variant"].get<std::string>() + ".summary.json")));
+    const auto row = std::find_if(s["rows"].begin(), s["rows"].end(), [&](const json& x) { return x["name"] == op["name"]; });
+    ASSERT_NE(row, s["rows"].end()) << op;
+    EXPECT_EQ(op["self_ns"].get<double>(), (*row)["self_ns"].get<double>());
+    EXPECT_EQ(op["flops"].get<double>(), (*row)["self_cost"]["flops"].get<double>());
+  }
+  const Result text = run("roofline --from " + runs.string());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("as " + runs.string() + " measured them (2 recorded forwards each;"), std::string::npos)
+      << text.out;
+  // One summary alone, and its roofline elsewhere.
+  const Result one = run("roofline --from " + (runs / "flash.summary.json").string() + out_flag() + " --json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)["ops"].size(), 1u);
+  fs::remove_all(out());
+  // Another problem in the directory, another machine's peaks, a summary without peaks: each refused by name.
+  const fs::path mixed = dir_ / "mixed";
+  fs::copy(runs, mixed);
+  json other = naive;
+  other["machine"]["bandwidth_gbs"] = other["machine"]["bandwidth_gbs"].get<double>() * 2;
+  { std::ofstream(mixed / "naive.summary.json") << other.dump(); }
+  expect_bad("roofline --from " + mixed.string(), "were judged against different peaks");
+  other = naive;
+  other.erase("machine");
+  { std::ofstream(mixed / "naive.summary.json") << other.dump(); }
+  expect_bad("roofline --from " + mixed.string(), "naive.summary.json records no machine peaks");
+  ASSERT_EQ(run("profile inplace --iters 1 --warmup 0 --shape 1,2,32,32 --threads 1 --out " + runs.string()).code, 0);
+  expect_bad("roofline --from " + runs.string(), "one roofline places one problem's ops");
+  expect_bad("roofline --from " + runs.string() + " nosuch", "variant 'nosuch' is not in " + runs.string());
+}
+
 TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   const fs::path runs = dir_ / "run";
   const Result c = run("compare --variants naive,inplace,flash --iters 2 --warmup 0" + kSmall + " --out " + runs.string());
@@ -1770,7 +1824,7 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   // Flags of a run, another device, a variant the run lacks: exit 2, nothing written.
   const std::string from = " --from " + runs.string() + " ";
   expect_bad("roofline" + from + "--shape 1,2,64,32 --iters 3",
-             "--shape and --iters do not apply with --from, which places the ops an earlier compare measured");
+             "--shape and --iters do not apply with --from, which places the ops an earlier run measured");
   expect_bad("roofline" + from + "--peaks-only", "--peaks-only does not apply with --from");
   expect_bad("roofline" + from + "--device cuda", "is a CPU run; drop --device");
   expect_bad("roofline" + from + "sdpa-math", "variant 'sdpa-math' is not in " + (runs / "compare.json").string() +

@@ -243,6 +243,9 @@ void run_profile(const ProfileArgs& a) {
   const std::string csv_path = out_path(o.out, v.name + ".table.csv");
   nlohmann::json summary = report::summary_json(r.result, r.ka);
   summary["run"] = run;
+  // The peaks the table's Bound was judged against, so `roofline --from` places these ops under them.
+  summary["machine"] = peaks;
+  if (!gpu) summary["machine"]["memory_reclaim"] = analysis::memory_reclaim_note().value_or("");
   if (!o.save_output.empty()) npy::save(o.save_output, r.output);
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);

@@ -2,12 +2,14 @@
 // bandwidth; cached per CPU, ISA and thread count) and every op of each variant's profile placed under them:
 // arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
 // `--device cuda`: the GPU's datasheet ceilings, and every kernel, copy and fill of the CUDA variants placed in
-// device time (CUPTI). `--from DIR`: the ops an earlier `attnprof compare --out DIR` measured, placed under the
-// peaks that run recorded, without running anything (a CUDA run's too, on a machine without a GPU).
+// device time (CUPTI). `--from DIR`: the ops an earlier `attnprof compare --out DIR` (or `profile --out DIR`)
+// measured, placed under the peaks that run recorded, without running anything (a CUDA run's too, on a machine
+// without a GPU).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string_view>
 
 #include <fmt/ranges.h>
@@ -167,8 +169,155 @@ std::string legend(bool gpu) {
          "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
 }
 
-// roofline --from: the ops an earlier compare measured, under the peaks it recorded. Nothing runs, so the
-// placement is that run's, figure for figure, and a CUDA run's can be read on a machine without a GPU.
+// What --from places: a run's peaks and problem, and each variant's summary (or why it has none), read from an
+// earlier compare's compare.json or from profiles' summaries, which record the peaks their Bound was judged by.
+struct FromRun {
+  std::string source;  // compare.json's path, or the profiles' directory
+  std::filesystem::path dir;  // where the summaries are
+  analysis::MachinePeaks m;
+  bool gpu = false, from_compare = false;
+  std::string reclaim, problem, dtype, forwards;  // forwards: "3 recorded forwards each"
+  nlohmann::json threads;
+  struct Entry {
+    std::string name, status = "ok", note, summary;  // summary: the file's path; status other than ok: not placed
+    std::optional<double> ms;                        // compare's time for the row, which its summary must carry
+  };
+  std::vector<Entry> entries;
+  std::vector<std::string> inputs;  // every file read: none may be replaced by the roofline's own
+};
+
+// The variants to place: those named, each of which the run must hold, else all of them in its order.
+std::vector<FromRun::Entry> chosen_entries(const RooflineArgs& a, const std::vector<FromRun::Entry>& held,
+                                           const std::string& source) {
+  if (!a.variants_given) return held;
+  std::vector<FromRun::Entry> out;
+  std::vector<std::string> names;
+  for (const FromRun::Entry& e : held) names.push_back(e.name);
+  for (const std::string& name : a.variants) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) ATTNPROF_FAIL("variant '{}' is not in {} (it holds {})", name, source, fmt::join(names, ", "));
+    if (std::none_of(out.begin(), out.end(), [&](const FromRun::Entry& e) { return e.name == name; }))
+      out.push_back(held[size_t(it - names.begin())]);
+  }
+  return out;
+}
+
+// An earlier compare: its compare.json's peaks, problem and rows.
+FromRun from_compare(const RooflineArgs& a, const std::string& compare_path, const std::filesystem::path& run_dir) {
+  FromRun r;
+  r.source = compare_path;
+  r.dir = run_dir;
+  r.from_compare = true;
+  r.inputs = {compare_path};
+  const nlohmann::json c = read_json_file(compare_path);
+  report::check_compare_json(c, compare_path);  // refuses an empty "variants", which would place nothing
+  r.gpu = report::string_field(c, "device") == "cuda";
+  const auto machine = c.find("machine");
+  ATTNPROF_CHECK(machine != c.end(), "{}: field 'machine' is missing (compare records the peaks it measured against)",
+                 compare_path);
+  try {
+    r.m = analysis::machine_peaks_from_json(*machine);
+  } catch (const Error& e) {
+    ATTNPROF_FAIL("{}: field 'machine': {}", compare_path, e.what());
+  }
+  r.reclaim = r.gpu ? "" : report::string_field(*machine, "memory_reclaim");
+  r.problem = report::string_field(c, "problem");
+  r.dtype = report::string_field(c, "dtype");
+  const double iters = c.contains("iters") && c["iters"].is_number() ? c["iters"].get<double>() : 0;
+  r.forwards = iters >= 1 ? fmt::format("{:.0f} recorded forwards each", iters) : "its recorded forwards";
+  r.threads = c.contains("threads") && c["threads"].is_number_integer() ? c["threads"] : nlohmann::json(r.m.threads);
+  std::vector<FromRun::Entry> held;
+  for (const nlohmann::json& row : c["variants"]) {
+    FromRun::Entry e;
+    e.name = report::string_field(row, "name");
+    e.status = report::compare_row_status(row);
+    e.note = terminal_line(report::string_field(row, "note"));  // a file's text, not escape sequences
+    std::string file = report::string_field(row, "summary");
+    if (file.empty()) file = e.name + ".summary.json";
+    // A name that is not a plain file name would reach files outside the run's directory.
+    if (e.status == "ok" && (file.find_first_of("/\\") != std::string::npos || file.front() == '.'))
+      ATTNPROF_FAIL("{}: variant '{}' names its summary '{}', not a plain file name (attnprof writes "
+                    "<variant>.summary.json)", compare_path, e.name, file);
+    e.summary = (run_dir / file).string();
+    if (const auto ms = row.find("ms"); ms != row.end() && ms->is_number()) e.ms = ms->get<double>();
+    held.push_back(std::move(e));
+  }
+  r.entries = chosen_entries(a, held, compare_path);
+  return r;
+}
+
+// Profiles (`attnprof profile --out DIR`): every <variant>.summary.json in `dir`, or the one named, each under
+// the peaks its profile recorded, which must be one machine's.
+FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, const std::vector<std::string>& files) {
+  FromRun r;
+  r.dir = dir;
+  r.source = files.size() == 1 ? (dir / files.front()).string() : dir.string();
+  // The known variants first, in the registries' order (naive first, as the blog), then any other by name.
+  std::vector<std::string> order;
+  for (const Variant& v : registry()) order.push_back(v.name);
+  for (const Variant& v : cuda::cuda_registry())
+    if (std::find(order.begin(), order.end(), v.name) == order.end()) order.push_back(v.name);
+  std::vector<FromRun::Entry> held;
+  for (const std::string& f : files) held.push_back({f.substr(0, f.size() - std::string(".summary.json").size()), "ok",
+                                                    "", (dir / f).string(), std::nullopt});
+  const auto rank = [&](const FromRun::Entry& e) {
+    return size_t(std::find(order.begin(), order.end(), e.name) - order.begin());
+  };
+  std::stable_sort(held.begin(), held.end(), [&](const auto& x, const auto& y) { return rank(x) < rank(y); });
+  r.entries = chosen_entries(a, held, r.source);
+  std::string first;  // the summary the others are held to
+  nlohmann::json machine;
+  std::set<size_t> forwards;  // each profile's recorded forwards (run.forward_ms)
+  for (const FromRun::Entry& e : r.entries) {
+    const nlohmann::json s = read_json_file(e.summary);
+    report::check_summary(s, e.summary);
+    if (const auto run = s.find("run"); run != s.end() && run->is_object() && run->contains("forward_ms") &&
+                                        (*run)["forward_ms"].is_array())
+      forwards.insert((*run)["forward_ms"].size());
+    const auto m = s.find("machine");
+    if (m == s.end() || !m->is_object())
+      ATTNPROF_FAIL("{} records no machine peaks (a summary compare wrote, or one profile wrote before it recorded "
+                    "them): run `attnprof roofline {}`, or give the directory of a compare run",
+                    e.summary, e.name);
+    const std::string problem = report::recorded(s, "problem");
+    const bool gpu = s.contains("device");
+    if (first.empty()) {
+      first = e.summary;
+      machine = *m;
+      r.problem = problem;
+      r.gpu = gpu;
+      r.dtype = report::recorded(s, "dtype");
+      try {
+        r.m = analysis::machine_peaks_from_json(machine);
+      } catch (const Error& err) {
+        ATTNPROF_FAIL("{}: field 'machine': {}", e.summary, err.what());
+      }
+      r.reclaim = r.gpu ? "" : report::string_field(machine, "memory_reclaim");
+      const auto& run = s.contains("run") && s["run"].is_object() ? s["run"] : s;
+      r.threads = run.contains("threads") && run["threads"].is_number_integer() ? run["threads"]
+                                                                               : nlohmann::json(r.m.threads);
+      continue;
+    }
+    // One roofline has one set of ceilings and one problem: profiles of two machines, thread counts or shapes
+    // would be placed under peaks one of them was not measured against.
+    if (*m != machine)
+      ATTNPROF_FAIL("{} and {} were judged against different peaks (another machine, thread count or measurement): "
+                    "place them one at a time (--from the summary), or profile them again in one directory",
+                    first, e.summary);
+    if (gpu != r.gpu) ATTNPROF_FAIL("{} and {} are a CPU and a CUDA profile: place them one at a time", first, e.summary);
+    if (problem != r.problem)
+      ATTNPROF_FAIL("{} is of {}, while {} is of {}: one roofline places one problem's ops; place them one at a time",
+                    e.summary, problem, first, r.problem);
+  }
+  r.forwards = forwards.size() == 1 && *forwards.begin() > 0
+                  ? fmt::format("{} recorded forward{}{}", *forwards.begin(), *forwards.begin() == 1 ? "" : "s",
+                                r.entries.size() > 1 ? " each" : "")
+                  : "their recorded forwards";
+  return r;
+}
+
+// roofline --from: the ops an earlier compare or profile measured, under the peaks it recorded. Nothing runs, so
+// the placement is that run's, figure for figure, and a CUDA run's can be read on a machine without a GPU.
 void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the run's directory
   namespace fs = std::filesystem;
   CommonOptions& o = a.common;
@@ -177,24 +326,18 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
   for (const std::string& f : a.flags_given)
     if (f != "--from" && f != "--out" && f != "--json" && f != "--html" && f != "--device" && f != "--brief")
       idle.push_back(f);
-  refuse_idle_flags(idle, "--from", "places the ops an earlier compare measured and runs nothing");
+  refuse_idle_flags(idle, "--from", "places the ops an earlier run measured and runs nothing");
   ATTNPROF_CHECK(a.device == "cpu" || a.device == "cuda", "--device '{}' is none of cpu, cuda", a.device);
   std::error_code ec;
   const bool is_dir = fs::is_directory(a.from, ec);
-  const std::string compare_path = is_dir ? (fs::path(a.from) / "compare.json").string() : a.from;
   // A path that exists but cannot be followed (a loop of symbolic links, a directory it may not search) says why.
   if (!is_dir && ec && ec != std::errc::no_such_file_or_directory)
     ATTNPROF_FAIL("--from '{}': {}", a.from, ec.message());
   ATTNPROF_CHECK(is_dir || fs::exists(a.from, ec),
-                 "--from '{}': no such directory or file (give the --out directory of `attnprof compare`, or its "
-                 "compare.json)", a.from);
-  const bool has_compare = is_dir && fs::exists(compare_path, ec);
-  if (is_dir && !has_compare && ec && ec != std::errc::no_such_file_or_directory)
-    ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
-  ATTNPROF_CHECK(!is_dir || has_compare,
-                 "--from '{}' holds no compare.json: give the --out directory of `attnprof compare`", a.from);
-  // A compare.json reached through a symbolic link: its run (the summaries it names) is beside the file the
-  // link leads to, not beside the link.
+                 "--from '{}': no such directory or file (give the --out directory of `attnprof compare` or "
+                 "`attnprof profile`, its compare.json or a <variant>.summary.json)", a.from);
+  // A file reached through a symbolic link: its run (the summaries it names) is beside the file the link leads
+  // to, not beside the link.
   fs::path file = a.from;
   if (!is_dir && fs::is_symlink(file, ec)) {
     const fs::path target = fs::canonical(file, ec);
@@ -202,102 +345,87 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     file = target;
   }
   const fs::path run_dir = is_dir ? fs::path(a.from) : file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  FromRun run;
+  if (is_dir) {
+    const std::string compare_path = (fs::path(a.from) / "compare.json").string();
+    const bool has_compare = fs::exists(compare_path, ec);
+    if (!has_compare && ec && ec != std::errc::no_such_file_or_directory)
+      ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
+    if (has_compare) {
+      run = from_compare(a, compare_path, run_dir);
+    } else {
+      std::vector<std::string> summaries;
+      for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
+        if (const std::string name = it->path().filename().string();
+            name.ends_with(".summary.json") && name.size() > std::string(".summary.json").size())
+          summaries.push_back(name);
+      if (ec) ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
+      std::sort(summaries.begin(), summaries.end());
+      ATTNPROF_CHECK(!summaries.empty(),
+                     "--from '{}' holds no compare.json and no <variant>.summary.json: give the --out directory of "
+                     "`attnprof compare` or `attnprof profile`", a.from);
+      run = from_profiles(a, run_dir, summaries);
+    }
+  } else if (const std::string name = file.filename().string(); name.ends_with(".summary.json")) {
+    run = from_profiles(a, run_dir, {name});
+  } else {
+    run = from_compare(a, a.from, run_dir);
+  }
   if (!a.given("--out")) o.out = run_dir.string();  // the roofline joins the run it places
-
-  const nlohmann::json c = read_json_file(compare_path);
-  report::check_compare_json(c, compare_path);  // refuses an empty "variants", which would place nothing
-  const bool gpu = report::string_field(c, "device") == "cuda";
+  const bool gpu = run.gpu;
   if (a.given("--device") && (a.device == "cuda") != gpu)
     ATTNPROF_FAIL("--device {}: {} is a {} run; drop --device (--from places the run on the device it ran on)",
-                  a.device, compare_path, gpu ? "CUDA" : "CPU");
-  const auto machine = c.find("machine");
-  ATTNPROF_CHECK(machine != c.end(), "{}: field 'machine' is missing (compare records the peaks it measured against)",
-                 compare_path);
-  analysis::MachinePeaks m;
-  try {
-    m = analysis::machine_peaks_from_json(*machine);
-  } catch (const Error& e) {
-    ATTNPROF_FAIL("{}: field 'machine': {}", compare_path, e.what());
-  }
-  const std::string reclaim = gpu ? "" : report::string_field(*machine, "memory_reclaim");
+                  a.device, run.source, gpu ? "CUDA" : "CPU");
+  const analysis::MachinePeaks& m = run.m;
 
-  // The variants to place: those named, each of which the run must hold, else all of them in its order.
-  const nlohmann::json& rows = c["variants"];
-  std::vector<const nlohmann::json*> chosen;
-  std::vector<std::string> held;
-  for (const nlohmann::json& row : rows) held.push_back(report::string_field(row, "name"));
-  if (a.variants_given) {
-    for (const std::string& name : a.variants) {
-      const auto it = std::find(held.begin(), held.end(), name);
-      if (it == held.end())
-        ATTNPROF_FAIL("variant '{}' is not in {} (it holds {})", name, compare_path, fmt::join(held, ", "));
-      const nlohmann::json* row = &rows[size_t(it - held.begin())];
-      if (std::find(chosen.begin(), chosen.end(), row) == chosen.end()) chosen.push_back(row);
-    }
-  } else {
-    for (const nlohmann::json& row : rows) chosen.push_back(&row);
-  }
-
-  const std::string problem = report::string_field(c, "problem");
-  const double iters = c.contains("iters") && c["iters"].is_number() ? c["iters"].get<double>() : 0;
-  Text text = peaks_text(m, gpu, reclaim);
+  Text text = peaks_text(m, gpu, run.reclaim);
   text += fmt::format("\n{} of {} as {} measured them ({}; intensity and FLOPs from the cost model)\n",
-                      gpu ? "Kernels, copies and fills" : "Ops", problem, compare_path,
-                      iters >= 1 ? fmt::format("{:.0f} recorded forwards each", iters) : "its recorded forwards");
+                      gpu ? "Kernels, copies and fills" : "Ops", run.problem, run.source, run.forwards);
   text += ops_heading();
   nlohmann::json j = {{"kind", "roofline"},
                       {"attnprof_version", ATTNPROF_VERSION},
                       {"device", gpu ? "cuda" : "cpu"},
-                      {"threads", c.contains("threads") && c["threads"].is_number_integer() ? c["threads"]
-                                                                                             : nlohmann::json(m.threads)},
-                      {"machine", machine_json(m, gpu, reclaim)},
-                      {"from", compare_path},
-                      {"problem", problem},
-                      {"dtype", report::string_field(c, "dtype")},
+                      {"threads", run.threads},
+                      {"machine", machine_json(m, gpu, run.reclaim)},
+                      {"from", run.source},
+                      {"problem", run.problem},
+                      {"dtype", run.dtype},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
-  std::vector<std::string> inputs = {compare_path};
-  for (const nlohmann::json* row : chosen) {
-    const std::string name = report::string_field(*row, "name");
-    if (const std::string status = report::compare_row_status(*row); status != "ok") {
-      const std::string note = terminal_line(report::string_field(*row, "note"));  // a file's text, not escape sequences
-      text += fmt::format("{:<12}{}: {}\n", name, status, note.empty() ? "not run" : note);
-      j["skipped"].push_back({{"variant", name}, {"status", status}, {"note", note}});
+  std::vector<std::string> inputs = run.inputs;
+  for (const FromRun::Entry& e : run.entries) {
+    const std::string& name = e.name;
+    if (e.status != "ok") {
+      text += fmt::format("{:<12}{}: {}\n", name, e.status, e.note.empty() ? "not run" : e.note);
+      j["skipped"].push_back({{"variant", name}, {"status", e.status}, {"note", e.note}});
       continue;
     }
-    std::string file = report::string_field(*row, "summary");
-    if (file.empty()) file = name + ".summary.json";
-    // A name that is not a plain file name would reach files outside the run's directory.
-    if (file.find_first_of("/\\") != std::string::npos || file.front() == '.')
-      ATTNPROF_FAIL("{}: variant '{}' names its summary '{}', not a plain file name (attnprof writes "
-                    "<variant>.summary.json)", compare_path, name, file);
-    const std::string path = (run_dir / file).string();
+    const std::string& path = e.summary;
     const nlohmann::json s = read_json_file(path);
     report::check_summary(s, path);
     // The directory may hold files of another run (a later profile --out into it): their ops are not this run's.
-    if (const std::string p = report::recorded(s, "problem"); !p.empty() && p != problem)
+    if (const std::string p = report::recorded(s, "problem"); !p.empty() && p != run.problem)
       ATTNPROF_FAIL("{} is of {}, while {} is of {}: they are files of two runs (run compare again, or give the "
-                    "directory of the run that wrote both)", path, p, compare_path, problem);
+                    "directory of the run that wrote both)", path, p, run.source, run.problem);
     // Another variant's summary first: its time differs too, but "a later run replaced it" would be the wrong
     // diagnosis.
     if (const std::string v = report::recorded(s, "variant"); !v.empty() && v != name)
-      ATTNPROF_FAIL("{} is variant '{}'s summary, while {} names it for '{}'", path, v, compare_path, name);
+      ATTNPROF_FAIL("{} is variant '{}'s summary, while {} names it for '{}'", path, v, run.source, name);
     // compare writes a row's time into its summary: another figure there is another run's (profile naive
     // --out into the same directory, after the compare).
-    const auto row_ms = row->find("ms");
-    const auto run = s.find("run");
-    if (row_ms != row->end() && row_ms->is_number() && run != s.end() && run->is_object() &&
-        run->contains("ms_per_forward") && (*run)["ms_per_forward"].is_number()) {
-      const double here = (*run)["ms_per_forward"].get<double>(), there = row_ms->get<double>();
+    const auto srun = s.find("run");
+    if (e.ms && srun != s.end() && srun->is_object() && srun->contains("ms_per_forward") &&
+        (*srun)["ms_per_forward"].is_number()) {
+      const double here = (*srun)["ms_per_forward"].get<double>(), there = *e.ms;
       if (std::abs(here - there) > 1e-9 * std::max(std::abs(here), std::abs(there)))
         ATTNPROF_FAIL("{} is not the summary {} wrote for '{}' (its ms per forward is {:.6g}, the run's {:.6g}): "
                       "a later run replaced it (profile --out into the same directory?); run compare again",
-                      path, compare_path, name, here, there);
+                      path, run.source, name, here, there);
     }
     if (s.contains("device") != gpu)
-      ATTNPROF_FAIL("{} is a {} profile, while {} is a {} run", path, gpu ? "CPU" : "CUDA", compare_path,
+      ATTNPROF_FAIL("{} is a {} profile, while {} is a {} run", path, gpu ? "CPU" : "CUDA", run.source,
                     gpu ? "CUDA" : "CPU");
-    inputs.push_back(path);
+    if (std::find(inputs.begin(), inputs.end(), path) == inputs.end()) inputs.push_back(path);
     const analysis::KeyAverages ka = report::key_averages_from_summary(s);
     // Each op is placed at its FLOPs over its time: an op with work that took under a nanosecond a call (the
     // clock's grain) would be placed at an infinite or absurd rate, so its time is not one a run measured.
@@ -443,8 +571,9 @@ void add_roofline_command(CLI::App& app) {
   sub->add_flag("--remeasure", args->remeasure, "measure the peaks again instead of reading the cache");
   sub->add_option("--device", args->device, "cpu (default) or cuda (GPU datasheet ceilings, kernels in device time)");
   sub->add_option("--from", args->from,
-                  "place the ops an earlier `attnprof compare --out DIR` measured (DIR or its compare.json), under "
-                  "the peaks it recorded, running nothing; --out defaults to DIR")
+                  "place the ops an earlier `attnprof compare --out DIR` or `attnprof profile --out DIR` measured (DIR, "
+                  "its compare.json or a <variant>.summary.json), under the peaks that run recorded, running nothing; "
+                  "--out defaults to DIR")
                            ->type_name("DIR");
   add_common_options(sub, args->common, {.warmup = 1, .iters = 2, .file_inputs = true});
   sub->footer(variants_help());
