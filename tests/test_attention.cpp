@@ -130,6 +130,7 @@ TEST(Attention, ReferenceIsTheDefinition) {
       return want == got || std::fabs(want - got) <= 1e-14 * std::max(std::fabs(want), std::fabs(got));
     };
     int64_t rows = 0, masked_rows = 0;
+    double max_abs_score = 0.0;  // over the visible pairs
     for (int64_t b = 0; b < c.B; ++b)
       for (int64_t h = 0; h < c.Hq; ++h)
         for (int64_t i = 0; i < c.Nq; ++i, ++rows) {
@@ -145,6 +146,7 @@ TEST(Attention, ReferenceIsTheDefinition) {
             if (c.mask == MaskKind::Additive) acc += double(mask.get(b, h, i, j));
             s[size_t(j)] = acc;
             mx = std::max(mx, acc);
+            if (acc != ninf) max_abs_score = std::max(max_abs_score, std::fabs(acc));
           }
           const size_t row = size_t((b * c.Hq + h) * c.Nq + i);
           if (mx == ninf) {  // nothing visible: zeros and lse -inf
@@ -164,6 +166,8 @@ TEST(Attention, ReferenceIsTheDefinition) {
           }
         }
     EXPECT_EQ(masked_rows > 0, c.mask == MaskKind::Bool) << "the Bool case's fully masked row (head 0, row 0)";
+    EXPECT_TRUE(close(max_abs_score, ref.max_abs_score)) << max_abs_score << " vs " << ref.max_abs_score;
+    EXPECT_GT(ref.max_abs_score, 0.0);
     EXPECT_EQ(size_t(rows), ref.lse.size());
   }
 }

@@ -387,10 +387,12 @@ TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
   add("copy_", "cpu_op", copy, 3e6);
   add("softmax", "cpu_op", soft, 4e6);
   add("copy_", "cpu_op", copy, 1e6);  // the same op at another input shape
+  ka.self_total_ns = 11.5e6;           // the rows' self times: attn_fwd's and masked_fill's own 1.5 ms among them
   analysis::BoundTime t = analysis::bound_time(ka, m);
   EXPECT_DOUBLE_EQ(t.memory_ns, 4e6);
   EXPECT_DOUBLE_EQ(t.compute_ns, 6e6);
-  EXPECT_DOUBLE_EQ(t.memory_share(), 0.4);
+  EXPECT_DOUBLE_EQ(t.other_ns(), 1.5e6);
+  EXPECT_DOUBLE_EQ(t.memory_share(), 4e6 / 11.5e6);  // of the whole self time, as the table's Self CPU %
   ASSERT_EQ(t.memory_ops.size(), 1u);
   EXPECT_EQ(t.memory_ops[0].name, "copy_");
   EXPECT_DOUBLE_EQ(t.memory_ops[0].ns, 4e6);
@@ -398,12 +400,16 @@ TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
   EXPECT_EQ(t.compute_ops[0].name, "softmax");
   EXPECT_EQ(t.compute_ops[1].name, "matmul");
   EXPECT_EQ(report::bound_time_line(t, false),
-            "Time by bound: memory-bound ops 40.0 % of the placed ops' self time (copy_ 40.0 %), compute-bound 60.0 % "
-            "(softmax 40.0 %, matmul 20.0 %): each op by its FLOP/B against its ridge; annotations and wrappers are "
-            "left out.");
-  // One kind took it all: no "0.0 %" beside an empty list. A profile of views alone has no split.
-  EXPECT_EQ(report::bound_time_line(analysis::BoundTime{0, 5e6, {}, {{"flash_attention_fwd", 5e6}}}, false),
-            "Time by bound: all of the placed ops' self time in compute-bound ops (flash_attention_fwd 100.0 %).");
+            "Time by bound, of the Self CPU time total: memory-bound ops 34.8 % (copy_ 34.8 %); compute-bound ops "
+            "52.2 % (softmax 34.8 %, matmul 17.4 %); annotations', steps' and wrappers' own time 13.0 %. Each op is "
+            "judged by its FLOP/B against its ridge (the Bound column): a memory-bound one's % roof says how near the "
+            "bandwidth it ran, and --counters counts the fresh pages it faulted in.");
+  // One kind took it all: "no memory-bound ops", not a 0.0 % beside an empty list. A profile of views alone
+  // has no split.
+  EXPECT_EQ(report::bound_time_line(analysis::BoundTime{0, 5e6, 5e6, {}, {{"flash_attention_fwd", 5e6}}}, false)
+                .rfind("Time by bound, of the Self CPU time total: no memory-bound ops; compute-bound ops 100.0 % "
+                       "(flash_attention_fwd 100.0 %). ", 0),
+            0u);
   EXPECT_LT(analysis::BoundTime{}.memory_share(), 0.0);
   EXPECT_EQ(report::bound_time_line(analysis::BoundTime{}, false), "");
   // A device profile: the activities in device time, not the host zones that launched them.
@@ -415,12 +421,14 @@ TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
   EXPECT_DOUBLE_EQ(t.compute_ns, 1e6);
   // compare's line, over the rows that know their split.
   std::vector<report::RowTime> rows(3);
-  rows[0].name = "naive", rows[0].memory_time_share = 0.934;
+  rows[0].name = "naive", rows[0].memory_time_share = 0.634, rows[0].floor_memory_share = 0.5;
   rows[1].name = "skipped";
-  rows[2].name = "flash", rows[2].memory_time_share = 0.0;
+  rows[2].name = "flash", rows[2].memory_time_share = 0.0, rows[2].floor_memory_share = 0.0;
   EXPECT_EQ(report::memory_time_line(rows),
-            "Time in memory-bound ops (each row's measured op time spent in ops below their roofline ridge, which "
-            "wait on bytes; Bound is where the floor says the time must go): naive 93 %, flash 0 %.");
+            "Time in memory-bound ops (each row's share of its self time in ops whose FLOP/B is below their ridge, "
+            "beside its floor's memory share, which Bound reads): naive 63 % (floor 50 %), flash 0 % (floor 0 %). "
+            "naive spent more of its time there than its floor: those ops ran further below the bandwidth than the "
+            "others below their peak (fresh pages each forward: `attnprof profile --counters`).");
   EXPECT_EQ(report::memory_time_line({rows[1]}), "");
 }
 
@@ -958,7 +966,7 @@ TEST(ThreadBalance, BusyShareImbalanceAndLateStartPerRegion) {
   idle[0].busy_ns = 300;  // 75 %
   const std::vector<std::string> notes = report::thread_balance_notes("v", idle);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].rfind("Threads: v's op kept its 2 threads working 75 % of its parallel time", 0), 0u) << notes[0];
+  EXPECT_EQ(notes[0].rfind("Threads: v's op op kept its 2 threads working 75 % of its parallel time", 0), 0u) << notes[0];
 }
 
 // op_phases' arithmetic on hand-made shares (1 ns per tick): two regions of one op on two threads, a step no

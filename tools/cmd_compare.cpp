@@ -523,9 +523,9 @@ void run_compare(const CompareArgs& a) {
   text += ratio_lines(rows, /*gpu=*/false);
   if (peers) text += render_peers(*peers, rows, in.p, t);
   text.define(fmt::format("GFLOP/s: {}.\n", flops_legend(in.p)));
-  text.define(fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
-                          t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops,
-                          dispatch_note(t)));
+  // The peak itself is a figure of this run, which --brief keeps: the % peak column is over it.
+  text += fmt::format("% peak: of the measured {} peak, {:.1f} GFLOP/s on {} ({}; sgemm {:.1f} GFLOP/s).{}\n",
+                      t.peak_kind, t.peak, threads_text(t.m.threads), t.peak_isa, t.m.sgemm_gflops, dispatch_note(t));
   {
     std::vector<std::string> over = over_peak(rows);
     if (peers)
@@ -535,7 +535,8 @@ void run_compare(const CompareArgs& a) {
     text += over_peak_note(t, over);
   }
   text.define(floor_legend(t));
-  if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text.define("Floor ms: " + lib + ".\n");
+  text.brief_only(busy_peaks_line(t.m));
+  if (const std::string lib = report::library_peaks_note(t.m); !lib.empty()) text += "Floor ms: " + lib + ".\n";
   text.define("Peak mem: bytes one forward allocates at its peak above its inputs (tracked allocator). Peak mem and "
               "Bytes moved are in decimal units (1 MB = 10^6 B); the torch-style tables print torch's binary ones "
               "(1 Mb = 2^20 B).\n");
@@ -548,9 +549,9 @@ void run_compare(const CompareArgs& a) {
   const bool sdpa_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
     return r.name.rfind("sdpa", 0) == 0 && r.r.status != RunOutcome::Status::Skipped;
   });
-  text.define(fmt::format("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
-                          "tolerance.{}\n",
-                          sdpa_ran ? fmt::format(" {}.", sdpa_selection_note(in.p)) : std::string()));
+  text.define("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
+              "tolerance.\n");
+  if (sdpa_ran) text += fmt::format("{}.\n", sdpa_selection_note(in.p));  // which backend ran: a finding
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
   const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {

@@ -225,7 +225,8 @@ void run_profile(const ProfileArgs& a) {
   run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
   if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
   // Where the time went by the roofline's verdict (a GPU profile's in device time; none without CUPTI's records).
-  const analysis::BoundTime bound_time = analysis::bound_time(r.ka, peaks);
+  const analysis::BoundTime bound_time =
+      !gpu || r.ka.has_device ? analysis::bound_time(r.ka, peaks) : analysis::BoundTime{};  // host zones: no verdicts
   run["memory_time_share"] = bound_time.memory_share() >= 0 ? nlohmann::json(bound_time.memory_share()) : nlohmann::json();
 
   report::TableOptions topt;

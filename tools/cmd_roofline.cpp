@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <string_view>
 
 #include <fmt/ranges.h>
@@ -248,10 +247,11 @@ FromRun from_compare(const RooflineArgs& a, const std::string& compare_path, con
 
 // Profiles (`attnprof profile --out DIR`): every <variant>.summary.json in `dir`, or the one named, each under
 // the peaks its profile recorded, which must be one machine's.
-FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, const std::vector<std::string>& files) {
+FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, const std::vector<std::string>& files,
+                      bool named_dir) {
   FromRun r;
   r.dir = dir;
-  r.source = files.size() == 1 ? (dir / files.front()).string() : dir.string();
+  r.source = named_dir ? dir.string() : (dir / files.front()).string();
   // The known variants first, in the registries' order (naive first, as the blog), then any other by name.
   std::vector<std::string> order;
   for (const Variant& v : registry()) order.push_back(v.name);
@@ -267,13 +267,13 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
   r.entries = chosen_entries(a, held, r.source);
   std::string first;  // the summary the others are held to
   nlohmann::json machine;
-  std::set<size_t> forwards;  // each profile's recorded forwards (run.forward_ms)
+  std::vector<std::pair<std::string, size_t>> forwards;  // each profile's recorded forwards (run.forward_ms)
   for (const FromRun::Entry& e : r.entries) {
     const nlohmann::json s = read_json_file(e.summary);
     report::check_summary(s, e.summary);
     if (const auto run = s.find("run"); run != s.end() && run->is_object() && run->contains("forward_ms") &&
                                         (*run)["forward_ms"].is_array())
-      forwards.insert((*run)["forward_ms"].size());
+      forwards.emplace_back(e.name, (*run)["forward_ms"].size());
     const auto m = s.find("machine");
     if (m == s.end() || !m->is_object())
       ATTNPROF_FAIL("{} records no machine peaks (a summary compare wrote, or one profile wrote before it recorded "
@@ -300,19 +300,33 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
     }
     // One roofline has one set of ceilings and one problem: profiles of two machines, thread counts or shapes
     // would be placed under peaks one of them was not measured against.
-    if (*m != machine)
+    // The same peaks, whether a profile measured them or read them from the cache (older summaries say which).
+    const auto peaks_of = [](nlohmann::json j) {
+      j.erase("from_cache");
+      return j;
+    };
+    if (peaks_of(*m) != peaks_of(machine))
       ATTNPROF_FAIL("{} and {} were judged against different peaks (another machine, thread count or measurement): "
-                    "place them one at a time (--from the summary), or profile them again in one directory",
+                    "place them one at a time (--from the summary), or profile them again on one machine with the "
+                    "same --threads",
                     first, e.summary);
     if (gpu != r.gpu) ATTNPROF_FAIL("{} and {} are a CPU and a CUDA profile: place them one at a time", first, e.summary);
     if (problem != r.problem)
       ATTNPROF_FAIL("{} is of {}, while {} is of {}: one roofline places one problem's ops; place them one at a time",
                     e.summary, problem, first, r.problem);
   }
-  r.forwards = forwards.size() == 1 && *forwards.begin() > 0
-                  ? fmt::format("{} recorded forward{}{}", *forwards.begin(), *forwards.begin() == 1 ? "" : "s",
-                                r.entries.size() > 1 ? " each" : "")
-                  : "their recorded forwards";
+  const bool same = !forwards.empty() && forwards.size() == r.entries.size() &&
+                    std::all_of(forwards.begin(), forwards.end(), [&](const auto& f) { return f.second == forwards[0].second; });
+  if (same) {
+    const size_t n = forwards[0].second;
+    r.forwards = fmt::format("{} recorded forward{}{}", n, n == 1 ? "" : "s", r.entries.size() > 1 ? " each" : "");
+  } else if (forwards.size() == r.entries.size()) {  // "naive 3, flash 5 recorded forwards"
+    std::vector<std::string> each;
+    for (const auto& [name, n] : forwards) each.push_back(fmt::format("{} {}", name, n));
+    r.forwards = fmt::format("{} recorded forwards", fmt::join(each, ", "));
+  } else {
+    r.forwards = "their recorded forwards";
+  }
   return r;
 }
 
@@ -364,10 +378,10 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
       ATTNPROF_CHECK(!summaries.empty(),
                      "--from '{}' holds no compare.json and no <variant>.summary.json: give the --out directory of "
                      "`attnprof compare` or `attnprof profile`", a.from);
-      run = from_profiles(a, run_dir, summaries);
+      run = from_profiles(a, run_dir, summaries, /*named_dir=*/true);
     }
   } else if (const std::string name = file.filename().string(); name.ends_with(".summary.json")) {
-    run = from_profiles(a, run_dir, {name});
+    run = from_profiles(a, run_dir, {name}, /*named_dir=*/false);
   } else {
     run = from_compare(a, a.from, run_dir);
   }

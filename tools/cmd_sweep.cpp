@@ -594,8 +594,9 @@ void run_sweep(const SweepArgs& a) {
       !gpu && unfused && !note.empty())
     text += note + "\n";
   text += scaling_fits(series, points, j["fits"]);
-  text.define("Time: expect exponent ≈ 2 for every variant once N is large (the work is N²): flash wins by a constant "
-              "factor and by memory, not by its exponent.\n");
+  // What the fits should show, the blog's conclusion: kept under --brief.
+  text += "Time: expect exponent ≈ 2 for every variant once N is large (the work is N²): flash wins by a constant "
+          "factor and by memory, not by its exponent.\n";
   text.define(fmt::format("{}: attention FLOPs per forward (4·B·Hq·N²·D, halved when causal, as compare counts them) / "
                       "time; % peak of the {} {:.1f} {} ({}). Expect it to climb with N while fixed costs amortise "
                       "and to level off where the variant's own limit (bandwidth for the N×N paths, compute for "
@@ -605,6 +606,7 @@ void run_sweep(const SweepArgs& a) {
                           : threads_text(target.m.threads) + ", " + target.peak_isa + "; " +
                                 analysis::peaks_provenance(target.m),
                       dispatch_note(target)));
+  if (!gpu) text.brief_only(busy_peaks_line(target.m));
   {
     std::vector<std::string> over;
     for (const Point& p : points)

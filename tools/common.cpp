@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
@@ -679,6 +680,13 @@ std::string flops_legend(const AttnProblem& p) {
                            "every key)", f);
 }
 
+std::string busy_peaks_line(const analysis::MachinePeaks& m) {
+  if (m.measured_busy.empty()) return "";
+  return fmt::format("Peaks: measured on a busy machine ({}), so they may be low and % peak high: `attnprof roofline "
+                     "--peaks-only --remeasure` on an idle machine measures them again.\n",
+                     m.measured_busy);
+}
+
 double visible_share(const AttnProblem& p) {
   // An explicit mask's pairs are its values' (the convention counts them all): not known here.
   if (p.mask != MaskKind::Causal && p.mask != MaskKind::None) return std::nan("");
@@ -801,13 +809,23 @@ const char* status_name(RunOutcome::Status s) {
   return "?";
 }
 
-std::string validation_failure(const ErrorStats& err, const Tolerance& tol) {
+std::string validation_failure(const ErrorStats& err, const Tolerance& tol, double max_abs_score, DType dtype) {
   if (err.non_finite > 0)
     return fmt::format("validation failed: {} of {} elements are NaN or infinite ({} outside atol {:g} + rtol {:g} "
                        "in all)",
                        err.non_finite, err.count, err.violations, tol.atol, tol.rtol);
-  return fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
-                     err.violations, err.count, tol.atol, tol.rtol, err.max_abs);
+  std::string s = fmt::format("validation failed: {} of {} elements outside atol {:g} + rtol {:g}; max abs error {:.3g}",
+                              err.violations, err.count, tol.atol, tol.rtol, err.max_abs);
+  // A score s stored in half precision is off by up to |s| times half its unit roundoff, and its softmax weight
+  // by that much relatively: past half the tolerance, the inputs' scale, not the code, may be what failed.
+  const double unit = dtype == DType::BF16 ? std::ldexp(1.0, -9) : dtype == DType::F16 ? std::ldexp(1.0, -12) : 0.0;
+  if (unit > 0 && max_abs_score * unit >= tol.rtol / 2)
+    s += fmt::format(". The scores reach |q·k·scale| = {:.3g}: {} keeps {} significant bits, so a score of that size "
+                     "stored between ops (as the unfused variants store every N×N intermediate) moves its softmax "
+                     "weight by up to {:.1f} %; the fused kernels keep the scores in fp32. Inputs of a smaller scale, "
+                     "or --dtype fp32, tell the inputs from the code",
+                     max_abs_score, dtype_name(dtype), dtype == DType::BF16 ? 8 : 11, 100 * max_abs_score * unit);
+  return s;
 }
 
 namespace {
@@ -828,7 +846,7 @@ bool validate(const Tensor& out, const Reference& ref, const RunPlan& plan, RunO
   if (plan.keep_output) r.output = out;
   if (r.err.ok()) return true;
   r.status = RunOutcome::Status::Failed;
-  r.note = validation_failure(r.err, r.tol);
+  r.note = validation_failure(r.err, r.tol, ref.max_abs_score, out.dtype());
   return false;
 }
 

@@ -71,6 +71,8 @@ struct Text {
     return *this;
   }
   void define(const std::string& s) { full += s; }  // a definition: the file, and stdout without --brief
+  // What a definition carried that is a finding of this run (peaks measured on a busy machine), for --brief.
+  void brief_only(const std::string& s) { brief += s; }
   const std::string& shown(const CommonOptions& o) const { return o.brief ? brief : full; }
 };
 
@@ -400,7 +402,10 @@ std::vector<std::string> names_of(const std::vector<const Variant*>& variants);
 void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in);
 // What a validation that failed found, for the row's note: how many elements were outside the tolerance, or NaN or
 // infinite (those make max abs error inf: the note says which it was).
-std::string validation_failure(const ErrorStats& err, const Tolerance& tol);
+// `max_abs_score` (Reference::max_abs_score) and `dtype`, where known: a half-precision output whose scores
+// reach a size its rounding between ops cannot hold within the tolerance gets a line saying so.
+std::string validation_failure(const ErrorStats& err, const Tolerance& tol, double max_abs_score = 0.0,
+                               DType dtype = DType::F32);
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),
 // warm-up, then the profiled forwards, each inside the variant's annotation.
 RunOutcome run_variant(const Variant& v, const Inputs& in, LazyReference& ref, const RunPlan& plan,
@@ -432,6 +437,9 @@ void check_html_if_asked(const CommonOptions& o);
 
 // The legend of a GFLOP/s figure: how attention_flops counted this problem, and the count.
 std::string flops_legend(const AttnProblem& p);
+// Under --brief, in place of the definitions that name the peaks: "Peaks: measured on a busy machine (...), so
+// they may be low ..." when they were, else "".
+std::string busy_peaks_line(const analysis::MachinePeaks& m);
 // The (query, key) pairs p's mask lets through over Nq·Nk: what attention's FLOPs convention counts of the
 // scores a matmul computes (TableOptions::visible_share).
 double visible_share(const AttnProblem& p);

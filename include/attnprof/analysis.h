@@ -11,6 +11,7 @@
 //   analysis::PowerFit fit = analysis::fit_power_law(seq_lens, times);      // exponent ≈ 2 for attention
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -314,18 +315,21 @@ struct PlacedOp {
 std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& peaks);
 
 // Where a profile's measured time went, by each placed op's roofline verdict (roofline_ops): the time of the
-// ops below their ridge (memory-bound: they wait on bytes) and of those above it (compute-bound), each kind's
-// ops longest first. The floor below says where the time had to go; this says where it went.
+// ops whose FLOP/B puts them below their ridge (memory-bound by the cost model) and of those above it
+// (compute-bound), each kind's ops longest first, out of the profile's whole self time (the table's Self CPU
+// time total; Self CUDA on a device profile), whose rest is the annotations', steps' and wrappers' own time.
+// The floor below says where the time had to go; this says where it went.
 struct BoundTime {
   struct Op {
     std::string name;
     double ns = 0.0;
   };
   double memory_ns = 0.0, compute_ns = 0.0;
+  double total_ns = 0.0;  // every zone's self time (every activity's on a device profile)
   std::vector<Op> memory_ops, compute_ops;
-  double placed_ns() const { return memory_ns + compute_ns; }
-  // The memory-bound ops' share of the placed ops' time; < 0 when none took any.
-  double memory_share() const { return placed_ns() > 0 ? memory_ns / placed_ns() : -1.0; }
+  double other_ns() const { return std::max(0.0, total_ns - memory_ns - compute_ns); }
+  // The memory-bound ops' share of the whole self time; < 0 when no op with a verdict took any.
+  double memory_share() const { return memory_ns + compute_ns > 0 && total_ns > 0 ? memory_ns / total_ns : -1.0; }
 };
 BoundTime bound_time(const KeyAverages& ka, const MachinePeaks& peaks);
 

@@ -82,6 +82,9 @@ struct Reference {
   Shape4 shape{};            // of the output
   std::vector<double> out;   // row-major [B, Hq, Nq, D]
   std::vector<double> lse;   // [B, Hq, Nq]
+  // The largest |score| (q·k times the scale, plus an additive mask) over the visible pairs: how far a half-
+  // precision score stored between ops is from its value, which says why an unfused bf16 path can miss.
+  double max_abs_score = 0.0;
 };
 // Plain fp64 attention straight from the definition (the oracle every variant is validated against).
 Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o);

@@ -52,6 +52,7 @@ std::vector<PlacedOp> roofline_ops(const KeyAverages& ka, const MachinePeaks& pe
 
 BoundTime bound_time(const KeyAverages& ka, const MachinePeaks& peaks) {
   BoundTime t;
+  t.total_ns = ka.has_device ? ka.device_self_total_ns : ka.self_total_ns;
   for (const PlacedOp& op : roofline_ops(ka, peaks)) {
     (op.pt.memory_bound ? t.memory_ns : t.compute_ns) += op.ns;
     // One entry a name: rows grouped by input shape name an op once per shape.
@@ -62,6 +63,7 @@ BoundTime bound_time(const KeyAverages& ka, const MachinePeaks& peaks) {
     else
       ops.push_back({op.op->name, op.ns});
   }
+  t.total_ns = std::max(t.total_ns, t.memory_ns + t.compute_ns);  // a profile read back without its total
   for (std::vector<BoundTime::Op>* ops : {&t.memory_ops, &t.compute_ops})
     std::stable_sort(ops->begin(), ops->end(), [](const BoundTime::Op& a, const BoundTime::Op& b) { return a.ns > b.ns; });
   return t;

@@ -59,9 +59,11 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   // Each thread's scores row and q row, allocated here: an allocation that fails inside the parallel region
   // could not be reported.
   std::vector<double> rows(size_t(omp_get_max_threads()) * size_t(Nk + D));
+  std::vector<double> max_abs(size_t(omp_get_max_threads()), 0.0);  // each thread's largest |score|
 #pragma omp parallel
   {
     double* const s = rows.data() + size_t(omp_get_thread_num()) * size_t(Nk + D);
+    double thread_max_abs = 0.0;  // a local, written out once: the shared vector's neighbours share a cache line
     double* const qrow = s + Nk;
 #pragma omp for schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p.B; ++b)
@@ -93,6 +95,7 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
             if (p.mask == MaskKind::Additive) acc += double(mask.get(b, h, i, j));
             s[size_t(j)] = acc;
             mx = std::max(mx, acc);
+            if (acc != ninf) thread_max_abs = std::max(thread_max_abs, std::abs(acc));
           }
           const size_t row = size_t((b * p.Hq + h) * p.Nq + i);
           if (mx == ninf) continue;  // no visible key: zeros, lse = -inf
@@ -120,7 +123,9 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           }
         }
       }
+    max_abs[size_t(omp_get_thread_num())] = thread_max_abs;
   }
+  r.max_abs_score = *std::max_element(max_abs.begin(), max_abs.end());
   return r;
 }
 

@@ -786,12 +786,15 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
   // The words of the Change column, and the one row that is no op.
   bool between = false;
   for (const DiffRow& r : d.rows) between = between || r.label() == kBetweenOps;
+  const std::string between_text = between ? "between ops: the forward's own time outside its ops (freeing one op's "
+                                              "buffers, allocating the next's)."
+                                            : "";
   if (definitions)
     s += fmt::format("Change: same = the same calls and bytes moved on both sides (its time may still differ); changed = "
-                   "the same name doing other work; in place / out of place = the op's other form (mul -> mul_).{}\n",
-                   between ? " between ops: the forward's own time outside its ops (freeing one op's buffers, "
-                             "allocating the next's)."
-                           : "");
+                     "the same name doing other work; in place / out of place = the op's other form (mul -> mul_).{}\n",
+                     between ? " " + between_text : "");
+  else if (between)  // a row that is no op: said even under --brief
+    s += between_text + "\n";
   std::vector<std::string> gone, came, inplace, outofplace, changed;
   double gone_ns = 0, gone_mem = 0, gone_faults = 0;
   // A pair's calls and bytes on both sides, when they do other work: a changed op's, and an op turned in place
@@ -857,6 +860,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
   if (definitions)
     s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
          "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
+  else  // the unit, without which "2.56 Gb" beside compare's 2.75 GB reads as another figure (or as gigabits)
+    s += "Sizes in torch's binary units: 1 Mb = 2^20 B, 1 Gb = 2^30 B.\n";
   if (!d.memory)
     s += fmt::format("{}: -- (a profile that recorded no memory, profile_memory off, is on one side or both).\n",
                      mem);

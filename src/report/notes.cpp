@@ -301,35 +301,45 @@ std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
 }
 
 std::string memory_time_line(const std::vector<RowTime>& rows) {
-  std::vector<std::string> each;
-  for (const RowTime& r : rows)
-    if (r.memory_time_share >= 0 && r.memory_time_share <= 1)
-      each.push_back(fmt::format("{} {:.0f} %", r.name, 100 * r.memory_time_share));
+  std::vector<std::string> each, above;
+  for (const RowTime& r : rows) {
+    if (!(r.memory_time_share >= 0 && r.memory_time_share <= 1)) continue;
+    const bool floor_known = r.floor_memory_share >= 0 && r.floor_memory_share <= 1;
+    each.push_back(fmt::format("{} {:.0f} %{}", r.name, 100 * r.memory_time_share,
+                               floor_known ? fmt::format(" (floor {:.0f} %)", 100 * r.floor_memory_share) : ""));
+    // Ten points over the floor's share: its memory-bound ops ran further from their ceiling than the rest.
+    if (floor_known && r.memory_time_share > r.floor_memory_share + 0.1) above.push_back(r.name);
+  }
   if (each.empty()) return "";
-  return fmt::format("Time in memory-bound ops (each row's measured op time spent in ops below their roofline ridge, "
-                     "which wait on bytes; Bound is where the floor says the time must go): {}.",
-                     fmt::join(each, ", "));
+  std::string s = fmt::format("Time in memory-bound ops (each row's share of its self time in ops whose FLOP/B is "
+                              "below their ridge, beside its floor's memory share, which Bound reads): {}.",
+                              fmt::join(each, ", "));
+  if (!above.empty())
+    s += fmt::format(" {} spent more of {} time there than {} floor: those ops ran further below the bandwidth than "
+                     "the others below their peak (fresh pages each forward: `attnprof profile --counters`).",
+                     fmt::join(above, " and "), above.size() == 1 ? "its" : "their",
+                     above.size() == 1 ? "its" : "their");
+  return s;
 }
 
 std::string bound_time_line(const analysis::BoundTime& t, bool device) {
-  const double total = t.placed_ns();
-  if (!(total > 0)) return "";
-  const auto ops = [&](const std::vector<analysis::BoundTime::Op>& list) {
+  const double total = t.total_ns;
+  if (!(total > 0) || !(t.memory_ns + t.compute_ns > 0)) return "";
+  const char* what = device ? "activities" : "ops";
+  // Each kind's share and its ops', as the table's Self % columns give them (the same denominator).
+  const auto kind = [&](const char* bound, double ns, const std::vector<analysis::BoundTime::Op>& list) {
     std::vector<std::string> each;
     for (const analysis::BoundTime::Op& op : list) each.push_back(fmt::format("{} {:.1f} %", op.name, 100 * op.ns / total));
-    return each.empty() ? std::string() : fmt::format(" ({})", fmt::join(each, ", "));
+    return list.empty() ? fmt::format("no {}-bound {}", bound, what)
+                        : fmt::format("{}-bound {} {:.1f} % ({})", bound, what, 100 * ns / total, fmt::join(each, ", "));
   };
-  const char* what = device ? "activities" : "ops";
-  const std::string placed = device ? "placed activities' device" : "placed ops' self";
-  if (t.memory_ops.empty() || t.compute_ops.empty())  // one kind took it all: no 0 % beside an empty list
-    return fmt::format("Time by bound: all of the {} time in {}-bound {}{}.", placed,
-                       t.memory_ops.empty() ? "compute" : "memory", what,
-                       ops(t.memory_ops.empty() ? t.compute_ops : t.memory_ops));
-  return fmt::format("Time by bound: memory-bound {} {:.1f} % of the {} time{}, compute-bound {:.1f} %{}: each {} "
-                     "by its FLOP/B against its ridge; {} are left out.",
-                     what, 100 * t.memory_ns / total, placed, ops(t.memory_ops),
-                     100 * t.compute_ns / total, ops(t.compute_ops), device ? "activity" : "op",
-                     device ? "the host zones that launched them" : "annotations and wrappers");
+  std::string s = fmt::format("Time by bound, of the Self {} time total: {}; {}", device ? "CUDA" : "CPU",
+                              kind("memory", t.memory_ns, t.memory_ops), kind("compute", t.compute_ns, t.compute_ops));
+  if (const double other = t.other_ns(); other > 0 && !device)
+    s += fmt::format("; annotations', steps' and wrappers' own time {:.1f} %", 100 * other / total);
+  return s + fmt::format(". Each {} is judged by its FLOP/B against its ridge (the Bound column): a memory-bound "
+                         "one's % roof says how near the bandwidth it ran{}.",
+                         device ? "activity" : "op", device ? "" : ", and --counters counts the fresh pages it faulted in");
 }
 
 std::string library_peaks_note(const analysis::MachinePeaks& m) {

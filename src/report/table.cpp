@@ -310,20 +310,33 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                        : !mem                 ? "memory (profile_memory off)"
                                               : "input shapes (record_shapes off)");
   if (opt.extra_columns && any_cost && opt.definitions) {
+    // What this profile holds: a matmul computes every score; a fused kernel only the pairs it visits.
+    bool matmul = false, fused = false;
+    for (const analysis::OpStats& r : ka.rows) {
+      matmul = matmul || r.name == "matmul" || r.name.find("gemm") != std::string::npos;
+      fused = fused || r.name.find("flash") != std::string::npos;
+    }
     const double visible = opt.visible_share;
-    if (visible > 0 && visible < 1)
-      out += fmt::format("FLOPs: what each op computed. A matmul computes every score, masked or not, while attention's "
-                         "convention, which compare's GFLOP/s use, counts the {:.1f} % of (query, key) pairs the mask "
-                         "lets through: the unfused matmuls count {:.2f}x the convention's FLOPs, and the elementwise "
-                         "ops add theirs; a fused kernel (flash_attention_fwd) counts by the convention.\n",
-                         100 * visible, 1 / visible);
-    else if (visible == 1)
-      out += "FLOPs: what each op computed. Without a mask every score is attention's work: the matmuls count "
-             "attention's convention, which compare's GFLOP/s use, and the elementwise ops add theirs.\n";
-    else
-      out += "FLOPs: what each op computed. A matmul computes every score, masked or not; attention's convention, "
-             "which compare's GFLOP/s use, counts only the (query, key) pairs a mask lets through, and so does a "
-             "fused kernel (flash_attention_fwd).\n";
+    std::string flops = "FLOPs: what each op computed";
+    if (visible > 0 && visible < 1) {
+      flops += fmt::format(". Attention's convention, which compare's GFLOP/s use, counts {:.1f} % of the Nq·Nk "
+                           "(query, key) pairs (FlashAttention's causal count, a little under what the mask lets "
+                           "through at small N)",
+                           100 * visible);
+      if (matmul)
+        flops += fmt::format(". A matmul computes every score, masked or not: the unfused matmuls count {:.2f}x the "
+                             "convention's FLOPs, and the elementwise ops add theirs",
+                             1 / visible);
+      if (fused) flops += ". A fused kernel (flash_attention_fwd) counts by the convention";
+    } else if (visible == 1) {
+      flops += matmul ? ". Without a mask every score is attention's work: the matmuls count attention's convention, "
+                        "which compare's GFLOP/s use, and the elementwise ops add theirs"
+                      : ". Without a mask every score is attention's work, as compare's GFLOP/s count it";
+    } else {
+      flops += ". A matmul computes every score, masked or not; attention's convention, which compare's GFLOP/s use, "
+               "counts only the (query, key) pairs a mask lets through, and so does a fused kernel (flash_attention_fwd)";
+    }
+    out += flops + ".\n";
   }
   if (bound && opt.definitions) {
     const analysis::MachinePeaks& m = *opt.peaks;
@@ -349,10 +362,19 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
                                          "op's % roof high: `attnprof roofline --peaks-only --remeasure` on an idle "
                                          "machine measures them again.",
                                          m.measured_busy));
-  } else if (bound && !opt.peaks->measured_busy.empty()) {
-    // Without the definitions (--brief), the finding they carried.
-    out += fmt::format("Peaks: measured on a busy machine ({}), so they may be low and an op's % roof high.\n",
-                       opt.peaks->measured_busy);
+  } else if (bound) {
+    // Without the definitions (--brief): the ceilings the verdicts stand on, and a busy machine's low peaks.
+    const analysis::MachinePeaks& m = *opt.peaks;
+    const double bw = m.bandwidth_gbs;
+    out += fmt::format("Bound: against fp32 {:.1f}{} GFLOP/s and {:.1f} GB/s (ridge {}{} FLOP/B).{}\n", m.fp32_gflops,
+                       m.bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.bf16_gflops) : std::string(), bw,
+                       bw > 0 ? fmt::format("{:.2f}", m.fp32_gflops / bw) : std::string("--"),
+                       m.bf16_gflops > 0 && bw > 0 ? fmt::format(" / {:.2f}", m.bf16_gflops / bw) : std::string(),
+                       m.measured_busy.empty()
+                           ? std::string()
+                           : fmt::format(" Peaks measured on a busy machine ({}), so they may be low and an op's % "
+                                         "roof high.",
+                                         m.measured_busy));
   }
   return out;
 }
@@ -532,7 +554,7 @@ std::vector<std::string> thread_balance_notes(const std::string& subject,
   std::vector<std::string> out;
   for (const auto& r : rows)
     if (r.threads > 1 && r.busy_share() < 0.8)
-      out.push_back(fmt::format("Threads: {}'s {} kept its {} threads working {:.0f} % of its parallel time (slowest "
+      out.push_back(fmt::format("Threads: {}'s op {} kept its {} threads working {:.0f} % of its parallel time (slowest "
                                 "share {:.2f}x the mean; the last thread started {} after the first, per region).",
                                 subject, r.name, r.threads, 100 * r.busy_share(), r.imbalance(),
                                 format_time_ns(r.lag_ns / double(r.regions))));
