@@ -1523,6 +1523,33 @@ TEST(HtmlReport, TheCausalNoteCountsTheMatmulsExtraFlopsFromTheShape) {
   }
 }
 
+// A directory of profiles (no compare.json, no roofline.json) is drawn on the roofline under the peaks its
+// summaries recorded, when they are one machine's; summaries of two machines' peaks draw none, as roofline
+// --from refuses them.
+TEST(HtmlReport, RooflineFromTheProfilesPeaksWhenNoCompareOrRooflineJson) {
+  TempDir d("profiles-roofline");
+  const json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  for (const char* v : {"naive", "flash"}) {
+    json s = json::parse(attnprof::io::read_file(kFixtures / (std::string(v) + ".summary.json")));
+    s["machine"] = compare["machine"];
+    if (std::string(v) == "flash") s["machine"]["from_cache"] = true;  // the same peaks, read back from the cache
+    spit(d.path / (std::string(v) + ".summary.json"), s.dump());
+  }
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("the machine peaks the profiles recorded in their summaries"), std::string::npos);
+  json data = data_block(page);
+  const json charts = data["charts"];
+  EXPECT_TRUE(std::any_of(charts.begin(), charts.end(), [](const json& c) { return c["kind"] == "roofline"; }));
+  json flash = json::parse(attnprof::io::read_file(d.path / "flash.summary.json"));
+  flash["machine"]["bandwidth_gbs"] = 2 * flash["machine"]["bandwidth_gbs"].get<double>();
+  spit(d.path / "flash.summary.json", flash.dump());
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_EQ(page.find("the machine peaks the profiles recorded in their summaries"), std::string::npos);
+  data = data_block(page);
+  const json other = data["charts"];
+  EXPECT_FALSE(std::any_of(other.begin(), other.end(), [](const json& c) { return c["kind"] == "roofline"; }));
+}
+
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   TempDir d("no-roofline");
   for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})

@@ -1407,6 +1407,24 @@ Machine machine_of(const json* m) {
   return out;
 }
 
+// The peaks a directory of profiles recorded: every summary's "machine", when they all hold the same ones
+// (whether measured or read from the cache); null when one has none or two differ, as roofline --from refuses.
+const json* profiles_machine(const std::vector<VariantData>& vs) {
+  const json* first = nullptr;
+  const auto peaks = [](json j) {
+    j.erase("from_cache");
+    return j;
+  };
+  for (const VariantData& v : vs) {
+    if (!v.summary) continue;
+    const json* m = member(*v.summary, {"machine"});
+    if (!m || !m->is_object()) return nullptr;
+    if (!first) first = m;
+    else if (peaks(*m) != peaks(*first)) return nullptr;
+  }
+  return first;
+}
+
 void section_roofline(Page& pg, const Input& in, const std::optional<json>& compare,
                       const std::vector<VariantData>& vs) {
   pg.h2("roofline", "Roofline");
@@ -1438,9 +1456,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     source = from.empty() ? "roofline.json"
                           : "roofline.json, which placed the ops of the run in " +
                                 std::filesystem::path(from).filename().string() + " without running them again";
-  } else if (compare) {
-    // No roofline.json: place each op of each summary with compare.json's measured machine peaks.
-    m = machine_of(member(*compare, {"machine"}));
+  } else if (const json* recorded = compare ? member(*compare, {"machine"}) : profiles_machine(vs)) {
+    // No roofline.json: place each op of each summary with the measured machine peaks compare.json recorded, or
+    // (a directory of profiles) those every profile's summary recorded.
+    m = machine_of(recorded);
     analysis::MachinePeaks peaks;
     peaks.fp32_gflops = m.fp32;
     peaks.bf16_gflops = m.bf16;
@@ -1467,7 +1486,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                           {"peak", peak}, {"bound", ai * m.bw < peak ? "memory" : "compute"}});
       }
     }
-    source = "compare.json's machine peaks and the per-op cost model in the summaries";
+    source = compare ? "compare.json's machine peaks and the per-op cost model in the summaries"
+                     : "the machine peaks the profiles recorded in their summaries, and the per-op cost model there";
   }
   if (m.bw <= 0 || (m.fp32 <= 0 && m.bf16 <= 0)) {
     pg.note((in.doc ? std::string("roofline.json has no machine peaks") : in.note) +
