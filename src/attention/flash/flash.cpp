@@ -23,16 +23,23 @@ ThreadScratch::ThreadScratch(size_t bytes_per_thread, int threads)
 
 ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)); }
 
-}  // namespace flash
-
-int64_t flash_block_rows() {
-  switch (best_isa()) {
-    case Isa::AVX512: return flash::block_rows_avx512();
-    case Isa::AVX2: return flash::block_rows_avx2();
+const Body& body() {
+  static constexpr Body kScalar{forward_scalar, block_rows_scalar, block_cols_scalar, panel_rows_scalar,
+                                scratch_bytes_scalar};
+  static constexpr Body kAvx2{forward_avx2, block_rows_avx2, block_cols_avx2, panel_rows_avx2, scratch_bytes_avx2};
+  static constexpr Body kAvx512{forward_avx512, block_rows_avx512, block_cols_avx512, panel_rows_avx512,
+                                scratch_bytes_avx512};
+  switch (best_isa()) {  // asked each time: ATTNPROF_ISA and the tests' overrides change it
+    case Isa::AVX512: return kAvx512;
+    case Isa::AVX2: return kAvx2;
     case Isa::Scalar: break;
   }
-  return flash::block_rows_scalar();
+  return kScalar;
 }
+
+}  // namespace flash
+
+int64_t flash_block_rows() { return flash::body().block_rows(); }
 
 FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc, int64_t panel) {
   ATTNPROF_CHECK(br > 0 && bc > 0 && panel > 0, "flash_tiles needs positive block sizes, got {} x {} (panel {})", br,
@@ -64,12 +71,8 @@ FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc, int64_t pan
 }
 
 FlashTiles flash_tiles(const AttnProblem& p) {
-  switch (best_isa()) {
-    case Isa::AVX512: return flash_tiles(p, flash::block_rows_avx512(), flash::block_cols_avx512(), flash::panel_rows_avx512());
-    case Isa::AVX2: return flash_tiles(p, flash::block_rows_avx2(), flash::block_cols_avx2(), flash::panel_rows_avx2());
-    case Isa::Scalar: break;
-  }
-  return flash_tiles(p, flash::block_rows_scalar(), flash::block_cols_scalar(), flash::panel_rows_scalar());
+  const flash::Body& b = flash::body();
+  return flash_tiles(p, b.block_rows(), b.block_cols(), b.panel_rows());
 }
 
 std::string describe_flash_tiles(const FlashTiles& t, const AttnProblem& p) {
@@ -123,12 +126,7 @@ OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
 OpCost flash_cost(const AttnProblem& p) { return flash_cost(p, flash_block_rows()); }
 
 double flash_peak_bytes(const AttnProblem& p) {
-  size_t scratch = 0;
-  switch (best_isa()) {
-    case Isa::AVX512: scratch = flash::scratch_bytes_avx512(p.D); break;
-    case Isa::AVX2: scratch = flash::scratch_bytes_avx2(p.D); break;
-    case Isa::Scalar: scratch = flash::scratch_bytes_scalar(p.D); break;
-  }
+  const size_t scratch = flash::body().scratch_bytes(p.D);
   // The threads as the bodies take them: one when the call is one task.
   const int64_t br = flash_block_rows(), tasks = p.B * p.Hq * ((p.Nq + br - 1) / br);
   return flash_output_bytes(p) + double(flash::ThreadScratch::footprint(scratch, tasks > 1 ? ops::num_threads() : 1));
@@ -170,11 +168,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     fp.mask_dtype = mask.dtype();
     fp.ms = mask.strides();
   }
-  switch (best_isa()) {
-    case Isa::AVX512: flash::forward_avx512(fp); break;
-    case Isa::AVX2: flash::forward_avx2(fp); break;
-    case Isa::Scalar: flash::forward_scalar(fp); break;
-  }
+  flash::body().forward(fp);
   return out;
 }
 

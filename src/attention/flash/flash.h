@@ -75,4 +75,15 @@ size_t scratch_bytes_scalar(int64_t D);
 size_t scratch_bytes_avx2(int64_t D);
 size_t scratch_bytes_avx512(int64_t D);
 
+// One body's entry points, as the ISA it was compiled for is chosen: body() gives best_isa()'s, so the forward,
+// its tile sizes (flash_tiles, flash_bytes) and its scratch (flash_peak_bytes) are always the same body's.
+struct Body {
+  void (*forward)(const Params& p);
+  int64_t (*block_rows)();
+  int64_t (*block_cols)();
+  int64_t (*panel_rows)();
+  size_t (*scratch_bytes)(int64_t D);
+};
+const Body& body();
+
 }  // namespace attnprof::flash
