@@ -95,20 +95,22 @@ std::optional<std::string> sgemm_sizes_unsupported(const AttnProblem& p, DType m
                      longest);
 }
 
+OpCost mask_ops_cost(const AttnProblem& p, DType dtype, bool copy) {
+  const Shape4 s{p.B, p.Hq, p.Nq, p.Nk};
+  OpCost c;
+  if (p.mask == MaskKind::None) return c;
+  if (copy) c += ops::copy_cost(s, dtype, dtype);
+  if (p.mask == MaskKind::Additive) return c += ops::add_cost(s, dtype, p.mask_shape, p.mask_dtype);
+  return c += ops::masked_fill_cost(s, dtype, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
+}
+
 OpCost naive_cost(const AttnProblem& p, bool inplace, OpCost (*gemm)(const Shape4&, const Shape4&, DType)) {
   // The sum of its ops' cost models, so the variant's bytes are what its ops report.
   const Shape4 q{p.B, p.Hq, p.Nq, p.D}, kt{p.B, p.Hkv, p.D, p.Nk}, s{p.B, p.Hq, p.Nq, p.Nk},
       v{p.B, p.Hkv, p.Nk, p.D};
   OpCost c = gemm(q, kt, p.dtype);
   c += ops::mul_cost(s, p.dtype);
-  if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
-    if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
-    c += ops::masked_fill_cost(s, p.dtype, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
-  }
-  if (p.mask == MaskKind::Additive) {
-    if (!inplace) c += ops::copy_cost(s, p.dtype, p.dtype);
-    c += ops::add_cost(s, p.dtype, p.mask_shape, p.mask_dtype);
-  }
+  c += mask_ops_cost(p, p.dtype, /*copy=*/!inplace);
   c += ops::softmax_cost(s, p.dtype);
   c += gemm(s, v, p.dtype);
   return c.with_flops(attention_flops(p));  // report the convention's useful FLOPs, like every variant

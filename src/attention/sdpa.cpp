@@ -171,16 +171,10 @@ OpCost sdpa_math_cost(const AttnProblem& p, bool bool_mask_per_call) {
   c += ops::mul_cost(q, f);
   c += ops::mul_cost(kv, f);
   c += ops::matmul_cost(q, kt, f);
-  if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) {
-    if (p.mask == MaskKind::Causal) c += ops::triu_mask_cost(p.Nq, p.Nk);
-    if (p.mask == MaskKind::Bool && bool_mask_per_call) c += ops::logical_not_cost(p.mask_shape);
-    c += ops::copy_cost(s, f, f);
-    c += ops::masked_fill_cost(s, f, p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape);
-  }
-  if (p.mask == MaskKind::Additive) {
-    c += ops::copy_cost(s, f, f);
-    c += ops::add_cost(s, f, p.mask_shape, p.mask_dtype);
-  }
+  // The mask it builds per call (the causal triu; a bool mask's logical_not), then applied out of place.
+  if (p.mask == MaskKind::Causal) c += ops::triu_mask_cost(p.Nq, p.Nk);
+  if (p.mask == MaskKind::Bool && bool_mask_per_call) c += ops::logical_not_cost(p.mask_shape);
+  c += mask_ops_cost(p, f, /*copy=*/true);
   c += ops::softmax_cost(s, f);
   c += ops::matmul_cost(s, kv, f);
   if (is_half(p.dtype)) c += ops::copy_cost(q, f, p.dtype);

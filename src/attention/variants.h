@@ -32,6 +32,11 @@ Tolerance fused_tolerance(DType t);
 // (at the mask's own shape, broadcast dims kept at 1); 0 for an additive mask, which is the caller's tensor.
 double fill_mask_bytes(const AttnProblem& p);
 
+// The ops that apply p's mask to [B, Hq, Nq, Nk] scores of `dtype`: masked_fill with a bool mask (the causal
+// triu, or the caller's at its own shape) or add with an additive one, each after a copy of the scores when
+// `copy` (out of place: naive, SDPA math). Nothing without a mask. Shared by the unfused cost models.
+OpCost mask_ops_cost(const AttnProblem& p, DType dtype, bool copy);
+
 // The largest head dim the CPU flash kernel's per-thread tiles hold: the flash backend's refusal and the
 // kernel's own check.
 inline constexpr int64_t kFlashMaxHeadDim = 256;
