@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Browser test of the HTML report (docs/report.md): builds report.html with `attnprof report` from the
 # hand-made fixtures (tests/fixtures/report, every section present), from the hand-made CUDA fixtures
-# (tests/fixtures/report-cuda, a GPU compare), with hostile names, and from a small real
-# compare + sweep + roofline run, then loads each page from file:// in Debian's headless Chromium through
+# (tests/fixtures/report-cuda, a GPU compare), with hostile names, from a small real
+# compare + sweep + roofline run and from two profiles alone, then loads each page from file:// in Debian's headless Chromium through
 # playwright-core (tests/browser/report.spec.mjs) and checks it. Screenshots land in tests/browser/out/.
 #
 #   tests/browser/run.sh [BUILD_DIR]        # default: build
@@ -80,6 +80,17 @@ if [[ ${ATTNPROF_BROWSER_REAL:-1} == 1 ]]; then
     || { echo "browser test: attnprof roofline failed:"; cat "$out/roofline.log"; exit 1; }
   "$bin" report --out "$real" >/dev/null
   node "$root/tests/browser/report.spec.mjs" "$real/report.html" "$out/real.png" || fail=1
+
+  echo "== report from profiles alone (no compare.json: the roofline under the peaks the summaries recorded)"
+  profiles=$out/profiles
+  for v in naive flash; do
+    "$bin" profile "$v" --shape 1,4,256,64 "${common[@]}" --out "$profiles" >/dev/null 2>"$out/profile.log" \
+      || { echo "browser test: attnprof profile $v failed:"; cat "$out/profile.log"; exit 1; }
+  done
+  "$bin" report --out "$profiles" >/dev/null
+  grep -q '"kind":"roofline"' "$profiles/report.html" \
+    || { echo "browser test: the profiles' page has no roofline chart"; fail=1; }
+  node "$root/tests/browser/report.spec.mjs" "$profiles/report.html" "$out/profiles.png" || fail=1
 fi
 
 if ((fail)); then echo "browser test: FAILED (screenshots in $out)"; exit 1; fi
