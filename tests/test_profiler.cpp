@@ -317,22 +317,37 @@ TEST(Profiler, EveryVariantsCostModelMovesTheBytesItsOpsRecord) {
   }
 }
 
-// The roofline floor: each op's own cost at the larger of its two ceilings, summed once. A composite op's
-// children count, not the composite again; annotations and steps not at all; on a device profile only the
-// activities, not the zones that launched them.
-TEST(Profiler, RooflineFloorSumsEachOpAtItsOwnCeilingOnce) {
+namespace {
+// Ceilings with round ridges for the roofline tests: fp32 2 FLOP/B, bf16 8 FLOP/B.
+analysis::MachinePeaks round_peaks() {
   analysis::MachinePeaks m;
   m.fp32_gflops = 100.0;
   m.bf16_gflops = 400.0;
   m.bandwidth_gbs = 50.0;
+  return m;
+}
+
+// A key_averages row with its own cost, its cost with its children's, and its self time (device time half).
+analysis::OpStats stats_row(std::string name, std::string cat, OpCost self, OpCost incl, double self_ns = 0) {
+  analysis::OpStats s;
+  s.name = std::move(name);
+  s.category = std::move(cat);
+  s.self_cost = self;
+  s.cost = incl;
+  s.self_ns = self_ns;
+  s.self_device_ns = self_ns / 2;
+  return s;
+}
+}  // namespace
+
+// The roofline floor: each op's own cost at the larger of its two ceilings, summed once. A composite op's
+// children count, not the composite again; annotations and steps not at all; on a device profile only the
+// activities, not the zones that launched them.
+TEST(Profiler, RooflineFloorSumsEachOpAtItsOwnCeilingOnce) {
+  analysis::MachinePeaks m = round_peaks();
   analysis::KeyAverages ka;
   auto add = [&](std::string name, std::string cat, OpCost self, OpCost incl) {
-    analysis::OpStats s;
-    s.name = std::move(name);
-    s.category = std::move(cat);
-    s.self_cost = self;
-    s.cost = incl;
-    ka.rows.push_back(s);
+    ka.rows.push_back(stats_row(std::move(name), std::move(cat), self, incl));
   };
   const OpCost gemm{2e9, 1e8, 1e8, 2e9};   // 2 GFLOP on bf16 units: 5 ms; 0.2 GB: 4 ms -> compute, 5 ms
   const OpCost copy{0, 5e8, 5e8, 0};       // 1 GB: 20 ms -> memory
@@ -365,20 +380,10 @@ TEST(Profiler, RooflineFloorSumsEachOpAtItsOwnCeilingOnce) {
 // softmax above theirs (2.5 FLOP/B against an fp32 ridge of 2); annotations and wrappers not at all; rows of
 // one name (grouped by input shape) summed under it, longest first; a device profile's activities only.
 TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
-  analysis::MachinePeaks m;
-  m.fp32_gflops = 100.0;
-  m.bf16_gflops = 400.0;
-  m.bandwidth_gbs = 50.0;
+  const analysis::MachinePeaks m = round_peaks();
   analysis::KeyAverages ka;
   auto add = [&](std::string name, std::string cat, OpCost self, double self_ns) {
-    analysis::OpStats s;
-    s.name = std::move(name);
-    s.category = std::move(cat);
-    s.self_cost = self;
-    s.cost = self;
-    s.self_ns = self_ns;
-    s.self_device_ns = self_ns / 2;
-    ka.rows.push_back(s);
+    ka.rows.push_back(stats_row(std::move(name), std::move(cat), self, self, self_ns));
   };
   const OpCost gemm{2e9, 1e8, 1e8, 2e9}, copy{0, 5e8, 5e8, 0}, soft{1e9, 2e8, 2e8, 0};
   add("attn_fwd", "user_annotation", OpCost{3e9, 8e8, 8e8, 2e9}, 1e6);
