@@ -435,6 +435,13 @@ TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
             "naive spent more of its time there than its floor: those ops ran further below the bandwidth than the "
             "others below their peak (fresh pages each forward: `attnprof profile --counters`).");
   EXPECT_EQ(report::memory_time_line({rows[1]}), "");
+  // Ten points over counts (0.6 against 0.5, whose sum is not exactly 0.6 in binary); a GPU row's kernels are
+  // not sent to the host's page-fault counters.
+  rows[0].memory_time_share = 0.6;
+  EXPECT_NE(report::memory_time_line(rows).find("naive spent more of its time there"), std::string::npos);
+  EXPECT_EQ(report::memory_time_line(rows, /*gpu=*/true).find("--counters"), std::string::npos);
+  EXPECT_NE(report::memory_time_line(rows, /*gpu=*/true).find("those kernels ran further below the bandwidth"),
+            std::string::npos);
 }
 
 // The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on

@@ -156,7 +156,7 @@ std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
   const std::vector<report::RowTime> times = row_times(rows);
   std::string s;
   if (const std::string line = report::speedup_line(times); !line.empty()) s += line + "\n";
-  if (const std::string line = report::memory_time_line(times); !line.empty()) s += line + "\n";
+  if (const std::string line = report::memory_time_line(times, gpu); !line.empty()) s += line + "\n";
   for (const std::string& line : report::far_from_floor_notes(times, gpu)) s += line + "\n";
   // What a fused kernel's one row does not show: where its time goes inside (the flash kernel's steps).
   for (const Row& r : rows)

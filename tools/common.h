@@ -402,8 +402,9 @@ std::vector<std::string> names_of(const std::vector<const Variant*>& variants);
 void prepare_libraries(const std::vector<const Variant*>& variants, const Inputs& in);
 // What a validation that failed found, for the row's note: how many elements were outside the tolerance, or NaN or
 // infinite (those make max abs error inf: the note says which it was).
-// `max_abs_score` (Reference::max_abs_score) and `dtype`, where known: a half-precision output whose scores
-// reach a size its rounding between ops cannot hold within the tolerance gets a line saying so.
+// `max_abs_score` (Reference::max_abs_score, for a variant that stores its scores in `dtype` between ops; 0
+// otherwise) and `dtype`: a half-precision output whose scores reach a size that rounding them alone moves the
+// softmax weights past the tolerance (exp(|s|·2^-p) − 1 ≥ rtol, p the type's significant bits) says so.
 std::string validation_failure(const ErrorStats& err, const Tolerance& tol, double max_abs_score = 0.0,
                                DType dtype = DType::F32);
 // prepare (OutOfBudget -> Skipped), one forward validated against `ref` (failure -> Failed, not timed),

@@ -384,7 +384,7 @@ const RowTime* speedup_base(const std::vector<RowTime>& rows);
 // 50 %), inplace 34 % (floor 41 %), flash 0 % (floor 0 %). naive spent more ..." over the rows that know it,
 // naming those ten points or more over their floor's share; "" when none does. compare prints it under the
 // speed-up line, the HTML report under the Comparison's.
-std::string memory_time_line(const std::vector<RowTime>& rows);
+std::string memory_time_line(const std::vector<RowTime>& rows, bool gpu = false);
 // One profile's split, op by op, as shares of the table's Self CPU (device: Self CUDA) time total: "Time by
 // bound, of the Self CPU time total: memory-bound ops 48.4 % (softmax 20.8 %, ...); compute-bound ops 48.9 %
 // (matmul 48.9 %); annotations', steps' and wrappers' own time 2.7 %. ..."; "" when no op with a verdict took

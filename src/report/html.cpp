@@ -498,7 +498,7 @@ void section_compare(Page& pg, const Input& in) {
   pg.raw(t);
   // The ratios the blog reads off, and rows whose time went where the cost model does not look, as compare prints.
   if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
-  if (const std::string line = memory_time_line(row_times); !line.empty()) pg.p(line);
+  if (const std::string line = memory_time_line(row_times, gpu); !line.empty()) pg.p(line);
   if (const std::string far = far_from_floor_summary(row_times, gpu); !far.empty()) pg.note(far);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
   // What each column means, folded: three paragraphs that would stand between the table and its charts.

@@ -300,7 +300,7 @@ std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
   return s;
 }
 
-std::string memory_time_line(const std::vector<RowTime>& rows) {
+std::string memory_time_line(const std::vector<RowTime>& rows, bool gpu) {
   std::vector<std::string> each, above;
   for (const RowTime& r : rows) {
     if (!(r.memory_time_share >= 0 && r.memory_time_share <= 1)) continue;
@@ -308,17 +308,18 @@ std::string memory_time_line(const std::vector<RowTime>& rows) {
     each.push_back(fmt::format("{} {:.0f} %{}", r.name, 100 * r.memory_time_share,
                                floor_known ? fmt::format(" (floor {:.0f} %)", 100 * r.floor_memory_share) : ""));
     // Ten points over the floor's share: its memory-bound ops ran further from their ceiling than the rest.
-    if (floor_known && r.memory_time_share > r.floor_memory_share + 0.1) above.push_back(r.name);
+    if (floor_known && r.memory_time_share >= r.floor_memory_share + 0.1 - 1e-9) above.push_back(r.name);
   }
   if (each.empty()) return "";
   std::string s = fmt::format("Time in memory-bound ops (each row's share of its self time in ops whose FLOP/B is "
                               "below their ridge, beside its floor's memory share, which Bound reads): {}.",
                               fmt::join(each, ", "));
   if (!above.empty())
-    s += fmt::format(" {} spent more of {} time there than {} floor: those ops ran further below the bandwidth than "
-                     "the others below their peak (fresh pages each forward: `attnprof profile --counters`).",
+    s += fmt::format(" {} spent more of {} time there than {} floor: those {} ran further below the bandwidth than "
+                     "the others below their peak{}.",
                      fmt::join(above, " and "), above.size() == 1 ? "its" : "their",
-                     above.size() == 1 ? "its" : "their");
+                     above.size() == 1 ? "its" : "their", gpu ? "kernels" : "ops",
+                     gpu ? "" : " (fresh pages each forward: `attnprof profile --counters`)");
   return s;
 }
 
@@ -335,8 +336,11 @@ std::string bound_time_line(const analysis::BoundTime& t, bool device) {
   };
   std::string s = fmt::format("Time by bound, of the Self {} time total: {}; {}", device ? "CUDA" : "CPU",
                               kind("memory", t.memory_ns, t.memory_ops), kind("compute", t.compute_ns, t.compute_ops));
-  if (const double other = t.other_ns(); other > 0 && !device)
-    s += fmt::format("; annotations', steps' and wrappers' own time {:.1f} %", 100 * other / total);
+  // The rest: on the CPU the zones that hold no work of their own; on a GPU the activities no cost model covers
+  // (one of several a zone launched, or one no zone launched), which would otherwise go unaccounted.
+  if (const double other = t.other_ns(); other > 0)
+    s += fmt::format("; {} {:.1f} %", device ? "activities without a cost model" : "annotations', steps' and wrappers' own time",
+                     100 * other / total);
   return s + fmt::format(". Each {} is judged by its FLOP/B against its ridge (the Bound column): a memory-bound "
                          "one's % roof says how near the bandwidth it ran{}.",
                          device ? "activity" : "op", device ? "" : ", and --counters counts the fresh pages it faulted in");

@@ -366,10 +366,12 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     // Without the definitions (--brief): the ceilings the verdicts stand on, and a busy machine's low peaks.
     const analysis::MachinePeaks& m = *opt.peaks;
     const double bw = m.bandwidth_gbs;
-    out += fmt::format("Bound: against fp32 {:.1f}{} GFLOP/s and {:.1f} GB/s (ridge {}{} FLOP/B).{}\n", m.fp32_gflops,
+    const std::string lib = library_peaks_note(m);  // matmul's own ceilings under a forced lower ISA
+    out += fmt::format("Bound: against fp32 {:.1f}{} GFLOP/s and {:.1f} GB/s (ridge {}{} FLOP/B).{}{}\n", m.fp32_gflops,
                        m.bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.bf16_gflops) : std::string(), bw,
                        bw > 0 ? fmt::format("{:.2f}", m.fp32_gflops / bw) : std::string("--"),
                        m.bf16_gflops > 0 && bw > 0 ? fmt::format(" / {:.2f}", m.bf16_gflops / bw) : std::string(),
+                       lib.empty() ? std::string() : " " + lib + ".",
                        m.measured_busy.empty()
                            ? std::string()
                            : fmt::format(" Peaks measured on a busy machine ({}), so they may be low and an op's % "
