@@ -1167,6 +1167,12 @@ TEST_F(Cli, SweepFitsExponentsInTheExpectedBands) {
     e[f["variant"].get<std::string>() + "/" + f["metric"].get<std::string>()] = f["exponent"].get<double>();
     EXPECT_GE(f["r2"].get<double>(), 0.0);
     EXPECT_GE(f["stderr"].get<double>(), 0.0);
+    // A time exponent from 0 to 1 is fixed costs' (the work grows as N²), and said so in the text; memory never.
+    const double b = f["exponent"].get<double>();
+    const bool fixed = f["metric"] == "time" && b >= 0.0 && b < 1.0;
+    EXPECT_EQ(f["fixed_costs"].get<bool>(), fixed) << f;
+    EXPECT_EQ(r.out.find("  fixed costs\n") != std::string::npos || r.out.find("  fixed costs ") != std::string::npos,
+              r.out.find("fixed costs: a time exponent below 1") != std::string::npos);
   }
   ASSERT_EQ(e.size(), 4u);
   // The time exponents are whatever the machine gave (a shared machine moves single points by 2-5x; how close

@@ -394,7 +394,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
                          nlohmann::json& fits) {
   std::string text;
   text += "Scaling fits (least squares on log-log, y = a·N^b):\n";
-  bool any_weak = false, any_implausible = false, any_disturbed = false;  // a note below for each kind of doubt
+  bool any_weak = false, any_implausible = false, any_disturbed = false, any_fixed = false;  // a note for each doubt
   for (const std::string& name : names) {
     std::vector<double> x, t, mem;
     size_t disturbed = 0;  // points whose forwards shared the CPUs (Busy) or disagreed (Noisy)
@@ -417,6 +417,10 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
       // Attention's work grows as N² (N·Nk/2 pairs causal): a time exponent past 3, or below 0, is no property
       // of the variant but of disturbed timings, however well two or three points line up.
       const bool implausible = std::string(metric) == "time" && (f.exponent > 3.0 || f.exponent < 0.0);
+      // Work that grows as N² in a time that grows slower than N: what each forward costs whatever N (threads
+      // starting, buffers allocated) still outweighs the work at these lengths, however well the points line up.
+      const bool fixed_costs = std::string(metric) == "time" && !implausible && f.exponent < 1.0;
+      any_fixed = any_fixed || fixed_costs;
       // A time fit through points most of which were Busy or Noisy fits the machine's load as much as the
       // variant, however straight the line (a loaded run put flash at N^0.02, r² 0.6, "a power law"). Memory is
       // counted, not timed: not affected.
@@ -435,6 +439,7 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
                            {"points", x.size()},
                            {"weak", f.weak()},
                            {"implausible", implausible},
+                           {"fixed_costs", fixed_costs},
                            {"disturbed_points", dist}});
       // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
       const std::string dist_text =
@@ -442,13 +447,19 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
       const std::string exponent = report::format_exponent(f.exponent);
       text += x.size() > 2 ? fmt::format("  {:<11} {:<7} exponent {} ± {:.3f}  (r² {:.4f}, {} points){}{}{}\n", name,
                                          metric, exponent, f.exponent_stderr, f.r2, x.size(),
-                                         f.weak() ? "  weak: no power law" : "", implausible ? "  implausible" : "",
+                                         f.weak() ? "  weak: no power law" : "",
+                                         implausible ? "  implausible" : fixed_costs ? "  fixed costs" : "",
                                          dist_text)
                            : fmt::format("  {:<11} {:<7} exponent {}  (2 points: a line through both, no error "
-                                         "estimate){}{}\n", name, metric, exponent, implausible ? "  implausible" : "",
+                                         "estimate){}{}\n", name, metric, exponent,
+                                         implausible ? "  implausible" : fixed_costs ? "  fixed costs" : "",
                                          dist_text);
     }
   }
+  if (any_fixed)
+    text += "fixed costs: a time exponent below 1 while the work grows as N^2: what each forward costs whatever N "
+            "(threads starting, buffers allocated, the peer's call overhead) outweighs the work at these lengths; "
+            "sweep larger N for the scaling law.\n";
   if (any_implausible)
     text += "implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N^2): the "
             "timings of those points were disturbed (Busy/Noisy above); rerun, or raise --iters.\n";

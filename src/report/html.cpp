@@ -1160,7 +1160,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   std::string fit_table = "<table class=\"data\"><thead><tr><th>variant</th><th>metric</th><th>exponent</th>"
                           "<th>± std. error</th><th>coefficient a (ms, or bytes for memory)</th><th>R²</th>"
                           "<th>points</th><th>fit</th></tr></thead><tbody>\n";
-  bool any_fit = false, any_weak = false, any_implausible = false, any_disturbed = false;
+  bool any_fit = false, any_weak = false, any_implausible = false, any_disturbed = false, any_fixed = false;
   if (const json* fits = member(s, {"fits"}); fits && fits->is_array()) {
     for (const json& f : *fits) {
       const std::string v = str(f, "variant", "?");
@@ -1176,12 +1176,17 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const json* imp = member(f, {"implausible"});
       const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
       any_implausible = any_implausible || implausible;
+      // A time exponent under 1: per-forward fixed costs still outweigh the N² work (absent in older files).
+      const json* fx = member(f, {"fixed_costs"});
+      const bool fixed = fx && fx->is_boolean() && fx->get<bool>();
+      any_fixed = any_fixed || fixed;
       // Half its points or more Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
       const double dist = num(f, "disturbed_points", 0), npts = num(f, "points", 0);
       const bool disturbed = fit_disturbed(dist, npts);
       any_disturbed = any_disturbed || disturbed;
-      std::string verdict = weak ? "weak: no power law" : implausible || disturbed ? "" : "a power law";
+      std::string verdict = weak ? "weak: no power law" : implausible || disturbed || fixed ? "" : "a power law";
       if (implausible) verdict += std::string(verdict.empty() ? "" : "; ") + "implausible: disturbed timings";
+      if (fixed) verdict += std::string(verdict.empty() ? "" : "; ") + "fixed costs: not yet N²";
       if (disturbed)
         verdict += std::string(verdict.empty() ? "" : "; ") +
                    fmt::format("disturbed: {:.0f} of {:.0f} points Busy or Noisy", dist, npts);
@@ -1198,7 +1203,8 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const double scale = mem ? 1e-6 : 1.0;
       const std::string label =
           fmt::format("N^{}{}", format_exponent(b, 2),
-                      implausible ? " (implausible)" : weak ? " (weak fit)" : disturbed ? " (disturbed)" : "");
+                      implausible ? " (implausible)" : weak ? " (weak fit)" : disturbed ? " (disturbed)"
+                                                         : fixed ? " (fixed costs)" : "");
       json& dst = mem ? mem_fit : time_fit;
       for (const bool end : {false, true}) {
         const double x = end ? r->second.second : r->second.first;
@@ -1345,6 +1351,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
     pg.note("weak: the points stray from a power law (± above 0.15, or points off the line by a root-mean-square "
             "above 0.25 in natural log, about 28 %), so that exponent is no scaling law: at small N fixed costs "
             "dominate, or the timings were disturbed.");
+  if (any_fixed)
+    pg.note("fixed costs: a time exponent below 1 while the work grows as N²: what each forward costs whatever N "
+            "outweighs the work at these lengths; a sweep to larger N gives the scaling law.");
   if (any_implausible)
     pg.note("implausible: a time exponent outside 0..3, which no attention forward has (its work grows as N²): the "
             "timings of those points were disturbed.");
