@@ -872,7 +872,8 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
 }
 
 json diff_json(const ProfileDiff& d, int row_limit) {
-  const auto [base_bytes, new_bytes] = bytes_moved(d);
+  const std::pair<double, double> moved = bytes_moved(d);  // (not a structured binding: clang 14 cannot capture one)
+  const double base_bytes = moved.first, new_bytes = moved.second;
   auto side = [&](const ProfileSide& p) {
     return json{{"label", p.label},
                 {"bytes_per_forward", &p == &d.base ? base_bytes : new_bytes},  // every op's own, as the table's
