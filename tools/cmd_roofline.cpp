@@ -172,18 +172,28 @@ std::string legend(bool gpu) {
 // earlier compare's compare.json or from profiles' summaries, which record the peaks their Bound was judged by.
 struct FromRun {
   std::string source;  // compare.json's path, or the profiles' directory
-  std::filesystem::path dir;  // where the summaries are
   analysis::MachinePeaks m;
-  bool gpu = false, from_compare = false;
+  bool gpu = false;
   std::string reclaim, problem, dtype, forwards;  // forwards: "3 recorded forwards each"
   nlohmann::json threads;
   struct Entry {
     std::string name, status = "ok", note, summary;  // summary: the file's path; status other than ok: not placed
     std::optional<double> ms;                        // compare's time for the row, which its summary must carry
+    std::optional<nlohmann::json> doc;               // the summary, read and checked (profiles': for their peaks)
   };
   std::vector<Entry> entries;
   std::vector<std::string> inputs;  // every file read: none may be replaced by the roofline's own
 };
+
+// What a variant's summary is named after: <variant>.summary.json.
+constexpr std::string_view kSummarySuffix = ".summary.json";
+
+// A <variant>.summary.json, read and checked whole.
+nlohmann::json read_summary(const std::string& path) {
+  nlohmann::json s = read_json_file(path);
+  report::check_summary(s, path);
+  return s;
+}
 
 // The variants to place: those named, each of which the run must hold, else all of them in its order.
 std::vector<FromRun::Entry> chosen_entries(const RooflineArgs& a, const std::vector<FromRun::Entry>& held,
@@ -205,8 +215,6 @@ std::vector<FromRun::Entry> chosen_entries(const RooflineArgs& a, const std::vec
 FromRun from_compare(const RooflineArgs& a, const std::string& compare_path, const std::filesystem::path& run_dir) {
   FromRun r;
   r.source = compare_path;
-  r.dir = run_dir;
-  r.from_compare = true;
   r.inputs = {compare_path};
   const nlohmann::json c = read_json_file(compare_path);
   report::check_compare_json(c, compare_path);  // refuses an empty "variants", which would place nothing
@@ -250,7 +258,6 @@ FromRun from_compare(const RooflineArgs& a, const std::string& compare_path, con
 FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, const std::vector<std::string>& files,
                       bool named_dir) {
   FromRun r;
-  r.dir = dir;
   r.source = named_dir ? dir.string() : (dir / files.front()).string();
   // The known variants first, in the registries' order (naive first, as the blog), then any other by name.
   std::vector<std::string> order;
@@ -258,8 +265,8 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
   for (const Variant& v : cuda::cuda_registry())
     if (std::find(order.begin(), order.end(), v.name) == order.end()) order.push_back(v.name);
   std::vector<FromRun::Entry> held;
-  for (const std::string& f : files) held.push_back({f.substr(0, f.size() - std::string(".summary.json").size()), "ok",
-                                                    "", (dir / f).string(), std::nullopt});
+  for (const std::string& f : files)
+    held.push_back({f.substr(0, f.size() - kSummarySuffix.size()), "ok", "", (dir / f).string(), std::nullopt});
   const auto rank = [&](const FromRun::Entry& e) {
     return size_t(std::find(order.begin(), order.end(), e.name) - order.begin());
   };
@@ -268,9 +275,9 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
   std::string first;  // the summary the others are held to
   nlohmann::json machine;
   std::vector<std::pair<std::string, size_t>> forwards;  // each profile's recorded forwards (run.forward_ms)
-  for (const FromRun::Entry& e : r.entries) {
-    const nlohmann::json s = read_json_file(e.summary);
-    report::check_summary(s, e.summary);
+  for (FromRun::Entry& e : r.entries) {
+    e.doc = read_summary(e.summary);  // kept: the placement reads it again
+    const nlohmann::json& s = *e.doc;
     if (const auto run = s.find("run"); run != s.end() && run->is_object() && run->contains("forward_ms") &&
                                         (*run)["forward_ms"].is_array())
       forwards.emplace_back(e.name, (*run)["forward_ms"].size());
@@ -300,12 +307,7 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
     }
     // One roofline has one set of ceilings and one problem: profiles of two machines, thread counts or shapes
     // would be placed under peaks one of them was not measured against.
-    // The same peaks, whether a profile measured them or read them from the cache (older summaries say which).
-    const auto peaks_of = [](nlohmann::json j) {
-      j.erase("from_cache");
-      return j;
-    };
-    if (peaks_of(*m) != peaks_of(machine))
+    if (!report::same_peaks(*m, machine))
       ATTNPROF_FAIL("{} and {} were judged against different peaks (another machine, thread count or measurement): "
                     "place them one at a time (--from the summary), or profile them again on one machine with the "
                     "same --threads",
@@ -371,7 +373,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
       std::vector<std::string> summaries;
       for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec))
         if (const std::string name = it->path().filename().string();
-            name.ends_with(".summary.json") && name.size() > std::string(".summary.json").size())
+            name.ends_with(kSummarySuffix) && name.size() > kSummarySuffix.size())
           summaries.push_back(name);
       if (ec) ATTNPROF_FAIL("--from '{}': cannot read the directory ({})", a.from, ec.message());
       std::sort(summaries.begin(), summaries.end());
@@ -380,7 +382,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
                      "`attnprof compare` or `attnprof profile`", a.from);
       run = from_profiles(a, run_dir, summaries, /*named_dir=*/true);
     }
-  } else if (const std::string name = file.filename().string(); name.ends_with(".summary.json")) {
+  } else if (const std::string name = file.filename().string(); name.ends_with(kSummarySuffix)) {
     run = from_profiles(a, run_dir, {name}, /*named_dir=*/false);
   } else {
     run = from_compare(a, a.from, run_dir);
@@ -415,8 +417,8 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
       continue;
     }
     const std::string& path = e.summary;
-    const nlohmann::json s = read_json_file(path);
-    report::check_summary(s, path);
+    nlohmann::json read_now;  // a compare run's summary, read here; a profile's was read for its peaks
+    const nlohmann::json& s = e.doc ? *e.doc : (read_now = read_summary(path));
     // The directory may hold files of another run (a later profile --out into it): their ops are not this run's.
     if (const std::string p = report::recorded(s, "problem"); !p.empty() && p != run.problem)
       ATTNPROF_FAIL("{} is of {}, while {} is of {}: they are files of two runs (run compare again, or give the "

@@ -166,6 +166,10 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
 std::string recorded(const nlohmann::json& doc, std::string_view key);
 // The string `o` holds under `key`, "" when it is absent or not a string (the file's checker has run).
 std::string string_field(const nlohmann::json& o, std::string_view key);
+// Whether two recorded "machine" objects (profile summaries') hold the same peaks: equal but for "from_cache",
+// which says where a run found them (measured, or read back from the cache), not what they are. roofline
+// --from and the report place profiles together only under the same peaks.
+bool same_peaks(const nlohmann::json& a, const nlohmann::json& b);
 
 // ---- two profiles side by side ----------------------------------------------------------------------
 // The row of a profile diff (and the report's time bars) that holds the forward annotation's own time, what
@@ -369,7 +373,7 @@ struct RowTime {
   double floor_memory_share = -1;
   // Its forwards shared the CPUs with other work or disagreed (is_disturbed): a ratio standing on it is marked.
   bool disturbed = false;
-  // The share of its measured op time spent in memory-bound ops (analysis::BoundTime::memory_share, compare.json's
+  // The share of its self time spent in memory-bound ops (analysis::BoundTime::memory_share, compare.json's
   // memory_time_share), < 0 when not known.
   double memory_time_share = -1;
 };

@@ -86,6 +86,7 @@ std::string href_for_file(std::string_view name) {
 
 namespace {
 
+using html_run::flag;
 using html_run::ForwardDrawn;
 using html_run::Input;
 using html_run::is_annotation;
@@ -1169,16 +1170,13 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       // Two points fix a line exactly: no error estimate, and R² is 1 by construction, so neither is shown.
       const bool two = num(f, "points", NAN) == 2;
       // A weak fit's exponent is no scaling law: its row and its chart label say so, as sweep prints it.
-      const json* w = member(f, {"weak"});
-      const bool weak = w && w->is_boolean() && w->get<bool>();
+      const bool weak = flag(f, "weak");
       any_weak = any_weak || weak;
       // A time exponent no attention forward has (outside 0..3): the timings were disturbed.
-      const json* imp = member(f, {"implausible"});
-      const bool implausible = imp && imp->is_boolean() && imp->get<bool>();
+      const bool implausible = flag(f, "implausible");
       any_implausible = any_implausible || implausible;
       // A time exponent under 1: per-forward fixed costs still outweigh the N² work (absent in older files).
-      const json* fx = member(f, {"fixed_costs"});
-      const bool fixed = fx && fx->is_boolean() && fx->get<bool>();
+      const bool fixed = flag(f, "fixed_costs");
       any_fixed = any_fixed || fixed;
       // Half its points or more Busy or Noisy (sweep.json's disturbed_points; absent in files from before it).
       const double dist = num(f, "disturbed_points", 0), npts = num(f, "points", 0);
@@ -1412,7 +1410,7 @@ Machine machine_of(const json* m) {
   out.gpu = str(*m, "isa").rfind("sm_", 0) == 0;
   if (const std::string at = str(*m, "measured_at"); !at.empty()) out.when = ", measured " + at;
   out.when += analysis::busy_peaks_clause(str(*m, "measured_busy"));
-  if (const json* c = member(*m, {"from_cache"}); c && c->is_boolean() && c->get<bool>()) out.when += ", from the peaks cache";
+  if (flag(*m, "from_cache")) out.when += ", from the peaks cache";
   return out;
 }
 
@@ -1420,16 +1418,12 @@ Machine machine_of(const json* m) {
 // (whether measured or read from the cache); null when one has none or two differ, as roofline --from refuses.
 const json* profiles_machine(const std::vector<VariantData>& vs) {
   const json* first = nullptr;
-  const auto peaks = [](json j) {
-    j.erase("from_cache");
-    return j;
-  };
   for (const VariantData& v : vs) {
     if (!v.summary) continue;
     const json* m = member(*v.summary, {"machine"});
     if (!m || !m->is_object()) return nullptr;
     if (!first) first = m;
-    else if (peaks(*m) != peaks(*first)) return nullptr;
+    else if (!same_peaks(*m, *first)) return nullptr;
   }
   return first;
 }
@@ -1689,8 +1683,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   }
   // Why the unfused matmul can sit as high as the fused kernel and still lose: its rate counts work a causal
   // forward throws away.
-  const json* causal = compare ? member(*compare, {"causal"}) : nullptr;
-  const bool causal_note = matmul_placed && fused_placed && causal && causal->is_boolean() && causal->get<bool>();
+  const bool causal_note = matmul_placed && fused_placed && compare && flag(*compare, "causal");
   // By how much: every score over the visible pairs the convention counts (2x when Nq = Nk, 4x at Nk = 2·Nq,
   // under 2x when the queries outnumber the keys), from the run's own shape and FLOPs.
   std::string how_much = "more FLOPs than";

@@ -113,6 +113,12 @@ double num(const json& j, std::string_view key, double def) {
   return it->get<double>();
 }
 
+bool flag(const json& j, std::string_view key) {
+  if (!j.is_object()) return false;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::string str(const json& j, std::string_view key, std::string def) {
   if (!j.is_object()) return def;
   auto it = j.find(key);

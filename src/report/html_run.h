@@ -38,8 +38,10 @@ std::optional<std::string> read_file(const std::filesystem::path& p, std::string
 // A JSON file attnprof wrote, or a note saying why it is not there.
 Input read_json(const std::filesystem::path& p);
 
-// Lenient accessors: a number, a string (numbers and booleans as their JSON text) or the first present member.
+// Lenient accessors: a number, a string (numbers and booleans as their JSON text), a flag (true only when the
+// member is the boolean true) or the first present member.
 double num(const json& j, std::string_view key, double def = 0.0);
+bool flag(const json& j, std::string_view key);
 std::string str(const json& j, std::string_view key, std::string def = "");
 const json* member(const json& j, std::initializer_list<std::string_view> keys);
 

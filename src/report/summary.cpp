@@ -24,6 +24,14 @@ std::string string_field(const nlohmann::json& o, std::string_view key) {
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+bool same_peaks(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto peaks = [](nlohmann::json j) {
+    if (j.is_object()) j.erase("from_cache");
+    return j;
+  };
+  return peaks(a) == peaks(b);
+}
+
 std::string recorded(const nlohmann::json& doc, std::string_view key) {
   if (!doc.is_object()) return {};
   for (const char* section : {"run", "metadata"})
