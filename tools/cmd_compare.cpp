@@ -33,7 +33,7 @@ struct Row {
   RunOutcome r;
   double ms = 0, gflops = 0, pct_peak = 0, bytes = 0, bound_ms = 0;
   std::optional<analysis::RooflineFloor> floor;  // per forward, from the profile of a row that ran
-  double memory_time_share = -1;  // of its measured op time, in memory-bound ops (analysis::BoundTime); < 0: none
+  double memory_time_share = -1;  // of its self time, in memory-bound ops (analysis::BoundTime); < 0: none
   std::vector<double> forward_ms;  // every timed forward
   std::optional<double> ops;       // zones (CPU) or device activities (GPU) per forward; none when not collected
   std::string trace;               // its trace file's name in --out

@@ -338,45 +338,44 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     }
     out += flops + ".\n";
   }
-  if (bound && opt.definitions) {
+  if (bound) {
     const analysis::MachinePeaks& m = *opt.peaks;
     const double bw = m.bandwidth_gbs;
-    std::string ceilings = fmt::format("fp32 {:.1f} GFLOP/s", m.fp32_gflops);
-    if (m.bf16_gflops > 0) ceilings += fmt::format(", bf16 {:.1f} GFLOP/s", m.bf16_gflops);
-    std::string ridges = bw > 0 ? fmt::format("{:.2f} FLOP/B", m.fp32_gflops / bw) : std::string("--");
-    if (m.bf16_gflops > 0 && bw > 0) ridges += fmt::format(" (bf16 {:.2f})", m.bf16_gflops / bw);
-    const std::string lib = library_peaks_note(m);
-    out += fmt::format("Bound: each op's FLOP/B against the ridge of its own compute ceiling ({}; {:.1f} GB/s; "
-                       "ridge {}); annotations, steps and wrappers whose cost is all their children's "
-                       "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{} "
-                       "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
-                       "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
-                       "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, a memory-bound "
-                       "op's bytes came from cache, faster than the DRAM bandwidth measured (an in-place op also skips "
-                       "the read a write-allocate costs the bandwidth test), and a compute-bound op ran faster than "
-                       "the peak measured: a peak measured low.{}\n",
-                       ceilings, bw, ridges, lib.empty() ? "" : " " + lib + ".",
-                       m.measured_busy.empty()
-                           ? std::string()
-                           : fmt::format(" The peaks were measured on a busy machine ({}), so they may be low and an "
-                                         "op's % roof high: `attnprof roofline --peaks-only --remeasure` on an idle "
-                                         "machine measures them again.",
-                                         m.measured_busy));
-  } else if (bound) {
-    // Without the definitions (--brief): the ceilings the verdicts stand on, and a busy machine's low peaks.
-    const analysis::MachinePeaks& m = *opt.peaks;
-    const double bw = m.bandwidth_gbs;
-    const std::string lib = library_peaks_note(m);  // matmul's own ceilings under a forced lower ISA
-    out += fmt::format("Bound: against fp32 {:.1f}{} GFLOP/s and {:.1f} GB/s (ridge {}{} FLOP/B).{}{}\n", m.fp32_gflops,
-                       m.bf16_gflops > 0 ? fmt::format(" / bf16 {:.1f}", m.bf16_gflops) : std::string(), bw,
-                       bw > 0 ? fmt::format("{:.2f}", m.fp32_gflops / bw) : std::string("--"),
-                       m.bf16_gflops > 0 && bw > 0 ? fmt::format(" / {:.2f}", m.bf16_gflops / bw) : std::string(),
-                       lib.empty() ? std::string() : " " + lib + ".",
-                       m.measured_busy.empty()
-                           ? std::string()
-                           : fmt::format(" Peaks measured on a busy machine ({}), so they may be low and an op's % "
-                                         "roof high.",
-                                         m.measured_busy));
+    const bool bf16 = m.bf16_gflops > 0;
+    // The ridges (fp32's; bf16's where the CPU has the units), and matmul's own ceilings under a forced lower ISA.
+    const std::string fp32_ridge = bw > 0 ? fmt::format("{:.2f}", m.fp32_gflops / bw) : std::string("--");
+    const std::string bf16_ridge = bf16 && bw > 0 ? fmt::format("{:.2f}", m.bf16_gflops / bw) : std::string();
+    const std::string lib = library_peaks_note(m), lib_text = lib.empty() ? std::string() : " " + lib + ".";
+    if (opt.definitions) {
+      out += fmt::format(
+          "Bound: each op's FLOP/B against the ridge of its own compute ceiling (fp32 {:.1f} GFLOP/s{}; {:.1f} GB/s; "
+          "ridge {}{}); annotations, steps and wrappers whose cost is all their children's "
+          "(masked_fill, scaled_dot_product_attention) may hold ops of both kinds and get none.{} "
+          "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
+          "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
+          "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, a memory-bound "
+          "op's bytes came from cache, faster than the DRAM bandwidth measured (an in-place op also skips "
+          "the read a write-allocate costs the bandwidth test), and a compute-bound op ran faster than "
+          "the peak measured: a peak measured low.{}\n",
+          m.fp32_gflops, bf16 ? fmt::format(", bf16 {:.1f} GFLOP/s", m.bf16_gflops) : std::string(), bw,
+          bw > 0 ? fp32_ridge + " FLOP/B" : fp32_ridge, bf16_ridge.empty() ? "" : " (bf16 " + bf16_ridge + ")", lib_text,
+          m.measured_busy.empty()
+              ? std::string()
+              : fmt::format(" The peaks were measured on a busy machine ({}), so they may be low and an "
+                            "op's % roof high: `attnprof roofline --peaks-only --remeasure` on an idle "
+                            "machine measures them again.",
+                            m.measured_busy));
+    } else {
+      // Without the definitions (--brief): the ceilings the verdicts stand on, and a busy machine's low peaks.
+      out += fmt::format("Bound: against fp32 {:.1f}{} GFLOP/s and {:.1f} GB/s (ridge {}{} FLOP/B).{}{}\n",
+                         m.fp32_gflops, bf16 ? fmt::format(" / bf16 {:.1f}", m.bf16_gflops) : std::string(), bw,
+                         fp32_ridge, bf16_ridge.empty() ? "" : " / " + bf16_ridge, lib_text,
+                         m.measured_busy.empty()
+                             ? std::string()
+                             : fmt::format(" Peaks measured on a busy machine ({}), so they may be low and an op's "
+                                           "% roof high.",
+                                           m.measured_busy));
+    }
   }
   return out;
 }
