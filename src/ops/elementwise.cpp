@@ -30,7 +30,7 @@ Tensor& mul_(Tensor& a, double s) {
   const int64_t n = a.shape(3), st = a.stride(3);
   void* base = a.raw();
   const detail::RowKernels& k = detail::row_kernels();
-  detail::for_each_row(a, nullptr, [&](int64_t ro, int64_t) {
+  detail::for_each_row(a, nullptr, [&](int64_t, int64_t ro, int64_t) {
     if (st == 1 && t == DType::F32) {
       k.scale_f32(static_cast<float*>(base) + ro, static_cast<float*>(base) + ro, n, f);
     } else if (st == 1) {
@@ -54,25 +54,16 @@ Tensor mul(const Tensor& a, double s) {
   const void* src = a.raw();
   void* dst = out.raw();
   // The output is contiguous: row r of the output is r * n.
-  const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
   const detail::RowKernels& k = detail::row_kernels();
-  ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel if (rows * n > 32768)
-  {
-    ATTNPROF_WORK_SHARE(share, region);
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t bi = r / (H * N), hi = (r / N) % H, i = r % N;
-      const int64_t ro = bi * a.stride(0) + hi * a.stride(1) + i * a.stride(2);
-      if (t == DType::F32 && st == 1) {
-        k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
-      } else if (st == 1) {
-        k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
-      } else {
-        for (int64_t j = 0; j < n; ++j) store_float(dst, t, r * n + j, load_float(src, t, ro + j * st) * f);
-      }
+  detail::for_each_row(a, nullptr, [&](int64_t r, int64_t ro, int64_t) {
+    if (t == DType::F32 && st == 1) {
+      k.scale_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + r * n, n, f);
+    } else if (st == 1) {
+      k.half(t).scale(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + r * n, n, f);
+    } else {
+      for (int64_t j = 0; j < n; ++j) store_float(dst, t, r * n + j, load_float(src, t, ro + j * st) * f);
     }
-  }
+  });
   return out;
 }
 
@@ -98,7 +89,7 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
   void* base = a.raw();
   const uint8_t* mb = mask.data<uint8_t>();
   const detail::RowKernels& k = detail::row_kernels();
-  detail::for_each_row(a, &mask, [&](int64_t ro, int64_t mo) {
+  detail::for_each_row(a, &mask, [&](int64_t, int64_t ro, int64_t mo) {
     if (st == 1 && (mst == 1 || n == 1)) {
       if (t == DType::F32)
         k.fill_f32(static_cast<float*>(base) + ro, mb + mo, n, value);
@@ -146,7 +137,7 @@ Tensor& add_(Tensor& a, const Tensor& m) {
   void* base = a.raw();
   const void* mb = m.raw();
   const detail::RowKernels& k = detail::row_kernels();
-  detail::for_each_row(a, &m, [&](int64_t ro, int64_t mo) {
+  detail::for_each_row(a, &m, [&](int64_t, int64_t ro, int64_t mo) {
     if (st == 1 && (mst == 1 || n == 1)) {
       float* af = static_cast<float*>(base) + ro;
       uint16_t* ah = static_cast<uint16_t*>(base) + ro;

@@ -17,7 +17,9 @@ inline void check_float(const Tensor& a, const char* op) {
                  dtype_name(a.dtype()));
 }
 
-// Calls f(row_offset_in_a, row_offset_in_m) for every (b, h, i), in parallel over rows.
+// Calls f(r, row_offset_in_a, row_offset_in_m) for every row r = (b·H + h)·N + i of a's last dim (its index in
+// a contiguous tensor of a's shape, where an out-of-place op writes it), in parallel over rows once the tensor
+// holds more than 32768 elements (below that a team costs more than it saves). f may call omp_get_thread_num().
 template <class F>
 void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
   const int64_t B = a.shape(0), H = a.shape(1), N = a.shape(2);
@@ -33,7 +35,7 @@ void for_each_row(const Tensor& a, const Tensor* m, F&& f) {
       const int64_t b = r / (H * N), h = (r / N) % H, i = r % N;
       const int64_t ao = b * a.stride(0) + h * a.stride(1) + i * a.stride(2);
       const int64_t mo = m ? b * me.stride(0) + h * me.stride(1) + i * me.stride(2) : 0;
-      f(ao, mo);
+      f(r, ao, mo);
     }
   }
 }

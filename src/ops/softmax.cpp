@@ -52,24 +52,16 @@ void softmax_rows(const Tensor& a, void* dst, bool in_place) {
   // needs none), allocated here: an allocation that fails inside the parallel region could not be reported.
   const bool scratch = st != 1 || t != DType::F32;
   std::vector<float> row_scratch(scratch ? size_t(omp_get_max_threads()) * size_t(n) : 0);
-  ATTNPROF_PARALLEL_REGION(region);
-#pragma omp parallel
-  {
-    ATTNPROF_WORK_SHARE(share, region);
+  detail::for_each_row(a, nullptr, [&](int64_t r, int64_t ro, int64_t) {
     float* const tmp = scratch ? row_scratch.data() + size_t(omp_get_thread_num()) * size_t(n) : nullptr;
-    const int64_t H = a.shape(1), N = a.shape(2), rows = a.shape(0) * H * N;
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t ro = (r / (H * N)) * a.stride(0) + ((r / N) % H) * a.stride(1) + (r % N) * a.stride(2);
-      const int64_t wo = in_place ? ro : r * n;  // written with a's stride in place, else contiguously
-      if (st != 1)
-        softmax_row(src, ro, st, dst, wo, in_place ? st : 1, n, t, tmp);
-      else if (t == DType::F32)
-        k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + wo, n);
-      else
-        k.half(t).softmax(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + wo, n, tmp);
-    }
-  }
+    const int64_t wo = in_place ? ro : r * n;  // written with a's stride in place, else contiguously
+    if (st != 1)
+      softmax_row(src, ro, st, dst, wo, in_place ? st : 1, n, t, tmp);
+    else if (t == DType::F32)
+      k.softmax_f32(static_cast<const float*>(src) + ro, static_cast<float*>(dst) + wo, n);
+    else
+      k.half(t).softmax(static_cast<const uint16_t*>(src) + ro, static_cast<uint16_t*>(dst) + wo, n, tmp);
+  });
 }
 
 }  // namespace
