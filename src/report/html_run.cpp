@@ -161,42 +161,6 @@ double bf16_flops_of(const json& cost, double flops, bool bf16_problem) {
 
 
 
-// A summary of a CUDA profile (it has a "device" section) is drawn in device time: Self CUDA per kernel /
-// copy / fill row; the host ops that launched them keep no time, FLOPs or bytes of their own there, so nothing
-// is counted twice.
-std::vector<OpRow> parse_rows(const json& s) {
-  std::vector<OpRow> rows;
-  const json* arr = member(s, {"rows"});
-  if (!arr || !arr->is_array()) return rows;
-  const bool device = s.is_object() && s.contains("device") && s["device"].is_object();
-  const bool bf16 = bf16_problem(s);
-  for (const json& r : *arr) {
-    if (!r.is_object()) continue;
-    OpRow o;
-    o.name = str(r, "name", "?");
-    o.category = str(r, "category");
-    o.calls = num(r, "calls", 0);
-    o.self_ns = num(r, "self_ns", 0);
-    o.total_ns = num(r, "total_ns", 0);
-    // Bytes and FLOPs that the op itself moves: the zone's own cost model.
-    if (const json* sc = member(r, {"self_cost"}); sc && sc->is_object()) {
-      o.flops = num(*sc, "flops");
-      o.bf16_flops = bf16_flops_of(*sc, o.flops, bf16);
-      o.library_flops = num(*sc, "library_flops");
-      o.library_bf16_flops = num(*sc, "library_bf16_flops");
-      o.bytes = num(*sc, "bytes", num(*sc, "bytes_read") + num(*sc, "bytes_written"));
-    }
-    if (device) {
-      const bool activity = analysis::is_device_category(o.category);
-      o.self_ns = num(r, "self_cuda_ns");
-      o.total_ns = num(r, "cuda_total_ns");
-      if (!activity) o.flops = o.bf16_flops = o.library_flops = o.library_bf16_flops = o.bytes = 0;
-    }
-    rows.push_back(std::move(o));
-  }
-  return rows;
-}
-
 // Memory timeline: a list of points {t_us, bytes}, as summary_json writes them; returned in ms.
 std::vector<std::pair<double, double>> parse_timeline(const json& tl) {
   std::vector<std::pair<double, double>> pts;
@@ -519,6 +483,29 @@ std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::p
     out.emplace_back(std::move(frames), std::stod(std::string(count)));
   }
   return out;
+}
+
+// The rows the page draws, from the summary's rows as the table reads them (key_averages_from_summary). A
+// summary of a CUDA profile (it has a "device" section) is drawn in device time: Self CUDA per kernel / copy /
+// fill row; the host ops that launched them keep no time, FLOPs or bytes of their own there, so nothing is
+// counted twice. FLOPs and bytes are the op's own (its self cost model).
+std::vector<OpRow> parse_rows(const json& s) {
+  const analysis::KeyAverages ka = key_averages_from_summary(s);
+  std::vector<OpRow> rows;
+  rows.reserve(ka.rows.size());
+  for (const analysis::OpStats& r : ka.rows) {
+    const OpCost& c = r.self_cost;
+    OpRow o{r.name, r.category, double(r.calls), r.self_ns, r.total_ns, c.flops, c.bf16_flops, c.bytes(),
+            c.library_flops, c.library_bf16_flops};
+    if (ka.has_device) {
+      o.self_ns = r.self_device_ns;
+      o.total_ns = r.device_total_ns;
+      if (!analysis::is_device_category(o.category))
+        o.flops = o.bf16_flops = o.library_flops = o.library_bf16_flops = o.bytes = 0;
+    }
+    rows.push_back(std::move(o));
+  }
+  return rows;
 }
 
 // One variant the run keeps: its summary's rows, forwards and memory timeline, its trace's first forwards
