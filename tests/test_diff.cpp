@@ -701,8 +701,8 @@ TEST(Diff, CompareRunsMarkSpeedUpsFromNoisyForwards) {
   json base = compare_run("P", {variant("naive", "ok", 100, 1000, 8, 0.01), variant("flash", "ok", 50, 10, 1, 0.008)});
   json next = compare_run("P", {variant("naive", "ok", 50, 1000, 8, 0.01), variant("flash", "ok", 40, 10, 1, 0.008)});
   base["variants"][0]["forward_ms"] = {100.0, 101.0, 99.0};
-  next["variants"][0]["forward_ms"] = {50.0, 51.0, 50.5};
-  base["variants"][1]["forward_ms"] = {50.0, 48.0, 49.0};
+  next["variants"][0]["forward_ms"] = {50.0, 51.0, 49.5};  // each 'ms' the median of its forwards
+  base["variants"][1]["forward_ms"] = {50.0, 48.0, 51.0};
   next["variants"][1]["forward_ms"] = {40.0, 80.0, 39.0};  // spread 2.05
   const report::RunDiff d = report::diff_compare_runs(base, next);
   EXPECT_EQ(d.rows[1].new_forward_ms, (std::vector<double>{40.0, 80.0, 39.0}));
@@ -789,6 +789,37 @@ TEST(Diff, CompareRunsRefuseABadSpreadOrDevice) {
   // diff_compare_runs applies the same checks itself.
   c["device"] = "tpu";
   EXPECT_THROW(report::diff_compare_runs(good, c), Error);
+}
+
+// The figures a row computes from others (its median time, its rate and that over the peak) agree with them, and
+// its op count is whole: a hand-edited one would be printed and drawn beside the figures that contradict it.
+TEST(Diff, CompareRunsRefuseFiguresTheirOwnFiguresContradict) {
+  json good = compare_run("P", {variant("naive", "ok", 100, 1000, 6, 0.01)});
+  good["attention_flops"] = 1e9;
+  good["peak_gflops"] = 40.0;
+  good["variants"][0]["forward_ms"] = {90.0, 100.0, 130.0};
+  good["variants"][0]["gflops"] = 10.0;    // 1e9 FLOPs in 100 ms
+  good["variants"][0]["pct_peak"] = 25.0;  // of 40
+  auto error_of = [&](const json& c) { return compare_error(good, c); };
+  EXPECT_EQ(error_of(good), "accepted");
+  json c = good;
+  c["variants"][0]["ms"] = 1e-3;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'ms' is 0.001, not the median of its 'forward_ms' "
+                         "(100), which attnprof writes");
+  c = good;
+  c["variants"][0]["ops"] = 2.5;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'ops' is 2.5, not a whole number of ops per forward");
+  c = good;
+  c["variants"][0]["gflops"] = 1e9;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'gflops' is 1000000000, not the run's attention_flops "
+                         "over its time (10), which attnprof writes");
+  c = good;
+  c["variants"][0]["pct_peak"] = 5000;
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'pct_peak' is 5000, not its gflops over the run's "
+                         "peak_gflops (25 %), which attnprof writes");
+  // Without the run's FLOPs or peak (an older file) there is nothing to set them against.
+  c.erase("peak_gflops");
+  EXPECT_EQ(error_of(c), "accepted");
 }
 
 // The row's other figures (report draws them: GFLOP/s, % of peak, bytes moved, the floor) are numbers, not

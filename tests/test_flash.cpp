@@ -248,6 +248,13 @@ TEST(Flash, TilesCountWhatTheBodiesCompute) {
   EXPECT_EQ(t.diagonal, 16);
   EXPECT_EQ(t.scores, 136 * 64.0 * 64);
   EXPECT_NE(describe_flash_tiles(t, p).find("the 16 that straddle it computed whole and masked"), std::string::npos);
+  // One block of queries: nothing to skip, so the clause names the diagonal itself.
+  p.Nq = p.Nk = 256;
+  t = flash_tiles(p, 256, 64, 64);
+  EXPECT_EQ(t.computed, t.pairs());
+  EXPECT_EQ(describe_flash_tiles(t, p),
+            "tiles of 256 query rows × 64 keys: per head 4 of 4 tile pairs visited, the 4 that straddle the diagonal "
+            "computed up to it in panels of 64 rows: Q·Kᵀ computes 62.5 % of the 256×256 scores (causal needs 50.0 %)");
   // Ragged, more keys than queries (top-left): the last 44-row block reads keys 0..299.
   p.Nq = 300, p.Nk = 700;
   t = flash_tiles(p, 256, 64, 64);

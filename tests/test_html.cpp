@@ -1142,6 +1142,30 @@ TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
             std::string::npos);
 }
 
+// The notes of a section with nothing to draw name what this directory lacks, not a note or a file it lacks too.
+TEST(HtmlReport, EmptySectionsSayWhatTheDirectoryLacks) {
+  TempDir d("lacks");
+  fs::copy_file(kFixtures / "sweep.json", d.path / "sweep.json");
+  std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("No profiler tables: this directory holds no &lt;variant&gt;.summary.json"), std::string::npos);
+  EXPECT_NE(page.find("No memory timeline: this directory holds no &lt;variant&gt;.summary.json or trace"),
+            std::string::npos);
+  EXPECT_EQ(page.find("carry no table text"), std::string::npos);
+  // One summary: nothing to set it against, said as such.
+  fs::copy_file(kFixtures / "flash.summary.json", d.path / "flash.summary.json");
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("Needs a second &lt;variant&gt;.summary.json in this directory to set flash against"),
+            std::string::npos);
+  EXPECT_EQ(page.find("set against flash instead"), std::string::npos);
+  // Two, neither naive and no compare.json naming it: no note above to point at.
+  fs::copy_file(kFixtures / "inplace.summary.json", d.path / "inplace.summary.json");
+  page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("This directory holds no naive.summary.json (<code>attnprof profile naive</code> with the same "
+                      "--out writes one): each variant is set against flash instead."),
+            std::string::npos);
+  EXPECT_EQ(page.find("a note above says why"), std::string::npos);
+}
+
 TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
   TempDir d("stacks");
   for (const auto& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());
@@ -1345,6 +1369,8 @@ TEST(HtmlReport, LargeErrorsAndTheCostsOfSkippedRowsAreFiguresAttnprofWrites) {
   compare["variants"][1]["note"] = "over the memory budget";
   compare["variants"][1]["bytes"] = 1.377e17;
   compare["attention_flops"] = 1.62e16;
+  for (json& v : compare["variants"])  // each rate as the FLOPs make it
+    if (v["ms"].is_number()) v["gflops"] = 1.62e16 / (v["ms"].get<double>() * 1e6);
   spit(d.path / "compare.json", compare.dump());
   json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
   naive["run"]["max_abs_err"] = 2.16e17;
@@ -1673,6 +1699,7 @@ TEST(HtmlReport, OnlyQuotedCommandsBecomeCode) {
   json compare = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
   compare["variants"][0]["name"] = "na`ive";
   compare["variants"][0]["forward_ms"] = {100.0, 190.0, 150.0};  // noisy: a Noisy line and its advice
+  compare["variants"][0]["ms"] = 150.0;                           // their median, as compare writes it
   compare["variants"][0].erase("summary");
   compare["variants"][0].erase("trace");
   spit(d.path / "compare.json", compare.dump());
@@ -1835,6 +1862,7 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
   json c = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
   c["variants"][0]["forward_ms"] = {10.0, 20.0, 11.0};  // spread 2.0: flagged
   c["variants"][1]["forward_ms"] = {10.0, 11.0, 11.4};  // spread 1.14: not flagged
+  c["variants"][0]["ms"] = c["variants"][1]["ms"] = 11.0;  // their medians, as compare writes them
   c["machine"]["memory_reclaim"] = "this VM gives freed memory back to its hypervisor";
   spit(d.path / "compare.json", c.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
@@ -1862,6 +1890,21 @@ TEST(HtmlReport, NoisyRowsAreNamedWithTheMachinesMemoryNote) {
     EXPECT_NE(fp16.find(html_escape(attnprof::report::unfused_matmul_note("fp16", "onednn"))), std::string::npos);
     EXPECT_NE(fp16.find("fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm"), std::string::npos);
     EXPECT_EQ(fp16.find("bf16 matmul (naive, inplace)"), std::string::npos);
+  }
+  {  // the note names the unfused rows the run has, and is left out without them
+    json g = c;
+    g["dtype"] = "bf16";
+    g["machine"]["bf16_matmul"] = "onednn";
+    for (const char* gone : {"inplace", "naive"}) {
+      json kept = json::array();
+      for (const json& v : g["variants"])
+        if (v["name"] != gone) kept.push_back(v);
+      g["variants"] = kept;
+      spit(d.path / "compare.json", g.dump());
+      const std::string page_without = render_html_report(d.path.string(), stub_library());
+      EXPECT_EQ(page_without.find("bf16 matmul (naive): ") != std::string::npos, std::string(gone) == "inplace") << gone;
+      EXPECT_EQ(page_without.find("inplace): oneDNN"), std::string::npos) << gone;
+    }
   }
   spit(d.path / "compare.json", c.dump());
 

@@ -1041,9 +1041,20 @@ TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
   peaks.fp32_gflops = 10;  // 5 a thread, under the 10 measured: peaks taken on a busy machine say so
   const std::string over = report::phase_table({op}, &peaks, DType::F32);
   EXPECT_NE(over.find("200.0 %"), std::string::npos) << over;
-  EXPECT_NE(over.find("Over 100 % of peak/thread: the peaks were measured while other work shared the CPUs"),
+  EXPECT_NE(over.find("Over 100 % of peak/thread: a thread that worked while the team's others idled (the Threads "
+                      "table's Working) runs faster than its share of a peak measured on 2 threads; otherwise the "
+                      "peaks were measured while other work shared the CPUs"),
             std::string::npos)
       << over;
+  // Without its definitions (--brief): the rows, the steps' coverage and the over-peak warning, not what the
+  // columns mean.
+  const std::string brief = report::phase_table({op}, &peaks, DType::F32, /*definitions=*/false);
+  EXPECT_NE(brief.find(over.substr(over.find("\ndot "), over.find('\n', over.find("\ndot ") + 1) - over.find("\ndot "))),
+            std::string::npos)
+      << brief;  // the same row as the full table's
+  EXPECT_NE(brief.find("The steps: 0.285us of the shares' 0.290us (98.3 %).\n"), std::string::npos) << brief;
+  EXPECT_NE(brief.find("Over 100 % of peak/thread"), std::string::npos) << brief;
+  EXPECT_EQ(brief.find("Thread time is"), std::string::npos) << brief;
   EXPECT_EQ(report::phase_table({}, &peaks, DType::F32), "");
 }
 

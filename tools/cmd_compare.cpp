@@ -312,11 +312,15 @@ std::string render_peers(const PeerRun& peers, const std::vector<Row>& rows, con
   const Row* best = nullptr;
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok && (!best || r.ms < best->ms)) best = &r;
-  if (best && best_peer && best->ms > 0)
-    s += fmt::format("Fastest against fastest: {} {:.3f} ms, {} {:.3f} ms: attnprof's {:.2f}x {}.\n", best->name,
+  if (best && best_peer && best->ms > 0) {
+    // Marked as the speed-up line marks its ratios: a median on disturbed forwards, either side's.
+    const bool mark = report::is_disturbed(best->forward_ms, best->r.sharing) ||
+                      report::is_disturbed(best_peer->forward_ms, best_peer->sharing);
+    s += fmt::format("Fastest against fastest: {} {:.3f} ms, {} {:.3f} ms: attnprof's {:.2f}x{} {}.{}\n", best->name,
                      best->ms, best_peer->name, best_peer->ms,
-                     best_peer->ms >= best->ms ? best_peer->ms / best->ms : best->ms / best_peer->ms,
-                     best_peer->ms >= best->ms ? "faster" : "slower");
+                     best_peer->ms >= best->ms ? best_peer->ms / best->ms : best->ms / best_peer->ms, mark ? "*" : "",
+                     best_peer->ms >= best->ms ? "faster" : "slower", mark ? report::disturbed_ratio_note() : "");
+  }
   return s + rule + "\n";
 }
 
@@ -551,15 +555,19 @@ void run_compare(const CompareArgs& a) {
   });
   text.define("Max err: max |out - fp64 reference|; Check: OK when every element is within its variant's "
               "tolerance.\n");
-  if (sdpa_ran) text += fmt::format("{}.\n", sdpa_selection_note(in.p));  // which backend ran: a finding
+  // The backend a call that names none would take, beside the rows that name theirs: a finding.
+  if (sdpa_ran)
+    text += fmt::format("Without a backend named (`profile sdpa`, a torch call's default), {}.\n", sdpa_selection_note(in.p));
   // Which GEMM the unfused bf16 variants ran on: below AVX-512 they are not oneDNN's, and a reader comparing
   // with another machine must know it.
-  const bool unfused = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
-    return (r.name == "naive" || r.name == "inplace") && r.r.status != RunOutcome::Status::Skipped;
-  });
-  if (const std::string note = report::unfused_matmul_note(dtype_name(in.p.dtype), ops::bf16_matmul_key());
-      unfused && !note.empty())
+  std::vector<std::string> unfused;
+  for (const Row& r : rows)
+    if ((r.name == "naive" || r.name == "inplace") && r.r.status != RunOutcome::Status::Skipped) unfused.push_back(r.name);
+  if (const std::string note = report::unfused_matmul_note(dtype_name(in.p.dtype), ops::bf16_matmul_key(),
+                                                           fmt::format("{}", fmt::join(unfused, ", ")));
+      !unfused.empty() && !note.empty())
     text += note + "\n";  // which GEMM ran: a fact of this run, kept under --brief
+  text += oversubscribed_line(threads);
   // On a machine that hands freed memory back to its hypervisor, that is the likely cause of a noisy row.
   text += noisy_rows_note(rows, reclaim.value_or(""), peers ? &*peers : nullptr);
   finish(o, j, text, outputs);

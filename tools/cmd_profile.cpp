@@ -319,8 +319,10 @@ void run_profile(const ProfileArgs& a) {
     print_out("flash_attention_fwd: {}; K and V stream once per block of queries, and no N×N buffer exists\n",
               describe_flash_tiles(flash_tiles(in.p), in.p));
   // And where its time goes inside: the kernel's steps, timed on every thread.
-  print_out("{}", report::phase_table(analysis::op_phases(r.result), topt.peaks ? &*topt.peaks : nullptr, in.p.dtype));
+  print_out("{}", report::phase_table(analysis::op_phases(r.result), topt.peaks ? &*topt.peaks : nullptr, in.p.dtype,
+                                         !o.brief));
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
+  if (!gpu) print_out("{}", oversubscribed_line(threads));
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))

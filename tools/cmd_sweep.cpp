@@ -595,14 +595,18 @@ void run_sweep(const SweepArgs& a) {
   std::vector<report::Timings> timings;
   for (const Point& p : points)
     if (p.status == "ok") timings.push_back({fmt::format("{} at N={}", p.variant, p.seq), p.forward_ms, p.sharing, p.sharing_window_s});
+  if (!gpu) text += oversubscribed_line(threads);
   for (const std::string& line : report::timing_notes(timings, reclaim))
     text += line + "\n";
   // Which GEMM the unfused variants' matmul ran on, as compare says it: their time and peak memory depend on it.
-  const bool unfused = std::any_of(points.begin(), points.end(), [](const Point& p) {
-    return !p.peer && (p.variant == "naive" || p.variant == "inplace") && p.status == "ok";
-  });
-  if (const std::string note = report::unfused_matmul_note(dtype_name(ps.dtype), ops::bf16_matmul_key());
-      !gpu && unfused && !note.empty())
+  std::vector<std::string> unfused;
+  for (const char* name : {"naive", "inplace"})
+    if (std::any_of(points.begin(), points.end(),
+                    [&](const Point& p) { return !p.peer && p.variant == name && p.status == "ok"; }))
+      unfused.push_back(name);
+  if (const std::string note = report::unfused_matmul_note(dtype_name(ps.dtype), ops::bf16_matmul_key(),
+                                                           fmt::format("{}", fmt::join(unfused, ", ")));
+      !gpu && !unfused.empty() && !note.empty())
     text += note + "\n";
   text += scaling_fits(series, points, j["fits"]);
   // What the fits should show, the blog's conclusion: kept under --brief.

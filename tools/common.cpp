@@ -125,6 +125,15 @@ bool use_files(const CommonOptions& o) { return !o.q_path.empty() || !o.k_path.e
 
 int hardware_threads() { return ops::available_cpus(); }
 
+std::string oversubscribed_line(int threads) {
+  const int cpus = hardware_threads();
+  if (threads <= cpus) return "";
+  return fmt::format("Oversubscribed: {} on the {} CPU{} attnprof may run on: the threads of each parallel op took "
+                     "turns on them, so the op waited for the last (the threads' Working falls), whatever else ran; "
+                     "--threads {} gives each thread a CPU.\n",
+                     threads_text(threads), cpus, cpus == 1 ? "" : "s", cpus);
+}
+
 namespace {
 // A count as libgomp reads OMP_NUM_THREADS's items and OMP_THREAD_LIMIT (strtoul in base 10 between white space):
 // an optional '+', decimal digits, 1 .. 2^63 - 1. nullopt for what OpenMP ignores ("abc", "0", "-1", "2x", a
@@ -647,9 +656,11 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
 nlohmann::json read_json_file(const std::string& path) {
   const std::string text = report::read_input_file(path);
   if (const std::string why = report::json_parse_error(text); !why.empty()) ATTNPROF_FAIL("{}: {}", path, why);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) ATTNPROF_FAIL("{}: not valid JSON", path);
-  return j;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // where and why, as the report's notes and the peaks cache say
+    ATTNPROF_FAIL("{}: not valid JSON ({})", path, e.what());
+  }
 }
 
 std::vector<std::string> split_list(const std::string& s) {

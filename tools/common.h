@@ -127,6 +127,9 @@ void apply_runtime_options(const CommonOptions& o);
 // The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them
 // (ops::available_cpus: OMP_PROC_BIND narrows the main thread's own affinity, not this).
 int hardware_threads();
+// "" unless a team of `threads` outnumbers hardware_threads(): then a line saying so, as profile, compare and
+// sweep print it beside their Busy lines (their own threads took turns on the CPUs, which no other work did).
+std::string oversubscribed_line(int threads);
 // The threads without --threads (or with 0): OMP_NUM_THREADS when set, as OpenMP and PyTorch read it (its first
 // level), else hardware_threads(); at most OMP_THREAD_LIMIT, as OpenMP caps a team. A list OpenMP would ignore
 // ("1,", "2,abc") or a first count outside 1..4 × hardware_threads() is an Error naming it.
@@ -262,7 +265,7 @@ void commit_and_print(const CommonOptions& o, const std::string& name, const nlo
 // A JSON file attnprof wrote, read back whole (diff, roofline --from): Error "cannot read <path>: ..." for a
 // path that is not a regular file (checked before opening: /dev/zero would be read forever, a FIFO blocks),
 // one larger than any attnprof writes (report::kMaxInputBytes, refused by its size) or not readable, and
-// "<path>: not valid JSON".
+// "<path>: not valid JSON (<the parser's message: line, column, what it read>)".
 nlohmann::json read_json_file(const std::string& path);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).

@@ -202,7 +202,10 @@ struct Child {
 
 // Runs `python -c SCRIPT args...` with stdin from `in` (read from its start) and waits for it: at most
 // `timeout_s` seconds when > 0, after which it is killed and an Error names the limit.
-Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in, int timeout_s) {
+// `limit`: what set timeout_s, as the message of a run stopped at it names it. `slow_note`: a progress line for a
+// run that has taken more than 5 s (with timeout_s > 0), so a wait is not silent.
+Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in, int timeout_s,
+                 std::string_view limit = "--peer-timeout", const std::string& slow_note = "") {
   const MemFile out("attnprof-peer-out"), err("attnprof-peer-err");
   in.rewind();
   std::vector<std::string> argv = {python, "-c", kScript};
@@ -270,7 +273,9 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
     while (::waitpid(pid, &c.status, 0) < 0 && errno == EINTR) {
     }
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::seconds(timeout_s);
+  bool noted = slow_note.empty();
   for (;;) {
     siginfo_t info{};
     const int w = ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT | (timeout_s > 0 ? WNOHANG : 0));
@@ -282,7 +287,11 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
     }
     if (w == 0 && std::chrono::steady_clock::now() >= deadline) {
       end_group();
-      ATTNPROF_FAIL("--peer torch: '{}' did not finish within --peer-timeout {} s and was stopped", python, timeout_s);
+      ATTNPROF_FAIL("--peer torch: '{}' did not finish within {} {} s and was stopped", python, limit, timeout_s);
+    }
+    if (w == 0 && !noted && std::chrono::steady_clock::now() - started >= std::chrono::seconds(5)) {
+      progress(slow_note);
+      noted = true;
     }
     if (w == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -291,6 +300,9 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
   c.err = err.contents();
   return c;
 }
+
+// The probe's limit when --peer-timeout gives none: importing torch takes seconds, from a cold disk tens.
+constexpr int kProbeLimitS = 300;
 
 std::string no_torch_message(const std::string& python, const Child& c) {
   return fmt::format("--peer torch: '{}' cannot import numpy and torch: {}; install Debian's python3-torch "
@@ -351,7 +363,14 @@ std::string probe_peer(const PeerOptions& po) { return po.on() ? probe_torch_pee
 
 std::string probe_torch_peer(const std::string& python, int timeout_s) {
   const MemFile in("attnprof-peer-in");
-  const Child c = run_python(python, {"probe"}, in, timeout_s);
+  // The probe only imports numpy and torch: without --peer-timeout it still has a limit, so an interpreter that
+  // never returns (a wrapper waiting on input, a hung import) ends the run with a message instead of holding it.
+  const int limit = timeout_s > 0 ? timeout_s : kProbeLimitS;
+  const Child c = run_python(python, {"probe"}, in, limit,
+                             timeout_s > 0 ? "--peer-timeout" : "the probe's limit without --peer-timeout,",
+                             fmt::format("attnprof: --peer torch: still importing numpy and torch in '{}' (stopped "
+                                         "after {} s)",
+                                         python, limit));
   if (c.exited(3)) ATTNPROF_FAIL("{}", no_torch_message(python, c));
   if (!c.exited(0)) ATTNPROF_FAIL("--peer torch: '{}' failed before running anything: {}", python, c.why());
   size_t end = 0;

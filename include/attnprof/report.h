@@ -117,8 +117,9 @@ std::vector<std::string> thread_balance_notes(const std::string& subject,
 // Each thread's time (its clock from step to step) is summed over the threads. A step that counts its FLOPs
 // gets its rate per thread and, with `peaks`, that rate over the ceiling its FLOPs run at (compute_ceiling_gflops:
 // bf16 FLOPs at the bf16 peak when `dtype` is bf16) divided by the threads the peaks were measured on. "" when no op timed its steps.
+// `definitions` false (--brief): the table and its coverage, without what the columns mean.
 std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
-                        DType dtype);
+                        DType dtype, bool definitions = true);
 // The same in one line for compare's text: "Inside flash's flash_attention_fwd (its threads' time): load Q, K, V
 // 10 %, Q·Kᵀ 31 % at 348 GFLOP/s a thread, ...". "" when the op timed no steps.
 std::string phase_line(const std::string& subject, const analysis::OpPhases& op);
@@ -357,8 +358,10 @@ void write_text_atomic(const std::string& path, const std::string& contents);
 std::string describe_bf16_matmul(std::string_view key);
 // The note under a CPU run's table that names the GEMM naive and in-place ran on, for the run's dtype ("bf16":
 // the one `bf16_key` names; "fp16": always widened to fp32 for sgemm): "bf16 matmul (naive, inplace): ...".
-// "" for fp32 or a bf16 key it does not know. compare prints it and the HTML report shows it.
-std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key);
+// "" for fp32 or a bf16 key it does not know. `who`: the unfused variants of the run it speaks of ("naive",
+// "naive, inplace"). compare and sweep print it and the HTML report shows it.
+std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key,
+                                std::string_view who = "naive, inplace");
 // For rows whose rate came out above the peak ("flash", "flash at N=512"), which no code reaches: "Over 100 %: ..."
 // (with its newline) saying why the peak is low and how to measure it again; "" when `over` is empty. `gpu`: the
 // peak is a GPU's datasheet figure, not a measurement. compare and sweep print it, the HTML report shows it.
@@ -381,6 +384,8 @@ struct RowTime {
 // 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two
 // rows. compare prints it under its table and the HTML report under the Comparison's.
 std::string speedup_line(const std::vector<RowTime>& rows);
+// What the `*` on such a ratio means, with a leading space: " *: either side's forwards shared the CPUs ...".
+std::string_view disturbed_ratio_note();
 // The row those ratios divide by: naive when it ran, else the first row that ran (a time above 0); null with
 // fewer than two rows that ran.
 const RowTime* speedup_base(const std::vector<RowTime>& rows);

@@ -4,6 +4,7 @@
 // and cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
 // The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -273,6 +274,12 @@ std::string cache_dir() {
   // in whatever directory the command ran from.
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/attnprof";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/attnprof";
+  // No HOME (a service, `env -i`): the user's home directory from the password database, as a shell finds `~`.
+  std::vector<char> buf(16384);
+  struct passwd pw{}, *found = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_dir &&
+      found->pw_dir[0] == '/')
+    return std::string(found->pw_dir) + "/.cache/attnprof";
   return {};
 }
 
@@ -444,6 +451,9 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   const std::string isa_s(isa_name(isa));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
+  if (path.empty())
+    note("the machine peaks are not cached (no XDG_CACHE_HOME, HOME or home directory for this user): measured "
+         "on every run");
 
   // The cache: {"version": 5, "entries": [MachinePeaks + "cpu_signature" + "load_average" + "other_cpus"...]}, one
   // entry per (CPU signature, ISA, threads). An entry without the signature matches nothing. Anything unreadable is

@@ -1041,6 +1041,16 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   if (ran && std::find(forwards.begin(), forwards.end(), 0.0) != forwards.end())
     ATTNPROF_FAIL("{}: status 'ok' with a forward of 0 ms in 'forward_ms'; attnprof writes the time of each forward "
                   "it timed, and none takes no time", what);
+  // The figures that stand on others, as attnprof computes them: a hand-edited time or count would be printed
+  // (and drawn) beside the forwards that contradict it.
+  if (ran && !forwards.empty()) {
+    const double med = analysis::median(forwards);
+    if (std::abs(ms - med) > 1e-9 * med)
+      ATTNPROF_FAIL("{}: field 'ms' is {}, not the median of its 'forward_ms' ({}), which attnprof writes", what, ms,
+                    med);
+  }
+  if (const double ops = is_base ? r.base_ops : r.new_ops; ops >= 0 && ops != std::floor(ops))
+    ATTNPROF_FAIL("{}: field 'ops' is {}, not a whole number of ops per forward", what, ops);
   (is_base ? r.base_sharing : r.new_sharing) = sharing_field(v, what);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
@@ -1071,7 +1081,26 @@ void add_compare_rows(RunDiff& d, const json& doc, bool is_base, const std::stri
       d.rows.back().variant = name;
       it = d.rows.end() - 1;
     }
-    fill(*it, v, is_base, fmt::format("{} variant '{}'", which, name));
+    const std::string what = fmt::format("{} variant '{}'", which, name);
+    fill(*it, v, is_base, what);
+    // The rate and its share of the peak, from the run's attention FLOPs and peak (where the file has them).
+    const double ms = is_base ? it->base_ms : it->new_ms;
+    const double flops = maybe(doc, "attention_flops", which), peak = maybe(doc, "peak_gflops", which);
+    const double gflops = maybe(v, "gflops", what), pct = maybe(v, "pct_peak", what);
+    if (ms > 0 && flops > 0 && gflops >= 0) {
+      const double want = flops / (ms * 1e6);
+      if (std::abs(gflops - want) > 1e-6 * want)
+        ATTNPROF_FAIL("{}: field 'gflops' is {}, not the run's attention_flops over its time ({:.6g}), which attnprof "
+                      "writes",
+                      what, gflops, want);
+    }
+    if (peak > 0 && gflops >= 0 && pct >= 0) {
+      const double want = 100.0 * gflops / peak;
+      if (std::abs(pct - want) > 1e-6 * std::max(want, 1e-9))
+        ATTNPROF_FAIL("{}: field 'pct_peak' is {}, not its gflops over the run's peak_gflops ({:.6g} %), which "
+                      "attnprof writes",
+                      what, pct, want);
+    }
   }
 }
 

@@ -537,7 +537,15 @@ void section_compare(Page& pg, const Input& in) {
   // The GEMM under naive's and in-place's bf16 matmul, as compare recorded it (not oneDNN's below AVX-512).
   // A CPU run records the bf16 GEMM it used (a GPU run none); its fp16 GEMM is always the widened one.
   const std::string gemm_key = machine ? str(*machine, "bf16_matmul") : "";
-  const std::string gemm_note = gemm_key.empty() ? "" : report::unfused_matmul_note(str(c, "dtype"), gemm_key);
+  std::vector<std::string> unfused;  // naive and in-place where they ran: the rows the note speaks of
+  if (const json* vs = member(c, {"variants"}); vs && vs->is_array())
+    for (const json& v : *vs)
+      if (const std::string n = str(v, "name"); (n == "naive" || n == "inplace") && str(v, "status", "ok") != "skipped")
+        unfused.push_back(n);
+  const std::string gemm_note = gemm_key.empty() || unfused.empty()
+                                    ? ""
+                                    : report::unfused_matmul_note(str(c, "dtype"), gemm_key,
+                                                                  fmt::format("{}", fmt::join(unfused, ", ")));
   if (!gemm_note.empty()) pg.note(gemm_note);
   section_compare_peers(pg, c);
   // Busy and Noisy lines, as compare prints them under its table and the peer's: the peer's timed rows too.
@@ -834,8 +842,9 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     pg.chart("steps-inside",
              spec,
              "Inside the fused kernel: the flash kernel's one zone split by the steps it times on every thread (load "
-             "Q, K, V and hand out the tasks; Q·Kᵀ; the online softmax; P·V; store O), each step's CPU time over "
-             "the threads: the mean thread's. Where the unfused variants spend a pass over memory per op, here "
+             "Q, K, V and hand out the tasks; Q·Kᵀ; the online softmax; P·V; store O), each step's thread time "
+             "(each thread's clock from step to step, time it waited for a CPU included) over the threads: the mean "
+             "thread's. Where the unfused variants spend a pass over memory per op, here "
              "everything but the two products is what fusion did not remove. The tooltip gives the products' "
              "GFLOP/s per thread.");
   }
@@ -960,11 +969,6 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
   const VariantData* base = nullptr;
   for (const VariantData& v : vs)
     if (v.summary && (!base || v.name == "naive")) base = &v;  // naive, else the first variant
-  // The blog's baseline is naive: where this page has no summary of it, say what stands in.
-  if (base && base->name != "naive")
-    pg.note(fmt::format("No summary of naive is on this page (a note above says why): each variant is set against "
-                        "{} instead.",
-                        base->name));
   json rows = json::array();
   std::string table = "<table class=\"data\"><thead><tr><th>step</th><th>ms per forward (median)</th><th>removed</th>"
                       "<th>turned in place</th><th>turned out of place</th><th>added</th></tr></thead><tbody>\n";
@@ -1018,10 +1022,28 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     ++steps;
   }
   if (steps == 0 || rows.empty()) {
-    pg.note("Needs two or more <variant>.summary.json in this directory (run `attnprof compare`): each variant is "
-            "set against naive op by op, as `attnprof diff` does.");
+    // Say what is here: one summary has nothing to be set against; none is a directory of other results.
+    const auto summaries = std::count_if(vs.begin(), vs.end(), [](const VariantData& v) { return v.summary.has_value(); });
+    pg.note(summaries == 1 && base
+                ? fmt::format("Needs a second <variant>.summary.json in this directory to set {} against (`attnprof "
+                              "compare`, or `attnprof profile naive` with the same --out): each variant is set "
+                              "against naive op by op, as `attnprof diff` does.",
+                              base->name)
+                : "Needs two or more <variant>.summary.json in this directory (run `attnprof compare`): each variant "
+                  "is set against naive op by op, as `attnprof diff` does.");
     pg.end_section();
     return;
+  }
+  // The blog's baseline is naive: where this page has no summary of it, say what stands in, and why where a
+  // note above does (a naive summary it could not read).
+  if (base->name != "naive") {
+    const bool named = std::any_of(vs.begin(), vs.end(), [](const VariantData& v) { return v.name == "naive"; });
+    pg.note(named ? fmt::format("No summary of naive is on this page (a note above says why): each variant is set "
+                                "against {} instead.",
+                                base->name)
+                  : fmt::format("This directory holds no naive.summary.json (`attnprof profile naive` with the same "
+                                "--out writes one): each variant is set against {} instead.",
+                                base->name));
   }
   json tooltip = {{{"field", "step"}}, {{"field", "op"}}, {{"field", "change"}},
                   {{"field", "base_ms"}, {"format", ".3f"}, {"title", "base ms"}},
@@ -1835,8 +1857,12 @@ void section_memory(Page& pg, const std::vector<VariantData>& vs) {
     sources.push_back(v.name + ": " + v.memory_source);
   }
   if (rows.empty()) {
-    pg.note("No memory timeline: neither the summaries nor the traces in this directory hold memory samples "
-            "(profile with memory tracking on).");
+    const bool profiled = std::any_of(vs.begin(), vs.end(),
+                                      [](const VariantData& v) { return v.summary || !v.trace_file.empty(); });
+    pg.note(profiled ? "No memory timeline: neither the summaries nor the traces in this directory hold memory samples "
+                       "(they were profiled with --no-profile-memory)."
+                     : "No memory timeline: this directory holds no <variant>.summary.json or trace (`attnprof "
+                       "profile` or `attnprof compare` writes them).");
     pg.end_section();
     return;
   }
@@ -2097,7 +2123,11 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
     pg.note("Click a column's header to sort by it (numbers largest first, names A to Z; again to reverse). Every "
             "op is listed, sorted by CPU total to begin with; GFLOPs, GFLOP/s, GB/s and FLOP/B are the cost model's (-- for an op "
             "without one); the text as torch prints it, with its footnotes, is folded under each table.");
-  if (!any) pg.note("No profiler tables: the summaries in this directory carry no table text.");
+  if (!any)
+    pg.note(std::any_of(vs.begin(), vs.end(), [](const VariantData& v) { return v.summary.has_value(); })
+                ? "No profiler tables: the summaries in this directory carry no table text."
+                : "No profiler tables: this directory holds no <variant>.summary.json (`attnprof profile` or "
+                  "`attnprof compare` writes them).");
   pg.end_section();
 }
 

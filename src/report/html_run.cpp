@@ -529,7 +529,12 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
     v.memory = timeline_from_summary(*v.summary);
     if (!v.memory.empty())
       v.memory_source = v.summary->contains("device") ? v.summary_file + " (device memory)" : v.summary_file;
-    if (v.trace_file.empty() && v.summary->contains("trace")) v.trace_file = fs::path(str(*v.summary, "trace")).filename().string();
+  }
+  // A later run of the variant may have written its trace in the other format (profile after compare --gzip),
+  // and removed the one compare.json names: the one that is there is the summary's.
+  if (std::error_code ec; !v.trace_file.empty() && !fs::exists(dir / v.trace_file, ec)) {
+    const std::string plain = v.name + ".trace.json", other = v.trace_file == plain ? plain + ".gz" : plain;
+    if (fs::is_regular_file(dir / other, ec)) v.trace_file = other;
   }
   if (v.trace_file.empty()) {
     for (const char* suf : {".trace.json", ".trace.json.gz"})

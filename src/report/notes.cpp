@@ -180,12 +180,13 @@ std::string describe_bf16_matmul(std::string_view key) {
   return "";
 }
 
-std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key) {
+std::string unfused_matmul_note(std::string_view dtype, std::string_view bf16_key, std::string_view who) {
   if (dtype == "fp16")
-    return "fp16 matmul (naive, inplace): fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's "
-           "fp16 matmul needs AVX512-FP16); every fp16 op computes in fp32 on the FMA units.";
+    return fmt::format("fp16 matmul ({}): fp16 widened to fp32 for OpenBLAS sgemm, rounded to fp16 once (oneDNN's "
+                       "fp16 matmul needs AVX512-FP16); every fp16 op computes in fp32 on the FMA units.",
+                       who);
   const std::string gemm = dtype == "bf16" ? describe_bf16_matmul(bf16_key) : "";
-  return gemm.empty() ? "" : "bf16 matmul (naive, inplace): " + gemm + ".";
+  return gemm.empty() ? "" : fmt::format("bf16 matmul ({}): {}.", who, gemm);
 }
 
 std::string over_peak_note(bool gpu, const std::vector<std::string>& over) {
@@ -235,9 +236,12 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
       each.push_back(fmt::format("{} {:.{}f}x{}", r->name, x, x < 10 ? 2 : 1, mark ? "*" : ""));
     }
   return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.{}", base.name, fmt::join(each, ", "),
-                     marked ? " *: either side's forwards shared the CPUs with other work or disagreed (the Busy and "
-                              "Noisy lines): a ratio to re-measure before trusting."
-                            : "");
+                     marked ? disturbed_ratio_note() : "");
+}
+
+std::string_view disturbed_ratio_note() {
+  return " *: either side's forwards shared the CPUs with other work or disagreed (the Busy and Noisy lines): a "
+         "ratio to re-measure before trusting.";
 }
 
 namespace {

@@ -120,7 +120,7 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   json tl = json::array();
   for (const auto& [t_us, bytes] : timeline) tl.push_back({{"t_us", t_us}, {"bytes", bytes}});
-  j["memory"] = {{"start_bytes", ka.start_bytes},
+  j["memory"] = {{"start_bytes", mem_figure(ka.start_bytes)},
                  {"peak_bytes", mem_figure(ka.peak_bytes)},
                  {"end_bytes", mem_figure(timeline.empty() ? ka.start_bytes : timeline.back().second)},
                  {"outside_zones_bytes", mem_figure(ka.outside_zones_bytes)},

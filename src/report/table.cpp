@@ -73,11 +73,11 @@ SortKey sort_key(const std::string& key, bool has_device) {
   if (key == "cpu_memory_usage") return [](const OpStats& s) { return double(s.mem_bytes); };
   if (key == "self_cpu_memory_usage") return [](const OpStats& s) { return double(s.self_mem_bytes); };
   if (key == "count") return [](const OpStats& s) { return double(s.calls); };
-  if (key == "flops") return [](const OpStats& s) { return s.cost.flops; };
-  // attnprof's own columns: the rates and the intensity as the table prints them (-1 for a row without a cost,
-  // which sorts it last, after a costed row whose figure is 0: copy_'s GFLOP/s), and the software counters'
-  // faults (-1 when not recorded: last as well).
+  // FLOPs, and attnprof's own columns: the rates and the intensity as the table prints them (-1 for a row without
+  // a cost, which sorts it last, after a costed row whose figure is 0: copy_'s FLOPs and GFLOP/s), and the
+  // software counters' faults (-1 when not recorded: last as well).
   auto costed = [](const OpStats& s, double v) { return s.cost.does_work() ? v : -1.0; };
+  if (key == "flops") return [=](const OpStats& s) { return costed(s, s.cost.flops); };
   if (key == "gflops") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.flops / s.rate_ns() : 0.0); };
   if (key == "gbs") return [=](const OpStats& s) { return costed(s, s.rate_ns() > 0 ? s.cost.bytes() / s.rate_ns() : 0.0); };
   if (key == "flop_per_byte") return [=](const OpStats& s) { return costed(s, s.cost.bytes() > 0 ? s.cost.intensity() : 0.0); };
@@ -320,8 +320,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
     std::string flops = "FLOPs: what each op computed";
     if (visible > 0 && visible < 1) {
       flops += fmt::format(". Attention's convention, which compare's GFLOP/s use, counts {:.1f} % of the Nq·Nk "
-                           "(query, key) pairs (FlashAttention's causal count, a little under what the mask lets "
-                           "through at small N)",
+                           "(query, key) pairs (FlashAttention's causal count, which takes the diagonal's pairs "
+                           "as halves: min(Nq, Nk)/2 pairs a head under what the mask lets through)",
                            100 * visible);
       if (matmul)
         flops += fmt::format(". A matmul computes every score, masked or not: the unfused matmuls count {:.2f}x the "
@@ -494,7 +494,7 @@ std::string thread_balance_table(const std::vector<analysis::ThreadBalance>& row
 }
 
 std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
-                        DType dtype) {
+                        DType dtype, bool definitions) {
   std::string out;
   for (const analysis::OpPhases& op : ops) {
     if (op.steps.empty()) continue;
@@ -524,16 +524,23 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
       out += fmt::format("{}  {:>11}  {:>5.1f} %  {:>18}  {:>17}\n", pad_right(st.name, w), format_time_ns(st.ns),
                          timed > 0 ? 100.0 * st.ns / timed : 0.0, rate, of_peak);
     }
-    out += fmt::format("The steps: {} of the shares' {} ({:.1f} %; the rest is each share's end after its last step). "
-                       "Thread time is each thread's clock from step to step, time it waited for a CPU included; "
-                       "load Q, K, V includes handing out the tasks. GFLOP/s per thread: the FLOPs the kernel counted "
-                       "in the step (masked scores it computed included) over its thread time; % of peak/thread: that "
-                       "over the measured peak its FLOPs run at divided by the threads it was measured on.\n",
-                       format_time_ns(timed), format_time_ns(op.share_ns),
-                       op.share_ns > 0 ? 100.0 * timed / op.share_ns : 0.0);
+    out += fmt::format("The steps: {} of the shares' {} ({:.1f} %{}).", format_time_ns(timed),
+                       format_time_ns(op.share_ns), op.share_ns > 0 ? 100.0 * timed / op.share_ns : 0.0,
+                       definitions ? "; the rest is each share's end after its last step" : "");
+    if (definitions)
+      out += " Thread time is each thread's clock from step to step, time it waited for a CPU included; load Q, K, V "
+             "includes handing out the tasks. GFLOP/s per thread: the FLOPs the kernel counted in the step (masked "
+             "scores it computed included) over its thread time; % of peak/thread: that over the measured peak its "
+             "FLOPs run at divided by the threads it was measured on.";
+    out += "\n";
+    // A team's peak is under the sum of its threads' rates alone (a core alone clocks higher and has the shared
+    // caches to itself), so a thread that worked while the others idled can pass its share of it.
     if (over)
-      out += "Over 100 % of peak/thread: the peaks were measured while other work shared the CPUs, or on fewer "
-             "threads than cores; `attnprof roofline --peaks-only --remeasure` measures them again.\n";
+      out += fmt::format("Over 100 % of peak/thread: a thread that worked while the team's others idled (the "
+                         "Threads table's Working) runs faster than its share of a peak measured on {} threads; "
+                         "otherwise the peaks were measured while other work shared the CPUs, and `attnprof roofline "
+                         "--peaks-only --remeasure` measures them again.\n",
+                         peaks->threads);
   }
   return out;
 }

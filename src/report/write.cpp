@@ -1,4 +1,7 @@
 // The reporters' whole-or-nothing text output (io::AtomicFile: temporary file + rename, gzip for ".gz").
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,30 +61,41 @@ std::string canonical_dir(const std::string& dir) {
   return ec ? std::string() : c.string();
 }
 
-// 0 when a file can be created (and was removed) in `dir`, else the errno of the attempt.
-int probe_dir(const std::string& dir) {
+// "" when a file can be created and removed in `dir` (a commit renames a temporary file over the last run's,
+// which a directory flagged append-only or immutable refuses), else what failed, with the system's reason.
+std::string probe_dir(const std::string& dir) {
   // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
   // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
+  // An append-only or immutable directory takes no rename (an append-only one takes new files, which then
+  // cannot be removed): read from its flags where the filesystem keeps them, so no probe is left in it.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    int flags = 0;
+    const bool known = ::ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0;
+    ::close(dfd);
+    if (known && (flags & FS_APPEND_FL)) return "it is append-only (chattr +a): no file in it can be replaced";
+    if (known && (flags & FS_IMMUTABLE_FL)) return "it is immutable (chattr +i): no file can be created in it";
+  }
   std::string probe = (std::filesystem::path(dir) / ".attnprof-write-probe.XXXXXX").string();
   const int fd = io::detail::make_temporary(probe);
-  if (fd < 0) return errno;
+  if (fd < 0) return fmt::format("a file cannot be created there ({})", std::strerror(errno));
   ::close(fd);
-  ::unlink(probe.c_str());
+  const bool removed = ::unlink(probe.c_str()) == 0;
+  const int e = errno;
   io::detail::untrack_temporary(probe);
+  if (!removed)
+    return fmt::format("a file created there cannot be removed ({}; '{}' is left in it)", std::strerror(e), probe);
   if (const std::string c = canonical_dir(dir); !c.empty()) {
     const std::lock_guard<std::mutex> lock(g_writable_mutex);
     g_writable_dirs.insert(c);
   }
-  return 0;
+  return {};
 }
 
 }  // namespace
 
 std::string write_probe_error(const std::string& dir) {
   // The reason as strerror alone misleads: /proc answers ENOENT for a directory that plainly exists.
-  if (const int err = probe_dir(dir); err != 0)
-    return fmt::format("a file cannot be created there ({})", std::strerror(err));
-  return {};
+  return probe_dir(dir);
 }
 
 void check_output_file(const std::string& path) {
@@ -96,8 +110,8 @@ void check_output_file(const std::string& path) {
     const std::lock_guard<std::mutex> lock(g_writable_mutex);
     if (g_writable_dirs.contains(c)) return;
   }
-  if (const int err = probe_dir(dir); err != 0)
-    ATTNPROF_FAIL("cannot write '{}': a file cannot be created in '{}' ({})", path, dir, std::strerror(err));
+  if (const std::string why = probe_dir(dir); !why.empty())
+    ATTNPROF_FAIL("cannot write '{}' in '{}': {}", path, dir, why);
 }
 
 void write_text_atomic(const std::string& path, const std::string& contents) {

@@ -81,10 +81,13 @@ std::string describe_flash_tiles(const FlashTiles& t, const AttnProblem& p) {
   std::string s = fmt::format("tiles of {} query rows × {} keys: per head {} of {} tile pairs visited", t.block_rows,
                               t.block_cols, t.computed, t.pairs());
   if (skipped > 0) s += fmt::format(", {} above the diagonal skipped", skipped);
+  // "it" only where the clause before named the diagonal.
+  const char* diagonal = skipped > 0 ? "it" : "the diagonal";
   if (t.diagonal > 0)
     s += t.panel_rows < t.block_rows
-             ? fmt::format(", the {} that straddle it computed up to it in panels of {} rows", t.diagonal, t.panel_rows)
-             : fmt::format(", the {} that straddle it computed whole and masked", t.diagonal);
+             ? fmt::format(", the {} that straddle {} computed up to it in panels of {} rows", t.diagonal, diagonal,
+                           t.panel_rows)
+             : fmt::format(", the {} that straddle {} computed whole and masked", t.diagonal, diagonal);
   s += fmt::format(": Q·Kᵀ computes {:.1f} % of the {}×{} scores", 100.0 * t.scores / all, p.Nq, p.Nk);
   if (p.mask == MaskKind::Causal)
     s += fmt::format(" (causal needs {:.1f} %)", 100.0 * causal_visible_pairs(p.Nq, p.Nk) / all);
