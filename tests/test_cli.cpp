@@ -1947,8 +1947,15 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   // A comparison of no variants: attnprof never writes one, and it would give an empty roofline.
   damaged("compare.json", [](json& d) { d["variants"] = json::array(); },
           "compare.json: field 'variants' is empty");
-  damaged("naive.summary.json", [](json& d) { d["run"]["ms_per_forward"] = d["run"]["ms_per_forward"].get<double>() * 2; },
+  damaged("naive.summary.json",
+          [](json& d) {  // another run's: its time and the forwards it is the median of
+            d["run"]["ms_per_forward"] = d["run"]["ms_per_forward"].get<double>() * 2;
+            for (json& ms : d["run"]["forward_ms"]) ms = ms.get<double>() * 2;
+          },
           "naive.summary.json is not the summary");
+  // A time that is not the median of the forwards beside it: no attnprof summary holds one.
+  damaged("naive.summary.json", [](json& d) { d["run"]["ms_per_forward"] = d["run"]["ms_per_forward"].get<double>() * 2; },
+          "field 'ms_per_forward' is ");
   // Its outputs never replace what it reads.
   fs::remove(runs / "roofline.json");
   fs::create_symlink("compare.json", runs / "roofline.json");

@@ -62,24 +62,24 @@ TEST(Diff, AnOpDoingOtherWorkUnderTheSameNameIsChangedAndNoisySidesAreNamed) {
   json math = inplace_summary();
   math["metadata"]["variant"] = "sdpa-math";
   math["run"]["variant"] = "sdpa-math";
-  math["run"]["forward_ms"] = {5.0, 5.1, 9.0};
+  math["run"]["forward_ms"] = {5.0, 4.9, 9.0};  // their median the run's 5.0 ms
   json wrapper = row("masked_fill", 3, 30, 0, 0);  // no bytes of its own; its children's grew
   wrapper["cost"]["bytes"] = 2400.0;
   math["rows"] = json::array({row("attn_fwd", 3, 30, 0, 0, "user_annotation"), row("matmul", 6, 12000, 600, 1200),
                               row("mul", 6, 600, 60, 120), row("softmax", 3, 3000, 0, 601), wrapper});
   json naive = naive_summary();
-  naive["run"]["forward_ms"] = {10.0, 10.1};
+  naive["run"]["forward_ms"] = {9.95, 10.05};
   const report::ProfileDiff d = report::diff_summaries(naive, math);
   auto rows = by_label(d);
   EXPECT_EQ(rows["matmul"].change, "same");
   EXPECT_EQ(rows["mul"].change, "changed");       // 1 -> 2 calls, 200 -> 40 bytes per forward
   EXPECT_EQ(rows["softmax"].change, "same");      // 200 -> 200.33 bytes: within 1 %
   EXPECT_EQ(rows["masked_fill"].change, "changed");  // 0 -> 0 bytes of its own, its children's 0 -> 800
-  EXPECT_EQ(d.next.forward_ms, (std::vector<double>{5.0, 5.1, 9.0}));
+  EXPECT_EQ(d.next.forward_ms, (std::vector<double>{5.0, 4.9, 9.0}));
   const std::string t = report::diff_table(d);
   for (const char* s : {"changed (same name, other work): mul (1 -> 2 calls, 200 b -> 40 b moved)",
                         "masked_fill (1 -> 1 calls, 0 b -> 800 b moved by its children)",
-                        "Noisy: sdpa-math (new) took 5.000ms / 5.100ms / 9.000ms per forward (slowest 1.80x the fastest)"})
+                        "Noisy: sdpa-math (new) took 5.000ms / 4.900ms / 9.000ms per forward (slowest 1.84x the fastest)"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   EXPECT_EQ(t.find("naive (base) took"), std::string::npos) << t;  // 1 % apart: not noisy
   EXPECT_EQ(report::diff_json(d)["new"]["forward_ms"].size(), 3u);
@@ -450,6 +450,19 @@ TEST(Diff, CorruptSummariesAreRefusedWithTheReason) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
+  // Figures that contradict the ones beside them, or that no run makes: a time not the median of its forwards,
+  // negative live bytes, threads working more than their regions' wall times the team.
+  json edited = naive_summary();
+  edited["run"]["forward_ms"] = {9.0, 30.0, 31.0};
+  expect_error(edited, "'a.summary.json' run: field 'ms_per_forward' is 10, not the median of its 'forward_ms' (30)");
+  edited = naive_summary();
+  edited["memory"]["timeline"] = {{{"t_us", 1.0}, {"bytes", 100}}, {{"t_us", 2.0}, {"bytes", -5000}}};
+  expect_error(edited, "memory.timeline point: field 'bytes' is -5000, out of range");
+  edited = naive_summary();
+  edited["thread_balance"] = {{{"name", "softmax"}, {"regions", 2}, {"threads", 2}, {"busy_share", 7}}};
+  expect_error(edited, "thread_balance 'softmax': field 'busy_share' is 7, over 1");
+  edited["thread_balance"][0]["busy_share"] = 0.9;
+  EXPECT_NO_THROW(report::diff_summaries(edited, naive_summary(), "a.summary.json"));
   expect_error(json::array(), "not an attnprof summary");
   expect_error(json{{"kind", "compare"}}, "not an attnprof summary");
   expect_error(json{{"schema", "attnprof.summary/1"}}, "no \"rows\" array");

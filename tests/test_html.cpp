@@ -679,9 +679,11 @@ TEST(HtmlReport, TimeBarsAreTheMeanForwardAndANoteNamesTheMedianWhereTheyPart) {
 
   // A later profile's summary: its own median (the run the bars are from) is named, by its file.
   naive["run"]["ms_per_forward"] = 140.0;
+  naive["run"]["forward_ms"] = {140.0, 140.0, 290.05};  // their median, as a summary holds it
   spit(d.path / "naive.summary.json", naive.dump());
   const std::string later = render_html_report(d.path.string(), stub_library());
-  EXPECT_NE(later.find("(mean 190.017), and naive.summary.json&#39;s 140.000 ms per forward is their median"),
+  EXPECT_NE(later.find("they took 140.000, 140.000, 290.050 ms (mean 190.017), and naive.summary.json&#39;s 140.000 "
+                       "ms per forward is their median"),
             std::string::npos);
 
   // Many forwards: their range, not a list.
@@ -1140,6 +1142,35 @@ TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
                 .find("No summary of naive is on this page (a note above says why): each variant is set against "
                       "inplace instead."),
             std::string::npos);
+}
+
+// A sweep point no sweep writes (a length that is not a whole number above 0, no time, a negative peak) is named
+// and left out, not dropped without a word or drawn at a length no run had.
+TEST(HtmlReport, SweepPointsNoSweepWritesAreNamed) {
+  TempDir d("sweep-points");
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
+  size_t n = 0;  // the points that ran, each drawn once on the time chart
+  for (const json& pt : sweep["points"]) n += pt.value("status", "ok") == "ok";
+  ASSERT_GE(n, 4u);
+  ASSERT_EQ(sweep["points"][0].value("status", "ok"), "ok");
+  ASSERT_EQ(sweep["points"][1].value("status", "ok"), "ok");
+  ASSERT_EQ(sweep["points"][2].value("status", "ok"), "ok");
+  sweep["points"][0]["seq"] = 1.5;
+  sweep["points"][1]["ms"] = -2.0;
+  sweep["points"][2]["peak_bytes"] = -5.0;
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  for (const char* why : {"at N=1.500: left out, sweep.json gives it no sequence length",
+                          "left out, sweep.json gives it no time", "left out, sweep.json gives it a negative peak memory"})
+    EXPECT_NE(page.find(why), std::string::npos) << why;
+  size_t drawn = 0;
+  const json data = data_block(page);
+  for (const json& c : data["charts"])
+    if (c["kind"] == "sweep-time")
+      for (const json& l : c["spec"]["layer"])
+        if (l.contains("data"))
+          for (const json& v : l["data"]["values"]) drawn += v.value("kind", "") == "measured";
+  EXPECT_EQ(drawn, n - 3);
 }
 
 // The notes of a section with nothing to draw name what this directory lacks, not a note or a file it lacks too.

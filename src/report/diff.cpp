@@ -258,6 +258,14 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     ATTNPROF_FAIL("{}: field 'forward_ms' holds 0 ms, which no forward takes (attnprof never writes it)", run_what);
   if (present("forward_ms") && p.side.forward_ms.empty())
     ATTNPROF_FAIL("{}: field 'forward_ms' is empty (attnprof writes one time per timed forward)", run_what);
+  // The median its forwards give, as attnprof writes it (a hand-edited time beside them would be printed as the
+  // run's).
+  if (present("ms_per_forward") && !p.side.forward_ms.empty()) {
+    const double med = analysis::median(p.side.forward_ms);
+    if (std::abs(p.side.ms_per_forward - med) > 1e-9 * med)
+      ATTNPROF_FAIL("{}: field 'ms_per_forward' is {}, not the median of its 'forward_ms' ({}), which attnprof writes",
+                    run_what, p.side.ms_per_forward, med);
+  }
   p.side.sharing = sharing_field(run, run_what);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
@@ -270,6 +278,35 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   } else if (s.contains("memory") && s["memory"].is_object()) {
     (void)number(s["memory"], "peak_bytes", what);
     (void)number(s["memory"], "start_bytes", what);
+  }
+
+  // The memory timeline the report draws: live bytes over time, never negative.
+  if (s.contains("memory") && s["memory"].is_object() && s["memory"].contains("timeline")) {
+    const json& tl = s["memory"]["timeline"];
+    if (!tl.is_null() && !tl.is_array()) ATTNPROF_FAIL("{}: field 'memory.timeline' is not an array", what);
+    if (tl.is_array())
+      for (const json& pt : tl) {
+        if (!pt.is_object()) ATTNPROF_FAIL("{}: a memory.timeline point that is not an object", what);
+        (void)required(pt, "t_us", what + " memory.timeline point");
+        (void)required(pt, "bytes", what + " memory.timeline point");
+      }
+  }
+  // Each op's OpenMP regions (thread_balance, absent before it was written): its threads' work fits in the
+  // regions' wall times the team, so the share the report prints as "working" is at most 100 %.
+  if (const auto tb = s.find("thread_balance"); tb != s.end() && !tb->is_null()) {
+    if (!tb->is_array()) ATTNPROF_FAIL("{}: field 'thread_balance' is {}, not an array", what, tb->type_name());
+    for (const json& b : *tb) {
+      if (!b.is_object() || !b.contains("name") || !b["name"].is_string())
+        ATTNPROF_FAIL("{}: a thread_balance entry without a \"name\"", what);
+      const std::string b_what = fmt::format("{} thread_balance '{}'", what, printable_name(b["name"].get<std::string>(), what));
+      (void)count(b, "regions", b_what, 1);
+      (void)count(b, "threads", b_what, 1);
+      for (const char* key : {"wall_ns", "busy_ns", "capacity_ns", "lag_ns", "items", "imbalance"}) (void)number(b, key, b_what);
+      if (const double share = number(b, "busy_share", b_what); share > 1 + 1e-9)
+        ATTNPROF_FAIL("{}: field 'busy_share' is {}, over 1: its threads cannot work more than the regions' wall "
+                      "times the team",
+                      b_what, share);
+    }
   }
 
   // The steps kernels timed inside their shares (op_phases, absent in summaries from before it was written):

@@ -1161,7 +1161,19 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
                                       str(p, "note").empty() ? "" : " (" + str(p, "note") + ")"));
         continue;
       }
-      if (!std::isfinite(seq) || seq <= 0) continue;
+      // A point sweep never writes (no whole length above 0, or a time or a peak it cannot have) is named, not
+      // dropped without a word or drawn at a length no run had.
+      const double ms_at = num(p, "ms", NAN), peak_at = num(p, "peak_bytes", NAN);
+      const char* bad = !std::isfinite(seq) || seq <= 0 || seq != std::floor(seq) ? "no sequence length"
+                        : !(ms_at > 0)                                             ? "no time"
+                        : peak_at < 0                                              ? "a negative peak memory"
+                                                                                   : nullptr;
+      if (bad) {
+        skipped.push_back(fmt::format("{} at N={}: left out, sweep.json gives it {} (attnprof never writes such a "
+                                      "point)",
+                                      v, fmt_num(num(p, "seq", num(p, "n", NAN)), 3), bad));
+        continue;
+      }
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(p);
       // Busy or Noisy: a faded dot, so a fit through such points reads as what it is (the text says which).
       const bool disturbed = report::is_disturbed(forward_ms(p), sharing);
