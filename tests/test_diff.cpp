@@ -833,6 +833,24 @@ TEST(Diff, CompareRunsRefuseFiguresTheirOwnFiguresContradict) {
   // Without the run's FLOPs or peak (an older file) there is nothing to set them against.
   c.erase("peak_gflops");
   EXPECT_EQ(error_of(c), "accepted");
+  // Each forward's share on a CPU: one per forward, from 0 to 1 or null.
+  c = good;
+  c["variants"][0]["forward_on_cpu"] = {0.9, 0.5};
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'forward_on_cpu' is not an array of one share per "
+                         "timed forward (3 of them)");
+  c["variants"][0]["forward_on_cpu"] = {0.9, 1.5, nullptr};
+  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'forward_on_cpu' holds 1.5, not a share of a "
+                         "forward's wall time (0 to 1) or null");
+  // A side whose forward ran off the CPU marks the speed-up, and is named under the table.
+  c["variants"][0]["forward_on_cpu"] = {0.9, 0.5, nullptr};
+  EXPECT_EQ(error_of(c), "accepted");
+  const report::RunDiff d = report::diff_compare_runs(good, c);
+  EXPECT_EQ(d.rows[0].new_on_cpu, (std::vector<double>{0.9, 0.5, -1.0}));
+  const std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("1.00x*"), std::string::npos) << t;
+  EXPECT_NE(t.find("Off the CPU: naive (new)'s calling thread ran on a CPU for 50 % of forward 2's 100.000 ms"),
+            std::string::npos)
+      << t;
 }
 
 // The row's other figures (report draws them: GFLOP/s, % of peak, bytes moved, the floor) are numbers, not

@@ -136,6 +136,12 @@ TEST(KeyAverages, RecursionCountsTotalOnceAndThreadsAreIndependentTrees) {
   EXPECT_DOUBLE_EQ(f->self_ns, 60.0 + 40.0 + 40.0);
   EXPECT_DOUBLE_EQ(f->cost.flops, 2.0 + 1.0);
   EXPECT_EQ(analysis::zone_durations_ns(r, "f"), (std::vector<double>{100.0, 40.0}));
+  // Their share on a CPU, in the same order: -1 where no task-clock was read, else task-clock over the wall
+  // (capped at 1: the counter and the clock are read a few ns apart).
+  EXPECT_EQ(analysis::zone_on_cpu_shares(r, "f"), (std::vector<double>{-1.0, -1.0}));
+  r.threads[0].zones[0].task_clock_ns = 25;
+  r.threads[1].zones[0].task_clock_ns = 45;
+  EXPECT_EQ(analysis::zone_on_cpu_shares(r, "f"), (std::vector<double>{0.25, 1.0}));
 }
 
 TEST(KeyAverages, GroupByInputShapeSplitsRows) {

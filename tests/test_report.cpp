@@ -145,11 +145,11 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   EXPECT_EQ(report::speedup_line({{"inplace", 3.1, 1}, {"flash", 0.155, 0.075}}),
             "Speed-up over inplace (its ms per forward over each row's): flash 20.0x.");
   EXPECT_EQ(report::speedup_line({{"flash", 1, 1}}), "");
-  // A ratio standing on a disturbed row (Busy or Noisy) is marked, and the mark explained once.
+  // A ratio standing on a disturbed row (Busy, Noisy or off the CPU) is marked, and the mark explained once.
   EXPECT_EQ(report::speedup_line({{"naive", 10, 1}, {"inplace", 8, 1, -1, true}, {"flash", 2, 1}}),
             "Speed-up over naive (its ms per forward over each row's): inplace 1.25x*, flash 5.00x. *: either side's "
-            "forwards shared the CPUs with other work or disagreed (the Busy and Noisy lines): a ratio to re-measure "
-            "before trusting.");
+            "forwards shared the CPUs with other work, disagreed or ran off the CPU (the Busy, Noisy and Off the CPU "
+            "lines): a ratio to re-measure before trusting.");
   EXPECT_EQ(report::speedup_line({}), "");
   const auto far = report::far_from_floor_notes(
       {{"naive", 2.574, 0.28759}, {"inplace", 0.310, 0.254}, {"flash", 1.0, std::nan("")}, {"x", 1.0, 0.0}}, false);
@@ -185,6 +185,29 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
             "waiting on each other or on other work). The time of flash, sdpa-flash went to arithmetic below the peak "
             "(the work between its products, a fused kernel's softmax and loads, which the chart of the kernel's "
             "steps times; the products' own efficiency; threads waiting on other work).");
+}
+
+// A forward whose thread ran on a CPU for under 80 % of its wall was descheduled (or slept waiting): named, the
+// worst three first, and counted as disturbed, as a Busy or Noisy one is; the shares survive a round trip
+// through the JSON outputs, where a forward without its task-clock is null.
+TEST(Format, OffCpuForwardsAreNamedAndDisturbTheirRatios) {
+  using nlohmann::json;
+  EXPECT_EQ(report::off_cpu_line("naive", {}, {3.0, 7.4}), "");
+  EXPECT_EQ(report::off_cpu_line("naive", {0.99, -1.0}, {3.0, 7.4}), "");
+  EXPECT_EQ(report::off_cpu_line("naive", {0.99, 0.41, 0.53, 0.54, 0.7}, {3.0, 7.419, 5.384, 5.536, 4.0}),
+            "Off the CPU: naive's calling thread ran on a CPU for 41 % of forward 2's 7.419 ms, 53 % of forward 3's "
+            "5.384 ms, 54 % of forward 4's 5.536 ms and 1 more (its task-clock over the forward's wall; 4 of 5 "
+            "forwards under 80 %): the scheduler gave its CPU to other work, or it slept waiting for its team, so "
+            "those forwards' time is the machine's as much as the code's.");
+  const std::vector<double> steady = {5.0, 5.1, 5.0};
+  EXPECT_FALSE(report::is_disturbed(steady, std::nullopt, {0.99, 0.95, 0.9}));
+  EXPECT_TRUE(report::is_disturbed(steady, std::nullopt, {0.99, 0.5, 0.9}));
+  EXPECT_FALSE(report::is_disturbed(steady, std::nullopt, {-1.0, -1.0, -1.0}));
+  EXPECT_TRUE(report::on_cpu_json({-1.0, -1.0}).is_null());
+  const json j = report::on_cpu_json({0.5, -1.0});
+  EXPECT_EQ(j, json({0.5, nullptr}));
+  EXPECT_EQ(report::on_cpu_of(json{{"forward_on_cpu", j}}), (std::vector<double>{0.5, -1.0}));
+  EXPECT_TRUE(report::on_cpu_of(json{{"forward_on_cpu", nullptr}}).empty());
 }
 
 // Forwards that shared the CPUs: steady, so no spread flags them, but slow. A Busy line names each subject

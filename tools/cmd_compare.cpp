@@ -39,6 +39,7 @@ struct Row {
   std::string trace;               // its trace file's name in --out
   std::vector<analysis::ThreadBalance> balance;  // each op's threads in its parallel regions (kept: the profile is freed)
   std::vector<analysis::OpPhases> phases;        // the steps inside ops that time them (kept, as balance)
+  std::vector<double> on_cpu;                    // each forward's share on a CPU (--counters' task-clock), or -1
 };
 
 // The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them; each
@@ -83,6 +84,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
     row.ms = row.r.median_ns * 1e-6;
     for (double ns : row.r.forward_ns) row.forward_ms.push_back(ns * 1e-6);
     row.ops = row.r.ops_per_forward;
+    row.on_cpu = analysis::zone_on_cpu_shares(row.r.result, v.annotation);
   }
   row.gflops = gflops_at(in.p, row.ms);
   row.pct_peak = pct_of_peak(t, row.gflops);
@@ -132,6 +134,10 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
       if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, r.sharing, r.sharing_window_s});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
+  // Forwards whose thread was off the CPU (task-clock, with --counters): the spread cannot show them all alike.
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      if (const std::string line = report::off_cpu_line(r.name, r.on_cpu, r.forward_ms); !line.empty()) s += line + "\n";
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
@@ -146,7 +152,7 @@ std::vector<report::RowTime> row_times(const std::vector<Row>& rows) {
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
       out.push_back({r.name, r.ms, r.floor ? r.floor->ns * 1e-6 : std::nan(""),
-                     r.floor ? r.floor->memory_share() : -1.0, report::is_disturbed(r.forward_ms, r.r.sharing),
+                     r.floor ? r.floor->memory_share() : -1.0, report::is_disturbed(r.forward_ms, r.r.sharing, r.on_cpu),
                      r.memory_time_share});
   return out;
 }
@@ -180,6 +186,7 @@ nlohmann::json row_json(const Row& r) {
           {"note", r.r.note},
           {"ms", when(ran, r.ms)},
           {"forward_ms", r.forward_ms},
+          {"forward_on_cpu", report::on_cpu_json(r.on_cpu)},  // --counters' task-clock over each forward's wall
           {"warmup_forwards", when(ran, r.r.warmup_forwards)},
           {"spread", when(ran, report::spread_json(r.forward_ms))},
           {"cpu_sharing", report::cpu_sharing_json(r.r.sharing)},
@@ -314,7 +321,7 @@ std::string render_peers(const PeerRun& peers, const std::vector<Row>& rows, con
     if (r.r.status == RunOutcome::Status::Ok && (!best || r.ms < best->ms)) best = &r;
   if (best && best_peer && best->ms > 0) {
     // Marked as the speed-up line marks its ratios: a median on disturbed forwards, either side's.
-    const bool mark = report::is_disturbed(best->forward_ms, best->r.sharing) ||
+    const bool mark = report::is_disturbed(best->forward_ms, best->r.sharing, best->on_cpu) ||
                       report::is_disturbed(best_peer->forward_ms, best_peer->sharing);
     s += fmt::format("Fastest against fastest: {} {:.3f} ms, {} {:.3f} ms: attnprof's {:.2f}x{} {}.{}\n", best->name,
                      best->ms, best_peer->name, best_peer->ms,

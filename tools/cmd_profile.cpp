@@ -219,6 +219,8 @@ void run_profile(const ProfileArgs& a) {
   std::vector<double> forward_ms;
   for (double ns : r.forward_ns) forward_ms.push_back(ns * 1e-6);
   run["forward_ms"] = forward_ms;
+  // Each forward's share on a CPU (task-clock, read with --counters): null without it.
+  run["forward_on_cpu"] = report::on_cpu_json(gpu ? std::vector<double>{} : analysis::zone_on_cpu_shares(r.result, v.annotation));
   run["cpu_sharing"] = report::cpu_sharing_json(r.sharing);
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
@@ -326,6 +328,8 @@ void run_profile(const ProfileArgs& a) {
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))
+    print_out("{}\n", line);
+  if (const std::string line = report::off_cpu_line(v.name, report::on_cpu_of(run), forward_ms); !line.empty())
     print_out("{}\n", line);
   for (const std::string& line : report::uneven_op_notes(r.ka)) print_out("{}\n", line);
   // The paths hold what --out said, which may be any bytes: through terminal_line, as stderr's lines are.

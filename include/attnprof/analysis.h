@@ -142,6 +142,10 @@ bool is_device_category(std::string_view category);          // one of device_ca
 // Wall time of each outermost zone named `name` (not nested in another of that name; e.g. the per-forward
 // annotation, inside its ProfilerStep#N), in time order, in ns.
 std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name);
+// The same zones' share of their wall time that their thread ran on a CPU (its task-clock over the wall, up to
+// 1), in the same order; -1 for a zone whose task-clock was not read (profile --counters reads it on
+// annotations where perf_event_open allows). Well under 1: the thread was descheduled, or slept waiting.
+std::vector<double> zone_on_cpu_shares(const prof::ProfileResult& r, std::string_view name);
 
 // How each op's own OpenMP regions used their threads, from every thread's WorkSpans (ops that record them:
 // flash, softmax, mul, masked_fill, copy; oneDNN's and OpenBLAS's threads inside matmul are their libraries'

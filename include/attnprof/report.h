@@ -204,6 +204,7 @@ struct ProfileSide {
   double ops_per_forward = -1, max_abs_err = -1;  // -1: not recorded (ops: null in the summary)
   std::vector<double> forward_ms;  // the timed forwards (run.forward_ms), when the summary has them
   std::optional<analysis::CpuSharing> sharing;  // run.cpu_sharing, when recorded
+  std::vector<double> on_cpu;  // run.forward_on_cpu (-1 per forward not read; empty when not recorded)
 };
 // One step a kernel timed inside its shares (a summary's op_phases), on both sides: each thread's time in it per
 // forward, summed over the threads, and the FLOPs it counted per forward; -1 for a side without the step.
@@ -297,6 +298,7 @@ struct RunDiffRow {
   double base_err = -1, new_err = -1;
   std::vector<double> base_forward_ms, new_forward_ms;  // every timed forward (empty in older files)
   std::optional<analysis::CpuSharing> base_sharing, new_sharing;  // cpu_sharing, when recorded
+  std::vector<double> base_on_cpu, new_on_cpu;                     // forward_on_cpu, when recorded
 };
 struct RunDiff {
   std::string base_label, new_label;  // problem and machine of each run
@@ -444,9 +446,17 @@ inline bool is_noisy(const std::vector<double>& forward_ms) { return forward_spr
 // a compare.json variant, a sweep point): nothing for null, absent or malformed.
 nlohmann::json cpu_sharing_json(const std::optional<analysis::CpuSharing>& s);
 std::optional<analysis::CpuSharing> cpu_sharing_of(const nlohmann::json& record);
-// A timing that cannot be taken at face value: its forwards Noisy, or Busy (other work shared the CPUs).
-inline bool is_disturbed(const std::vector<double>& forward_ms, const std::optional<analysis::CpuSharing>& sharing) {
-  return is_noisy(forward_ms) || (sharing && sharing->shared());
+// Each forward's share of its wall time on a CPU as the JSON outputs carry it ("forward_on_cpu", beside
+// forward_ms; null where task-clock was not read) and read back (-1 for null; empty when absent or malformed).
+nlohmann::json on_cpu_json(const std::vector<double>& on_cpu);
+std::vector<double> on_cpu_of(const nlohmann::json& record);
+// Some forward's thread ran on a CPU for under kOnCpuMark of its wall (off_cpu_line names them).
+bool any_off_cpu(const std::vector<double>& on_cpu);
+// A timing that cannot be taken at face value: its forwards Noisy, Busy (other work shared the CPUs), or off the
+// CPU (task-clock, where --counters read it).
+inline bool is_disturbed(const std::vector<double>& forward_ms, const std::optional<analysis::CpuSharing>& sharing,
+                         const std::vector<double>& on_cpu = {}) {
+  return is_noisy(forward_ms) || (sharing && sharing->shared()) || any_off_cpu(on_cpu);
 }
 // A scaling fit whose exponent describes the machine's load as much as the variant: half its points or more
 // were disturbed. sweep marks it so, and the HTML report reads it back from sweep.json's disturbed_points.
@@ -474,6 +484,13 @@ struct Timings {
 // --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it).
 std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
                                       std::string_view more_forwards = "raise --iters");
+// The forwards whose thread ran on a CPU for under kOnCpuMark of their wall time (`on_cpu`:
+// analysis::zone_on_cpu_shares, the task-clock --counters reads; `forward_ms` in the same order): "Off the CPU:
+// naive's thread ran on a CPU 18 % of forward 2's 18.551 ms (task-clock), ...", the worst three named; "" when
+// none is, or task-clock was not read. A descheduled forward shows no spread when all of them were.
+inline constexpr double kOnCpuMark = 0.8;
+std::string off_cpu_line(const std::string& subject, const std::vector<double>& on_cpu,
+                         const std::vector<double>& forward_ms);
 // Ops whose self time per forward is uneven: for each row that does work, takes at least kUnevenShare of the
 // self total and whose mean per step (recorded forward) is more than kNoisySpread times its median over at
 // least three steps (OpStats::step_self_ns), one line, the largest excess first, at most four:

@@ -256,9 +256,15 @@ KeyAverages key_averages(const prof::ProfileResult& r, const KeyAveragesOptions&
   return ka;
 }
 
-std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name) {
-  // Outermost zones named `name` (not nested in another zone of that name), in time order across threads.
-  std::vector<std::pair<uint64_t, double>> found;
+namespace {
+struct ZoneSpan {
+  uint64_t t0 = 0;
+  double ns = 0;
+  int64_t task_clock_ns = -1;
+};
+// Outermost zones named `name` (not nested in another zone of that name), in time order across threads.
+std::vector<ZoneSpan> outermost_zones(const prof::ProfileResult& r, std::string_view name) {
+  std::vector<ZoneSpan> found;
   for (const prof::ThreadTrace& t : r.threads) {
     for (size_t i = 0; i < t.zones.size(); ++i) {
       const prof::ZoneEvent& e = t.zones[i];
@@ -269,13 +275,24 @@ std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_
           nested = true;
           break;
         }
-      if (!nested) found.emplace_back(e.t0, e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0);
+      if (!nested) found.push_back({e.t0, e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0, e.task_clock_ns});
     }
   }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(found.begin(), found.end(), [](const ZoneSpan& a, const ZoneSpan& b) { return a.t0 < b.t0; });
+  return found;
+}
+}  // namespace
+
+std::vector<double> zone_durations_ns(const prof::ProfileResult& r, std::string_view name) {
   std::vector<double> out;
-  out.reserve(found.size());
-  for (const auto& f : found) out.push_back(f.second);
+  for (const ZoneSpan& z : outermost_zones(r, name)) out.push_back(z.ns);
+  return out;
+}
+
+std::vector<double> zone_on_cpu_shares(const prof::ProfileResult& r, std::string_view name) {
+  std::vector<double> out;
+  for (const ZoneSpan& z : outermost_zones(r, name))
+    out.push_back(z.task_clock_ns >= 0 && z.ns > 0 ? std::min(1.0, double(z.task_clock_ns) / z.ns) : -1.0);
   return out;
 }
 

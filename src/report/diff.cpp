@@ -111,6 +111,21 @@ std::vector<double> forward_times(const json& o, const std::string& what) {
   return ms;
 }
 
+// A record's forward_on_cpu beside its `forwards` timed forwards: an array as long, of shares from 0 to 1 or
+// null (task-clock not read), or nothing (not recorded: without --counters, or an older file).
+std::vector<double> on_cpu_field(const json& o, size_t forwards, const std::string& what) {
+  const auto it = o.find("forward_on_cpu");
+  if (it == o.end() || it->is_null()) return {};
+  if (!it->is_array() || it->size() != forwards)
+    ATTNPROF_FAIL("{}: field 'forward_on_cpu' is not an array of one share per timed forward ({} of them)", what,
+                  forwards);
+  for (const json& x : *it)
+    if (!x.is_null() && !(x.is_number() && x.get<double>() >= 0 && x.get<double>() <= 1))
+      ATTNPROF_FAIL("{}: field 'forward_on_cpu' holds {}, not a share of a forward's wall time (0 to 1) or null",
+                    what, x.dump());
+  return on_cpu_of(o);
+}
+
 // A ratio of two times, readable at any size: 1.37, 250, 1.2e+07.
 std::string ratio_text(double r) {
   return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
@@ -267,6 +282,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
                     run_what, p.side.ms_per_forward, med);
   }
   p.side.sharing = sharing_field(run, run_what);
+  p.side.on_cpu = on_cpu_field(run, p.side.forward_ms.size(), run_what);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
   if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
@@ -762,6 +778,11 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
     for (const ProfileSide* side : {&d.base, &d.next})
       if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms, side->sharing});
     for (const std::string& line : timing_notes(timings, "", kMoreForwardsOfAStoredRun)) s += line + "\n";
+    for (const ProfileSide* side : {&d.base, &d.next})
+      if (const std::string line = off_cpu_line(side->label + (side == &d.base ? " (base)" : " (new)"), side->on_cpu,
+                                                side->forward_ms);
+          !line.empty())
+        s += line + "\n";
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
@@ -1089,6 +1110,7 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
   if (const double ops = is_base ? r.base_ops : r.new_ops; ops >= 0 && ops != std::floor(ops))
     ATTNPROF_FAIL("{}: field 'ops' is {}, not a whole number of ops per forward", what, ops);
   (is_base ? r.base_sharing : r.new_sharing) = sharing_field(v, what);
+  (is_base ? r.base_on_cpu : r.new_on_cpu) = on_cpu_field(v, forwards.size(), what);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at
   // least 1. The diff recomputes it from forward_ms; a value outside that is a corrupt row, not one to skip.
   if (const auto sp = v.find("spread"); sp != v.end() && !sp->is_null()) {
@@ -1187,7 +1209,8 @@ namespace {
 // A speed-up the machine may have made (the text's `*`): one side's forwards spread beyond the noise threshold,
 // or shared the CPUs with other work.
 bool disturbed(const RunDiffRow& r) {
-  return is_disturbed(r.base_forward_ms, r.base_sharing) || is_disturbed(r.new_forward_ms, r.new_sharing);
+  return is_disturbed(r.base_forward_ms, r.base_sharing, r.base_on_cpu) ||
+         is_disturbed(r.new_forward_ms, r.new_sharing, r.new_on_cpu);
 }
 }  // namespace
 
@@ -1230,11 +1253,15 @@ std::string diff_table(const RunDiff& d, bool definitions) {
        "device activities on a GPU. Peak: bytes one forward allocates above its inputs, in torch's binary units "
        "(1 Mb = 2^20 B; compare's table prints decimal MB).\n";
   if (any_noisy)
-    s += fmt::format("*: the forwards of one side spread by more than {:.0f} % or shared the CPUs with other work: that "
-                     "speed-up may be the machine's, not the code's.\n",
+    s += fmt::format("*: the forwards of one side spread by more than {:.0f} %, shared the CPUs with other work or "
+                     "ran off the CPU: that speed-up may be the machine's, not the code's.\n",
                      (kNoisySpread - 1.0) * 100.0);
   // Compare runs: their forwards come from --iters (no --schedule there).
   for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
+  for (const RunDiffRow& r : d.rows)
+    for (const auto& [side, on_cpu, fwd] : {std::tuple{" (base)", &r.base_on_cpu, &r.base_forward_ms},
+                                            std::tuple{" (new)", &r.new_on_cpu, &r.new_forward_ms}})
+      if (const std::string line = off_cpu_line(r.variant + side, *on_cpu, *fwd); !line.empty()) s += line + "\n";
   return s;
 }
 

@@ -427,6 +427,7 @@ void section_compare(Page& pg, const Input& in) {
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
+  std::vector<std::string> off_cpu;  // its rows' Off the CPU lines, under the Busy and Noisy ones
   json memory_bars = json::array();  // per variant: peak memory and bytes moved, one forward's
   // The tick on each bar: the roofline floor; rows written before compare recorded it have only the bytes'.
   int with_floor = 0, bytes_only = 0;
@@ -478,9 +479,11 @@ void section_compare(Page& pg, const Input& in) {
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(v);
       timings.push_back({name, fwd, sharing});
+      const std::vector<double> on_cpu = on_cpu_of(v);
+      if (const std::string line = off_cpu_line(name, on_cpu, fwd); !line.empty()) off_cpu.push_back(line);
       const double memory_time = num(v, "memory_time_share", NAN);
       row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0,
-                           is_disturbed(fwd, sharing), memory_time >= 0.0 && memory_time <= 1.0 ? memory_time : -1.0});
+                           is_disturbed(fwd, sharing, on_cpu), memory_time >= 0.0 && memory_time <= 1.0 ? memory_time : -1.0});
     }
   }
   t += "</tbody></table>\n";
@@ -556,6 +559,7 @@ void section_compare(Page& pg, const Input& in) {
         timings.push_back({str(r, "name", "?"), forward_ms(r), cpu_sharing_of(r)});
   // A compare's or a sweep's forwards come from --iters (no --schedule there).
   for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
+  for (const std::string& line : off_cpu) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;

@@ -239,9 +239,47 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
                      marked ? disturbed_ratio_note() : "");
 }
 
+nlohmann::json on_cpu_json(const std::vector<double>& on_cpu) {
+  if (std::none_of(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0; })) return nullptr;
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : on_cpu) a.push_back(x >= 0 ? nlohmann::json(x) : nlohmann::json());
+  return a;
+}
+
+std::vector<double> on_cpu_of(const nlohmann::json& record) {
+  std::vector<double> out;
+  if (!record.is_object() || !record.contains("forward_on_cpu") || !record["forward_on_cpu"].is_array()) return out;
+  for (const nlohmann::json& x : record["forward_on_cpu"])
+    out.push_back(x.is_number() && x.get<double>() >= 0 && x.get<double>() <= 1 ? x.get<double>() : -1.0);
+  return out;
+}
+
+bool any_off_cpu(const std::vector<double>& on_cpu) {
+  return std::any_of(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0 && x < kOnCpuMark; });
+}
+
+std::string off_cpu_line(const std::string& subject, const std::vector<double>& on_cpu,
+                         const std::vector<double>& forward_ms) {
+  std::vector<size_t> off;
+  for (size_t i = 0; i < on_cpu.size() && i < forward_ms.size(); ++i)
+    if (on_cpu[i] >= 0 && on_cpu[i] < kOnCpuMark) off.push_back(i);
+  if (off.empty()) return "";
+  std::stable_sort(off.begin(), off.end(), [&](size_t a, size_t b) { return on_cpu[a] < on_cpu[b]; });
+  std::vector<std::string> each;
+  for (size_t k = 0; k < off.size() && k < 3; ++k)
+    each.push_back(fmt::format("{:.0f} % of forward {}'s {:.3f} ms", 100.0 * on_cpu[off[k]], off[k] + 1,
+                               forward_ms[off[k]]));
+  const size_t timed = std::count_if(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0; });
+  return fmt::format("Off the CPU: {}'s calling thread ran on a CPU for {}{} (its task-clock over the forward's "
+                     "wall; {} of {} forwards under {:.0f} %): the scheduler gave its CPU to other work, or it slept "
+                     "waiting for its team, so those forwards' time is the machine's as much as the code's.",
+                     subject, fmt::join(each, ", "), off.size() > 3 ? fmt::format(" and {} more", off.size() - 3) : "",
+                     off.size(), timed, 100.0 * kOnCpuMark);
+}
+
 std::string_view disturbed_ratio_note() {
-  return " *: either side's forwards shared the CPUs with other work or disagreed (the Busy and Noisy lines): a "
-         "ratio to re-measure before trusting.";
+  return " *: either side's forwards shared the CPUs with other work, disagreed or ran off the CPU (the Busy, "
+         "Noisy and Off the CPU lines): a ratio to re-measure before trusting.";
 }
 
 namespace {
