@@ -442,6 +442,24 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   nlohmann::json bad = again;
   bad["from_cache"] = "yes";
   EXPECT_THROW(machine_peaks_from_json(bad), Error);
+  // A file from before the library fields (all three absent) is read as if the libraries ran at `isa`; one with
+  // some of them is damaged.
+  nlohmann::json older = again;
+  older["library_isa"] = "avx2";
+  older["library_fp32_gflops"] = 999.0;
+  for (const char* key : {"library_isa", "library_fp32_gflops", "library_bf16_gflops"}) older.erase(key);
+  const MachinePeaks old = machine_peaks_from_json(older);
+  EXPECT_EQ(old.library_isa, old.isa);
+  EXPECT_EQ(old.library_fp32_gflops, old.fp32_gflops);
+  EXPECT_EQ(old.library_bf16_gflops, old.bf16_gflops);
+  bad = again;
+  bad.erase("library_isa");
+  try {
+    machine_peaks_from_json(bad);
+    ADD_FAILURE() << "two of the three library fields were accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "field 'library_isa' is missing");
+  }
   // Every text printed from it: an escape sequence in a hand-edited cache or compare.json never reaches the terminal.
   for (const char* key : {"cpu", "cpu_signature", "isa", "library_isa", "measured_at", "measured_busy"}) {
     bad = again;

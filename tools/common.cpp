@@ -128,10 +128,10 @@ int hardware_threads() { return ops::available_cpus(); }
 std::string oversubscribed_line(int threads) {
   const int cpus = hardware_threads();
   if (threads <= cpus) return "";
-  return fmt::format("Oversubscribed: {} on the {} CPU{} attnprof may run on: the threads of each parallel op took "
+  return fmt::format("Oversubscribed: {} on the {} attnprof may run on: the threads of each parallel op took "
                      "turns on them, so the op waited for the last (the threads' Working falls), whatever else ran; "
                      "--threads {} gives each thread a CPU.\n",
-                     threads_text(threads), cpus, cpus == 1 ? "" : "s", cpus);
+                     threads_text(threads), cpus_text(cpus), cpus);
 }
 
 namespace {
@@ -206,11 +206,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
   const int max_threads = hardware_threads() * 4;
   add_integer_option(sub, "--threads", o.threads,
                      fmt::format("threads for OpenMP and BLAS, 1..{} (default, or 0: OMP_NUM_THREADS when set, as "
-                                 "OpenMP and PyTorch read it, else the {} CPUs attnprof may run on)",
-                                 max_threads, hardware_threads()),
+                                 "OpenMP and PyTorch read it, else the {} attnprof may run on)",
+                                 max_threads, cpus_text(hardware_threads())),
                      0, max_threads,
-                     fmt::format("(0: OMP_NUM_THREADS, else the {0} CPUs attnprof may run on; at most 4 × {0})",
-                                 hardware_threads()));
+                     fmt::format("(0: OMP_NUM_THREADS, else the {} attnprof may run on; at most 4 × {})",
+                                 cpus_text(hardware_threads()), hardware_threads()));
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.iters < 0) o.iters = d.iters;
   o.warmup_opt = add_integer_option(sub, "--warmup", o.warmup,
@@ -281,8 +281,8 @@ void apply_runtime_options(const CommonOptions& o) {
   check_thread_limit_variable();
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
-    ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} CPUs attnprof may run on)", o.threads,
-                  limit, hardware_threads());
+    ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} attnprof may run on)", o.threads,
+                  limit, cpus_text(hardware_threads()));
   if (o.threads > ops::thread_limit())
     ATTNPROF_FAIL("--threads {} is more than OMP_THREAD_LIMIT={} lets an OpenMP team have: pass --threads {} or less, "
                   "or raise or unset OMP_THREAD_LIMIT",

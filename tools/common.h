@@ -155,6 +155,7 @@ double input_bytes(const AttnProblem& p);
 void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_reference = true);
 // "1 thread", "2 threads".
 inline std::string threads_text(int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
+inline std::string cpus_text(int n) { return std::to_string(n) + (n == 1 ? " CPU" : " CPUs"); }
 // True when the inputs come from --q/--k/--v files (their shapes are known only once they are read).
 bool use_files(const CommonOptions& o);
 // Just the problem the flags describe (cheap: no tensors), for budget checks and cost models.

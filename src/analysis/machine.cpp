@@ -319,12 +319,19 @@ namespace {
 // An entry of the cache, or a compare.json's "machine": std::runtime_error naming what is wrong.
 MachinePeaks from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::runtime_error(fmt::format("it is {}, not an object", j.is_null() ? "null" : j.type_name()));
+  // The library fields came later: a file without all three (an older compare.json or summary) is read as if
+  // the libraries ran at `isa`, at its peaks; one with some of them is damaged.
+  const int library_fields = int(j.contains("library_isa")) + int(j.contains("library_fp32_gflops")) +
+                             int(j.contains("library_bf16_gflops"));
+  const bool libraries = library_fields > 0;
   for (const char* key : {"cpu", "isa", "library_isa"}) {
+    if (!libraries && std::string_view(key) == "library_isa") continue;
     if (!j.contains(key)) throw std::runtime_error(fmt::format("field '{}' is missing", key));
     if (!j[key].is_string()) throw std::runtime_error(fmt::format("field '{}' is not a string", key));
   }
   for (const char* key : {"threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs", "sgemm_gflops",
                           "library_fp32_gflops", "library_bf16_gflops"}) {
+    if (!libraries && std::string_view(key).starts_with("library_")) continue;
     if (!j.contains(key)) throw std::runtime_error(fmt::format("field '{}' is missing", key));
     if (!j[key].is_number()) throw std::runtime_error(fmt::format("field '{}' is not a number", key));
   }
@@ -349,7 +356,7 @@ MachinePeaks from_json(const nlohmann::json& j) {
     m.measured_busy = j["measured_busy"].get<std::string>();
   }
   m.isa = j.at("isa").get<std::string>();
-  m.library_isa = j.at("library_isa").get<std::string>();
+  m.library_isa = libraries ? j.at("library_isa").get<std::string>() : m.isa;
   // Every one of these is printed: attnprof writes none with a control character, and an escape sequence from a
   // hand-edited cache or compare.json would reach the terminal.
   for (const auto& [key, text] : {std::pair<const char*, const std::string*>{"cpu", &m.cpu}, {"cpu_signature", &m.cpu_signature},
@@ -375,8 +382,10 @@ MachinePeaks from_json(const nlohmann::json& j) {
   m.bf16_gflops = plausible("bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
   m.bandwidth_gbs = plausible("bandwidth_gbs", kMinRate, kMaxGbs, "GB/s", false);
   m.sgemm_gflops = plausible("sgemm_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
-  m.library_fp32_gflops = plausible("library_fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
-  m.library_bf16_gflops = plausible("library_bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
+  m.library_fp32_gflops = libraries ? plausible("library_fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false)
+                                    : m.fp32_gflops;
+  m.library_bf16_gflops = libraries ? plausible("library_bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true)
+                                    : m.bf16_gflops;
   return m;
 }
 

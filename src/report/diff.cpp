@@ -1218,10 +1218,18 @@ std::string diff_table(const RunDiff& d, bool definitions) {
   std::string s = "attnprof diff — two compare runs\n";
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
   if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
-  if (!d.base_bf16_matmul.empty())
-    s += fmt::format("note: naive's and inplace's bf16 matmul ran on different GEMMs (base: {}, new: {}); their "
-                     "speed-ups include that change.\n",
-                     d.base_bf16_matmul, d.new_bf16_matmul);
+  // The GEMM under the unfused variants' matmul changed: said of those that ran on both sides, whose speed-ups
+  // carry it.
+  std::vector<std::string> unfused;
+  for (const RunDiffRow& r : d.rows)
+    if ((r.variant == "naive" || r.variant == "inplace") && r.base_status == "ok" && r.new_status == "ok")
+      unfused.push_back(r.variant + "'s");
+  if (!d.base_bf16_matmul.empty() && !unfused.empty())
+    s += fmt::format("note: {} bf16 matmul ran on different GEMMs (base: {}, new: {}); {} speed-up{} include{} that "
+                     "change.\n",
+                     fmt::join(unfused, " and "), d.base_bf16_matmul, d.new_bf16_matmul,
+                     unfused.size() == 1 ? "its" : "their", unfused.size() == 1 ? "" : "s",
+                     unfused.size() == 1 ? "s" : "");
   const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>16}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",
                                        "ms base", "ms new", "speed-up", "Peak base", "Peak new", "Ops base",
                                        "Ops new", "Err base", "Err new");
