@@ -1082,6 +1082,18 @@ TEST(Diff, JsonNestedPastTheDepthLimitIsRefusedUnparsed) {
   EXPECT_EQ(report::json_depth_error(naive_summary().dump()), "");
 }
 
+// A key given twice in one object (the parser would keep the last without a word) is refused, naming it; the same
+// key in two objects, or in nested ones, is not a duplicate.
+TEST(Diff, JsonWithAKeyTwiceInOneObjectIsRefused) {
+  EXPECT_EQ(report::json_parse_error(R"({"rows": [], "ms": 1, "ms": 2})"),
+            "it gives the key \"ms\" twice in one object: no file attnprof writes does, and which of the two counts "
+            "would be a guess");
+  EXPECT_NE(report::json_parse_error(R"([{"a": 1}, {"b": {"c": 1, "c": 2}}])").find("the key \"c\" twice"),
+            std::string::npos);
+  EXPECT_EQ(report::json_parse_error(R"([{"a": 1}, {"a": 2, "b": {"a": 3}}])"), "");
+  EXPECT_EQ(report::json_parse_error(naive_summary().dump()), "");
+}
+
 // The memory a parse takes, estimated by a pass that builds nothing (nlohmann::json's layout): the document, its
 // arrays' values at twice their size (a vector's capacity), objects' members as map nodes, long strings.
 TEST(Diff, JsonParseCostFollowsTheLibrarysLayout) {

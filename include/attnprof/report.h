@@ -272,8 +272,10 @@ std::string json_depth_error(std::string_view text);
 // inside a destructor, and the process aborts.
 double json_parse_bytes(std::string_view text);
 std::string json_memory_error(std::string_view text);
-// Why `text` is not parsed, the first of json_depth_error and json_memory_error (the estimate only for a
-// document within the depth), or "": what every reader of a file asks before nlohmann::json::parse.
+std::string json_memory_error(double need_bytes);  // the same for an estimate already made
+// Why `text` is not parsed, the first of json_depth_error, a key given twice in one object (which the parser
+// would settle by keeping the last, silently) and json_memory_error (the estimate only for a document within
+// the depth), or "": what every reader of a file asks before nlohmann::json::parse.
 std::string json_parse_error(std::string_view text);
 
 // Two summary documents (`<variant>.summary.json` of profile or compare) op by op, per forward: what a change

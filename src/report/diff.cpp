@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -511,6 +512,10 @@ namespace {
 struct ParseCost : nlohmann::json_sax<json> {
   double bytes = 16;
   std::vector<bool> in_array{false};  // per open container: an array (its values cost capacity) or an object
+  // The keys of each open object, to find one given twice (the parser keeps the last without a word); the first
+  // such key.
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
   bool value() {
     if (in_array.back()) bytes += 32;
     return true;
@@ -537,13 +542,20 @@ struct ParseCost : nlohmann::json_sax<json> {
     return value();
   }
   bool binary(binary_t&) override { return value(); }
-  bool start_object(std::size_t) override { return open(false, 48); }
+  bool start_object(std::size_t) override {
+    keys.emplace_back();
+    return open(false, 48);
+  }
   bool key(string_t& k) override {
     bytes += 96 + 16;
     text(k.size());
+    if (!keys.empty() && !keys.back().insert(k).second && duplicate.empty()) duplicate = k;
     return true;
   }
-  bool end_object() override { return close(); }
+  bool end_object() override {
+    if (!keys.empty()) keys.pop_back();
+    return close();
+  }
   bool start_array(std::size_t) override { return open(true, 24); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
@@ -569,14 +581,20 @@ double memory_left() {
 
 }  // namespace
 
-double json_parse_bytes(std::string_view text) {
+namespace {
+ParseCost parse_cost(std::string_view text) {
   ParseCost cost;
   (void)json::sax_parse(text.begin(), text.end(), &cost, json::input_format_t::json, /*strict=*/false);
-  return cost.bytes;
+  return cost;
 }
+}  // namespace
 
-std::string json_memory_error(std::string_view text) {
-  const double need = json_parse_bytes(text), left = memory_left();
+double json_parse_bytes(std::string_view text) { return parse_cost(text).bytes; }
+
+std::string json_memory_error(std::string_view text) { return json_memory_error(json_parse_bytes(text)); }
+
+std::string json_memory_error(double need) {
+  const double left = memory_left();
   // A quarter more than the estimate: the allocator's own slack and the parser's buffers beside the document.
   if (left < 0 || need * 1.25 <= left) return "";
   const int64_t limit = address_space_limit_bytes();
@@ -589,8 +607,13 @@ std::string json_memory_error(std::string_view text) {
 }
 
 std::string json_parse_error(std::string_view text) {
-  std::string why = json_depth_error(text);
-  return why.empty() ? json_memory_error(text) : why;
+  if (std::string why = json_depth_error(text); !why.empty()) return why;
+  const ParseCost cost = parse_cost(text);
+  if (!cost.duplicate.empty())
+    return fmt::format("it gives the key \"{}\" twice in one object: no file attnprof writes does, and which of the "
+                       "two counts would be a guess",
+                       cost.duplicate.size() > 64 ? cost.duplicate.substr(0, 64) + "..." : cost.duplicate);
+  return json_memory_error(cost.bytes);
 }
 
 void check_summary(const json& s, const std::string& what, bool run_figures) {
