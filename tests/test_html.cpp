@@ -1195,6 +1195,12 @@ TEST(HtmlReport, EmptySectionsSayWhatTheDirectoryLacks) {
                       "--out writes one): each variant is set against flash instead."),
             std::string::npos);
   EXPECT_EQ(page.find("a note above says why"), std::string::npos);
+  // naive alone: the second summary to add is another variant's, not naive's again.
+  TempDir n("lacks-naive");
+  fs::copy_file(kFixtures / "naive.summary.json", n.path / "naive.summary.json");
+  EXPECT_NE(render_html_report(n.path.string(), stub_library())
+                .find("to set naive against (<code>attnprof compare</code>, or <code>attnprof profile flash</code>"),
+            std::string::npos);
 }
 
 TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {

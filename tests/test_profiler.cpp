@@ -1062,6 +1062,14 @@ TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
   EXPECT_NE(brief.find("Over 100 % of peak/thread"), std::string::npos) << brief;
   EXPECT_EQ(brief.find("Thread time is"), std::string::npos) << brief;
   EXPECT_EQ(report::phase_table({}, &peaks, DType::F32), "");
+  // Peaks of one thread: no team to have idled, so no such cause.
+  peaks.threads = 1;
+  peaks.fp32_gflops = 5;  // under the 10 GFLOP/s the step ran at
+  const std::string one = report::phase_table({op}, &peaks, DType::F32);
+  EXPECT_NE(one.find("Over 100 % of peak/thread: the peaks were measured while other work shared the CPU;"),
+            std::string::npos)
+      << one;
+  EXPECT_EQ(one.find("1 threads"), std::string::npos) << one;
 }
 
 // The flash kernel times its steps on every thread, in every body: Q·Kᵀ counts the scores flash_tiles says it

@@ -195,10 +195,15 @@ TEST(Format, OffCpuForwardsAreNamedAndDisturbTheirRatios) {
   EXPECT_EQ(report::off_cpu_line("naive", {}, {3.0, 7.4}), "");
   EXPECT_EQ(report::off_cpu_line("naive", {0.99, -1.0}, {3.0, 7.4}), "");
   EXPECT_EQ(report::off_cpu_line("naive", {0.99, 0.41, 0.53, 0.54, 0.7}, {3.0, 7.419, 5.384, 5.536, 4.0}),
-            "Off the CPU: naive's calling thread ran on a CPU for 41 % of forward 2's 7.419 ms, 53 % of forward 3's "
-            "5.384 ms, 54 % of forward 4's 5.536 ms and 1 more (its task-clock over the forward's wall; 4 of 5 "
+            "Off the CPU: naive's calling thread ran on a CPU for 41 % of forward 2's 7.419ms, 53 % of forward 3's "
+            "5.384ms, 54 % of forward 4's 5.536ms and 1 more (its task-clock over the forward's wall; 4 of 5 "
             "forwards under 80 %): the scheduler gave its CPU to other work, or it slept waiting for its team, so "
             "those forwards' time is the machine's as much as the code's.");
+  // One forward, just under the mark: rounded down, never printed as the mark itself.
+  EXPECT_EQ(report::off_cpu_line("flash", {0.796}, {2.0}),
+            "Off the CPU: flash's calling thread ran on a CPU for 79 % of forward 1's 2.000ms (its task-clock over "
+            "the forward's wall; 1 of 1 forward under 80 %): the scheduler gave its CPU to other work, or it slept "
+            "waiting for its team, so that forward's time is the machine's as much as the code's.");
   const std::vector<double> steady = {5.0, 5.1, 5.0};
   EXPECT_FALSE(report::is_disturbed(steady, std::nullopt, {0.99, 0.95, 0.9}));
   EXPECT_TRUE(report::is_disturbed(steady, std::nullopt, {0.99, 0.5, 0.9}));

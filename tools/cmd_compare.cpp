@@ -113,6 +113,7 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"peak_extra_bytes", row.r.peak_extra_bytes},
                {"ops_per_forward", row.ops ? report::count_json(*row.ops) : nlohmann::json()},
                {"forward_ms", row.forward_ms},  // as profile writes them: diff names a noisy side
+               {"forward_on_cpu", report::on_cpu_json(row.on_cpu)},  // and one that ran off the CPU
                {"cpu_sharing", report::cpu_sharing_json(row.r.sharing)},
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
   write_json(out_path(out, row.name + ".summary.json"), sj);

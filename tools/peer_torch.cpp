@@ -202,10 +202,10 @@ struct Child {
 
 // Runs `python -c SCRIPT args...` with stdin from `in` (read from its start) and waits for it: at most
 // `timeout_s` seconds when > 0, after which it is killed and an Error names the limit.
-// `limit`: what set timeout_s, as the message of a run stopped at it names it. `slow_note`: a progress line for a
-// run that has taken more than 5 s (with timeout_s > 0), so a wait is not silent.
+// `limit`: the limit timeout_s is, as the message of a run stopped at it names it ("" for --peer-timeout's).
+// `slow_note`: a progress line for a run that has taken more than 5 s (with timeout_s > 0), so a wait is not silent.
 Child run_python(const std::string& python, const std::vector<std::string>& args, const MemFile& in, int timeout_s,
-                 std::string_view limit = "--peer-timeout", const std::string& slow_note = "") {
+                 const std::string& limit = "", const std::string& slow_note = "") {
   const MemFile out("attnprof-peer-out"), err("attnprof-peer-err");
   in.rewind();
   std::vector<std::string> argv = {python, "-c", kScript};
@@ -287,7 +287,8 @@ Child run_python(const std::string& python, const std::vector<std::string>& args
     }
     if (w == 0 && std::chrono::steady_clock::now() >= deadline) {
       end_group();
-      ATTNPROF_FAIL("--peer torch: '{}' did not finish within {} {} s and was stopped", python, limit, timeout_s);
+      ATTNPROF_FAIL("--peer torch: '{}' did not finish within {} and was stopped", python,
+                    limit.empty() ? fmt::format("--peer-timeout {} s", timeout_s) : limit);
     }
     if (w == 0 && !noted && std::chrono::steady_clock::now() - started >= std::chrono::seconds(5)) {
       progress(slow_note);
@@ -367,7 +368,7 @@ std::string probe_torch_peer(const std::string& python, int timeout_s) {
   // never returns (a wrapper waiting on input, a hung import) ends the run with a message instead of holding it.
   const int limit = timeout_s > 0 ? timeout_s : kProbeLimitS;
   const Child c = run_python(python, {"probe"}, in, limit,
-                             timeout_s > 0 ? "--peer-timeout" : "the probe's limit without --peer-timeout,",
+                             timeout_s > 0 ? "" : fmt::format("its {} s limit for the probe (no --peer-timeout given)", limit),
                              fmt::format("attnprof: --peer torch: still importing numpy and torch in '{}' (stopped "
                                          "after {} s)",
                                          python, limit));

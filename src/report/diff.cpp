@@ -98,6 +98,18 @@ double time_ms(double ms, const char* key, const std::string& what) {
   return ms;
 }
 
+// "" when `ms` is the median of `forwards` as attnprof has written it (the mean of the two middle ones for an even
+// count; an older GPU run took the upper one, so anything between the two middle values passes), else the
+// median, for the message.
+std::string median_mismatch(double ms, std::vector<double> forwards) {
+  if (forwards.empty()) return "";
+  std::sort(forwards.begin(), forwards.end());
+  const size_t n = forwards.size();
+  const double lo = forwards[(n - 1) / 2], hi = forwards[n / 2], eps = 1e-9 * hi;
+  if (ms >= lo - eps && ms <= hi + eps) return "";
+  return n % 2 ? fmt::format("{}", lo) : fmt::format("{}, or between {} and {}", (lo + hi) / 2, lo, hi);
+}
+
 // A summary's or compare.json row's timed forwards: an array of non-negative numbers, or nothing (older
 // compare.json files, rows that did not run).
 std::vector<double> forward_times(const json& o, const std::string& what) {
@@ -276,12 +288,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     ATTNPROF_FAIL("{}: field 'forward_ms' is empty (attnprof writes one time per timed forward)", run_what);
   // The median its forwards give, as attnprof writes it (a hand-edited time beside them would be printed as the
   // run's).
-  if (present("ms_per_forward") && !p.side.forward_ms.empty()) {
-    const double med = analysis::median(p.side.forward_ms);
-    if (std::abs(p.side.ms_per_forward - med) > 1e-9 * med)
+  if (present("ms_per_forward"))
+    if (const std::string med = median_mismatch(p.side.ms_per_forward, p.side.forward_ms); !med.empty())
       ATTNPROF_FAIL("{}: field 'ms_per_forward' is {}, not the median of its 'forward_ms' ({}), which attnprof writes",
                     run_what, p.side.ms_per_forward, med);
-  }
   p.side.sharing = sharing_field(run, run_what);
   p.side.on_cpu = on_cpu_field(run, p.side.forward_ms.size(), run_what);
   if (run_figures && !run.contains("ops_per_forward"))
@@ -1124,12 +1134,10 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
                   "it timed, and none takes no time", what);
   // The figures that stand on others, as attnprof computes them: a hand-edited time or count would be printed
   // (and drawn) beside the forwards that contradict it.
-  if (ran && !forwards.empty()) {
-    const double med = analysis::median(forwards);
-    if (std::abs(ms - med) > 1e-9 * med)
+  if (ran)
+    if (const std::string med = median_mismatch(ms, forwards); !med.empty())
       ATTNPROF_FAIL("{}: field 'ms' is {}, not the median of its 'forward_ms' ({}), which attnprof writes", what, ms,
                     med);
-  }
   if (const double ops = is_base ? r.base_ops : r.new_ops; ops >= 0 && ops != std::floor(ops))
     ATTNPROF_FAIL("{}: field 'ops' is {}, not a whole number of ops per forward", what, ops);
   (is_base ? r.base_sharing : r.new_sharing) = sharing_field(v, what);

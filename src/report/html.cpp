@@ -1026,13 +1026,16 @@ void section_changes(Page& pg, const std::vector<VariantData>& vs) {
     ++steps;
   }
   if (steps == 0 || rows.empty()) {
-    // Say what is here: one summary has nothing to be set against; none is a directory of other results.
+    // Say what is here: one summary has nothing to be set against; none is a directory of other results; two or
+    // more whose every pair failed have their reasons in the notes above.
     const auto summaries = std::count_if(vs.begin(), vs.end(), [](const VariantData& v) { return v.summary.has_value(); });
-    pg.note(summaries == 1 && base
+    pg.note(summaries >= 2 ? "No step could be drawn: every pair of summaries here failed to diff (the notes above say "
+                             "why)."
+            : summaries == 1 && base
                 ? fmt::format("Needs a second <variant>.summary.json in this directory to set {} against (`attnprof "
-                              "compare`, or `attnprof profile naive` with the same --out): each variant is set "
+                              "compare`, or `attnprof profile {}` with the same --out): each variant is set "
                               "against naive op by op, as `attnprof diff` does.",
-                              base->name)
+                              base->name, base->name == "naive" ? "flash" : "naive")
                 : "Needs two or more <variant>.summary.json in this directory (run `attnprof compare`): each variant "
                   "is set against naive op by op, as `attnprof diff` does.");
     pg.end_section();
@@ -1175,7 +1178,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       if (bad) {
         skipped.push_back(fmt::format("{} at N={}: left out, sweep.json gives it {} (attnprof never writes such a "
                                       "point)",
-                                      v, fmt_num(num(p, "seq", num(p, "n", NAN)), 3), bad));
+                                      v, fmt_num(seq, seq == std::floor(seq) ? 0 : 3), bad));
         continue;
       }
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(p);

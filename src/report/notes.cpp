@@ -266,15 +266,17 @@ std::string off_cpu_line(const std::string& subject, const std::vector<double>& 
   if (off.empty()) return "";
   std::stable_sort(off.begin(), off.end(), [&](size_t a, size_t b) { return on_cpu[a] < on_cpu[b]; });
   std::vector<std::string> each;
+  // Whole percents rounded down: a share under the mark never prints as the mark.
   for (size_t k = 0; k < off.size() && k < 3; ++k)
-    each.push_back(fmt::format("{:.0f} % of forward {}'s {:.3f} ms", 100.0 * on_cpu[off[k]], off[k] + 1,
-                               forward_ms[off[k]]));
+    each.push_back(fmt::format("{:.0f} % of forward {}'s {}", std::floor(100.0 * on_cpu[off[k]]), off[k] + 1,
+                               format_time_ns(forward_ms[off[k]] * 1e6)));
   const size_t timed = std::count_if(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0; });
   return fmt::format("Off the CPU: {}'s calling thread ran on a CPU for {}{} (its task-clock over the forward's "
-                     "wall; {} of {} forwards under {:.0f} %): the scheduler gave its CPU to other work, or it slept "
-                     "waiting for its team, so those forwards' time is the machine's as much as the code's.",
+                     "wall; {} of {} forward{} under {:.0f} %): the scheduler gave its CPU to other work, or it slept "
+                     "waiting for its team, so {} time is the machine's as much as the code's.",
                      subject, fmt::join(each, ", "), off.size() > 3 ? fmt::format(" and {} more", off.size() - 3) : "",
-                     off.size(), timed, 100.0 * kOnCpuMark);
+                     off.size(), timed, timed == 1 ? "" : "s", 100.0 * kOnCpuMark,
+                     off.size() == 1 ? "that forward's" : "those forwards'");
 }
 
 std::string_view disturbed_ratio_note() {

@@ -536,11 +536,14 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
     // A team's peak is under the sum of its threads' rates alone (a core alone clocks higher and has the shared
     // caches to itself), so a thread that worked while the others idled can pass its share of it.
     if (over)
-      out += fmt::format("Over 100 % of peak/thread: a thread that worked while the team's others idled (the "
-                         "Threads table's Working) runs faster than its share of a peak measured on {} threads; "
-                         "otherwise the peaks were measured while other work shared the CPUs, and `attnprof roofline "
-                         "--peaks-only --remeasure` measures them again.\n",
-                         peaks->threads);
+      out += peaks->threads > 1
+                 ? fmt::format("Over 100 % of peak/thread: a thread that worked while the team's others idled (the "
+                               "Threads table's Working) runs faster than its share of a peak measured on {} threads; "
+                               "otherwise the peaks were measured while other work shared the CPUs, and `attnprof "
+                               "roofline --peaks-only --remeasure` measures them again.\n",
+                               peaks->threads)
+                 : std::string("Over 100 % of peak/thread: the peaks were measured while other work shared the CPU; "
+                               "`attnprof roofline --peaks-only --remeasure` measures them again.\n");
   }
   return out;
 }
