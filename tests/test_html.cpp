@@ -1173,6 +1173,37 @@ TEST(HtmlReport, SweepPointsNoSweepWritesAreNamed) {
   EXPECT_EQ(drawn, n - 3);
 }
 
+// A roofline.json whose op figures do not add up (an edited rate would sit above its roof) is not drawn: the
+// note names the figure, and the section is built from compare.json and the summaries instead.
+TEST(HtmlReport, RooflineOpsWhoseFiguresDisagreeAreNotDrawn) {
+  TempDir d("roofline-edited");
+  for (const auto& e : fs::directory_iterator(kFixtures)) fs::copy_file(e.path(), d.path / e.path().filename());
+  const json good = json::parse(attnprof::io::read_file(kFixtures / "roofline.json"));
+  ASSERT_EQ(good["ops"][0]["name"], "matmul");
+  json r = good;
+  r["ops"][0]["flops"] = 4e9;
+  r["ops"][0]["bytes"] = 7e7;  // 57.14 FLOP/B, as its intensity
+  r["ops"][0]["achieved_gbs"] = 245.7142857142857 / 57.142857142857146;
+  r["ops"][0]["fraction_of_attainable"] = 245.7142857142857 / 460;
+  spit(d.path / "roofline.json", r.dump());
+  EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("roofline.json is not drawn"), std::string::npos);
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> edits = {
+      {[](json& op) { op["achieved_gflops"] = 5000.0; },
+       "op &#39;matmul&#39; of naive: fields &#39;achieved_gflops&#39; (5000) and &#39;achieved_gbs&#39;"},
+      {[](json& op) { op["intensity"] = -3.0; }, "op &#39;matmul&#39; of naive: field &#39;intensity&#39; is -3"},
+      {[](json& op) { op["intensity"] = 3.0; },
+       "op &#39;matmul&#39; of naive: field &#39;intensity&#39; is 3, not its flops over its bytes"},
+      {[](json& op) { op["fraction_of_attainable"] = 5.57; },
+       "op &#39;matmul&#39; of naive: field &#39;fraction_of_attainable&#39; is 5.57"}};
+  for (const auto& [edit, said] : edits) {
+    json bad = r;
+    edit(bad["ops"][0]);
+    spit(d.path / "roofline.json", bad.dump());
+    const std::string page = render_html_report(d.path.string(), stub_library());
+    EXPECT_NE(page.find("roofline.json is not drawn: " + said), std::string::npos) << said;
+  }
+}
+
 // The notes of a section with nothing to draw name what this directory lacks, not a note or a file it lacks too.
 TEST(HtmlReport, EmptySectionsSayWhatTheDirectoryLacks) {
   TempDir d("lacks");

@@ -662,6 +662,43 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   };
   check_kind(run.sweep, "sweep.json", "sweep", {"points"});
   check_kind(run.roofline, "roofline.json", "roofline", {"machine", "peaks", "ops"});
+  // Its ops' figures hold together as `attnprof roofline` computes them: an edited rate would place an op
+  // above its roof, an edited intensity off the chart. Such a file is not drawn (the section falls back on
+  // compare.json and the summaries), and the note names the first figure that does not add up.
+  if (run.roofline.doc)
+    if (const json* ops = member(*run.roofline.doc, {"ops"}); ops && ops->is_array())
+      for (const json& op : *ops) {
+        if (!op.is_object()) continue;
+        const std::string who = fmt::format("op '{}' of {}", str(op, "name", "?"), str(op, "variant", "?"));
+        std::string why;
+        for (const char* key : {"flops", "bytes", "self_ns", "intensity", "achieved_gflops", "achieved_gbs",
+                                "attainable_gflops", "fraction_of_attainable"})
+          if (const double v = num(op, key, 0.0); !(v >= 0)) {
+            why = fmt::format("{}: field '{}' is {}, not a figure a run has", who, key, v);
+            break;
+          }
+        const double f = num(op, "flops", NAN), b = num(op, "bytes", NAN), ai = num(op, "intensity", NAN);
+        const double g = num(op, "achieved_gflops", NAN), gb = num(op, "achieved_gbs", NAN);
+        const double roof = num(op, "attainable_gflops", NAN), frac = num(op, "fraction_of_attainable", NAN);
+        const auto off = [](double have, double want) { return std::abs(have - want) > 1e-6 * std::abs(want); };
+        if (why.empty() && f > 0 && b > 0 && ai > 0 && off(ai, f / b))
+          why = fmt::format("{}: field 'intensity' is {}, not its flops over its bytes ({:.6g})", who, ai, f / b);
+        if (why.empty() && ai > 0 && g > 0 && gb > 0 && off(gb, g / ai))
+          why = fmt::format("{}: fields 'achieved_gflops' ({}) and 'achieved_gbs' ({}) are not one rate at its "
+                            "intensity ({:.6g} FLOP/B)",
+                            who, g, gb, ai);
+        if (why.empty() && roof > 0 && g >= 0 && frac >= 0 && off(frac, g / roof))
+          why = fmt::format("{}: field 'fraction_of_attainable' is {}, not its achieved_gflops over its "
+                            "attainable_gflops ({:.6g})",
+                            who, frac, g / roof);
+        if (why.empty()) continue;
+        run.roofline.doc.reset();
+        run.roofline.why = why + " (attnprof does not write such a file)";
+        run.roofline.note = "roofline.json is not drawn: " + run.roofline.why;
+        run.notes.push_back(run.roofline.note + "; the roofline below is built from compare.json and the summaries.");
+        run.left_out.insert("roofline.json");
+        break;
+      }
   for (const auto& [in, file] : {std::pair<const Input&, const char*>{run.compare, "compare.json"},
                                  {run.sweep, "sweep.json"},
                                  {run.roofline, "roofline.json"}}) {
