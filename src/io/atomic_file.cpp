@@ -295,6 +295,11 @@ void AtomicFile::commit() {
   // mkstemp creates 0600; a report is an ordinary readable file. (Reading the umask would need umask(2),
   // which is process-wide and racy, so 0644 it is.)
   if (!direct && ::fchmod(m.fd, 0644) != 0) m.fail("chmod failed", errno);
+  // On the disk before the rename puts it in place: after a crash the name holds the old file or the whole new
+  // one, never a new name over data the kernel had not written yet. A filesystem that cannot sync a file
+  // (EINVAL, ENOTSUP) keeps what it has; a write error the sync reports (EIO, ENOSPC) fails the file.
+  if (!direct && ::fdatasync(m.fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != ENOSYS)
+    m.fail("writing it to the disk failed", errno);
   const int fd = m.fd;
   m.fd = -1;
   if (::close(fd) != 0) m.fail("close failed", errno);
