@@ -3523,6 +3523,22 @@ TEST_F(Cli, OutputPathsReachStdoutWithoutControlCharacters) {
   EXPECT_EQ(doc["files"]["trace"], (dir_ / "o\x1b[2J\x07\xef\xbf\xbd").string() + "/flash.trace.json");
 }
 
+// report's --out that is missing gets the run that fills it; one that is a file gets no advice to write into it.
+TEST_F(Cli, ReportOfAMissingOrNonDirectoryOutSaysWhich) {
+  const std::string missing = (dir_ / "no-run-yet").string();
+  Result r = run("report --out " + missing);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "attnprof: error: report: --out " + missing + " does not exist (run `attnprof compare --out " +
+                       missing + "` first)\n");
+  const fs::path file = dir_ / "a-file";
+  std::ofstream(file) << "x";
+  r = run("report --out " + file.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "attnprof: error: report: --out " + file.string() + " is not a directory (it holds the results of a "
+                       "run, which write into a directory: pass that directory)\n");
+  EXPECT_EQ(io::read_file(file.string()), "x");
+}
+
 TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {
   // Nothing the page can draw is bad input, as a corrupt .npy is: exit 2, no report.html, and on stderr one
   // line per file that could not be used, then the error. A report of notes alone would pass for a result.

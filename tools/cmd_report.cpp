@@ -28,7 +28,11 @@ void run_report(const ReportArgs& a) {
   // A path that exists but cannot be followed (a loop of symbolic links, a directory it may not search) says why.
   if (!is_dir && ec && ec != std::errc::no_such_file_or_directory)
     ATTNPROF_FAIL("report: --out {}: {}", a.out, ec.message());
-  ATTNPROF_CHECK(is_dir, "report: --out {} is not a directory (run `attnprof compare --out {}` first)", a.out, a.out);
+  // Missing: the run that fills it has not happened. Something else: no run can write there either.
+  ATTNPROF_CHECK(is_dir || fs::symlink_status(a.out, ec).type() != fs::file_type::not_found,
+                 "report: --out {} does not exist (run `attnprof compare --out {}` first)", a.out, a.out);
+  ATTNPROF_CHECK(is_dir, "report: --out {} is not a directory (it holds the results of a run, which write into a "
+                 "directory: pass that directory)", a.out);
   report::HtmlOptions opt;
   opt.web_dir = a.web_dir;
   opt.title = a.title;
