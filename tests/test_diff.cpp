@@ -833,17 +833,17 @@ TEST(Diff, CompareRunsRefuseFiguresTheirOwnFiguresContradict) {
   c["variants"][0]["pct_peak"] = 100.0 * (1e9 / 120e6) / 40.0;
   EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'ms' is 120, not the median of its 'forward_ms' "
                          "(105, or between 100 and 110), which attnprof writes");
-  c = good;
-  c["variants"][0]["ops"] = 2.5;
-  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'ops' is 2.5, not a whole number of ops per forward");
-  c = good;
-  c["variants"][0]["gflops"] = 1e9;
-  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'gflops' is 1000000000, not the run's attention_flops "
-                         "over its time (10), which attnprof writes");
-  c = good;
-  c["variants"][0]["pct_peak"] = 5000;
-  EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': field 'pct_peak' is 5000, not its gflops over the run's "
-                         "peak_gflops (25 %), which attnprof writes");
+  for (const auto& [key, value, says] :
+       std::vector<std::tuple<std::string, double, std::string>>{
+           {"ops", 2.5, "field 'ops' is 2.5, not a whole number of ops per forward"},
+           {"gflops", 1e9, "field 'gflops' is 1000000000, not the run's attention_flops over its time (10), which "
+                           "attnprof writes"},
+           {"pct_peak", 5000, "field 'pct_peak' is 5000, not its gflops over the run's peak_gflops (25 %), which "
+                              "attnprof writes"}}) {
+    c = good;
+    c["variants"][0][key] = value;
+    EXPECT_EQ(error_of(c), "b/compare.json variant 'naive': " + says);
+  }
   // Without the run's FLOPs or peak (an older file) there is nothing to set them against.
   c.erase("peak_gflops");
   EXPECT_EQ(error_of(c), "accepted");
