@@ -129,16 +129,13 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
                             const PeerRun* peers = nullptr) {
   std::vector<report::Timings> timings;
   for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Ok) timings.push_back({r.name, r.forward_ms, r.r.sharing, r.r.sharing_window_s});
+    if (r.r.status == RunOutcome::Status::Ok)
+      timings.push_back({r.name, r.forward_ms, r.r.sharing, r.r.sharing_window_s, r.on_cpu});
   if (peers)
     for (const PeerRow& r : peers->rows)
       if (r.status != RunOutcome::Status::Skipped) timings.push_back({r.name, r.forward_ms, r.sharing, r.sharing_window_s});
   std::string s;
   for (const std::string& line : report::timing_notes(timings, machine_note)) s += line + "\n";
-  // Forwards whose thread was off the CPU (task-clock, with --counters): the spread cannot show them all alike.
-  for (const Row& r : rows)
-    if (r.r.status == RunOutcome::Status::Ok)
-      if (const std::string line = report::off_cpu_line(r.name, r.on_cpu, r.forward_ms); !line.empty()) s += line + "\n";
   // Ops whose own parallel regions left a thread idle: where the time went that no op's self time shows.
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)

@@ -325,11 +325,11 @@ void run_profile(const ProfileArgs& a) {
                                          !o.brief));
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   if (!gpu) print_out("{}", oversubscribed_line(threads));
-  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s}}, machine_note,
+  for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s,
+                                                        report::on_cpu_of(run)}},
+                                                      machine_note,
                                                       scheduled ? "raise the --schedule's ACTIVE or REPEAT"
                                                                 : "raise --iters"))
-    print_out("{}\n", line);
-  if (const std::string line = report::off_cpu_line(v.name, report::on_cpu_of(run), forward_ms); !line.empty())
     print_out("{}\n", line);
   for (const std::string& line : report::uneven_op_notes(r.ka)) print_out("{}\n", line);
   // The paths hold what --out said, which may be any bytes: through terminal_line, as stderr's lines are.

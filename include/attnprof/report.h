@@ -338,8 +338,9 @@ void remove_temporary_files() noexcept;
 // raised again once they are all in place, and the handler should return at once. Async-signal-safe.
 bool defer_signal_while_committing(int sig) noexcept;
 // Creates and removes a file in `dir`: empty when that works, else why not ("a file cannot be created there
-// (<strerror>)"). Interrupted by a
-// signal, the handler's remove_temporary_files() removes the probe too.
+// (<strerror>)"; a directory flagged append-only or immutable, where a commit's rename over the last run's file
+// would fail, is refused from its flags before any probe is made). Interrupted by a signal, the handler's
+// remove_temporary_files() removes the probe too.
 std::string write_probe_error(const std::string& dir);
 // Before a run, for each file it will write at its end (write_text_atomic, the trace writer, npy::save): throws
 // Error naming `path` when that write would be refused, by the rules it applies then. A regular file (or
@@ -481,9 +482,11 @@ struct Timings {
   std::vector<double> forward_ms;
   std::optional<analysis::CpuSharing> sharing = std::nullopt;
   double window_s = -1.0;  // the stretch `sharing` was measured over, when known (-1: not known, e.g. read back)
+  std::vector<double> on_cpu = {};  // each forward's share on a CPU (forward_on_cpu), when --counters read it
 };
 // `more_forwards`: how the run that wrote `timings` takes more forwards ("raise --iters"; a profile run under
-// --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it).
+// --schedule takes them from the schedule's ACTIVE or REPEAT instead, and refuses --iters beside it). The
+// subjects' Off the CPU lines (off_cpu_line) come last.
 std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::string_view machine_note,
                                       std::string_view more_forwards = "raise --iters");
 // The forwards whose thread ran on a CPU for under kOnCpuMark of their wall time (`on_cpu`:

@@ -321,9 +321,8 @@ MachinePeaks from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::runtime_error(fmt::format("it is {}, not an object", j.is_null() ? "null" : j.type_name()));
   // The library fields came later: a file without all three (an older compare.json or summary) is read as if
   // the libraries ran at `isa`, at its peaks; one with some of them is damaged.
-  const int library_fields = int(j.contains("library_isa")) + int(j.contains("library_fp32_gflops")) +
-                             int(j.contains("library_bf16_gflops"));
-  const bool libraries = library_fields > 0;
+  const bool libraries =
+      j.contains("library_isa") || j.contains("library_fp32_gflops") || j.contains("library_bf16_gflops");
   for (const char* key : {"cpu", "isa", "library_isa"}) {
     if (!libraries && std::string_view(key) == "library_isa") continue;
     if (!j.contains(key)) throw std::runtime_error(fmt::format("field '{}' is missing", key));

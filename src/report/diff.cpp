@@ -809,13 +809,10 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
     // A ratio of medians that stand on disturbed forwards says little: name them, as compare does.
     std::vector<Timings> timings;
     for (const ProfileSide* side : {&d.base, &d.next})
-      if (!side->forward_ms.empty()) timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms, side->sharing});
+      if (!side->forward_ms.empty())
+        timings.push_back({side->label + (side == &d.base ? " (base)" : " (new)"), side->forward_ms, side->sharing,
+                           -1.0, side->on_cpu});
     for (const std::string& line : timing_notes(timings, "", kMoreForwardsOfAStoredRun)) s += line + "\n";
-    for (const ProfileSide* side : {&d.base, &d.next})
-      if (const std::string line = off_cpu_line(side->label + (side == &d.base ? " (base)" : " (new)"), side->on_cpu,
-                                                side->forward_ms);
-          !line.empty())
-        s += line + "\n";
   }
   s += fmt::format("peak memory above the inputs: {} -> {}", format_bytes(int64_t(d.base.peak_bytes)),
                    format_bytes(int64_t(d.next.peak_bytes)));
@@ -1269,8 +1266,8 @@ std::string diff_table(const RunDiff& d, bool definitions) {
   std::vector<Timings> timings;
   bool any_noisy = false;
   for (const RunDiffRow& r : d.rows) {
-    timings.push_back({r.variant + " (base)", r.base_forward_ms, r.base_sharing});
-    timings.push_back({r.variant + " (new)", r.new_forward_ms, r.new_sharing});
+    timings.push_back({r.variant + " (base)", r.base_forward_ms, r.base_sharing, -1.0, r.base_on_cpu});
+    timings.push_back({r.variant + " (new)", r.new_forward_ms, r.new_sharing, -1.0, r.new_on_cpu});
     std::string ratio = "--";
     if (r.base_ms > 0 && r.new_ms > 0) {
       const bool noisy = disturbed(r);
@@ -1297,10 +1294,6 @@ std::string diff_table(const RunDiff& d, bool definitions) {
                      (kNoisySpread - 1.0) * 100.0);
   // Compare runs: their forwards come from --iters (no --schedule there).
   for (const std::string& line : timing_notes(timings, "")) s += line + "\n";
-  for (const RunDiffRow& r : d.rows)
-    for (const auto& [side, on_cpu, fwd] : {std::tuple{" (base)", &r.base_on_cpu, &r.base_forward_ms},
-                                            std::tuple{" (new)", &r.new_on_cpu, &r.new_forward_ms}})
-      if (const std::string line = off_cpu_line(r.variant + side, *on_cpu, *fwd); !line.empty()) s += line + "\n";
   return s;
 }
 

@@ -427,7 +427,6 @@ void section_compare(Page& pg, const Input& in) {
                   "</tr></thead><tbody>\n";
   json bars = json::array();
   std::vector<Timings> timings;
-  std::vector<std::string> off_cpu;  // its rows' Off the CPU lines, under the Busy and Noisy ones
   json memory_bars = json::array();  // per variant: peak memory and bytes moved, one forward's
   // The tick on each bar: the roofline floor; rows written before compare recorded it have only the bytes'.
   int with_floor = 0, bytes_only = 0;
@@ -478,9 +477,8 @@ void section_compare(Page& pg, const Input& in) {
                                            {"bytes moved (cost model)", num(v, "bytes", NAN)}})
         if (bytes > 0) memory_bars.push_back({{"variant", name}, {"measure", measure}, {"mb", bytes * 1e-6}});
       const std::optional<analysis::CpuSharing> sharing = cpu_sharing_of(v);
-      timings.push_back({name, fwd, sharing});
       const std::vector<double> on_cpu = on_cpu_of(v);
-      if (const std::string line = off_cpu_line(name, on_cpu, fwd); !line.empty()) off_cpu.push_back(line);
+      timings.push_back({name, fwd, sharing, -1.0, on_cpu});
       const double memory_time = num(v, "memory_time_share", NAN);
       row_times.push_back({name, num(v, "ms"), floor_ms, share >= 0.0 && share <= 1.0 ? share : -1.0,
                            is_disturbed(fwd, sharing, on_cpu), memory_time >= 0.0 && memory_time <= 1.0 ? memory_time : -1.0});
@@ -559,7 +557,6 @@ void section_compare(Page& pg, const Input& in) {
         timings.push_back({str(r, "name", "?"), forward_ms(r), cpu_sharing_of(r)});
   // A compare's or a sweep's forwards come from --iters (no --schedule there).
   for (const std::string& line : timing_notes(timings, machine ? str(*machine, "memory_reclaim") : "")) pg.note(line);
-  for (const std::string& line : off_cpu) pg.note(line);
   if (!bars.empty()) {
     json color = pg.variant_color();
     color["legend"] = nullptr;
@@ -1189,13 +1186,11 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       auto [it, fresh] = range.try_emplace(v, seq, seq);
       it->second.first = std::min(it->second.first, seq);
       it->second.second = std::max(it->second.second, seq);
-      if (double ms = num(p, "ms", NAN); std::isfinite(ms) && ms > 0)
-        time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms}, {"kind", "measured"}, {"disturbed", disturbed}});
+      time_pts.push_back({{"variant", v}, {"seq", seq}, {"y", ms_at}, {"kind", "measured"}, {"disturbed", disturbed}});
       if (double g = num(p, "gflops", NAN); std::isfinite(g) && g > 0)
         rate_pts.push_back(
             {{"variant", v}, {"seq", seq}, {"y", g * rate_scale}, {"kind", "measured"}, {"disturbed", disturbed}});
-      if (double b = num(p, "peak_bytes", NAN); std::isfinite(b) && b > 0)
-        mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", b * 1e-6}, {"kind", "measured"}});
+      if (peak_at > 0) mem_pts.push_back({{"variant", v}, {"seq", seq}, {"y", peak_at * 1e-6}, {"kind", "measured"}});
     }
   }
   json time_fit = json::array(), mem_fit = json::array();

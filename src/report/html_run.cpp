@@ -489,8 +489,7 @@ std::vector<std::pair<std::vector<std::string>, double>> read_stacks(const fs::p
 // summary of a CUDA profile (it has a "device" section) is drawn in device time: Self CUDA per kernel / copy /
 // fill row; the host ops that launched them keep no time, FLOPs or bytes of their own there, so nothing is
 // counted twice. FLOPs and bytes are the op's own (its self cost model).
-std::vector<OpRow> parse_rows(const json& s) {
-  const analysis::KeyAverages ka = key_averages_from_summary(s);
+std::vector<OpRow> page_rows(const analysis::KeyAverages& ka) {
   std::vector<OpRow> rows;
   rows.reserve(ka.rows.size());
   for (const analysis::OpStats& r : ka.rows) {
@@ -516,7 +515,10 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
     op_notes.push_back(v.name + ": " + s.note);
   } else {
     v.summary = std::move(s.doc);
-    v.ops = parse_rows(*v.summary);
+    // Read once: the page's rows and the uneven-op notes both stand on them.
+    const analysis::KeyAverages ka = key_averages_from_summary(*v.summary);
+    v.ops = page_rows(ka);
+    v.uneven = uneven_op_notes(ka);
     annotation = recorded(*v.summary, "annotation");
     // Forwards are the calls of the per-forward annotation.
     for (const OpRow& r : v.ops)
@@ -564,7 +566,33 @@ void load_variant(const fs::path& dir, Input s, size_t max_spans, VariantData& v
   const std::string csv = v.name + ".table.csv";
   if (std::error_code ec; fs::is_regular_file(dir / csv, ec) && !older_than_summary(dir, csv, v)) v.table_csv = csv;
   v.stacks = read_stacks(dir, v, op_notes);
-  if (v.summary) v.uneven = uneven_op_notes(key_averages_from_summary(*v.summary));
+}
+
+// Why an op of roofline.json is not one `attnprof roofline` placed: a negative figure, an intensity that is not
+// flops/bytes, GFLOP/s and GB/s that are not one rate at that intensity, a fraction of the roof that is not
+// achieved over attainable; "" when it adds up (or is no object, which the section skips).
+std::string roofline_op_error(const json& op) {
+  if (!op.is_object()) return "";
+  const std::string who = fmt::format("op '{}' of {}", str(op, "name", "?"), str(op, "variant", "?"));
+  for (const char* key : {"flops", "bytes", "self_ns", "intensity", "achieved_gflops", "achieved_gbs",
+                          "attainable_gflops", "fraction_of_attainable"})
+    if (const double v = num(op, key, 0.0); !(v >= 0))
+      return fmt::format("{}: field '{}' is {}, not a figure a run has", who, key, v);
+  const double f = num(op, "flops", NAN), b = num(op, "bytes", NAN), ai = num(op, "intensity", NAN);
+  const double g = num(op, "achieved_gflops", NAN), gb = num(op, "achieved_gbs", NAN);
+  const double roof = num(op, "attainable_gflops", NAN), frac = num(op, "fraction_of_attainable", NAN);
+  const auto off = [](double have, double want) { return std::abs(have - want) > 1e-6 * std::abs(want); };
+  if (f > 0 && b > 0 && ai > 0 && off(ai, f / b))
+    return fmt::format("{}: field 'intensity' is {}, not its flops over its bytes ({:.6g})", who, ai, f / b);
+  if (ai > 0 && g > 0 && gb > 0 && off(gb, g / ai))
+    return fmt::format("{}: fields 'achieved_gflops' ({}) and 'achieved_gbs' ({}) are not one rate at its "
+                       "intensity ({:.6g} FLOP/B)",
+                       who, g, gb, ai);
+  if (roof > 0 && g >= 0 && frac >= 0 && off(frac, g / roof))
+    return fmt::format("{}: field 'fraction_of_attainable' is {}, not its achieved_gflops over its "
+                       "attainable_gflops ({:.6g})",
+                       who, frac, g / roof);
+  return "";
 }
 
 // The variants of a run directory: those compare.json ran, in its order (with their compare_ms), then every
@@ -667,38 +695,15 @@ Run read_run(const fs::path& dir, size_t max_spans) {
   // compare.json and the summaries), and the note names the first figure that does not add up.
   if (run.roofline.doc)
     if (const json* ops = member(*run.roofline.doc, {"ops"}); ops && ops->is_array())
-      for (const json& op : *ops) {
-        if (!op.is_object()) continue;
-        const std::string who = fmt::format("op '{}' of {}", str(op, "name", "?"), str(op, "variant", "?"));
-        std::string why;
-        for (const char* key : {"flops", "bytes", "self_ns", "intensity", "achieved_gflops", "achieved_gbs",
-                                "attainable_gflops", "fraction_of_attainable"})
-          if (const double v = num(op, key, 0.0); !(v >= 0)) {
-            why = fmt::format("{}: field '{}' is {}, not a figure a run has", who, key, v);
-            break;
-          }
-        const double f = num(op, "flops", NAN), b = num(op, "bytes", NAN), ai = num(op, "intensity", NAN);
-        const double g = num(op, "achieved_gflops", NAN), gb = num(op, "achieved_gbs", NAN);
-        const double roof = num(op, "attainable_gflops", NAN), frac = num(op, "fraction_of_attainable", NAN);
-        const auto off = [](double have, double want) { return std::abs(have - want) > 1e-6 * std::abs(want); };
-        if (why.empty() && f > 0 && b > 0 && ai > 0 && off(ai, f / b))
-          why = fmt::format("{}: field 'intensity' is {}, not its flops over its bytes ({:.6g})", who, ai, f / b);
-        if (why.empty() && ai > 0 && g > 0 && gb > 0 && off(gb, g / ai))
-          why = fmt::format("{}: fields 'achieved_gflops' ({}) and 'achieved_gbs' ({}) are not one rate at its "
-                            "intensity ({:.6g} FLOP/B)",
-                            who, g, gb, ai);
-        if (why.empty() && roof > 0 && g >= 0 && frac >= 0 && off(frac, g / roof))
-          why = fmt::format("{}: field 'fraction_of_attainable' is {}, not its achieved_gflops over its "
-                            "attainable_gflops ({:.6g})",
-                            who, frac, g / roof);
-        if (why.empty()) continue;
-        run.roofline.doc.reset();
-        run.roofline.why = why + " (attnprof does not write such a file)";
-        run.roofline.note = "roofline.json is not drawn: " + run.roofline.why;
-        run.notes.push_back(run.roofline.note + "; the roofline below is built from compare.json and the summaries.");
-        run.left_out.insert("roofline.json");
-        break;
-      }
+      for (const json& op : *ops)
+        if (const std::string why = roofline_op_error(op); !why.empty()) {
+          run.roofline.doc.reset();
+          run.roofline.why = why + " (attnprof does not write such a file)";
+          run.roofline.note = "roofline.json is not drawn: " + run.roofline.why;
+          run.notes.push_back(run.roofline.note + "; the roofline below is built from compare.json and the summaries.");
+          run.left_out.insert("roofline.json");
+          break;
+        }
   for (const auto& [in, file] : {std::pair<const Input&, const char*>{run.compare, "compare.json"},
                                  {run.sweep, "sweep.json"},
                                  {run.roofline, "roofline.json"}}) {

@@ -137,6 +137,10 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
                                 noisy == 1 ? "Its median" : "Their medians", more_forwards,
                                 noisy == 1 ? "it" : "them"));
   if (noisy > 0 && !machine_note.empty()) lines.push_back(fmt::format("Note: {}.", machine_note));
+  // Forwards whose thread was off the CPU (task-clock, with --counters): a spread cannot show them when every
+  // forward was, nor /proc/stat when the other CPUs sat idle.
+  for (const Timings& t : timings)
+    if (std::string line = off_cpu_line(t.subject, t.on_cpu, t.forward_ms); !line.empty()) lines.push_back(std::move(line));
   return lines;
 }
 

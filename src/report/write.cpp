@@ -61,10 +61,11 @@ std::string canonical_dir(const std::string& dir) {
   return ec ? std::string() : c.string();
 }
 
-// "" when a file can be created and removed in `dir` (a commit renames a temporary file over the last run's,
-// which a directory flagged append-only or immutable refuses), else what failed, with the system's reason.
-std::string probe_dir(const std::string& dir) {
-  // A file actually created and removed: access(2) would let root pass where a write then fails (/proc).
+}  // namespace
+
+std::string write_probe_error(const std::string& dir) {
+  // A file actually created and removed: access(2) would let root pass where a write then fails (/proc), and
+  // the reason as strerror alone misleads (/proc answers ENOENT for a directory that plainly exists).
   // Made where a signal handler finds it (remove_temporary_files), so Ctrl-C here leaves no probe behind.
   // An append-only or immutable directory takes no rename (an append-only one takes new files, which then
   // cannot be removed): read from its flags where the filesystem keeps them, so no probe is left in it.
@@ -91,13 +92,6 @@ std::string probe_dir(const std::string& dir) {
   return {};
 }
 
-}  // namespace
-
-std::string write_probe_error(const std::string& dir) {
-  // The reason as strerror alone misleads: /proc answers ENOENT for a directory that plainly exists.
-  return probe_dir(dir);
-}
-
 void check_output_file(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string dir = io::atomic_target_dir(path);
@@ -110,7 +104,7 @@ void check_output_file(const std::string& path) {
     const std::lock_guard<std::mutex> lock(g_writable_mutex);
     if (g_writable_dirs.contains(c)) return;
   }
-  if (const std::string why = probe_dir(dir); !why.empty())
+  if (const std::string why = write_probe_error(dir); !why.empty())
     ATTNPROF_FAIL("cannot write '{}' in '{}': {}", path, dir, why);
 }
 
