@@ -1,8 +1,8 @@
 // key_averages: per-op aggregates over one profile (torch.profiler's key_averages), done honestly.
 //
 // Per zone, on its own thread's tree (zones from different threads are independent trees):
-//   total = (t1 - t0) - n_nested_zones × calibrated zone overhead
-//   self  = max(0, total - Σ direct children's totals)  [= raw self - n_direct_children × overhead]
+//   self  = max(0, raw self - n_direct_children × calibrated zone overhead)   [raw self = (t1 - t0) - Σ children's]
+//   total = self + Σ direct children's totals   [= (t1 - t0) - n_nested_zones × overhead, where nothing clamps]
 // The overhead term is what one child zone adds to its parent beyond its own measured duration (its two
 // timestamps, buffer writes): torch.profiler leaves it in the parent's self time (pytorch#82793). It is taken
 // off totals as well as self times, so that self + children's totals = total still holds, Self CPU % sums to
@@ -77,7 +77,7 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
   const size_t n = t.zones.size();
   std::vector<ZoneDerived> d(n);
   std::vector<double> measured_ns(n, 0.0), child_measured_ns(n, 0.0), child_ns(n, 0.0);
-  std::vector<int32_t> nested(n, 0);
+  std::vector<int32_t> direct(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const prof::ZoneEvent& e = t.zones[i];
     measured_ns[i] = e.t1 > e.t0 ? r.ns(e.t1 - e.t0) : 0.0;
@@ -89,21 +89,23 @@ std::vector<ZoneDerived> derive(const prof::ProfileResult& r, const prof::Thread
   }
   for (size_t i = 0; i < n; ++i) d[i].alloc = d[i].self_alloc;
   // Children always come after their parent (zones are stored in order of opening), so one backward pass
-  // sees every zone's descendants before the zone itself.
+  // sees every zone's descendants before the zone itself. Each zone's self time gives up the overhead of its
+  // direct children, at most all of it (an overhead calibrated high, on a loaded machine, would otherwise
+  // exceed it), and its total is built from the bottom up as self + its children's totals: so the identity
+  // holds even where a self time was clamped, and no parent's total falls below a child's.
   for (size_t i = n; i-- > 0;) {
-    d[i].total_ns = std::max(0.0, measured_ns[i] - double(nested[i]) * overhead_ns);
-    d[i].subtracted_ns = measured_ns[i] - d[i].total_ns;
+    const double raw_self = std::max(0.0, measured_ns[i] - child_measured_ns[i]);
+    d[i].self_ns = std::max(0.0, raw_self - double(direct[i]) * overhead_ns);
+    d[i].total_ns = d[i].self_ns + child_ns[i];
+    d[i].subtracted_ns = std::max(0.0, measured_ns[i] - d[i].total_ns);
+    subtracted_ns += raw_self - d[i].self_ns;
     const int32_t p = t.zones[i].parent;
     if (p < 0 || size_t(p) >= i) continue;
     child_ns[size_t(p)] += d[i].total_ns;
     child_measured_ns[size_t(p)] += measured_ns[i];
-    nested[size_t(p)] += 1 + nested[i];
+    direct[size_t(p)] += 1;
     d[size_t(p)].alloc += d[i].alloc;
     d[size_t(p)].freed += d[i].freed;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    d[i].self_ns = std::max(0.0, d[i].total_ns - child_ns[i]);
-    subtracted_ns += std::max(0.0, measured_ns[i] - child_measured_ns[i]) - d[i].self_ns;
   }
   return d;
 }

@@ -54,8 +54,9 @@ double calibrated_zone_overhead_ns(bool with_counters) {
   // to warm up). Plain zones: the least of 15 rounds of 500. Interruptions only add to a round, never take
   // away: on a loaded machine the median of five long rounds had read 237 ns for a 13 ns cost, and subtracted
   // per child that clamped ops' self times to 0; short rounds leave most of them uninterrupted. With counters:
-  // the median of 5 rounds of 500, since getrusage's own cost varies with what the process's threads do, and
-  // the least would under-subtract it.
+  // the median of short rounds, since getrusage's own cost varies with what the process's threads do, and
+  // the least would under-subtract it; 21 short rounds of 100, since on a loaded machine most of 5 rounds of
+  // 500 had been interrupted and their median read 16 us for a 2.6 us cost.
   // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
   // part of what it adds to its parent, and is calibrated with them on.
   auto measure = [](bool counting, int children, int rounds, bool least) {
@@ -94,7 +95,7 @@ double calibrated_zone_overhead_ns(bool with_counters) {
   };
   // With counters, measured anew each time: getrusage(RUSAGE_SELF) walks every thread of the process, so
   // its cost grows with the threads there are now (a session calibrates after its OpenMP team exists).
-  if (with_counters) return measure(true, 500, 5, /*least=*/false);
+  if (with_counters) return measure(true, 100, 21, /*least=*/false);
   static const double plain = measure(false, 500, 15, /*least=*/true);
   return plain;
 }
