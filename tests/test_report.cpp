@@ -1414,6 +1414,20 @@ TEST(Summary, SelfTimePerStepAndUnevenOps) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0], "Uneven: softmax's self CPU per forward: median 10.000us, mean 23.333us, slowest 50.000us (1 of 3 "
                       "forwards over 1.15x the median); the table's totals and averages include it.");
+  // The same op for a line of another output (roofline names the variant, and says what the forward lifts);
+  // compare lists the ops' names.
+  const std::vector<report::UnevenOp> ops = report::uneven_ops(ka);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "softmax");
+  EXPECT_EQ(ops[0].over, 1u);
+  EXPECT_EQ(ops[0].forwards, 3u);
+  EXPECT_DOUBLE_EQ(ops[0].slowest_ns, 50e3);
+  EXPECT_EQ(report::uneven_line(ops[0], "naive", "its Achieved is over every forward's time"),
+            "Uneven: softmax's self CPU per forward in naive: median 10.000us, mean 23.333us, slowest 50.000us (1 of 3 "
+            "forwards over 1.15x the median); its Achieved is over every forward's time.");
+  EXPECT_EQ(report::spoken_list({"to", "matmul", "mul"}), "to, matmul and mul");
+  EXPECT_EQ(report::spoken_list({"to", "mul"}), "to and mul");
+  EXPECT_EQ(report::spoken_list({"to"}), "to");
   const nlohmann::json j = report::summary_json(r, ka);
   for (const auto& row : j["rows"])
     if (row["name"] == "softmax") EXPECT_EQ(row["self_ns_per_step"], nlohmann::json({10e3, 10e3, 50e3}));

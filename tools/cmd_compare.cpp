@@ -141,6 +141,23 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
     if (r.r.status == RunOutcome::Status::Ok)
       for (const std::string& line : report::thread_balance_notes(r.name, r.balance))
         s += line + "\n";
+  // Ops that a few slow forwards lifted: the ms column is a median, the tables' totals and the memory-bound
+  // shares are sums over every forward, so the two can tell different stories (which op dominates, say).
+  std::vector<std::string> uneven;
+  size_t ops = 0;
+  for (const Row& r : rows) {
+    if (r.r.status != RunOutcome::Status::Ok) continue;
+    std::vector<std::string> names;
+    for (const report::UnevenOp& u : report::uneven_ops(r.r.ka)) names.push_back(u.name);
+    ops += names.size();
+    if (!names.empty()) uneven.push_back(fmt::format("{}'s {}", r.name, report::spoken_list(names)));
+  }
+  if (!uneven.empty())
+    s += fmt::format("Uneven: {}: a few forwards lifted {} mean self time over {:.2f}x {} median. The ms column is "
+                     "the median forward, while each variant's table ({}.table.txt, whose closing lines give the "
+                     "figures) and its time in memory-bound ops sum every forward.\n",
+                     fmt::join(uneven, "; "), ops == 1 ? "its" : "their", report::kNoisySpread,
+                     ops == 1 ? "its" : "their", "<variant>");
   return s;
 }
 
@@ -493,7 +510,8 @@ void run_compare(const CompareArgs& a) {
       // The table profile prints by default: sorted by CPU total, 15 rows, each op's roofline verdict.
       const report::TableOptions topt{
           .sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m, .visible_share = visible_share(in.p)};
-      write_row_files(row, o.out, report::table(row.r.ka, topt), report::table_csv(row.r.ka, topt));
+      write_row_files(row, o.out, report::table(row.r.ka, topt) + uneven_text(row.r.ka),
+                      report::table_csv(row.r.ka, topt));
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
       progress(fmt::format("{}: {}: {}", label, status_name(row.r.status), row.r.note));

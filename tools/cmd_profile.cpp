@@ -252,7 +252,7 @@ void run_profile(const ProfileArgs& a) {
   if (!o.save_output.empty()) npy::save(o.save_output, r.output);
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
-  report::write_text_atomic(table_path, table);
+  report::write_text_atomic(table_path, table + uneven_text(r.ka));
   report::write_text_atomic(csv_path, report::table_csv(r.ka, topt));
   report::write_text_atomic(stacks_path, report::folded_stacks(r.result));
   outputs.commit();

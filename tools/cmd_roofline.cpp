@@ -81,8 +81,7 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
 void refuse_idle_flags(const std::vector<std::string>& given, const char* mode, const char* what) {
   const size_t n = given.size();
   if (n == 0) return;
-  std::string flags;
-  for (size_t i = 0; i < n; ++i) flags += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + given[i];
+  const std::string flags = report::spoken_list(given);
   ATTNPROF_FAIL("{} {} not apply with {}, which {}: drop {} (or {})", flags, n == 1 ? "does" : "do", mode, what,
                 n == 1 ? "it" : "them", mode);
 }
@@ -144,6 +143,16 @@ void place_variant(const std::string& variant, const analysis::KeyAverages& ka, 
                         op.name.size() > 36 ? op.name.substr(0, 33) + "..." : op.name, flop_cell(pt.intensity, 3),
                         flop_cell(pt.attainable_gflops, 1), flop_cell(pt.achieved_gflops, 1), gbs, pct, bound);
   }
+}
+
+// The lines for `variant`'s ops that a few slow forwards lifted (report::uneven_ops), for under the rows: an op's
+// Achieved is its FLOPs over every forward's self time, so those forwards place it lower than a median would.
+void add_uneven_notes(const std::string& variant, const analysis::KeyAverages& ka, std::vector<std::string>& notes) {
+  for (const report::UnevenOp& u : report::uneven_ops(ka))
+    notes.push_back(report::uneven_line(
+        u, variant,
+        fmt::format("its Achieved is over every forward's time, so {} it lower than its median forward would",
+                    u.over == 1 ? "that forward places" : "those forwards place")));
 }
 
 // What the columns mean, below the rows.
@@ -266,7 +275,7 @@ FromRun from_profiles(const RooflineArgs& a, const std::filesystem::path& dir, c
     if (std::find(order.begin(), order.end(), v.name) == order.end()) order.push_back(v.name);
   std::vector<FromRun::Entry> held;
   for (const std::string& f : files)
-    held.push_back({f.substr(0, f.size() - kSummarySuffix.size()), "ok", "", (dir / f).string(), std::nullopt});
+    held.push_back({f.substr(0, f.size() - kSummarySuffix.size()), "ok", "", (dir / f).string(), std::nullopt, std::nullopt});
   const auto rank = [&](const FromRun::Entry& e) {
     return size_t(std::find(order.begin(), order.end(), e.name) - order.begin());
   };
@@ -408,6 +417,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
                       {"dtype", run.dtype},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
+  std::vector<std::string> uneven;  // add_uneven_notes's lines, under the legend
   std::vector<std::string> inputs = run.inputs;
   for (const FromRun::Entry& e : run.entries) {
     const std::string& name = e.name;
@@ -459,8 +469,10 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
                       path, terminal_line(op.op->name), op.pt.achieved_gflops, op.cost.flops, op.ns, ceiling);
     }
     place_variant(name, ka, m, j, text);
+    add_uneven_notes(name, ka, uneven);
   }
   text.define(legend(gpu));
+  for (const std::string& line : uneven) text += line + "\n";
 
   // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
   check_html_if_asked(o);
@@ -529,6 +541,7 @@ void run_roofline(const RooflineArgs& a) {
                       {"machine", machine_json(m, gpu, reclaim)},
                       {"ops", nlohmann::json::array()},
                       {"skipped", nlohmann::json::array()}};
+  std::vector<std::string> uneven;  // add_uneven_notes's lines, under the legend
   if (!a.peaks_only) {
     j["problem"] = in.p.str();
     j["dtype"] = std::string(dtype_name(in.p.dtype));
@@ -561,9 +574,11 @@ void run_roofline(const RooflineArgs& a) {
         continue;
       }
       place_variant(v->name, r.ka, m, j, text);
+      add_uneven_notes(v->name, r.ka, uneven);
       ++placed;
     }
     text.define(legend(gpu));
+    for (const std::string& line : uneven) text += line + "\n";
   }
   if (!a.peaks_only)
     commit_and_print(o, "roofline", j, text, report::json_rows_csv(j["ops"], kRooflineCsvColumns), outputs);

@@ -134,6 +134,12 @@ std::string oversubscribed_line(int threads) {
                      threads_text(threads), cpus_text(cpus), cpus);
 }
 
+std::string uneven_text(const analysis::KeyAverages& ka) {
+  std::string text;
+  for (const std::string& line : report::uneven_op_notes(ka)) text += line + "\n";
+  return text;
+}
+
 namespace {
 // A count as libgomp reads OMP_NUM_THREADS's items and OMP_THREAD_LIMIT (strtoul in base 10 between white space):
 // an optional '+', decimal digits, 1 .. 2^63 - 1. nullopt for what OpenMP ignores ("abc", "0", "-1", "2x", a

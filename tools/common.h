@@ -130,6 +130,9 @@ int hardware_threads();
 // "" unless a team of `threads` outnumbers hardware_threads(): then a line saying so, as profile, compare and
 // sweep print it beside their Busy lines (their own threads took turns on the CPUs, which no other work did).
 std::string oversubscribed_line(int threads);
+// report::uneven_op_notes, a line each ("" for none): what profile and compare write under a variant's table in
+// its table.txt, so that the file says which op's totals a few slow forwards lift.
+std::string uneven_text(const analysis::KeyAverages& ka);
 // The threads without --threads (or with 0): OMP_NUM_THREADS when set, as OpenMP and PyTorch read it (its first
 // level), else hardware_threads(); at most OMP_THREAD_LIMIT, as OpenMP caps a team. A list OpenMP would ignore
 // ("1,", "2,abc") or a first count outside 1..4 × hardware_threads() is an Error naming it.

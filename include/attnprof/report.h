@@ -509,6 +509,18 @@ inline bool is_uneven(double mean_ns, double median_ns, double total_ns, double 
   return forwards >= 3 && mean_ns > 0 && mean_ns >= kUnevenShare * total_ns && mean_ns > kNoisySpread * median_ns;
 }
 std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka);
+// The ops behind those lines, the largest excess over the median first, at most four, and one line for one of
+// them: `owner` ("flash", or "" in a variant's own table) before its label, `consequence` after it (what in
+// the output the slow forwards lift).
+struct UnevenOp {
+  std::string name, label;  // label: the name, with its input shapes and types where rows are grouped by them
+  double median_ns = 0, mean_ns = 0, slowest_ns = 0;
+  size_t over = 0, forwards = 0;  // forwards over kNoisySpread × the median, of all recorded
+};
+std::vector<UnevenOp> uneven_ops(const analysis::KeyAverages& ka);
+// Items as a sentence lists them: "a", "a and b", "a, b and c".
+std::string spoken_list(const std::vector<std::string>& items);
+std::string uneven_line(const UnevenOp& u, std::string_view owner, std::string_view consequence);
 
 // The same for a run read back (diff, the report), which may have been a profile under --schedule.
 inline constexpr std::string_view kMoreForwardsOfAStoredRun = "raise --iters (a profile under --schedule: its ACTIVE)";

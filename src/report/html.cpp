@@ -2033,6 +2033,18 @@ std::pair<std::string, std::string> split_table_footnotes(const std::string& tex
   return {text.substr(0, cut), text.substr(cut)};
 }
 
+// `text` without its "Uneven: " lines.
+std::string without_uneven_lines(const std::string& text) {
+  std::string out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    if (text.compare(at, 8, "Uneven: ") != 0) out.append(text, at, end - at);
+    at = end;
+  }
+  return out;
+}
+
 // A summary's rows as an HTML table that sorts on a click of any header (kBootstrap's sorter): each numeric
 // cell carries its value in data-v, "" for a figure the row does not have (sorted last). Every row, sorted by
 // CPU total as torch's default; the columns of torch's table and attnprof's rates, device and counter columns
@@ -2123,7 +2135,10 @@ void section_tables(Page& pg, const std::vector<VariantData>& vs) {
       // The table as torch prints it, its totals line included, in a box that scrolls sideways (its rows are as
       // wide as torch's); the footnotes under it wrap, so that no sentence runs out of the box. Folded under the
       // sortable table when there is one, open when it is all there is.
-      const auto [table, footnotes] = split_table_footnotes(v.table);
+      auto [table, footnotes] = split_table_footnotes(v.table);
+      // The table file's Uneven lines (profile and compare write them under the table) are the notes the page
+      // shows below, from the summary: once, outside the fold.
+      if (!v.uneven.empty()) footnotes = without_uneven_lines(footnotes);
       pg.raw(std::string(sortable.empty() ? "<details open>" : "<details>") +
              "<summary>as torch prints it (" + html_escape(v.name) + ".table.txt)</summary>\n<pre class=\"table\">" +
              html_escape(table) + "</pre>\n");

@@ -144,12 +144,8 @@ std::vector<std::string> timing_notes(const std::vector<Timings>& timings, std::
   return lines;
 }
 
-std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
-  struct Uneven {
-    double excess_ns;
-    std::string line;
-  };
-  std::vector<Uneven> found;
+std::vector<UnevenOp> uneven_ops(const analysis::KeyAverages& ka) {
+  std::vector<UnevenOp> found;
   // A device profile's table is in device time; its host self times (the waits on the GPU among them) are not
   // what it shows.
   if (ka.has_device) return {};
@@ -158,21 +154,44 @@ std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
     if (n == 0 || analysis::is_annotation(s.name, s.category)) continue;
     const double med = analysis::median(s.step_self_ns), mean = s.self_ns / double(n);
     if (!is_uneven(mean, med, ka.self_total_ns / double(n), double(n))) continue;
-    const double slowest = *std::max_element(s.step_self_ns.begin(), s.step_self_ns.end());
-    const auto over = std::count_if(s.step_self_ns.begin(), s.step_self_ns.end(),
-                                    [&](double v) { return v > kNoisySpread * med; });
-    found.push_back({(mean - med) * double(n),
-                     fmt::format("Uneven: {}'s self CPU per forward: median {}, mean {}, slowest {} ({} of {} forwards "
-                                 "over {:.2f}x the median); the table's totals and averages include {}.",
-                                 s.input_shapes.empty() ? s.name
-                                 : s.input_types.empty() ? fmt::format("{} (inputs {})", s.name, s.input_shapes)
-                                     : fmt::format("{} (inputs {}, types {})", s.name, s.input_shapes, s.input_types),
-                                 format_time_ns(med), format_time_ns(mean), format_time_ns(slowest), over, n,
-                                 kNoisySpread, over == 1 ? "it" : "them")});
+    UnevenOp u;
+    u.name = s.name;
+    u.label = s.input_shapes.empty() ? s.name
+              : s.input_types.empty() ? fmt::format("{} (inputs {})", s.name, s.input_shapes)
+                                      : fmt::format("{} (inputs {}, types {})", s.name, s.input_shapes, s.input_types);
+    u.median_ns = med;
+    u.mean_ns = mean;
+    u.slowest_ns = *std::max_element(s.step_self_ns.begin(), s.step_self_ns.end());
+    u.over = size_t(std::count_if(s.step_self_ns.begin(), s.step_self_ns.end(),
+                                  [&](double v) { return v > kNoisySpread * med; }));
+    u.forwards = n;
+    found.push_back(std::move(u));
   }
-  std::stable_sort(found.begin(), found.end(), [](const Uneven& a, const Uneven& b) { return a.excess_ns > b.excess_ns; });
+  std::stable_sort(found.begin(), found.end(), [](const UnevenOp& a, const UnevenOp& b) {
+    return (a.mean_ns - a.median_ns) * double(a.forwards) > (b.mean_ns - b.median_ns) * double(b.forwards);
+  });
+  if (found.size() > 4) found.resize(4);
+  return found;
+}
+
+std::string uneven_line(const UnevenOp& u, std::string_view owner, std::string_view consequence) {
+  return fmt::format("Uneven: {}'s self CPU per forward{}: median {}, mean {}, slowest {} ({} of {} forwards over "
+                     "{:.2f}x the median); {}.",
+                     u.label, owner.empty() ? "" : fmt::format(" in {}", owner), format_time_ns(u.median_ns),
+                     format_time_ns(u.mean_ns), format_time_ns(u.slowest_ns), u.over, u.forwards, kNoisySpread,
+                     consequence);
+}
+
+std::string spoken_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return s;
+}
+
+std::vector<std::string> uneven_op_notes(const analysis::KeyAverages& ka) {
   std::vector<std::string> lines;
-  for (size_t i = 0; i < found.size() && i < 4; ++i) lines.push_back(std::move(found[i].line));
+  for (const UnevenOp& u : uneven_ops(ka))
+    lines.push_back(uneven_line(u, "", fmt::format("the table's totals and averages include {}", u.over == 1 ? "it" : "them")));
   return lines;
 }
 

@@ -529,8 +529,10 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
                        definitions ? "; the rest is each share's end after its last step" : "");
     if (definitions)
       out += " Thread time is each thread's clock from step to step, time it waited for a CPU included; load Q, K, V "
-             "includes handing out the tasks. GFLOP/s per thread: the FLOPs the kernel counted in the step (masked "
-             "scores it computed included) over its thread time; % of peak/thread: that over the measured peak its "
+             "includes handing out the tasks. GFLOP/s per thread: the FLOPs the kernel counted in the step over its "
+             "thread time, masked pairs it computed included (the SIMD bodies' Q·Kᵀ counts whole row panels "
+             "of a tile on the diagonal, their P·V narrower micro-tiles of rows, so P·V's count is nearer the "
+             "visible pairs); % of peak/thread: that over the measured peak its "
              "FLOPs run at divided by the threads it was measured on.";
     out += "\n";
     // A team's peak is under the sum of its threads' rates alone (a core alone clocks higher and has the shared
