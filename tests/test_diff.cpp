@@ -582,6 +582,38 @@ json variant(const std::string& name, const std::string& status, double ms, doub
           {"max_abs_err", n(err)}};
 }
 
+// Two runs on different teams: their speed-up is the thread count's as much as the code's, and the diff says so
+// (both kinds of diff); a summary without a team, or a GPU run, says nothing.
+TEST(Diff, DifferentThreadCountsAreNoted) {
+  const std::string note = "note: the runs used different thread counts (base 2, new 1); the ratios compare the teams "
+                           "as well as the code.\n";
+  json two = naive_summary(), one = naive_summary();
+  two["run"]["threads"] = 2;
+  one["run"]["threads"] = 1;
+  const report::ProfileDiff d = report::diff_summaries(two, one);
+  EXPECT_NE(report::diff_table(d).find(note), std::string::npos) << report::diff_table(d);
+  EXPECT_EQ(report::diff_json(d)["base"]["threads"], 2);
+  EXPECT_EQ(report::diff_json(d)["new"]["threads"], 1);
+  EXPECT_EQ(report::diff_table(report::diff_summaries(two, two)).find("thread counts"), std::string::npos);
+  EXPECT_EQ(report::diff_table(report::diff_summaries(two, naive_summary())).find("thread counts"), std::string::npos);
+  EXPECT_TRUE(report::diff_json(report::diff_summaries(naive_summary(), naive_summary()))["base"]["threads"].is_null());
+  one["run"]["threads"] = 1.5;
+  EXPECT_THROW(report::diff_summaries(two, one), Error);
+
+  const json a = compare_run("P", {variant("naive", "ok", 10, -1, -1, -1)});
+  json b = compare_run("P", {variant("naive", "ok", 12, -1, -1, -1)});
+  b["threads"] = 1;
+  const report::RunDiff r = report::diff_compare_runs(a, b);
+  EXPECT_NE(report::diff_table(r).find(note), std::string::npos) << report::diff_table(r);
+  EXPECT_EQ(report::diff_json(r)["threads"], json({{"base", 2}, {"new", 1}}));
+  b["gpu"] = "Test GPU";  // a GPU run's host threads do not run its kernels
+  EXPECT_EQ(report::diff_table(report::diff_compare_runs(a, b)).find("thread counts"), std::string::npos);
+  // An 84x slowdown reads as one, not as 0.01x.
+  const json slow = compare_run("P", {variant("naive", "ok", 840, -1, -1, -1)});
+  EXPECT_NE(report::diff_table(report::diff_compare_runs(a, slow)).find(" 0.012x"), std::string::npos)
+      << report::diff_table(report::diff_compare_runs(a, slow));
+}
+
 TEST(Diff, EqualTimesAreTheSameAndHugeRatiosStayShort) {
   const std::string same = report::diff_table(report::diff_summaries(naive_summary(), naive_summary()));
   EXPECT_NE(same.find("time per forward (median): 10.000 ms -> 10.000 ms (same)"), std::string::npos) << same;

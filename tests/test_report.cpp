@@ -145,6 +145,9 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   EXPECT_EQ(report::speedup_line({{"inplace", 3.1, 1}, {"flash", 0.155, 0.075}}),
             "Speed-up over inplace (its ms per forward over each row's): flash 20.0x.");
   EXPECT_EQ(report::speedup_line({{"flash", 1, 1}}), "");
+  // Under a tenth with three decimals: an 84x slowdown is not 0.01x.
+  EXPECT_EQ(report::speedup_line({{"naive", 1, 1}, {"sdpa-math", 84, 1}}),
+            "Speed-up over naive (its ms per forward over each row's): sdpa-math 0.012x.");
   // A ratio standing on a disturbed row (Busy, Noisy or off the CPU) is marked, and the mark explained once.
   EXPECT_EQ(report::speedup_line({{"naive", 10, 1}, {"inplace", 8, 1, -1, true}, {"flash", 2, 1}}),
             "Speed-up over naive (its ms per forward over each row's): inplace 1.25x*, flash 5.00x. *: either side's "

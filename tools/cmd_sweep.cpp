@@ -433,9 +433,10 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
                            {"metric", metric},
                            {"exponent", f.exponent},
                            {"coefficient", f.coefficient},
-                           {"r2", f.r2},
-                           {"stderr", f.exponent_stderr},
-                           {"rms_log_error", f.rms_log_error},
+                           // two points fix a line exactly: no error estimate (null, not a perfect 0)
+                           {"r2", x.size() > 2 ? nlohmann::json(f.r2) : nlohmann::json()},
+                           {"stderr", x.size() > 2 ? nlohmann::json(f.exponent_stderr) : nlohmann::json()},
+                           {"rms_log_error", x.size() > 2 ? nlohmann::json(f.rms_log_error) : nlohmann::json()},
                            {"points", x.size()},
                            {"weak", f.weak()},
                            {"implausible", implausible},

@@ -135,9 +135,22 @@ std::vector<double> on_cpu_field(const json& o, size_t forwards, const std::stri
   return on_cpu_of(o);
 }
 
-// A ratio of two times, readable at any size: 1.37, 250, 1.2e+07.
+// A ratio of two times, readable at any size: 0.012, 1.37, 250, 1.2e+07 (two decimals would print an 84x
+// slowdown as 0.01).
 std::string ratio_text(double r) {
-  return r < 100 ? fmt::format("{:.2f}", r) : r < 1e6 ? fmt::format("{:.0f}", r) : fmt::format("{:.2g}", r);
+  return r < 0.1 ? fmt::format("{:.2g}", r)
+         : r < 100 ? fmt::format("{:.2f}", r)
+         : r < 1e6 ? fmt::format("{:.0f}", r)
+                   : fmt::format("{:.2g}", r);
+}
+
+// A note when the two sides ran their ops on different thread counts (-1: not recorded), whose speed-ups are
+// then the team's as much as the code's; "" otherwise.
+std::string threads_note(double base, double next) {
+  if (!(base > 0 && next > 0) || base == next) return "";
+  return fmt::format("note: the runs used different thread counts (base {:.0f}, new {:.0f}); the ratios compare the "
+                     "teams as well as the code.\n",
+                     base, next);
 }
 
 // The first character of `text` that a terminal would act on rather than show (is_terminal_control), as its
@@ -237,6 +250,10 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures && p.side.problem.empty())
     ATTNPROF_FAIL("{}: field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")", what);
   const std::string annotation = recorded(s, "annotation");
+  // The team its ops ran on (older summaries have none): a diff across thread counts says so.
+  if (run_it != s.end() && run_it->is_object())
+    if (const auto th = run_it->find("threads"); th != run_it->end() && !th->is_null())
+      p.side.threads = count(*run_it, "threads", what + " run", 1);
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
   bool annotated = false;
@@ -643,6 +660,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
                         d.next.problem.empty() ? "?" : d.next.problem);
   if (!d.base.problem.empty() && !d.next.problem.empty() && d.base.problem != d.next.problem)
     s += "note: the runs are of different problems; the ratios compare different work.\n";
+  s += threads_note(d.device ? -1 : d.base.threads, d.device ? -1 : d.next.threads);
   if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0) {
     const double b = d.base.ms_per_forward, n = d.next.ms_per_forward;
     const std::string r = ratio_text(n < b ? b / n : n / b);
@@ -813,7 +831,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"peak_bytes", count_json(p.peak_bytes)},
                 {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()},
-                {"forward_ms", p.forward_ms}};
+                {"forward_ms", p.forward_ms},
+                {"threads", p.threads > 0 ? count_json(p.threads) : json()}};
   };
   json rows = json::array();
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
@@ -1046,6 +1065,12 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   d.base_label = run_label(base);
   d.new_label = run_label(next);
   d.same_problem = string_field(base, "problem") == string_field(next, "problem");
+  // A GPU run's host threads do not run its kernels.
+  auto threads = [](const json& c) {
+    return !c.contains("gpu") && c.contains("threads") && c["threads"].is_number() ? c["threads"].get<double>() : -1.0;
+  };
+  d.base_threads = threads(base);
+  d.new_threads = threads(next);
   auto gemm = [](const json& c) {
     return string_field(c, "dtype") == "bf16" && c.contains("machine") && c["machine"].is_object()
                ? string_field(c["machine"], "bf16_matmul")
@@ -1088,6 +1113,7 @@ std::string diff_table(const RunDiff& d, bool definitions) {
   std::string s = "attnprof diff — two compare runs\n";
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
   if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
+  s += threads_note(d.base_threads, d.new_threads);
   // The GEMM under the unfused variants' matmul changed: said of those that ran on both sides, whose speed-ups
   // carry it.
   std::vector<std::string> unfused;
@@ -1167,6 +1193,9 @@ json diff_json(const RunDiff& d) {
           {"base", d.base_label},
           {"new", d.new_label},
           {"same_problem", d.same_problem},
+          {"threads", d.base_threads > 0 && d.new_threads > 0
+                          ? json({{"base", count_json(d.base_threads)}, {"new", count_json(d.new_threads)}})
+                          : json()},
           {"bf16_matmul", d.base_bf16_matmul.empty()
                               ? json()
                               : json({{"base", d.base_bf16_matmul}, {"new", d.new_bf16_matmul}})},
