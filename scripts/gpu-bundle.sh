@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the CUDA binaries here and packs them with the shared libraries they need that a GPU machine's CUDA
-# image may lack (OpenBLAS, oneDNN, fmt, gfortran/quadmath, gomp, OpenCL loader), so scripts/gpu-check.sh can
-# run there without a build: the machine needs only the NVIDIA driver and CUDA 13's runtime, cuBLAS, CUPTI
-# (and cuDNN 9 for sdpa-cudnn), from its toolkit or from PyTorch's nvidia-* wheels.
+# image may lack (OpenBLAS, oneDNN, fmt, gfortran/quadmath, gomp, OpenCL loader) and the CUDA 13.0 runtime and
+# CUPTI they were built against, so scripts/gpu-check.sh can run there without a build: the machine needs only
+# the NVIDIA driver (580 or later, CUDA 13.0's) and cuBLAS (and cuDNN 9 for sdpa-cudnn), from its toolkit or
+# from PyTorch's nvidia-* wheels.
 #
 #   scripts/gpu-bundle.sh                  # -> gpu-bundle/ (git-ignored, about 20 MB)
 #   # on the GPU machine, with gpu-bundle carried beside the working tree:
@@ -33,9 +34,12 @@ rm -rf "$DEST.tmp" && mkdir -p "$DEST.tmp/build-cuda/tests" "$DEST.tmp/build-cud
 cp "${bins[0]}" "$DEST.tmp/build-cuda/tests/"
 cp "${bins[1]}" "$DEST.tmp/build-cuda/src/cuda/"
 cp "${bins[2]}" "$DEST.tmp/build-cuda/tools/"
-# Every resolved dependency except glibc's own libraries, the C++ runtime and the CUDA/NVIDIA libraries
-# (those must come from the GPU machine, matching its driver).
-skip='^(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcupti|libcudnn.*|libnvToolsExt|libnvrtc.*|libnvJitLink)\.so'
+# Every resolved dependency except glibc's own libraries, the C++ runtime, the driver's libcuda and the large
+# CUDA libraries (cuBLAS, cuDNN, NVRTC: hundreds of MB, from the machine's toolkit or wheels). The CUDA runtime
+# and CUPTI (5 MB) are packed: every binary needs both to start at all, and CUPTI's records are read through
+# the struct versions of the header they were built against (CUDA 13.0's), which a newer libcupti found first
+# on the machine need not hand back.
+skip='^(libc|libm|libdl|libpthread|librt|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libcudnn.*|libnvToolsExt|libnvrtc.*|libnvJitLink)\.so'
 # OpenBLAS is not among them: the binaries load it with dlopen when a run needs it (src/ops/blas_loader.cpp),
 # by its soname through LD_LIBRARY_PATH, so it is packed by that name, with what it links (gfortran, quadmath).
 # awk reads to the end: an early exit could kill ldconfig with SIGPIPE, which pipefail makes fatal.

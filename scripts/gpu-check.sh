@@ -520,7 +520,7 @@ step peer "PyTorch peer: F.scaled_dot_product_attention at $SHAPE bf16 causal (f
 clocks peer
 
 if [[ -x "$CLI" ]]; then
-  step compare "attnprof compare --device cuda --shape $SHAPE --dtype bf16 --causal" 90 20 "$OUT/compare.txt" \
+  step compare "attnprof compare --device cuda --shape $SHAPE --dtype bf16 --causal" 90 45 "$OUT/compare.txt" \
     "$CLI" compare --device cuda --shape "$SHAPE" --dtype bf16 --causal --out "$R/compare" ||
     note "(compare --device cuda did not finish cleanly: see compare.txt)"
 else

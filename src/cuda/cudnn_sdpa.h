@@ -161,7 +161,10 @@ class SdpaPlan {
   std::unique_ptr<Descriptor> plan_;
   int64_t workspace_ = 0;
   std::string engine_;
-  float scale_ = 1.0f, neg_inf_ = 0.0f;  // the by-value scalars the variant pack points at
+  // The by-value scalars the variant pack points at, aligned as every tensor of the graph is declared
+  // (CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16), by-value ones included.
+  alignas(16) float scale_ = 1.0f;
+  alignas(16) float neg_inf_ = 0.0f;
 };
 
 // ---- deviceless checks (cuDNN >= 9.8) -------------------------------------------------------------------
