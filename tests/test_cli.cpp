@@ -3331,6 +3331,80 @@ TEST_F(Cli, AnInterruptedRunLeavesNoTemporaryFilesAndNoNewDirectory) {
   EXPECT_EQ(left, std::vector<std::string>{"mine.txt"});
 }
 
+// A long sweep stopped by Ctrl-C keeps what it measured: the first SIGINT lets the point in progress finish and
+// writes the points that did, marked interrupted, with exit code 130; a second SIGINT ends the run at once,
+// writing nothing, as a signal ends compare.
+TEST_F(Cli, ASweepStoppedByCtrlCWritesThePointsThatFinished) {
+#ifdef ATTNPROF_TSAN
+  GTEST_SKIP() << "ThreadSanitizer's runtime can deadlock running a signal handler inside its own free()";
+#endif
+  // Three points of naive: a short one, a long one (20 forwards at N=2048) during which the signals land, and one
+  // the first signal leaves out.
+  auto spawn_sweep = [&](const fs::path& out, int err_fd, int close_fd) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(close_fd);
+      ::signal(SIGINT, SIG_DFL);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(err_fd, 2);
+      ::execl(kBinary.c_str(), kBinary.c_str(), "sweep", "--shape", "1,4,64,64", "--seq", "64,2048,4096", "--variants",
+              "naive", "--threads", "1", "--warmup", "0", "--iters", "20", "--out", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  // Reads the run's stderr until `needle` appears (or the pipe closes): what it read.
+  auto read_until = [](int fd, const std::string& needle) {
+    std::string err;
+    char buf[4096];
+    while (err.find(needle) == std::string::npos) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      err.append(buf, size_t(n));
+    }
+    return err;
+  };
+  for (const int signals : {1, 2}) {
+    SCOPED_TRACE(signals == 1 ? "one SIGINT" : "two SIGINTs");
+    const fs::path out = dir_ / "swept";
+    fs::remove_all(out);
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = spawn_sweep(out, fds[1], fds[0]);
+    ::close(fds[1]);
+    ASSERT_GT(pid, 0);
+    std::string err = read_until(fds[0], "N=2048");  // the first point finished, the second began
+    ASSERT_NE(err.find("N=2048"), std::string::npos) << err;
+    ASSERT_EQ(::kill(pid, SIGINT), 0);
+    // The second once the first was taken (two sent at once would merge into one pending signal).
+    const std::string taken = "stopping after the point in progress";
+    if (signals == 2) {
+      err += read_until(fds[0], taken);
+      ASSERT_NE(err.find(taken), std::string::npos) << err;
+      ASSERT_EQ(::kill(pid, SIGINT), 0);
+    }
+    err += read_until(fds[0], "\x01");  // to the end
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (signals == 2) {
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status << "\n" << err;
+      EXPECT_FALSE(fs::exists(out)) << "a second Ctrl-C writes nothing";
+      continue;
+    }
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << "status " << status << "\n" << err;
+    EXPECT_NE(err.find("attnprof: interrupted: stopping after the point in progress"), std::string::npos) << err;
+    EXPECT_NE(err.find("attnprof: interrupted after 2 of the 3 points; wrote those"), std::string::npos) << err;
+    const json j = json::parse(io::read_file(out / "sweep.json"));
+    EXPECT_EQ(j["interrupted"], json({{"points", 2}, {"planned", 3}}));
+    ASSERT_EQ(j["points"].size(), 2u);
+    for (const json& p : j["points"]) EXPECT_EQ(p["status"], "ok") << p;
+    EXPECT_NE(io::read_file(out / "sweep.txt").find("Interrupted (Ctrl-C) after 2 of the 3 points"), std::string::npos);
+  }
+}
+
 TEST_F(Cli, ASignalAtAnySystemCallLeavesTheRunWholeOrNotAtAll) {
   // strace delivers SIGINT right after a chosen system call: after the mkstemp of a temporary file (before the
   // handler's table knew it, once), after each mkdir of a new --out, after each rename of the commit (which

@@ -205,8 +205,8 @@ class Progress {
     }
     current_ = k + 1;
   }
-  void finish() {
-    show("done");
+  void finish(const char* how) {
+    show(how);
     if (tty_) std::fputc('\n', stderr);
   }
 
@@ -311,7 +311,8 @@ void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, cons
 
 // Every (variant, N) point, in that order: validated on two heads, then timed (host or device); one over the memory
 // budget, or that the variant cannot serve, is a skipped point with the reason. Then, with --peer torch, torch's
-// two rows at every N. A progress bar with an ETA.
+// two rows at every N. A progress bar with an ETA. A first Ctrl-C stops it after the point in progress
+// (stop_requested()): the points that finished are returned.
 std::vector<Point> measure_points(const std::vector<const Variant*>& variants, const std::vector<int64_t>& seqs,
                                   const CommonOptions& o, bool gpu, const Target& target, const PeerOptions& po,
                                   const std::string& torch_version) {
@@ -324,8 +325,10 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
   Progress bar(std::move(plan));
   size_t item = 0;
   std::vector<Point> points;
+  const GracefulStop graceful;
   for (const Variant* v : variants) {
     for (int64_t n : seqs) {
+      if (stop_requested()) break;
       const AttnProblem p0 = problem_of(o, n);
       Point pt;
       pt.variant = v->name;
@@ -364,6 +367,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
     std::vector<Point> peer;  // per N both rows; listed below per row, as the variants' points are
     std::optional<int64_t> failed_at;
     for (int64_t n : seqs) {
+      if (stop_requested()) break;
       bar.start(item, fmt::format("torch N={}", n));
       const size_t before = peer.size();
       measure_peer(n, o, po, torch_version, failed_at, peer);
@@ -382,7 +386,7 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       for (Point& pt : peer)
         if (pt.variant == name) points.push_back(std::move(pt));
   }
-  bar.finish();
+  bar.finish(stop_requested() ? "interrupted" : "done");
   return points;
 }
 
@@ -505,6 +509,15 @@ void run_sweep(const SweepArgs& a) {
   const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
 
   const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target, a.peer, torch_version);
+  // Stopped by Ctrl-C: the points that finished are the sweep's, said to be a part of what was asked (a Ctrl-C
+  // during the last point left nothing out: the sweep is whole).
+  const size_t planned = seqs.size() * (variants.size() + (a.peer.on() ? kPeerRows.size() : 0));
+  const bool interrupted = stop_requested() && points.size() < planned;
+  if (interrupted && points.empty()) {
+    remove_created_dirs_if_empty();
+    print_err("attnprof: interrupted before any point finished: nothing written\n");
+    exit_as_planned(kInterruptedExit);
+  }
   std::vector<std::string> series = names_of(variants);  // the variants', then the peer's rows
   if (a.peer.on()) series.insert(series.end(), kPeerRows.begin(), kPeerRows.end());
 
@@ -530,6 +543,7 @@ void run_sweep(const SweepArgs& a) {
                       {"peaks", nlohmann::json(target.m)},
                       {"points", nlohmann::json::array()},
                       {"fits", nlohmann::json::array()}};
+  if (interrupted) j["interrupted"] = {{"points", points.size()}, {"planned", planned}};
   const std::string reclaim = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   if (a.peer.on())
     j["peer"] = {{"kind", "torch"},
@@ -579,6 +593,10 @@ void run_sweep(const SweepArgs& a) {
                               p.gflops * rate_scale, fmt::format("{:.1f}%", p.pct_peak),
                               p.peak_bytes >= 0 ? report::format_bytes_decimal(p.peak_bytes) : "--", p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
+  if (interrupted)
+    text += fmt::format("Interrupted (Ctrl-C) after {} of the {} points: the table, the fits and sweep.json hold those "
+                        "that finished.\n",
+                        points.size(), planned);
   if (a.peer.on()) {
     std::vector<std::string> calls;  // what each row ran, from its first point that says
     for (const char* name : kPeerRows) {
@@ -636,6 +654,10 @@ void run_sweep(const SweepArgs& a) {
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : ""));
   commit_and_print(o, "sweep", j, text, csv, outputs);
+  if (interrupted) {
+    print_err("attnprof: interrupted after {} of the {} points; wrote those\n", points.size(), planned);
+    exit_as_planned(kInterruptedExit);
+  }
   // The exit status is attnprof's variants': the peer's rows are set beside them, as compare's are.
   std::vector<std::string> failed;
   size_t own = 0, skipped = 0;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -772,6 +773,29 @@ void exit_as_planned(int code) {
 }
 
 bool exit_was_planned() { return g_exit_planned.load(); }
+
+namespace {
+std::atomic<bool> g_graceful{false};
+volatile std::sig_atomic_t g_stop_requested = 0;
+}  // namespace
+
+GracefulStop::GracefulStop() {
+  g_stop_requested = 0;
+  g_graceful.store(true);
+}
+GracefulStop::~GracefulStop() { g_graceful.store(false); }
+
+bool stop_requested() { return g_stop_requested != 0; }
+
+bool take_signal_gracefully(int sig) noexcept {
+  if (sig != SIGINT || !g_graceful.load() || g_stop_requested != 0) return false;
+  g_stop_requested = 1;
+  static constexpr char kMsg[] =
+      "\nattnprof: interrupted: stopping after the point in progress, then writing the points that finished "
+      "(Ctrl-C again stops now and writes nothing)\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, kMsg, sizeof kMsg - 1);
+  return true;
+}
 
 void exit_if_validation_failed(const std::vector<std::string>& failed, const std::vector<std::string>& device_failed) {
   if (failed.empty() && device_failed.empty()) return;

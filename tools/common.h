@@ -477,6 +477,23 @@ void exit_if_validation_failed(const std::vector<std::string>& failed,
 [[noreturn]] void exit_as_planned(int code);
 bool exit_was_planned();
 
+// Ctrl-C in the middle of a long run of independent measurements (sweep's points): while a GracefulStop lives,
+// the first SIGINT asks the run to stop after the measurement in progress and write those that finished (say
+// so on stderr at once); a second SIGINT, or any other signal, ends the run as always, writing nothing.
+class GracefulStop {
+ public:
+  GracefulStop();
+  ~GracefulStop();
+  GracefulStop(const GracefulStop&) = delete;
+  GracefulStop& operator=(const GracefulStop&) = delete;
+};
+bool stop_requested();
+// Called first by main's signal handler (async-signal-safe): true when it took `sig` as that request.
+bool take_signal_gracefully(int sig) noexcept;
+// The exit code of a run stopped that way, once its files are written: 128 + SIGINT, as a shell reports a
+// command that Ctrl-C ended.
+inline constexpr int kInterruptedExit = 130;
+
 // Called after exit_if_validation_failed, once the results are written and printed: when nothing was measured
 // (every variant or point skipped: over the memory budget, a shape it cannot run), says so on stderr and exits 1,
 // so that a script does not take a run of skips for a measurement. A skip beside any measured row is a result.

@@ -45,6 +45,8 @@ int fail(const std::string& msg) {
 extern "C" void on_terminating_signal(int sig) {
   // A run whose files are being renamed into place finishes that first: all new, never half new.
   if (attnprof::report::defer_signal_while_committing(sig)) return;
+  // sweep's first Ctrl-C: stop after the point in progress and write those that finished.
+  if (attnprof::cli::take_signal_gracefully(sig)) return;
   attnprof::report::remove_temporary_files();
   attnprof::cli::remove_created_dirs_on_signal();
   attnprof::cli::kill_peer_on_signal();
@@ -72,6 +74,9 @@ constexpr int kTerminatingSignals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIG
 void install_signal_cleanup() {
   struct sigaction sa {};
   sa.sa_handler = on_terminating_signal;
+  // A signal the handler takes and returns from (sweep's first Ctrl-C, one deferred while files are renamed)
+  // must not fail the system call it interrupted: restarted, as most calls allow.
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : kTerminatingSignals) {
     struct sigaction old {};

@@ -1134,6 +1134,14 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   // A sweep is its own study, drawn whatever its problem; the page says which, and says so when it is not
   // the comparison's (an earlier run in the same directory).
   if (const std::string meta = run_meta(s); !meta.empty()) pg.p("Every point: " + meta + "· N = the point's length");
+  // A sweep stopped by Ctrl-C holds the points that finished.
+  if (const json* cut = member(s, {"interrupted"}); cut && cut->is_object()) {
+    const double done = num(*cut, "points", NAN), planned = num(*cut, "planned", NAN);
+    pg.note(std::isfinite(done) && std::isfinite(planned) && done >= 0 && planned >= done
+                ? fmt::format("This sweep was interrupted (Ctrl-C) after {} of its {} points: what follows is those that "
+                              "finished.", fmt_num(done, 0), fmt_num(planned, 0))
+                : std::string("This sweep was interrupted (Ctrl-C): what follows is the points that finished."));
+  }
   // sweep --peer torch: its rows are PyTorch's, timed in its own process, as the sweep's Peer line says.
   if (const json* peer = member(s, {"peer"}); peer && peer->is_object())
     pg.note(fmt::format("torch-naive and torch-sdpa are PyTorch {} ('{}', {} thread{}) on each point's inputs: each "
