@@ -2244,12 +2244,34 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("roofline --peaks-only --backend math" + kSmall, "--peaks-only places no variants: --backend");
   expect_bad("sweep --variants naive,bogus" + kSmall, "unknown variant 'bogus'");
   expect_bad("compare --variants bogus" + kSmall, "unknown variant 'bogus' in --variants: expected naive, inplace, sdpa-math, sdpa-flash, flash, or sdpa (every SDPA backend)");
-  expect_bad("profile", "variant is required");
+  expect_bad("profile", "variant is required (see attnprof profile --help)");
+  // A near miss is named; a name near none, or near two, is not.
+  expect_bad("profile naiv" + kSmall, "unknown variant 'naiv' (did you mean 'naive'?): expected naive,");
+  expect_bad("profile Flash" + kSmall, "unknown variant 'Flash' (did you mean 'flash'?): expected naive,");
+  expect_bad("compare --variants sdpa-mth" + kSmall, "unknown variant 'sdpa-mth' in --variants (did you mean 'sdpa-math'?)");
+  expect_bad("profile flashy-attention" + kSmall, "unknown variant 'flashy-attention': expected naive,");
+  // `attnprof help [CMD]` is `attnprof [CMD] --help`.
+  {
+    const Result help = run("help"), flag = run("--help");
+    EXPECT_EQ(help.code, 0);
+    EXPECT_EQ(help.out, flag.out);
+    const Result sub = run("help sweep"), sub_flag = run("sweep --help");
+    EXPECT_EQ(sub.code, 0);
+    EXPECT_EQ(sub.out, sub_flag.out);
+    EXPECT_NE(sub.out.find("--seq"), std::string::npos);
+  }
+  {
+    const Result typo = run("help swep");
+    EXPECT_EQ(typo.code, 2);
+    EXPECT_EQ(typo.err.rfind("attnprof: error: unknown command 'swep' (did you mean 'sweep'?): expected one of", 0), 0u)
+        << typo.err;
+  }
   const Result none = run("");
   EXPECT_EQ(none.code, 2);
   EXPECT_EQ(none.err, "attnprof: error: a command is required: profile, compare, sweep, roofline, report, diff (see "
                       "attnprof --help)\n");
-  expect_bad("comapre" + kSmall, "unknown command 'comapre': expected one of profile, compare, sweep, roofline, report, diff");
+  expect_bad("comapre" + kSmall, "unknown command 'comapre' (did you mean 'compare'?): expected one of profile, compare, "
+                                 "sweep, roofline, report, diff");
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
              "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");

@@ -36,6 +36,21 @@ void run_all_variants(const Tensor& q, const Tensor& k, const Tensor& v, const A
 
 }  // namespace
 
+// An unknown name's error names the nearest known one: its case ignored, at most a third of its letters edited
+// (and at least one); none for a name near nothing, near two, or known.
+TEST(Errors, DidYouMeanNamesTheOneNearName) {
+  const std::vector<std::string> names{"naive", "inplace", "sdpa-math", "sdpa-flash", "flash"};
+  EXPECT_EQ(did_you_mean("naiv", names), " (did you mean 'naive'?)");
+  EXPECT_EQ(did_you_mean("NAIVE", names), " (did you mean 'naive'?)");
+  EXPECT_EQ(did_you_mean("in-place", names), " (did you mean 'inplace'?)");
+  EXPECT_EQ(did_you_mean("sdpa-flsh", names), " (did you mean 'sdpa-flash'?)");
+  EXPECT_EQ(did_you_mean("naive", names), "");
+  EXPECT_EQ(did_you_mean("softmax", names), "");
+  EXPECT_EQ(did_you_mean("", names), "");
+  EXPECT_EQ(did_you_mean("ab", {"ax", "ay"}), "");  // two as near: no guess
+  EXPECT_EQ(did_you_mean("nai", names), "");         // two letters of five missing: over a third of "nai"
+}
+
 TEST(Errors, MismatchedHeadDims) {
   expect_error([] { run_all_variants(rnd({1, 2, 8, 64}), rnd({1, 2, 8, 32}), rnd({1, 2, 8, 32}), {}); },
                {"head dims differ", "D=64", "D=32"});

@@ -55,8 +55,12 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
         matched = true;
         if (std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
       }
-    if (!matched)
-      ATTNPROF_FAIL("unknown variant '{}' in --variants: expected {}, or sdpa (every SDPA backend)", name, names);
+    if (!matched) {
+      std::vector<std::string> known{"sdpa"};
+      for (const Variant& v : reg) known.push_back(v.name);
+      ATTNPROF_FAIL("unknown variant '{}' in --variants{}: expected {}, or sdpa (every SDPA backend)", name,
+                    did_you_mean(name, known), names);
+    }
   }
   if (list.empty())
     for (const Variant& v : reg) out.push_back(&v);

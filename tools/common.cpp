@@ -456,8 +456,14 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
     if (!backend.empty())
       ATTNPROF_FAIL("--backend applies only to the sdpa variant, not to '{}'", name);
     bool known = false;
-    for (const Variant& r : registry()) known |= r.name == name;
-    if (!known) ATTNPROF_FAIL("unknown variant '{}': expected {}, or sdpa (its backend chosen by --backend)", name, variant_names());
+    std::vector<std::string> names{"sdpa"};
+    for (const Variant& r : registry()) {
+      known |= r.name == name;
+      names.push_back(r.name);
+    }
+    if (!known)
+      ATTNPROF_FAIL("unknown variant '{}'{}: expected {}, or sdpa (its backend chosen by --backend)", name,
+                    did_you_mean(name, names), variant_names());
     v = &find_variant(name);
   }
   if (auto why = v->unsupported(p)) ATTNPROF_FAIL("variant '{}' cannot run {}: {}", v->name, p.str(), *why);

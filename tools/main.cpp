@@ -165,18 +165,31 @@ int run_command(int argc, char** argv) {
   }
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
   std::string commands;
-  bool known = false;
-  const std::string first = argc > 1 ? argv[1] : "";
+  std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) {
     commands += (commands.empty() ? "" : ", ") + sub->get_name();
-    known = known || sub->get_name() == first;
+    names.push_back(sub->get_name());
   }
+  // `attnprof help` and `attnprof help CMD`, as git and pip answer them: the help `--help` prints.
+  std::vector<char*> args(argv, argv + argc);
+  static char help_flag[] = "--help";
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc > 3) return fail("help takes at most one command: attnprof help [" + commands + "]");
+    if (argc == 3 && std::find(names.begin(), names.end(), argv[2]) == names.end())
+      return fail("unknown command '" + std::string(argv[2]) + "'" + attnprof::did_you_mean(argv[2], names) +
+                  ": expected one of " + commands + " (see attnprof --help)");
+    args = argc == 3 ? std::vector<char*>{argv[0], argv[2], help_flag} : std::vector<char*>{argv[0], help_flag};
+    argc = int(args.size());
+  }
+  argv = args.data();
+  const std::string first = argc > 1 ? argv[1] : "";
+  const bool known = std::find(names.begin(), names.end(), first) != names.end();
   if (argc < 2) return fail("a command is required: " + commands + " (see attnprof --help)");
   if (!known && first != "-h" && first != "--help" && first != "--version")
     return fail(first.starts_with('-') ? "unknown option '" + first + "' before the command: expected one of " + commands +
                                              " (options go after it; see attnprof --help)"
-                                       : "unknown command '" + first + "': expected one of " + commands +
-                                             " (see attnprof --help)");
+                                       : "unknown command '" + first + "'" + attnprof::did_you_mean(first, names) +
+                                             ": expected one of " + commands + " (see attnprof --help)");
   // "--out=" is an empty value too, but CLI11 reads it as "--out" and takes the next argument as its value: the
   // rest of the line would then be silently misread (--out= --json wrote a directory named --json).
   if (known) {
@@ -233,7 +246,10 @@ int run_command(int argc, char** argv) {
           return fail(opt->get_name() + " was given more than once (see attnprof " + sub->get_name() + " --help)");
     return fail(std::string(e.what()) + " (see attnprof --help)");
   } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see attnprof --help)");
+    // A missing argument of a command ("variant is required") points at that command's help.
+    const std::vector<CLI::App*> chosen = app.get_subcommands();
+    return fail(std::string(e.what()) + " (see attnprof " + (chosen.empty() ? "" : chosen.front()->get_name() + " ") +
+                "--help)");
   } catch (const attnprof::Error& e) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {

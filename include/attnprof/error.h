@@ -10,6 +10,8 @@
 #include <cassert>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,6 +27,11 @@ class OutOfBudget : public Error {
  public:
   using Error::Error;
 };
+
+// For an unknown name: " (did you mean 'naive'?)" naming the one of `names` nearest `given` (its case ignored,
+// at most a third of its letters changed, added or taken away, and at least one), or "" when none is that near
+// or two are.
+std::string did_you_mean(std::string_view given, const std::vector<std::string>& names);
 
 }  // namespace attnprof
 

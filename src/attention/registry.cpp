@@ -89,7 +89,9 @@ std::string variant_names() {
 const Variant& find_variant(std::string_view name) {
   for (const Variant& v : registry())
     if (v.name == name) return v;
-  ATTNPROF_FAIL("unknown variant '{}': expected one of {}", name, variant_names());
+  std::vector<std::string> names;
+  for (const Variant& v : registry()) names.push_back(v.name);
+  ATTNPROF_FAIL("unknown variant '{}'{}: expected one of {}", name, did_you_mean(name, names), variant_names());
 }
 
 }  // namespace attnprof
