@@ -2255,6 +2255,9 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
     const Result help = run("help"), flag = run("--help");
     EXPECT_EQ(help.code, 0);
     EXPECT_EQ(help.out, flag.out);
+    // The environment the commands read is listed where --help is read, not only in docs/cli.md.
+    for (const char* var : {"ATTNPROF_ISA=scalar|avx2|avx512", "OMP_NUM_THREADS", "ATTNPROF_WEB_DIR"})
+      EXPECT_NE(help.out.find(var), std::string::npos) << var;
     const Result sub = run("help sweep"), sub_flag = run("sweep --help");
     EXPECT_EQ(sub.code, 0);
     EXPECT_EQ(sub.out, sub_flag.out);

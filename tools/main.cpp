@@ -126,6 +126,16 @@ int run_command(int argc, char** argv) {
                "FlashAttention) and see why each is fast or slow",
                "attnprof"};
   app.set_version_flag("--version", std::string("attnprof ") + ATTNPROF_VERSION);
+  app.footer(
+      "attnprof help COMMAND (or attnprof COMMAND --help) gives a command's options; docs/cli.md gives them all.\n"
+      "Environment:\n"
+      "  ATTNPROF_ISA=scalar|avx2|avx512  the SIMD target of attnprof's own kernels (default: the CPU's best);\n"
+      "                                   OpenBLAS and oneDNN choose their own\n"
+      "  OMP_NUM_THREADS                  the threads without --threads, as OpenMP and PyTorch read it\n"
+      "  XDG_CACHE_HOME, HOME             where the measured machine peaks are cached (attnprof/peaks.json)\n"
+      "  ATTNPROF_WEB_DIR                 the chart library's directory for report and --html\n"
+      "  ATTNPROF_OPENBLAS_LIBRARY, ATTNPROF_CUBLAS_LIBRARY, ATTNPROF_CUDNN_LIBRARY\n"
+      "                                   a library file to load instead of the one found by name");
   app.require_subcommand(1);
   app.fallthrough(false);
 #define ATTNPROF_ADD_COMMAND(name) attnprof::cli::add_##name##_command(app);
