@@ -217,6 +217,17 @@ TEST_F(Cli, ARateAboveTheMeasuredPeakIsExplained) {
 TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
   const Result r = run("profile naive" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("which did not exist"), std::string::npos) << "--out alone made: nothing to say";
+  {  // Directories made above --out's own are named, so that a typo in a parent shows at once.
+    const fs::path deep = dir_ / "up" / "down" / "out";
+    const Result nested = run("profile flash" + kSmall + " --out " + deep.string());
+    ASSERT_EQ(nested.code, 0) << nested.err;
+    EXPECT_NE(nested.err.find(fmt::format("--out '{}': made '{}' and '{}' above it, which did not exist", deep.string(),
+                                          (dir_ / "up").string(), (dir_ / "up" / "down").string())),
+              std::string::npos)
+        << nested.err;
+    EXPECT_TRUE(fs::exists(deep / "flash.summary.json"));
+  }
   // torch's table columns, in torch's order, plus the footer.
   const std::regex header(R"(Name\s+Self CPU %\s+Self CPU\s+CPU total %\s+CPU total\s+CPU time avg)");
   EXPECT_TRUE(std::regex_search(r.out, header)) << r.out;

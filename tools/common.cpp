@@ -596,6 +596,13 @@ void prepare_out_dir(const std::string& dir) {
   if (ec) ATTNPROF_FAIL("cannot create output directory '{}': {}", dir, ec.message());
   if (!std::filesystem::is_directory(dir)) ATTNPROF_FAIL("output path '{}' is not a directory", dir);
   check_writable_dir(dir, "output directory");
+  // Directories made above --out's own, as mkdir -p makes them: said, so that a typo in a parent shows now and
+  // not as results missing from where they were looked for.
+  if (to_make.size() > 1) {
+    std::vector<std::string> above;
+    for (size_t i = 0; i + 1 < to_make.size(); ++i) above.push_back("'" + to_make[i].string() + "'");
+    progress(fmt::format("--out '{}': made {} above it, which did not exist", dir, report::spoken_list(above)));
+  }
 }
 
 void remove_created_dirs_if_empty() noexcept {
