@@ -2772,6 +2772,12 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   EXPECT_EQ(rj["kind"], "diff-compare");
   ASSERT_EQ(rj["rows"].size(), 2u);
   for (const json& row : rj["rows"]) EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), 1.0) << row["variant"];
+  // The table points at the op-by-op view: the variants with a summary beside both compare.json.
+  const Result text = run("diff " + out().string() + " " + (out() / "compare.json").string());
+  ASSERT_EQ(text.code, 0) << text.err;
+  const std::string per = (out() / "<variant>.summary.json").string();
+  EXPECT_NE(text.out.find("Op by op: attnprof diff " + per + " " + per + ", for naive and inplace.\n"), std::string::npos)
+      << text.out;
 }
 
 TEST_F(Cli, DiffAndReportRefuseAnInputLargerThanAnyRunWritesBeforeReadingIt) {

@@ -75,6 +75,25 @@ bool run_result_name(const std::string& name) {
   return false;
 }
 
+// Where the op-by-op view of two compare runs is: each variant's summary beside its compare.json. The command
+// for the variants that ran on both sides and have a summary there on both, or "" for none.
+std::string op_by_op_line(const report::RunDiff& d, const std::string& base_path, const std::string& next_path) {
+  namespace fs = std::filesystem;
+  const fs::path base_dir = fs::path(base_path).parent_path(), next_dir = fs::path(next_path).parent_path();
+  std::vector<std::string> both;
+  std::error_code ec;
+  for (const report::RunDiffRow& r : d.rows)
+    if (r.base_status == "ok" && r.new_status == "ok" &&
+        fs::is_regular_file(base_dir / (r.variant + ".summary.json"), ec) &&
+        fs::is_regular_file(next_dir / (r.variant + ".summary.json"), ec))
+      both.push_back(r.variant);
+  if (both.empty()) return "";
+  return terminal_line(fmt::format("Op by op: attnprof diff {} {}, for {}.",
+                                   (base_dir / "<variant>.summary.json").string(),
+                                   (next_dir / "<variant>.summary.json").string(), report::spoken_list(both))) +
+         "\n";
+}
+
 void run_diff(const DiffArgs& a) {
   const std::string base_path = input_file(a.base), next_path = input_file(a.next);
   // --save over one of the two inputs would replace it with the diff: refused before either is read.
@@ -115,8 +134,9 @@ void run_diff(const DiffArgs& a) {
     report::check_compare_json(base, base_path);
     report::check_compare_json(next, next_path);
     const report::RunDiff d = report::diff_compare_runs(base, next);
-    text = report::diff_table(d);
-    shown = a.brief ? report::diff_table(d, /*definitions=*/false) : text;
+    const std::string op_by_op = op_by_op_line(d, base_path, next_path);
+    text = report::diff_table(d) + op_by_op;
+    shown = (a.brief ? report::diff_table(d, /*definitions=*/false) : report::diff_table(d)) + op_by_op;
     j = report::diff_json(d);
   } else {
     report::check_summary(base, base_path, /*run_figures=*/true);
