@@ -222,11 +222,22 @@ TEST_F(Cli, ProfileWritesTableTraceAndSummary) {
     const fs::path deep = dir_ / "up" / "down" / "out";
     const Result nested = run("profile flash" + kSmall + " --out " + deep.string());
     ASSERT_EQ(nested.code, 0) << nested.err;
-    EXPECT_NE(nested.err.find(fmt::format("--out '{}': made '{}' and '{}' above it, which did not exist", deep.string(),
+    EXPECT_NE(nested.err.find(fmt::format("--out '{}': also made '{}' and '{}', which did not exist", deep.string(),
                                           (dir_ / "up").string(), (dir_ / "up" / "down").string())),
               std::string::npos)
         << nested.err;
     EXPECT_TRUE(fs::exists(deep / "flash.summary.json"));
+    // A relative --out is answered in its own terms; a detour ('x/y/..') names the directory made on the way.
+    const std::string base = fs::relative(dir_ / "rel").string();
+    const Result rel = run("profile flash" + kSmall + " --out " + base + "/x/y/..");
+    ASSERT_EQ(rel.code, 0) << rel.err;
+    EXPECT_NE(rel.err.find(fmt::format("also made '{}' and '{}/x/y', which did not exist", base, base)),
+              std::string::npos)
+        << rel.err;
+    // A trailing slash is --out's own directory, not one made above it.
+    const Result slash = run("profile flash" + kSmall + " --out " + base + "2/z/");
+    ASSERT_EQ(slash.code, 0) << slash.err;
+    EXPECT_NE(slash.err.find(fmt::format("also made '{}2', which did not exist", base)), std::string::npos) << slash.err;
   }
   // torch's table columns, in torch's order, plus the footer.
   const std::regex header(R"(Name\s+Self CPU %\s+Self CPU\s+CPU total %\s+CPU total\s+CPU time avg)");
@@ -3382,7 +3393,7 @@ TEST_F(Cli, ASweepStoppedByCtrlCWritesThePointsThatFinished) {
 #endif
   // Three points of naive: a short one, a long one (20 forwards at N=2048) during which the signals land, and one
   // the first signal leaves out.
-  auto spawn_sweep = [&](const fs::path& out, int err_fd, int close_fd) {
+  auto spawn_sweep = [&](const fs::path& out, int err_fd, int close_fd, const char* seq) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::close(close_fd);
@@ -3390,7 +3401,7 @@ TEST_F(Cli, ASweepStoppedByCtrlCWritesThePointsThatFinished) {
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
       ::dup2(err_fd, 2);
-      ::execl(kBinary.c_str(), kBinary.c_str(), "sweep", "--shape", "1,4,64,64", "--seq", "64,2048,4096", "--variants",
+      ::execl(kBinary.c_str(), kBinary.c_str(), "sweep", "--shape", "1,4,64,64", "--seq", seq, "--variants",
               "naive", "--threads", "1", "--warmup", "0", "--iters", "20", "--out", out.c_str(),
               static_cast<char*>(nullptr));
       ::_exit(127);
@@ -3408,13 +3419,14 @@ TEST_F(Cli, ASweepStoppedByCtrlCWritesThePointsThatFinished) {
     }
     return err;
   };
-  for (const int signals : {1, 2}) {
-    SCOPED_TRACE(signals == 1 ? "one SIGINT" : "two SIGINTs");
+  // 0: one SIGINT during the last point, which leaves nothing out.
+  for (const int signals : {1, 2, 0}) {
+    SCOPED_TRACE(signals == 1 ? "one SIGINT" : signals == 2 ? "two SIGINTs" : "one SIGINT in the last point");
     const fs::path out = dir_ / "swept";
     fs::remove_all(out);
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
-    const pid_t pid = spawn_sweep(out, fds[1], fds[0]);
+    const pid_t pid = spawn_sweep(out, fds[1], fds[0], signals == 0 ? "64,2048" : "64,2048,4096");
     ::close(fds[1]);
     ASSERT_GT(pid, 0);
     std::string err = read_until(fds[0], "N=2048");  // the first point finished, the second began
@@ -3436,9 +3448,17 @@ TEST_F(Cli, ASweepStoppedByCtrlCWritesThePointsThatFinished) {
       EXPECT_FALSE(fs::exists(out)) << "a second Ctrl-C writes nothing";
       continue;
     }
+    if (signals == 0) {  // the sweep is whole: written as any, exit 0, nothing said to be missing
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "\n" << err;
+      EXPECT_NE(err.find("sweep: done"), std::string::npos) << err;
+      const json j = json::parse(io::read_file(out / "sweep.json"));
+      EXPECT_FALSE(j.contains("interrupted")) << j.dump();
+      EXPECT_EQ(j["points"].size(), 2u);
+      continue;
+    }
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << "status " << status << "\n" << err;
     EXPECT_NE(err.find("attnprof: interrupted: stopping after the point in progress"), std::string::npos) << err;
-    EXPECT_NE(err.find("attnprof: interrupted after 2 of the 3 points; wrote those"), std::string::npos) << err;
+    EXPECT_NE(err.find("attnprof: interrupted after 2 of the 3 points; wrote the 2 that finished"), std::string::npos) << err;
     const json j = json::parse(io::read_file(out / "sweep.json"));
     EXPECT_EQ(j["interrupted"], json({{"points", 2}, {"planned", 3}}));
     ASSERT_EQ(j["points"].size(), 2u);

@@ -1324,6 +1324,30 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
   EXPECT_TRUE(drawn);
 }
 
+// An op a slow forward lifted is named once on the page: under its table, from the summary; the same line in the
+// table file's footnotes (profile and compare write it there) is not shown again inside the fold.
+TEST(HtmlReport, AnUnevenOpIsNamedOnceBesideItsTable) {
+  TempDir d("uneven");
+  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
+    fs::copy_file(kFixtures / f, d.path / f);
+  json flash = json::parse(attnprof::io::read_file(d.path / "flash.summary.json"));
+  for (json& r : flash["rows"])
+    if (r["name"] == "flash_attention") r["self_ns_per_step"] = {40e6, 40e6, 104.5e6};  // 184.5 ms in all
+  spit(d.path / "flash.summary.json", flash.dump());
+  const std::string line = "Uneven: flash_attention's self CPU per forward: median 40.000ms, mean 61.500ms, slowest "
+                           "104.500ms (1 of 3 forwards over 1.15x the median); the table's totals and averages include it.";
+  spit(d.path / "flash.table.txt", "-----\nTHE TABLE\n-----\nSelf CPU time total: 185.250ms\nA FOOTNOTE\n" + line + "\n");
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(d.path / "flash.table.txt", now + std::chrono::seconds(1));
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  const std::string shown = "Uneven: flash_attention&#39;s self CPU per forward: median 40.000ms";
+  const size_t first = page.find(shown);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(page.find(shown, first + 1), std::string::npos) << "named twice";
+  EXPECT_NE(page.find("A FOOTNOTE"), std::string::npos);  // the rest of the footnotes stay
+  EXPECT_NE(page.find("THE TABLE"), std::string::npos);
+}
+
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   TempDir d("earlier-run");
   for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})
@@ -1532,6 +1556,13 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   EXPECT_EQ(page.find("<td class=\"num\">1.0000</td>"), std::string::npos);
   EXPECT_NE(page.find("this VM hands freed memory back"), std::string::npos);
   EXPECT_EQ(page.find("weak: no power law"), std::string::npos);
+  // A sweep a Ctrl-C stopped says so, with its count of points.
+  sweep["interrupted"] = {{"points", 2}, {"planned", 6}};
+  spit(d.path / "sweep.json", sweep.dump());
+  EXPECT_NE(render_html_report(d.path.string(), stub_library())
+                .find("This sweep was interrupted (Ctrl-C) after 2 of its 6 points: the 2 below are those that finished."),
+            std::string::npos);
+  sweep.erase("interrupted");
   // The same problem: no note.
   sweep["shape"]["Hkv"] = 16;
   spit(d.path / "sweep.json", sweep.dump());

@@ -56,8 +56,8 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
         if (std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);
       }
     if (!matched) {
-      std::vector<std::string> known{"sdpa"};
-      for (const Variant& v : reg) known.push_back(v.name);
+      std::vector<std::string> known = variant_name_list(reg);
+      known.push_back("sdpa");  // the near miss may be the alias
       ATTNPROF_FAIL("unknown variant '{}' in --variants{}: expected {}, or sdpa (every SDPA backend)", name,
                     did_you_mean(name, known), names);
     }
@@ -147,21 +147,23 @@ std::string noisy_rows_note(const std::vector<Row>& rows, std::string_view machi
         s += line + "\n";
   // Ops that a few slow forwards lifted: the ms column is a median, the tables' totals and the memory-bound
   // shares are sums over every forward, so the two can tell different stories (which op dominates, say).
-  std::vector<std::string> uneven;
+  std::vector<std::string> uneven, tables;
   size_t ops = 0;
   for (const Row& r : rows) {
     if (r.r.status != RunOutcome::Status::Ok) continue;
     std::vector<std::string> names;
     for (const report::UnevenOp& u : report::uneven_ops(r.r.ka)) names.push_back(u.name);
     ops += names.size();
-    if (!names.empty()) uneven.push_back(fmt::format("{}'s {}", r.name, report::spoken_list(names)));
+    if (names.empty()) continue;
+    uneven.push_back(fmt::format("{}'s {}", r.name, report::spoken_list(names)));
+    tables.push_back(r.name + ".table.txt");
   }
+  const char* whose = ops == 1 ? "its" : "their";
   if (!uneven.empty())
     s += fmt::format("Uneven: {}: a few forwards lifted {} mean self time over {:.2f}x {} median. The ms column is "
-                     "the median forward, while each variant's table ({}.table.txt, whose closing lines give the "
-                     "figures) and its time in memory-bound ops sum every forward.\n",
-                     fmt::join(uneven, "; "), ops == 1 ? "its" : "their", report::kNoisySpread,
-                     ops == 1 ? "its" : "their", "<variant>");
+                     "the median forward, while the tables ({}, whose closing lines give the figures) and the time in "
+                     "memory-bound ops sum every forward.\n",
+                     fmt::join(uneven, "; "), whose, report::kNoisySpread, whose, report::spoken_list(tables));
   return s;
 }
 

@@ -205,6 +205,7 @@ class Progress {
     }
     current_ = k + 1;
   }
+  size_t items() const { return plan_.size(); }
   void finish(const char* how) {
     show(how);
     if (tty_) std::fputc('\n', stderr);
@@ -386,7 +387,8 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       for (Point& pt : peer)
         if (pt.variant == name) points.push_back(std::move(pt));
   }
-  bar.finish(stop_requested() ? "interrupted" : "done");
+  // A Ctrl-C during the last point left nothing out: the sweep is whole.
+  bar.finish(stop_requested() && item < bar.items() ? "interrupted" : "done");
   return points;
 }
 
@@ -433,20 +435,21 @@ std::string scaling_fits(const std::vector<std::string>& names, const std::vecto
       any_weak = any_weak || f.weak();
       any_implausible = any_implausible || implausible;
       any_disturbed = any_disturbed || mostly_disturbed;
+      // Two points fix a line exactly: no error estimate (null in the file, not a perfect 0), and r² is 1 by
+      // construction.
+      const auto estimate = [&](double v) { return x.size() > 2 ? nlohmann::json(v) : nlohmann::json(); };
       fits.push_back({{"variant", name},
                            {"metric", metric},
                            {"exponent", f.exponent},
                            {"coefficient", f.coefficient},
-                           // two points fix a line exactly: no error estimate (null, not a perfect 0)
-                           {"r2", x.size() > 2 ? nlohmann::json(f.r2) : nlohmann::json()},
-                           {"stderr", x.size() > 2 ? nlohmann::json(f.exponent_stderr) : nlohmann::json()},
-                           {"rms_log_error", x.size() > 2 ? nlohmann::json(f.rms_log_error) : nlohmann::json()},
+                           {"r2", estimate(f.r2)},
+                           {"stderr", estimate(f.exponent_stderr)},
+                           {"rms_log_error", estimate(f.rms_log_error)},
                            {"points", x.size()},
                            {"weak", f.weak()},
                            {"implausible", implausible},
                            {"fixed_costs", fixed_costs},
                            {"disturbed_points", dist}});
-      // Two points fix a line exactly: no error estimate, and r² is 1 by construction.
       const std::string dist_text =
           mostly_disturbed ? fmt::format("  disturbed: {} of {} points Busy or Noisy", dist, x.size()) : "";
       const std::string exponent = report::format_exponent(f.exponent);
@@ -594,8 +597,8 @@ void run_sweep(const SweepArgs& a) {
                               p.peak_bytes >= 0 ? report::format_bytes_decimal(p.peak_bytes) : "--", p.max_abs_err)
                 : fmt::format("{:<12}{:>8}  {}: {}\n", p.variant, p.seq, p.status, p.note);
   if (interrupted)
-    text += fmt::format("Interrupted (Ctrl-C) after {} of the {} points: the table, the fits and sweep.json hold those "
-                        "that finished.\n",
+    text += fmt::format("Interrupted (Ctrl-C) after {} of the {} points: the table, the fits, sweep.json and sweep.csv "
+                        "hold those that finished.\n",
                         points.size(), planned);
   if (a.peer.on()) {
     std::vector<std::string> calls;  // what each row ran, from its first point that says
@@ -654,11 +657,11 @@ void run_sweep(const SweepArgs& a) {
                       "per-thread scratch (less at small N).\n",
                       gpu ? "device " : ""));
   commit_and_print(o, "sweep", j, text, csv, outputs);
-  if (interrupted) {
-    print_err("attnprof: interrupted after {} of the {} points; wrote those\n", points.size(), planned);
-    exit_as_planned(kInterruptedExit);
-  }
-  // The exit status is attnprof's variants': the peer's rows are set beside them, as compare's are.
+  if (interrupted)
+    print_err("attnprof: interrupted after {} of the {} points; wrote the {} that finished\n", points.size(), planned,
+              points.size());
+  // The exit status is attnprof's variants': the peer's rows are set beside them, as compare's are. A point that
+  // failed its check is a failure whether or not the sweep was interrupted (exit 1 before 130).
   std::vector<std::string> failed;
   size_t own = 0, skipped = 0;
   for (const Point& p : points) {
@@ -668,6 +671,7 @@ void run_sweep(const SweepArgs& a) {
     if (p.status == "skipped") ++skipped;
   }
   exit_if_validation_failed(failed);
+  if (interrupted) exit_as_planned(kInterruptedExit);
   exit_if_nothing_measured(own - skipped, skipped, "point");
 }
 

@@ -455,12 +455,9 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
   } else {
     if (!backend.empty())
       ATTNPROF_FAIL("--backend applies only to the sdpa variant, not to '{}'", name);
-    bool known = false;
-    std::vector<std::string> names{"sdpa"};
-    for (const Variant& r : registry()) {
-      known |= r.name == name;
-      names.push_back(r.name);
-    }
+    std::vector<std::string> names = variant_name_list(registry());
+    const bool known = std::find(names.begin(), names.end(), name) != names.end();
+    names.push_back("sdpa");  // the near miss may be the alias
     if (!known)
       ATTNPROF_FAIL("unknown variant '{}'{}: expected {}, or sdpa (its backend chosen by --backend)", name,
                     did_you_mean(name, names), variant_names());
@@ -598,11 +595,17 @@ void prepare_out_dir(const std::string& dir) {
   check_writable_dir(dir, "output directory");
   // Directories made above --out's own, as mkdir -p makes them: said, so that a typo in a parent shows now and
   // not as results missing from where they were looked for.
-  if (to_make.size() > 1) {
-    std::vector<std::string> above;
-    for (size_t i = 0; i + 1 < to_make.size(); ++i) above.push_back("'" + to_make[i].string() + "'");
-    progress(fmt::format("--out '{}': made {} above it, which did not exist", dir, report::spoken_list(above)));
-  }
+  // Named as --out was given: relative to the working directory when it was relative. --out's own directory
+  // is not named (with 'a/b/..', that is 'a', made first; 'a/b' is named).
+  std::vector<std::string> also;
+  fs::path target = fs::absolute(dir, ec).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // 'a/b/' is 'a/b'
+  const fs::path cwd = fs::current_path(ec);
+  for (const fs::path& made : to_make)
+    if (made.lexically_normal() != target)
+      also.push_back("'" + (fs::path(dir).is_relative() ? made.lexically_relative(cwd) : made).string() + "'");
+  if (!also.empty())
+    progress(fmt::format("--out '{}': also made {}, which did not exist", dir, report::spoken_list(also)));
 }
 
 void remove_created_dirs_if_empty() noexcept {
@@ -788,21 +791,23 @@ void exit_as_planned(int code) {
 bool exit_was_planned() { return g_exit_planned.load(); }
 
 namespace {
+// Lock-free atomics (a signal may land on any thread: OpenMP's, CUDA's), so the handler may use them.
 std::atomic<bool> g_graceful{false};
-volatile std::sig_atomic_t g_stop_requested = 0;
+std::atomic<int> g_stop_requested{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
 }  // namespace
 
 GracefulStop::GracefulStop() {
-  g_stop_requested = 0;
+  g_stop_requested.store(0);
   g_graceful.store(true);
 }
 GracefulStop::~GracefulStop() { g_graceful.store(false); }
 
-bool stop_requested() { return g_stop_requested != 0; }
+bool stop_requested() { return g_stop_requested.load() != 0; }
 
 bool take_signal_gracefully(int sig) noexcept {
-  if (sig != SIGINT || !g_graceful.load() || g_stop_requested != 0) return false;
-  g_stop_requested = 1;
+  // The first SIGINT only, however many threads receive one at once.
+  if (sig != SIGINT || !g_graceful.load() || g_stop_requested.exchange(1) != 0) return false;
   static constexpr char kMsg[] =
       "\nattnprof: interrupted: stopping after the point in progress, then writing the points that finished "
       "(Ctrl-C again stops now and writes nothing)\n";

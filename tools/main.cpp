@@ -4,6 +4,7 @@
 // Errors: every attnprof::Error (bad input, unwritable output, a corrupt .npy...) and every command-line
 // parse error ends the process with exit code 2 and one line on stderr, "attnprof: error: ...".
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -41,12 +42,16 @@ int fail(const std::string& msg) {
 // end, and the --out directory may be new. Remove both, then die of the signal as the shell expects
 // (exit status 128 + signal; SIGQUIT and SIGXCPU with their core dump, where core dumps are enabled).
 // The --peer torch interpreter, in a process group of its own, is killed with it. Everything here is
-// async-signal-safe: unlink, rmdir, kill, sigaction, raise.
+// async-signal-safe: lock-free atomics, write, unlink, rmdir, kill, sigaction, raise. Where it returns (a
+// signal deferred, sweep's first Ctrl-C), the interrupted code's errno is as it was.
 extern "C" void on_terminating_signal(int sig) {
+  const int saved_errno = errno;
   // A run whose files are being renamed into place finishes that first: all new, never half new.
-  if (attnprof::report::defer_signal_while_committing(sig)) return;
   // sweep's first Ctrl-C: stop after the point in progress and write those that finished.
-  if (attnprof::cli::take_signal_gracefully(sig)) return;
+  if (attnprof::report::defer_signal_while_committing(sig) || attnprof::cli::take_signal_gracefully(sig)) {
+    errno = saved_errno;
+    return;
+  }
   attnprof::report::remove_temporary_files();
   attnprof::cli::remove_created_dirs_on_signal();
   attnprof::cli::kill_peer_on_signal();
@@ -131,8 +136,9 @@ int run_command(int argc, char** argv) {
       "Environment:\n"
       "  ATTNPROF_ISA=scalar|avx2|avx512  the SIMD target of attnprof's own kernels (default: the CPU's best);\n"
       "                                   OpenBLAS and oneDNN choose their own\n"
-      "  OMP_NUM_THREADS                  the threads without --threads, as OpenMP and PyTorch read it\n"
-      "  XDG_CACHE_HOME, HOME             where the measured machine peaks are cached (attnprof/peaks.json)\n"
+      "  OMP_NUM_THREADS, OMP_THREAD_LIMIT  the threads without --threads, as OpenMP and PyTorch read them\n"
+      "  XDG_CACHE_HOME, HOME             where the measured machine peaks are cached\n"
+      "                                   ($XDG_CACHE_HOME/attnprof/peaks.json, else ~/.cache/attnprof/peaks.json)\n"
       "  ATTNPROF_WEB_DIR                 the chart library's directory for report and --html\n"
       "  ATTNPROF_OPENBLAS_LIBRARY, ATTNPROF_CUBLAS_LIBRARY, ATTNPROF_CUDNN_LIBRARY\n"
       "                                   a library file to load instead of the one found by name");
@@ -185,20 +191,25 @@ int run_command(int argc, char** argv) {
   static char help_flag[] = "--help";
   if (argc >= 2 && std::string_view(argv[1]) == "help") {
     if (argc > 3) return fail("help takes at most one command: attnprof help [" + commands + "]");
-    if (argc == 3 && std::find(names.begin(), names.end(), argv[2]) == names.end())
-      return fail("unknown command '" + std::string(argv[2]) + "'" + attnprof::did_you_mean(argv[2], names) +
+    // `help help`, `help -h` and `help --help` are the top-level help.
+    const std::string_view of = argc == 3 ? argv[2] : "";
+    const bool top = of.empty() || of == "help" || of == "-h" || of == "--help";
+    if (!top && std::find(names.begin(), names.end(), of) == names.end())
+      return fail("unknown command '" + std::string(of) + "'" + attnprof::did_you_mean(of, names) +
                   ": expected one of " + commands + " (see attnprof --help)");
-    args = argc == 3 ? std::vector<char*>{argv[0], argv[2], help_flag} : std::vector<char*>{argv[0], help_flag};
+    args = top ? std::vector<char*>{argv[0], help_flag} : std::vector<char*>{argv[0], argv[2], help_flag};
     argc = int(args.size());
   }
   argv = args.data();
   const std::string first = argc > 1 ? argv[1] : "";
   const bool known = std::find(names.begin(), names.end(), first) != names.end();
+  std::vector<std::string> with_help = names;  // what a near miss may have meant: `helpp` is `help`
+  with_help.push_back("help");
   if (argc < 2) return fail("a command is required: " + commands + " (see attnprof --help)");
   if (!known && first != "-h" && first != "--help" && first != "--version")
     return fail(first.starts_with('-') ? "unknown option '" + first + "' before the command: expected one of " + commands +
                                              " (options go after it; see attnprof --help)"
-                                       : "unknown command '" + first + "'" + attnprof::did_you_mean(first, names) +
+                                       : "unknown command '" + first + "'" + attnprof::did_you_mean(first, with_help) +
                                              ": expected one of " + commands + " (see attnprof --help)");
   // "--out=" is an empty value too, but CLI11 reads it as "--out" and takes the next argument as its value: the
   // rest of the line would then be silently misread (--out= --json wrote a directory named --json).

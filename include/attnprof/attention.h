@@ -194,6 +194,7 @@ struct Variant {
 const std::vector<Variant>& registry();
 const Variant& find_variant(std::string_view name);  // Error listing the known names when not found
 std::string variant_names();                         // "naive, inplace, sdpa-math, sdpa-flash, flash"
+std::vector<std::string> variant_name_list(const std::vector<Variant>& reg);  // reg's names, in its order
 
 // Bytes the naive (or in-place) path allocates at its peak beyond its inputs q, k and v, which the caller
 // already holds (the budget check adds the live bytes to it). matmul_scratch is the most either matmul

@@ -86,12 +86,17 @@ std::string variant_names() {
   return s;
 }
 
+std::vector<std::string> variant_name_list(const std::vector<Variant>& reg) {
+  std::vector<std::string> names;
+  for (const Variant& v : reg) names.push_back(v.name);
+  return names;
+}
+
 const Variant& find_variant(std::string_view name) {
   for (const Variant& v : registry())
     if (v.name == name) return v;
-  std::vector<std::string> names;
-  for (const Variant& v : registry()) names.push_back(v.name);
-  ATTNPROF_FAIL("unknown variant '{}'{}: expected one of {}", name, did_you_mean(name, names), variant_names());
+  ATTNPROF_FAIL("unknown variant '{}'{}: expected one of {}", name, did_you_mean(name, variant_name_list(registry())),
+                variant_names());
 }
 
 }  // namespace attnprof

@@ -832,7 +832,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()},
                 {"forward_ms", p.forward_ms},
-                {"threads", p.threads > 0 ? count_json(p.threads) : json()}};
+                // a device profile's host threads do not run its kernels: no note, and null here
+                {"threads", p.threads > 0 && !d.device ? count_json(p.threads) : json()}};
   };
   json rows = json::array();
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();

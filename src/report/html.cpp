@@ -1138,9 +1138,9 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
   if (const json* cut = member(s, {"interrupted"}); cut && cut->is_object()) {
     const double done = num(*cut, "points", NAN), planned = num(*cut, "planned", NAN);
     pg.note(std::isfinite(done) && std::isfinite(planned) && done >= 0 && planned >= done
-                ? fmt::format("This sweep was interrupted (Ctrl-C) after {} of its {} points: what follows is those that "
-                              "finished.", fmt_num(done, 0), fmt_num(planned, 0))
-                : std::string("This sweep was interrupted (Ctrl-C): what follows is the points that finished."));
+                ? fmt::format("This sweep was interrupted (Ctrl-C) after {} of its {} points: the {} below are those that "
+                              "finished.", fmt_num(done, 0), fmt_num(planned, 0), fmt_num(done, 0))
+                : std::string("This sweep was interrupted (Ctrl-C): the points below are those that finished."));
   }
   // sweep --peer torch: its rows are PyTorch's, timed in its own process, as the sweep's Peer line says.
   if (const json* peer = member(s, {"peer"}); peer && peer->is_object())

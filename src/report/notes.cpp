@@ -256,7 +256,9 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
       const double x = base.ms / r->ms;
       const bool mark = base.disturbed || r->disturbed;
       marked = marked || mark;
-      each.push_back(fmt::format("{} {:.{}f}x{}", r->name, x, x < 0.1 ? 3 : x < 10 ? 2 : 1, mark ? "*" : ""));
+      each.push_back(fmt::format("{} {}x{}", r->name,
+                                 x < 0.1 ? fmt::format("{:.2g}", x) : fmt::format("{:.{}f}", x, x < 10 ? 2 : 1),
+                                 mark ? "*" : ""));
     }
   return fmt::format("Speed-up over {} (its ms per forward over each row's): {}.{}", base.name, fmt::join(each, ", "),
                      marked ? disturbed_ratio_note() : "");
