@@ -1809,6 +1809,28 @@ TEST_F(Cli, RooflineFromProfilesPlacesTheirOpsUnderThePeaksTheyRecorded) {
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(json::parse(one.out)["ops"].size(), 1u);
   fs::remove_all(out());
+  {
+    // An op that one slow forward lifted (its summary's self time per step) is named under the rows: its
+    // Achieved is over every forward's time. Three forwards: the rule needs three.
+    const fs::path three = dir_ / "three";
+    ASSERT_EQ(run("profile flash --iters 3 --warmup 0" + kSmall + " --out " + three.string()).code, 0);
+    json s = json::parse(io::read_file(three / "flash.summary.json"));
+    for (json& row : s["rows"])
+      if (row["name"] == "flash_attention_fwd") {
+        const double all = row["self_ns"].get<double>();
+        row["self_ns_per_step"] = {0.2 * all, 0.2 * all, 0.6 * all};
+      }
+    io::write_file_atomic((three / "flash.summary.json").string(), s.dump());
+    const Result uneven = run("roofline --from " + three.string() + out_flag());
+    ASSERT_EQ(uneven.code, 0) << uneven.err;
+    EXPECT_NE(uneven.out.find("Uneven: flash_attention_fwd's self CPU per forward in flash: median "), std::string::npos)
+        << uneven.out;
+    EXPECT_NE(uneven.out.find("(1 of 3 forwards over 1.15x the median); its Achieved is over every forward's time, so "
+                              "that forward places it lower than its median forward would."),
+              std::string::npos)
+        << uneven.out;
+    fs::remove_all(out());
+  }
   // Another problem in the directory, another machine's peaks, a summary without peaks: each refused by name.
   const fs::path mixed = dir_ / "mixed";
   fs::copy(runs, mixed);
