@@ -46,8 +46,6 @@ struct Row {
 // once, in the order first named ("naive,naive" and "sdpa,sdpa-math" would otherwise write the same files twice).
 std::vector<const Variant*> selected(const std::string& list, const std::vector<Variant>& reg) {
   std::vector<const Variant*> out;
-  std::string names;
-  for (const Variant& v : reg) names += (names.empty() ? "" : ", ") + v.name;
   for (const std::string& name : list.empty() ? std::vector<std::string>{} : split_list(list)) {
     bool matched = false;
     for (const Variant& v : reg)
@@ -57,6 +55,7 @@ std::vector<const Variant*> selected(const std::string& list, const std::vector<
       }
     if (!matched) {
       std::vector<std::string> known = variant_name_list(reg);
+      const std::string names = fmt::format("{}", fmt::join(known, ", "));
       known.push_back("sdpa");  // the near miss may be the alias
       ATTNPROF_FAIL("unknown variant '{}' in --variants{}: expected {}, or sdpa (every SDPA backend)", name,
                     did_you_mean(name, known), names);

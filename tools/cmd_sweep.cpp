@@ -313,10 +313,11 @@ void measure_peer(int64_t n, const CommonOptions& o, const PeerOptions& po, cons
 // Every (variant, N) point, in that order: validated on two heads, then timed (host or device); one over the memory
 // budget, or that the variant cannot serve, is a skipped point with the reason. Then, with --peer torch, torch's
 // two rows at every N. A progress bar with an ETA. A first Ctrl-C stops it after the point in progress
-// (stop_requested()): the points that finished are returned.
+// (stop_requested()): the points that finished are returned, and `interrupted` says whether any was left out
+// (a Ctrl-C during the last point leaves none: the sweep is whole).
 std::vector<Point> measure_points(const std::vector<const Variant*>& variants, const std::vector<int64_t>& seqs,
                                   const CommonOptions& o, bool gpu, const Target& target, const PeerOptions& po,
-                                  const std::string& torch_version) {
+                                  const std::string& torch_version, bool& interrupted) {
   // The plan for the ETA, in the order the points run: each variant's, then torch's two rows at each N (one item).
   std::vector<Progress::Item> plan;
   for (size_t vi = 0; vi < variants.size(); ++vi)
@@ -387,8 +388,8 @@ std::vector<Point> measure_points(const std::vector<const Variant*>& variants, c
       for (Point& pt : peer)
         if (pt.variant == name) points.push_back(std::move(pt));
   }
-  // A Ctrl-C during the last point left nothing out: the sweep is whole.
-  bar.finish(stop_requested() && item < bar.items() ? "interrupted" : "done");
+  interrupted = stop_requested() && item < bar.items();
+  bar.finish(interrupted ? "interrupted" : "done");
   return points;
 }
 
@@ -511,11 +512,10 @@ void run_sweep(const SweepArgs& a) {
   const AttnProblem ps = problem_of(o, seqs.front());
   const Target target = dev ? device_target(*dev, ps.dtype) : host_target(threads, ps.dtype);
 
-  const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target, a.peer, torch_version);
-  // Stopped by Ctrl-C: the points that finished are the sweep's, said to be a part of what was asked (a Ctrl-C
-  // during the last point left nothing out: the sweep is whole).
+  bool interrupted = false;
+  const std::vector<Point> points = measure_points(variants, seqs, o, gpu, target, a.peer, torch_version, interrupted);
+  // Stopped by Ctrl-C: the points that finished are the sweep's, said to be a part of what was asked.
   const size_t planned = seqs.size() * (variants.size() + (a.peer.on() ? kPeerRows.size() : 0));
-  const bool interrupted = stop_requested() && points.size() < planned;
   if (interrupted && points.empty()) {
     remove_created_dirs_if_empty();
     print_err("attnprof: interrupted before any point finished: nothing written\n");

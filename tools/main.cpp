@@ -180,12 +180,9 @@ int run_command(int argc, char** argv) {
     }
   }
   // CLI11 answers both a missing and a misspelt command with "A subcommand is required"; name the commands.
-  std::string commands;
   std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands({})) {
-    commands += (commands.empty() ? "" : ", ") + sub->get_name();
-    names.push_back(sub->get_name());
-  }
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  const std::string commands = fmt::format("{}", fmt::join(names, ", "));
   // `attnprof help` and `attnprof help CMD`, as git and pip answer them: the help `--help` prints.
   std::vector<char*> args(argv, argv + argc);
   static char help_flag[] = "--help";

@@ -205,7 +205,7 @@ struct ProfileSide {
   std::vector<double> forward_ms;  // the timed forwards (run.forward_ms), when the summary has them
   std::optional<analysis::CpuSharing> sharing;  // run.cpu_sharing, when recorded
   std::vector<double> on_cpu;  // run.forward_on_cpu (-1 per forward not read; empty when not recorded)
-  double threads = -1;         // run.threads, the team its ops ran on (-1: not recorded)
+  double threads = -1;         // run.threads, the team its ops ran on (-1: not recorded, or a device profile)
 };
 // One step a kernel timed inside its shares (a summary's op_phases), on both sides: each thread's time in it per
 // forward, summed over the threads, and the FLOPs it counted per forward; -1 for a side without the step.

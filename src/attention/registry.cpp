@@ -80,11 +80,7 @@ const std::vector<Variant>& registry() {
   return r;
 }
 
-std::string variant_names() {
-  std::string s;
-  for (const Variant& v : registry()) s += (s.empty() ? "" : ", ") + v.name;
-  return s;
-}
+std::string variant_names() { return fmt::format("{}", fmt::join(variant_name_list(registry()), ", ")); }
 
 std::vector<std::string> variant_name_list(const std::vector<Variant>& reg) {
   std::vector<std::string> names;

@@ -250,10 +250,11 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_figures && p.side.problem.empty())
     ATTNPROF_FAIL("{}: field 'problem' is missing (attnprof records it in \"run\" or \"metadata\")", what);
   const std::string annotation = recorded(s, "annotation");
-  // The team its ops ran on (older summaries have none): a diff across thread counts says so.
+  // The team its ops ran on (older summaries have none): a diff across thread counts says so. A device
+  // profile's host threads do not run its kernels: checked, not kept.
   if (run_it != s.end() && run_it->is_object())
     if (const auto th = run_it->find("threads"); th != run_it->end() && !th->is_null())
-      p.side.threads = count(*run_it, "threads", what + " run", 1);
+      if (const double threads = count(*run_it, "threads", what + " run", 1); !p.device) p.side.threads = threads;
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
   bool annotated = false;
@@ -660,7 +661,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
                         d.next.problem.empty() ? "?" : d.next.problem);
   if (!d.base.problem.empty() && !d.next.problem.empty() && d.base.problem != d.next.problem)
     s += "note: the runs are of different problems; the ratios compare different work.\n";
-  s += threads_note(d.device ? -1 : d.base.threads, d.device ? -1 : d.next.threads);
+  s += threads_note(d.base.threads, d.next.threads);
   if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0) {
     const double b = d.base.ms_per_forward, n = d.next.ms_per_forward;
     const std::string r = ratio_text(n < b ? b / n : n / b);
@@ -832,8 +833,7 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()},
                 {"forward_ms", p.forward_ms},
-                // a device profile's host threads do not run its kernels: no note, and null here
-                {"threads", p.threads > 0 && !d.device ? count_json(p.threads) : json()}};
+                {"threads", p.threads > 0 ? count_json(p.threads) : json()}};
   };
   json rows = json::array();
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
@@ -1124,7 +1124,7 @@ std::string diff_table(const RunDiff& d, bool definitions) {
   if (!d.base_bf16_matmul.empty() && !unfused.empty())
     s += fmt::format("note: {} bf16 matmul ran on different GEMMs (base: {}, new: {}); {} speed-up{} include{} that "
                      "change.\n",
-                     fmt::join(unfused, " and "), d.base_bf16_matmul, d.new_bf16_matmul,
+                     spoken_list(unfused), d.base_bf16_matmul, d.new_bf16_matmul,
                      unfused.size() == 1 ? "its" : "their", unfused.size() == 1 ? "" : "s",
                      unfused.size() == 1 ? "s" : "");
   const std::string head = fmt::format("{:<12}{:>12}{:>12}{:>16}{:>12}{:>12}{:>10}{:>9}{:>11}{:>11}", "Variant",

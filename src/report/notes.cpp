@@ -279,15 +279,18 @@ std::vector<double> on_cpu_of(const nlohmann::json& record) {
   return out;
 }
 
-bool any_off_cpu(const std::vector<double>& on_cpu) {
-  return std::any_of(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0 && x < kOnCpuMark; });
-}
+namespace {
+// A forward's share on a CPU that was read (not -1) and falls under the mark.
+bool off_cpu(double share) { return share >= 0 && share < kOnCpuMark; }
+}  // namespace
+
+bool any_off_cpu(const std::vector<double>& on_cpu) { return std::any_of(on_cpu.begin(), on_cpu.end(), off_cpu); }
 
 std::string off_cpu_line(const std::string& subject, const std::vector<double>& on_cpu,
                          const std::vector<double>& forward_ms) {
   std::vector<size_t> off;
   for (size_t i = 0; i < on_cpu.size() && i < forward_ms.size(); ++i)
-    if (on_cpu[i] >= 0 && on_cpu[i] < kOnCpuMark) off.push_back(i);
+    if (off_cpu(on_cpu[i])) off.push_back(i);
   if (off.empty()) return "";
   std::stable_sort(off.begin(), off.end(), [&](size_t a, size_t b) { return on_cpu[a] < on_cpu[b]; });
   std::vector<std::string> each;
