@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <functional>
 #include <regex>
@@ -36,6 +37,10 @@ using namespace attnprof::report;
 namespace {
 
 const fs::path kFixtures = fs::path(ATTNPROF_SOURCE_DIR) / "tests/fixtures/report";
+// The fixture run's files named, copied into `dir` (a test's own run directory, to edit or leave out).
+void copy_fixtures(const fs::path& dir, std::initializer_list<const char*> files) {
+  for (const char* f : files) fs::copy_file(kFixtures / f, dir / f);
+}
 
 ChartLibrary stub_library() {
   ChartLibrary lib;
@@ -627,8 +632,7 @@ TEST(HtmlReport, StackedBarsArePerForwardAndLeaveAnnotationsOut) {
 // than 5 %, a note names both, with the forwards' own times.
 TEST(HtmlReport, TimeBarsAreTheMeanForwardAndANoteNamesTheMedianWhereTheyPart) {
   TempDir d("mean-median");
-  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "flash.summary.json"});
   auto time_chart = [](const json& data) {
     for (const json& c : data["charts"])
       if (c["kind"] == "time-by-op") return c;
@@ -940,8 +944,8 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
   // An earlier run of another shape left its files in the directory: drawing them beside this run's would
   // compare different problems (the step-by-step changes, the roofline, the tables).
   TempDir d("other-problem");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path,
+                {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"});
   const std::string mine = "B=1 Hq=2 Hkv=2 Nq=128 Nk=128 D=32 bf16 causal", old = "B=1 Hq=2 Hkv=2 Nq=256 Nk=256 D=64 bf16 causal";
   auto set_problem = [&](const std::string& file, const char* where, const std::string& problem) {
     json j = json::parse(attnprof::io::read_file(d.path / file));
@@ -997,8 +1001,8 @@ TEST(HtmlReport, FilesOfAnotherProblemAreLeftOutAndNamed) {
 
 TEST(HtmlReport, ARooflineFromACompareRunSaysWhichRunItPlaced) {
   TempDir d("roofline-from");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path,
+                {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "roofline.json"});
   const std::string live = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(live.find("measured ceilings (from roofline.json). Each point"), std::string::npos);
   json roof = json::parse(attnprof::io::read_file(d.path / "roofline.json"));
@@ -1015,8 +1019,7 @@ TEST(HtmlReport, ARooflineFromACompareRunSaysWhichRunItPlaced) {
 // compare --peer torch's rows: a table of their own under the comparison (escaped), absent without them.
 TEST(HtmlReport, PeerRowsAreATableOfTheirOwn) {
   TempDir d("peers");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"});
   const std::string without = render_html_report(d.path.string(), stub_library());
   EXPECT_EQ(without.find("PyTorch on the same inputs"), std::string::npos);
   json c = json::parse(attnprof::io::read_file(d.path / "compare.json"));
@@ -1127,8 +1130,7 @@ TEST(HtmlReport, OpsKeepOneColourOnEveryPage) {
 // names naive, and no summary does.
 TEST(HtmlReport, LegendsListTheVariantsInTheirOneOrder) {
   TempDir d("legend-order");
-  for (const char* f : {"compare.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "inplace.summary.json", "flash.summary.json", "sweep.json"});
   bool sweep_chart = false;
   const json data = data_block(render_html_report(d.path.string(), stub_library()));
   for (const json& c : data["charts"])
@@ -1328,8 +1330,7 @@ TEST(HtmlReport, FlameGraphsOnlyFromThisRunsFoldedStacks) {
 // table file's footnotes (profile and compare write it there) is not shown again inside the fold.
 TEST(HtmlReport, AnUnevenOpIsNamedOnceBesideItsTable) {
   TempDir d("uneven");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"});
   json flash = json::parse(attnprof::io::read_file(d.path / "flash.summary.json"));
   for (json& r : flash["rows"])
     if (r["name"] == "flash_attention") r["self_ns_per_step"] = {40e6, 40e6, 104.5e6};  // 184.5 ms in all
@@ -1350,8 +1351,8 @@ TEST(HtmlReport, AnUnevenOpIsNamedOnceBesideItsTable) {
 
 TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
   TempDir d("earlier-run");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path,
+                {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json", "sweep.json"});
   const auto now = fs::file_time_type::clock::now();
   // This run's compare skipped inplace; inplace.summary.json is an earlier run's (older than compare.json).
   json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
@@ -1408,8 +1409,7 @@ TEST(HtmlReport, AnEarlierRunsFilesBesideThisRunsAreNamedNotMixedIn) {
 
 TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
   TempDir d("corrupt-figures");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"});
   json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
   for (json& r : naive["rows"])
     if (r["name"] != "attn_fwd" && r.value("category", "") != "user_annotation") {
@@ -1451,8 +1451,7 @@ TEST(HtmlReport, FiguresAttnprofNeverWritesAreNamedNotDrawn) {
 // error of 3e17 inside the tolerance) and the cost model of a row too large to run (1.4e17 bytes).
 TEST(HtmlReport, LargeErrorsAndTheCostsOfSkippedRowsAreFiguresAttnprofWrites) {
   TempDir d("large-figures");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"});
   json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
   compare["variants"][0]["max_abs_err"] = 3.22e17;
   compare["variants"][0]["nmse"] = 1e20;
@@ -1482,8 +1481,7 @@ TEST(HtmlReport, LargeErrorsAndTheCostsOfSkippedRowsAreFiguresAttnprofWrites) {
 // and named: it would put flash's ops in naive's bars and step panels. The other variant keeps its own.
 TEST(HtmlReport, AnotherVariantsSummaryIsLeftOutNotDrawnUnderThisName) {
   TempDir d("variant-copy");
-  for (const char* f : {"compare.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "inplace.summary.json", "flash.summary.json"});
   fs::copy_file(kFixtures / "flash.summary.json", d.path / "naive.summary.json");
   std::string page = render_html_report(d.path.string(), stub_library());
   EXPECT_NE(page.find("naive.summary.json is left out: it is variant &#39;flash&#39;s summary, not &#39;naive&#39;s"),
@@ -1509,8 +1507,7 @@ TEST(HtmlReport, AVariantNameThatIsNotAFileNameReadsNothingOutsideTheDirectory) 
   TempDir d("variant-name-escape");
   const fs::path run = d.path / "run";
   fs::create_directories(run);
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, run / f);
+  copy_fixtures(run, {"compare.json", "naive.summary.json", "inplace.summary.json", "flash.summary.json"});
   json compare = json::parse(attnprof::io::read_file(run / "compare.json"));
   compare["variants"][0]["name"] = "../secret";
   compare["variants"][0]["summary"] = nullptr;
@@ -1524,7 +1521,7 @@ TEST(HtmlReport, AVariantNameThatIsNotAFileNameReadsNothingOutsideTheDirectory) 
 
 TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   TempDir d("sweep-problem");
-  for (const char* f : {"compare.json", "sweep.json"}) fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "sweep.json"});
   json sweep = json::parse(attnprof::io::read_file(d.path / "sweep.json"));
   json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
   compare["shape"] = {{"B", 8}, {"Hq", 16}, {"Hkv", 16}, {"Nq", 1024}, {"Nk", 1024}, {"D", 64}};
@@ -1687,8 +1684,7 @@ TEST(HtmlReport, RooflineFromTheProfilesPeaksWhenNoCompareOrRooflineJson) {
 
 TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   TempDir d("no-roofline");
-  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "flash.summary.json"});
   const std::string page = render_html_report(d.path.string(), stub_library());
   const json data = data_block(page);
   bool roof = false;
@@ -1748,9 +1744,8 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
 // with both speeds, and a variant of the summaries it did not place is named as not on the chart.
 TEST(HtmlReport, RooflineJsonThatDisagreesWithTheSummariesIsSaid) {
   TempDir d("roofline-apart");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
-                        "flash.summary.json", "roofline.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
+                         "flash.summary.json", "roofline.json"});
   const std::string agreeing = render_html_report(d.path.string(), stub_library());
   EXPECT_EQ(agreeing.find("ran more than 20 % faster or slower"), std::string::npos);
   EXPECT_EQ(agreeing.find("Not on the chart"), std::string::npos);
@@ -1810,9 +1805,8 @@ TEST(HtmlReport, OnlyQuotedCommandsBecomeCode) {
 
 TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {
   TempDir d("bytes-only");
-  for (const char* f : {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
-                        "roofline.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "inplace.summary.json", "sdpa_math.summary.json",
+                         "roofline.json"});
   // A row with neither FLOPs nor bytes (a view) is in neither the chart nor the table.
   json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
   json view = naive["rows"][4];
@@ -1873,8 +1867,7 @@ TEST(HtmlReport, MaskFillsArePlacedAndOnlyOpsThatComputeNothingAreTabled) {
 // left out and named, the chart built from compare.json; a newer one (roofline --from after it) is drawn.
 TEST(HtmlReport, AnOlderRooflineJsonIsAnEarlierRunsAndIsLeftOut) {
   TempDir d("stale-roofline");
-  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json", "roofline.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "flash.summary.json", "roofline.json"});
   const auto now = fs::file_time_type::clock::now();
   fs::last_write_time(d.path / "roofline.json", now - std::chrono::seconds(60));
   fs::last_write_time(d.path / "compare.json", now);
@@ -1894,8 +1887,7 @@ TEST(HtmlReport, AnOlderRooflineJsonIsAnEarlierRunsAndIsLeftOut) {
 // said so, since its time is not the Comparison table's. The summary compare wrote itself gets no note.
 TEST(HtmlReport, ALaterProfilesSummaryIsDrawnAndNamed) {
   TempDir d("later-profile");
-  for (const char* f : {"compare.json", "naive.summary.json", "flash.summary.json"})
-    fs::copy_file(kFixtures / f, d.path / f);
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json", "flash.summary.json"});
   EXPECT_EQ(render_html_report(d.path.string(), stub_library()).find("from a later run"), std::string::npos);
   json naive = json::parse(attnprof::io::read_file(d.path / "naive.summary.json"));
   naive["run"]["ms_per_forward"] = 150.0;
