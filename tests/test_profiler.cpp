@@ -682,6 +682,37 @@ TEST(Profiler, ScheduleRepeatKeepsEveryCyclesActiveWindow) {
   EXPECT_EQ(row(ka, "work")->calls, 4);
 }
 
+// A zone left open when its step's events are dropped (an annotation opened in the warm-up step and closed in
+// the first active one) must not close, or write into, the zone that took its index after the drop: the
+// ProfilerStep zone keeps its own end, and the ops after the stale zone's end stay inside that step.
+TEST(Profiler, AZoneOpenedInADroppedStepLeavesTheNextZonesAlone) {
+  prof::Profiler p({.schedule = {.wait = 0, .warmup = 1, .active = 1}});
+  p.start();
+  {
+    prof::Zone straddling(std::string_view("straddling"), "user_annotation");
+    p.step();  // the warm-up's events, this zone's among them, are dropped here; the active step begins
+    straddling.set_cost(OpCost{.flops = 12345});
+  }
+  { prof::Zone after(std::string_view("after"), "cpu_op"); }
+  p.step();
+  p.stop();
+  const prof::ProfileResult res = p.result();
+  const auto& zones = res.threads.at(0).zones;
+  const prof::ZoneEvent* step = nullptr;
+  const prof::ZoneEvent* after = nullptr;
+  for (const auto& z : zones) {
+    if (std::string_view(z.name) == "ProfilerStep#1") step = &z;
+    if (std::string_view(z.name) == "after") after = &z;
+    EXPECT_NE(std::string_view(z.name), "straddling") << "a dropped step's zone came back";
+    EXPECT_NE(z.cost.flops, 12345) << z.name << " took the stale zone's cost";
+  }
+  ASSERT_TRUE(step);
+  ASSERT_TRUE(after);
+  ASSERT_GE(after->parent, 0);
+  EXPECT_STREQ(zones[size_t(after->parent)].name, "ProfilerStep#1");
+  EXPECT_GE(step->t1, after->t1) << "the step zone was closed by the stale zone's end";
+}
+
 // A session started, then `record` run under an address-space limit `headroom` bytes above what the process
 // maps by then (`before` runs first: what must exist before the limit, a thread's stack), then stopped: the
 // error the session ends with, or "no error". For a child process, where the limit is set.

@@ -53,6 +53,7 @@ struct ZoneEvent {
   int32_t parent = -1;              // index of the enclosing zone in the same thread, -1 for a root
   uint16_t depth = 0;
   uint8_t n_shapes = 0;
+  uint32_t serial = 0;              // the thread's count of zones opened when this one opened (from 1)
   const char* variant = nullptr;    // the attention variant that was running, if any (interned)
   OpCost cost;                      // from the op's cost model
   std::array<std::array<int64_t, 4>, kMaxShapes> shapes{};
@@ -223,11 +224,19 @@ ThreadBuffer* thread_buffer();  // this thread's buffer, registered on first use
 // refuses the profile as it does when a buffer cannot grow.
 // `lost_event`: whether a failure loses an event of the caller's (false for a caller that records none itself).
 ThreadBuffer* recording_buffer(bool lost_event = true) noexcept;
-int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept;
-void close_zone(ThreadBuffer* b, int32_t idx) noexcept;
-ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept;
+// An open zone as its opener holds it: its index in the thread's buffer and its serial number. A step boundary
+// drops the zones recorded since the warm-up began, and the next zone opened takes a dropped zone's index; the
+// serial tells that zone from the dropped one, whose close and writes then go nowhere.
+struct ZoneRef {
+  int32_t idx = -1;  // -1: not recording
+  uint32_t serial = 0;
+};
+ZoneRef open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept;
+void close_zone(ThreadBuffer* b, ZoneRef z) noexcept;
+ZoneEvent* zone_at(ThreadBuffer* b, ZoneRef z) noexcept;  // the scratch event for a dropped zone
 const char* intern(std::string_view s);  // stable pointer for a dynamic name
 int32_t innermost_zone(ThreadBuffer* b) noexcept;  // -1 when no zone is open
+const char* innermost_zone_name(ThreadBuffer* b) noexcept;  // nullptr when no zone is open
 uint32_t next_region_id() noexcept;
 void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept;
 }  // namespace detail
@@ -245,19 +254,19 @@ class Zone {
     if (recording()) begin(detail::intern(name), category);
   }
   ~Zone() {
-    if (idx_ >= 0) detail::close_zone(buf_, idx_);
+    if (ref_.idx >= 0) detail::close_zone(buf_, ref_);
   }
   Zone(const Zone&) = delete;
   Zone& operator=(const Zone&) = delete;
 
-  bool active() const { return idx_ >= 0; }
+  bool active() const { return ref_.idx >= 0; }
   void set_cost(const OpCost& c) noexcept {
-    if (idx_ >= 0) detail::zone_at(buf_, idx_)->cost = c;
+    if (ref_.idx >= 0) detail::zone_at(buf_, ref_)->cost = c;
   }
   // An input's shape and, when given, its element type (a string with static storage: dtype_name's).
   void add_shape(const std::array<int64_t, 4>& s, const char* type = nullptr) noexcept {
-    if (idx_ < 0) return;
-    ZoneEvent* e = detail::zone_at(buf_, idx_);
+    if (ref_.idx < 0) return;
+    ZoneEvent* e = detail::zone_at(buf_, ref_);
     if (e->n_shapes < kMaxShapes) {
       e->types[e->n_shapes] = type;
       e->shapes[e->n_shapes++] = s;
@@ -267,10 +276,10 @@ class Zone {
  private:
   void begin(const char* name, const char* category) noexcept {
     buf_ = detail::recording_buffer();
-    if (buf_) idx_ = detail::open_zone(buf_, name, category);
+    if (buf_) ref_ = detail::open_zone(buf_, name, category);
   }
   detail::ThreadBuffer* buf_ = nullptr;
-  int32_t idx_ = -1;
+  detail::ZoneRef ref_;
 };
 
 // Compiled-out stand-in with the same interface.
@@ -288,8 +297,8 @@ class ParallelRegion {
   ParallelRegion() noexcept {
     if (recording()) [[unlikely]] {
       detail::ThreadBuffer* b = detail::recording_buffer(/*lost_event=*/false);  // a region is no event
-      if (const int32_t z = b ? detail::innermost_zone(b) : -1; z >= 0) {
-        name_ = detail::zone_at(b, z)->name;
+      if (const char* op = b ? detail::innermost_zone_name(b) : nullptr) {
+        name_ = op;
         id_ = detail::next_region_id();
       }
     }
@@ -410,7 +419,7 @@ class Profiler {
   bool prepared_ = false;  // holds the session: prepare() ran and stop() has not
   double counting_overhead_ns_ = 0.0;  // calibrated_zone_overhead_ns(true), measured by prepare()
   bool running_ = false;
-  int32_t step_zone_ = -1;
+  detail::ZoneRef step_zone_;
   detail::ThreadBuffer* step_buf_ = nullptr;
   ProfileResult collected_;
   std::map<std::string, std::string> metadata_;

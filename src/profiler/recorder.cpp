@@ -103,7 +103,7 @@ std::vector<ThreadBuffer*> all_buffers() {
   return out;
 }
 
-int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept {
+ZoneRef open_zone(ThreadBuffer* b, const char* name, const char* category) noexcept {
   const int32_t idx = int32_t(b->zones.size());
   const int32_t parent = b->stack.empty() ? -1 : b->stack.back();
   const uint16_t depth = uint16_t(b->stack.size());
@@ -119,9 +119,10 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
     }
   } catch (...) {
     ++b->dropped;
-    return idx;
+    return ZoneRef{idx, 0};  // serial 0 is no zone's
   }
   ZoneEvent& e = b->zones.back();
+  e.serial = ++b->zones_opened;
   e.name = name;
   e.category = category;
   e.parent = parent;
@@ -134,12 +135,19 @@ int32_t open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
   if (counting) [[unlikely]] counters::faults_open(e);
   e.t0 = now_ticks();
   if (counting) [[unlikely]] counters::clock_open(b, e);
-  return idx;
+  return ZoneRef{idx, e.serial};
 }
 
-void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
-  // A zone opened before the buffer was cleared (a step boundary) is simply dropped.
-  const bool kept = size_t(idx) < b->zones.size() && !b->stack.empty() && b->stack.back() == idx;
+// Whether `z` is still in the buffer: a zone whose events a step boundary dropped is not, even where a later
+// zone took its index.
+bool stored(const ThreadBuffer* b, ZoneRef z) noexcept {
+  return size_t(z.idx) < b->zones.size() && b->zones[size_t(z.idx)].serial == z.serial;
+}
+
+void close_zone(ThreadBuffer* b, ZoneRef z) noexcept {
+  // A zone opened before its events were dropped (a step boundary) is simply dropped.
+  const int32_t idx = z.idx;
+  const bool kept = stored(b, z) && !b->stack.empty() && b->stack.back() == idx;
   const bool counting = kept && g_counters.load(std::memory_order_relaxed);
   if (counting) [[unlikely]] counters::clock_close(b, b->zones[size_t(idx)]);
   const uint64_t t = now_ticks();
@@ -152,6 +160,10 @@ void close_zone(ThreadBuffer* b, int32_t idx) noexcept {
 }
 
 int32_t innermost_zone(ThreadBuffer* b) noexcept { return b->stack.empty() ? -1 : b->stack.back(); }
+
+const char* innermost_zone_name(ThreadBuffer* b) noexcept {
+  return b->stack.empty() ? nullptr : b->zones[size_t(b->stack.back())].name;
+}
 
 uint32_t next_region_id() noexcept {
   static std::atomic<uint32_t> next{0};
@@ -191,8 +203,8 @@ int64_t grow_ahead(ThreadBuffer* b, int64_t steps) noexcept {
   return std::min({zones, mem, work});
 }
 
-ZoneEvent* zone_at(ThreadBuffer* b, int32_t idx) noexcept {
-  return size_t(idx) < b->zones.size() ? &b->zones[size_t(idx)] : &b->scratch;
+ZoneEvent* zone_at(ThreadBuffer* b, ZoneRef z) noexcept {
+  return stored(b, z) ? &b->zones[size_t(z.idx)] : &b->scratch;
 }
 
 const char* intern(std::string_view s) {

@@ -39,6 +39,7 @@ struct ThreadBuffer {
   EventVector<MemEvent> mem;
   EventVector<WorkSpan> work;     // shares of parallel regions
   std::vector<int32_t> stack;     // indices of open zones
+  uint32_t zones_opened = 0;      // every zone this thread opened while recording: the next one's serial - 1
   const char* variant = nullptr;  // set by VariantScope
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).

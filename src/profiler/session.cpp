@@ -60,13 +60,26 @@ double calibrated_zone_overhead_ns(bool with_counters) {
   // With counters on, a zone reads the page faults just outside its [t0, t1] (counters.h), so that cost is
   // part of what it adds to its parent, and is calibrated with them on.
   auto measure = [](bool counting, int children, int rounds, bool least) {
-    // The zone listener (NVTX mirroring) is held off: calibration zones must not reach Nsight's timeline.
-    const ZoneListener* listener = zone_listener();
-    set_zone_listener(nullptr);
-    const bool was = detail::g_recording.exchange(true);
-    const bool counters_were = detail::g_counters.exchange(counting);
     detail::ThreadBuffer* b = detail::thread_buffer();
     const size_t zones0 = b->zones.size(), mem0 = b->mem.size();
+    // Recording on, counters as asked, and the zone listener (NVTX mirroring) held off: calibration zones must
+    // not reach Nsight's timeline. All three, and the buffer, are put back however this ends (a reserve below
+    // can throw bad_alloc under an address-space limit), so no zone records outside a session afterwards.
+    struct Restore {
+      detail::ThreadBuffer* b;
+      size_t zones0, mem0;
+      const ZoneListener* listener;
+      bool was, counters_were;
+      ~Restore() {
+        b->zones.resize(zones0);
+        b->mem.resize(mem0);
+        detail::g_counters.store(counters_were);
+        detail::g_recording.store(was);
+        set_zone_listener(listener);
+      }
+    } restore{b,           zones0, mem0, zone_listener(), detail::g_recording.exchange(true),
+              detail::g_counters.exchange(counting)};
+    set_zone_listener(nullptr);
     static constexpr ZoneSite parent_site{"calibration", "cpu_op"};
     static constexpr ZoneSite child_site{"calibration_child", "cpu_op"};
     std::vector<double> samples;
@@ -86,10 +99,6 @@ double calibrated_zone_overhead_ns(bool with_counters) {
       b->zones.resize(zones0);
       if (round > 0) samples.push_back(double(parent_t1 - parent_t0 - child_sum) * ns_per_tick() / children);
     }
-    b->mem.resize(mem0);
-    detail::g_counters.store(counters_were);
-    detail::g_recording.store(was);
-    set_zone_listener(listener);
     std::sort(samples.begin(), samples.end());
     return least ? samples.front() : samples[samples.size() / 2];
   };
@@ -213,8 +222,8 @@ void Profiler::enter_step() {
 }
 
 void Profiler::leave_step() {
-  if (step_zone_ >= 0) detail::close_zone(step_buf_, step_zone_);
-  step_zone_ = -1;
+  if (step_zone_.idx >= 0) detail::close_zone(step_buf_, step_zone_);
+  step_zone_ = {};
   const Phase ph = phase_of(step_);
   const int64_t cycle = opts_.schedule.cycle();
   // End of a cycle's active window: keep its events by moving the marks past them.
