@@ -141,6 +141,53 @@ TEST(CudaUnfusedEmulated, MaskedFillBroadcastsTheMask) {
     }
 }
 
+// SDPA math's mask on the GPU: where (bool -> an additive fp32 mask), then add_ of that mask broadcast over any
+// size-1 dim, into fp32 and bf16 scores, on one block and on the launchers' grid.
+TEST(CudaUnfusedEmulated, WhereAndAddMaskBroadcastTheMask) {
+  constexpr int64_t B = 2, H = 3, Nq = 5, Nk = 7, n = B * H * Nq * Nk;
+  const std::vector<std::array<int64_t, 4>> mask_shapes = {{1, 1, Nq, Nk}, {B, 1, 1, Nk}, {B, H, Nq, Nk}, {1, 1, 1, 1}};
+  for (const auto& [Bm, Hm, Mq, Mk] : mask_shapes)
+    for (unsigned grid : {1u, unsigned((n + kernels::kThreads - 1) / kernels::kThreads)}) {
+      SCOPED_TRACE(fmt::format("mask [{},{},{},{}] grid {}", Bm, Hm, Mq, Mk, grid));
+      const int64_t nm = Bm * Hm * Mq * Mk;
+      std::vector<uint8_t> cond(static_cast<size_t>(nm));
+      for (size_t i = 0; i < cond.size(); ++i) cond[i] = uint8_t(i % 3 == 1);
+      std::vector<float> m(static_cast<size_t>(nm), 7.0f);
+      std::vector<float> x(static_cast<size_t>(n));
+      std::vector<bf16> xb(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        x[size_t(i)] = value_at(i);
+        xb[size_t(i)] = float_to_bf16(value_at(i) * 1.001f);
+      }
+      const std::vector<bf16> xb0 = xb;
+      simt::Device dev;
+      dev.add_buffer(cond.data(), cond.size(), "cond", false);
+      dev.add_buffer(m.data(), m.size() * 4, "m", true);
+      dev.add_buffer(x.data(), x.size() * 4, "x", true);
+      dev.add_buffer(xb.data(), xb.size() * 2, "xb", true);
+      expect_clean(dev.launch(grid, kernels::kThreads, 0, [&] {
+        kernels::where_kernel<float>(cond.data(), m.data(), nm, -kInf, 0.0f);
+      }));
+      for (int64_t i = 0; i < nm; ++i) ASSERT_EQ(m[size_t(i)], cond[size_t(i)] ? -kInf : 0.0f) << i;
+      for (size_t i = 0; i < m.size(); ++i) m[i] = cond[i] ? -kInf : value_at(int64_t(i) + 1000);  // a live mask
+      const auto ms = cuda::layout::mask_strides(Bm, Hm, Mq, Mk);
+      expect_clean(dev.launch(grid, kernels::kThreads, 0, [&] {
+        kernels::add_mask_kernel<float>(x.data(), m.data(), H, Nq, Nk, n, ms);
+        kernels::add_mask_kernel<bf16>(xb.data(), m.data(), H, Nq, Nk, n, ms);
+      }));
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < Nq; ++i)
+            for (int64_t j = 0; j < Nk; ++j) {
+              const int64_t e = ((b * H + h) * Nq + i) * Nk + j;
+              const int64_t mo = (((Bm == 1 ? 0 : b) * Hm + (Hm == 1 ? 0 : h)) * Mq + (Mq == 1 ? 0 : i)) * Mk +
+                                 (Mk == 1 ? 0 : j);
+              ASSERT_EQ(x[size_t(e)], value_at(e) + m[size_t(mo)]) << b << h << i << j;
+              ASSERT_EQ(xb[size_t(e)], float_to_bf16(bf16_to_float(xb0[size_t(e)]) + m[size_t(mo)])) << b << h << i << j;
+            }
+    }
+}
+
 // scale (out of place and in place), convert in all four directions, triu, each rounding once.
 TEST(CudaUnfusedEmulated, ElementwiseKernelsRoundOnceOnStore) {
   constexpr int64_t n = 1000;

@@ -12,7 +12,7 @@
 // functions are those models; they are exact for the bytes each op must move at least once.
 //
 // Conventions: all tensors are 4-D. bf16 ops compute in fp32 and round once on store. Masks are Bool
-// with true = "fill this element" (masked_fill semantics) and broadcast over B and H. matmul broadcasts
+// with true = "fill this element" (masked_fill semantics) and broadcast over any dim of size 1. matmul broadcasts
 // over heads when a has a multiple of b's heads (grouped-query attention) without copying b.
 // softmax of a row whose entries are all -inf gives zeros (not NaN), matching PyTorch's flash kernels.
 // A NaN anywhere in a softmax row makes the whole row NaN, as in PyTorch. reference_attention and the command line
@@ -83,6 +83,11 @@ Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal = 1);
 OpCost triu_mask_cost(int64_t nq, int64_t nk);  // writes Nq·Nk bytes
 Tensor logical_not(const Tensor& mask);
 OpCost logical_not_cost(const Shape4& mask);    // reads and writes the mask, one byte per element
+// torch.where(cond, if_true, if_false) with scalar branches: a contiguous tensor of cond's shape in `dtype`
+// (fp32, bf16 or fp16). How SDPA's math backend turns a bool mask into an additive one
+// (convert_boolean_attn_mask: -inf where masked, 0 where kept).
+Tensor where(const Tensor& cond, float if_true, float if_false, DType dtype);
+OpCost where_cost(const Shape4& cond, DType dtype);  // reads a byte and writes an element per element
 
 // Throws unless `mask` (shape [Bm,Hm,Nq,Nk], Bm in {1,B}, Hm in {1,H}) broadcasts to `target`.
 void check_broadcast(const Shape4& mask, const Shape4& target, const char* what);

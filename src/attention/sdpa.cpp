@@ -56,9 +56,10 @@ std::string sdpa_selection_note(const AttnProblem& p) {
 }
 
 // What sdpa_math allocates at its peak beyond the caller's q, k and v, all in fp32: the upcast copies (half
-// inputs), the √scale-scaled q and k, which replace them once made, then the worst of four moments: scaling
-// q (its upcast copy and the scaled one live), scaling k (likewise; it outweighs q when Nk·Hkv > Nq·Hq), a
-// masked_fill (its input and output scores, and the causal mask it rebuilds), and the second matmul (the
+// inputs), the √scale-scaled q and k, which replace them once made, then the worst of five moments: scaling
+// q (its upcast copy and the scaled one live), making the additive mask (the bool mask and the fp32 one),
+// scaling k (its upcast copy and the scaled one, beside that mask; it outweighs q when Nk·Hkv > Nq·Hq), the
+// softmax (its input and output scores; the mask, added in place, is gone by then) and the second matmul (the
 // probabilities beside the fp32 output, and the cast-back output of a half input).
 double sdpa_math_peak_bytes(const AttnProblem& p) {
   const double f4 = 4, bh = double(p.B) * double(p.Hq), d = double(p.D);
@@ -66,9 +67,10 @@ double sdpa_math_peak_bytes(const AttnProblem& p) {
   const double scores = bh * double(p.Nq) * double(p.Nk) * f4;
   const bool upcast = is_half(p.dtype);
   const double held = q + kv + (upcast ? kv : 0.0);  // scaled q and k, and v's fp32 copy
-  const double mask = variants::fill_mask_bytes(p);
+  const double bool_mask = variants::fill_mask_bytes(p), add_mask = 4 * bool_mask;  // one byte, one float a pair
   const double out_half = upcast ? q * double(dtype_size(p.dtype)) / f4 : 0.0;
-  return held + std::max({upcast ? q : 0.0, upcast ? kv : 0.0, 2 * scores + mask, scores + q + out_half});
+  return held + std::max({upcast ? q : 0.0, bool_mask + add_mask, (upcast ? kv : 0.0) + add_mask, 2 * scores,
+                          scores + q + out_half});
 }
 
 namespace {
@@ -87,12 +89,20 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   // is valid, and its plain square root is NaN.
   const double scale = p.effective_scale(), sq = std::sqrt(std::fabs(scale));
   q = ops::mul(q, std::copysign(sq, scale));
+  // The mask as PyTorch's math backend makes it, on every call: the pairs to mask as a bool tensor (the causal
+  // triu, which torch builds as ones().tril() and negates; a bool mask's logical_not), turned into an additive
+  // fp32 mask (convert_boolean_attn_mask: -inf where masked, 0 where kept) and added to the scores in place.
+  // No copy of the scores: unlike masked_fill out of place (the naive variant's Memcpy), add_ writes them where
+  // they are.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Tensor mask;
+  if (p.mask == MaskKind::Causal) mask = ops::where(ops::triu_mask(p.Nq, p.Nk, 1), ninf, 0.0f, DType::F32);
+  if (p.mask == MaskKind::Bool) mask = ops::where(ops::logical_not(o.attn_mask), ninf, 0.0f, DType::F32);
+  if (p.mask == MaskKind::Additive) mask = o.attn_mask;
   k = ops::mul(k, sq);
   Tensor s = ops::matmul(q, ops::transpose(k));
-  const float ninf = -std::numeric_limits<float>::infinity();
-  if (p.mask == MaskKind::Causal) s = ops::masked_fill(s, ops::triu_mask(p.Nq, p.Nk, 1), ninf);  // every call
-  if (p.mask == MaskKind::Bool) s = ops::masked_fill(s, ops::logical_not(o.attn_mask), ninf);
-  if (p.mask == MaskKind::Additive) s = ops::add(s, o.attn_mask);
+  if (mask.defined()) ops::add_(s, mask);
+  mask = Tensor();
   Tensor attn = ops::softmax(s);
   s = Tensor();
   Tensor out = ops::matmul(attn, v);
@@ -169,12 +179,16 @@ OpCost sdpa_math_cost(const AttnProblem& p, bool bool_mask_per_call) {
     c += ops::copy_cost(kv, p.dtype, f);
   }
   c += ops::mul_cost(q, f);
-  c += ops::mul_cost(kv, f);
-  c += ops::matmul_cost(q, kt, f);
-  // The mask it builds per call (the causal triu; a bool mask's logical_not), then applied out of place.
+  // The mask it builds per call (the causal triu; a bool mask's logical_not), made additive (where), then added
+  // to the scores in place.
+  const Shape4 m = p.mask == MaskKind::Causal ? Shape4{1, 1, p.Nq, p.Nk} : p.mask_shape;
   if (p.mask == MaskKind::Causal) c += ops::triu_mask_cost(p.Nq, p.Nk);
   if (p.mask == MaskKind::Bool && bool_mask_per_call) c += ops::logical_not_cost(p.mask_shape);
-  c += mask_ops_cost(p, f, /*copy=*/true);
+  if (p.mask == MaskKind::Causal || p.mask == MaskKind::Bool) c += ops::where_cost(m, f);
+  c += ops::mul_cost(kv, f);
+  c += ops::matmul_cost(q, kt, f);
+  if (p.mask != MaskKind::None)
+    c += ops::add_cost(s, f, m, p.mask == MaskKind::Additive ? p.mask_dtype : f);
   c += ops::softmax_cost(s, f);
   c += ops::matmul_cost(s, kv, f);
   if (is_half(p.dtype)) c += ops::copy_cost(q, f, p.dtype);

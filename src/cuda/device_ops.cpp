@@ -97,6 +97,32 @@ void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value) {
   detail::check_launch("masked_fill");
 }
 
+void add_(DeviceTensor& a, const DeviceTensor& m) {
+  ATTNPROF_ZONE_AS(z, "add_", "cpu_op");
+  NvtxRange nv("add_");
+  ATTNPROF_CHECK(m.dtype() == DType::F32, "device add_ takes an fp32 additive mask, got {}", dtype_name(m.dtype()));
+  ops::check_broadcast(m.shape(), a.shape(), "additive mask");
+  z.add_shape(a.shape(), dtype_name(a.dtype()).data());
+  z.add_shape(m.shape(), dtype_name(m.dtype()).data());
+  z.set_cost(ops::add_cost(a.shape(), a.dtype(), m.shape(), m.dtype()));
+  kernels::add_mask(a.raw(), m.data<float>(), a.shape(0), a.shape(1), a.shape(2), a.shape(3), m.shape(0), m.shape(1),
+                    m.shape(2), m.shape(3), a.dtype(), detail::stream());
+  detail::check_launch("add_mask");
+}
+
+DeviceTensor where(const DeviceTensor& cond, float if_true, float if_false, DType dtype) {
+  ATTNPROF_ZONE_AS(z, "where", "cpu_op");
+  NvtxRange nv("where");
+  ATTNPROF_CHECK(cond.dtype() == DType::Bool, "where needs a Bool condition, got {}", dtype_name(cond.dtype()));
+  ATTNPROF_CHECK(dtype == DType::F32 || is_half(dtype), "where makes fp32, bf16 or fp16, not {}", dtype_name(dtype));
+  z.add_shape(cond.shape(), dtype_name(cond.dtype()).data());
+  z.set_cost(ops::where_cost(cond.shape(), dtype));
+  DeviceTensor out = DeviceTensor::empty(cond.shape(), dtype);
+  kernels::where(cond.data<uint8_t>(), out.raw(), cond.numel(), if_true, if_false, dtype, detail::stream());
+  detail::check_launch("where");
+  return out;
+}
+
 DeviceTensor clone(const DeviceTensor& a) {
   ATTNPROF_ZONE_AS(z, "copy_", "cpu_op");
   NvtxRange nv("copy_");

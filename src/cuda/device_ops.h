@@ -17,6 +17,8 @@ void mul_(DeviceTensor& a, double s);
 // mask: Bool [Bm,Hm,Nq,Nk], true = fill. Out of place = copy_ (a Memcpy DtoD) + masked_fill_, as in ATen.
 DeviceTensor masked_fill(const DeviceTensor& a, const DeviceTensor& mask, float value);
 void masked_fill_(DeviceTensor& a, const DeviceTensor& mask, float value);
+void add_(DeviceTensor& a, const DeviceTensor& m);  // m: an fp32 additive mask broadcast to a
+DeviceTensor where(const DeviceTensor& cond, float if_true, float if_false, DType dtype);  // scalar branches
 DeviceTensor softmax(const DeviceTensor& a);
 void softmax_(DeviceTensor& a);
 DeviceTensor clone(const DeviceTensor& a);           // copy_: cudaMemcpyAsync device to device

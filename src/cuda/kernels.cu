@@ -1,5 +1,5 @@
 // The launchers of the unfused variants' small kernels (unfused_kernels.cuh): scale, masked_fill, row
-// softmax, dtype conversion, triu mask. Three storage types (float, bf16, fp16); conversions only to and from
+// softmax, dtype conversion, triu mask, where, additive mask. Three storage types (float, bf16, fp16); conversions only to and from
 // fp32 (what SDPA's math path needs), which keeps nvcc's instantiations, and CI's build time, small.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -64,6 +64,25 @@ void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq,
   with_storage(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     masked_fill_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<T*>(x), mask, H, Nq, Nk, n, ms, value);
+  });
+}
+
+void add_mask(void* x, const float* m, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm, int64_t Hm,
+              int64_t Mq, int64_t Mk, DType t, cudaStream_t st) {
+  const int64_t n = B * H * Nq * Nk;
+  if (n <= 0) return;
+  const layout::MaskStrides ms = layout::mask_strides(Bm, Hm, Mq, Mk);
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    add_mask_kernel<<<blocks_for(n), kThreads, 0, st>>>(static_cast<T*>(x), m, H, Nq, Nk, n, ms);
+  });
+}
+
+void where(const uint8_t* cond, void* out, int64_t n, float if_true, float if_false, DType t, cudaStream_t st) {
+  if (n <= 0) return;
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    where_kernel<<<blocks_for(n), kThreads, 0, st>>>(cond, static_cast<T*>(out), n, if_true, if_false);
   });
 }
 

@@ -18,6 +18,11 @@ void scale(const void* x, void* y, int64_t n, float s, DType t, cudaStream_t str
 // [Bm,Hm,Mq,Mk] broadcasts to it: each mask dim is 1 or x's (b' = Bm == 1 ? 0 : b, and so on).
 void masked_fill(void* x, const uint8_t* mask, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm,
                  int64_t Hm, int64_t Mq, int64_t Mk, float value, DType t, cudaStream_t stream);
+// x[b,h,i,j] += m[b',h',i',j'], an fp32 additive mask [Bm,Hm,Mq,Mk] broadcast to x's [B,H,Nq,Nk] as above.
+void add_mask(void* x, const float* m, int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t Bm, int64_t Hm,
+              int64_t Mq, int64_t Mk, DType t, cudaStream_t stream);
+// out[e] = cond[e] ? if_true : if_false over n contiguous elements: torch.where with scalar branches.
+void where(const uint8_t* cond, void* out, int64_t n, float if_true, float if_false, DType t, cudaStream_t stream);
 // Row softmax over the last dim (rows of length n); all -inf rows give zeros. y may equal x.
 void softmax_rows(const void* x, void* y, int64_t rows, int64_t n, DType t, cudaStream_t stream);
 // Dtype conversion between fp32 and bf16 or fp16 (or a same-type copy).

@@ -1,5 +1,5 @@
 // Internal: the small kernels of the unfused CUDA variants (scale, masked_fill, row softmax, dtype
-// conversion, triu mask), launched by kernels.cu. Each computes in fp32 and rounds once on store, like the
+// conversion, triu mask, where, additive mask), launched by kernels.cu. Each computes in fp32 and rounds once on store, like the
 // CPU ops (src/ops). Written in the primitives `load`, `store` (float and the bf16 storage type) and
 // `__expf`, which the includer defines first: kernels.cu for the GPU, tests/simt_emulator.h on the host
 // (tests/test_cuda_unfused_emulated.cpp runs these very kernels against fp64 on the CPU). Unnamed namespace:
@@ -32,6 +32,22 @@ __global__ void masked_fill_kernel(T* x, const uint8_t* mask, int64_t H, int64_t
                                    layout::MaskStrides ms, float value) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
     if (mask[layout::mask_offset(e, H, Nq, Nk, ms)]) store(x, e, value);
+}
+
+// x += m where m, an fp32 additive mask, broadcasts to x's [B,H,Nq,Nk] (SDPA math's add_ of its mask), in fp32,
+// rounded once on store.
+template <class T>
+__global__ void add_mask_kernel(T* x, const float* m, int64_t H, int64_t Nq, int64_t Nk, int64_t n,
+                                layout::MaskStrides ms) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    store(x, e, load(x, e) + m[layout::mask_offset(e, H, Nq, Nk, ms)]);
+}
+
+// torch.where(cond, if_true, if_false) with scalar branches over a contiguous bool tensor of n elements.
+template <class T>
+__global__ void where_kernel(const uint8_t* cond, T* out, int64_t n, float if_true, float if_false) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    store(out, e, cond[e] ? if_true : if_false);
 }
 
 // The row maximum's step: fmaxf drops a NaN operand, this keeps it, so that a NaN score makes its whole row

@@ -146,7 +146,8 @@ class NaiveRunner final : public DeviceRunner {
 };
 
 // PyTorch's _scaled_dot_product_attention_math on CUDA: upcast to fp32, q and k each scaled by √scale,
-// the causal mask built again on every call, then the same composed ops, and back to the input dtype.
+// the causal mask built again on every call and added to the scores in place, then softmax and the second
+// matmul, and back to the input dtype.
 class SdpaMathRunner final : public DeviceRunner {
  public:
   SdpaMathRunner(const AttnProblem& p, const AttnOptions& o) : p_(p) {
@@ -165,10 +166,16 @@ class SdpaMathRunner final : public DeviceRunner {
     DeviceTensor v = upcast ? dops::to(v0, DType::F32) : v0;
     const double scale = p_.effective_scale(), sq = std::sqrt(std::fabs(scale));  // sign on q's side, as on the CPU
     q = dops::mul(q, std::copysign(sq, scale));
+    // The mask as the CPU math path and PyTorch make it: additive fp32 (where), added to the scores in place.
+    DeviceTensor mask;
+    const bool masked = p_.mask == MaskKind::Causal || p_.mask == MaskKind::Bool;
+    if (masked)
+      mask = dops::where(p_.mask == MaskKind::Causal ? dops::triu_mask(p_.Nq, p_.Nk, 1) : bool_fill_, kNegInf, 0.0f,
+                         DType::F32);
     k = dops::mul(k, sq);
     DeviceTensor s = dops::matmul_qk(q, k);
-    if (p_.mask == MaskKind::Causal) s = dops::masked_fill(s, dops::triu_mask(p_.Nq, p_.Nk, 1), kNegInf);
-    if (p_.mask == MaskKind::Bool) s = dops::masked_fill(s, bool_fill_, kNegInf);
+    if (masked) dops::add_(s, mask);
+    mask = DeviceTensor();
     DeviceTensor attn = dops::softmax(s);
     s = DeviceTensor();
     DeviceTensor out = dops::matmul_pv(attn, v);

@@ -1,4 +1,4 @@
-// Copies and masks: clone (copy_), dtype conversion (to), triu_mask, logical_not.
+// Copies and masks: clone (copy_), dtype conversion (to), triu_mask, logical_not, where.
 #include <algorithm>
 #include <cstring>
 
@@ -93,6 +93,27 @@ Tensor logical_not(const Tensor& mask) {
     for (int64_t h = 0; h < mask.shape(1); ++h)
       for (int64_t i = 0; i < mask.shape(2); ++i)
         for (int64_t j = 0; j < mask.shape(3); ++j) o[k++] = !mask.data<uint8_t>()[mask.offset_of(b, h, i, j)];
+  return out;
+}
+
+OpCost where_cost(const Shape4& cond, DType dtype) { return copy_cost(cond, DType::Bool, dtype); }
+
+Tensor where(const Tensor& cond, float if_true, float if_false, DType dtype) {
+  ATTNPROF_OP_ZONE(z, "where");
+  ATTNPROF_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where needs a bool condition, got {}",
+                 cond.defined() ? dtype_name(cond.dtype()) : "undefined");
+  ATTNPROF_CHECK(dtype == DType::F32 || is_half(dtype), "where makes fp32, bf16 or fp16, not {}", dtype_name(dtype));
+  z.add_shape(cond.shape(), dtype_name(cond.dtype()).data());
+  z.set_cost(where_cost(cond.shape(), dtype));
+  Tensor out = Tensor::empty(cond.shape(), dtype);
+  const int64_t B = cond.shape(0), H = cond.shape(1), N = cond.shape(2), M = cond.shape(3);
+  const uint8_t* c = cond.data<uint8_t>();
+  void* o = out.raw();
+#pragma omp parallel for schedule(static) if (B * H * N * M > 65536)
+  for (int64_t r = 0; r < B * H * N; ++r) {
+    const int64_t b = r / (H * N), h = r / N % H, i = r % N;
+    for (int64_t j = 0; j < M; ++j) store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
+  }
   return out;
 }
 
