@@ -107,6 +107,12 @@ TEST(Errors, BadScale) {
   o.scale = 0.0;
   expect_error([&] { AttnProblem::from(rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), o); },
                {"scale must be finite and non-zero"});
+  // Finite in fp64 but not in the fp32 the kernels scale in: refused, not a NaN output.
+  for (double s : {1e39, -1e39, 1e-39}) {
+    o.scale = s;
+    expect_error([&] { AttnProblem::from(rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), rnd({1, 1, 4, 16}), o); },
+                 {"outside fp32's normal range"});
+  }
 }
 
 TEST(Errors, HugeTensorRefused) {

@@ -257,6 +257,34 @@ TEST(Ops, AddMatchesLoop) {
   }
 }
 
+// An in-place op on a broadcast view would write each shared element many times, from several threads: every
+// in-place op refuses it by name, and leaves the tensor as it was.
+TEST(Ops, InPlaceOpsRefuseABroadcastView) {
+  Tensor t = Tensor::zeros({1, 1, 1, 64}, DType::F32);
+  t.set(0, 0, 0, 3, 1.5f);
+  Tensor e = t.expand({1, 1, 4096, 64});
+  const Tensor mask = Tensor::zeros({1, 1, 1, 64}, DType::Bool);
+  const Tensor add = Tensor::zeros({1, 1, 1, 64}, DType::F32);
+  auto refused = [](const std::function<void()>& f, const std::string& op) {
+    try {
+      f();
+      ADD_FAILURE() << op << " wrote to a broadcast view";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(op + " cannot write in place to a broadcast view"), std::string::npos)
+          << err.what();
+      EXPECT_NE(std::string(err.what()).find("dim 2"), std::string::npos) << err.what();
+    }
+  };
+  refused([&] { ops::mul_(e, 2.0); }, "mul_");
+  refused([&] { ops::masked_fill_(e, mask, 0.0f); }, "masked_fill_");
+  refused([&] { ops::add_(e, add); }, "add_");
+  refused([&] { ops::softmax_(e); }, "softmax_");
+  EXPECT_EQ(t.get(0, 0, 0, 3), 1.5f);
+  // A size-1 dim's stride does not matter: the plain tensor is written as before.
+  ops::mul_(t, 2.0);
+  EXPECT_EQ(t.get(0, 0, 0, 3), 3.0f);
+}
+
 TEST(Ops, CopiesMatchLoop) {
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);

@@ -1,6 +1,7 @@
 // Input validation and the shape-level description shared by every variant.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attnprof/attention.h"
 #include "attnprof/error.h"
@@ -76,6 +77,12 @@ AttnProblem AttnProblem::from_shapes(const Shape4& q, const Shape4& k, const Sha
   if (o.scale) {
     ATTNPROF_CHECK(std::isfinite(*o.scale) && *o.scale != 0.0, "scale must be finite and non-zero, got {}",
                    *o.scale);
+    // The kernels scale in fp32: a scale past float's range (or under its smallest normal) would turn every
+    // score into inf or 0 there, and the output into NaN or a plain average, where the fp64 reference is fine.
+    ATTNPROF_CHECK(std::fabs(*o.scale) <= double(std::numeric_limits<float>::max()) &&
+                       std::fabs(*o.scale) >= double(std::numeric_limits<float>::min()),
+                   "scale {} is outside fp32's normal range ({:g} to {:g}), in which the kernels scale the scores",
+                   *o.scale, double(std::numeric_limits<float>::min()), double(std::numeric_limits<float>::max()));
     p.scale = *o.scale;
   }
   if (o.attn_mask.defined()) {

@@ -270,7 +270,12 @@ AtomicFile::AtomicFile(std::string path, Gzip gzip, Commit when) : impl_(std::ma
     if (deflateInit2(&m.zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       m.fail("zlib initialisation failed", ENOMEM);
     m.gz = true;
-    m.zbuf.resize(1 << 18);
+    try {
+      m.zbuf.resize(1 << 18);
+    } catch (...) {  // no destructor runs for a constructor that throws: the temporary file goes here
+      m.abort_file();
+      throw;
+    }
   }
 }
 

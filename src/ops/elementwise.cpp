@@ -23,6 +23,7 @@ OpCost mul_cost(const Shape4& a, DType dtype) {
 Tensor& mul_(Tensor& a, double s) {
   ATTNPROF_OP_ZONE(z, "mul_");
   detail::check_float(a, "mul_");
+  detail::check_writable(a, "mul_");
   z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(mul_cost(a.shape(), a.dtype()));
   const float f = float(s);
@@ -76,6 +77,7 @@ OpCost masked_fill_cost(const Shape4& a, DType dtype, const Shape4& mask) {
 Tensor& masked_fill_(Tensor& a, const Tensor& mask, float value) {
   ATTNPROF_OP_ZONE(z, "masked_fill_");
   detail::check_float(a, "masked_fill_");
+  detail::check_writable(a, "masked_fill_");
   ATTNPROF_CHECK(mask.defined() && mask.dtype() == DType::Bool, "masked_fill_ needs a bool mask, got {}",
                  mask.defined() ? dtype_name(mask.dtype()) : "undefined");
   check_broadcast(mask.shape(), a.shape(), "mask");
@@ -122,6 +124,7 @@ OpCost add_cost(const Shape4& a, DType dtype, const Shape4& m, DType mdtype) {
 Tensor& add_(Tensor& a, const Tensor& m) {
   ATTNPROF_OP_ZONE(z, "add_");
   detail::check_float(a, "add_");
+  detail::check_writable(a, "add_");
   detail::check_float(m, "add_ (mask)");
   check_broadcast(m.shape(), a.shape(), "additive mask");
   ATTNPROF_CHECK(!(is_half(a.dtype()) && is_half(m.dtype()) && a.dtype() != m.dtype()),

@@ -17,6 +17,17 @@ inline void check_float(const Tensor& a, const char* op) {
                  dtype_name(a.dtype()));
 }
 
+// An in-place op's target must not be a broadcast view (a dim of size > 1 with stride 0, as expand() makes): its
+// elements alias one another, so the op would write each more than once, from several threads at once (as in
+// PyTorch, which refuses in-place writes to overlapping memory).
+inline void check_writable(const Tensor& a, const char* op) {
+  for (int d = 0; d < 4; ++d)
+    ATTNPROF_CHECK(a.shape(d) <= 1 || a.stride(d) != 0,
+                   "{} cannot write in place to a broadcast view (dim {} of shape {} has stride 0, its elements "
+                   "share memory): write to a contiguous copy (clone) instead",
+                   op, d, shape_str(a.shape()));
+}
+
 // Calls f(r, row_offset_in_a, row_offset_in_m) for every row r = (b·H + h)·N + i of a's last dim (its index in
 // a contiguous tensor of a's shape, where an out-of-place op writes it), in parallel over rows once the tensor
 // holds more than 32768 elements (below that a team costs more than it saves). f may call omp_get_thread_num().

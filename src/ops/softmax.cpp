@@ -75,6 +75,7 @@ OpCost softmax_cost(const Shape4& a, DType dtype) {
 Tensor& softmax_(Tensor& a) {
   ATTNPROF_OP_ZONE(z, "softmax_");
   detail::check_float(a, "softmax_");
+  detail::check_writable(a, "softmax_");
   z.add_shape(a.shape(), dtype_name(a.dtype()).data());
   z.set_cost(softmax_cost(a.shape(), a.dtype()));
   softmax_rows(a, a.raw(), /*in_place=*/true);

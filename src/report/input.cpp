@@ -3,6 +3,7 @@
 // summaries and compare.json through them (io/file.h reads the bytes).
 #include <algorithm>
 #include <cstdio>
+#include <unistd.h>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -119,21 +120,44 @@ struct ParseCost : nlohmann::json_sax<json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
-// Bytes the system would still give: MemAvailable, and under an address-space limit no more than the limit
-// less what the process maps now. -1 when neither can be read.
-double memory_left() {
-  double left = -1;
+// The bytes this process holds in memory now (/proc/self/statm's resident pages); 0 when unreadable.
+double resident_bytes() {
+  double bytes = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long size = 0, resident = 0;
+    if (std::fscanf(f, "%ld %ld", &size, &resident) == 2 && resident > 0)
+      bytes = double(resident) * double(sysconf(_SC_PAGESIZE));
+    std::fclose(f);
+  }
+  return bytes;
+}
+
+// Bytes the system would still give, and what bounds them, as the end of "more than ...": MemAvailable; under
+// the memory limit of the cgroup the process runs in (a container's -m: past it the kernel kills the process),
+// no more than that limit less what the process holds; under an address-space limit, no more than the limit
+// less what the process maps now (the same bounds as the memory budget's). bytes -1 when none can be read.
+struct MemoryLeft {
+  double bytes = -1;
+  std::string bound;
+};
+MemoryLeft memory_left() {
+  MemoryLeft left;
+  auto bound_by = [&](double bytes, std::string bound) {
+    if (left.bytes < 0 || bytes < left.bytes) left = {bytes, std::move(bound)};
+  };
   if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
     char line[256];
     unsigned long long kb = 0;
     while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) left = double(kb) * 1024.0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) bound_by(double(kb) * 1024.0, "the system has free");
     std::fclose(f);
   }
-  if (const int64_t limit = address_space_limit_bytes(); limit >= 0) {
-    const double under_limit = double(limit) - double(std::max<int64_t>(mapped_bytes(), 0));
-    left = left < 0 ? under_limit : std::min(left, under_limit);
-  }
+  if (const CgroupMemoryLimit& cg = process_cgroup_memory_limit(); cg.bytes > 0)
+    bound_by(double(cg.bytes) - resident_bytes(),
+             fmt::format("the memory limit of {} ({}) leaves", binary_size(double(cg.bytes)), cg.file));
+  if (const int64_t limit = address_space_limit_bytes(); limit >= 0)
+    bound_by(double(limit) - double(std::max<int64_t>(mapped_bytes(), 0)),
+             fmt::format("the address-space limit (ulimit -v) of {} leaves", binary_size(double(limit))));
   return left;
 }
 
@@ -149,16 +173,12 @@ double json_parse_bytes(std::string_view text) { return parse_cost(text).bytes; 
 std::string json_memory_error(std::string_view text) { return json_memory_error(json_parse_bytes(text)); }
 
 std::string json_memory_error(double need) {
-  const double left = memory_left();
+  const MemoryLeft left = memory_left();
   // A quarter more than the estimate: the allocator's own slack and the parser's buffers beside the document.
-  if (left < 0 || need * 1.25 <= left) return "";
-  const int64_t limit = address_space_limit_bytes();
+  if (left.bytes < 0 || need * 1.25 <= left.bytes) return "";
   return fmt::format("reading it takes about {} of memory, more than {} ({} left): no file attnprof writes "
                      "needs that on this machine",
-                     binary_size(need * 1.25),
-                     limit >= 0 ? fmt::format("the address-space limit (ulimit -v) of {} leaves", binary_size(double(limit)))
-                                : std::string("the system has free"),
-                     binary_size(std::max(left, 0.0)));
+                     binary_size(need * 1.25), left.bound, binary_size(std::max(left.bytes, 0.0)));
 }
 
 std::string json_parse_error(std::string_view text) {

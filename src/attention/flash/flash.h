@@ -28,7 +28,9 @@ struct Params {
 // Every thread's scratch for one kernel call, allocated by the calling thread before the parallel region
 // opens. The profiler bills memory to the zone open on the allocating thread and an OpenMP worker has none,
 // so scratch a worker allocated itself would belong to no op; and a failed allocation throws here instead
-// of inside the region. Each thread's slice starts on its own page. Defined in flash.cpp (baseline code).
+// of inside the region. Each thread's slice is whole pages long, so two threads' slices never share a cache
+// line (the block itself is 64-byte aligned, page-aligned only from 2 MiB). Defined in flash.cpp (baseline
+// code).
 class ThreadScratch {
  public:
   ThreadScratch(size_t bytes_per_thread, int threads);

@@ -393,8 +393,8 @@ inline KvBlock load_kv(const Plan& pl, const Scratch& s, const QBlock& q, int64_
 }
 
 // 2b. Sᵀ = K·Qᵀ (unscaled), row panels of kRp rows × micro-tiles of kMr keys. In a diagonal block a panel
-// only needs the keys its last row can see; the tiles left out are fully masked below (the softmax overwrites
-// every lane of them with -inf), so their stale contents are never read.
+// only needs the keys its last row can see; the tiles left out are fully masked below (the softmax writes
+// P = 0 over every lane of them), so their stale contents are never read.
 // Returns the scores it computed for the task's rows (padding rows left out), as flash_tiles counts them.
 inline int64_t scores(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
   int64_t computed = 0;
