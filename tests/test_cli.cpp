@@ -686,7 +686,8 @@ TEST_F(Cli, CompareRunsEveryVariantWithinTolerance) {
       EXPECT_LE(v["max_abs_err"].get<double>(),
                 v["tolerance"]["atol"].get<double>() + 4 * v["tolerance"]["rtol"].get<double>());
       EXPECT_TRUE(fs::exists(out() / v["trace"].get<std::string>()));
-      EXPECT_TRUE(json::parse(io::read_file(out() / v["summary"].get<std::string>())).contains("run"));
+      // Each summary says, as profile's does, the team its ops ran on: diff notes runs on other thread counts.
+      EXPECT_EQ(json::parse(io::read_file(out() / v["summary"].get<std::string>()))["run"]["threads"], 1);
       // The torch-style table of the same run, as profile writes it (report draws it beside the summary).
       const std::string table = io::read_file(out() / (v["name"].get<std::string>() + ".table.txt"));
       EXPECT_NE(table.find("Self CPU %"), std::string::npos);
@@ -2249,6 +2250,14 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --variants flash --shape 4096,4096,64,64 --seq 64,2147483648",
              "the q would hold 2.31e+18 elements, past 2^53");
   expect_bad("profile naive --shape 1,1,64,9223372036854775807", "the q would hold 5.9e+20 elements");
+  // Within memory, past any time: N = 95M at D = 1 would compute 3.6e16 FLOPs in its fp64 reference (years on a
+  // CPU, and the variant's own forward as long): refused before the inputs are drawn, not left to hang.
+  expect_bad("profile flash --shape 1,1,94906265,1 --threads 1",
+             "at B=1 Hq=1 Hkv=1 Nq=94906265 Nk=94906265 D=1 bf16 causal the fp64 reference every variant is "
+             "validated against would take 3.6e+04 TFLOP");
+  expect_bad("compare --shape 1,1,94906265,1 --threads 1", "would take 3.6e+04 TFLOP");
+  expect_bad("sweep --variants flash --shape 1,1,64,64 --seq 64,50000000 --threads 1",
+             "the fp64 reference every variant is validated against would take");
   // A head dim the kernel cannot serve is refused before 600 MB of random inputs are drawn (one line: no
   // progress was printed, so nothing ran).
   expect_bad("profile flash --shape 1,1,1,100000000 --threads 1", "supports head dims up to 256");
@@ -2259,9 +2268,28 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   // A value the library cannot parse is refused naming the option it came from.
   expect_bad("profile sdpa --backend fast" + kSmall, "--backend: unknown SDPA backend 'fast'");
   expect_bad("profile sdpa --backend cudnn" + kSmall, "--backend: 'cudnn' is a backend of the CUDA variants: add --device cuda");
+  // A CUDA variant's name without --device cuda (a build without the backend has no such variant).
+  expect_bad("compare --variants naive,,flash" + kSmall,
+             "--variants 'naive,,flash' holds an empty name (two commas in a row, or one at an end)");
+  expect_bad("sweep --variants flash, --seq 64,128" + kSmall, "--variants 'flash,' holds an empty name");
+  expect_bad("profile sdpa-cudnn" + kSmall, cuda::cuda_registry().empty()
+                                                ? std::string("unknown variant 'sdpa-cudnn'")
+                                                : std::string("'sdpa-cudnn' is a variant of the CUDA backend: add --device cuda"));
   ::setenv("ATTNPROF_ISA", "bogus", 1);
   expect_bad("profile naive" + kSmall, "ATTNPROF_ISA: unknown ISA 'bogus': expected scalar, avx2 or avx512");
   ::unsetenv("ATTNPROF_ISA");
+  {  // A library file the environment names and that does not load is the error, not a silent fall back to the
+     // library found by name (fp32 naive multiplies with OpenBLAS; the run's header line comes first).
+    ::setenv("ATTNPROF_OPENBLAS_LIBRARY", "/nonexistent/libopenblas.so", 1);
+    const Result r = run("profile naive --dtype fp32" + kSmall + out_flag());
+    ::unsetenv("ATTNPROF_OPENBLAS_LIBRARY");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("attnprof: error: OpenBLAS unavailable: ATTNPROF_OPENBLAS_LIBRARY='/nonexistent/libopenblas.so' "
+                         "could not be loaded ("),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out())) << "a stopped run leaves no output directory";
+  }
   expect_bad("profile naive --backend math" + kSmall, "--backend applies only to the sdpa variant");
   expect_bad("profile naive --dtype fp8" + kSmall, "--dtype: unsupported dtype 'fp8': expected fp32, bf16 or fp16");
   expect_bad("profile naive --memory-budget 12Q" + kSmall, "--memory-budget");
@@ -2271,7 +2299,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   // an int64 wrapped round to a negative count; inputs of 5.3e13 bytes, which the sizes can count: with that size
   // (and their fp64 reference's), over the budget.
   expect_bad("compare --shape 99999999,99999,99999,64", "the q would hold 6.4e+19 elements, past 2^53");
-  expect_bad("compare --shape 2048,1024,65536,64", "(52776558133248 bytes) and their fp64 reference (212205744160768 bytes)");
+  expect_bad("compare --shape 2048,1024,65536,64", "(52776558133248 bytes) beside their fp64 reference (212205744160768 bytes)");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
@@ -3072,6 +3100,22 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
   r = limited("compare --threads 0x10");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--threads '0x10' is not a decimal integer"), std::string::npos) << r.err;
+  {  // Peaks not measured yet: STREAM's 384 MiB of arrays do not fit, and the error names that measurement and
+     // the way round, not the fp64 reference or the shape (which needs kilobytes).
+    const fs::path empty_cache = dir_ / "no-peaks-yet";
+    ::setenv("XDG_CACHE_HOME", empty_cache.c_str(), 1);
+    struct RestoreCache {
+      ~RestoreCache() { ::setenv("XDG_CACHE_HOME", (fs::path(ATTNPROF_BINARY_DIR) / "test_cli_cache").c_str(), 1); }
+    } restore;
+    r = limited("roofline --peaks-only --threads 1");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("attnprof: error: measuring the machine's peaks needs 384.00 MiB for the STREAM triad's "
+                         "three arrays, which the address-space limit (ulimit -v) of 200.00 MiB does not leave: "
+                         "measure them once where that memory is free (`attnprof roofline --peaks-only`)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("fp64 reference"), std::string::npos) << r.err;
+  }
   r = limited("diff " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
@@ -3135,9 +3179,10 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
       << r.err;
   EXPECT_FALSE(fs::exists(big)) << "a stopped run leaves no output directory";
   // The inputs fit, their fp64 reference (not tensors, past the budget by --memory-budget) does not: said to
-  // be outside the tensors, under the limit.
-  r = limited("profile flash --iters 1 --warmup 0 --shape 6,16,1024,64 --dtype fp32 --memory-budget 100G --out " +
-              big.string());
+  // be outside the tensors, under the limit. One thread, whose peaks the unlimited run above cached (measuring
+  // them would fail first, and say so).
+  r = limited("profile flash --iters 1 --warmup 0 --threads 1 --shape 6,16,1024,64 --dtype fp32 --memory-budget "
+              "100G --out " + big.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("attnprof: error: out of memory: an allocation outside the tensors (the fp64 reference's or a "
                        "report's buffers) failed under the address-space limit (ulimit -v) of 200 MiB"),
@@ -3761,6 +3806,13 @@ TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {
   const std::string page = io::read_file(out() / "report.html");
   EXPECT_NE(page.find("compare.json could not be parsed"), std::string::npos);
   EXPECT_NE(page.find("sweep-time"), std::string::npos);
+  // ... and on stderr, one note per file left out, so that a script reading only the exit status and stderr
+  // learns that the page lacks them.
+  for (const std::string& file : {"compare.json: not valid JSON (", "roofline.json: not an attnprof roofline",
+                                  "flash.summary.json: it is a directory", "naive.summary.json: not an attnprof summary"})
+    EXPECT_NE(some.err.find("attnprof: note: " + dir + file), std::string::npos) << file << " in: " << some.err;
+  EXPECT_NE(some.err.find("(left out of the page)"), std::string::npos) << some.err;
+  EXPECT_EQ(some.err.find("sweep.json:"), std::string::npos) << some.err;
 }
 
 TEST_F(Cli, OutputTargetsThatCannotBeWrittenAreRefusedBeforeTheRun) {

@@ -1175,6 +1175,50 @@ TEST(HtmlReport, SweepPointsNoSweepWritesAreNamed) {
   EXPECT_EQ(drawn, n - 3);
 }
 
+// Likewise a fit with no exponent (null, a string, missing) or no positive coefficient: named and left out of
+// the table and the chart, never printed as "nan".
+TEST(HtmlReport, SweepFitsNoSweepWritesAreNamed) {
+  TempDir d("sweep-fits");
+  json sweep = json::parse(attnprof::io::read_file(kFixtures / "sweep.json"));
+  ASSERT_GE(sweep["fits"].size(), 3u);
+  sweep["fits"][0]["exponent"] = nullptr;
+  sweep["fits"][1]["exponent"] = "x";
+  sweep["fits"][2]["coefficient"] = -1.0;
+  const std::string first = sweep["fits"][0]["metric"].get<std::string>() + " fit of " +
+                            sweep["fits"][0]["variant"].get<std::string>();
+  spit(d.path / "sweep.json", sweep.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find("the " + first + ": left out, sweep.json gives it no exponent (attnprof never writes such a fit)"),
+            std::string::npos);
+  EXPECT_NE(page.find("left out, sweep.json gives it no positive coefficient"), std::string::npos);
+  EXPECT_EQ(page.find(">nan<"), std::string::npos);
+  EXPECT_EQ(page.find("N^nan"), std::string::npos);
+}
+
+// Machine peaks no machine has (a damaged or edited roofline.json) are not drawn: no ridge at 10^32 FLOP/B or at
+// infinity, but a note naming the figure, as the peaks cache and roofline --from refuse it.
+TEST(HtmlReport, RooflinePeaksNoMachineHasAreNamedNotDrawn) {
+  for (const char* file : {"roofline.json", "compare.json"}) {
+    TempDir d(std::string("roofline-peaks-") + file);
+    copy_fixtures(d.path, {file, "naive.summary.json"});
+    const json good = json::parse(attnprof::io::read_file(kFixtures / file));
+    for (double bw : {1e-30, 5e-324, 1e9}) {
+      SCOPED_TRACE(fmt::format("{} bandwidth_gbs {}", file, bw));
+      json r = good;
+      r["machine"]["bandwidth_gbs"] = bw;
+      if (r.contains("ops")) r["ops"] = json::array();  // no op placed under those peaks, so the file is read
+      spit(d.path / file, r.dump());
+      const std::string page = render_html_report(d.path.string(), stub_library());
+      EXPECT_NE(page.find(fmt::format("{} gives machine peaks no machine has (bandwidth_gbs {:g} is outside "
+                                      "0.1..100000 GB/s)",
+                                      file, bw)),
+                std::string::npos);
+      EXPECT_EQ(page.find("ridge inf"), std::string::npos);
+      for (const json& c : data_block(page)["charts"]) EXPECT_NE(c["kind"], "roofline");
+    }
+  }
+}
+
 // A roofline.json whose op figures do not add up (an edited rate would sit above its roof) is not drawn: the
 // note names the figure, and the section is built from compare.json and the summaries instead.
 TEST(HtmlReport, RooflineOpsWhoseFiguresDisagreeAreNotDrawn) {

@@ -154,6 +154,21 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
             "forwards shared the CPUs with other work, disagreed or ran off the CPU (the Busy, Noisy and Off the CPU "
             "lines): a ratio to re-measure before trusting.");
   EXPECT_EQ(report::speedup_line({}), "");
+  // The blog's headline ratio, SDPA math against in-place, which the ratios over naive leave to the reader.
+  EXPECT_EQ(report::blog_ratio_line({{"naive", 148.5, 82.5}, {"inplace", 101.7, 72.7}, {"sdpa-math", 325.4, 145.2}}),
+            "Blog's ratio: sdpa-math 3.20x slower than inplace (on its A100: 3.7x slower).");
+  EXPECT_EQ(report::blog_ratio_line({{"inplace", 100, 1}, {"sdpa-math", 50, 1, -1, true}}).rfind(
+                "Blog's ratio: sdpa-math 2.00x* faster than inplace (on its A100: 3.7x slower). *: either side's", 0),
+            0u);
+  EXPECT_EQ(report::blog_ratio_line({{"naive", 1, 1}, {"sdpa-math", 3, 1}}), "");
+  // The kernel's steps in one line; on disturbed forwards it says the split is wall time, to re-measure.
+  analysis::OpPhases op;
+  op.name = "flash_attention_fwd";
+  op.steps = {{"load", 1e6, 0}, {"Q·Kᵀ", 3e6, 3e8}};
+  EXPECT_EQ(report::phase_line("flash", op), "Inside flash's flash_attention_fwd (its threads' time): load 25 %, Q·Kᵀ "
+                                             "75 % at 100 GFLOP/s a thread.");
+  EXPECT_NE(report::phase_line("flash", op, true).find("75 % at 100 GFLOP/s a thread. Its forwards were disturbed"),
+            std::string::npos);
   const auto far = report::far_from_floor_notes(
       {{"naive", 2.574, 0.28759}, {"inplace", 0.310, 0.254}, {"flash", 1.0, std::nan("")}, {"x", 1.0, 0.0}}, false);
   ASSERT_EQ(far.size(), 1u);

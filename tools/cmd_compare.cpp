@@ -46,7 +46,7 @@ struct Row {
 // once, in the order first named ("naive,naive" and "sdpa,sdpa-math" would otherwise write the same files twice).
 std::vector<const Variant*> selected(const std::string& list, const std::vector<Variant>& reg) {
   std::vector<const Variant*> out;
-  for (const std::string& name : list.empty() ? std::vector<std::string>{} : split_list(list)) {
+  for (const std::string& name : list.empty() ? std::vector<std::string>{} : split_variant_list(list)) {
     bool matched = false;
     for (const Variant& v : reg)
       if (v.name == name || (name == "sdpa" && v.name.starts_with("sdpa-"))) {
@@ -111,6 +111,7 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name},
+               {"threads", ops::num_threads()},  // as profile records it: diff notes runs on other thread counts
                {"ms_per_forward", row.ms},
                {"max_abs_err", row.r.err.max_abs},
                {"peak_extra_bytes", row.r.peak_extra_bytes},
@@ -182,13 +183,17 @@ std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
   const std::vector<report::RowTime> times = row_times(rows);
   std::string s;
   if (const std::string line = report::speedup_line(times); !line.empty()) s += line + "\n";
+  if (const std::string line = report::blog_ratio_line(times); !line.empty()) s += line + "\n";
   if (const std::string line = report::memory_time_line(times, gpu); !line.empty()) s += line + "\n";
   for (const std::string& line : report::far_from_floor_notes(times, gpu)) s += line + "\n";
   // What a fused kernel's one row does not show: where its time goes inside (the flash kernel's steps).
   for (const Row& r : rows)
     if (r.r.status == RunOutcome::Status::Ok)
       for (const analysis::OpPhases& op : r.phases)
-        if (const std::string line = report::phase_line(r.name, op); !line.empty()) s += line + "\n";
+        if (const std::string line = report::phase_line(
+                r.name, op, report::is_disturbed(r.forward_ms, r.r.sharing, r.on_cpu));
+            !line.empty())
+          s += line + "\n";
   return s;
 }
 

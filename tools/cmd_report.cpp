@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "attnprof/error.h"
 #include "attnprof/html.h"
+#include "common.h"
 
 namespace attnprof::cli {
 namespace {
@@ -39,6 +41,8 @@ void run_report(const ReportArgs& a) {
   // A directory with nothing to draw (empty, unrelated files, every input corrupt) is bad input: no page, one
   // line per file that could not be used, then the error itself (exit 2).
   opt.require_input = true;
+  std::vector<std::string> unusable;
+  opt.unusable = &unusable;
   std::string path;
   try {
     path = report::write_html_report(a.out, opt);
@@ -46,6 +50,8 @@ void run_report(const ReportArgs& a) {
     for (const std::string& line : e.problems) print_error(line);  // a parser's message may quote the file's bytes
     throw Error(e.what());
   }
+  // The page was written without them (each section says why); stderr says so too, for whoever reads only it.
+  for (const std::string& line : unusable) progress("attnprof: note: " + line + " (left out of the page)");
   print_out("{}\n", terminal_line(path));
 }
 

@@ -490,12 +490,14 @@ void run_sweep(const SweepArgs& a) {
   std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
   const std::vector<int64_t> seqs = parse_seq(a.seq, seq_note);
   ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
-  const std::vector<std::string> names = split_list(a.variants);
+  const std::vector<std::string> names = split_variant_list(a.variants);
   ATTNPROF_CHECK(a.backend.empty() || std::find(names.begin(), names.end(), "sdpa") != names.end(),
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
                                                                 !a.variants_given);
-  for (int64_t n : seqs) (void)problem_of(o, n);  // every point's shape is one the library takes, before any runs
+  // Every point's shape is one the library takes, and one whose check (the reference of two heads,
+  // check_heads) ends, before any point runs.
+  for (int64_t n : seqs) check_reference_work(problem_of(o, n), 2.0);
   check_html_if_asked(o);
   const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
   prepare_out_dir(o.out);

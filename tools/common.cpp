@@ -337,6 +337,7 @@ void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_refere
                       // flash suggested only to a variant that needs more than flash would
                       forward > inputs + reference && forward > flash_peak_bytes(p) ? kNoScoresHint
                                                                                     : kSmallerShapeHint);
+  if (with_reference) check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -401,11 +402,14 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
   } else {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
-    if (const double reference = reference_bytes(p); with_reference)
+    if (const double reference = reference_bytes(p); with_reference) {
       check_memory_budget(bytes + reference,
-                          fmt::format("the random inputs of {} ({} bytes) and their fp64 reference ({} bytes)",
+                          fmt::format("drawing the random inputs of {} ({} bytes) beside their fp64 reference ({} "
+                                      "bytes)",
                                       p.str(), byte_count(bytes), byte_count(reference)),
                           kSmallerShapeHint);
+      check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
+    }
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
     if (bytes >= double(1 << 30))  // seconds of work, before anything else is printed
@@ -458,6 +462,10 @@ const Variant& resolve_variant(const std::string& name, const std::string& backe
     std::vector<std::string> names = variant_name_list(registry());
     const bool known = std::find(names.begin(), names.end(), name) != names.end();
     names.push_back("sdpa");  // the near miss may be the alias
+    if (const std::vector<std::string> gpu_names = variant_name_list(cuda::cuda_registry());
+        !known && std::find(gpu_names.begin(), gpu_names.end(), name) != gpu_names.end())
+      ATTNPROF_FAIL("'{}' is a variant of the CUDA backend: add --device cuda (the CPU's variants are {})", name,
+                    variant_names());
     if (!known)
       ATTNPROF_FAIL("unknown variant '{}'{}: expected {}, or sdpa (its backend chosen by --backend)", name,
                     did_you_mean(name, names), variant_names());
@@ -695,6 +703,13 @@ std::vector<std::string> split_list(const std::string& s) {
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+std::vector<std::string> split_variant_list(const std::string& list) {
+  std::vector<std::string> names = split_list(list);
+  for (const std::string& n : names)
+    ATTNPROF_CHECK(!n.empty(), "--variants '{}' holds an empty name (two commas in a row, or one at an end)", list);
+  return names;
 }
 
 double now_s() {
@@ -946,12 +961,28 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
 
 }  // namespace
 
+void check_reference_work(const AttnProblem& p, double heads) {
+  // Every pair of every head, two multiply-adds per element of D for q·k and for p·v: what the oracle computes
+  // (reference_attention does not skip masked pairs). At about 20 GFLOP/s in fp64 on two Zen 4 cores the cap
+  // is some 80 minutes; the blog's shape is 34 GFLOP, under two seconds.
+  const double flops = 4.0 * heads * double(p.Nq) * double(p.Nk) * double(p.D);
+  const double blog = 4.0 * 8 * 16 * 1024.0 * 1024.0 * 64;
+  if (!(flops > kMaxReferenceFlops)) return;
+  ATTNPROF_FAIL("at {} the fp64 reference every variant is validated against would take {:.3g} TFLOP ({:.0f}x the "
+                "blog's shape, hours or more on a CPU; attnprof refuses past {:g} TFLOP), and a variant is not timed "
+                "before it is validated: run a smaller --shape",
+                p.str(), flops * 1e-12, flops / blog, kMaxReferenceFlops * 1e-12);
+}
+
 namespace {
-// The budget check runs before the reservation is made (a member initialiser's argument).
+// The budget check runs before the reservation is made (a member initialiser's argument). So does the check of
+// its work: a shape that fits in memory can still ask for years of arithmetic (N = 10^8 at D = 1 is 4·10^16
+// FLOPs), and a run that would only hang is refused up front (check_reference_work).
 double checked_reference_bytes(const AttnProblem& p) {
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
                       kSmallerShapeHint);
+  check_reference_work(p, double(p.B) * double(p.Hq));
   return bytes;
 }
 }  // namespace

@@ -274,6 +274,8 @@ nlohmann::json read_json_file(const std::string& path);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every comma-separated part, empty ones kept (callers name what is wrong).
 std::vector<std::string> split_list(const std::string& s);
+// --variants' names, split at commas: an Error for an empty one ("naive,,flash"), which no variant is named.
+std::vector<std::string> split_variant_list(const std::string& list);
 
 using analysis::median;  // the one median (attnprof/analysis.h), host and CUDA-event timings alike
 double elapsed_s(double since_s);
@@ -332,6 +334,11 @@ const char* status_name(RunOutcome::Status s);
 // The fp64 reference of one set of inputs, computed when a variant first needs it: a variant refused by its
 // support check or the memory budget is known before minutes of fp64 work, and a run whose every variant is
 // refused computes none.
+// Refuses (Error) a problem whose fp64 reference over `heads` heads would compute more than kMaxReferenceFlops:
+// a run that would take hours to years before its first timing.
+inline constexpr double kMaxReferenceFlops = 1e14;
+void check_reference_work(const AttnProblem& p, double heads);
+
 class LazyReference {
  public:
   // Reserves the reference's bytes against the memory budget from here on (OutOfBudget when they do not fit

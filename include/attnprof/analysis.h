@@ -231,8 +231,11 @@ std::string busy_peaks_clause(std::string_view measured_busy);
 // "from_cache" (when true)}: the form every JSON output
 // (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
+// The figures no machine gives, far outside any real one's: a rate outside 0.1 GFLOP/s .. 10 PFLOP/s, a
+// bandwidth outside 0.1 GB/s .. 100 TB/s (1e-300 GB/s would put every op under a ceiling of nothing).
+inline constexpr double kMinPeakRate = 0.1, kMaxPeakGflops = 1e7, kMaxPeakGbs = 1e5;
 // The same object read back (a compare.json's "machine"): Error saying what is wrong when a field is missing,
-// of the wrong type, or a figure no machine gives (0.1 GFLOP/s .. 10 PFLOP/s, 0.1 GB/s .. 100 TB/s).
+// of the wrong type, or a figure no machine gives (kMinPeakRate .. kMaxPeakGflops or kMaxPeakGbs).
 MachinePeaks machine_peaks_from_json(const nlohmann::json& j);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.

@@ -36,6 +36,10 @@ struct HtmlOptions {
   // roofline.json or a <variant>.summary.json that is readable and what attnprof writes), write_html_report
   // throws NoReportInput and writes nothing, instead of a page that only says what to run.
   bool require_input = false;
+  // When set, write_html_report fills it with one line per input that is there but could not be used,
+  // "<dir>/<file>: <why>" as NoReportInput's problems (the page leaves its section out with a note), so that the
+  // command can say so on stderr too: a script that reads only the exit status sees 0 for a page drawn without them.
+  std::vector<std::string>* unusable = nullptr;
 };
 
 // What write_html_report throws with HtmlOptions::require_input when nothing in the directory can be drawn.

@@ -121,8 +121,10 @@ std::vector<std::string> thread_balance_notes(const std::string& subject,
 std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analysis::MachinePeaks* peaks,
                         DType dtype, bool definitions = true);
 // The same in one line for compare's text: "Inside flash's flash_attention_fwd (its threads' time): load Q, K, V
-// 10 %, Q·Kᵀ 31 % at 348 GFLOP/s a thread, ...". "" when the op timed no steps.
-std::string phase_line(const std::string& subject, const analysis::OpPhases& op);
+// 10 %, Q·Kᵀ 31 % at 348 GFLOP/s a thread, ...". "" when the op timed no steps. `disturbed`: the row's forwards
+// shared the CPUs or disagreed (Busy, Noisy): the steps are wall time on each thread, so a step a thread was
+// preempted in counts the wait, and the line says its split is to re-measure.
+std::string phase_line(const std::string& subject, const analysis::OpPhases& op, bool disturbed = false);
 
 // The profile as folded stacks, torch's export_stacks format and what flamegraph.pl, speedscope and inferno
 // read: one line per distinct stack, "main;ProfilerStep*;attn_fwd;softmax 12064000", frames root first, the
@@ -391,6 +393,10 @@ struct RowTime {
 // 1.46x, sdpa-math 0.46x, flash 3.87x." against naive where it ran, else the first row; "" with fewer than two
 // rows. compare prints it under its table and the HTML report under the Comparison's.
 std::string speedup_line(const std::vector<RowTime>& rows);
+// The blog's headline ratio, which the speed-ups over naive leave to the reader: SDPA's math backend against
+// in-place ("Blog's ratio: sdpa-math 3.73x slower than inplace (on its A100: 3.7x)."), with the same `*` for a
+// disturbed side; "" unless both rows ran.
+std::string blog_ratio_line(const std::vector<RowTime>& rows);
 // What the `*` on such a ratio means, with a leading space: " *: either side's forwards shared the CPUs ...".
 std::string_view disturbed_ratio_note();
 // The row those ratios divide by: naive when it ran, else the first row that ran (a time above 0); null with

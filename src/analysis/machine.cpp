@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attnprof/allocator.h"
 #include "attnprof/analysis.h"
 #include "attnprof/error.h"
 #include "attnprof/isa.h"
@@ -103,12 +104,32 @@ double measure_bf16(int threads, Isa isa) {
   return throughput_gflops(threads, bf16_loop_avx512, kPeakAccumulatorsAvx512, 16 * 2 * 2.0);
 }
 
+// A measurement's buffers that could not be had (an address-space limit, or no memory left): an error naming
+// the measurement and what it needs, not the generic out-of-memory of a run, which would blame its tensors
+// or the fp64 reference. Peaks are measured once and cached, so one run without the limit is the way round.
+[[noreturn]] void peak_buffers_refused(const char* what, double bytes) {
+  const int64_t limit = address_space_limit_bytes();
+  ATTNPROF_FAIL("measuring the machine's peaks needs {} for {}, which {}: measure them once where that memory is "
+                "free (`attnprof roofline --peaks-only`); they are cached, and later runs do not measure them again",
+                binary_size(bytes), what,
+                limit >= 0 ? fmt::format("the address-space limit (ulimit -v) of {} does not leave",
+                                         binary_size(double(limit)))
+                           : std::string("the system refused"));
+}
+
 // STREAM triad a = b + s·c over arrays far larger than L3 (3 × 128 MB); bytes counted as STREAM does
 // (24 per element, no write-allocate). Pages are first-touched in parallel and the first pass discarded:
 // fresh memory in this VM is slow to fault in.
 double measure_bandwidth(int threads) {
   const size_t n = size_t(128) << 20 >> 3;  // 128 MB of doubles per array
-  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  std::unique_ptr<double[]> a, b, c;
+  try {
+    a.reset(new double[n]);
+    b.reset(new double[n]);
+    c.reset(new double[n]);
+  } catch (const std::bad_alloc&) {
+    peak_buffers_refused("the STREAM triad's three arrays", 3.0 * double(n) * sizeof(double));
+  }
   double* A = a.get();
   double* B = b.get();
   double* C = c.get();
@@ -135,7 +156,14 @@ double measure_bandwidth(int threads) {
 
 double measure_sgemm(int threads) {
   const int n = 2048;
-  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
+  std::vector<float> a, b, c;
+  try {
+    a.assign(size_t(n) * n, 0.5f);
+    b.assign(size_t(n) * n, 0.25f);
+    c.assign(size_t(n) * n, 0.0f);
+  } catch (const std::bad_alloc&) {
+    peak_buffers_refused("the sgemm's three 2048×2048 matrices", 3.0 * double(n) * double(n) * sizeof(float));
+  }
   const auto sgemm = ops::detail::blas_api().cblas_sgemm;  // loads OpenBLAS before anything is timed
   const int prev = ops::num_threads();
   ops::set_num_threads(threads);
@@ -376,7 +404,7 @@ MachinePeaks from_json(const nlohmann::json& j) {
       throw std::runtime_error(fmt::format("{} {:g} is outside {:g}..{:g} {}", key, v, lo, hi, unit));
     return v;
   };
-  constexpr double kMinRate = 0.1, kMaxGflops = 1e7, kMaxGbs = 1e5;
+  constexpr double kMinRate = kMinPeakRate, kMaxGflops = kMaxPeakGflops, kMaxGbs = kMaxPeakGbs;
   m.fp32_gflops = plausible("fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
   m.bf16_gflops = plausible("bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
   m.bandwidth_gbs = plausible("bandwidth_gbs", kMinRate, kMaxGbs, "GB/s", false);

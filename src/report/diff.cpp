@@ -441,8 +441,8 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
           ATTNPROF_FAIL("{}: field 'self_ns_per_step' is {}, not an array (attnprof writes one time per recorded "
                         "step, or null)", row_what, ps->type_name());
         if (double(ps->size()) != f)
-          ATTNPROF_FAIL("{}: field 'self_ns_per_step' holds {} times, but the summary recorded {} forwards (attnprof "
-                        "writes one per recorded step, a forward each)", row_what, ps->size(), f);
+          ATTNPROF_FAIL("{}: field 'self_ns_per_step' holds {} times, but the summary recorded {} forward{} (attnprof "
+                        "writes one per recorded step, a forward each)", row_what, ps->size(), f, f == 1 ? "" : "s");
         double sum = 0;
         for (const json& v : *ps) {
           if (!v.is_number())

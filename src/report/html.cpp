@@ -500,6 +500,7 @@ void section_compare(Page& pg, const Input& in) {
   pg.raw(t);
   // The ratios the blog reads off, and rows whose time went where the cost model does not look, as compare prints.
   if (const std::string line = speedup_line(row_times); !line.empty()) pg.p(line);
+  if (const std::string line = blog_ratio_line(row_times); !line.empty()) pg.p(line);
   if (const std::string line = memory_time_line(row_times, gpu); !line.empty()) pg.p(line);
   if (const std::string far = far_from_floor_summary(row_times, gpu); !far.empty()) pg.note(far);
   if (std::string over = over_peak_note(gpu, over_peak); !over.empty()) pg.note(over.substr(0, over.size() - 1));
@@ -1211,6 +1212,14 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
       const std::string v = str(f, "variant", "?");
       const std::string metric = str(f, "metric", "time");
       const double b = num(f, "exponent", NAN), a = num(f, "coefficient", NAN);
+      // A fit sweep never writes (no finite exponent, no positive coefficient) is named, not printed as "nan".
+      if (const char* bad = !std::isfinite(b) ? "no exponent" : !(std::isfinite(a) && a > 0) ? "no positive coefficient"
+                                                                                            : nullptr) {
+        skipped.push_back(fmt::format("the {} fit of {}: left out, sweep.json gives it {} (attnprof never writes "
+                                      "such a fit)",
+                                      metric, v, bad));
+        continue;
+      }
       // Two points fix a line exactly: no error estimate, and R² is 1 by construction, so neither is shown.
       const bool two = num(f, "points", NAN) == 2;
       // A weak fit's exponent is no scaling law: its row and its chart label say so, as sweep prints it.
@@ -1238,7 +1247,7 @@ void section_sweep(Page& pg, const Input& in, const std::optional<json>& compare
                    td(verdict) + "</tr>\n";
       any_fit = true;
       auto r = range.find(v);
-      if (r == range.end() || !std::isfinite(a) || !std::isfinite(b) || a <= 0) continue;
+      if (r == range.end()) continue;
       const bool mem = metric == "memory";
       // The coefficient is in the unit of the fitted metric: ms for time, bytes for memory (plotted in decimal
       // MB, as sweep prints its Peak mem and the Comparison its peak memory).
@@ -1436,6 +1445,7 @@ struct Machine {
   double lib_fp32 = 0, lib_bf16 = 0;
   std::string when;  // ", measured 2026-12-04 10:31 UTC[, on a busy machine (...)], from the peaks cache"; "" where
                      // the file does not say
+  std::string implausible;  // a figure no machine gives ("bandwidth_gbs 1e-30 is outside 0.1..1e+05 GB/s"): unused
   bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
 
@@ -1455,6 +1465,18 @@ Machine machine_of(const json* m) {
   if (const std::string at = str(*m, "measured_at"); !at.empty()) out.when = ", measured " + at;
   out.when += analysis::busy_peaks_clause(str(*m, "measured_busy"));
   if (flag(*m, "from_cache")) out.when += ", from the peaks cache";
+  // The bounds the peaks cache and roofline --from hold figures to: a damaged or edited file's peaks would draw
+  // ridges at 10^32 FLOP/B or at infinity. bf16 peaks may be 0 (no bf16 unit), the library's absent (older files).
+  auto check = [&](const char* key, double v, double hi, const char* unit, bool zero_ok) {
+    if (out.implausible.empty() && !(zero_ok && v == 0.0) && !(v >= analysis::kMinPeakRate && v <= hi))
+      out.implausible = fmt::format("{} {:g} is outside {:g}..{:g} {}", key, v, analysis::kMinPeakRate, hi, unit);
+  };
+  check("fp32_gflops", out.fp32, analysis::kMaxPeakGflops, "GFLOP/s", false);
+  check("bf16_gflops", out.bf16, analysis::kMaxPeakGflops, "GFLOP/s", true);
+  check("bandwidth_gbs", out.bw, analysis::kMaxPeakGbs, "GB/s", false);
+  check("library_fp32_gflops", out.lib_fp32, analysis::kMaxPeakGflops, "GFLOP/s", true);
+  check("library_bf16_gflops", out.lib_bf16, analysis::kMaxPeakGflops, "GFLOP/s", true);
+  if (!out.implausible.empty()) out.fp32 = out.bf16 = out.bw = out.lib_fp32 = out.lib_bf16 = 0;
   return out;
 }
 
@@ -1535,6 +1557,13 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     }
     source = compare ? "compare.json's machine peaks and the per-op cost model in the summaries"
                      : "the machine peaks the profiles recorded in their summaries, and the per-op cost model there";
+  }
+  if (!m.implausible.empty()) {
+    pg.note(fmt::format("{} gives machine peaks no machine has ({}), so no op is placed under them: run `attnprof "
+                        "roofline --out DIR` (or `attnprof compare`) again to fill this section.",
+                        in.doc ? "roofline.json" : compare ? "compare.json" : "the summaries", m.implausible));
+    pg.end_section();
+    return;
   }
   if (m.bw <= 0 || (m.fp32 <= 0 && m.bf16 <= 0)) {
     pg.note((in.doc ? std::string("roofline.json has no machine peaks") : in.note) +
@@ -2457,12 +2486,18 @@ std::string render_page(const fs::path& dir, const html_run::Run& run, const Cha
   return page;
 }
 
+// "<dir>/<file>: <why>" for each input of `run` that is there but could not be used.
+std::vector<std::string> unusable_lines(const std::string& out_dir, const html_run::Run& run) {
+  std::vector<std::string> lines;
+  for (const auto& [file, why] : run.unusable)
+    lines.push_back(fmt::format("{}: {}", file.empty() ? out_dir : (fs::path(out_dir) / file).string(), why));
+  return lines;
+}
+
 // With HtmlOptions::require_input: NoReportInput when `run` has nothing the page can draw.
 void require_input(const std::string& out_dir, const html_run::Run& run) {
   if (run.usable > 0) return;
-  std::vector<std::string> problems;
-  for (const auto& [file, why] : run.unusable)
-    problems.push_back(fmt::format("{}: {}", file.empty() ? out_dir : (fs::path(out_dir) / file).string(), why));
+  std::vector<std::string> problems = unusable_lines(out_dir, run);
   const size_t files = std::count_if(run.unusable.begin(), run.unusable.end(), [](const auto& u) { return !u.first.empty(); });
   if (files == 0)
     throw NoReportInput(fmt::format("report: {} holds no compare.json, sweep.json, roofline.json or "
@@ -2540,6 +2575,7 @@ std::string write_html_report(const std::string& out_dir, const HtmlOptions& opt
   if (opt.require_input) require_input(out_dir, run);
   const ChartLibrary lib = load_chart_library(opt.web_dir);
   write_text_atomic(path, render_page(out_dir, run, lib, opt));
+  if (opt.unusable) *opt.unusable = unusable_lines(out_dir, run);
   return path;
 }
 

@@ -264,6 +264,21 @@ std::string speedup_line(const std::vector<RowTime>& rows) {
                      marked ? disturbed_ratio_note() : "");
 }
 
+std::string blog_ratio_line(const std::vector<RowTime>& rows) {
+  const RowTime* math = nullptr;
+  const RowTime* inplace = nullptr;
+  for (const RowTime* r : rows_that_ran(rows)) {
+    if (r->name == "sdpa-math") math = r;
+    if (r->name == "inplace") inplace = r;
+  }
+  if (!math || !inplace || !(math->ms > 0) || !(inplace->ms > 0)) return "";
+  const double x = math->ms / inplace->ms;
+  const bool mark = math->disturbed || inplace->disturbed;
+  return fmt::format("Blog's ratio: sdpa-math {:.2f}x{} {} than inplace (on its A100: 3.7x slower).{}",
+                     x >= 1 ? x : 1 / x, mark ? "*" : "", x >= 1 ? "slower" : "faster",
+                     mark ? disturbed_ratio_note() : "");
+}
+
 nlohmann::json on_cpu_json(const std::vector<double>& on_cpu) {
   if (std::none_of(on_cpu.begin(), on_cpu.end(), [](double x) { return x >= 0; })) return nullptr;
   nlohmann::json a = nlohmann::json::array();

@@ -550,7 +550,7 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
   return out;
 }
 
-std::string phase_line(const std::string& subject, const analysis::OpPhases& op) {
+std::string phase_line(const std::string& subject, const analysis::OpPhases& op, bool disturbed) {
   const double timed = op.steps_ns();
   if (op.steps.empty() || !(timed > 0)) return "";
   std::string s = fmt::format("Inside {}'s {} (its threads' time):", subject, op.name);
@@ -559,7 +559,10 @@ std::string phase_line(const std::string& subject, const analysis::OpPhases& op)
     s += fmt::format("{} {} {:.0f} %", i ? "," : "", st.name, 100.0 * st.ns / timed);
     if (st.flops > 0 && st.ns > 0) s += fmt::format(" at {:.0f} GFLOP/s a thread", st.flops / st.ns);
   }
-  return s + ".";
+  return s + (disturbed ? ". Its forwards were disturbed (its Busy or Noisy line): each step is wall time on its "
+                          "thread, so a thread made to wait charged the wait to the step it was in; re-measure this "
+                          "split on a quiet machine."
+                        : ".");
 }
 
 std::vector<std::string> thread_balance_notes(const std::string& subject,
