@@ -394,8 +394,8 @@ struct RowTime {
 // rows. compare prints it under its table and the HTML report under the Comparison's.
 std::string speedup_line(const std::vector<RowTime>& rows);
 // The blog's headline ratio, which the speed-ups over naive leave to the reader: SDPA's math backend against
-// in-place ("Blog's ratio: sdpa-math 3.73x slower than inplace (on its A100: 3.7x)."), with the same `*` for a
-// disturbed side; "" unless both rows ran.
+// in-place ("Blog's ratio: sdpa-math 3.73x slower than inplace (on its A100: 3.7x slower)."), with the same `*`
+// for a disturbed side, which speedup_line (printed before it) explains; "" unless both rows ran.
 std::string blog_ratio_line(const std::vector<RowTime>& rows);
 // What the `*` on such a ratio means, with a leading space: " *: either side's forwards shared the CPUs ...".
 std::string_view disturbed_ratio_note();
