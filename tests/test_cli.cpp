@@ -2250,12 +2250,14 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("sweep --variants flash --shape 4096,4096,64,64 --seq 64,2147483648",
              "the q would hold 2.31e+18 elements, past 2^53");
   expect_bad("profile naive --shape 1,1,64,9223372036854775807", "the q would hold 5.9e+20 elements");
-  // Within memory, past any time: N = 95M at D = 1 would compute 3.6e16 FLOPs in its fp64 reference (years on a
-  // CPU, and the variant's own forward as long): refused before the inputs are drawn, not left to hang.
+  // Within memory, past any time: N = 95M at D = 1 would compute 1.8e16 FLOPs in its fp64 reference (the causal
+  // half of the pairs; years on a CPU, and the variant's own forward as long): refused before the inputs are
+  // drawn (and before the memory budget, whatever the machine's memory), not left to hang.
   expect_bad("profile flash --shape 1,1,94906265,1 --threads 1",
              "at B=1 Hq=1 Hkv=1 Nq=94906265 Nk=94906265 D=1 bf16 causal the fp64 reference every variant is "
-             "validated against would take 3.6e+04 TFLOP");
-  expect_bad("compare --shape 1,1,94906265,1 --threads 1", "would take 3.6e+04 TFLOP");
+             "validated against would take 1.8e+04 TFLOP (1.05e+06x the blog's shape, hours or more on a CPU; "
+             "attnprof refuses past 50 TFLOP on 1 thread)");
+  expect_bad("compare --shape 1,1,94906265,1 --threads 1", "would take 1.8e+04 TFLOP");
   expect_bad("sweep --variants flash --shape 1,1,64,64 --seq 64,50000000 --threads 1",
              "the fp64 reference every variant is validated against would take");
   // A head dim the kernel cannot serve is refused before 600 MB of random inputs are drawn (one line: no
@@ -2272,9 +2274,10 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("compare --variants naive,,flash" + kSmall,
              "--variants 'naive,,flash' holds an empty name (two commas in a row, or one at an end)");
   expect_bad("sweep --variants flash, --seq 64,128" + kSmall, "--variants 'flash,' holds an empty name");
-  expect_bad("profile sdpa-cudnn" + kSmall, cuda::cuda_registry().empty()
-                                                ? std::string("unknown variant 'sdpa-cudnn'")
-                                                : std::string("'sdpa-cudnn' is a variant of the CUDA backend: add --device cuda"));
+  expect_bad("profile sdpa-cudnn" + kSmall,
+             cuda::cuda_registry().empty() ? std::string("unknown variant 'sdpa-cudnn'")
+                                           : std::string("'sdpa-cudnn' is a variant of the CUDA backend: add --device "
+                                                         "cuda"));
   ::setenv("ATTNPROF_ISA", "bogus", 1);
   expect_bad("profile naive" + kSmall, "ATTNPROF_ISA: unknown ISA 'bogus': expected scalar, avx2 or avx512");
   ::unsetenv("ATTNPROF_ISA");
@@ -2284,8 +2287,8 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
     const Result r = run("profile naive --dtype fp32" + kSmall + out_flag());
     ::unsetenv("ATTNPROF_OPENBLAS_LIBRARY");
     EXPECT_EQ(r.code, 2) << r.err;
-    EXPECT_NE(r.err.find("attnprof: error: OpenBLAS unavailable: ATTNPROF_OPENBLAS_LIBRARY='/nonexistent/libopenblas.so' "
-                         "could not be loaded ("),
+    EXPECT_NE(r.err.find("attnprof: error: OpenBLAS unavailable: "
+                         "ATTNPROF_OPENBLAS_LIBRARY='/nonexistent/libopenblas.so' could not be loaded ("),
               std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(out())) << "a stopped run leaves no output directory";
@@ -2299,7 +2302,7 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   // an int64 wrapped round to a negative count; inputs of 5.3e13 bytes, which the sizes can count: with that size
   // (and their fp64 reference's), over the budget.
   expect_bad("compare --shape 99999999,99999,99999,64", "the q would hold 6.4e+19 elements, past 2^53");
-  expect_bad("compare --shape 2048,1024,65536,64", "(52776558133248 bytes) beside their fp64 reference (212205744160768 bytes)");
+  expect_bad("compare --shape 2048,1024,64,64", "(51539607552 bytes) beside their fp64 reference (207232172032 bytes)");
   expect_bad("profile naive --no-such-flag" + kSmall, "no-such-flag");
   expect_bad("sweep --seq 256..abc" + kSmall, "malformed --seq");
   expect_bad("sweep --seq 16,32,16" + kSmall, "--seq '16,32,16' lists N=16 twice");
@@ -3808,8 +3811,9 @@ TEST_F(Cli, ReportWithNothingUsableWritesNoPageAndExitsTwo) {
   EXPECT_NE(page.find("sweep-time"), std::string::npos);
   // ... and on stderr, one note per file left out, so that a script reading only the exit status and stderr
   // learns that the page lacks them.
-  for (const std::string& file : {"compare.json: not valid JSON (", "roofline.json: not an attnprof roofline",
-                                  "flash.summary.json: it is a directory", "naive.summary.json: not an attnprof summary"})
+  for (const std::string& file :
+       {"compare.json: not valid JSON (", "roofline.json: not an attnprof roofline",
+        "flash.summary.json: it is a directory", "naive.summary.json: not an attnprof summary"})
     EXPECT_NE(some.err.find("attnprof: note: " + dir + file), std::string::npos) << file << " in: " << some.err;
   EXPECT_NE(some.err.find("(left out of the page)"), std::string::npos) << some.err;
   EXPECT_EQ(some.err.find("sweep.json:"), std::string::npos) << some.err;

@@ -183,7 +183,8 @@ TEST(CudaUnfusedEmulated, WhereAndAddMaskBroadcastTheMask) {
               const int64_t mo = (((Bm == 1 ? 0 : b) * Hm + (Hm == 1 ? 0 : h)) * Mq + (Mq == 1 ? 0 : i)) * Mk +
                                  (Mk == 1 ? 0 : j);
               ASSERT_EQ(x[size_t(e)], value_at(e) + m[size_t(mo)]) << b << h << i << j;
-              ASSERT_EQ(xb[size_t(e)], float_to_bf16(bf16_to_float(xb0[size_t(e)]) + m[size_t(mo)])) << b << h << i << j;
+              ASSERT_EQ(xb[size_t(e)], float_to_bf16(bf16_to_float(xb0[size_t(e)]) + m[size_t(mo)]))
+                  << b << h << i << j;
             }
     }
 }

@@ -1175,6 +1175,25 @@ TEST(HtmlReport, SweepPointsNoSweepWritesAreNamed) {
   EXPECT_EQ(drawn, n - 3);
 }
 
+// The Comparison's ratios: the speed-ups over naive, then the blog's headline one (SDPA math against in-place),
+// computed from the rows as compare prints it.
+TEST(HtmlReport, ComparisonGivesTheBlogsRatio) {
+  TempDir d("blog-ratio");
+  json cmp = json::parse(attnprof::io::read_file(kFixtures / "compare.json"));
+  double math_ms = 0, inplace_ms = 0;
+  for (json& v : cmp["variants"]) {
+    if (v["name"] == "sdpa_math") v["name"] = "sdpa-math";  // the name compare writes today
+    if (v["name"] == "sdpa-math") math_ms = v["ms"].get<double>();
+    if (v["name"] == "inplace") inplace_ms = v["ms"].get<double>();
+  }
+  ASSERT_GT(math_ms, inplace_ms);
+  ASSERT_GT(inplace_ms, 0);
+  spit(d.path / "compare.json", cmp.dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(page.find(fmt::format("Blog&#39;s ratio: sdpa-math {:.2f}x", math_ms / inplace_ms)), std::string::npos);
+  EXPECT_NE(page.find("slower than inplace (on its A100: 3.7x slower)."), std::string::npos);
+}
+
 // Likewise a fit with no exponent (null, a string, missing) or no positive coefficient: named and left out of
 // the table and the chart, never printed as "nan".
 TEST(HtmlReport, SweepFitsNoSweepWritesAreNamed) {
@@ -1188,8 +1207,9 @@ TEST(HtmlReport, SweepFitsNoSweepWritesAreNamed) {
                             sweep["fits"][0]["variant"].get<std::string>();
   spit(d.path / "sweep.json", sweep.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
-  EXPECT_NE(page.find("the " + first + ": left out, sweep.json gives it no exponent (attnprof never writes such a fit)"),
-            std::string::npos);
+  EXPECT_NE(
+      page.find("the " + first + ": left out, sweep.json gives it no exponent (attnprof never writes such a fit)"),
+      std::string::npos);
   EXPECT_NE(page.find("left out, sweep.json gives it no positive coefficient"), std::string::npos);
   EXPECT_EQ(page.find(">nan<"), std::string::npos);
   EXPECT_EQ(page.find("N^nan"), std::string::npos);

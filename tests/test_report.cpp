@@ -167,8 +167,8 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   analysis::OpPhases op;
   op.name = "flash_attention_fwd";
   op.steps = {{"load", 1e6, 0}, {"Q·Kᵀ", 3e6, 3e8}};
-  EXPECT_EQ(report::phase_line("flash", op), "Inside flash's flash_attention_fwd (its threads' time): load 25 %, Q·Kᵀ "
-                                             "75 % at 100 GFLOP/s a thread.");
+  EXPECT_EQ(report::phase_line("flash", op),
+            "Inside flash's flash_attention_fwd (its threads' time): load 25 %, Q·Kᵀ 75 % at 100 GFLOP/s a thread.");
   EXPECT_NE(report::phase_line("flash", op, true).find("75 % at 100 GFLOP/s a thread. Its forwards were disturbed"),
             std::string::npos);
   const auto far = report::far_from_floor_notes(

@@ -347,8 +347,9 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--backend", args->backend,
                   "SDPA backend: math | flash | auto (default auto; sdpa only; with --device cuda: math | cudnn | auto)");
   sub->add_option("--sort-by", args->sort_by,
-                  "table sort key, descending (torch's: cpu_time, cpu_time_total, self_cpu_time_total, cpu_memory_usage, "
-                  "self_cpu_memory_usage, count, flops, and with --device cuda cuda_time, cuda_time_total, "
+                  "table sort key, descending (torch's: cpu_time, cpu_time_total, self_cpu_time_total, "
+                  "cpu_memory_usage, self_cpu_memory_usage, count, flops, and with --device cuda cuda_time, "
+                  "cuda_time_total, "
                   "self_cuda_time_total, cuda_memory_usage, self_cuda_memory_usage; attnprof's columns: gflops, gbs, "
                   "flop_per_byte, bytes, page_faults and self_page_faults with --counters; default cpu_time_total, "
                   "cuda_time_total with --device cuda)");

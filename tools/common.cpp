@@ -324,6 +324,7 @@ double input_bytes(const AttnProblem& p) {
 }
 
 void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_reference) {
+  if (with_reference) check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
   const double inputs = input_bytes(p), reference = with_reference ? reference_bytes(p) : 0.0,
                forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
   // The N×N scores are the usual excess, and flash then the way out; else the inputs and the reference are.
@@ -337,7 +338,6 @@ void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_refere
                       // flash suggested only to a variant that needs more than flash would
                       forward > inputs + reference && forward > flash_peak_bytes(p) ? kNoScoresHint
                                                                                     : kSmallerShapeHint);
-  if (with_reference) check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -403,12 +403,12 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
     if (const double reference = reference_bytes(p); with_reference) {
+      check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
       check_memory_budget(bytes + reference,
                           fmt::format("drawing the random inputs of {} ({} bytes) beside their fp64 reference ({} "
                                       "bytes)",
                                       p.str(), byte_count(bytes), byte_count(reference)),
                           kSmallerShapeHint);
-      check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
     }
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
@@ -961,17 +961,31 @@ void summarise_recording(const Variant& v, const RunPlan& plan, RunOutcome& r) {
 
 }  // namespace
 
+double reference_flops(const AttnProblem& p, double heads) {
+  // What the oracle multiplies: two multiply-adds per element of D for q·k and for p·v, over the pairs it
+  // computes. Under the causal mask (top-left aligned) row i multiplies keys 0..i only (reference.cpp);
+  // under any other mask every pair.
+  const double nq = double(p.Nq), nk = double(p.Nk);
+  const double pairs = p.mask != MaskKind::Causal ? nq * nk
+                       : nq <= nk                 ? nq * (nq + 1) / 2
+                                                  : nk * (nk + 1) / 2 + (nq - nk) * nk;
+  return 4.0 * heads * pairs * double(p.D);
+}
+
 void check_reference_work(const AttnProblem& p, double heads) {
-  // Every pair of every head, two multiply-adds per element of D for q·k and for p·v: what the oracle computes
-  // (reference_attention does not skip masked pairs). At about 20 GFLOP/s in fp64 on two Zen 4 cores the cap
-  // is some 80 minutes; the blog's shape is 34 GFLOP, under two seconds.
-  const double flops = 4.0 * heads * double(p.Nq) * double(p.Nk) * double(p.D);
-  const double blog = 4.0 * 8 * 16 * 1024.0 * 1024.0 * 64;
-  if (!(flops > kMaxReferenceFlops)) return;
-  ATTNPROF_FAIL("at {} the fp64 reference every variant is validated against would take {:.3g} TFLOP ({:.0f}x the "
-                "blog's shape, hours or more on a CPU; attnprof refuses past {:g} TFLOP), and a variant is not timed "
-                "before it is validated: run a smaller --shape",
-                p.str(), flops * 1e-12, flops / blog, kMaxReferenceFlops * 1e-12);
+  // The reference parallelises over heads: its threads are the fewer of the team and the heads. At about
+  // 10 GFLOP/s per thread in fp64 on Zen 4 the cap is some 80 minutes; the blog's shape is 17 GFLOP, about a
+  // second on two threads.
+  const double threads = std::max(1.0, std::min(double(ops::num_threads()), heads));
+  const double cap = kMaxReferenceFlopsPerThread * threads, flops = reference_flops(p, heads);
+  if (!(flops > cap)) return;
+  AttnProblem blog = p;
+  blog.B = 8, blog.Hq = blog.Hkv = 16, blog.Nq = blog.Nk = 1024, blog.D = 64, blog.mask = MaskKind::Causal;
+  ATTNPROF_FAIL("at {} the fp64 reference every variant is validated against would take {:.3g} TFLOP ({:.3g}x the "
+                "blog's shape, hours or more on a CPU; attnprof refuses past {:g} TFLOP on {:g} thread{}), and a "
+                "variant is not timed before it is validated: run a smaller --shape",
+                p.str(), flops * 1e-12, flops / reference_flops(blog, 8 * 16), cap * 1e-12, threads,
+                threads == 1 ? "" : "s");
 }
 
 namespace {
@@ -979,10 +993,10 @@ namespace {
 // its work: a shape that fits in memory can still ask for years of arithmetic (N = 10^8 at D = 1 is 4·10^16
 // FLOPs), and a run that would only hang is refused up front (check_reference_work).
 double checked_reference_bytes(const AttnProblem& p) {
+  check_reference_work(p, double(p.B) * double(p.Hq));
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
                       kSmallerShapeHint);
-  check_reference_work(p, double(p.B) * double(p.Hq));
   return bytes;
 }
 }  // namespace

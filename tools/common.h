@@ -334,9 +334,12 @@ const char* status_name(RunOutcome::Status s);
 // The fp64 reference of one set of inputs, computed when a variant first needs it: a variant refused by its
 // support check or the memory budget is known before minutes of fp64 work, and a run whose every variant is
 // refused computes none.
-// Refuses (Error) a problem whose fp64 reference over `heads` heads would compute more than kMaxReferenceFlops:
-// a run that would take hours to years before its first timing.
-inline constexpr double kMaxReferenceFlops = 1e14;
+// The FLOPs the fp64 reference computes over `heads` heads of `p` (the causal mask's skipped pairs left out).
+double reference_flops(const AttnProblem& p, double heads);
+// Refuses (Error) a problem whose fp64 reference over `heads` heads would compute more than
+// kMaxReferenceFlopsPerThread on each thread it runs on (the fewer of the team and the heads): a run that would
+// take hours to years before its first timing. Checked before the memory budget, which it does not depend on.
+inline constexpr double kMaxReferenceFlopsPerThread = 5e13;
 void check_reference_work(const AttnProblem& p, double heads);
 
 class LazyReference {

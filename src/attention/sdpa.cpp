@@ -91,9 +91,10 @@ Tensor sdpa_math(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Att
   q = ops::mul(q, std::copysign(sq, scale));
   // The mask as PyTorch's math backend makes it, on every call: the pairs to mask as a bool tensor (the causal
   // triu, which torch builds as ones().tril() and negates; a bool mask's logical_not), turned into an additive
-  // fp32 mask (convert_boolean_attn_mask: -inf where masked, 0 where kept) and added to the scores in place.
-  // No copy of the scores: unlike masked_fill out of place (the naive variant's Memcpy), add_ writes them where
-  // they are.
+  // mask (convert_boolean_attn_mask: -inf where masked, 0 where kept) and added to the scores in place. No copy
+  // of the scores: unlike masked_fill out of place (the naive variant's Memcpy), add_ writes them where they
+  // are. One simplification: torch converts a user's bool mask at SDPA's entry, in the inputs' dtype (bf16 for
+  // bf16 inputs); here every additive mask is fp32, as torch's causal one is.
   const float ninf = -std::numeric_limits<float>::infinity();
   Tensor mask;
   if (p.mask == MaskKind::Causal) mask = ops::where(ops::triu_mask(p.Nq, p.Nk, 1), ninf, 0.0f, DType::F32);

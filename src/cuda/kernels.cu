@@ -1,5 +1,6 @@
 // The launchers of the unfused variants' small kernels (unfused_kernels.cuh): scale, masked_fill, row
-// softmax, dtype conversion, triu mask, where, additive mask. Three storage types (float, bf16, fp16); conversions only to and from
+// softmax, dtype conversion, triu mask, where, additive mask.
+// Three storage types (float, bf16, fp16); conversions only to and from
 // fp32 (what SDPA's math path needs), which keeps nvcc's instantiations, and CI's build time, small.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,6 +1,6 @@
 // Internal: the small kernels of the unfused CUDA variants (scale, masked_fill, row softmax, dtype
-// conversion, triu mask, where, additive mask), launched by kernels.cu. Each computes in fp32 and rounds once on store, like the
-// CPU ops (src/ops). Written in the primitives `load`, `store` (float and the bf16 storage type) and
+// conversion, triu mask, where, additive mask), launched by kernels.cu. Each computes in fp32 and rounds once
+// on store, like the CPU ops (src/ops). Written in the primitives `load`, `store` (float and the bf16 storage type) and
 // `__expf`, which the includer defines first: kernels.cu for the GPU, tests/simt_emulator.h on the host
 // (tests/test_cuda_unfused_emulated.cpp runs these very kernels against fp64 on the CPU). Unnamed namespace:
 // the device build and the host emulation never share a symbol.

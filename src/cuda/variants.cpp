@@ -151,8 +151,10 @@ class NaiveRunner final : public DeviceRunner {
 class SdpaMathRunner final : public DeviceRunner {
  public:
   SdpaMathRunner(const AttnProblem& p, const AttnOptions& o) : p_(p) {
-    // The same moments as the CPU math path (the inputs are already on the device, outside `free`).
-    check_device_budget(sdpa_math_peak_bytes(p), fmt::format("sdpa-math at {}", p.str()));
+    // The same moments as the CPU math path (the inputs are already on the device, outside `free`), beside the
+    // inverted bool mask this runner keeps on the device for its life.
+    check_device_budget(sdpa_math_peak_bytes(p) + (p.mask == MaskKind::Bool ? variants::fill_mask_bytes(p) : 0.0),
+                        fmt::format("sdpa-math at {}", p.str()));
     if (p.mask == MaskKind::Bool) bool_fill_ = dops::mask_from_host(ops::logical_not(o.attn_mask));
   }
 

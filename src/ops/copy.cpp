@@ -112,7 +112,8 @@ Tensor where(const Tensor& cond, float if_true, float if_false, DType dtype) {
 #pragma omp parallel for schedule(static) if (B * H * N * M > 65536)
   for (int64_t r = 0; r < B * H * N; ++r) {
     const int64_t b = r / (H * N), h = r / N % H, i = r % N;
-    for (int64_t j = 0; j < M; ++j) store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
+    for (int64_t j = 0; j < M; ++j)
+      store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
   }
   return out;
 }

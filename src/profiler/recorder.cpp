@@ -119,7 +119,7 @@ ZoneRef open_zone(ThreadBuffer* b, const char* name, const char* category) noexc
     }
   } catch (...) {
     ++b->dropped;
-    return ZoneRef{idx, 0};  // serial 0 is no zone's
+    return ZoneRef{};  // not recording: its close (and the listener's) never runs, as its open never did
   }
   ZoneEvent& e = b->zones.back();
   e.serial = ++b->zones_opened;

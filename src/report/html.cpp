@@ -1874,7 +1874,8 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
     pg.note(fmt::format("Ops that move bytes and compute nothing in the cost model ({}; here {}) have no place on "
                         "a FLOP/s axis; against the {:.1f} GB/s bandwidth ceiling instead:",
                         m.gpu ? "copies, memsets, casts"
-                              : "copies, casts, and triu, whose causal mask is index arithmetic",
+                              : "copies, casts, where's additive mask, and triu, whose causal mask is index "
+                                "arithmetic",
                         listed, m.bw));
     pg.raw(t + "</tbody></table>\n");
   }
