@@ -2252,12 +2252,13 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("profile naive --shape 1,1,64,9223372036854775807", "the q would hold 5.9e+20 elements");
   // Within memory, past any time: N = 95M at D = 1 would compute 1.8e16 FLOPs in its fp64 reference (the causal
   // half of the pairs; years on a CPU, and the variant's own forward as long): refused before the inputs are
-  // drawn (and before the memory budget, whatever the machine's memory), not left to hang.
-  expect_bad("profile flash --shape 1,1,94906265,1 --threads 1",
+  // drawn, not left to hang. The budget is raised past what they need (3.6 GB) so that no machine's memory
+  // refuses them first.
+  expect_bad("profile flash --shape 1,1,94906265,1 --threads 1 --memory-budget 100G",
              "at B=1 Hq=1 Hkv=1 Nq=94906265 Nk=94906265 D=1 bf16 causal the fp64 reference every variant is "
              "validated against would take 1.8e+04 TFLOP (1.05e+06x the blog's shape, hours or more on a CPU; "
              "attnprof refuses past 50 TFLOP on 1 thread)");
-  expect_bad("compare --shape 1,1,94906265,1 --threads 1", "would take 1.8e+04 TFLOP");
+  expect_bad("compare --shape 1,1,94906265,1 --threads 1 --memory-budget 100G", "would take 1.8e+04 TFLOP");
   expect_bad("sweep --variants flash --shape 1,1,64,64 --seq 64,50000000 --threads 1",
              "the fp64 reference every variant is validated against would take");
   // A head dim the kernel cannot serve is refused before 600 MB of random inputs are drawn (one line: no

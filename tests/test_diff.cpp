@@ -1137,6 +1137,9 @@ TEST(Diff, JsonWithAKeyTwiceInOneObjectIsRefused) {
             std::string::npos);
   EXPECT_EQ(report::json_parse_error(R"([{"a": 1}, {"a": 2, "b": {"a": 3}}])"), "");
   EXPECT_EQ(report::json_parse_error(naive_summary().dump()), "");
+  // An empty file is said to be empty, not "unexpected end of input".
+  EXPECT_EQ(report::json_parse_error(""), "it is empty (0 bytes): attnprof never writes an empty file");
+  EXPECT_EQ(report::json_parse_error(" \n\t"), "it holds only white space (3 bytes): attnprof never writes such a file");
 }
 
 // The memory a parse takes, estimated by a pass that builds nothing (nlohmann::json's layout): the document, its

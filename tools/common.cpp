@@ -324,7 +324,6 @@ double input_bytes(const AttnProblem& p) {
 }
 
 void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_reference) {
-  if (with_reference) check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
   const double inputs = input_bytes(p), reference = with_reference ? reference_bytes(p) : 0.0,
                forward = v.peak_bytes ? v.peak_bytes(p) : 0.0;
   // The N×N scores are the usual excess, and flash then the way out; else the inputs and the reference are.
@@ -338,6 +337,7 @@ void check_forward_fits(const Variant& v, const AttnProblem& p, bool with_refere
                       // flash suggested only to a variant that needs more than flash would
                       forward > inputs + reference && forward > flash_peak_bytes(p) ? kNoScoresHint
                                                                                     : kSmallerShapeHint);
+  if (with_reference) check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
 }
 
 Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
@@ -403,12 +403,12 @@ Inputs make_inputs(const CommonOptions& o, int64_t seq, bool with_reference) {
     const AttnProblem p = problem_of(o, seq);
     const double bytes = input_bytes(p);
     if (const double reference = reference_bytes(p); with_reference) {
-      check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
       check_memory_budget(bytes + reference,
                           fmt::format("drawing the random inputs of {} ({} bytes) beside their fp64 reference ({} "
                                       "bytes)",
                                       p.str(), byte_count(bytes), byte_count(reference)),
                           kSmallerShapeHint);
+      check_reference_work(p, double(p.B) * double(p.Hq));  // before the inputs are drawn
     }
     else
       check_memory_budget(bytes, fmt::format("the random inputs of {}", p.str()));
@@ -993,10 +993,10 @@ namespace {
 // its work: a shape that fits in memory can still ask for years of arithmetic (N = 10^8 at D = 1 is 4·10^16
 // FLOPs), and a run that would only hang is refused up front (check_reference_work).
 double checked_reference_bytes(const AttnProblem& p) {
-  check_reference_work(p, double(p.B) * double(p.Hq));
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
                       kSmallerShapeHint);
+  check_reference_work(p, double(p.B) * double(p.Hq));
   return bytes;
 }
 }  // namespace

@@ -338,7 +338,8 @@ const char* status_name(RunOutcome::Status s);
 double reference_flops(const AttnProblem& p, double heads);
 // Refuses (Error) a problem whose fp64 reference over `heads` heads would compute more than
 // kMaxReferenceFlopsPerThread on each thread it runs on (the fewer of the team and the heads): a run that would
-// take hours to years before its first timing. Checked before the memory budget, which it does not depend on.
+// take hours to years before its first timing. Checked after the memory budget: a shape memory cannot hold is
+// refused for that first.
 inline constexpr double kMaxReferenceFlopsPerThread = 5e13;
 void check_reference_work(const AttnProblem& p, double heads);
 

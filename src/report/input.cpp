@@ -182,6 +182,12 @@ std::string json_memory_error(double need) {
 }
 
 std::string json_parse_error(std::string_view text) {
+  // Said as such, not as a parser's "unexpected end of input": attnprof writes a file whole or not at all, so an
+  // empty one was made by something else (a redirection that failed, a truncation).
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return text.empty() ? "it is empty (0 bytes): attnprof never writes an empty file"
+                        : fmt::format("it holds only white space ({} bytes): attnprof never writes such a file",
+                                      text.size());
   if (std::string why = json_depth_error(text); !why.empty()) return why;
   const ParseCost cost = parse_cost(text);
   if (!cost.duplicate.empty())
