@@ -234,6 +234,10 @@ void to_json(nlohmann::json& j, const MachinePeaks& m);
 // The figures no machine gives, far outside any real one's: a rate outside 0.1 GFLOP/s .. 10 PFLOP/s, a
 // bandwidth outside 0.1 GB/s .. 100 TB/s (1e-300 GB/s would put every op under a ceiling of nothing).
 inline constexpr double kMinPeakRate = 0.1, kMaxPeakGflops = 1e7, kMaxPeakGbs = 1e5;
+// "" when `value` of the peak `key` is one a machine can give, else why not ("bandwidth_gbs 1e-30 is outside
+// 0.1..100000 GB/s"): a bandwidth against kMaxPeakGbs, a rate against kMaxPeakGflops; `zero_ok` for a peak a
+// machine may lack (bf16), which then reads 0. The peaks cache's reader and the report hold figures to it.
+std::string implausible_peak(const char* key, double value, bool bandwidth, bool zero_ok);
 // The same object read back (a compare.json's "machine"): Error saying what is wrong when a field is missing,
 // of the wrong type, or a figure no machine gives (kMinPeakRate .. kMaxPeakGflops or kMaxPeakGbs).
 MachinePeaks machine_peaks_from_json(const nlohmann::json& j);

@@ -398,25 +398,27 @@ MachinePeaks from_json(const nlohmann::json& j) {
   // Figures no machine gives (a hand edit, a damaged file: 1e-300 GB/s would put every op under a ceiling of
   // nothing) make the cache corrupt, so it is measured again. The bounds are far outside any real machine's:
   // 0.1 GFLOP/s to 10 PFLOP/s, 0.1 GB/s to 100 TB/s. bf16 alone may be 0: no AVX512-BF16, no bf16 peak.
-  auto plausible = [&](const char* key, double lo, double hi, const char* unit, bool zero_ok) {
+  auto plausible = [&](const char* key, bool bandwidth, bool zero_ok) {
     const double v = j.at(key).get<double>();
-    if (!(zero_ok && v == 0.0) && !(v >= lo && v <= hi))
-      throw std::runtime_error(fmt::format("{} {:g} is outside {:g}..{:g} {}", key, v, lo, hi, unit));
+    if (std::string why = implausible_peak(key, v, bandwidth, zero_ok); !why.empty()) throw std::runtime_error(why);
     return v;
   };
-  constexpr double kMinRate = kMinPeakRate, kMaxGflops = kMaxPeakGflops, kMaxGbs = kMaxPeakGbs;
-  m.fp32_gflops = plausible("fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
-  m.bf16_gflops = plausible("bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true);
-  m.bandwidth_gbs = plausible("bandwidth_gbs", kMinRate, kMaxGbs, "GB/s", false);
-  m.sgemm_gflops = plausible("sgemm_gflops", kMinRate, kMaxGflops, "GFLOP/s", false);
-  m.library_fp32_gflops = libraries ? plausible("library_fp32_gflops", kMinRate, kMaxGflops, "GFLOP/s", false)
-                                    : m.fp32_gflops;
-  m.library_bf16_gflops = libraries ? plausible("library_bf16_gflops", kMinRate, kMaxGflops, "GFLOP/s", true)
-                                    : m.bf16_gflops;
+  m.fp32_gflops = plausible("fp32_gflops", false, false);
+  m.bf16_gflops = plausible("bf16_gflops", false, true);
+  m.bandwidth_gbs = plausible("bandwidth_gbs", true, false);
+  m.sgemm_gflops = plausible("sgemm_gflops", false, false);
+  m.library_fp32_gflops = libraries ? plausible("library_fp32_gflops", false, false) : m.fp32_gflops;
+  m.library_bf16_gflops = libraries ? plausible("library_bf16_gflops", false, true) : m.bf16_gflops;
   return m;
 }
 
 }  // namespace
+
+std::string implausible_peak(const char* key, double value, bool bandwidth, bool zero_ok) {
+  const double hi = bandwidth ? kMaxPeakGbs : kMaxPeakGflops;
+  if ((zero_ok && value == 0.0) || (value >= kMinPeakRate && value <= hi)) return "";
+  return fmt::format("{} {:g} is outside {:g}..{:g} {}", key, value, kMinPeakRate, hi, bandwidth ? "GB/s" : "GFLOP/s");
+}
 
 MachinePeaks machine_peaks_from_json(const nlohmann::json& j) {
   try {

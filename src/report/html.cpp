@@ -1467,15 +1467,14 @@ Machine machine_of(const json* m) {
   if (flag(*m, "from_cache")) out.when += ", from the peaks cache";
   // The bounds the peaks cache and roofline --from hold figures to: a damaged or edited file's peaks would draw
   // ridges at 10^32 FLOP/B or at infinity. bf16 peaks may be 0 (no bf16 unit), the library's absent (older files).
-  auto check = [&](const char* key, double v, double hi, const char* unit, bool zero_ok) {
-    if (out.implausible.empty() && !(zero_ok && v == 0.0) && !(v >= analysis::kMinPeakRate && v <= hi))
-      out.implausible = fmt::format("{} {:g} is outside {:g}..{:g} {}", key, v, analysis::kMinPeakRate, hi, unit);
+  auto check = [&](const char* key, double v, bool bandwidth, bool zero_ok) {
+    if (out.implausible.empty()) out.implausible = analysis::implausible_peak(key, v, bandwidth, zero_ok);
   };
-  check("fp32_gflops", out.fp32, analysis::kMaxPeakGflops, "GFLOP/s", false);
-  check("bf16_gflops", out.bf16, analysis::kMaxPeakGflops, "GFLOP/s", true);
-  check("bandwidth_gbs", out.bw, analysis::kMaxPeakGbs, "GB/s", false);
-  check("library_fp32_gflops", out.lib_fp32, analysis::kMaxPeakGflops, "GFLOP/s", true);
-  check("library_bf16_gflops", out.lib_bf16, analysis::kMaxPeakGflops, "GFLOP/s", true);
+  check("fp32_gflops", out.fp32, false, false);
+  check("bf16_gflops", out.bf16, false, true);
+  check("bandwidth_gbs", out.bw, true, false);
+  check("library_fp32_gflops", out.lib_fp32, false, true);
+  check("library_bf16_gflops", out.lib_bf16, false, true);
   if (!out.implausible.empty()) out.fp32 = out.bf16 = out.bw = out.lib_fp32 = out.lib_bf16 = 0;
   return out;
 }
