@@ -990,8 +990,8 @@ void check_reference_work(const AttnProblem& p, double heads) {
 
 namespace {
 // The budget check runs before the reservation is made (a member initialiser's argument). So does the check of
-// its work: a shape that fits in memory can still ask for years of arithmetic (N = 10^8 at D = 1 is 4·10^16
-// FLOPs), and a run that would only hang is refused up front (check_reference_work).
+// its work: a shape that fits in memory can still ask for years of arithmetic (N = 10^8 at D = 1, causal, is
+// 2·10^16 FLOPs), and a run that would only hang is refused up front (check_reference_work).
 double checked_reference_bytes(const AttnProblem& p) {
   const double bytes = reference_bytes(p);
   check_memory_budget(bytes, fmt::format("the fp64 reference of {}", p.str()),
