@@ -2356,6 +2356,14 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndNoFiles) {
   expect_bad("--threads 1 compare" + kSmall, "unknown option '--threads' before the command: expected one of profile");
   expect_bad("profile naive --save-output /nonexistent-dir/o.npy" + kSmall,
              "cannot write --save-output '/nonexistent-dir/o.npy': the directory '/nonexistent-dir' does not exist");
+  // A --save-output the system refuses to take (a full disk; /dev/full fails every write): the error names the
+  // option, not just the file.
+  if (fs::exists("/dev/full")) {
+    const Result r = run("profile naive --iters 1 --warmup 0 --save-output /dev/full" + kSmall + out_flag());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("attnprof: error: --save-output: cannot write '/dev/full': write failed"), std::string::npos)
+        << r.err;
+  }
   // --save-output naming the --out directory the run would make, however either is spelt: refused before
   // anything runs or is made.
   for (const auto& [save, out_dir] : std::vector<std::pair<std::string, std::string>>{

@@ -340,6 +340,13 @@ TEST(Diff, SummariesWithoutTheRunFiguresAreRefusedNamingTheField) {
     bad["run"][field] = -2;
     EXPECT_NE(error_of(bad).find(fmt::format("field '{}' is -2, out of range", field)), std::string::npos) << field;
   }
+  // Counts no run writes: a fraction of an op per forward, a fraction of a byte.
+  bad = inplace_summary();
+  bad["run"]["ops_per_forward"] = 5e-324;
+  EXPECT_EQ(error_of(bad), "b.summary.json run: field 'ops_per_forward' is 5e-324, not a whole number of ops per forward");
+  bad = inplace_summary();
+  bad["run"]["peak_extra_bytes"] = 1500.5;
+  EXPECT_EQ(error_of(bad), "b.summary.json run: field 'peak_extra_bytes' is 1500.5, not a whole number of bytes");
   // "device" is a CUDA profile's section; as anything else the clock the times are on is unknown.
   bad = inplace_summary();
   bad["device"] = "cuda";
@@ -868,6 +875,7 @@ TEST(Diff, CompareRunsRefuseFiguresTheirOwnFiguresContradict) {
   for (const auto& [key, value, says] :
        std::vector<std::tuple<std::string, double, std::string>>{
            {"ops", 2.5, "field 'ops' is 2.5, not a whole number of ops per forward"},
+           {"peak_bytes", 4096.25, "field 'peak_bytes' is 4096.25, not a whole number of bytes"},
            {"gflops", 1e9, "field 'gflops' is 1000000000, not the run's attention_flops over its time (10), which "
                            "attnprof writes"},
            {"pct_peak", 5000, "field 'pct_peak' is 5000, not its gflops over the run's peak_gflops (25 %), which "

@@ -178,6 +178,9 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
             0u)
       << far[0];
   EXPECT_NE(far[0].find("`attnprof profile --counters`"), std::string::npos);
+  // Fixed costs are a cause only where the floor is small (under a millisecond), not at the blog's shape.
+  EXPECT_NE(far[0].find("; fixed costs at a small shape; "), std::string::npos) << far[0];
+  EXPECT_EQ(report::far_from_floor_notes({{"naive", 300, 70}}, false)[0].find("fixed costs"), std::string::npos);
   EXPECT_NE(report::far_from_floor_notes({{"naive", 5, 1}}, true)[0].find("too small to fill the GPU"),
             std::string::npos);
   EXPECT_TRUE(report::far_from_floor_notes({{"naive", 4, 1}}, false).empty()) << "4x is not past 4x";
@@ -185,8 +188,10 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
   EXPECT_EQ(report::far_from_floor_summary({{"naive", 9, 1}, {"inplace", 3, 1}, {"sdpa-math", 12.5, 2}}, false),
             "Far from the floor (past 4x its roofline floor, the × floor column): naive 9.0x, sdpa-math 6.2x. Their "
             "time went where the cost model does not look (fresh pages faulted in by the ops that allocate, which "
-            "`attnprof profile --counters` counts per op; fixed costs at a small shape; threads waiting on each other "
-            "or on other work).");
+            "`attnprof profile --counters` counts per op; threads waiting on each other or on other work).");
+  EXPECT_NE(report::far_from_floor_summary({{"naive", 9, 1}, {"sdpa-math", 12.5, 0.5}}, false)
+                .find("counts per op; fixed costs at a small shape; threads"),
+            std::string::npos);
   EXPECT_EQ(report::far_from_floor_summary({{"naive", 4, 1}}, true), "");
   // A row whose floor is compute (at most 1/4 of it memory time) computed below the peak: its own cause, and
   // with rows of both kinds each sentence names its rows.
@@ -201,8 +206,8 @@ TEST(Format, SpeedUpsAndRowsFarFromTheirFloor) {
                                            false),
             "Far from the floor (past 4x its roofline floor, the × floor column): naive 9.0x, flash 4.7x, sdpa-flash "
             "5.0x. The time of naive went where the cost model does not look (fresh pages faulted in by the ops that "
-            "allocate, which `attnprof profile --counters` counts per op; fixed costs at a small shape; threads "
-            "waiting on each other or on other work). The time of flash, sdpa-flash went to arithmetic below the peak "
+            "allocate, which `attnprof profile --counters` counts per op; threads waiting on each other or on other "
+            "work). The time of flash, sdpa-flash went to arithmetic below the peak "
             "(the work between its products, a fused kernel's softmax and loads, which the chart of the kernel's "
             "steps times; the products' own efficiency; threads waiting on other work).");
 }
@@ -858,7 +863,12 @@ TEST(Trace, RealProfilePassesTheChecker) {
       EXPECT_GT(e["args"]["FLOPs"].get<double>(), 0.0);
       EXPECT_GT(e["args"]["bytes"].get<double>(), 0.0);
       EXPECT_EQ(e["args"]["variant"], "naive");
+      // Its GEMM runs on the library's threads, which the trace does not hold: said on the op.
+      EXPECT_NE(e["args"].value("threads", "").find("not traced: the worker tracks look idle"), std::string::npos);
     }
+    // Only ops a library runs say so (softmax runs attnprof's own OpenMP regions, which the trace shows).
+    if (e["ph"] == "X" && e["name"] != "matmul" && e["cat"] == "cpu_op")
+      EXPECT_FALSE(e["args"].contains("threads")) << e.dump();
     if (e["ph"] == "X" && e["name"] == "masked_fill_" && e["cat"] == "cpu_op")
       EXPECT_EQ(e["args"]["Input type"], nlohmann::json::array({"fp32", "bool"})) << "the mask's own type";
     if (e["ph"] == "X" && e["name"] == "attn_fwd") {

@@ -249,7 +249,13 @@ void run_profile(const ProfileArgs& a) {
   // The peaks the table's Bound was judged against, so `roofline --from` places these ops under them.
   summary["machine"] = peaks;
   if (!gpu) summary["machine"]["memory_reclaim"] = analysis::memory_reclaim_note().value_or("");
-  if (!o.save_output.empty()) npy::save(o.save_output, r.output);
+  if (!o.save_output.empty()) {
+    try {  // the file's own message, with the option that named it (a full disk, a device that refuses)
+      npy::save(o.save_output, r.output);
+    } catch (const Error& e) {
+      ATTNPROF_FAIL("--save-output: {}", e.what());
+    }
+  }
   report::write_chrome_trace(r.result, trace_path);
   write_json(summary_path, summary);
   report::write_text_atomic(table_path, table + uneven_text(r.ka));

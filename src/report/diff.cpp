@@ -310,10 +310,18 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   p.side.on_cpu = on_cpu_field(run, p.side.forward_ms.size(), run_what);
   if (run_figures && !run.contains("ops_per_forward"))
     ATTNPROF_FAIL("{}: field 'ops_per_forward' is missing (null when it was not counted)", run_what);
-  if (present("ops_per_forward")) p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
+  if (present("ops_per_forward")) {
+    p.side.ops_per_forward = required(run, "ops_per_forward", run_what);
+    // A whole count, as compare.json's 'ops' is: every forward runs the same ops.
+    if (p.side.ops_per_forward != std::floor(p.side.ops_per_forward))
+      ATTNPROF_FAIL("{}: field 'ops_per_forward' is {}, not a whole number of ops per forward", run_what,
+                    p.side.ops_per_forward);
+  }
   if (present("max_abs_err")) p.side.max_abs_err = number(run, "max_abs_err", run_what);
   if (run_figures || present("peak_extra_bytes")) {
     p.side.peak_bytes = required(run, "peak_extra_bytes", run_what);
+    if (p.side.peak_bytes != std::floor(p.side.peak_bytes))
+      ATTNPROF_FAIL("{}: field 'peak_extra_bytes' is {}, not a whole number of bytes", run_what, p.side.peak_bytes);
   } else if (p.device) {  // the sections a reader without the run's figure falls back on
     (void)number(s["device"], "peak_bytes", what);
   } else if (s.contains("memory") && s["memory"].is_object()) {
@@ -999,6 +1007,8 @@ void fill(RunDiffRow& r, const json& v, bool is_base, const std::string& what) {
                     med);
   if (const double ops = is_base ? r.base_ops : r.new_ops; ops >= 0 && ops != std::floor(ops))
     ATTNPROF_FAIL("{}: field 'ops' is {}, not a whole number of ops per forward", what, ops);
+  if (const double peak = is_base ? r.base_peak : r.new_peak; peak >= 0 && peak != std::floor(peak))
+    ATTNPROF_FAIL("{}: field 'peak_bytes' is {}, not a whole number of bytes", what, peak);
   (is_base ? r.base_sharing : r.new_sharing) = sharing_field(v, what);
   (is_base ? r.base_on_cpu : r.new_on_cpu) = on_cpu_field(v, forwards.size(), what);
   // Slowest over fastest timed forward: null with fewer than two, 0 when the fastest took no time, else at

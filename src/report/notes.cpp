@@ -3,6 +3,7 @@
 // (over_peak_note, library_peaks_note). compare, profile, sweep, diff and the HTML report print the same words.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -329,6 +330,9 @@ std::string_view disturbed_ratio_note() {
 }
 
 namespace {
+// A roofline floor under a millisecond: a forward's fixed costs (some microseconds each) count beside its work.
+constexpr double kFixedCostFloorMs = 1.0;
+
 bool far_from_floor(const RowTime& r) {
   return r.floor_ms > 0 && r.ms > kFarFromFloor * r.floor_ms && std::isfinite(r.ms);
 }
@@ -338,8 +342,11 @@ bool compute_floor(const RowTime& r) {
 }
 // Where such a row's time went: a row held by its FLOPs computed below the peak; one held by its bytes (or not
 // known) lost its time around the work the cost model counts.
-// `steps`: where the kernel's own split of its time is, in the output that says this.
-std::string far_from_floor_causes(bool gpu, bool compute, std::string_view steps = "the Inside line of a flash row") {
+// `steps`: where the kernel's own split of its time is, in the output that says this. `small`: the row's floor is
+// under kFixedCostFloorMs, where a forward's fixed costs (a parallel region's start, a few allocations, the zones)
+// are no longer small beside its work.
+std::string far_from_floor_causes(bool gpu, bool compute, bool small,
+                                  std::string_view steps = "the Inside line of a flash row") {
   if (compute)
     return gpu ? "went to kernels below the tensor-core peak (low occupancy, the softmax between the MMAs, a grid "
                  "too small to fill the GPU)"
@@ -350,7 +357,8 @@ std::string far_from_floor_causes(bool gpu, bool compute, std::string_view steps
   return std::string("went where the cost model does not look (") +
          (gpu ? "launches and kernels too small to fill the GPU, or waits between them"
               : "fresh pages faulted in by the ops that allocate, which `attnprof profile --counters` counts per op; "
-                "fixed costs at a small shape; threads waiting on each other or on other work") +
+                + std::string(small ? "fixed costs at a small shape; " : "") +
+                "threads waiting on each other or on other work") +
          ")";
 }
 }  // namespace
@@ -362,28 +370,31 @@ std::vector<std::string> far_from_floor_notes(const std::vector<RowTime>& rows, 
     lines.push_back(fmt::format(
         "Far from the floor: {} took {} per forward, {:.1f}x its roofline floor of {}: its time {}.",
         r.name, format_time_ns(r.ms * 1e6), r.ms / r.floor_ms, format_time_ns(r.floor_ms * 1e6),
-        far_from_floor_causes(gpu, compute_floor(r))));
+        far_from_floor_causes(gpu, compute_floor(r), r.floor_ms < kFixedCostFloorMs)));
   }
   return lines;
 }
 
 std::string far_from_floor_summary(const std::vector<RowTime>& rows, bool gpu) {
   std::vector<std::string> names, held_by_bytes, held_by_flops;
+  bool small_bytes = false, small_flops = false;  // a group with a row whose floor is small
   for (const RowTime& r : rows)
     if (far_from_floor(r)) {
       names.push_back(fmt::format("{} {:.1f}x", r.name, r.ms / r.floor_ms));
       (compute_floor(r) ? held_by_flops : held_by_bytes).push_back(r.name);
+      (compute_floor(r) ? small_flops : small_bytes) |= r.floor_ms < kFixedCostFloorMs;
     }
   if (names.empty()) return "";
   std::string s = fmt::format("Far from the floor (past {:.0f}x its roofline floor, the × floor column): {}.",
                               kFarFromFloor, fmt::join(names, ", "));
   // One sentence of causes per kind of floor; a kind's rows are named when both kinds are present.
   const bool both = !held_by_bytes.empty() && !held_by_flops.empty();
-  for (const auto& [group, compute] : {std::pair{&held_by_bytes, false}, std::pair{&held_by_flops, true}}) {
+  for (const auto& [group, compute, small] :
+       {std::tuple{&held_by_bytes, false, small_bytes}, std::tuple{&held_by_flops, true, small_flops}}) {
     if (group->empty()) continue;
     const std::string who = both ? fmt::format("The time of {}", fmt::join(*group, ", "))
                                  : group->size() == 1 ? "Its time" : "Their time";
-    s += fmt::format(" {} {}.", who, far_from_floor_causes(gpu, compute, "the chart of the kernel's steps"));
+    s += fmt::format(" {} {}.", who, far_from_floor_causes(gpu, compute, small, "the chart of the kernel's steps"));
   }
   return s;
 }

@@ -13,8 +13,9 @@
 // written in (ts ascending, dur descending, depth ascending) order so parents precede their children.
 // Zone args carry Kineto's "External id" (1, 2, ... over the zones in thread order; the GPU work a zone launched
 // carries its id), "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
-// the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant, and
-// software counters when recorded. No JSON DOM is built: export runs at millions of events per second.
+// the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant,
+// software counters when recorded, and on a CPU op whose work a library runs (matmul: oneDNN, OpenBLAS) a
+// "threads" note: the library's threads are not traced, so the worker tracks look idle under it. No JSON DOM is built: export runs at millions of events per second.
 //
 // Device events (CUDA profiles), laid out as torch.profiler's Kineto traces lay them out:
 //   - a process "GPU <n> (<device name>)" (pid = host pid + 1 + n) with one track per stream ("stream 7")
@@ -321,9 +322,12 @@ void put_track_names(Buf& b, const prof::ProfileResult& r, long pid) {
   }
 }
 
+constexpr std::string_view kLibraryThreadsArg =
+    "\"threads\":\"the library's own (oneDNN or OpenBLAS), not traced: the worker tracks look idle under this op\"";
+
 // A zone's args, after the opening brace: Kineto's "External id", torch's "Input Dims" and "Input type"
 // (record_shapes), its inclusive cost model, its variant and its software counters. Appends only (the hot loop).
-void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c, int64_t external_id) {
+void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c, int64_t external_id, bool device) {
   put(b, "\"External id\":");
   put_int(b, external_id);
   auto key = [&](std::string_view k) {
@@ -370,6 +374,9 @@ void put_zone_args(Buf& b, const prof::ZoneEvent& e, const OpCost& c, int64_t ex
     key("\"variant\":");
     put_escaped(b, e.variant);
   }
+  // An op whose work a CPU library runs on threads of its own, which the profiler does not see: said on the op, as
+  // the worker tracks beside it look idle while those threads compute. (A GPU library's kernels are traced.)
+  if (e.cost.library_flops > 0 && !device) key(kLibraryThreadsArg);
   if (e.task_clock_ns >= 0) {
     key("\"task_clock_ns\":");
     put_int(b, e.task_clock_ns);
@@ -493,7 +500,8 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
     if (it.kind == Kind::Zone) {
       const prof::ZoneEvent& e = t.zones[it.index];
       put_slice(e.category ? e.category : "cpu_op", e.name);
-      put_zone_args(b, e, lay.incl[it.thread][it.index], lay.external_id(int32_t(it.thread), int32_t(it.index)));
+      put_zone_args(b, e, lay.incl[it.thread][it.index], lay.external_id(int32_t(it.thread), int32_t(it.index)),
+                    r.has_device);
       put(b, "}}");
     } else if (it.kind == Kind::Work) {
       const prof::WorkSpan& w = t.work[it.index];
