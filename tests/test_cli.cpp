@@ -1125,6 +1125,45 @@ TEST_F(Cli, CompareVariantsSdpaMeansEveryBackend) {
   }
 }
 
+// --flash-block runs the CPU flash kernel on other tiles: the header and the tiles line say so, the summary and
+// compare.json record them, and diff names the change beside what it did to the bytes K and V stream.
+TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
+  const std::string shape = " --shape 1,2,300,32 --threads 1 --iters 1 --warmup 0 ";
+  const Result dflt = run("profile flash" + shape + " --out " + (dir_ / "dflt").string());
+  ASSERT_EQ(dflt.code, 0) << dflt.err;
+  const Result set = run("profile flash --flash-block 128x64" + shape + out_flag());
+  ASSERT_EQ(set.code, 0) << set.err;
+  EXPECT_NE(set.err.find("causal, 1 thread, flash blocks 128×64, inputs"), std::string::npos) << set.err;
+  EXPECT_NE(set.out.find("tiles of 128 query rows × 64 keys"), std::string::npos) << set.out;
+  EXPECT_EQ(read_json("flash.summary.json")["run"]["flash_block"], json::array({128, 64}));
+  const json base = json::parse(io::read_file(dir_ / "dflt" / "flash.summary.json"));
+  const json& b = base["run"]["flash_block"];
+  ASSERT_TRUE(b.is_array()) << base["run"].dump();
+  EXPECT_EQ(dflt.err.find("flash blocks"), std::string::npos) << "the defaults are not called out";
+  const Result d = run("diff " + (dir_ / "dflt" / "flash.summary.json").string() + " " + (out() / "flash.summary.json").string());
+  ASSERT_EQ(d.code, 0) << d.err;
+  if (b != json::array({128, 64}))
+    EXPECT_NE(d.out.find(fmt::format("flash blocks (query rows × keys per tile): {}×{} -> 128×64", b[0].get<int>(),
+                                     b[1].get<int>())),
+              std::string::npos)
+        << d.out;
+  // compare records them at the top, and in its flash rows' summaries.
+  const Result c = run("compare --variants naive,flash --flash-block 128x64 --json" + shape + out_flag());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(json::parse(c.out)["flash_block"], json::array({128, 64}));
+  EXPECT_FALSE(read_json("naive.summary.json")["run"].contains("flash_block"));
+  // Refused: a run that would not use them, a malformed or impossible size, and --peaks-only.
+  fs::remove_all(out());
+  expect_bad("profile naive --flash-block 128x64" + kSmall,
+             "--flash-block sets the CPU flash kernel's blocks, which naive does not run (flash and sdpa-flash do)");
+  expect_bad("compare --variants naive,inplace --flash-block 128x64" + kSmall,
+             "which naive and inplace do not run (flash and sdpa-flash do)");
+  expect_bad("profile flash --flash-block 128" + kSmall, "--flash-block '128' is not ROWSxCOLS");
+  expect_bad("profile flash --flash-block 0x64" + kSmall,
+             "--flash-block 0x64: the flash kernel takes query blocks of 1 to 1024, got 0");
+  expect_bad("roofline --peaks-only --flash-block 128x64" + kSmall, "and --flash-block do not apply with --peaks-only");
+}
+
 TEST_F(Cli, GzipWritesCompressedTracesThatTheJsonNames) {
   const Result r = run("compare --iters 1 --warmup 0 --variants naive,flash --gzip" + kSmall + out_flag());
   ASSERT_EQ(r.code, 0) << r.err;

@@ -347,6 +347,24 @@ TEST(Diff, SummariesWithoutTheRunFiguresAreRefusedNamingTheField) {
   bad = inplace_summary();
   bad["run"]["peak_extra_bytes"] = 1500.5;
   EXPECT_EQ(error_of(bad), "b.summary.json run: field 'peak_extra_bytes' is 1500.5, not a whole number of bytes");
+  // The flash kernel's blocks: [rows, cols], each a count the kernel takes.
+  for (const json& block : {json(256), json::array({256}), json::array({0, 64}), json::array({256, 64.5}),
+                            json::array({256, 2048}), json::array({"256", 64})}) {
+    bad = inplace_summary();
+    bad["run"]["flash_block"] = block;
+    EXPECT_NE(error_of(bad).find("field 'flash_block' is " + block.dump() + ", not [rows, cols]"), std::string::npos)
+        << error_of(bad);
+  }
+  // Two CPU flash runs on different blocks: the line a tile study reads, beside the bytes and times.
+  json a = naive_summary(), b = inplace_summary();
+  a["run"]["flash_block"] = {256, 64};
+  b["run"]["flash_block"] = {128, 64};
+  const report::ProfileDiff blocks = report::diff_summaries(a, b);
+  EXPECT_NE(report::diff_table(blocks).find("flash blocks (query rows × keys per tile): 256×64 -> 128×64\n"),
+            std::string::npos);
+  EXPECT_EQ(report::diff_json(blocks)["new"]["flash_block"], "128×64");
+  b["run"]["flash_block"] = {256, 64};
+  EXPECT_EQ(report::diff_table(report::diff_summaries(a, b)).find("flash blocks"), std::string::npos) << "the same";
   // "device" is a CUDA profile's section; as anything else the clock the times are on is unknown.
   bad = inplace_summary();
   bad["device"] = "cuda";

@@ -306,3 +306,84 @@ TEST(Flash, BytesModelFollowsTheBlockHeightOfTheBodyThatRuns) {
   EXPECT_DOUBLE_EQ(flash_bytes(m, 256), qo + kv(4.0 * 1024) + 4.0 * p.Nq * p.Nk + lse);
   EXPECT_THROW(flash_bytes(p, 0), Error);
 }
+
+namespace {
+// Sets the flash kernel's blocks for one scope and returns to the defaults after it (a failed test too).
+struct BlockOverride {
+  explicit BlockOverride(FlashBlock b) { set_flash_block(b); }
+  ~BlockOverride() { set_flash_block({0, 0}); }
+  BlockOverride(const BlockOverride&) = delete;
+  BlockOverride& operator=(const BlockOverride&) = delete;
+};
+}  // namespace
+
+// Block sizes chosen at run time (--flash-block): every size a body takes gives the reference's output and
+// logsumexp, with ragged ends on both sides (N = 300 against blocks that do not divide it), causal or not, and
+// bf16 or fp32 (vdpbf16ps pairs keys, so a body's key blocks are even). The cost model, the tile count and the
+// peak memory follow the blocks that run.
+TEST(Flash, EveryBlockSizeABodyTakesMatchesTheReference) {
+  for (Isa isa : available_isas()) {
+    IsaOverride use(isa);
+    const FlashBlock dflt = flash_block_default();
+    // Sizes from the smallest each body takes to past the problem, its multiples kept.
+    const std::vector<FlashBlock> blocks =
+        isa == Isa::Scalar ? std::vector<FlashBlock>{{1, 1}, {7, 5}, {33, 64}, {512, 3}}
+        : isa == Isa::AVX2 ? std::vector<FlashBlock>{{16, 2}, {48, 30}, {128, 128}, {512, 64}}
+                           : std::vector<FlashBlock>{{64, 2}, {64, 64}, {128, 30}, {192, 96}, {512, 512}};
+    for (const FlashBlock b : blocks)
+      for (DType t : {DType::F32, DType::BF16})
+        for (bool causal : {true, false}) {
+          const Inputs in = make(1, 2, 2, 300, 300, 40, t, causal);
+          const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
+          BlockOverride set(b);
+          EXPECT_EQ(flash_block().rows, b.rows);
+          EXPECT_EQ(flash_block().cols, b.cols);
+          const AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
+          const std::string what = fmt::format("{} {}x{} {} causal={}", isa_name(isa), b.rows, b.cols, dtype_name(t),
+                                               causal);
+          const ErrorStats e = compare_to_reference(out.out, ref, find_variant("flash").tolerance(t));
+          EXPECT_TRUE(e.ok()) << what << ": " << e.violations << " of " << e.count << ", max_abs=" << e.max_abs;
+          EXPECT_TRUE(compare_lse(out.lse, ref, kLseTol).ok()) << what;
+          const AttnProblem p = AttnProblem::from(in.q, in.k, in.v, in.opt);
+          EXPECT_DOUBLE_EQ(flash_cost(p).bytes(), flash_bytes(p, b.rows)) << what;
+          EXPECT_EQ(flash_tiles(p).block_rows, b.rows) << what;
+          EXPECT_EQ(flash_tiles(p).block_cols, b.cols) << what;
+        }
+    // Back to the defaults with {0, 0}.
+    EXPECT_EQ(flash_block().rows, dflt.rows) << isa_name(isa);
+    EXPECT_TRUE(flash_block_is_default());
+  }
+}
+
+// A size a body cannot take is refused by name, and the blocks stay as they were; a body chosen after the
+// blocks were set (ATTNPROF_ISA) refuses to run them rather than overrunning its scratch.
+TEST(Flash, BlockSizesABodyCannotTakeAreRefused) {
+  EXPECT_NE(flash_block_problem({0, 64}).find("query blocks of 1 to 1024, got 0"), std::string::npos);
+  EXPECT_NE(flash_block_problem({64, 2000}).find("key blocks of 1 to 1024, got 2000"), std::string::npos);
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::Scalar) continue;
+    IsaOverride use(isa);
+    const int64_t rows = isa == Isa::AVX2 ? 16 : 64;
+    EXPECT_EQ(flash_block_problem({rows + 8, 64}),
+              fmt::format("the {} flash body takes query blocks of a multiple of {}, got {}", isa_name(isa), rows,
+                          rows + 8));
+    EXPECT_NE(flash_block_problem({rows, 63}).find("key blocks of a multiple of 2, got 63"), std::string::npos);
+    EXPECT_THROW(set_flash_block({rows + 8, 64}), Error);
+    EXPECT_TRUE(flash_block_is_default()) << "a refused size leaves the blocks as they were";
+  }
+  {
+    IsaOverride scalar(Isa::Scalar);
+    BlockOverride set({7, 5});  // the scalar body takes any size
+    for (Isa isa : available_isas()) {
+      if (isa == Isa::Scalar) continue;
+      IsaOverride use(isa);
+      const Inputs in = make(1, 1, 1, 64, 64, 32, DType::F32, true);
+      try {
+        (void)flash_attention(in.q, in.k, in.v, in.opt);
+        ADD_FAILURE() << isa_name(isa) << " ran blocks of 7 rows";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("query blocks of a multiple of"), std::string::npos) << e.what();
+      }
+    }
+  }
+}

@@ -107,7 +107,8 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
 // <variant>.trace.json, <variant>.summary.json, <variant>.table.txt (the torch-style table, as profile writes it),
 // <variant>.table.csv (its rows as CSV) and <variant>.stacks.txt (folded stacks) of a row that ran: all from this
 // run, so no file of an earlier run stays beside them.
-void write_row_files(const Row& row, const std::string& out, const std::string& table, const std::string& csv) {
+void write_row_files(const Row& row, const std::string& out, const std::string& table, const std::string& csv,
+                     bool gpu) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name},
@@ -120,6 +121,8 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"forward_on_cpu", report::on_cpu_json(row.on_cpu)},  // and one that ran off the CPU
                {"cpu_sharing", report::cpu_sharing_json(row.r.sharing)},
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
+  if (!gpu && (row.name == "flash" || row.name == "sdpa-flash"))  // the CPU kernel's blocks, as profile records them
+    sj["run"]["flash_block"] = {flash_block().rows, flash_block().cols};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
   report::write_text_atomic(out_path(out, row.name + ".table.csv"), csv);
@@ -418,7 +421,7 @@ void finish(const CommonOptions& o, const nlohmann::json& j, const Text& text, r
 // and trace, then at least 20 forwards timed with CUDA events on device tensors uploaded once).
 void run_compare_cuda(const CompareArgs& a) {
   const CommonOptions& o = a.common;
-  apply_runtime_options(o);
+  apply_runtime_options(o, /*gpu=*/true);
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, cuda::cuda_registry());
@@ -450,7 +453,7 @@ void run_compare_cuda(const CompareArgs& a) {
                                                                    .visible_share = visible_share(in.p)};
       const std::string table = report::table(row.r.ka, topt) +
                                 (row.r.result.has_device ? report::device_table(row.r.result) : std::string());
-      write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt));
+      write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt), /*gpu=*/true);
       tables += row.r.result.has_device
                     ? fmt::format("\n{} (one forward, CUPTI):\n{}", v->name, table)
                     : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note, table);
@@ -492,6 +495,7 @@ void run_compare(const CompareArgs& a) {
   check_html_if_asked(o);
   const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
+  check_flash_block_applies(o, variants);
   const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
   refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
@@ -521,7 +525,7 @@ void run_compare(const CompareArgs& a) {
       const report::TableOptions topt{
           .sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m, .visible_share = visible_share(in.p)};
       write_row_files(row, o.out, report::table(row.r.ka, topt) + uneven_text(row.r.ka),
-                      report::table_csv(row.r.ka, topt));
+                      report::table_csv(row.r.ka, topt), /*gpu=*/false);
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
       progress(fmt::format("{}: {}: {}", label, status_name(row.r.status), row.r.note));
@@ -552,11 +556,15 @@ void run_compare(const CompareArgs& a) {
   j["machine"]["memory_reclaim"] = reclaim.value_or("");
   j["machine"]["bf16_matmul"] = ops::bf16_matmul_key();
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
+  j["flash_block"] = {flash_block().rows, flash_block().cols};  // the CPU flash kernel's (flash, sdpa-flash)
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   if (peers) j["peers"] = peers_json(*peers, in.p, t);
 
   Text text = render_rows(
-      rows, fmt::format("attnprof compare — {}, {}, inputs {}", in.p.str(), threads_text(threads), in.source), t);
+      rows,
+      fmt::format("attnprof compare — {}, {}{}, inputs {}", in.p.str(), threads_text(threads), flash_block_note(),
+                  in.source),
+      t);
   text += ratio_lines(rows, /*gpu=*/false);
   if (peers) text += render_peers(*peers, rows, in.p, t);
   text.define(fmt::format("GFLOP/s: {}.\n", flops_legend(in.p)));

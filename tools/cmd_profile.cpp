@@ -141,7 +141,7 @@ void run_profile(const ProfileArgs& a) {
   // Writing the output over an input file would destroy the input the run reads: refused before it is read.
   if (!o.save_output.empty()) refuse_input_as_output(o, o.save_output, fmt::format("--save-output '{}'", o.save_output));
   const bool gpu = use_cuda(a.device);
-  apply_runtime_options(o);
+  apply_runtime_options(o, gpu);
   // A problem the variant cannot serve (flash's head dims), or one over the memory budget (naive's N×N scores
   // at a long sequence), fails before the random inputs are drawn: at a large D or N gigabytes and seconds.
   if (!use_files(o)) {
@@ -169,7 +169,9 @@ void run_profile(const ProfileArgs& a) {
   const int threads = ops::num_threads();
   const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
   const std::string where = gpu ? dev.name : threads_text(threads);
-  progress(fmt::format("attnprof profile {}: {}, {}, inputs {}", v.name, in.p.str(), where, in.source));
+  check_flash_block_applies(o, {&v});
+  progress(fmt::format("attnprof profile {}: {}, {}{}, inputs {}", v.name, in.p.str(), where, flash_block_note(),
+                       in.source));
   // `sdpa` alone picks its backend as PyTorch's does; a fall back to math is said, as PyTorch warns of it.
   const std::string selection =
       !gpu && a.variant == "sdpa" && (a.backend.empty() || a.backend == "auto") &&
@@ -225,6 +227,8 @@ void run_profile(const ProfileArgs& a) {
   run["gflops"] = r.median_ns > 0 ? flops / r.median_ns : 0.0;
   run["attention_flops"] = flops;
   run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
+  // The blocks the CPU flash kernel ran (its defaults, or --flash-block's), so diff can name a change of them.
+  if (!gpu && (v.name == "flash" || v.name == "sdpa-flash")) run["flash_block"] = {flash_block().rows, flash_block().cols};
   if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
   // Where the time went by the roofline's verdict (a GPU profile's in device time; none without CUPTI's records).
   const analysis::BoundTime bound_time =

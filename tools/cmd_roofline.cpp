@@ -508,18 +508,22 @@ void run_roofline(const RooflineArgs& a) {
   // The run flags would do nothing: refused rather than silently ignored.
   if (a.peaks_only) {
     std::vector<std::string> run_flags;  // as given, in this order: none applies to --peaks-only
-    for (const char* flag : {"--out", "--warmup", "--iters", "--seed"})
+    for (const char* flag : {"--out", "--warmup", "--iters", "--seed", "--flash-block"})
       if (a.given(flag)) run_flags.push_back(flag);
     refuse_idle_flags(run_flags, "--peaks-only", "runs no variant and writes no files");
   }
-  apply_runtime_options(o);
+  apply_runtime_options(o, gpu);
   // Before the random inputs are drawn; from input files, once they are read (their shape is the problem).
   std::vector<const Variant*> variants;
-  if (!a.peaks_only && !use_files(o))
+  if (!a.peaks_only && !use_files(o)) {
     variants = resolve_variants_on(gpu, a.variants, a.backend, problem_of(o), !a.variants_given);
+    check_flash_block_applies(o, variants);
+  }
   const Inputs in = a.peaks_only ? Inputs{} : make_inputs(o);
-  if (!a.peaks_only && use_files(o))
+  if (!a.peaks_only && use_files(o)) {
     variants = resolve_variants_on(gpu, a.variants, a.backend, in.p, !a.variants_given);
+    check_flash_block_applies(o, variants);
+  }
   if (!a.peaks_only) {
     refuse_inputs_in_out(o, {}, kRooflineFiles);
     check_html_if_asked(o);

@@ -486,7 +486,7 @@ void run_sweep(const SweepArgs& a) {
   const CommonOptions& o = a.common;
   check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   const bool gpu = use_cuda(a.device);
-  apply_runtime_options(o);
+  apply_runtime_options(o, gpu);
   std::string seq_note;  // printed once the other inputs are checked: a refused run prints its one error line only
   const std::vector<int64_t> seqs = parse_seq(a.seq, seq_note);
   ATTNPROF_CHECK(o.kv_len == 0, "--kv-len does not apply to sweep: every point has Nq = Nk = N from --seq");
@@ -495,6 +495,7 @@ void run_sweep(const SweepArgs& a) {
                  "--backend applies to the variant 'sdpa', which --variants '{}' does not name", a.variants);
   const std::vector<const Variant*> variants = resolve_variants_on(gpu, names, a.backend, problem_of(o, seqs.front()),
                                                                 !a.variants_given);
+  check_flash_block_applies(o, variants);
   // Every point's shape is one the library takes, and one whose check (the reference of two heads,
   // check_heads) ends, before any point runs.
   for (int64_t n : seqs) check_reference_work(problem_of(o, n), 2.0);
@@ -536,6 +537,7 @@ void run_sweep(const SweepArgs& a) {
                       {"dtype", std::string(dtype_name(ps.dtype))},  // canonical, as compare.json: "BF16" is bf16
                       {"causal", o.causal},
                       {"threads", threads},
+                      {"flash_block", gpu ? nlohmann::json() : nlohmann::json{flash_block().rows, flash_block().cols}},
                       {"warmup", o.warmup},
                       {"iters", o.iters},
                       {"memory_budget", memory_budget()},
@@ -586,7 +588,8 @@ void run_sweep(const SweepArgs& a) {
   // The lengths the sweep tried, not --seq as typed (the table says which ran): FIRST..LAST stops at the last doubling that does not pass LAST.
   Text text = fmt::format("attnprof sweep — {} with N = {}, {} {}, {}\n", shared, fmt::join(seqs, ","), dtype_name(ps.dtype),
                                  o.causal ? "causal" : "no mask",
-                                 gpu ? gpu_name + " (CUDA events, device memory)" : threads_text(threads));
+                                 gpu ? gpu_name + " (CUDA events, device memory)"
+                                     : threads_text(threads) + flash_block_note());
   // Rates as compare prints them: GFLOP/s on the CPU, TFLOP/s on a GPU.
   const char* rate = gpu ? "TFLOP/s" : "GFLOP/s";
   const double rate_scale = gpu ? 1e-3 : 1.0;

@@ -239,6 +239,11 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
                 "the columns; the .txt files keep them")
       ->excludes(json);
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
+  sub->add_option("--flash-block", o.flash_block,
+                  fmt::format("the CPU flash kernel's blocks (flash, sdpa-flash): ROWSxCOLS queries × keys per tile, "
+                              "each 1..{} (default {}x{} on this CPU; AVX-512 rows are a multiple of 64, AVX2 rows "
+                              "of 16, and both take an even number of keys)",
+                              kFlashMaxBlock, flash_block_default().rows, flash_block_default().cols));
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the inputs, their fp64 reference and what a forward allocates may use together: digits, "
@@ -253,6 +258,26 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
     sub->add_option("--save-output", o.save_output, "write the attention output to this .npy file");
   if (d.traces)
     sub->add_flag("--gzip", o.gzip, "write traces gzip-compressed (<variant>.trace.json.gz; Perfetto opens them as they are)");
+}
+
+void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants) {
+  if (o.flash_block.empty()) return;
+  std::vector<std::string> names;
+  for (const Variant* v : variants) {
+    if (v->name == "flash" || v->name == "sdpa-flash") return;
+    names.push_back(v->name);
+  }
+  const std::string last = names.back();
+  names.pop_back();
+  ATTNPROF_FAIL("--flash-block sets the CPU flash kernel's blocks, which {}{} run (flash and sdpa-flash do)",
+                names.empty() ? last : fmt::format("{} and {}", fmt::join(names, ", "), last),
+                names.empty() ? " does not" : " do not");
+}
+
+std::string flash_block_note() {
+  if (flash_block_is_default()) return "";
+  const FlashBlock b = flash_block();
+  return fmt::format(", flash blocks {}×{}", b.rows, b.cols);
 }
 
 double warmup_floor_s(const CommonOptions& o) {
@@ -284,8 +309,25 @@ void check_thread_limit_variable() {
                   env);
 }
 
-void apply_runtime_options(const CommonOptions& o) {
+void apply_runtime_options(const CommonOptions& o, bool gpu) {
   check_thread_limit_variable();
+  if (!o.flash_block.empty()) {
+    ATTNPROF_CHECK(!gpu, "--flash-block sets the CPU flash kernel's blocks; the CUDA kernel's are chosen per head dim "
+                         "(drop it, or --device cuda)");
+    // ROWSxCOLS: two plain decimal counts (an 'x' or '×' between them), each checked against the body that runs.
+    const std::string& s = o.flash_block;
+    const size_t x = s.find('x') != std::string::npos ? s.find('x') : s.find("×");
+    const size_t after = x == std::string::npos ? x : x + (s[x] == 'x' ? 1 : std::string_view("×").size());
+    const auto digits = [](std::string_view d) {
+      return !d.empty() && d.size() <= 9 && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    ATTNPROF_CHECK(x != std::string::npos && digits(std::string_view(s).substr(0, x)) &&
+                       digits(std::string_view(s).substr(after)),
+                   "--flash-block '{}' is not ROWSxCOLS (query rows by keys per tile, e.g. 128x64)", s);
+    const FlashBlock b{std::stoll(s.substr(0, x)), std::stoll(s.substr(after))};
+    if (const std::string why = flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("--flash-block {}: {}", s, why);
+    set_flash_block(b);
+  }
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))
     ATTNPROF_FAIL("--threads {} is out of range: expected 1..{} (4 × the {} attnprof may run on)", o.threads,

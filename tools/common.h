@@ -45,6 +45,7 @@ struct CommonOptions {
   std::string q_path, k_path, v_path, save_output;
   bool gzip = false;                   // traces as <variant>.trace.json.gz
   bool brief = false;                  // --brief: stdout without the lines that define the columns
+  std::string flash_block;             // --flash-block ROWSxCOLS: the CPU flash kernel's blocks ("": its default)
   // Filled by add_common_options so that "was this flag given?" can be asked.
   CLI::Option* shape_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
@@ -123,7 +124,14 @@ CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, 
 }
 
 // Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
-void apply_runtime_options(const CommonOptions& o);
+// --threads, --warmup/--iters' ranges, --flash-block (refused with `gpu`: the CUDA kernel's blocks are its own).
+void apply_runtime_options(const CommonOptions& o, bool gpu = false);
+// --flash-block given to a run none of whose variants runs the CPU flash kernel (flash, sdpa-flash): refused, as
+// a flag that would do nothing is.
+void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants);
+// ", flash blocks 128×64" when --flash-block set other sizes than the kernel's defaults, else "": for the header
+// lines of the runs it changes.
+std::string flash_block_note();
 // The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them
 // (ops::available_cpus: OMP_PROC_BIND narrows the main thread's own affinity, not this).
 int hardware_threads();

@@ -129,7 +129,24 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
 // Bytes a flash kernel moves: Q and O once, K and V once per block of `block_rows` queries that visits them,
 // an explicit mask once at its own size, and the logsumexp.
 double flash_bytes(const AttnProblem& p, int64_t block_rows);
-// The query block height of the CPU flash body best_isa() runs (256 for AVX2/AVX-512, 64 for scalar).
+// The CPU flash kernel's block sizes: `rows` queries against `cols` keys per tile. Process-wide, as the thread
+// count is (ops::set_num_threads); {0, 0} means the tuned default of the body best_isa() runs (256 × 64 for
+// AVX2/AVX-512, 64 × 64 scalar). The CUDA kernel's are its own (src/cuda).
+struct FlashBlock {
+  int64_t rows = 0, cols = 0;
+};
+inline constexpr int64_t kFlashMaxBlock = 1024;  // per side: a thread's scratch grows with rows × cols
+// "" when the body best_isa() runs takes `b`, else why not, naming the size: "the avx512 flash body takes query
+// blocks of a multiple of 64, got 100".
+std::string flash_block_problem(FlashBlock b);
+// Sets the block sizes of every later CPU flash forward (flash, sdpa-flash), or with {0, 0} returns to the
+// defaults: Error when flash_block_problem names a problem. flash_attention checks them again (ATTNPROF_ISA may
+// choose another body after this call).
+void set_flash_block(FlashBlock b);
+FlashBlock flash_block();          // what the next CPU flash forward runs: the set sizes, else the defaults
+FlashBlock flash_block_default();  // the defaults of the body best_isa() runs
+bool flash_block_is_default();     // no sizes set (or the set ones are the defaults)
+// The query block height the next CPU flash forward runs (flash_block().rows).
 int64_t flash_block_rows();
 // How a flash forward tiles one head: blocks of `block_rows` queries against blocks of `block_cols` keys. Causal,
 // the pairs wholly above the diagonal are skipped; in a pair that straddles it each panel of `panel_rows` rows
@@ -143,7 +160,7 @@ struct FlashTiles {
   int64_t pairs() const { return q_blocks * kv_blocks; }
 };
 FlashTiles flash_tiles(const AttnProblem& p, int64_t block_rows, int64_t block_cols, int64_t panel_rows);
-FlashTiles flash_tiles(const AttnProblem& p);  // the CPU body best_isa() runs
+FlashTiles flash_tiles(const AttnProblem& p);  // the CPU body best_isa() runs, at flash_block()
 // "tiles of 256 query rows × 64 keys: per head 40 of 64 tile pairs visited, 24 above the diagonal skipped, the
 // 16 that straddle it computed up to it in panels of 64 rows: Q·Kᵀ computes 56.2 % of the N×N scores (causal
 // needs 50.0 %)" — what profile prints for the flash variants.

@@ -208,6 +208,7 @@ struct ProfileSide {
   std::optional<analysis::CpuSharing> sharing;  // run.cpu_sharing, when recorded
   std::vector<double> on_cpu;  // run.forward_on_cpu (-1 per forward not read; empty when not recorded)
   double threads = -1;         // run.threads, the team its ops ran on (-1: not recorded, or a device profile)
+  std::string flash_block;     // run.flash_block as "256×64": the CPU flash kernel's blocks ("" where none ran)
 };
 // One step a kernel timed inside its shares (a summary's op_phases), on both sides: each thread's time in it per
 // forward, summed over the threads, and the FLOPs it counted per forward; -1 for a side without the step.
@@ -312,6 +313,7 @@ struct RunDiff {
   // e.g. "onednn" against "fp32-widened-sgemm"): their speed-ups then mix a library change with the code's.
   std::string base_bf16_matmul, new_bf16_matmul;
   double base_threads = -1, new_threads = -1;  // each CPU run's "threads" (-1: a GPU run, or not recorded)
+  std::string base_flash_block, new_flash_block;  // each CPU run's "flash_block" as "256×64" ("": not recorded)
   std::vector<RunDiffRow> rows;       // base's variants in its order, then those only the new run has
 };
 // Throws Error naming what is wrong when a document is not a compare.json.

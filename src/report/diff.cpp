@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "attnprof/attention.h"
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
@@ -153,6 +154,26 @@ std::string threads_note(double base, double next) {
                      base, next);
 }
 
+// A run's "flash_block" ([rows, cols], the CPU flash kernel's blocks) as "256×64"; "" when absent or null.
+std::string flash_block_field(const json& o, const std::string& what) {
+  const auto it = o.find("flash_block");
+  if (it == o.end() || it->is_null()) return "";
+  const auto side = [](const json& x) {
+    return x.is_number() && x.get<double>() >= 1 && x.get<double>() <= double(kFlashMaxBlock) &&
+           x.get<double>() == std::floor(x.get<double>());
+  };
+  if (!it->is_array() || it->size() != 2 || !side((*it)[0]) || !side((*it)[1]))
+    ATTNPROF_FAIL("{}: field 'flash_block' is {}, not [rows, cols] of the flash kernel's blocks (each 1 to {})", what,
+                  it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200), kFlashMaxBlock);
+  return fmt::format("{}×{}", (*it)[0].get<int64_t>(), (*it)[1].get<int64_t>());
+}
+
+// A line when the two sides ran the CPU flash kernel on different blocks: the change a tile study makes.
+std::string flash_block_line(const std::string& base, const std::string& next) {
+  if (base.empty() || next.empty() || base == next) return "";
+  return fmt::format("flash blocks (query rows × keys per tile): {} -> {}\n", base, next);
+}
+
 // The first character of `text` that a terminal would act on rather than show (is_terminal_control), as its
 // offset and a label ("byte 0x1b", "U+202E"). Bytes that start no UTF-8 sequence are no such character.
 std::optional<std::pair<size_t, std::string>> first_control(std::string_view text) {
@@ -255,6 +276,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
   if (run_it != s.end() && run_it->is_object())
     if (const auto th = run_it->find("threads"); th != run_it->end() && !th->is_null())
       if (const double threads = count(*run_it, "threads", what + " run", 1); !p.device) p.side.threads = threads;
+  if (run_it != s.end() && run_it->is_object()) p.side.flash_block = flash_block_field(*run_it, what + " run");
 
   // Forwards: the calls of the variant's annotation (one per recorded forward), else the timed forwards.
   bool annotated = false;
@@ -670,6 +692,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
   if (!d.base.problem.empty() && !d.next.problem.empty() && d.base.problem != d.next.problem)
     s += "note: the runs are of different problems; the ratios compare different work.\n";
   s += threads_note(d.base.threads, d.next.threads);
+  s += flash_block_line(d.base.flash_block, d.next.flash_block);
   if (d.base.ms_per_forward > 0 && d.next.ms_per_forward > 0) {
     const double b = d.base.ms_per_forward, n = d.next.ms_per_forward;
     const std::string r = ratio_text(n < b ? b / n : n / b);
@@ -841,7 +864,8 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                 {"ops_per_forward", p.ops_per_forward >= 0 ? count_json(p.ops_per_forward) : json()},
                 {"max_abs_err", p.max_abs_err >= 0 ? json(p.max_abs_err) : json()},
                 {"forward_ms", p.forward_ms},
-                {"threads", p.threads > 0 ? count_json(p.threads) : json()}};
+                {"threads", p.threads > 0 ? count_json(p.threads) : json()},
+                {"flash_block", p.flash_block.empty() ? json() : json(p.flash_block)}};
   };
   json rows = json::array();
   const size_t shown = row_limit > 0 ? std::min(d.rows.size(), size_t(row_limit)) : d.rows.size();
@@ -1082,6 +1106,8 @@ RunDiff diff_compare_runs(const json& base, const json& next) {
   };
   d.base_threads = threads(base);
   d.new_threads = threads(next);
+  d.base_flash_block = base.contains("gpu") ? "" : flash_block_field(base, "base");
+  d.new_flash_block = next.contains("gpu") ? "" : flash_block_field(next, "new");
   auto gemm = [](const json& c) {
     return string_field(c, "dtype") == "bf16" && c.contains("machine") && c["machine"].is_object()
                ? string_field(c["machine"], "bf16_matmul")
@@ -1125,6 +1151,7 @@ std::string diff_table(const RunDiff& d, bool definitions) {
   s += fmt::format("base: {}\nnew:  {}\n", d.base_label, d.new_label);
   if (!d.same_problem) s += "note: the runs are of different problems; the ratios compare different work.\n";
   s += threads_note(d.base_threads, d.new_threads);
+  s += flash_block_line(d.base_flash_block, d.new_flash_block);
   // The GEMM under the unfused variants' matmul changed: said of those that ran on both sides, whose speed-ups
   // carry it.
   std::vector<std::string> unfused;
@@ -1207,6 +1234,10 @@ json diff_json(const RunDiff& d) {
           {"threads", d.base_threads > 0 && d.new_threads > 0
                           ? json({{"base", count_json(d.base_threads)}, {"new", count_json(d.new_threads)}})
                           : json()},
+          {"flash_block", d.base_flash_block.empty() && d.new_flash_block.empty()
+                              ? json()
+                              : json({{"base", d.base_flash_block.empty() ? json() : json(d.base_flash_block)},
+                                      {"new", d.new_flash_block.empty() ? json() : json(d.new_flash_block)}})},
           {"bf16_matmul", d.base_bf16_matmul.empty()
                               ? json()
                               : json({{"base", d.base_bf16_matmul}, {"new", d.new_bf16_matmul}})},

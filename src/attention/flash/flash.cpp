@@ -2,6 +2,8 @@
 #include "attention/flash/flash.h"
 
 #include <algorithm>
+#include <atomic>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -24,11 +26,9 @@ ThreadScratch::ThreadScratch(size_t bytes_per_thread, int threads)
 ThreadScratch::~ThreadScratch() { tracked_free(base_, stride_ * size_t(threads_)); }
 
 const Body& body() {
-  static constexpr Body kScalar{forward_scalar, block_rows_scalar, block_cols_scalar, panel_rows_scalar,
-                                scratch_bytes_scalar};
-  static constexpr Body kAvx2{forward_avx2, block_rows_avx2, block_cols_avx2, panel_rows_avx2, scratch_bytes_avx2};
-  static constexpr Body kAvx512{forward_avx512, block_rows_avx512, block_cols_avx512, panel_rows_avx512,
-                                scratch_bytes_avx512};
+  static constexpr Body kScalar{"scalar", forward_scalar, tiles_scalar, scratch_bytes_scalar};
+  static constexpr Body kAvx2{"avx2", forward_avx2, tiles_avx2, scratch_bytes_avx2};
+  static constexpr Body kAvx512{"avx512", forward_avx512, tiles_avx512, scratch_bytes_avx512};
   switch (best_isa()) {  // asked each time: ATTNPROF_ISA and the tests' overrides change it
     case Isa::AVX512: return kAvx512;
     case Isa::AVX2: return kAvx2;
@@ -37,9 +37,50 @@ const Body& body() {
   return kScalar;
 }
 
+namespace {
+// set_flash_block's sizes, 0 = the body's default. Atomic: a forward on another thread reads them.
+std::atomic<int64_t> g_block_rows{0}, g_block_cols{0};
+}  // namespace
+
 }  // namespace flash
 
-int64_t flash_block_rows() { return flash::body().block_rows(); }
+std::string flash_block_problem(FlashBlock b) {
+  const flash::Body& body = flash::body();
+  const flash::BodyTiles t = body.tiles();
+  for (const auto& [what, n, multiple] : {std::tuple{"query blocks of", b.rows, t.row_multiple},
+                                          std::tuple{"key blocks of", b.cols, t.col_multiple}}) {
+    if (n < 1 || n > kFlashMaxBlock)
+      return fmt::format("the flash kernel takes {} 1 to {}, got {}", what, kFlashMaxBlock, n);
+    if (n % multiple != 0)
+      return fmt::format("the {} flash body takes {} a multiple of {}, got {}", body.name, what, multiple, n);
+  }
+  return "";
+}
+
+void set_flash_block(FlashBlock b) {
+  const bool reset = b.rows == 0 && b.cols == 0;
+  if (const std::string why = reset ? "" : flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("{}", why);
+  flash::g_block_rows.store(b.rows, std::memory_order_relaxed);
+  flash::g_block_cols.store(b.cols, std::memory_order_relaxed);
+}
+
+FlashBlock flash_block_default() {
+  const flash::BodyTiles t = flash::body().tiles();
+  return {t.rows, t.cols};
+}
+
+FlashBlock flash_block() {
+  const FlashBlock set{flash::g_block_rows.load(std::memory_order_relaxed),
+                       flash::g_block_cols.load(std::memory_order_relaxed)};
+  return set.rows > 0 ? set : flash_block_default();
+}
+
+bool flash_block_is_default() {
+  const FlashBlock b = flash_block(), d = flash_block_default();
+  return b.rows == d.rows && b.cols == d.cols;
+}
+
+int64_t flash_block_rows() { return flash_block().rows; }
 
 FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc, int64_t panel) {
   ATTNPROF_CHECK(br > 0 && bc > 0 && panel > 0, "flash_tiles needs positive block sizes, got {} x {} (panel {})", br,
@@ -71,8 +112,9 @@ FlashTiles flash_tiles(const AttnProblem& p, int64_t br, int64_t bc, int64_t pan
 }
 
 FlashTiles flash_tiles(const AttnProblem& p) {
-  const flash::Body& b = flash::body();
-  return flash_tiles(p, b.block_rows(), b.block_cols(), b.panel_rows());
+  const FlashBlock b = flash_block();
+  const int64_t panel = flash::body().tiles().panel_rows;
+  return flash_tiles(p, b.rows, b.cols, panel > 0 ? panel : b.rows);
 }
 
 std::string describe_flash_tiles(const FlashTiles& t, const AttnProblem& p) {
@@ -129,9 +171,10 @@ OpCost flash_cost(const AttnProblem& p, int64_t block_rows) {
 OpCost flash_cost(const AttnProblem& p) { return flash_cost(p, flash_block_rows()); }
 
 double flash_peak_bytes(const AttnProblem& p) {
-  const size_t scratch = flash::body().scratch_bytes(p.D);
+  const FlashBlock b = flash_block();
+  const size_t scratch = flash::body().scratch_bytes(p.D, b.rows, b.cols);
   // The threads as the bodies take them: one when the call is one task.
-  const int64_t br = flash_block_rows(), tasks = p.B * p.Hq * ((p.Nq + br - 1) / br);
+  const int64_t br = b.rows, tasks = p.B * p.Hq * ((p.Nq + br - 1) / br);
   return flash_output_bytes(p) + double(flash::ThreadScratch::footprint(scratch, tasks > 1 ? ops::num_threads() : 1));
 }
 
@@ -143,6 +186,9 @@ void check_flash_fits(const AttnProblem& p, std::string_view what) {
 AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnOptions& o) {
   ATTNPROF_OP_ZONE(z, "flash_attention_fwd");
   const AttnProblem p = AttnProblem::from(q, k, v, o);
+  // The block sizes this forward runs, checked against the body that runs it (ATTNPROF_ISA may have changed).
+  const FlashBlock block = flash_block();
+  if (const std::string why = flash_block_problem(block); !why.empty()) ATTNPROF_FAIL("{}", why);
   ATTNPROF_CHECK(p.D <= variants::kFlashMaxHeadDim, "the flash kernel supports head dims up to {}, got D={}",
                  variants::kFlashMaxHeadDim, p.D);
   z.add_shape(q.shape(), dtype_name(q.dtype()).data());
@@ -161,6 +207,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   fp.q = qc.raw(), fp.k = kc.raw(), fp.v = vc.raw(), fp.o = out.out.raw();
   fp.lse = out.lse.data<float>();
   fp.qs = qc.strides(), fp.ks = kc.strides(), fp.vs = vc.strides(), fp.os = out.out.strides();
+  fp.br = block.rows, fp.bc = block.cols;
   Tensor mask;
   if (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) {
     // The kernels read a mask through its strides, so broadcast dims stay stride 0 and are never made

@@ -23,6 +23,15 @@ struct Params {
   const void* mask_ptr = nullptr;       // Bool (1 = attend) or additive
   DType mask_dtype = DType::Bool;
   Shape4 ms{};                          // mask strides after broadcasting to [B, Hq, Nq, Nk] (0 = broadcast)
+  int64_t br = 0, bc = 0;               // query rows and keys per block; 0 = the body's default (BodyTiles)
+};
+
+// One body's tiles: its tuned default block sizes, what sizes chosen at run time must be multiples of, and the
+// query rows per Q·Kᵀ panel: a tile that straddles the diagonal computes, for each panel, only the keys the
+// panel's last row sees (the SIMD bodies); 0 for the scalar body, which computes the whole tile (its panel is
+// its block).
+struct BodyTiles {
+  int64_t rows, cols, row_multiple, col_multiple, panel_rows;
 };
 
 // Every thread's scratch for one kernel call, allocated by the calling thread before the parallel region
@@ -59,32 +68,22 @@ inline constexpr std::array<const char*, 6> kPhaseNames{"load Q, K, V", "Q·Kᵀ
 void forward_scalar(const Params& p);
 void forward_avx2(const Params& p);
 void forward_avx512(const Params& p);
-// Query rows per block of each body: K and V stream once per block, so flash_bytes reads the one that runs.
-int64_t block_rows_scalar();
-int64_t block_rows_avx2();
-int64_t block_rows_avx512();
-// Keys per K/V block, the same for every body.
-int64_t block_cols_scalar();
-int64_t block_cols_avx2();
-int64_t block_cols_avx512();
-// Query rows per Q·Kᵀ panel: a tile that straddles the diagonal computes, for each panel, only the keys the
-// panel's last row sees (the SIMD bodies); the scalar body computes the whole tile (its panel is its block).
-int64_t panel_rows_scalar();
-int64_t panel_rows_avx2();
-int64_t panel_rows_avx512();
-// Bytes of scratch one thread of each body takes at head dim D (ThreadScratch rounds each thread's to pages).
-size_t scratch_bytes_scalar(int64_t D);
-size_t scratch_bytes_avx2(int64_t D);
-size_t scratch_bytes_avx512(int64_t D);
+BodyTiles tiles_scalar();
+BodyTiles tiles_avx2();
+BodyTiles tiles_avx512();
+// Bytes of scratch one thread of each body takes at head dim D and blocks of br × bc (ThreadScratch rounds each
+// thread's to pages).
+size_t scratch_bytes_scalar(int64_t D, int64_t br, int64_t bc);
+size_t scratch_bytes_avx2(int64_t D, int64_t br, int64_t bc);
+size_t scratch_bytes_avx512(int64_t D, int64_t br, int64_t bc);
 
 // One body's entry points, as the ISA it was compiled for is chosen: body() gives best_isa()'s, so the forward,
 // its tile sizes (flash_tiles, flash_bytes) and its scratch (flash_peak_bytes) are always the same body's.
 struct Body {
+  const char* name;  // "scalar", "avx2", "avx512"
   void (*forward)(const Params& p);
-  int64_t (*block_rows)();
-  int64_t (*block_cols)();
-  int64_t (*panel_rows)();
-  size_t (*scratch_bytes)(int64_t D);
+  BodyTiles (*tiles)();
+  size_t (*scratch_bytes)(int64_t D, int64_t br, int64_t bc);
 };
 const Body& body();
 

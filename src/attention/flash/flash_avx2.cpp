@@ -23,9 +23,7 @@ ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
 
 namespace attnprof::flash {
 void forward_avx2(const Params& p) { avx2::forward(p, false); }
-int64_t block_rows_avx2() { return avx2::kBr; }
-int64_t block_cols_avx2() { return avx2::kBc; }
-int64_t panel_rows_avx2() { return avx2::kRp; }
-size_t scratch_bytes_avx2(int64_t D) { return avx2::scratch_bytes(D); }
+BodyTiles tiles_avx2() { return {avx2::kBr, avx2::kBc, avx2::kRowMultiple, avx2::kColMultiple, avx2::kRp}; }
+size_t scratch_bytes_avx2(int64_t D, int64_t br, int64_t bc) { return avx2::scratch_bytes(D, br, bc); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

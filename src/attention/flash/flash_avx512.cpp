@@ -28,9 +28,7 @@ ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
 
 namespace attnprof::flash {
 void forward_avx512(const Params& p) { avx512::forward(p, p.dtype == DType::BF16 && cpu_has_avx512_bf16()); }
-int64_t block_rows_avx512() { return avx512::kBr; }
-int64_t block_cols_avx512() { return avx512::kBc; }
-int64_t panel_rows_avx512() { return avx512::kRp; }
-size_t scratch_bytes_avx512(int64_t D) { return avx512::scratch_bytes(D); }
+BodyTiles tiles_avx512() { return {avx512::kBr, avx512::kBc, avx512::kRowMultiple, avx512::kColMultiple, avx512::kRp}; }
+size_t scratch_bytes_avx512(int64_t D, int64_t br, int64_t bc) { return avx512::scratch_bytes(D, br, bc); }
 }  // namespace attnprof::flash
 ATTNPROF_TARGET_END

@@ -21,23 +21,28 @@
 namespace attnprof::flash {
 namespace FLASH_NS {
 
-// Tile sizes: 64×64 keeps Q, K, V, S tiles of D=64..128 within L2 (1 MiB/core on Zen 4).
+// Default tile sizes: 64×64 keeps Q, K, V, S tiles of D=64..128 within L2 (1 MiB/core on Zen 4). Any other
+// positive sizes run as well (Params::br, bc).
 inline constexpr int64_t kBr = 64;
 inline constexpr int64_t kBc = 64;
+inline constexpr int64_t kRowMultiple = 1;
+inline constexpr int64_t kColMultiple = 1;
 
-// Per thread: Q [kBr][D] | K [kBc][D] | V [kBc][D] | S [kBr][kBc] | acc [kBr][D] | m, l [kBr] (floats).
-inline size_t scratch_bytes(int64_t D) {
-  return size_t(2 * kBr * D + 2 * kBc * D + kBr * kBc + 2 * kBr) * sizeof(float);
+// Per thread: Q [Br][D] | K [Bc][D] | V [Bc][D] | S [Br][Bc] | acc [Br][D] | m, l [Br] (floats).
+inline size_t scratch_bytes(int64_t D, int64_t br, int64_t bc) {
+  return size_t(2 * br * D + 2 * bc * D + br * bc + 2 * br) * sizeof(float);
 }
 
 inline void forward(const Params& p) {
+  const int64_t br = p.br > 0 ? p.br : kBr;  // this forward's block sizes
+  const int64_t bc = p.bc > 0 ? p.bc : kBc;
   const int64_t D = p.D, group = p.Hq / p.Hkv;
-  const int64_t q_blocks = (p.Nq + kBr - 1) / kBr;
+  const int64_t q_blocks = (p.Nq + br - 1) / br;
   const int64_t tasks = p.B * p.Hq * q_blocks;
   constexpr float kLog2e = 1.4426950408889634f;
   const float ninf = -std::numeric_limits<float>::infinity();
   const bool causal = p.mask == MaskKind::Causal;
-  const ThreadScratch scratch(scratch_bytes(D), tasks > 1 ? omp_get_max_threads() : 1);
+  const ThreadScratch scratch(scratch_bytes(D, br, bc), tasks > 1 ? omp_get_max_threads() : 1);
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   {
@@ -45,12 +50,12 @@ inline void forward(const Params& p) {
     share.phases(kPhaseNames);  // under the profiler: the share's time split by step, per row here
     const double flops_per_product = 2.0 * double(D);
     float* const Q = scratch.slice(omp_get_thread_num());
-    float* const K = Q + kBr * D;
-    float* const V = K + kBc * D;
-    float* const S = V + kBc * D;
-    float* const acc = S + kBr * kBc;
-    float* const m = acc + kBr * D;
-    float* const l = m + kBr;
+    float* const K = Q + br * D;
+    float* const V = K + bc * D;
+    float* const S = V + bc * D;
+    float* const acc = S + br * bc;
+    float* const m = acc + br * D;
+    float* const l = m + br;
     // Causal work grows with the Q block index: hand out the heaviest blocks first.
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t t = 0; t < tasks; ++t) {
@@ -58,19 +63,19 @@ inline void forward(const Params& p) {
       const int64_t qb = causal ? q_blocks - 1 - t / (p.B * p.Hq) : t / (p.B * p.Hq);
       const int64_t bh = t % (p.B * p.Hq);
       const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
-      const int64_t i0 = qb * kBr, rows = std::min(kBr, p.Nq - i0);
+      const int64_t i0 = qb * br, rows = std::min(br, p.Nq - i0);
       const float qscale = p.scale * kLog2e;  // work in base 2: exp2 is cheaper than exp
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
         for (int64_t d = 0; d < D; ++d) Q[size_t(r * D + d)] = load_float(p.q, p.dtype, off + d) * qscale;
       }
-      std::fill(acc, acc + kBr * D, 0.0f);
-      std::fill(m, m + kBr, ninf);
-      std::fill(l, l + kBr, 0.0f);
+      std::fill(acc, acc + br * D, 0.0f);
+      std::fill(m, m + br, ninf);
+      std::fill(l, l + br, 0.0f);
       share.lap(kPhaseLoad);
       const int64_t kv_end = causal ? std::min(p.Nk, i0 + rows) : p.Nk;
-      for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
-        const int64_t cols = std::min(kBc, kv_end - j0);
+      for (int64_t j0 = 0; j0 < kv_end; j0 += bc) {
+        const int64_t cols = std::min(bc, kv_end - j0);
         for (int64_t c = 0; c < cols; ++c) {
           const int64_t ko = b * p.ks[0] + hk * p.ks[1] + (j0 + c) * p.ks[2];
           const int64_t vo = b * p.vs[0] + hk * p.vs[1] + (j0 + c) * p.vs[2];
@@ -82,7 +87,7 @@ inline void forward(const Params& p) {
         const bool diagonal = causal && j0 + cols - 1 > i0;
         share.lap(kPhaseLoad);
         for (int64_t r = 0; r < rows; ++r) {
-          float* s = &S[size_t(r * kBc)];
+          float* s = &S[size_t(r * bc)];
           const float* qr = &Q[size_t(r * D)];
           for (int64_t c = 0; c < cols; ++c) {
             const float* kr = &K[size_t(c * D)];

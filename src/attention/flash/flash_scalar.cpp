@@ -4,8 +4,6 @@
 
 namespace attnprof::flash {
 void forward_scalar(const Params& p) { scalar::forward(p); }
-int64_t block_rows_scalar() { return scalar::kBr; }
-int64_t block_cols_scalar() { return scalar::kBc; }
-int64_t panel_rows_scalar() { return scalar::kBr; }
-size_t scratch_bytes_scalar(int64_t D) { return scalar::scratch_bytes(D); }
+BodyTiles tiles_scalar() { return {scalar::kBr, scalar::kBc, scalar::kRowMultiple, scalar::kColMultiple, 0}; }
+size_t scratch_bytes_scalar(int64_t D, int64_t br, int64_t bc) { return scalar::scratch_bytes(D, br, bc); }
 }  // namespace attnprof::flash

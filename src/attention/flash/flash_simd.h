@@ -7,18 +7,19 @@
 //   * the online softmax keeps m, ℓ, α as vectors over 16 (8) rows: no horizontal reductions, no scalar exp;
 //   * P·V broadcasts Pᵀ[key][row] (consecutive rows are consecutive in memory) against rows of V, which
 //     are read in place for fp32 (D a multiple of the vector width) or packed per K/V block otherwise.
-// Per task (one block of kBr query rows of one (b, h)):
-//   1. Qᵀ block -> scratch (fp32 [D][kBr], or bf16 pairs [D/2][kBr] for vdpbf16ps).
-//   2. For each K/V block of kBc keys (causal: only blocks left of the diagonal):
+// Per task (one block of Br query rows of one (b, h)):
+//   1. Qᵀ block -> scratch (fp32 [D][Br], or bf16 pairs [D/2][Br] for vdpbf16ps).
+//   2. For each K/V block of Bc keys (causal: only blocks left of the diagonal):
 //      Sᵀ = K·Qᵀ with an MR×NR register-blocked micro-kernel (MR keys × NR vectors of rows);
 //      online softmax in base 2 (scale·log2e applied inside the exponent, (s − m)·scale, vectorised exp2),
 //      masks applied here, causal masking only in diagonal blocks;
 //      O = diag(α)·O + P·V with an MR×NV micro-kernel (MR rows × NV vectors of D) that rescales O as it
-//      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [kBc/2][Dp][2]).
+//      loads it (bf16: P rounded to bf16 and paired over keys, V interleaved in key pairs [Bc/2][Dp][2]).
 //   3. O / ℓ stored once (deferred normalisation), L = m + log ℓ; a row that saw no key gives 0, -inf.
 // Scratch per thread comes from the tracked allocator, through ThreadScratch (flash.h: allocated by the calling
 // thread, so the profiler bills it to flash_attention_fwd), and memory_stats() counts it:
-// 4·(2·kBr·Dp + 2·kBc·Dp + 1.5·kBc·kBr + 3·kBr) bytes, 0.72 MiB at D = 256 (kBr = 256, kBc = 64).
+// 4·(2·Br·Dp + 2·Bc·Dp + 1.5·Bc·Br + 3·Br) bytes, 0.72 MiB at D = 256 (Br = 256, Bc = 64).
+// Br and Bc are chosen at run time (Params::br, bc: `--flash-block`), the defaults below unless set.
 #pragma once
 
 namespace attnprof::flash::FLASH_NS {
@@ -27,24 +28,18 @@ using F = FLASH_VEC;
 using V = typename F::V;
 inline constexpr int W = F::W;
 
-// Tile sizes, measured with bench_attention on this 2-core Zen 4 VM (1 thread, CPU ms per forward, two
+// Default tile sizes, measured with bench_attention on this 2-core Zen 4 VM (1 thread, CPU ms per forward, two
 // interleaved runs each; the VM was shared, so differences under ~5% are noise):
-//   kBr × kBc    fp32 [1,16,4096,128]   bf16 [1,16,4096,64]
+//   Br × Bc      fp32 [1,16,4096,128]   bf16 [1,16,4096,64]
 //   64 × 64      1112, 990              430, 340
 //   128 × 64     934, 902               273, 268
 //   256 × 64     886, 859               271, 262     <- chosen
 //   256 × 128    914, 925               315, 305
-// A taller Q block amortises Qᵀ packing and the O rescale over more keys; kBc = 64 keeps Sᵀ (kBc·kBr·4 =
+// A taller Q block amortises Qᵀ packing and the O rescale over more keys; Bc = 64 keeps Sᵀ (Bc·Br·4 =
 // 64 KiB) and a K/V block in L2 next to Qᵀ and O. Causal D=64 showed no difference between 128 and 256.
-// See docs/performance.md.
-#ifndef ATTNPROF_FLASH_BR  // overridable only for the tile-size experiments
-#define ATTNPROF_FLASH_BR 256
-#endif
-#ifndef ATTNPROF_FLASH_BC
-#define ATTNPROF_FLASH_BC 64
-#endif
-inline constexpr int64_t kBr = ATTNPROF_FLASH_BR;
-inline constexpr int64_t kBc = ATTNPROF_FLASH_BC;
+// See docs/performance.md; `attnprof profile flash --flash-block 128x64` runs another.
+inline constexpr int64_t kBr = 256;
+inline constexpr int64_t kBc = 64;
 // Micro-kernel shapes. AVX-512 (32 zmm): 6 × 4 = 24 accumulators + 4 loads + 1 broadcast. AVX2 (16 ymm):
 // 6 × 2 = 12 accumulators + 2 + 1. FMA latency 4 × 2 pipes needs >= 8 independent accumulators.
 inline constexpr int kMr = 6;
@@ -52,6 +47,9 @@ inline constexpr int kNr = W == 16 ? 4 : 2;   // row vectors per Q·Kᵀ micro-t
 inline constexpr int64_t kRp = kNr * W;       // rows per Q·Kᵀ micro-tile (a "row panel")
 inline constexpr int kNv = W == 16 ? 4 : 2;   // output vectors per P·V micro-tile
 static_assert(kBr % kRp == 0 && kBr % W == 0 && kBc % 2 == 0, "tiles must hold whole panels");
+// What a block size chosen at run time must be: Br whole row panels (so whole vectors too), Bc whole key pairs.
+inline constexpr int64_t kRowMultiple = kRp;
+inline constexpr int64_t kColMultiple = 2;
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -62,9 +60,9 @@ inline uint32_t load_pair(const uint16_t* p) {
 }
 
 // --- fp32 micro-kernels ------------------------------------------------------------------------------
-// st[i][0:kRp) = Σ_d k[i][d] · qt[d][0:kRp)   for keys i < MR
+// st[i][0:kRp) = Σ_d k[i][d] · qt[d][0:kRp)   for keys i < MR; qt and st rows are br floats apart
 template <int MR>
-inline void qk_f32(const float* k, int64_t ldk, const float* qt, int64_t D, float* st) {
+inline void qk_f32(const float* k, int64_t ldk, const float* qt, int64_t D, float* st, int64_t br) {
   V acc[MR][kNr];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -73,7 +71,7 @@ inline void qk_f32(const float* k, int64_t ldk, const float* qt, int64_t D, floa
   for (int64_t d = 0; d < D; ++d) {
     V qv[kNr];
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) qv[j] = F::load(qt + d * kBr + j * W);
+    for (int j = 0; j < kNr; ++j) qv[j] = F::load(qt + d * br + j * W);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const V kb = F::set1(k[i * ldk + d]);
@@ -84,12 +82,13 @@ inline void qk_f32(const float* k, int64_t ldk, const float* qt, int64_t D, floa
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) F::store(st + i * kBr + j * W, acc[i][j]);
+    for (int j = 0; j < kNr; ++j) F::store(st + i * br + j * W, acc[i][j]);
 }
 
-// o[i][0:NV·W) = α_i · o[i][0:NV·W) + Σ_c pt[c][i] · v[c][0:NV·W)   for rows i < MR, keys c < kc
+// o[i][0:NV·W) = α_i · o[i][0:NV·W) + Σ_c pt[c][i] · v[c][0:NV·W)   for rows i < MR, keys c < kc (pt's rows
+// br floats apart)
 template <int MR, int NV>
-inline void pv_f32(const float* pt, const float* v, int64_t ldv, int64_t kc, float* o, int64_t ldo,
+inline void pv_f32(const float* pt, int64_t br, const float* v, int64_t ldv, int64_t kc, float* o, int64_t ldo,
                    const float* alpha) {
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -105,7 +104,7 @@ inline void pv_f32(const float* pt, const float* v, int64_t ldv, int64_t kc, flo
     for (int j = 0; j < NV; ++j) vv[j] = F::load(vr + j * W);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const V pb = F::set1(pt[c * kBr + i]);
+      const V pb = F::set1(pt[c * br + i]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = F::fma(pb, vv[j], acc[i][j]);
     }
@@ -118,9 +117,9 @@ inline void pv_f32(const float* pt, const float* v, int64_t ldv, int64_t kc, flo
 
 #if FLASH_BF16_DOT
 // --- bf16 micro-kernels (vdpbf16ps: each 32-bit lane holds a pair, acc += a.lo·b.lo + a.hi·b.hi) ---------
-// Sᵀ from K pairs read in place and Qᵀ pairs [D/2][kBr]; an odd D ends with the pair (k[D-1], 0).
+// Sᵀ from K pairs read in place and Qᵀ pairs [D/2][br]; an odd D ends with the pair (k[D-1], 0).
 template <int MR>
-inline void qk_bf16(const uint16_t* k, int64_t ldk, const uint32_t* qt, int64_t D, float* st) {
+inline void qk_bf16(const uint16_t* k, int64_t ldk, const uint32_t* qt, int64_t D, float* st, int64_t br) {
   __m512 acc[MR][kNr];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -129,7 +128,7 @@ inline void qk_bf16(const uint16_t* k, int64_t ldk, const uint32_t* qt, int64_t 
   auto step = [&](int64_t d2, bool last_odd) {
     __m512i qv[kNr];
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) qv[j] = _mm512_loadu_si512(qt + d2 * kBr + j * 16);
+    for (int j = 0; j < kNr; ++j) qv[j] = _mm512_loadu_si512(qt + d2 * br + j * 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const uint16_t* kr = k + i * ldk + 2 * d2;
@@ -143,13 +142,13 @@ inline void qk_bf16(const uint16_t* k, int64_t ldk, const uint32_t* qt, int64_t 
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr; ++j) _mm512_storeu_ps(st + i * kBr + j * 16, acc[i][j]);
+    for (int j = 0; j < kNr; ++j) _mm512_storeu_ps(st + i * br + j * 16, acc[i][j]);
 }
 
-// P pairs [kBc/2][kBr] (keys 2c, 2c+1 of row r in one lane) against V pairs [kBc/2][Dp].
+// P pairs [Bc/2][br] (keys 2c, 2c+1 of row r in one lane) against V pairs [Bc/2][Dp].
 template <int MR, int NV>
-inline void pv_bf16(const uint32_t* p2, const uint32_t* v, int64_t ldv, int64_t kc2, float* o, int64_t ldo,
-                    const float* alpha) {
+inline void pv_bf16(const uint32_t* p2, int64_t br, const uint32_t* v, int64_t ldv, int64_t kc2, float* o,
+                    int64_t ldo, const float* alpha) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -164,7 +163,7 @@ inline void pv_bf16(const uint32_t* p2, const uint32_t* v, int64_t ldv, int64_t 
     for (int j = 0; j < NV; ++j) vv[j] = _mm512_loadu_si512(vr + j * 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512i pb = _mm512_set1_epi32(int(p2[c * kBr + i]));
+      const __m512i pb = _mm512_set1_epi32(int(p2[c * br + i]));
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)pb, (__m512bh)vv[j]);
     }
@@ -229,17 +228,20 @@ inline void row_to_f32(const void* src, DType t, int64_t n, int64_t n_pad, float
   for (int64_t d = n; d < n_pad; ++d) dst[d] = 0.0f;
 }
 
-// Scratch layout of one thread (floats): Qᵀ [Dp][kBr] | Sᵀ [kBc][kBr] | P pairs [kBc/2][kBr] | K [kBc][Dp] |
-// V [kBc][Dp] | O [kBr][Dp] | m, l, α [kBr] each.
+// Scratch layout of one thread (floats): Qᵀ [Dp][Br] | Sᵀ [Bc][Br] | P pairs [Bc/2][Br] | K [Bc][Dp] |
+// V [Bc][Dp] | O [Br][Dp] | m, l, α [Br] each.
 struct Layout {
-  int64_t Dp, q_sz, s_sz, p_sz, k_sz, v_sz, o_sz;
-  explicit Layout(int64_t D)
-      : Dp(round_up(D, W)), q_sz(Dp * kBr), s_sz(kBc * kBr), p_sz(kBc / 2 * kBr), k_sz(kBc * Dp),
-        v_sz(kBc * Dp), o_sz(kBr * Dp) {}
-  size_t bytes() const { return size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * kBr) * sizeof(float); }
+  int64_t br, bc, Dp, q_sz, s_sz, p_sz, k_sz, v_sz, o_sz;
+  Layout(int64_t D, int64_t rows, int64_t cols)
+      : br(rows), bc(cols), Dp(round_up(D, W)), q_sz(Dp * br), s_sz(bc * br), p_sz(bc / 2 * br), k_sz(bc * Dp),
+        v_sz(bc * Dp), o_sz(br * Dp) {}
+  size_t bytes() const { return size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * br) * sizeof(float); }
 };
 
-inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + kBr - 1) / kBr); }
+// The block sizes a forward runs: the Params' (flash_attention sets them), else the defaults.
+inline int64_t rows_of(const Params& p) { return p.br > 0 ? p.br : kBr; }
+inline int64_t cols_of(const Params& p) { return p.bc > 0 ? p.bc : kBc; }
+inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + rows_of(p) - 1) / rows_of(p)); }
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -249,6 +251,7 @@ struct Plan {
   const Params& p;
   bool bf16_dot;  // bf16 inputs on vdpbf16ps: Qᵀ, P and V as bf16 pairs
   Layout lay;
+  int64_t br, bc;  // query rows per block (Qᵀ, Sᵀ and P's row stride) and keys per K/V block
   int64_t D, Dp, D2, nvec, group, q_blocks, bh_count, es;
   bool causal, explicit_mask;
   float qscale;  // scale·log2e: the scores are exponentiated in base 2, exp2 being the cheap exponential
@@ -262,8 +265,9 @@ struct Plan {
   bool k_in_place, v_in_place;
 
   Plan(const Params& params, bool dot)
-      : p(params), bf16_dot(dot), lay(params.D), D(params.D), Dp(lay.Dp), D2((params.D + 1) / 2), nvec(lay.Dp / W),
-        group(params.Hq / params.Hkv), q_blocks((params.Nq + kBr - 1) / kBr), bh_count(params.B * params.Hq),
+      : p(params), bf16_dot(dot), lay(params.D, rows_of(params), cols_of(params)), br(lay.br), bc(lay.bc),
+        D(params.D), Dp(lay.Dp), D2((params.D + 1) / 2), nvec(lay.Dp / W), group(params.Hq / params.Hkv),
+        q_blocks((params.Nq + br - 1) / br), bh_count(params.B * params.Hq),
         es(int64_t(dtype_size(params.dtype))), causal(params.mask == MaskKind::Causal),
         explicit_mask(params.mask == MaskKind::Bool || params.mask == MaskKind::Additive),
         qscale(params.scale * kLog2e), scale_first(!explicit_mask && !(qscale > 0.0f)),
@@ -273,18 +277,18 @@ struct Plan {
 
 // One thread's scratch slice, cut as Layout says.
 struct Scratch {
-  float* Qt;      // Qᵀ [Dp][kBr] fp32, or as Qt2: bf16 pairs [D2][kBr]
-  float* St;      // Sᵀ [kBc][kBr]: scores, then probabilities (fp32 P·V)
-  uint32_t* P2;   // P as bf16 pairs [kBc/2][kBr] (vdpbf16ps P·V)
-  float* Kf;      // K block widened to fp32 [kBc][Dp]
-  float* Vf;      // V block widened to fp32 [kBc][Dp], or as V2: bf16 key pairs [kBc/2][Dp]
-  float* O;       // unnormalised output [kBr][Dp]
+  float* Qt;      // Qᵀ [Dp][Br] fp32, or as Qt2: bf16 pairs [D2][Br]
+  float* St;      // Sᵀ [Bc][Br]: scores, then probabilities (fp32 P·V)
+  uint32_t* P2;   // P as bf16 pairs [Bc/2][Br] (vdpbf16ps P·V)
+  float* Kf;      // K block widened to fp32 [Bc][Dp]
+  float* Vf;      // V block widened to fp32 [Bc][Dp], or as V2: bf16 key pairs [Bc/2][Dp]
+  float* O;       // unnormalised output [Br][Dp]
   float *m, *l, *alpha;  // running max, running sum, and this block's rescale factor, per row
   uint32_t* Qt2;
   uint32_t* V2;
   Scratch(const Layout& lay, float* base)
       : Qt(base), St(Qt + lay.q_sz), P2(reinterpret_cast<uint32_t*>(St + lay.s_sz)), Kf(St + lay.s_sz + lay.p_sz),
-        Vf(Kf + lay.k_sz), O(Vf + lay.v_sz), m(O + lay.o_sz), l(m + kBr), alpha(l + kBr),
+        Vf(Kf + lay.k_sz), O(Vf + lay.v_sz), m(O + lay.o_sz), l(m + lay.br), alpha(l + lay.br),
         Qt2(reinterpret_cast<uint32_t*>(Qt)), V2(reinterpret_cast<uint32_t*>(Vf)) {}
 };
 
@@ -302,8 +306,8 @@ inline QBlock task_block(const Plan& pl, int64_t t) {
   q.b = bh / pl.p.Hq;
   q.h = bh % pl.p.Hq;
   q.hk = q.h / pl.group;
-  q.i0 = qb * kBr;
-  q.rows = std::min(kBr, pl.p.Nq - q.i0);
+  q.i0 = qb * pl.br;
+  q.rows = std::min(pl.br, pl.p.Nq - q.i0);
   q.rows_p = round_up(q.rows, kRp);
   return q;
 }
@@ -327,26 +331,26 @@ inline void load_q(const Plan& pl, const Scratch& s, const QBlock& q) {
     for (int64_t r = 0; r < q.rows_p; ++r) {
       const uint16_t* qr = qb + r * p.qs[2];
       for (int64_t d2 = 0; d2 < pl.D2; ++d2)
-        s.Qt2[d2 * kBr + r] = r >= q.rows ? 0u
-                              : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
-                                               : uint32_t(qr[2 * d2]);
+        s.Qt2[d2 * pl.br + r] = r >= q.rows ? 0u
+                                 : 2 * d2 + 1 < D ? load_pair(qr + 2 * d2)
+                                                  : uint32_t(qr[2 * d2]);
     }
   } else {
     for (int64_t r = 0; r < q.rows_p; ++r) {
       if (r >= q.rows) {
-        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = 0.0f;
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * pl.br + r] = 0.0f;
       } else if (p.dtype == DType::F32) {
         const float* qr = static_cast<const float*>(p.q) + qo + r * p.qs[2];
-        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = qr[d];
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * pl.br + r] = qr[d];
       } else {
         const uint16_t* qr = static_cast<const uint16_t*>(p.q) + qo + r * p.qs[2];
-        for (int64_t d = 0; d < D; ++d) s.Qt[d * kBr + r] = half_to_float(p.dtype, qr[d]);
+        for (int64_t d = 0; d < D; ++d) s.Qt[d * pl.br + r] = half_to_float(p.dtype, qr[d]);
       }
     }
   }
   std::fill(s.O, s.O + q.rows * pl.Dp, 0.0f);
-  std::fill(s.m, s.m + kBr, kNegInf);
-  std::fill(s.l, s.l + kBr, 0.0f);
+  std::fill(s.m, s.m + pl.br, kNegInf);
+  std::fill(s.l, s.l + pl.br, 0.0f);
 }
 
 // 2a. K rows (in place, or widened to fp32) and V (in place, widened, or interleaved in key pairs).
@@ -406,11 +410,12 @@ inline int64_t scores(const Plan& pl, const Scratch& s, const QBlock& q, const K
 #if FLASH_BF16_DOT
         if (pl.bf16_dot) {
           qk_bf16<mr>(static_cast<const uint16_t*>(kv.k) + c0 * kv.ldk, kv.ldk, s.Qt2 + r0, pl.D,
-                      s.St + c0 * kBr + r0);
+                      s.St + c0 * pl.br + r0, pl.br);
           return;
         }
 #endif
-        qk_f32<mr>(static_cast<const float*>(kv.k) + c0 * kv.ldk, kv.ldk, s.Qt + r0, pl.D, s.St + c0 * kBr + r0);
+        qk_f32<mr>(static_cast<const float*>(kv.k) + c0 * kv.ldk, kv.ldk, s.Qt + r0, pl.D, s.St + c0 * pl.br + r0,
+                   pl.br);
       });
     }
   }
@@ -421,7 +426,7 @@ inline int64_t scores(const Plan& pl, const Scratch& s, const QBlock& q, const K
 inline void apply_mask(const Plan& pl, const Scratch& s, const QBlock& q, const KvBlock& kv) {
   const Params& p = pl.p;
   for (int64_t c = 0; c < kv.cols; ++c) {
-    float* sc = s.St + c * kBr;
+    float* sc = s.St + c * pl.br;
     for (int64_t r = 0; r < q.rows; ++r) {
       const int64_t mo = q.b * p.ms[0] + q.h * p.ms[1] + (q.i0 + r) * p.ms[2] + (kv.j0 + c) * p.ms[3];
       if (p.mask == MaskKind::Bool)
@@ -449,10 +454,10 @@ inline void online_softmax(const Plan& pl, const Scratch& s, const QBlock& q, co
 #if FLASH_BF16_DOT
     if (pl.bf16_dot)
       for (int64_t c2 = (vis + 1) / 2; c2 < (cols + 1) / 2; ++c2)
-        F::store(reinterpret_cast<float*>(s.P2 + c2 * kBr + r0), F::zero());
+        F::store(reinterpret_cast<float*>(s.P2 + c2 * pl.br + r0), F::zero());
     else
 #endif
-      for (int64_t c = vis; c < cols; ++c) F::store(s.St + c * kBr + r0, F::zero());
+      for (int64_t c = vis; c < cols; ++c) F::store(s.St + c * pl.br + r0, F::zero());
     if (vis == 0) {
       F::store(s.alpha + r0, F::set1(1.0f));
       continue;
@@ -460,11 +465,11 @@ inline void online_softmax(const Plan& pl, const Scratch& s, const QBlock& q, co
     const V m_old = F::load(s.m + r0);
     V smax = F::set1(kNegInf);
     for (int64_t c = 0; c < vis; ++c) {
-      V x = F::load(s.St + c * kBr + r0);
+      V x = F::load(s.St + c * pl.br + r0);
       if (pl.scale_first) x = F::mul(x, vq_first);
       // causal: row i0+r0+lane sees key j0+c only when j0+c <= i0+r0+lane
       if (kv.diagonal) x = F::mask_first(x, kv.j0 + c - q.i0 - r0, kNegInf);
-      if (kv.diagonal || pl.scale_first) F::store(s.St + c * kBr + r0, x);
+      if (kv.diagonal || pl.scale_first) F::store(s.St + c * pl.br + r0, x);
       smax = F::max(smax, x);
     }
     // m is kept in the units of Sᵀ (unscaled scores, or scaled ones on the mask and negative-scale paths), so
@@ -483,17 +488,17 @@ inline void online_softmax(const Plan& pl, const Scratch& s, const QBlock& q, co
 #if FLASH_BF16_DOT
     if (pl.bf16_dot) {
       for (; c < vis; c += 2) {
-        const V e0 = exp_rel(F::load(s.St + c * kBr + r0));
-        const V e1 = c + 1 < vis ? exp_rel(F::load(s.St + (c + 1) * kBr + r0)) : F::zero();
+        const V e0 = exp_rel(F::load(s.St + c * pl.br + r0));
+        const V e1 = c + 1 < vis ? exp_rel(F::load(s.St + (c + 1) * pl.br + r0)) : F::zero();
         vsum = F::add(vsum, F::add(e0, e1));
-        store_p_pairs(s.P2 + (c / 2) * kBr + r0, e0, e1);
+        store_p_pairs(s.P2 + (c / 2) * pl.br + r0, e0, e1);
       }
     }
 #endif
     for (; c < vis; ++c) {
-      const V e = exp_rel(F::load(s.St + c * kBr + r0));
+      const V e = exp_rel(F::load(s.St + c * pl.br + r0));
       vsum = F::add(vsum, e);
-      F::store(s.St + c * kBr + r0, e);
+      F::store(s.St + c * pl.br + r0, e);
     }
     F::store(s.l + r0, F::fma(F::load(s.l + r0), a, vsum));
     F::store(s.m + r0, vmax);
@@ -517,11 +522,12 @@ inline int64_t accumulate_pv(const Plan& pl, const Scratch& s, const QBlock& q, 
         by_vecs(std::min<int64_t>(kNv, pl.nvec - v0), [&](auto nv) {
 #if FLASH_BF16_DOT
           if (pl.bf16_dot) {
-            pv_bf16<mr, nv>(s.P2 + r0, s.V2 + v0 * W, Dp, (kc + 1) / 2, s.O + r0 * Dp + v0 * W, Dp, s.alpha + r0);
+            pv_bf16<mr, nv>(s.P2 + r0, pl.br, s.V2 + v0 * W, Dp, (kc + 1) / 2, s.O + r0 * Dp + v0 * W, Dp,
+                            s.alpha + r0);
             return;
           }
 #endif
-          pv_f32<mr, nv>(s.St + r0, kv.v + v0 * W, kv.ldv, kc, s.O + r0 * Dp + v0 * W, Dp, s.alpha + r0);
+          pv_f32<mr, nv>(s.St + r0, pl.br, kv.v + v0 * W, kv.ldv, kc, s.O + r0 * Dp + v0 * W, Dp, s.alpha + r0);
         });
       }
     });
@@ -570,8 +576,8 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
     load_q(pl, s, q);
     share.lap(kPhaseLoad);
     const int64_t kv_end = pl.causal ? std::min(p.Nk, q.i0 + q.rows) : p.Nk;  // causal: blocks left of the diagonal
-    for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
-      const KvBlock kv = load_kv(pl, s, q, j0, std::min(kBc, kv_end - j0));
+    for (int64_t j0 = 0; j0 < kv_end; j0 += pl.bc) {
+      const KvBlock kv = load_kv(pl, s, q, j0, std::min(pl.bc, kv_end - j0));
       share.lap(kPhaseLoad);
       const int64_t computed = scores(pl, s, q, kv);
       share.lap(kPhaseScores, flops_per_product * double(computed));
@@ -589,11 +595,11 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
   }
 }
 
-inline size_t scratch_bytes(int64_t D) { return Layout(D).bytes(); }
+inline size_t scratch_bytes(int64_t D, int64_t br, int64_t bc) { return Layout(D, br, bc).bytes(); }
 
 inline void forward(const Params& p, bool bf16_dot) {
   const int64_t tasks = task_count(p);
-  const ThreadScratch scratch(scratch_bytes(p.D), tasks > 1 ? omp_get_max_threads() : 1);
+  const ThreadScratch scratch(scratch_bytes(p.D, rows_of(p), cols_of(p)), tasks > 1 ? omp_get_max_threads() : 1);
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()), region);
