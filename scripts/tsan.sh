@@ -38,6 +38,7 @@ phase "every command end to end, two threads"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 BIN="$BUILD/tools/attnprof"
+export XDG_CACHE_HOME="$OUT/cache"  # the instrumented binary's peaks stay out of the user's cache
 run() { echo "+ ${ATTNPROF_ISA:+ATTNPROF_ISA=$ATTNPROF_ISA }attnprof $*"; "$BIN" "$@" --out "$OUT/run" >"$OUT/log" 2>&1 || { cat "$OUT/log"; exit 1; }; }
 # TSan checks 1- to 16-byte accesses only: the AVX2 / AVX-512 kernels' 32- and 64-byte vector loads and
 # stores are invisible to it. The scalar build of the same kernel bodies (same loops, same threads, same

@@ -233,7 +233,7 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   // The FMA ceiling bounds what sgemm (OpenBLAS, optimised in every build) can reach; a timed loop built at
   // -O0 or under a sanitizer falls to a few percent of it, and that figure would be cached for every build.
   if (a.isa != "scalar") EXPECT_GT(a.fp32_gflops, 0.5 * a.sgemm_gflops) << "peak loops not optimised?";
-  const auto file = dir / "attnprof" / "peaks.json";
+  const auto file = dir / "attnprof" / analysis::kPeaksCacheFile;
   ASSERT_TRUE(std::filesystem::exists(file));
   // The second call reads the cache: identical figures, bit for bit.
   const MachinePeaks b = machine_peaks(1);
@@ -423,7 +423,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   EXPECT_FALSE(a.cpu.empty());
   EXPECT_EQ(a.isa, isa_name(best_isa()));
   EXPECT_EQ(a.threads, 1);
-  const auto file = dir / "attnprof" / "peaks.json";
+  const auto file = dir / "attnprof" / analysis::kPeaksCacheFile;
   ASSERT_TRUE(std::filesystem::exists(file));
   EXPECT_EQ(call(), std::make_pair(101.0, false)) << "a valid entry of this machine is read, not measured";
   // Where the figures came from, for the outputs' footnotes: measured now, then read back from the cache with

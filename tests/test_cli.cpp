@@ -159,17 +159,16 @@ TEST_F(Cli, VersionAndHelpPerSubcommand) {
 // The peaks cache's notes are the command's to print (the library returns them): a corrupt cache is named on
 // stderr as a note, measured again and rewritten, and the run goes on.
 TEST_F(Cli, APeaksCacheNoteReachesTheUser) {
-  const fs::path cache = dir_ / "cache";
+  const fs::path cache = dir_ / "cache", file = cache / "attnprof" / analysis::kPeaksCacheFile;
   fs::create_directories(cache / "attnprof");
-  { std::ofstream(cache / "attnprof" / "peaks.json") << "{\"version\": 4, \"entries\": ["; }
+  { std::ofstream(file) << "{\"version\": 4, \"entries\": ["; }
   ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
   const Result r = run("roofline --peaks-only --threads 1");
   ::setenv("XDG_CACHE_HOME", (fs::path(ATTNPROF_BINARY_DIR) / "test_cli_cache").c_str(), 1);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("attnprof: note: ignoring corrupt machine-peaks cache " + (cache / "attnprof" / "peaks.json").string()),
-            std::string::npos)
+  EXPECT_NE(r.err.find("attnprof: note: ignoring corrupt machine-peaks cache " + file.string()), std::string::npos)
       << r.err;
-  EXPECT_TRUE(nlohmann::json::accept(attnprof::io::read_file((cache / "attnprof" / "peaks.json").string())));
+  EXPECT_TRUE(nlohmann::json::accept(attnprof::io::read_file(file.string())));
 }
 
 // Peaks measured low (a busy machine) put a rate above 100 %, which no code reaches: compare and sweep say so
@@ -184,7 +183,7 @@ TEST_F(Cli, ARateAboveTheMeasuredPeakIsExplained) {
   } restore;
   const Result measured = run("roofline --peaks-only --threads 1");
   ASSERT_EQ(measured.code, 0) << measured.err;
-  const fs::path file = cache / "attnprof" / "peaks.json";
+  const fs::path file = cache / "attnprof" / analysis::kPeaksCacheFile;
   const std::string as_measured = io::read_file(file);
   json peaks = json::parse(as_measured);
   ASSERT_EQ(peaks["entries"].size(), 1u) << peaks;

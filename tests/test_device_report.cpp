@@ -212,6 +212,37 @@ TEST(DeviceReport, TraceHasStreamTracksLaunchSlicesAndFlows) {
   EXPECT_EQ(counters, 3);
 }
 
+// A flow id pairs one start with one end: an API call that made two activities (a graph launch) gets one launch
+// slice and one arrow, to its first activity; an activity the clock fit put before its own launch gets no arrow
+// (Perfetto drops one that ends before it starts), while its slices stay.
+TEST(DeviceReport, OneArrowPerLaunchAndNoneBackInTime) {
+  prof::ProfileResult r = device_profile();
+  const auto by_corr = [&](uint32_t c) {
+    for (size_t i = 0; i < r.device.size(); ++i)
+      if (r.device[i].correlation == c) return i;
+    ADD_FAILURE() << "no activity of correlation " << c;
+    return size_t(0);
+  };
+  prof::DeviceActivity second = r.device[by_corr(1)];
+  second.name = "second_kernel";
+  second.t0 += 1000, second.t1 += 1000;  // later on the same stream, clear of the others
+  r.device.push_back(second);
+  prof::DeviceActivity& early = r.device[by_corr(2)];
+  const uint64_t len = early.t1 - early.t0;
+  early.t0 = early.launch_t0 - 50, early.t1 = early.t0 + len;
+  const nlohmann::json j = report::chrome_trace_json(r);
+  EXPECT_TRUE(check_trace(j).ok()) << check_trace(j).report();
+  std::multiset<uint64_t> starts, finishes, launches;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s") starts.insert(e["id"].get<uint64_t>());
+    if (e["ph"] == "f") finishes.insert(e["id"].get<uint64_t>());
+    if (e["ph"] == "X" && e["cat"] == "cuda_runtime") launches.insert(e["args"]["correlation"].get<uint64_t>());
+  }
+  EXPECT_EQ(launches, (std::multiset<uint64_t>{1, 2, 3})) << "one launch slice per API call";
+  EXPECT_EQ(starts, (std::multiset<uint64_t>{1, 3})) << "no arrow back in time, none twice";
+  EXPECT_EQ(starts, finishes);
+}
+
 TEST(DeviceReport, DeviceTableHasTorchColumnsAndFooter) {
   const prof::ProfileResult r = device_profile();
   const std::string t = report::device_table(r);

@@ -240,10 +240,12 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
       ->excludes(json);
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--flash-block", o.flash_block,
+                  // The defaults in words: asking the body for them reads ATTNPROF_ISA, whose error belongs to the
+                  // run, not to building the options.
                   fmt::format("the CPU flash kernel's blocks (flash, sdpa-flash): ROWSxCOLS queries × keys per tile, "
-                              "each 1..{} (default {}x{} on this CPU; AVX-512 rows are a multiple of 64, AVX2 rows "
-                              "of 16, and both take an even number of keys)",
-                              kFlashMaxBlock, flash_block_default().rows, flash_block_default().cols));
+                              "each 1..{} (default 256x64 on AVX2 and AVX-512, 64x64 scalar; AVX-512 rows are a "
+                              "multiple of 64, AVX2 rows of 16, and both take an even number of keys)",
+                              kFlashMaxBlock));
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the inputs, their fp64 reference and what a forward allocates may use together: digits, "

@@ -488,7 +488,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   const Isa isa = best_isa();
   const std::string isa_s(isa_name(isa));
   const std::string dir = cache_dir();
-  const std::string path = dir.empty() ? std::string() : dir + "/peaks.json";
+  const std::string path = dir.empty() ? std::string() : dir + "/" + kPeaksCacheFile;
   if (path.empty())
     note("the machine peaks are not cached (no XDG_CACHE_HOME, HOME or home directory for this user): measured "
          "on every run");

@@ -75,9 +75,14 @@ Tensor triu_mask(int64_t nq, int64_t nk, int64_t diagonal) {
   z.set_cost(triu_mask_cost(nq, nk));
   Tensor m = Tensor::empty({1, 1, nq, nk}, DType::Bool);
   uint8_t* p = m.data<uint8_t>();
-#pragma omp parallel for schedule(static) if (nq * nk > 65536)
-  for (int64_t i = 0; i < nq; ++i)
-    for (int64_t j = 0; j < nk; ++j) p[i * nk + j] = (j - i) >= diagonal;
+  ATTNPROF_PARALLEL_REGION(region);  // each thread's share recorded, as the other ops' regions are
+#pragma omp parallel if (nq * nk > 65536)
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t j = 0; j < nk; ++j) p[i * nk + j] = (j - i) >= diagonal;
+  }
   return m;
 }
 
@@ -109,11 +114,16 @@ Tensor where(const Tensor& cond, float if_true, float if_false, DType dtype) {
   const int64_t B = cond.shape(0), H = cond.shape(1), N = cond.shape(2), M = cond.shape(3);
   const uint8_t* c = cond.data<uint8_t>();
   void* o = out.raw();
-#pragma omp parallel for schedule(static) if (B * H * N * M > 65536)
-  for (int64_t r = 0; r < B * H * N; ++r) {
-    const int64_t b = r / (H * N), h = r / N % H, i = r % N;
-    for (int64_t j = 0; j < M; ++j)
-      store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
+  ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel if (B * H * N * M > 65536)
+  {
+    ATTNPROF_WORK_SHARE(share, region);
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < B * H * N; ++r) {
+      const int64_t b = r / (H * N), h = r / N % H, i = r % N;
+      for (int64_t j = 0; j < M; ++j)
+        store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
+    }
   }
   return out;
 }

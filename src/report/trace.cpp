@@ -132,7 +132,9 @@ int64_t trace_tid(const prof::ThreadTrace& t) { return int64_t(t.tid) + 1; }
 // One device-side item (rare next to zones: formatted, not hand-appended).
 // A launch and its activity carry the launching zone's External id (as Kineto's cuda_runtime and kernel events carry
 // their cpu_op's), when the launch was tied to a zone; `correlation` pairs the two.
-void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid, int64_t external_id) {
+// `flow`: the item's activity has a launch → kernel flow (Layout::flow), whose start the Launch item writes and
+// whose end the activity writes.
+void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long pid, int64_t external_id, bool flow) {
   auto out = std::back_inserter(b);
   if (it.kind == Kind::DeviceMemory) {
     const prof::DeviceMemEvent& m = r.device_mem[it.index];
@@ -153,6 +155,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     fmt::format_to(out, ",\"args\":{{\"correlation\":{}", d.correlation);
     if (external_id > 0) fmt::format_to(out, ",\"External id\":{}", external_id);
     put(b, "}}");
+    if (!flow) return;
     fmt::format_to(out, ",\n{{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
                    d.correlation, pid, tid);
     put_us(b, it.ts);
@@ -192,7 +195,7 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
     put_number(b, d.cost.bytes());
   }
   put(b, "}}");
-  if (has_launch(r, d)) {
+  if (flow) {
     fmt::format_to(out, ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
                    d.correlation, dpid, d.stream);
     put_us(b, it.ts);
@@ -208,6 +211,11 @@ using Sink = std::function<void(std::string_view)>;
 struct Layout {
   std::vector<Item> items;                 // sorted by ts, longer first, outer first
   std::vector<std::vector<OpCost>> incl;   // per thread, per zone: its inclusive cost (the zone's args)
+  // Per device activity: whether a launch → activity flow is drawn. One per correlation id (an API call that
+  // made several activities, a graph launch, gets one launch slice and one arrow, to its first activity: a flow
+  // id pairs one start with one end), and only where the activity starts at or after its launch on the mapped
+  // clock (an arrow back in time is one Perfetto drops, and a clock fit's error, not the GPU's order).
+  std::vector<char> flow;
   // Kineto's "External id" of zone i of thread t: first_id[t] + i, unique in the trace (1, 2, ... in thread
   // order; first_id[t + 1] is where the next thread's start, so an index past thread t's zones names none). The
   // GPU work a zone launched carries the same number.
@@ -265,10 +273,12 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
         l.items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
   }
   // Device side: launch slices nest in their launching zone; activities on their stream tracks.
+  l.flow.assign(r.device.size(), 0);
+  std::set<uint64_t> launched;  // correlation ids whose launch slice is placed
   for (size_t i = 0; i < r.device.size(); ++i) {
     const prof::DeviceActivity& d = r.device[i];
     l.items.push_back(Item{to_ns(r, d.t0), to_ns(r, std::max(d.t1, d.t0)) - to_ns(r, d.t0), 0, uint32_t(i), 0, Kind::Device});
-    if (!has_launch(r, d)) continue;
+    if (!has_launch(r, d) || !launched.insert(uint64_t(d.correlation)).second) continue;
     const auto& zones = r.threads[size_t(d.thread)].zones;
     int64_t s0 = to_ns(r, d.launch_t0), s1 = to_ns(r, d.launch_t1);
     uint16_t depth = 0;
@@ -279,6 +289,7 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
       depth = uint16_t(zones[size_t(d.zone)].depth + 1);
     }
     l.items.push_back(Item{s0, s1 - s0, uint32_t(d.thread), uint32_t(i), depth, Kind::Launch});
+    l.flow[i] = to_ns(r, d.t0) >= s0;
   }
   for (size_t i = 0; i < r.device_mem.size(); ++i)
     l.items.push_back(Item{to_ns(r, r.device_mem[i].t), 0, 0, uint32_t(i), 0, Kind::DeviceMemory});
@@ -481,7 +492,8 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
     maybe_flush();
     if (it.kind == Kind::Launch || it.kind == Kind::Device || it.kind == Kind::DeviceMemory) {
       const prof::DeviceActivity* d = it.kind == Kind::DeviceMemory ? nullptr : &r.device[it.index];
-      put_device_item(b, r, it, pid, d ? lay.external_id(d->thread, d->zone) : 0);
+      put_device_item(b, r, it, pid, d ? lay.external_id(d->thread, d->zone) : 0,
+                      it.kind != Kind::DeviceMemory && lay.flow[it.index]);
       continue;
     }
     const prof::ThreadTrace& t = r.threads[it.thread];
