@@ -312,6 +312,31 @@ TEST(Ops, CopiesMatchLoop) {
   }
 }
 
+// where (sdpa-math's additive mask from its bool one): every element the condition's, contiguous (the fast row
+// path, the causal mask's) or a broadcast or transposed view (the strided path), in fp32 and a half type, over
+// sizes past the team's threshold.
+TEST(Ops, WhereMatchesLoop) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const Tensor causal = ops::triu_mask(300, 300);  // [1,1,300,300], past 65536 elements: a team of threads
+  Tensor rows = Tensor::empty({2, 1, 300, 1}, DType::Bool);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 300; ++i) rows.set(b, 0, i, 0, (b + i) % 3 == 0 ? 1.0f : 0.0f);
+  for (DType t : {DType::F32, DType::BF16})
+    for (const auto& [name, cond] : std::vector<std::pair<std::string, Tensor>>{
+             {"causal", causal}, {"transposed", causal.transpose()}, {"broadcast", rows.expand({2, 3, 300, 300})}}) {
+      const Tensor& c = cond;
+      const Tensor out = ops::where(c, ninf, 0.0f, t);
+      ASSERT_EQ(out.shape(), c.shape()) << name;
+      int64_t wrong = 0;
+      for (int64_t b = 0; b < c.shape(0); ++b)
+        for (int64_t h = 0; h < c.shape(1); ++h)
+          for (int64_t i = 0; i < c.shape(2); ++i)
+            for (int64_t j = 0; j < c.shape(3); ++j)
+              wrong += out.get(b, h, i, j) != (c.get(b, h, i, j) != 0.0f ? ninf : 0.0f);
+      EXPECT_EQ(wrong, 0) << name << " " << dtype_name(t);
+    }
+}
+
 TEST(Ops, SoftmaxMatchesLoop) {
   const float ninf = -std::numeric_limits<float>::infinity();
   for (Isa isa : available_isas()) {

@@ -114,12 +114,19 @@ Tensor where(const Tensor& cond, float if_true, float if_false, DType dtype) {
   const int64_t B = cond.shape(0), H = cond.shape(1), N = cond.shape(2), M = cond.shape(3);
   const uint8_t* c = cond.data<uint8_t>();
   void* o = out.raw();
+  const bool contiguous_f32 = cond.is_contiguous() && dtype == DType::F32;
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (B * H * N * M > 65536)
   {
     ATTNPROF_WORK_SHARE(share, region);
 #pragma omp for schedule(static) nowait
     for (int64_t r = 0; r < B * H * N; ++r) {
+      if (contiguous_f32) {  // torch's causal mask: one select per element, which the compiler vectorises
+        const uint8_t* cr = c + r * M;
+        float* orow = static_cast<float*>(o) + r * M;
+        for (int64_t j = 0; j < M; ++j) orow[j] = cr[j] ? if_true : if_false;
+        continue;
+      }
       const int64_t b = r / (H * N), h = r / N % H, i = r % N;
       for (int64_t j = 0; j < M; ++j)
         store_float(o, dtype, r * M + j, c[cond.offset_of(b, h, i, j)] ? if_true : if_false);
