@@ -1597,6 +1597,7 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
   sweep["dtype"] = "bf16";
   sweep["causal"] = true;
   sweep["threads"] = 1;
+  sweep["flash_block"] = {128, 64};  // --flash-block: said beside the threads
   sweep["machine"] = {{"memory_reclaim", "this VM hands freed memory back"}};
   // Two points for one variant: a line through both, no error estimate.
   json pts = json::array();
@@ -1609,7 +1610,8 @@ TEST(HtmlReport, TheSweepSaysWhatItRanAndWhenItIsAnotherProblem) {
                     {"r2", 1.0}, {"stderr", 0.0}, {"points", 2}}};
   spit(d.path / "sweep.json", sweep.dump());
   const std::string page = render_html_report(d.path.string(), stub_library());
-  EXPECT_NE(page.find("Every point: B=8 Hq=16 Hkv=4 D=64 · bf16 · causal · 1 thread · N = the point&#39;s length"),
+  EXPECT_NE(page.find("Every point: B=8 Hq=16 Hkv=4 D=64 · bf16 · causal · 1 thread · flash blocks 128×64 · N = the "
+                      "point&#39;s length"),
             std::string::npos);
   EXPECT_NE(page.find("This sweep is of B=8 Hq=16 Hkv=4 D=64 bf16 causal at every N, not of the comparison&#39;s "
                       "B=8 Hq=16 Hkv=16 D=64 bf16 causal"),

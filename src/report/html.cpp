@@ -367,6 +367,10 @@ std::string run_meta(const json& c) {
   if (c.contains("dtype")) meta += "· " + str(c, "dtype") + " ";
   if (c.contains("causal") && c["causal"].is_boolean()) meta += c["causal"].get<bool>() ? "· causal " : "· no mask ";
   if (const double th = num(c, "threads", NAN); std::isfinite(th)) meta += fmt::format("· {} thread{} ", str(c, "threads"), th == 1 ? "" : "s");
+  // The CPU flash kernel's tiles (--flash-block), as the run's header line gave them.
+  if (const auto fb = c.find("flash_block"); fb != c.end() && fb->is_array() && fb->size() == 2 &&
+                                              (*fb)[0].is_number_integer() && (*fb)[1].is_number_integer())
+    meta += fmt::format("· flash blocks {}×{} ", (*fb)[0].get<int64_t>(), (*fb)[1].get<int64_t>());
   if (str(c, "device") == "cuda") meta += "· on " + str(c, "gpu", "a CUDA GPU") + " ";
   return meta;
 }
