@@ -1151,6 +1151,16 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_EQ(json::parse(c.out)["flash_block"], json::array({128, 64}));
   EXPECT_FALSE(read_json("naive.summary.json")["run"].contains("flash_block"));
+  // A run none of whose rows ran the kernel records none (diff would name a change of blocks nothing used).
+  const Result n = run("compare --variants naive --json" + shape + out_flag());
+  ASSERT_EQ(n.code, 0) << n.err;
+  EXPECT_TRUE(json::parse(n.out)["flash_block"].is_null()) << n.out;
+  // roofline places flash's ops under them, and says and records which.
+  const Result r = run("roofline flash --flash-block 128x64 --iters 1 --warmup 0 --shape 1,2,300,32 --threads 1" +
+                       out_flag());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("causal, flash blocks 128×64 (1 recorded forwards each"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json("roofline.json")["flash_block"], json::array({128, 64}));
   // Refused: a run that would not use them, a malformed or impossible size, and --peaks-only.
   fs::remove_all(out());
   expect_bad("profile naive --flash-block 128x64" + kSmall,
@@ -1158,6 +1168,11 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   expect_bad("compare --variants naive,inplace --flash-block 128x64" + kSmall,
              "which naive and inplace do not run (flash and sdpa-flash do)");
   expect_bad("profile flash --flash-block 128" + kSmall, "--flash-block '128' is not ROWSxCOLS");
+  expect_bad("profile flash --flash-block 99999999999x64" + kSmall,
+             "--flash-block 99999999999x64: the flash kernel takes query blocks of 1 to 1024, got 99999999999");
+  // sdpa at a head dim its flash backend does not take selects math, which does not run the kernel.
+  expect_bad("profile sdpa --flash-block 128x64 --shape 1,1,16,300 --threads 1",
+             "and sdpa selects its math backend here, which does not run it");
   expect_bad("profile flash --flash-block 0x64" + kSmall,
              "--flash-block 0x64: the flash kernel takes query blocks of 1 to 1024, got 0");
   expect_bad("roofline --peaks-only --flash-block 128x64" + kSmall, "and --flash-block do not apply with --peaks-only");

@@ -493,9 +493,9 @@ void run_compare(const CompareArgs& a) {
   const CommonOptions& o = a.common;
   apply_runtime_options(o);
   check_html_if_asked(o);
-  const Inputs in = make_inputs(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
-  check_flash_block_applies(o, variants);
+  check_flash_block_applies(o, variants);  // before the inputs are drawn
+  const Inputs in = make_inputs(o);
   const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
   refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
   prepare_out_dir(o.out);
@@ -556,7 +556,11 @@ void run_compare(const CompareArgs& a) {
   j["machine"]["memory_reclaim"] = reclaim.value_or("");
   j["machine"]["bf16_matmul"] = ops::bf16_matmul_key();
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
-  j["flash_block"] = {flash_block().rows, flash_block().cols};  // the CPU flash kernel's (flash, sdpa-flash)
+  // The CPU flash kernel's blocks, where a row ran it (flash, sdpa-flash), so diff can name a change of them.
+  const bool flash_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+    return (r.name == "flash" || r.name == "sdpa-flash") && r.r.status != RunOutcome::Status::Skipped;
+  });
+  j["flash_block"] = flash_ran ? nlohmann::json{flash_block().rows, flash_block().cols} : nlohmann::json();
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   if (peers) j["peers"] = peers_json(*peers, in.p, t);
 

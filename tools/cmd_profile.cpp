@@ -146,10 +146,13 @@ void run_profile(const ProfileArgs& a) {
   // at a long sequence), fails before the random inputs are drawn: at a large D or N gigabytes and seconds.
   if (!use_files(o)) {
     const AttnProblem planned = problem_of(o);
-    check_forward_fits(resolve_variant_on(gpu, a.variant, a.backend, planned), planned);
+    const Variant& pv = resolve_variant_on(gpu, a.variant, a.backend, planned);
+    check_flash_block_applies(o, {&pv}, a.variant);
+    check_forward_fits(pv, planned);
   }
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
+  check_flash_block_applies(o, {&v}, a.variant);  // with --q/--k/--v, once their shape is known
   refuse_inputs_in_out(o, {v.name}, {});
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
@@ -169,7 +172,6 @@ void run_profile(const ProfileArgs& a) {
   const int threads = ops::num_threads();
   const cuda::DeviceInfo dev = gpu ? cuda::device_info() : cuda::DeviceInfo{};
   const std::string where = gpu ? dev.name : threads_text(threads);
-  check_flash_block_applies(o, {&v});
   progress(fmt::format("attnprof profile {}: {}, {}{}, inputs {}", v.name, in.p.str(), where, flash_block_note(),
                        in.source));
   // `sdpa` alone picks its backend as PyTorch's does; a fall back to math is said, as PyTorch warns of it.

@@ -549,6 +549,8 @@ void run_roofline(const RooflineArgs& a) {
   if (!a.peaks_only) {
     j["problem"] = in.p.str();
     j["dtype"] = std::string(dtype_name(in.p.dtype));
+    // The CPU flash kernel's blocks where a variant runs it, as compare.json records them.
+    if (!gpu && runs_cpu_flash(variants)) j["flash_block"] = {flash_block().rows, flash_block().cols};
   }
   std::vector<std::string> failed, device_failed;  // failed validation / on the GPU: placed nowhere, exit code 1
   size_t placed = 0;                                // variants placed (none, every one skipped: exit code 1)
@@ -562,8 +564,8 @@ void run_roofline(const RooflineArgs& a) {
     text += gpu ? fmt::format("\nKernels, copies and fills of {} ({} recorded forwards each, device time from CUPTI; "
                               "intensity and FLOPs from the launching op's cost model)\n",
                               in.p.str(), o.iters)
-                : fmt::format("\nOps of {} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
-                              in.p.str(), o.iters);
+                : fmt::format("\nOps of {}{} ({} recorded forwards each; intensity and FLOPs from the cost model)\n",
+                              in.p.str(), flash_block_note(), o.iters);
     text += ops_heading();
     for (const Variant* v : variants) {
       RunOutcome r = gpu ? run_cuda_variant(*v, in, ref, plan, v->name) : run_variant(*v, in, ref, plan, v->name);

@@ -537,7 +537,9 @@ void run_sweep(const SweepArgs& a) {
                       {"dtype", std::string(dtype_name(ps.dtype))},  // canonical, as compare.json: "BF16" is bf16
                       {"causal", o.causal},
                       {"threads", threads},
-                      {"flash_block", gpu ? nlohmann::json() : nlohmann::json{flash_block().rows, flash_block().cols}},
+                      {"flash_block", !gpu && runs_cpu_flash(variants)
+                                          ? nlohmann::json{flash_block().rows, flash_block().cols}
+                                          : nlohmann::json()},
                       {"warmup", o.warmup},
                       {"iters", o.iters},
                       {"memory_budget", memory_budget()},

@@ -240,12 +240,13 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
       ->excludes(json);
   sub->add_flag("--html", o.html, "also write report.html (charts of every result in --out; see attnprof report)");
   sub->add_option("--flash-block", o.flash_block,
-                  // The defaults in words: asking the body for them reads ATTNPROF_ISA, whose error belongs to the
-                  // run, not to building the options.
+                  // The bodies' defaults, not the running one's: asking the body reads ATTNPROF_ISA, whose error
+                  // belongs to the run, not to building the options.
                   fmt::format("the CPU flash kernel's blocks (flash, sdpa-flash): ROWSxCOLS queries × keys per tile, "
-                              "each 1..{} (default 256x64 on AVX2 and AVX-512, 64x64 scalar; AVX-512 rows are a "
+                              "each 1..{} (default {}x{} on AVX2 and AVX-512, {}x{} scalar; AVX-512 rows are a "
                               "multiple of 64, AVX2 rows of 16, and both take an even number of keys)",
-                              kFlashMaxBlock));
+                              kFlashMaxBlock, kFlashSimdDefaultBlock.rows, kFlashSimdDefaultBlock.cols,
+                              kFlashScalarDefaultBlock.rows, kFlashScalarDefaultBlock.cols));
   sub->add_option("--out", o.out, "output directory")->capture_default_str();
   sub->add_option("--memory-budget", o.memory_budget,
                   "bytes the inputs, their fp64 reference and what a forward allocates may use together: digits, "
@@ -262,18 +263,25 @@ void add_common_options(CLI::App* sub, CommonOptions& o, const Defaults& d) {
     sub->add_flag("--gzip", o.gzip, "write traces gzip-compressed (<variant>.trace.json.gz; Perfetto opens them as they are)");
 }
 
-void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants) {
+void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants,
+                               const std::string& asked) {
   if (o.flash_block.empty()) return;
+  if (asked == "sdpa" && variants.size() == 1 && variants.front()->name == "sdpa-math")
+    ATTNPROF_FAIL("--flash-block sets the CPU flash kernel's blocks, and sdpa selects its math backend here, which "
+                  "does not run it (--backend flash does, where the problem allows it)");
+  if (runs_cpu_flash(variants)) return;
   std::vector<std::string> names;
-  for (const Variant* v : variants) {
-    if (v->name == "flash" || v->name == "sdpa-flash") return;
-    names.push_back(v->name);
-  }
+  for (const Variant* v : variants) names.push_back(v->name);
   const std::string last = names.back();
   names.pop_back();
   ATTNPROF_FAIL("--flash-block sets the CPU flash kernel's blocks, which {}{} run (flash and sdpa-flash do)",
                 names.empty() ? last : fmt::format("{} and {}", fmt::join(names, ", "), last),
                 names.empty() ? " does not" : " do not");
+}
+
+bool runs_cpu_flash(const std::vector<const Variant*>& variants) {
+  return std::any_of(variants.begin(), variants.end(),
+                     [](const Variant* v) { return v->name == "flash" || v->name == "sdpa-flash"; });
 }
 
 std::string flash_block_note() {
@@ -321,12 +329,17 @@ void apply_runtime_options(const CommonOptions& o, bool gpu) {
     const size_t x = s.find('x') != std::string::npos ? s.find('x') : s.find("×");
     const size_t after = x == std::string::npos ? x : x + (s[x] == 'x' ? 1 : std::string_view("×").size());
     const auto digits = [](std::string_view d) {
-      return !d.empty() && d.size() <= 9 && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
-    ATTNPROF_CHECK(x != std::string::npos && digits(std::string_view(s).substr(0, x)) &&
-                       digits(std::string_view(s).substr(after)),
+    const std::string_view rows = x == std::string::npos ? "" : std::string_view(s).substr(0, x);
+    const std::string_view cols = x == std::string::npos ? "" : std::string_view(s).substr(after);
+    ATTNPROF_CHECK(digits(rows) && digits(cols),
                    "--flash-block '{}' is not ROWSxCOLS (query rows by keys per tile, e.g. 128x64)", s);
-    const FlashBlock b{std::stoll(s.substr(0, x)), std::stoll(s.substr(after))};
+    // Past nine digits no count is in range: said as the range, without parsing what may overflow.
+    for (const auto& [what, d] : {std::pair{"query blocks of", rows}, std::pair{"key blocks of", cols}})
+      if (d.size() > 9)
+        ATTNPROF_FAIL("--flash-block {}: the flash kernel takes {} 1 to {}, got {}", s, what, kFlashMaxBlock, d);
+    const FlashBlock b{std::stoll(std::string(rows)), std::stoll(std::string(cols))};
     if (const std::string why = flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("--flash-block {}: {}", s, why);
     set_flash_block(b);
   }

@@ -128,10 +128,14 @@ CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, 
 void apply_runtime_options(const CommonOptions& o, bool gpu = false);
 // --flash-block given to a run none of whose variants runs the CPU flash kernel (flash, sdpa-flash): refused, as
 // a flag that would do nothing is.
-void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants);
+// `asked`: the variant as the user named it, when it is `sdpa` (its backend chosen for the problem), for the message.
+void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants,
+                               const std::string& asked = "");
 // ", flash blocks 128×64" when --flash-block set other sizes than the kernel's defaults, else "": for the header
 // lines of the runs it changes.
 std::string flash_block_note();
+// Whether any of `variants` runs the CPU flash kernel (flash, sdpa-flash).
+bool runs_cpu_flash(const std::vector<const Variant*>& variants);
 // The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them
 // (ops::available_cpus: OMP_PROC_BIND narrows the main thread's own affinity, not this).
 int hardware_threads();

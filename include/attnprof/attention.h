@@ -136,6 +136,9 @@ struct FlashBlock {
   int64_t rows = 0, cols = 0;
 };
 inline constexpr int64_t kFlashMaxBlock = 1024;  // per side: a thread's scratch grows with rows × cols
+// The bodies' defaults (measured: docs/performance.md, "Tile sizes").
+inline constexpr FlashBlock kFlashSimdDefaultBlock{256, 64};   // AVX2, AVX-512
+inline constexpr FlashBlock kFlashScalarDefaultBlock{64, 64};
 // "" when the body best_isa() runs takes `b`, else why not, naming the size: "the avx512 flash body takes query
 // blocks of a multiple of 64, got 100".
 std::string flash_block_problem(FlashBlock b);

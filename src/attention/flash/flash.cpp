@@ -38,8 +38,9 @@ const Body& body() {
 }
 
 namespace {
-// set_flash_block's sizes, 0 = the body's default. Atomic: a forward on another thread reads them.
-std::atomic<int64_t> g_block_rows{0}, g_block_cols{0};
+// set_flash_block's sizes, rows << 32 | cols (0 = the body's default), one word: a forward on another thread
+// reads both at once, never the rows of one call with the cols of another.
+std::atomic<uint64_t> g_block{0};
 }  // namespace
 
 }  // namespace flash
@@ -60,8 +61,7 @@ std::string flash_block_problem(FlashBlock b) {
 void set_flash_block(FlashBlock b) {
   const bool reset = b.rows == 0 && b.cols == 0;
   if (const std::string why = reset ? "" : flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("{}", why);
-  flash::g_block_rows.store(b.rows, std::memory_order_relaxed);
-  flash::g_block_cols.store(b.cols, std::memory_order_relaxed);
+  flash::g_block.store(uint64_t(b.rows) << 32 | uint64_t(b.cols), std::memory_order_relaxed);
 }
 
 FlashBlock flash_block_default() {
@@ -70,8 +70,8 @@ FlashBlock flash_block_default() {
 }
 
 FlashBlock flash_block() {
-  const FlashBlock set{flash::g_block_rows.load(std::memory_order_relaxed),
-                       flash::g_block_cols.load(std::memory_order_relaxed)};
+  const uint64_t word = flash::g_block.load(std::memory_order_relaxed);
+  const FlashBlock set{int64_t(word >> 32), int64_t(word & 0xffffffffu)};
   return set.rows > 0 ? set : flash_block_default();
 }
 
@@ -194,7 +194,7 @@ AttnOutput flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   z.add_shape(q.shape(), dtype_name(q.dtype()).data());
   z.add_shape(k.shape(), dtype_name(k.dtype()).data());
   z.add_shape(v.shape(), dtype_name(v.dtype()).data());
-  z.set_cost(flash_cost(p));
+  z.set_cost(flash_cost(p, block.rows));  // the blocks this forward runs, read once above
   const Tensor qc = q.stride(3) == 1 ? q : q.contiguous();
   const Tensor kc = k.stride(3) == 1 ? k : k.contiguous();
   const Tensor vc = v.stride(3) == 1 ? v : v.contiguous();

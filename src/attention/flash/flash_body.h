@@ -23,8 +23,8 @@ namespace FLASH_NS {
 
 // Default tile sizes: 64×64 keeps Q, K, V, S tiles of D=64..128 within L2 (1 MiB/core on Zen 4). Any other
 // positive sizes run as well (Params::br, bc).
-inline constexpr int64_t kBr = 64;
-inline constexpr int64_t kBc = 64;
+inline constexpr int64_t kBr = kFlashScalarDefaultBlock.rows;  // 64
+inline constexpr int64_t kBc = kFlashScalarDefaultBlock.cols;  // 64
 inline constexpr int64_t kRowMultiple = 1;
 inline constexpr int64_t kColMultiple = 1;
 

@@ -38,8 +38,8 @@ inline constexpr int W = F::W;
 // A taller Q block amortises Qᵀ packing and the O rescale over more keys; Bc = 64 keeps Sᵀ (Bc·Br·4 =
 // 64 KiB) and a K/V block in L2 next to Qᵀ and O. Causal D=64 showed no difference between 128 and 256.
 // See docs/performance.md; `attnprof profile flash --flash-block 128x64` runs another.
-inline constexpr int64_t kBr = 256;
-inline constexpr int64_t kBc = 64;
+inline constexpr int64_t kBr = kFlashSimdDefaultBlock.rows;  // 256
+inline constexpr int64_t kBc = kFlashSimdDefaultBlock.cols;  // 64
 // Micro-kernel shapes. AVX-512 (32 zmm): 6 × 4 = 24 accumulators + 4 loads + 1 broadcast. AVX2 (16 ymm):
 // 6 × 2 = 12 accumulators + 2 + 1. FMA latency 4 × 2 pipes needs >= 8 independent accumulators.
 inline constexpr int kMr = 6;
