@@ -40,18 +40,23 @@ Inputs make(int64_t B, int64_t Hq, int64_t Hkv, int64_t Nq, int64_t Nk, int64_t 
 
 const Tolerance kLseTol{1e-4, 1e-5};
 
-// Runs flash on every ISA and checks output and logsumexp against the fp64 reference.
+// Runs flash on the ISA chosen now and checks output and logsumexp against the fp64 reference.
+void check_this_isa(const Inputs& in, const Reference& ref, const std::string& what) {
+  const Tolerance tol = find_variant("flash").tolerance(in.q.dtype());
+  const AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
+  const ErrorStats e = compare_to_reference(out.out, ref, tol);
+  EXPECT_TRUE(e.ok()) << what << " isa=" << isa_name(best_isa()) << ": " << e.violations << " of " << e.count
+                      << " out of tolerance, max_abs=" << e.max_abs;
+  const ErrorStats el = compare_lse(out.lse, ref, kLseTol);
+  EXPECT_TRUE(el.ok()) << what << " isa=" << isa_name(best_isa()) << ": lse max_abs=" << el.max_abs;
+}
+
+// ... on every ISA.
 void check_all_isas(const Inputs& in, const std::string& what) {
   const Reference ref = reference_attention(in.q, in.k, in.v, in.opt);
-  const Tolerance tol = find_variant("flash").tolerance(in.q.dtype());
   for (Isa isa : available_isas()) {
     IsaOverride use(isa);
-    const AttnOutput out = flash_attention(in.q, in.k, in.v, in.opt);
-    const ErrorStats e = compare_to_reference(out.out, ref, tol);
-    EXPECT_TRUE(e.ok()) << what << " isa=" << isa_name(isa) << ": " << e.violations << " of " << e.count
-                        << " out of tolerance, max_abs=" << e.max_abs;
-    const ErrorStats el = compare_lse(out.lse, ref, kLseTol);
-    EXPECT_TRUE(el.ok()) << what << " isa=" << isa_name(isa) << ": lse max_abs=" << el.max_abs;
+    check_this_isa(in, ref, what);
   }
 }
 
@@ -349,6 +354,19 @@ TEST(Flash, EveryBlockSizeABodyTakesMatchesTheReference) {
           EXPECT_EQ(flash_tiles(p).block_rows, b.rows) << what;
           EXPECT_EQ(flash_tiles(p).block_cols, b.cols) << what;
         }
+    // Grouped heads, Nq != Nk both ways, an odd head dim, fp16 and an explicit mask, on one size of each body.
+    {
+      BlockOverride set(blocks[1]);
+      const std::string size = fmt::format("{}x{}", blocks[1].rows, blocks[1].cols);
+      Inputs masked = make(2, 2, 2, 130, 140, 48, DType::BF16, false);
+      masked.opt.attn_mask = Tensor::empty({1, 1, 130, 140}, DType::F32);
+      fill_randn(masked.opt.attn_mask, 5);
+      for (const auto& [in, what] : std::vector<std::pair<Inputs, std::string>>{
+               {make(1, 4, 2, 130, 333, 33, DType::F16, true), "gqa fp16 causal 130x333"},
+               {make(1, 2, 1, 333, 130, 24, DType::BF16, true), "causal 333x130"},
+               {masked, "additive mask"}})
+        check_this_isa(in, reference_attention(in.q, in.k, in.v, in.opt), size + " " + what);
+    }
     // Back to the defaults with {0, 0}.
     EXPECT_EQ(flash_block().rows, dflt.rows) << isa_name(isa);
     EXPECT_TRUE(flash_block_is_default());
