@@ -1161,6 +1161,15 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("causal, flash blocks 128×64 (1 recorded forwards each"), std::string::npos) << r.out;
   EXPECT_EQ(read_json("roofline.json")["flash_block"], json::array({128, 64}));
+  // sweep: every point on them, said in its header and recorded; none recorded for a sweep without flash.
+  const Result sw = run("sweep --variants flash --seq 64,128 --flash-block 128x64 --shape 1,2,64,32 --threads 1 "
+                        "--iters 1 --warmup 0" + out_flag());
+  ASSERT_EQ(sw.code, 0) << sw.err;
+  EXPECT_NE(sw.out.find("1 thread, flash blocks 128×64"), std::string::npos) << sw.out;
+  EXPECT_EQ(read_json("sweep.json")["flash_block"], json::array({128, 64}));
+  ASSERT_EQ(run("sweep --variants naive --seq 64,128 --shape 1,2,64,32 --threads 1 --iters 1 --warmup 0" + out_flag())
+                .code, 0);
+  EXPECT_TRUE(read_json("sweep.json")["flash_block"].is_null());
   // Refused: a run that would not use them, a malformed or impossible size, and --peaks-only.
   fs::remove_all(out());
   expect_bad("profile naive --flash-block 128x64" + kSmall,
