@@ -1151,6 +1151,20 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_EQ(json::parse(c.out)["flash_block"], json::array({128, 64}));
   EXPECT_FALSE(read_json("naive.summary.json")["run"].contains("flash_block"));
+  // A list: compare runs each flash variant once per size, side by side as flash@ROWSxCOLS rows with files of
+  // their own; the other variants once.
+  const Result l = run("compare --variants naive,flash --flash-block 64x64,128x64 --json" + shape + out_flag());
+  ASSERT_EQ(l.code, 0) << l.err;
+  const json lj = json::parse(l.out);
+  std::vector<std::string> names;
+  for (const json& v : lj["variants"]) names.push_back(v["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"naive", "flash@64x64", "flash@128x64"}));
+  EXPECT_EQ(lj["variants"][2]["flash_block"], json::array({128, 64}));
+  EXPECT_TRUE(lj["variants"][0]["flash_block"].is_null());
+  EXPECT_TRUE(lj["flash_block"].is_null()) << "each row says its own";
+  EXPECT_EQ(read_json("flash@64x64.summary.json")["run"]["flash_block"], json::array({64, 64}));
+  EXPECT_NE(l.err.find("3 rows at B=1 Hq=2 Hkv=2 Nq=300 Nk=300 D=32 bf16 causal, 1 thread, flash blocks 64×64, 128×64"),
+            std::string::npos) << l.err;
   // A run none of whose rows ran the kernel records none (diff would name a change of blocks nothing used).
   const Result n = run("compare --variants naive --json" + shape + out_flag());
   ASSERT_EQ(n.code, 0) << n.err;
@@ -1177,6 +1191,11 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   expect_bad("compare --variants naive,inplace --flash-block 128x64" + kSmall,
              "which naive and inplace do not run (flash and sdpa-flash do)");
   expect_bad("profile flash --flash-block 128" + kSmall, "--flash-block '128' is not ROWSxCOLS");
+  expect_bad("profile flash --flash-block 64x64,128x64" + kSmall,
+             "--flash-block '64x64,128x64' names 2 sizes: this command runs one (compare runs the flash variants once "
+             "per size of a list)");
+  expect_bad("compare --flash-block 64x64,,128x64" + kSmall, "holds an empty size");
+  expect_bad("compare --flash-block 64x64,64x64" + kSmall, "--flash-block names 64x64 twice");
   expect_bad("profile flash --flash-block 99999999999x64" + kSmall,
              "--flash-block 99999999999x64: the flash kernel takes query blocks of 1 to 1024, got 99999999999");
   // sdpa at a head dim its flash backend does not take selects math, which does not run the kernel.

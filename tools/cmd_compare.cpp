@@ -40,7 +40,33 @@ struct Row {
   std::vector<analysis::ThreadBalance> balance;  // each op's threads in its parallel regions (kept: the profile is freed)
   std::vector<analysis::OpPhases> phases;        // the steps inside ops that time them (kept, as balance)
   std::vector<double> on_cpu;                    // each forward's share on a CPU (--counters' task-clock), or -1
+  FlashBlock block;  // the CPU flash kernel's blocks where the row ran it (rows 0 elsewhere)
 };
+
+// One row to run: a variant, under its own name, or with a list of --flash-block sizes a flash variant once per
+// size, named "flash@128x64" (its files too), so the sizes sit side by side in one table.
+struct Job {
+  const Variant* v;
+  std::string name;
+  FlashBlock block;  // set before it runs; rows 0: as set (one --flash-block, or the defaults)
+};
+
+std::vector<Job> jobs_of(const std::vector<const Variant*>& variants, const std::vector<FlashBlock>& blocks) {
+  std::vector<Job> jobs;
+  for (const Variant* v : variants) {
+    if (blocks.size() > 1 && runs_cpu_flash({v}))
+      for (const FlashBlock& b : blocks) jobs.push_back({v, fmt::format("{}@{}x{}", v->name, b.rows, b.cols), b});
+    else
+      jobs.push_back({v, v->name, {}});
+  }
+  return jobs;
+}
+
+std::vector<std::string> job_names(const std::vector<Job>& jobs) {
+  std::vector<std::string> names;
+  for (const Job& j : jobs) names.push_back(j.name);
+  return names;
+}
 
 // The registry's variants named in --variants ("sdpa" stands for every sdpa-* backend), or all of them; each
 // once, in the order first named ("naive,naive" and "sdpa,sdpa-math" would otherwise write the same files twice).
@@ -121,8 +147,8 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"forward_on_cpu", report::on_cpu_json(row.on_cpu)},  // and one that ran off the CPU
                {"cpu_sharing", report::cpu_sharing_json(row.r.sharing)},
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
-  if (!gpu && (row.name == "flash" || row.name == "sdpa-flash"))  // the CPU kernel's blocks, as profile records them
-    sj["run"]["flash_block"] = {flash_block().rows, flash_block().cols};
+  if (!gpu && row.block.rows > 0)  // the CPU kernel's blocks, as profile records them
+    sj["run"]["flash_block"] = {row.block.rows, row.block.cols};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
   report::write_text_atomic(out_path(out, row.name + ".table.csv"), csv);
@@ -234,7 +260,8 @@ nlohmann::json row_json(const Row& r) {
           {"tolerance_used", when(validated && std::isfinite(r.r.err.tol_used), r.r.err.tol_used)},
           {"tolerance", {{"atol", r.r.tol.atol}, {"rtol", r.r.tol.rtol}}},
           {"trace", when(ran, r.trace)},
-          {"summary", when(ran, r.name + ".summary.json")}};
+          {"summary", when(ran, r.name + ".summary.json")},
+          {"flash_block", r.block.rows > 0 ? json{r.block.rows, r.block.cols} : json()}};
 }
 
 // compare.json's header fields, the same for both devices.
@@ -491,20 +518,23 @@ void run_compare(const CompareArgs& a) {
   check_peer_options(a.peer, /*gpu=*/a.device == "cuda");
   if (use_cuda(a.device)) return run_compare_cuda(a);
   const CommonOptions& o = a.common;
-  apply_runtime_options(o);
+  apply_runtime_options(o, /*gpu=*/false, /*block_list=*/true);
   check_html_if_asked(o);
   const std::vector<const Variant*> variants = selected(a.variants, registry());
   check_flash_block_applies(o, variants);  // before the inputs are drawn
+  const std::vector<FlashBlock> blocks = flash_blocks(o);
+  const std::vector<Job> jobs = jobs_of(variants, blocks);
   const Inputs in = make_inputs(o);
   const std::string torch_version = probe_peer(a.peer);  // after the cheap checks, before anything runs
-  refuse_inputs_in_out(o, names_of(variants), kCompareFiles);
+  refuse_inputs_in_out(o, job_names(jobs), kCompareFiles);
   prepare_out_dir(o.out);
-  check_out_files(o, names_of(variants), kCompareFiles);
+  check_out_files(o, job_names(jobs), kCompareFiles);
   report::FileBatch outputs;  // this run's files replace the last run's together, or not at all
   const int threads = ops::num_threads();
   const double t_start = now_s();
-  progress(fmt::format("attnprof compare: {} variant{} at {}, {}", variants.size(), variants.size() == 1 ? "" : "s",
-                       in.p.str(), threads_text(threads)));
+  progress(fmt::format("attnprof compare: {} {} at {}, {}{}", jobs.size(),
+                       jobs.size() == variants.size() ? (jobs.size() == 1 ? "variant" : "variants") : "rows",
+                       in.p.str(), threads_text(threads), flash_block_note(blocks)));
   progress("measuring (or loading cached) machine peaks");
   const Target t = host_target(threads, in.p.dtype);
   prepare_libraries(variants, in);  // OpenBLAS refused under ulimit -v stops the run before the first variant
@@ -516,10 +546,14 @@ void run_compare(const CompareArgs& a) {
   plan.schedule = {.wait = 0, .warmup = 0, .active = o.iters};
   plan.software_counters = a.counters;
   std::vector<Row> rows;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const Variant& v = *variants[i];
-    const std::string label = fmt::format("[{}/{}] {}", i + 1, variants.size(), v.name);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Variant& v = *jobs[i].v;
+    if (jobs[i].block.rows > 0) set_flash_block(jobs[i].block);
+    const std::string label = fmt::format("[{}/{}] {}", i + 1, jobs.size(), jobs[i].name);
     Row row = make_row(v, run_variant(v, in, ref, plan, label), in, t, o);
+    row.name = jobs[i].name;
+    row.trace = trace_file(row.name, o);
+    if (runs_cpu_flash({&v}) && row.r.status != RunOutcome::Status::Skipped) row.block = flash_block();
     if (row.r.status == RunOutcome::Status::Ok) {
       // The table profile prints by default: sorted by CPU total, 15 rows, each op's roofline verdict.
       const report::TableOptions topt{
@@ -556,18 +590,23 @@ void run_compare(const CompareArgs& a) {
   j["machine"]["memory_reclaim"] = reclaim.value_or("");
   j["machine"]["bf16_matmul"] = ops::bf16_matmul_key();
   j.update({{"threads", threads}, {"sdpa_auto_backend", sdpa_auto}, {"variants", nlohmann::json::array()}});
-  // The CPU flash kernel's blocks, where a row ran it (flash, sdpa-flash), so diff can name a change of them.
-  const bool flash_ran = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
-    return (r.name == "flash" || r.name == "sdpa-flash") && r.r.status != RunOutcome::Status::Skipped;
-  });
-  j["flash_block"] = flash_ran ? nlohmann::json{flash_block().rows, flash_block().cols} : nlohmann::json();
+  // The CPU flash kernel's blocks, where a row ran it (flash, sdpa-flash), so diff can name a change of them: one
+  // pair when every such row ran the same, null when none did or a list gave each its own (each row says).
+  std::optional<FlashBlock> run_block;
+  bool one_block = true;
+  for (const Row& r : rows)
+    if (r.block.rows > 0) {
+      one_block = one_block && (!run_block || (run_block->rows == r.block.rows && run_block->cols == r.block.cols));
+      run_block = r.block;
+    }
+  j["flash_block"] = run_block && one_block ? nlohmann::json{run_block->rows, run_block->cols} : nlohmann::json();
   for (const Row& r : rows) j["variants"].push_back(row_json(r));
   if (peers) j["peers"] = peers_json(*peers, in.p, t);
 
   Text text = render_rows(
       rows,
-      fmt::format("attnprof compare — {}, {}{}, inputs {}", in.p.str(), threads_text(threads), flash_block_note(),
-                  in.source),
+      fmt::format("attnprof compare — {}, {}{}, inputs {}", in.p.str(), threads_text(threads),
+                  flash_block_note(blocks), in.source),
       t);
   text += ratio_lines(rows, /*gpu=*/false);
   if (peers) text += render_peers(*peers, rows, in.p, t);

@@ -284,7 +284,12 @@ bool runs_cpu_flash(const std::vector<const Variant*>& variants) {
                      [](const Variant* v) { return v->name == "flash" || v->name == "sdpa-flash"; });
 }
 
-std::string flash_block_note() {
+std::string flash_block_note(const std::vector<FlashBlock>& several) {
+  if (several.size() > 1) {
+    std::vector<std::string> each;
+    for (const FlashBlock& b : several) each.push_back(fmt::format("{}×{}", b.rows, b.cols));
+    return fmt::format(", flash blocks {}", fmt::join(each, ", "));
+  }
   if (flash_block_is_default()) return "";
   const FlashBlock b = flash_block();
   return fmt::format(", flash blocks {}×{}", b.rows, b.cols);
@@ -319,29 +324,53 @@ void check_thread_limit_variable() {
                   env);
 }
 
-void apply_runtime_options(const CommonOptions& o, bool gpu) {
+namespace {
+// One ROWSxCOLS of --flash-block: two plain decimal counts (an 'x' or '×' between them), checked against the
+// body that runs.
+FlashBlock parse_flash_block(const std::string& s) {
+  const size_t x = s.find('x') != std::string::npos ? s.find('x') : s.find("×");
+  const size_t after = x == std::string::npos ? x : x + (s[x] == 'x' ? 1 : std::string_view("×").size());
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::string_view rows = x == std::string::npos ? "" : std::string_view(s).substr(0, x);
+  const std::string_view cols = x == std::string::npos ? "" : std::string_view(s).substr(after);
+  ATTNPROF_CHECK(digits(rows) && digits(cols),
+                 "--flash-block '{}' is not ROWSxCOLS (query rows by keys per tile, e.g. 128x64)", s);
+  // Past nine digits no count is in range: said as the range, without parsing what may overflow.
+  for (const auto& [what, d] : {std::pair{"query blocks of", rows}, std::pair{"key blocks of", cols}})
+    if (d.size() > 9)
+      ATTNPROF_FAIL("--flash-block {}: the flash kernel takes {} 1 to {}, got {}", s, what, kFlashMaxBlock, d);
+  const FlashBlock b{std::stoll(std::string(rows)), std::stoll(std::string(cols))};
+  if (const std::string why = flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("--flash-block {}: {}", s, why);
+  return b;
+}
+}  // namespace
+
+std::vector<FlashBlock> flash_blocks(const CommonOptions& o) {
+  std::vector<FlashBlock> blocks;
+  if (o.flash_block.empty()) return blocks;
+  for (const std::string& item : split_list(o.flash_block)) {
+    ATTNPROF_CHECK(!item.empty(), "--flash-block '{}' holds an empty size (two commas in a row, or one at an end)",
+                   o.flash_block);
+    const FlashBlock b = parse_flash_block(item);
+    for (const FlashBlock& seen : blocks)
+      ATTNPROF_CHECK(seen.rows != b.rows || seen.cols != b.cols, "--flash-block names {}x{} twice", b.rows, b.cols);
+    blocks.push_back(b);
+  }
+  return blocks;
+}
+
+void apply_runtime_options(const CommonOptions& o, bool gpu, bool block_list) {
   check_thread_limit_variable();
   if (!o.flash_block.empty()) {
     ATTNPROF_CHECK(!gpu, "--flash-block sets the CPU flash kernel's blocks; the CUDA kernel's are chosen per head dim "
                          "(drop it, or --device cuda)");
-    // ROWSxCOLS: two plain decimal counts (an 'x' or '×' between them), each checked against the body that runs.
-    const std::string& s = o.flash_block;
-    const size_t x = s.find('x') != std::string::npos ? s.find('x') : s.find("×");
-    const size_t after = x == std::string::npos ? x : x + (s[x] == 'x' ? 1 : std::string_view("×").size());
-    const auto digits = [](std::string_view d) {
-      return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    const std::string_view rows = x == std::string::npos ? "" : std::string_view(s).substr(0, x);
-    const std::string_view cols = x == std::string::npos ? "" : std::string_view(s).substr(after);
-    ATTNPROF_CHECK(digits(rows) && digits(cols),
-                   "--flash-block '{}' is not ROWSxCOLS (query rows by keys per tile, e.g. 128x64)", s);
-    // Past nine digits no count is in range: said as the range, without parsing what may overflow.
-    for (const auto& [what, d] : {std::pair{"query blocks of", rows}, std::pair{"key blocks of", cols}})
-      if (d.size() > 9)
-        ATTNPROF_FAIL("--flash-block {}: the flash kernel takes {} 1 to {}, got {}", s, what, kFlashMaxBlock, d);
-    const FlashBlock b{std::stoll(std::string(rows)), std::stoll(std::string(cols))};
-    if (const std::string why = flash_block_problem(b); !why.empty()) ATTNPROF_FAIL("--flash-block {}: {}", s, why);
-    set_flash_block(b);
+    const std::vector<FlashBlock> blocks = flash_blocks(o);
+    ATTNPROF_CHECK(blocks.size() == 1 || block_list,
+                   "--flash-block '{}' names {} sizes: this command runs one (compare runs the flash variants once "
+                   "per size of a list)", o.flash_block, blocks.size());
+    if (blocks.size() == 1) set_flash_block(blocks.front());
   }
   const int limit = hardware_threads() * 4;
   if (o.threads != 0 && (o.threads < 1 || o.threads > limit))

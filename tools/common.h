@@ -125,15 +125,18 @@ CLI::Option* add_integer_option(CLI::App* sub, const std::string& flag, T& var, 
 
 // Applies --threads and --memory-budget (validated) to the library. Call before building inputs.
 // --threads, --warmup/--iters' ranges, --flash-block (refused with `gpu`: the CUDA kernel's blocks are its own).
-void apply_runtime_options(const CommonOptions& o, bool gpu = false);
+// One --flash-block size is set here; several only where `block_list` (compare runs its flash rows per size).
+void apply_runtime_options(const CommonOptions& o, bool gpu = false, bool block_list = false);
+// --flash-block's sizes as given (none: the kernel's defaults), each checked against the body that runs.
+std::vector<FlashBlock> flash_blocks(const CommonOptions& o);
 // --flash-block given to a run none of whose variants runs the CPU flash kernel (flash, sdpa-flash): refused, as
 // a flag that would do nothing is.
 // `asked`: the variant as the user named it, when it is `sdpa` (its backend chosen for the problem), for the message.
 void check_flash_block_applies(const CommonOptions& o, const std::vector<const Variant*>& variants,
                                const std::string& asked = "");
 // ", flash blocks 128×64" when --flash-block set other sizes than the kernel's defaults, else "": for the header
-// lines of the runs it changes.
-std::string flash_block_note();
+// lines of the runs it changes; with `several` (compare's list), every size of it.
+std::string flash_block_note(const std::vector<FlashBlock>& several = {});
 // Whether any of `variants` runs the CPU flash kernel (flash, sdpa-flash).
 bool runs_cpu_flash(const std::vector<const Variant*>& variants);
 // The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), as OpenMP counts them
