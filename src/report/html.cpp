@@ -252,6 +252,7 @@ class Page {
         {"matmul", "#aec7e8"},       {"mul", "#ffbb78"},          {"mul_", "#fdd9b5"},
         {"copy_", "#ff9896"},        {"masked_fill_", "#c5b0d5"}, {"softmax", "#f7b6d2"},
         {"softmax_", "#fbdcea"},     {"to", "#dbdb8d"},           {"triu", "#9edae5"},
+        {"where", "#cbeef3"},        // the additive mask built from triu's: a lighter shade of it
         {"add", "#c49c94"},          {"add_", "#e3cdc8"},         {"logical_not", "#8dd3c7"},
         {"transpose", "#d6ecd2"},    {"flash_attention_fwd", "#ffed6f"},
         {"load Q, K, V", "#80b1d3"}, {"Q·Kᵀ", "#7fc97f"},        {"mask", "#bc80bd"},
