@@ -230,7 +230,7 @@ void run_profile(const ProfileArgs& a) {
   run["attention_flops"] = flops;
   run["ops_per_forward"] = report::count_json(r.ops_per_forward);  // device activities per forward with --device cuda
   // The blocks the CPU flash kernel ran (its defaults, or --flash-block's), so diff can name a change of them.
-  if (!gpu && (v.name == "flash" || v.name == "sdpa-flash")) run["flash_block"] = {flash_block().rows, flash_block().cols};
+  if (!gpu && runs_cpu_flash({&v})) run["flash_block"] = {flash_block().rows, flash_block().cols};
   if (!r.cupti_note.empty()) run["cupti_note"] = r.cupti_note;
   // Where the time went by the roofline's verdict (a GPU profile's in device time; none without CUPTI's records).
   const analysis::BoundTime bound_time =

@@ -244,9 +244,9 @@ MachinePeaks machine_peaks_from_json(const nlohmann::json& j);
 
 // Measures the peaks (a few hundred ms) or returns the cached figures for this machine and thread count.
 // The cache is a JSON file keyed by CPU model and signature, ISA and thread count
-// ($XDG_CACHE_HOME/attnprof/ + kPeaksCacheFile). What the caller should tell the user (a corrupt or older cache ignored,
-// peaks measured on a busy machine, a cache that could not be written) goes to `notes`, one sentence each,
-// when given: the library prints nothing.
+// ($XDG_CACHE_HOME/attnprof/ + kPeaksCacheFile). What the caller should tell the user (a corrupt or older cache
+// ignored, peaks measured on a busy machine, a cache that could not be written) goes to `notes`, one sentence
+// each, when given: the library prints nothing.
 MachinePeaks machine_peaks(int threads, bool force_measure = false, std::vector<std::string>* notes = nullptr);
 // The cache's file name. A sanitizer build measures its own instrumented loops (a STREAM triad a tenth as fast):
 // a file of its own, so its figures never stand for the machine's in a release build's rooflines, nor the reverse.

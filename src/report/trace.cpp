@@ -12,10 +12,11 @@
 // parent's interval, so X events on one (pid, tid) nest or are disjoint exactly as recorded. Events are
 // written in (ts ascending, dur descending, depth ascending) order so parents precede their children.
 // Zone args carry Kineto's "External id" (1, 2, ... over the zones in thread order; the GPU work a zone launched
-// carries its id), "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs", "bytes", "bytes_read", "bytes_written":
-// the zone's own cost plus its children's, so masked_fill carries copy_ + masked_fill_), the variant,
-// software counters when recorded, and on a CPU op whose work a library runs (matmul: oneDNN, OpenBLAS) a
-// "threads" note: the library's threads are not traced, so the worker tracks look idle under it. No JSON DOM is built: export runs at millions of events per second.
+// carries its id), "Input Dims" and "Input type" (torch's record_shapes keys), the inclusive cost model ("FLOPs",
+// "bytes", "bytes_read", "bytes_written": the zone's own cost plus its children's, so masked_fill carries copy_ +
+// masked_fill_), the variant, software counters when recorded, and on a CPU op whose work a library runs
+// (matmul: oneDNN, OpenBLAS) a "threads" note: the library's threads are not traced, so the worker tracks look
+// idle under it. No JSON DOM is built: export runs at millions of events per second.
 //
 // Device events (CUDA profiles), laid out as torch.profiler's Kineto traces lay them out:
 //   - a process "GPU <n> (<device name>)" (pid = host pid + 1 + n) with one track per stream ("stream 7")
