@@ -133,8 +133,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
 // <variant>.trace.json, <variant>.summary.json, <variant>.table.txt (the torch-style table, as profile writes it),
 // <variant>.table.csv (its rows as CSV) and <variant>.stacks.txt (folded stacks) of a row that ran: all from this
 // run, so no file of an earlier run stays beside them.
-void write_row_files(const Row& row, const std::string& out, const std::string& table, const std::string& csv,
-                     bool gpu) {
+void write_row_files(const Row& row, const std::string& out, const std::string& table, const std::string& csv) {
   report::write_chrome_trace(row.r.result, out_path(out, row.trace));
   nlohmann::json sj = report::summary_json(row.r.result, row.r.ka);
   sj["run"] = {{"variant", row.name},
@@ -147,7 +146,7 @@ void write_row_files(const Row& row, const std::string& out, const std::string& 
                {"forward_on_cpu", report::on_cpu_json(row.on_cpu)},  // and one that ran off the CPU
                {"cpu_sharing", report::cpu_sharing_json(row.r.sharing)},
                {"tolerance_used", std::isfinite(row.r.err.tol_used) ? nlohmann::json(row.r.err.tol_used) : nlohmann::json()}};
-  if (!gpu && row.block.rows > 0)  // the CPU kernel's blocks, as profile records them
+  if (row.block.rows > 0)  // the CPU kernel's blocks where the row ran it, as profile records them
     sj["run"]["flash_block"] = {row.block.rows, row.block.cols};
   write_json(out_path(out, row.name + ".summary.json"), sj);
   report::write_text_atomic(out_path(out, row.name + ".table.txt"), table);
@@ -480,7 +479,7 @@ void run_compare_cuda(const CompareArgs& a) {
                                                                    .visible_share = visible_share(in.p)};
       const std::string table = report::table(row.r.ka, topt) +
                                 (row.r.result.has_device ? report::device_table(row.r.result) : std::string());
-      write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt), /*gpu=*/true);
+      write_row_files(row, o.out, table, report::table_csv(row.r.ka, topt));
       tables += row.r.result.has_device
                     ? fmt::format("\n{} (one forward, CUPTI):\n{}", v->name, table)
                     : fmt::format("\n{} (one forward, host side only: {}):\n{}", v->name, row.r.cupti_note, table);
@@ -559,7 +558,7 @@ void run_compare(const CompareArgs& a) {
       const report::TableOptions topt{
           .sort_by = "cpu_time_total", .row_limit = 15, .peaks = t.m, .visible_share = visible_share(in.p)};
       write_row_files(row, o.out, report::table(row.r.ka, topt) + uneven_text(row.r.ka),
-                      report::table_csv(row.r.ka, topt), /*gpu=*/false);
+                      report::table_csv(row.r.ka, topt));
       progress(fmt::format("{}: {:.3f} ms/forward, max abs error {:.2e}", label, row.ms, row.r.err.max_abs));
     } else {
       progress(fmt::format("{}: {}: {}", label, status_name(row.r.status), row.r.note));

@@ -23,7 +23,7 @@ struct Params {
   const void* mask_ptr = nullptr;       // Bool (1 = attend) or additive
   DType mask_dtype = DType::Bool;
   Shape4 ms{};                          // mask strides after broadcasting to [B, Hq, Nq, Nk] (0 = broadcast)
-  int64_t br = 0, bc = 0;               // query rows and keys per block; 0 = the body's default (BodyTiles)
+  int64_t br = 0, bc = 0;               // query rows and keys per block: flash_block()'s, which the body takes
 };
 
 // One body's tiles: its tuned default block sizes, what sizes chosen at run time must be multiples of, and the
@@ -80,7 +80,6 @@ size_t scratch_bytes_avx512(int64_t D, int64_t br, int64_t bc);
 // One body's entry points, as the ISA it was compiled for is chosen: body() gives best_isa()'s, so the forward,
 // its tile sizes (flash_tiles, flash_bytes) and its scratch (flash_peak_bytes) are always the same body's.
 struct Body {
-  const char* name;  // "scalar", "avx2", "avx512"
   void (*forward)(const Params& p);
   BodyTiles (*tiles)();
   size_t (*scratch_bytes)(int64_t D, int64_t br, int64_t bc);

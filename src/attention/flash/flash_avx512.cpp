@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "attention/flash/flash.h"
+#include "attnprof/error.h"
 #include "attnprof/isa.h"
 #include "attnprof/profiler.h"
 #include "core/isa_target.h"

@@ -16,13 +16,14 @@
 #include <limits>
 
 #include "attention/flash/flash.h"
+#include "attnprof/error.h"
 #include "attnprof/profiler.h"
 
 namespace attnprof::flash {
 namespace FLASH_NS {
 
 // Default tile sizes: 64×64 keeps Q, K, V, S tiles of D=64..128 within L2 (1 MiB/core on Zen 4). Any other
-// positive sizes run as well (Params::br, bc).
+// positive sizes run as well (Params::br, bc, which flash_attention always sets).
 inline constexpr int64_t kBr = kFlashScalarDefaultBlock.rows;  // 64
 inline constexpr int64_t kBc = kFlashScalarDefaultBlock.cols;  // 64
 inline constexpr int64_t kRowMultiple = 1;
@@ -34,8 +35,8 @@ inline size_t scratch_bytes(int64_t D, int64_t br, int64_t bc) {
 }
 
 inline void forward(const Params& p) {
-  const int64_t br = p.br > 0 ? p.br : kBr;  // this forward's block sizes
-  const int64_t bc = p.bc > 0 ? p.bc : kBc;
+  ATTNPROF_DASSERT(p.br > 0 && p.bc > 0);
+  const int64_t br = p.br, bc = p.bc;  // this forward's block sizes
   const int64_t D = p.D, group = p.Hq / p.Hkv;
   const int64_t q_blocks = (p.Nq + br - 1) / br;
   const int64_t tasks = p.B * p.Hq * q_blocks;

@@ -19,7 +19,7 @@
 // Scratch per thread comes from the tracked allocator, through ThreadScratch (flash.h: allocated by the calling
 // thread, so the profiler bills it to flash_attention_fwd), and memory_stats() counts it:
 // 4·(2·Br·Dp + 2·Bc·Dp + 1.5·Bc·Br + 3·Br) bytes, 0.72 MiB at D = 256 (Br = 256, Bc = 64).
-// Br and Bc are chosen at run time (Params::br, bc: `--flash-block`), the defaults below unless set.
+// Br and Bc are chosen at run time (Params::br, bc: `--flash-block`, else the defaults below).
 #pragma once
 
 namespace attnprof::flash::FLASH_NS {
@@ -238,10 +238,7 @@ struct Layout {
   size_t bytes() const { return size_t(q_sz + s_sz + p_sz + k_sz + v_sz + o_sz + 3 * br) * sizeof(float); }
 };
 
-// The block sizes a forward runs: the Params' (flash_attention sets them), else the defaults.
-inline int64_t rows_of(const Params& p) { return p.br > 0 ? p.br : kBr; }
-inline int64_t cols_of(const Params& p) { return p.bc > 0 ? p.bc : kBc; }
-inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + rows_of(p) - 1) / rows_of(p)); }
+inline int64_t task_count(const Params& p) { return p.B * p.Hq * ((p.Nq + p.br - 1) / p.br); }
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -265,7 +262,7 @@ struct Plan {
   bool k_in_place, v_in_place;
 
   Plan(const Params& params, bool dot)
-      : p(params), bf16_dot(dot), lay(params.D, rows_of(params), cols_of(params)), br(lay.br), bc(lay.bc),
+      : p(params), bf16_dot(dot), lay(params.D, params.br, params.bc), br(lay.br), bc(lay.bc),
         D(params.D), Dp(lay.Dp), D2((params.D + 1) / 2), nvec(lay.Dp / W), group(params.Hq / params.Hkv),
         q_blocks((params.Nq + br - 1) / br), bh_count(params.B * params.Hq),
         es(int64_t(dtype_size(params.dtype))), causal(params.mask == MaskKind::Causal),
@@ -598,8 +595,9 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
 inline size_t scratch_bytes(int64_t D, int64_t br, int64_t bc) { return Layout(D, br, bc).bytes(); }
 
 inline void forward(const Params& p, bool bf16_dot) {
+  ATTNPROF_DASSERT(p.br % kRowMultiple == 0 && p.bc % kColMultiple == 0 && p.br > 0 && p.bc > 0);
   const int64_t tasks = task_count(p);
-  const ThreadScratch scratch(scratch_bytes(p.D, rows_of(p), cols_of(p)), tasks > 1 ? omp_get_max_threads() : 1);
+  const ThreadScratch scratch(scratch_bytes(p.D, p.br, p.bc), tasks > 1 ? omp_get_max_threads() : 1);
   ATTNPROF_PARALLEL_REGION(region);
 #pragma omp parallel if (tasks > 1) num_threads(scratch.threads())
   forward_tasks(p, bf16_dot, scratch.slice(omp_get_thread_num()), region);
