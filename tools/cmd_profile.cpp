@@ -152,7 +152,7 @@ void run_profile(const ProfileArgs& a) {
   }
   const Inputs in = make_inputs(o);
   const Variant& v = resolve_variant_on(gpu, a.variant, a.backend, in.p);
-  check_flash_block_applies(o, {&v}, a.variant);  // with --q/--k/--v, once their shape is known
+  if (use_files(o)) check_flash_block_applies(o, {&v}, a.variant);  // once the files give the shape
   refuse_inputs_in_out(o, {v.name}, {});
   const std::string sort_by = !a.sort_by.empty() ? a.sort_by : gpu ? "cuda_time_total" : "cpu_time_total";
   {  // checks the sort key before running anything
