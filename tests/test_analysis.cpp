@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <tuple>
@@ -221,6 +222,11 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   EXPECT_EQ(a.threads, 1);
   EXPECT_GT(a.fp32_gflops, 1.0);
   EXPECT_GT(a.bandwidth_gbs, 0.5);
+  // The bandwidth is the best of the memory loops, each of which measured something.
+  EXPECT_GT(a.bandwidth_loops.update, 0.5);
+  EXPECT_GT(a.bandwidth_loops.copy, 0.5);
+  EXPECT_GT(a.bandwidth_loops.triad, 0.5);
+  EXPECT_EQ(a.bandwidth_gbs, a.bandwidth_loops.best());
   EXPECT_GT(a.sgemm_gflops, 1.0);
   EXPECT_GE(a.bf16_gflops, 0.0);
   EXPECT_EQ(a.bf16_gflops > 0, a.isa == "avx512" && cpu_has_avx512_bf16());
@@ -239,6 +245,8 @@ TEST(MachinePeaks, MeasuresPlausibleFiguresAndCachesThem) {
   const MachinePeaks b = machine_peaks(1);
   EXPECT_EQ(a.fp32_gflops, b.fp32_gflops);
   EXPECT_EQ(a.bandwidth_gbs, b.bandwidth_gbs);
+  EXPECT_EQ(a.bandwidth_loops.update, b.bandwidth_loops.update);
+  EXPECT_EQ(a.bandwidth_loops.triad, b.bandwidth_loops.triad);
   EXPECT_EQ(a.library_bf16_gflops, b.library_bf16_gflops);
   // Dispatch forced to scalar: the FMA peak is the scalar loop's, the library peaks the best ISA's (OpenBLAS
   // and oneDNN never see the override), and both are cached with the scalar entry.
@@ -460,6 +468,41 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "field 'library_isa' is missing");
   }
+  // The memory loops the bandwidth is the best of: written when measured, read back, and held to that: each
+  // figure plausible, and the bandwidth the best of them. A file from before them has the bandwidth alone.
+  {
+    MachinePeaks with_loops = again;
+    with_loops.bandwidth_loops = {.update = 60.0, .copy = 45.0, .triad = 40.0};
+    with_loops.bandwidth_gbs = 60.0;
+    const nlohmann::json written = with_loops;
+    EXPECT_EQ(written.at("bandwidth_loops"), (nlohmann::json{{"update", 60.0}, {"copy", 45.0}, {"triad", 40.0}}));
+    const MachinePeaks read = machine_peaks_from_json(written);
+    EXPECT_EQ(read.bandwidth_loops.update, 60.0);
+    EXPECT_EQ(read.bandwidth_loops.copy, 45.0);
+    EXPECT_EQ(read.bandwidth_loops.triad, 40.0);
+    EXPECT_EQ(bandwidth_source(read), "the best of three loops over 128 MB arrays: in-place update 60.0, copy 45.0, "
+                                      "STREAM triad 40.0 GB/s");
+    EXPECT_FALSE(nlohmann::json(again).contains("bandwidth_loops")) << "not measured: not written";
+    EXPECT_FALSE(machine_peaks_from_json(nlohmann::json(again)).bandwidth_loops.measured());
+    EXPECT_EQ(bandwidth_source(again), "STREAM triad");
+    for (const auto& [edit, why] : std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>>{
+             {[](nlohmann::json& j) { j["bandwidth_gbs"] = 50.0; },
+              "bandwidth_gbs 50 is not the best of bandwidth_loops (60)"},
+             {[](nlohmann::json& j) { j["bandwidth_loops"].erase("copy"); }, "bandwidth_loops has no number 'copy'"},
+             {[](nlohmann::json& j) { j["bandwidth_loops"]["triad"] = "40"; }, "bandwidth_loops has no number 'triad'"},
+             {[](nlohmann::json& j) { j["bandwidth_loops"]["triad"] = 1e-300; },
+              "bandwidth_loops.triad 1e-300 is outside 0.1..100000 GB/s"},
+             {[](nlohmann::json& j) { j["bandwidth_loops"] = 60.0; }, "bandwidth_loops is not an object"}}) {
+      nlohmann::json damaged = written;
+      edit(damaged);
+      try {
+        machine_peaks_from_json(damaged);
+        ADD_FAILURE() << "accepted: " << damaged.dump();
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), why);
+      }
+    }
+  }
   // Every text printed from it: an escape sequence in a hand-edited cache or compare.json never reaches the terminal.
   for (const char* key : {"cpu", "cpu_signature", "isa", "library_isa", "measured_at", "measured_busy"}) {
     bad = again;
@@ -474,7 +517,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   EXPECT_EQ(measured, 3);
   EXPECT_EQ(call(), std::make_pair(102.0, false));
   // A corrupt cache is ignored and rewritten.
-  { std::ofstream(file) << "{\"version\": 5, \"entries\": [ {\"cpu\": "; }
+  { std::ofstream(file) << "{\"version\": 6, \"entries\": [ {\"cpu\": "; }
   notes.clear();
   EXPECT_EQ(call(), std::make_pair(104.0, true));
   EXPECT_NE(said().find("ignoring corrupt machine-peaks cache"), std::string::npos);
@@ -483,7 +526,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   for (const char* bad : {R"("threads": 1, "fp32_gflops": 1e300)", R"("threads": 1.5, "fp32_gflops": 7)",
                           R"("threads": 1e300, "fp32_gflops": 7)"}) {
     {
-      std::ofstream(file) << R"({"version": 5, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+      std::ofstream(file) << R"({"version": 6, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                           << R"(", "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1, )" << kLibrary << bad
                           << "}]}";
     }
@@ -500,7 +543,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   for (const std::string& sig : {signature, std::string("OtherVendor family 1 model 2 stepping 3"), std::string()}) {
     {
       std::ofstream out(file);
-      out << R"({"version": 5, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+      out << R"({"version": 6, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
           << R"(", )" << kLibrary
           << R"("threads": 1, "fp32_gflops": 7, "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1)";
       if (!sig.empty()) out << R"(, "cpu_signature": ")" << sig << '"';
@@ -527,7 +570,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
                                     {"library_isa", "avx512"}, {"library_fp32_gflops", 70},
                                     {"library_bf16_gflops", 140}};
   auto write_cache = [&](const nlohmann::json& entry) {
-    nlohmann::json cache = {{"version", 5}, {"entries", nlohmann::json::array()}};
+    nlohmann::json cache = {{"version", 6}, {"entries", nlohmann::json::array()}};
     cache["entries"].push_back(entry);
     std::ofstream(file) << cache.dump();
   };
@@ -550,7 +593,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     EXPECT_NE(fp32, 7.0);
   }
   {  // A file past a megabyte, the plausible entry padded with spaces: no cache of ours, not parsed.
-    nlohmann::json cache = {{"version", 5}, {"entries", nlohmann::json::array({plausible})}};
+    nlohmann::json cache = {{"version", 6}, {"entries", nlohmann::json::array({plausible})}};
     std::ofstream(file) << cache.dump() << std::string(size_t(1) << 20, ' ');
     notes.clear();
     const auto [fp32, remeasured] = call();
@@ -589,7 +632,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   // which lags a minute behind) is measured again once the machine is idle, and used, with a note, while it
   // is still busy. The probe says which: idle here, then busy.
   auto write_entry = [&](const std::string& busy_fields) {
-    std::ofstream(file) << R"({"version": 5, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
+    std::ofstream(file) << R"({"version": 6, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")" << a.isa
                         << R"(", "threads": 1, "fp32_gflops": 7, "bf16_gflops": 14, "bandwidth_gbs": 1, "sgemm_gflops": 1, )"
                         << kLibrary << busy_fields << R"(, "cpu_signature": ")" << signature << R"("}]})";
   };
@@ -646,9 +689,10 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   }
   // A version-1 cache summed per-thread rates (too high where threads share a core), a version-2 one has no
   // library peaks, a version-3 one timed the scalar FMA loop through memory, a version-4 one ran the AVX-512 loops
-  // on 12 chains (under a Zen 5 core's bf16 peak): their entries, even this machine's, are measured again, and the
-  // rewritten cache is version 5.
-  for (int version : {1, 2, 3, 4}) {
+  // on 12 chains (under a Zen 5 core's bf16 peak), a version-5 one took the bandwidth from STREAM triad alone
+  // (which in-place ops beat): their entries, even this machine's, are measured again, and the rewritten cache is
+  // version 6.
+  for (int version : {1, 2, 3, 4, 5}) {
     {
       std::ofstream(file) << R"({"version": )" << version << R"(, "entries": [{"cpu": ")" << a.cpu << R"(", "isa": ")"
                           << a.isa
@@ -660,8 +704,8 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     EXPECT_NE(said().find("is from an older attnprof; re-measuring"),
               std::string::npos);
     EXPECT_TRUE(remeasured) << "a version-" << version << " entry was used";
-    EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string())).at("version"), 5);
-    EXPECT_EQ(call(), std::make_pair(fp32, false)) << "the version-5 entry written is read back";
+    EXPECT_EQ(nlohmann::json::parse(attnprof::io::read_file(file.string())).at("version"), 6);
+    EXPECT_EQ(call(), std::make_pair(fp32, false)) << "the version-6 entry written is read back";
   }
   ::unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);
@@ -677,6 +721,25 @@ float one_at_a_time_loop(int64_t iters) {
   return x;
 }
 }  // namespace
+
+// The memory loops compute what they say at every ISA the CPU has, on [begin, end) only (each thread's share is
+// its own), in whole vector rounds and the elements past them: ranges that start and end off a vector.
+TEST(MachinePeaks, MemoryLoopsWriteTheirRangeOnly) {
+  constexpr size_t n = 100;
+  for (const Isa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const MemoryLoops loops = memory_loops(isa);
+    std::vector<double> a(n, -1.0), b(n), c(n);
+    for (size_t i = 0; i < n; ++i) b[i] = double(i), c[i] = 2.0 * double(i);
+    loops.triad(a.data(), b.data(), c.data(), 0.5, 3, 90);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(a[i], i >= 3 && i < 90 ? 2.0 * double(i) : -1.0) << i;
+    loops.copy(a.data(), b.data(), 1, 42);
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_EQ(a[i], i >= 1 && i < 42 ? double(i) : i >= 3 && i < 90 ? 2.0 * double(i) : -1.0) << i;
+    loops.update(b.data(), 0.5, 7, 99);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(b[i], i >= 7 && i < 99 ? 0.5 * double(i) : double(i)) << i;
+  }
+}
 
 TEST(MachinePeaks, ThreadsThatShareOneResourceMeasureItOnce) {
   // The peak of 4 threads taking turns on one resource is that resource's rate, not 4 times it: each thread

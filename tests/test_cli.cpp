@@ -1807,7 +1807,11 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
   const std::string placed = io::read_file(out() / "roofline.json");
   ASSERT_EQ(run("roofline --peaks-only --threads 1" + out_flag()).code, 2);
   EXPECT_EQ(io::read_file(out() / "roofline.json"), placed);
-  EXPECT_NE(r.out.find("STREAM triad"), std::string::npos);
+  // The memory roof is the best of the three loops, each named with its figure.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n  Memory bandwidth +[0-9.]+ GB/s \(the best of three loops over )"
+                                                  R"(128 MB arrays: in-place update [0-9.]+, copy [0-9.]+, STREAM )"
+                                                  R"(triad [0-9.]+ GB/s\)\n)")))
+      << r.out;
   // naive's copy_ computes nothing: no FLOP/B, attainable or achieved figure, only its GB/s and share of the
   // bandwidth.
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nnaive +copy_ +-- +-- +-- +[0-9.]+ +[0-9]+%bw  memory\n)")))
@@ -1816,6 +1820,12 @@ TEST_F(Cli, RooflinePlacesEveryOp) {
   EXPECT_EQ(j["kind"], "roofline");
   EXPECT_GT(j["machine"]["fp32_gflops"].get<double>(), 0.0);
   EXPECT_GT(j["machine"]["bandwidth_gbs"].get<double>(), 0.0);
+  {
+    const json& loops = j["machine"]["bandwidth_loops"];
+    double best = 0;
+    for (const char* loop : {"update", "copy", "triad"}) best = std::max(best, loops.at(loop).get<double>());
+    EXPECT_EQ(j["machine"]["bandwidth_gbs"].get<double>(), best) << loops.dump();
+  }
   std::map<std::string, std::string> bound;
   std::map<std::string, double> ridge;
   for (const json& op : j["ops"]) {
@@ -1919,7 +1929,7 @@ TEST_F(Cli, RooflineFromProfilesPlacesTheirOpsUnderThePeaksTheyRecorded) {
   const fs::path mixed = dir_ / "mixed";
   fs::copy(runs, mixed);
   json other = naive;
-  other["machine"]["bandwidth_gbs"] = other["machine"]["bandwidth_gbs"].get<double>() * 2;
+  other["machine"]["fp32_gflops"] = other["machine"]["fp32_gflops"].get<double>() * 2;
   { std::ofstream(mixed / "naive.summary.json") << other.dump(); }
   expect_bad("roofline --from " + mixed.string(), "were judged against different peaks");
   other = naive;
@@ -2017,6 +2027,10 @@ TEST_F(Cli, RooflineFromACompareRunPlacesItsOpsWithoutRunningThem) {
   };
   damaged("compare.json", [](json& d) { d["machine"]["bandwidth_gbs"] = 1e-300; },
           "compare.json: field 'machine': bandwidth_gbs 1e-300 is outside 0.1..100000 GB/s");
+  damaged("compare.json", [](json& d) { d["machine"]["bandwidth_loops"]["triad"] = 1e6; },
+          "compare.json: field 'machine': bandwidth_loops.triad 1e+06 is outside 0.1..100000 GB/s");
+  damaged("compare.json", [](json& d) { d["machine"]["bandwidth_loops"] = {{"update", 1}, {"copy", 1}, {"triad", 1}}; },
+          "is not the best of bandwidth_loops (1)");
   damaged("compare.json", [](json& d) { d["machine"].erase("fp32_gflops"); },
           "compare.json: field 'machine': field 'fp32_gflops' is missing");
   // A skipped row's note is a file's text: printed without the control characters it may hold.
@@ -3195,7 +3209,7 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
   r = limited("compare --threads 0x10");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--threads '0x10' is not a decimal integer"), std::string::npos) << r.err;
-  {  // Peaks not measured yet: STREAM's 384 MiB of arrays do not fit, and the error names that measurement and
+  {  // Peaks not measured yet: the memory loops' 384 MiB of arrays do not fit, and the error names that measurement and
      // the way round, not the fp64 reference or the shape (which needs kilobytes).
     const fs::path empty_cache = dir_ / "no-peaks-yet";
     ::setenv("XDG_CACHE_HOME", empty_cache.c_str(), 1);
@@ -3204,7 +3218,7 @@ TEST_F(Cli, UnderASmallAddressSpaceLimitOnlyRunsThatNeedOpenBlasStopAndSaySo) {
     } restore;
     r = limited("roofline --peaks-only --threads 1");
     EXPECT_EQ(r.code, 2) << r.err;
-    EXPECT_NE(r.err.find("attnprof: error: measuring the machine's peaks needs 384.00 MiB for the STREAM triad's "
+    EXPECT_NE(r.err.find("attnprof: error: measuring the machine's peaks needs 384.00 MiB for the memory loops' "
                          "three arrays, which the address-space limit (ulimit -v) of 200.00 MiB does not leave: "
                          "measure them once where that memory is free (`attnprof roofline --peaks-only`)"),
               std::string::npos)

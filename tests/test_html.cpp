@@ -1796,8 +1796,22 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
   EXPECT_NE(page.find("Ops that move bytes and compute nothing"), std::string::npos);
   EXPECT_NE(page.find("<tr><td>naive</td><td>copy</td>"), std::string::npos);
   EXPECT_NE(page.find("A point above the sloped line moved its bytes faster"), std::string::npos);
-  // Peaks measured on a busy machine: the caption says so, as roofline --from and compare's footer do.
+  // The slope is STREAM triad in a file from before the memory loops (an in-place op beats it), the best loop where
+  // the file names them.
   json compare = json::parse(attnprof::io::read_file(d.path / "compare.json"));
+  ASSERT_FALSE(compare["machine"].contains("bandwidth_loops"));
+  EXPECT_NE(page.find("bandwidth (STREAM triad), which counts the bytes triad asks for"), std::string::npos);
+  const double bw = compare["machine"]["bandwidth_gbs"];
+  compare["machine"]["bandwidth_loops"] = {{"update", bw}, {"copy", 0.75 * bw}, {"triad", 0.5 * bw}};
+  spit(d.path / "compare.json", compare.dump());
+  const std::string with_loops = render_html_report(d.path.string(), stub_library());
+  EXPECT_NE(with_loops.find(fmt::format("faster than the measured bandwidth, the best of three memory loops over 128 "
+                                        "MB arrays (in-place update {:.1f}, copy {:.1f}, STREAM triad {:.1f} GB/s): "
+                                        "its data stayed in cache, or the machine",
+                                        bw, 0.75 * bw, 0.5 * bw)),
+            std::string::npos);
+  EXPECT_EQ(with_loops.find("write-allocate"), std::string::npos);
+  // Peaks measured on a busy machine: the caption says so, as roofline --from and compare's footer do.
   compare["machine"]["measured_busy"] = "other work used 1.0 of 2 CPUs";
   spit(d.path / "compare.json", compare.dump());
   EXPECT_NE(render_html_report(d.path.string(), stub_library())

@@ -1,4 +1,4 @@
-// attnprof roofline [VARIANT...]: the machine's measured ceilings (FMA and bf16-dot GFLOP/s, STREAM triad
+// attnprof roofline [VARIANT...]: the machine's measured ceilings (FMA and bf16-dot GFLOP/s, memory
 // bandwidth; cached per CPU, ISA and thread count) and every op of each variant's profile placed under them:
 // arithmetic intensity from the cost model, attainable and achieved GFLOP/s, memory- or compute-bound.
 // `--device cuda`: the GPU's datasheet ceilings, and every kernel, copy and fill of the CUDA variants placed in
@@ -68,7 +68,7 @@ std::string peaks_text(const analysis::MachinePeaks& m, bool gpu, const std::str
   else
     t += fmt::format("  bf16 dot peak        n/a ({}): bf16 ops use the fp32 ceiling\n",
                      m.library_bf16_gflops > 0 ? "none at " + m.isa : std::string("no AVX512-BF16"));
-  t += fmt::format("  STREAM triad    {:8.1f} GB/s\n", m.bandwidth_gbs);
+  t += fmt::format("  Memory bandwidth{:8.1f} GB/s ({})\n", m.bandwidth_gbs, analysis::bandwidth_source(m));
   t += fmt::format("  OpenBLAS sgemm  {:8.1f} GFLOP/s (2048³, the practical fp32 ceiling)\n", m.sgemm_gflops);
   t += fmt::format("  Peaks           {}\n", analysis::peaks_provenance(m));
   if (const std::string lib = report::library_peaks_note(m); !lib.empty()) t += "  " + lib + "\n";
@@ -156,7 +156,7 @@ void add_uneven_notes(const std::string& variant, const analysis::KeyAverages& k
 }
 
 // What the columns mean, below the rows.
-std::string legend(bool gpu) {
+std::string legend(const analysis::MachinePeaks& m, bool gpu) {
   if (gpu)
     return "Attainable and Achieved are GFLOP/s; GB/s is the kernel's bytes over its device time.\n"
            "Attainable = min(compute peak, FLOP/B × DRAM bandwidth); compute peak: the tensor-core one for bf16\n"
@@ -169,10 +169,15 @@ std::string legend(bool gpu) {
          "  matmuls on oneDNN and the flash kernel (where the CPU has one), the fp32 FMA one for elementwise ops,\n"
          "  fp32, fp16 and widened bf16 matmuls and SDPA math (it upcasts to fp32); matmul's at the ISA OpenBLAS\n"
          "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n"
-         "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / STREAM.\n"
-         "Over 100%: the op moved its bytes faster than STREAM triad, the roofline's slope: an in-place op\n"
-         "  reads and writes the same lines (triad also pays an uncounted write-allocate read, so such an op can\n"
-         "  reach 4/3 of it), or its data stayed in cache, or the bandwidth was measured on a busy machine.\n"
+         "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / bandwidth.\n" +
+         std::string(m.bandwidth_loops.measured()
+                         ? "Over 100%: the op moved its bytes faster than the best of the memory loops, the roofline's\n"
+                           "  slope: its data stayed in cache, or the machine's memory was busier while the bandwidth\n"
+                           "  was measured (on a VM, the host's, which other tenants share).\n"
+                         : "Over 100%: the op moved its bytes faster than STREAM triad, these peaks' slope (measured\n"
+                           "  before attnprof also measured an in-place update and a copy): an in-place op reads and\n"
+                           "  writes the same lines, where triad pays an uncounted write-allocate read, or its data\n"
+                           "  stayed in cache, or the bandwidth was measured on a busy machine.\n") +
          "Each op is placed once, by its own FLOPs, bytes and self time; a wrapper whose work is all its\n"
          "  children's (masked_fill: copy_ and masked_fill_; scaled_dot_product_attention) is not placed again.\n";
 }
@@ -471,7 +476,7 @@ void run_roofline_from(RooflineArgs a) {  // a copy: --out may default to the ru
     place_variant(name, ka, m, j, text);
     add_uneven_notes(name, ka, uneven);
   }
-  text.define(legend(gpu));
+  text.define(legend(m, gpu));
   for (const std::string& line : uneven) text += line + "\n";
 
   // The run's own files are read, never replaced: roofline.json linked to the compare.json, say.
@@ -583,7 +588,7 @@ void run_roofline(const RooflineArgs& a) {
       add_uneven_notes(v->name, r.ka, uneven);
       ++placed;
     }
-    text.define(legend(gpu));
+    text.define(legend(m, gpu));
     for (const std::string& line : uneven) text += line + "\n";
   }
   if (!a.peaks_only)

@@ -190,6 +190,19 @@ struct OpPhases {
 std::vector<OpPhases> op_phases(const prof::ProfileResult& r);
 
 // ---- the machine and the roofline --------------------------------------------------------------------
+// What each memory loop moved over arrays no cache holds (three of 128 MB), in GB/s of the bytes the loop asks
+// for (STREAM's count: no write-allocate read). The roofline's memory roof is the best of them: which pattern
+// moves the most bytes a second differs by machine, and a roof one of our ops beats is no roof. On a Zen 5 VM
+// the in-place update ran at 1.5x triad's figure, so in-place ops judged by triad alone read 130-140 %.
+// All 0 where not measured: a GPU's datasheet bandwidth, or a file from before attnprof measured them.
+struct BandwidthLoops {
+  double update = 0.0;  // a = s·a, in place: reads and writes the same lines (our in-place ops; ERT's kernel)
+  double copy = 0.0;    // a = b (STREAM's copy)
+  double triad = 0.0;   // a = b + s·c (STREAM's triad)
+  bool measured() const { return update > 0 || copy > 0 || triad > 0; }
+  double best() const { return std::max({update, copy, triad}); }
+};
+
 struct MachinePeaks {
   std::string cpu;             // model name from /proc/cpuinfo
   std::string cpu_signature;   // "AuthenticAMD family 26 model 2 stepping 1"; "" for a GPU's datasheet figures
@@ -197,7 +210,8 @@ struct MachinePeaks {
   int threads = 1;
   double fp32_gflops = 0.0;    // FMA throughput
   double bf16_gflops = 0.0;    // vdpbf16ps throughput, 0 when the CPU has none
-  double bandwidth_gbs = 0.0;  // STREAM triad
+  double bandwidth_gbs = 0.0;  // the memory roof: the best of bandwidth_loops (a GPU's: its datasheet figure)
+  BandwidthLoops bandwidth_loops;
   double sgemm_gflops = 0.0;   // OpenBLAS sgemm 2048³, the practical fp32 ceiling
   // The same FMA and bf16-dot peaks at the ISA OpenBLAS and oneDNN run at: the CPU's best, since they read
   // CPUID and not ATTNPROF_ISA. The figures above when `isa` is that one; the roofline bills an op's
@@ -206,6 +220,8 @@ struct MachinePeaks {
   std::string library_isa;
   double library_fp32_gflops = 0.0;
   double library_bf16_gflops = 0.0;  // 0 when the CPU has no AVX512-BF16
+  // A GPU's datasheet ceilings (isa "sm_90"), not a CPU's measured ones.
+  bool gpu() const { return isa.rfind("sm_", 0) == 0; }
   // The libraries run at another ISA's peaks than our kernels (ATTNPROF_ISA below the CPU's best).
   bool library_isa_differs() const { return !library_isa.empty() && library_isa != isa; }
   // When the figures were measured ("2026-12-04 10:31 UTC"; "" for an entry from before this was recorded, and
@@ -218,6 +234,11 @@ struct MachinePeaks {
   std::string measured_busy;
 };
 
+// What the memory roof is, for the lines that print it: "the best of three loops over 128 MB arrays: in-place
+// update 102.6, copy 77.5, STREAM triad 65.0 GB/s" ("STREAM triad" for a file from before the loops were
+// measured, "the datasheet's" for a GPU's peaks).
+std::string bandwidth_source(const MachinePeaks& m);
+
 // "measured 2026-12-04 10:31 UTC, from the peaks cache; `attnprof roofline --peaks-only --remeasure` measures
 // them again", "measured now (2026-12-04 10:31 UTC)", or for an entry from before the time was recorded "from
 // the peaks cache, measured before attnprof recorded the time; ...": where a run's CPU ceilings came from.
@@ -227,9 +248,9 @@ std::string peaks_provenance(const MachinePeaks& m);
 std::string busy_peaks_clause(std::string_view measured_busy);
 
 // {"cpu", "cpu_signature" (when known), "isa", "threads", "fp32_gflops", "bf16_gflops", "bandwidth_gbs",
-// "sgemm_gflops", "library_isa", "library_fp32_gflops", "library_bf16_gflops", "measured_at" (when known),
-// "from_cache" (when true)}: the form every JSON output
-// (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
+// "bandwidth_loops" ({"update", "copy", "triad"}, when measured), "sgemm_gflops", "library_isa",
+// "library_fp32_gflops", "library_bf16_gflops", "measured_at" (when known), "from_cache" (when true)}: the form
+// every JSON output (peaks cache, compare.json, roofline.json) uses, via nlohmann's `json j = peaks;`.
 void to_json(nlohmann::json& j, const MachinePeaks& m);
 // The figures no machine gives, far outside any real one's: a rate outside 0.1 GFLOP/s .. 10 PFLOP/s, a
 // bandwidth outside 0.1 GB/s .. 100 TB/s (1e-300 GB/s would put every op under a ceiling of nothing).

@@ -101,9 +101,60 @@ ATTNPROF_PEAK_LOOP void triad_first_touch(double* a, double* b, double* c, size_
   }
 }
 
-ATTNPROF_PEAK_LOOP void triad_pass(double* a, const double* b, const double* c, double s, size_t begin,
-                                   size_t end) {
-  for (size_t i = begin; i < end; ++i) a[i] = b[i] + s * c[i];
+// ---- the memory loops, one set per vector width ----
+// Each body handles four vectors a round (independent loads in flight), and the elements past the last whole
+// round one at a time: `lanes` doubles to a `vec`, with its load, store, broadcast, multiply and fused multiply-add.
+#define ATTNPROF_MEMORY_LOOPS(suffix, lanes, vec, load, store, set1, mul, fmadd)                                  \
+  ATTNPROF_PEAK_LOOP void triad_##suffix(double* a, const double* b, const double* c, double s, size_t begin,      \
+                                         size_t end) {                                                           \
+    const vec vs = set1(s);                                                                                       \
+    size_t i = begin;                                                                                             \
+    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
+      for (size_t k = 0; k < 4 * (lanes); k += (lanes))                                                          \
+        store(a + i + k, fmadd(vs, load(c + i + k), load(b + i + k)));                                            \
+    for (; i < end; ++i) a[i] = b[i] + s * c[i];                                                                  \
+  }                                                                                                               \
+  ATTNPROF_PEAK_LOOP void copy_##suffix(double* a, const double* b, size_t begin, size_t end) {                   \
+    size_t i = begin;                                                                                             \
+    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
+      for (size_t k = 0; k < 4 * (lanes); k += (lanes)) store(a + i + k, load(b + i + k));                       \
+    for (; i < end; ++i) a[i] = b[i];                                                                             \
+  }                                                                                                               \
+  ATTNPROF_PEAK_LOOP void update_##suffix(double* a, double s, size_t begin, size_t end) {                        \
+    const vec vs = set1(s);                                                                                       \
+    size_t i = begin;                                                                                             \
+    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
+      for (size_t k = 0; k < 4 * (lanes); k += (lanes)) store(a + i + k, mul(vs, load(a + i + k)));             \
+    for (; i < end; ++i) a[i] = s * a[i];                                                                         \
+  }
+
+namespace {
+inline __m128d sse2_fmadd(__m128d x, __m128d y, __m128d z) { return _mm_add_pd(_mm_mul_pd(x, y), z); }
+ATTNPROF_MEMORY_LOOPS(sse2, 2, __m128d, _mm_loadu_pd, _mm_storeu_pd, _mm_set1_pd, _mm_mul_pd, sse2_fmadd)
+}  // namespace
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX2)
+namespace {
+ATTNPROF_MEMORY_LOOPS(avx2, 4, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_mul_pd,
+                      _mm256_fmadd_pd)
+}  // namespace
+ATTNPROF_TARGET_END
+
+ATTNPROF_TARGET_BEGIN(ATTNPROF_FEATURES_AVX512)
+namespace {
+ATTNPROF_MEMORY_LOOPS(avx512, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_mul_pd,
+                      _mm512_fmadd_pd)
+}  // namespace
+ATTNPROF_TARGET_END
+#undef ATTNPROF_MEMORY_LOOPS
+
+MemoryLoops memory_loops(Isa isa) {
+  switch (isa) {
+    case Isa::AVX512: return {triad_avx512, copy_avx512, update_avx512};
+    case Isa::AVX2: return {triad_avx2, copy_avx2, update_avx2};
+    case Isa::Scalar: break;
+  }
+  return {triad_sse2, copy_sse2, update_sse2};
 }
 
 }  // namespace attnprof::analysis

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attnprof/isa.h"
+
 namespace attnprof::analysis {
 
 // Independent accumulator chains per thread: enough to cover latency × pipes (Zen 4's FMA: 4 × 2 = 8), and as
@@ -25,9 +27,21 @@ float fma_loop_avx2(int64_t iters);
 float fma_loop_avx512(int64_t iters);
 float bf16_loop_avx512(int64_t iters);
 
-// STREAM triad over elements [begin, end): a[i] = b[i] + s·c[i]; and the first touch of those elements.
+// The memory loops over elements [begin, end), and the first touch of those elements. STREAM's triad,
+// a[i] = b[i] + s·c[i], and its copy, a[i] = b[i], write an array they do not read; the in-place update,
+// a[i] = s·a[i], reads and writes the same lines, as the Empirical Roofline Toolkit's kernel and our in-place
+// ops (mul_, masked_fill_, softmax_) do, and so pays no write-allocate read for them. Plain stores, as our ops
+// make: a non-temporal store would measure a write stream none of them has.
+struct MemoryLoops {
+  void (*triad)(double* a, const double* b, const double* c, double s, size_t begin, size_t end);
+  void (*copy)(double* a, const double* b, size_t begin, size_t end);
+  void (*update)(double* a, double s, size_t begin, size_t end);
+};
+// The loops at `isa`'s vector width (scalar: SSE2's two lanes). Memory bandwidth is the machine's, not an
+// ISA's: machine_peaks() times the best ISA's, since narrower loops run out of instructions first (on a Zen 5
+// VM the SSE2 update peaked at 105 GB/s where the AVX-512 one moved 140). Only for an ISA the CPU has.
+MemoryLoops memory_loops(Isa isa);
 void triad_first_touch(double* a, double* b, double* c, size_t begin, size_t end);
-void triad_pass(double* a, const double* b, const double* c, double s, size_t begin, size_t end);
 
 // How machine_peaks() times a loop (machine.cpp): `threads` threads run loop(iters) at once, `reps` times;
 // the best combined rate in GFLOP/s, timed from the barrier that starts a repetition to the one the last
