@@ -282,6 +282,7 @@ static MachinePeaks peak_figures(double fp32, double bf16, double bandwidth) {
   m.fp32_gflops = fp32;
   m.bf16_gflops = bf16;
   m.bandwidth_gbs = bandwidth;
+  m.bandwidth_loops = {.update = bandwidth, .copy = 0.7 * bandwidth, .triad = 0.6 * bandwidth};
   m.sgemm_gflops = 90.0;
   m.library_isa = isa_name(available_isas().back());
   m.library_fp32_gflops = fp32;
@@ -366,6 +367,7 @@ TEST(MachinePeaks, TheLibrariesPeakIsNeverBelowTheDispatchedIsas) {
     m.fp32_gflops = 220.0;
     m.bf16_gflops = 0.0;
     m.bandwidth_gbs = 50.0;
+    m.bandwidth_loops = {.update = 50.0, .copy = 35.0, .triad = 30.0};
     m.sgemm_gflops = 90.0;
     m.library_isa = isa_name(available_isas().back());
     m.library_fp32_gflops = 100.0;
@@ -390,7 +392,10 @@ TEST(MachinePeaks, TheLibrariesPeakIsNeverBelowTheDispatchedIsas) {
 // time (fp32 101, 102, ...): every case says whether the cached entry was used or the machine measured again.
 TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   // The library peaks every entry of the current version has, for the entries written by hand below.
-  const std::string kLibrary = R"("library_isa": "avx512", "library_fp32_gflops": 7, "library_bf16_gflops": 14, )";
+  // The library peaks and memory loops every entry of the current version has, for the entries written by hand
+  // below (their bandwidth_gbs is 1, the loops' best).
+  const std::string kLibrary = R"("library_isa": "avx512", "library_fp32_gflops": 7, "library_bf16_gflops": 14, )"
+                               R"("bandwidth_loops": {"update": 1, "copy": 0.5, "triad": 0.5}, )";
   const auto dir = std::filesystem::temp_directory_path() / "attnprof_test_peaks_cache";
   std::filesystem::remove_all(dir);
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
@@ -401,6 +406,7 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     m.fp32_gflops = 100.0 + measured;
     m.bf16_gflops = 400.0;
     m.bandwidth_gbs = 50.0;
+    m.bandwidth_loops = {.update = 50.0, .copy = 35.0, .triad = 30.0};
     m.sgemm_gflops = 90.0;
     m.library_isa = isa_name(available_isas().back());
     m.library_fp32_gflops = m.fp32_gflops;
@@ -482,9 +488,11 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     EXPECT_EQ(read.bandwidth_loops.triad, 40.0);
     EXPECT_EQ(bandwidth_source(read), "the best of three loops over 128 MB arrays: in-place update 60.0, copy 45.0, "
                                       "STREAM triad 40.0 GB/s");
-    EXPECT_FALSE(nlohmann::json(again).contains("bandwidth_loops")) << "not measured: not written";
-    EXPECT_FALSE(machine_peaks_from_json(nlohmann::json(again)).bandwidth_loops.measured());
-    EXPECT_EQ(bandwidth_source(again), "STREAM triad");
+    MachinePeaks before_loops = again;  // as a compare.json from before the loops reads
+    before_loops.bandwidth_loops = {};
+    EXPECT_FALSE(nlohmann::json(before_loops).contains("bandwidth_loops")) << "not measured: not written";
+    EXPECT_FALSE(machine_peaks_from_json(nlohmann::json(before_loops)).bandwidth_loops.measured());
+    EXPECT_EQ(bandwidth_source(before_loops), "STREAM triad");
     for (const auto& [edit, why] : std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>>{
              {[](nlohmann::json& j) { j["bandwidth_gbs"] = 50.0; },
               "bandwidth_gbs 50 is not the best of bandwidth_loops (60)"},
@@ -492,7 +500,8 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
              {[](nlohmann::json& j) { j["bandwidth_loops"]["triad"] = "40"; }, "bandwidth_loops has no number 'triad'"},
              {[](nlohmann::json& j) { j["bandwidth_loops"]["triad"] = 1e-300; },
               "bandwidth_loops.triad 1e-300 is outside 0.1..100000 GB/s"},
-             {[](nlohmann::json& j) { j["bandwidth_loops"] = 60.0; }, "bandwidth_loops is not an object"}}) {
+             {[](nlohmann::json& j) { j["bandwidth_loops"] = 60.0; }, "bandwidth_loops is not an object"},
+             {[](nlohmann::json& j) { j["isa"] = "sm_90"; }, "bandwidth_loops beside a GPU's datasheet bandwidth"}}) {
       nlohmann::json damaged = written;
       edit(damaged);
       try {
@@ -568,7 +577,8 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
                                     {"fp32_gflops", 7},       {"bf16_gflops", 14},     {"bandwidth_gbs", 1},
                                     {"sgemm_gflops", 1},      {"cpu_signature", signature},
                                     {"library_isa", "avx512"}, {"library_fp32_gflops", 70},
-                                    {"library_bf16_gflops", 140}};
+                                    {"library_bf16_gflops", 140},
+                                    {"bandwidth_loops", {{"update", 1}, {"copy", 0.5}, {"triad", 0.5}}}};
   auto write_cache = [&](const nlohmann::json& entry) {
     nlohmann::json cache = {{"version", 6}, {"entries", nlohmann::json::array()}};
     cache["entries"].push_back(entry);
@@ -603,7 +613,8 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
     EXPECT_NE(fp32, 7.0);
   }
   nlohmann::json at_bounds = plausible;
-  at_bounds.update({{"fp32_gflops", 1e7}, {"bf16_gflops", 0}, {"bandwidth_gbs", 0.1}, {"sgemm_gflops", 0.1}});
+  at_bounds.update({{"fp32_gflops", 1e7}, {"bf16_gflops", 0}, {"bandwidth_gbs", 0.1}, {"sgemm_gflops", 0.1},
+                    {"bandwidth_loops", {{"update", 0.1}, {"copy", 0.1}, {"triad", 0.1}}}});
   write_cache(at_bounds);
   int before = measured;
   const MachinePeaks edge = peaks();
@@ -628,6 +639,14 @@ TEST(MachinePeaks, TheCacheIsReadOnlyForThisMachinesWholePlausibleEntries) {
   notes.clear();
   EXPECT_TRUE(call().second) << "an entry without library peaks was used";
   EXPECT_NE(said().find("ignoring corrupt machine-peaks cache"), std::string::npos);
+  // So is one without the memory loops, which every measurement of this version records: its bandwidth would be
+  // described as STREAM triad's.
+  nlohmann::json no_loops = plausible;
+  no_loops.erase("bandwidth_loops");
+  write_cache(no_loops);
+  notes.clear();
+  EXPECT_TRUE(call().second) << "an entry without memory loops was used";
+  EXPECT_NE(said().find("(field 'bandwidth_loops' is missing); re-measuring"), std::string::npos) << said();
   // An entry measured beside other work (its recorded "other_cpus", before the load average at its start,
   // which lags a minute behind) is measured again once the machine is idle, and used, with a note, while it
   // is still busy. The probe says which: idle here, then busy.

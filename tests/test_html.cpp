@@ -1237,6 +1237,28 @@ TEST(HtmlReport, RooflinePeaksNoMachineHasAreNamedNotDrawn) {
       const json data = data_block(page);  // held: a loop over a temporary's member would read freed memory
       for (const json& c : data["charts"]) EXPECT_NE(c["kind"], "roofline");
     }
+    // Memory loops that the bandwidth is not the best of, or with a figure missing or implausible: named too,
+    // not drawn under a caption that names loops the slope is not or calls it STREAM triad's.
+    const double bw = good["machine"]["bandwidth_gbs"];
+    for (const auto& [loops, why] : std::vector<std::pair<json, std::string>>{
+             {{{"update", bw / 2}, {"copy", bw / 4}, {"triad", bw / 4}},
+              fmt::format("bandwidth_gbs {:g} is not the best of bandwidth_loops ({:g})", bw, bw / 2)},
+             {{{"update", bw}, {"triad", bw / 4}}, "bandwidth_loops has no number 'copy'"},
+             {{{"update", bw}, {"copy", 1e-30}, {"triad", bw / 4}},
+              "bandwidth_loops.copy 1e-30 is outside 0.1..100000 GB/s"},
+             {json(bw), "bandwidth_loops has no number 'update'"}}) {
+      SCOPED_TRACE(loops.dump());
+      json r = good;
+      r["machine"]["bandwidth_loops"] = loops;
+      if (r.contains("ops")) r["ops"] = json::array();
+      spit(d.path / file, r.dump());
+      const std::string page = render_html_report(d.path.string(), stub_library());
+      std::string escaped;  // as the page writes it: an apostrophe is &#39;
+      for (const char ch : why) escaped += ch == '\'' ? std::string("&#39;") : std::string(1, ch);
+      EXPECT_NE(page.find(fmt::format("{} gives machine peaks no machine has ({})", file, escaped)), std::string::npos);
+      const json data = data_block(page);
+      for (const json& c : data["charts"]) EXPECT_NE(c["kind"], "roofline");
+    }
   }
 }
 

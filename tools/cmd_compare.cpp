@@ -298,8 +298,8 @@ std::string floor_legend(const Target& t) {
   const std::string ceilings =
       t.gpu ? fmt::format("the GPU's datasheet {:.0f} GB/s and {:.0f} TFLOP/s bf16 / {:.0f} fp32", t.m.bandwidth_gbs,
                           t.m.bf16_gflops * 1e-3, t.m.fp32_gflops * 1e-3)
-            : fmt::format("the measured memory bandwidth {:.1f} GB/s and {:.1f} GFLOP/s fp32 FMA{} ({})", t.m.bandwidth_gbs,
-                          t.m.fp32_gflops,
+            : fmt::format("the measured memory bandwidth {:.1f} GB/s and {:.1f} GFLOP/s fp32 FMA{} ({})",
+                          t.m.bandwidth_gbs, t.m.fp32_gflops,
                           t.m.bf16_gflops > 0 ? fmt::format(" / {:.1f} bf16 dot", t.m.bf16_gflops) : std::string(),
                           analysis::peaks_provenance(t.m));
   return fmt::format(

@@ -171,9 +171,9 @@ std::string legend(const analysis::MachinePeaks& m, bool gpu) {
          "  and oneDNN chose; an op with both is judged by the time its FLOPs take at each.\n"
          "% att. = achieved / attainable GFLOP/s; for ops without FLOPs (copies), %bw = achieved GB/s / bandwidth.\n" +
          std::string(m.bandwidth_loops.measured()
-                         ? "Over 100%: the op moved its bytes faster than the best of the memory loops, the roofline's\n"
-                           "  slope: its data stayed in cache, or the machine's memory was busier while the bandwidth\n"
-                           "  was measured (on a VM, the host's, which other tenants share).\n"
+                         ? "Over 100%: the op moved its bytes faster than the best of the memory loops, the\n"
+                           "  roofline's slope: its data stayed in cache, or the machine's memory was busier\n"
+                           "  while the bandwidth was measured (on a VM, the host's, which other tenants share).\n"
                          : "Over 100%: the op moved its bytes faster than STREAM triad, these peaks' slope (measured\n"
                            "  before attnprof also measured an in-place update and a copy): an in-place op reads and\n"
                            "  writes the same lines, where triad pays an uncounted write-allocate read, or its data\n"

@@ -2,7 +2,8 @@
 // (the best of STREAM's triad and copy and an in-place update), and OpenBLAS sgemm as the practical fp32
 // ceiling; under ATTNPROF_ISA below the CPU's best, also the best ISA's FMA and bf16-dot peaks, which the GEMM
 // libraries run at. Measured once per (CPU, ISA, threads)
-// and cached as JSON, because the roofline is only as honest as its ceilings and these take ~1 s to measure.
+// and cached as JSON, because the roofline is only as honest as its ceilings and these take a few seconds to
+// measure (the memory loops alone at least one).
 // The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
 #include <pwd.h>
@@ -119,9 +120,9 @@ double measure_bf16(int threads, Isa isa) {
 }
 
 // The memory loops (peak_loops.h) at the CPU's best ISA over arrays far larger than L3 (3 × 128 MB), in turn, for
-// at least 12 rounds and a second; bytes counted as STREAM does (triad 24 per element, copy and the in-place update 16: no write-allocate).
-// The arrays start on a cache line and each thread's share on a whole line. Pages are first-touched in parallel
-// and the first round discarded: fresh memory in this VM is slow to fault in.
+// at least 12 rounds and a second; bytes counted as STREAM does (triad 24 per element, copy and the in-place
+// update 16: no write-allocate). The arrays start on a cache line and each thread's share on a whole line. Pages
+// are first-touched in parallel and the first round discarded: fresh memory in this VM is slow to fault in.
 BandwidthLoops measure_bandwidth(int threads) {
   constexpr size_t kLine = 64 / sizeof(double);
   const size_t n = size_t(128) << 20 >> 3;  // 128 MB of doubles per array
@@ -166,7 +167,7 @@ BandwidthLoops measure_bandwidth(int threads) {
     const double s = 0.5 + rep % 16;
     for (const auto& [best_gbs, gbs] :
          {timed(best.triad, 24.0, [&](size_t i, size_t j) { loops.triad(A, B, C, s, i, j); }),
-          timed(best.copy, 16.0, [&](size_t i, size_t j) { loops.copy(C, A, i, j); }),
+          timed(best.copy, 16.0, [&](size_t i, size_t j) { loops.copy(C, B, i, j); }),
           timed(best.update, 16.0, [&](size_t i, size_t j) { loops.update(B, 0.999, i, j); })})
       if (rep > 0) *best_gbs = std::max(*best_gbs, gbs);
   }
@@ -441,6 +442,8 @@ MachinePeaks from_json(const nlohmann::json& j) {
   // The loops the bandwidth is the best of (absent from files written before they were measured).
   if (j.contains("bandwidth_loops")) {
     const nlohmann::json& loops = j["bandwidth_loops"];
+    // A GPU's bandwidth is its datasheet's: loops beside it would describe a measurement no one made.
+    if (m.gpu()) throw std::runtime_error("bandwidth_loops beside a GPU's datasheet bandwidth");
     if (!loops.is_object()) throw std::runtime_error("bandwidth_loops is not an object");
     for (const auto& [key, field] : {std::pair{"update", &m.bandwidth_loops.update},
                                      std::pair{"copy", &m.bandwidth_loops.copy},
@@ -461,6 +464,14 @@ MachinePeaks from_json(const nlohmann::json& j) {
   m.sgemm_gflops = plausible("sgemm_gflops", false, false);
   m.library_fp32_gflops = libraries ? plausible("library_fp32_gflops", false, false) : m.fp32_gflops;
   m.library_bf16_gflops = libraries ? plausible("library_bf16_gflops", false, true) : m.bf16_gflops;
+  return m;
+}
+
+// An entry of the cache: from_json's rules, and the memory loops, which every measurement of this version
+// records (a compare.json or summary from before them may lack them; a cache entry is measured again).
+MachinePeaks cache_entry(const nlohmann::json& e) {
+  MachinePeaks m = from_json(e);
+  if (!m.gpu() && !m.bandwidth_loops.measured()) throw std::runtime_error("field 'bandwidth_loops' is missing");
   return m;
 }
 
@@ -570,7 +581,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
       }
       if (!j.is_object() || j.value("version", 0) != kCacheVersion || !j.at("entries").is_array())
         throw std::runtime_error("unexpected layout");
-      for (const auto& e : j.at("entries")) (void)from_json(e);  // validate every entry
+      for (const auto& e : j.at("entries")) (void)cache_entry(e);  // validate every entry
       cache = std::move(j);
     } catch (const std::exception& e) {
       note(fmt::format("ignoring corrupt machine-peaks cache {} ({}); re-measuring", path, e.what()));
@@ -604,7 +615,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   };
   if (!force_measure)
     for (const auto& e : cache["entries"]) {
-      MachinePeaks m = from_json(e);
+      MachinePeaks m = cache_entry(e);
       if (!same_key(m) || m.cpu_signature != signature) continue;
       auto number = [&](const char* key) {
         return e.contains(key) && e[key].is_number() ? e[key].get<double>() : std::nan("");
@@ -711,7 +722,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   if (!path.empty()) {
     auto& entries = cache["entries"];
     for (auto it = entries.begin(); it != entries.end();) {
-      const MachinePeaks old = from_json(*it);
+      const MachinePeaks old = cache_entry(*it);
       const bool replaced = same_key(old) && (old.cpu_signature == signature || old.cpu_signature.empty());
       it = replaced ? entries.erase(it) : it + 1;
     }

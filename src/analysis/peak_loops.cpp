@@ -1,4 +1,4 @@
-// The loops machine_peaks() times: FMA and bf16-dot throughput per ISA, and the STREAM triad. This file is
+// The loops machine_peaks() times: FMA and bf16-dot throughput per ISA, and the memory loops. This file is
 // compiled at -O2 in every build type (src/CMakeLists.txt) and left out of the sanitizers' instrumentation:
 // a ceiling measured at -O0, with a shadow check on every load or with the accumulators kept in a
 // redzoned stack array, would be a fraction of the machine's, and the peaks cache is shared by every build
@@ -102,30 +102,42 @@ ATTNPROF_PEAK_LOOP void triad_first_touch(double* a, double* b, double* c, size_
 }
 
 // ---- the memory loops, one set per vector width ----
-// Each body handles four vectors a round (independent loads in flight), and the elements past the last whole
-// round one at a time: `lanes` doubles to a `vec`, with its load, store, broadcast, multiply and fused multiply-add.
-#define ATTNPROF_MEMORY_LOOPS(suffix, lanes, vec, load, store, set1, mul, fmadd)                                  \
-  ATTNPROF_PEAK_LOOP void triad_##suffix(double* a, const double* b, const double* c, double s, size_t begin,      \
-                                         size_t end) {                                                           \
-    const vec vs = set1(s);                                                                                       \
-    size_t i = begin;                                                                                             \
-    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
-      for (size_t k = 0; k < 4 * (lanes); k += (lanes))                                                          \
-        store(a + i + k, fmadd(vs, load(c + i + k), load(b + i + k)));                                            \
-    for (; i < end; ++i) a[i] = b[i] + s * c[i];                                                                  \
-  }                                                                                                               \
-  ATTNPROF_PEAK_LOOP void copy_##suffix(double* a, const double* b, size_t begin, size_t end) {                   \
-    size_t i = begin;                                                                                             \
-    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
-      for (size_t k = 0; k < 4 * (lanes); k += (lanes)) store(a + i + k, load(b + i + k));                       \
-    for (; i < end; ++i) a[i] = b[i];                                                                             \
-  }                                                                                                               \
-  ATTNPROF_PEAK_LOOP void update_##suffix(double* a, double s, size_t begin, size_t end) {                        \
-    const vec vs = set1(s);                                                                                       \
-    size_t i = begin;                                                                                             \
-    for (; i + 4 * (lanes) <= end; i += 4 * (lanes))                                                             \
-      for (size_t k = 0; k < 4 * (lanes); k += (lanes)) store(a + i + k, mul(vs, load(a + i + k)));             \
-    for (; i < end; ++i) a[i] = s * a[i];                                                                         \
+// Each round handles four vectors, written out so that four loads are in flight whatever the compiler unrolls,
+// and the elements past the last whole round one at a time: `L` doubles to a `vec`, with its load, store,
+// broadcast, multiply and fused multiply-add.
+#define ATTNPROF_MEMORY_LOOPS(suffix, L, vec, load, store, set1, mul, fmadd)                                          \
+  ATTNPROF_PEAK_LOOP void triad_##suffix(double* a, const double* b, const double* c, double s, size_t begin,         \
+                                         size_t end) {                                                                \
+    const vec vs = set1(s);                                                                                           \
+    size_t i = begin;                                                                                                 \
+    for (; i + 4 * L <= end; i += 4 * L) {                                                                            \
+      store(a + i, fmadd(vs, load(c + i), load(b + i)));                                                              \
+      store(a + i + L, fmadd(vs, load(c + i + L), load(b + i + L)));                                                  \
+      store(a + i + 2 * L, fmadd(vs, load(c + i + 2 * L), load(b + i + 2 * L)));                                      \
+      store(a + i + 3 * L, fmadd(vs, load(c + i + 3 * L), load(b + i + 3 * L)));                                      \
+    }                                                                                                                 \
+    for (; i < end; ++i) a[i] = b[i] + s * c[i];                                                                      \
+  }                                                                                                                   \
+  ATTNPROF_PEAK_LOOP void copy_##suffix(double* a, const double* b, size_t begin, size_t end) {                       \
+    size_t i = begin;                                                                                                 \
+    for (; i + 4 * L <= end; i += 4 * L) {                                                                            \
+      store(a + i, load(b + i));                                                                                      \
+      store(a + i + L, load(b + i + L));                                                                              \
+      store(a + i + 2 * L, load(b + i + 2 * L));                                                                      \
+      store(a + i + 3 * L, load(b + i + 3 * L));                                                                      \
+    }                                                                                                                 \
+    for (; i < end; ++i) a[i] = b[i];                                                                                 \
+  }                                                                                                                   \
+  ATTNPROF_PEAK_LOOP void update_##suffix(double* a, double s, size_t begin, size_t end) {                            \
+    const vec vs = set1(s);                                                                                           \
+    size_t i = begin;                                                                                                 \
+    for (; i + 4 * L <= end; i += 4 * L) {                                                                            \
+      store(a + i, mul(vs, load(a + i)));                                                                             \
+      store(a + i + L, mul(vs, load(a + i + L)));                                                                     \
+      store(a + i + 2 * L, mul(vs, load(a + i + 2 * L)));                                                             \
+      store(a + i + 3 * L, mul(vs, load(a + i + 3 * L)));                                                             \
+    }                                                                                                                 \
+    for (; i < end; ++i) a[i] = s * a[i];                                                                             \
   }
 
 namespace {

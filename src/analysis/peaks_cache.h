@@ -10,8 +10,8 @@
 namespace attnprof::analysis::detail {
 
 // The timed figures of one measurement at `threads` threads with our kernels at `isa`: fp32_gflops,
-// bf16_gflops, bandwidth_gbs, sgemm_gflops and the library_* peaks (the CPU's best ISA). The other fields are
-// the cache's to fill.
+// bf16_gflops, bandwidth_gbs with its bandwidth_loops, sgemm_gflops and the library_* peaks (the CPU's best ISA).
+// The other fields are the cache's to fill.
 MachinePeaks measure_peak_figures(int threads, Isa isa);
 
 using PeakMeasurement = std::function<MachinePeaks(int threads, Isa isa)>;
