@@ -354,8 +354,8 @@ std::string table(const analysis::KeyAverages& ka, const TableOptions& opt) {
           "% roof: the op's GFLOP/s over what that roof allows at its FLOP/B, min(its compute ceiling, "
           "FLOP/B × bandwidth), or its GB/s over the bandwidth for an op that computes nothing "
           "(copy_): the verdict is the cost model's, this is the measurement's; over 100 %, a memory-bound "
-          "op's bytes came from cache, faster than the DRAM bandwidth measured{}, and a compute-bound op ran "
-          "faster than the peak measured: a peak measured low.{}\n",
+          "op's bytes came from cache, faster than the DRAM bandwidth measured{}, or the memory was busier while "
+          "it was measured, and a compute-bound op ran faster than the peak measured: a peak measured low.{}\n",
           m.fp32_gflops, bf16 ? fmt::format(", bf16 {:.1f} GFLOP/s", m.bf16_gflops) : std::string(), bw,
           bw > 0 ? fp32_ridge + " FLOP/B" : fp32_ridge, bf16_ridge.empty() ? "" : " (bf16 " + bf16_ridge + ")", lib_text,
           // Peaks from before the in-place loop: an in-place op beats triad's figure without any cache.
