@@ -1832,7 +1832,39 @@ TEST(HtmlReport, RooflineFromCompareWhenNoRooflineJson) {
                                         "its data stayed in cache, or the machine",
                                         bw, 0.75 * bw, 0.5 * bw)),
             std::string::npos);
-  EXPECT_EQ(with_loops.find("write-allocate"), std::string::npos);
+  EXPECT_EQ(with_loops.find("which counts the bytes triad asks for"), std::string::npos);
+  // The two loops under the roof are thin slopes of their own, from the chart's left edge up to the highest
+  // compute ceiling (the fixture's BF16 460 GFLOP/s), named in their own legend; the roof's loop is not drawn again.
+  // The points stay the last layer.
+  EXPECT_NE(with_loops.find("The thin dashed slopes under it are the other loops"), std::string::npos);
+  {
+    const json data = data_block(with_loops);
+    int charts = 0;
+    for (const json& c : data["charts"]) {
+      if (c["kind"] != "roofline") continue;
+      ++charts;
+      const json& layers = c["spec"]["layer"];
+      const json* slopes = nullptr;
+      for (const json& l : layers)
+        if (l["encoding"].contains("strokeDash") && l["encoding"]["strokeDash"]["field"] == "loop") slopes = &l;
+      ASSERT_NE(slopes, nullptr) << layers.dump();
+      EXPECT_EQ(layers.back()["mark"]["type"], "point");
+      std::map<std::string, std::vector<std::pair<double, double>>> lines;
+      for (const json& v : (*slopes)["data"]["values"])
+        lines[v["loop"].get<std::string>()].push_back({v["intensity"].get<double>(), v["gflops"].get<double>()});
+      ASSERT_EQ(lines.size(), 2u) << (*slopes).dump();
+      for (const auto& [loop, gbs] : {std::pair{fmt::format("copy {:.1f} GB/s", 0.75 * bw), 0.75 * bw},
+                                      std::pair{fmt::format("STREAM triad {:.1f} GB/s", 0.5 * bw), 0.5 * bw}}) {
+        ASSERT_EQ(lines[loop].size(), 2u) << loop;
+        const auto [x0, y0] = lines[loop][0];
+        const auto [x1, y1] = lines[loop][1];
+        EXPECT_NEAR(y0, x0 * gbs, 1e-9 * y0) << loop;  // on its slope at the left edge
+        EXPECT_NEAR(x1, 460.0 / gbs, 1e-9 * x1) << loop;  // meeting the top ceiling
+        EXPECT_NEAR(y1, 460.0, 1e-9) << loop;
+      }
+    }
+    EXPECT_EQ(charts, 1);
+  }
   // Peaks measured on a busy machine: the caption says so, as roofline --from and compare's footer do.
   compare["machine"]["measured_busy"] = "other work used 1.0 of 2 CPUs";
   spit(d.path / "compare.json", compare.dump());

@@ -1453,6 +1453,7 @@ struct Machine {
   // What the bandwidth is the best of ("in-place update 102.6, copy 77.5, STREAM triad 65.0 GB/s"); "" in files
   // from before the loops were measured, whose bandwidth is STREAM triad's.
   std::string loops;
+  double loop_update = 0, loop_copy = 0, loop_triad = 0;  // their figures, 0 where the file has none
   std::string implausible;  // a figure no machine gives ("bandwidth_gbs 1e-30 is outside 0.1..1e+05 GB/s"): unused
   bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
@@ -1480,9 +1481,13 @@ Machine machine_of(const json* m) {
     }
     if (loops_wrong.empty() && std::abs(best - out.bw) > 1e-9 * out.bw)
       loops_wrong = fmt::format("bandwidth_gbs {:g} is not the best of bandwidth_loops ({:g})", out.bw, best);
-    if (loops_wrong.empty())
-      out.loops = fmt::format("in-place update {:.1f}, copy {:.1f}, STREAM triad {:.1f} GB/s", num(loops, "update"),
-                              num(loops, "copy"), num(loops, "triad"));
+    if (loops_wrong.empty()) {
+      out.loop_update = num(loops, "update");
+      out.loop_copy = num(loops, "copy");
+      out.loop_triad = num(loops, "triad");
+      out.loops = fmt::format("in-place update {:.1f}, copy {:.1f}, STREAM triad {:.1f} GB/s", out.loop_update,
+                              out.loop_copy, out.loop_triad);
+    }
   }
   out.isa = str(*m, "isa");
   out.lib_isa = str(*m, "library_isa");
@@ -1750,10 +1755,43 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                       {"mark", {{"type", "rule"}, {"color", "#999"}, {"strokeWidth", 0.8}}},
                       {"encoding", {{"x", x}, {"y", y}, {"x2", {{"field", "x2"}}}, {"y2", {{"field", "y2"}}}}}});
   }
+  // The memory loops that moved fewer bytes a second than the roof's (the roof is the best of them): each a thin
+  // slope under it, up to the highest compute ceiling, named in a legend of their own. An in-place op between
+  // them and the roof beats triad, as the write-allocate read it skips says it can.
+  bool loop_slopes = false;
+  if (!m.gpu && !m.loops.empty()) {
+    double top = 0;
+    for (const Ceiling& c : ceilings) top = std::max(top, c.peak);
+    json slopes = json::array(), names = json::array();
+    for (const auto& [name, gbs] : {std::pair{"in-place update", m.loop_update}, std::pair{"copy", m.loop_copy},
+                                    std::pair{"STREAM triad", m.loop_triad}}) {
+      if (!(gbs < m.bw)) continue;  // the roof's own loop is the slope already drawn
+      const std::string loop = fmt::format("{} {:.1f} GB/s", name, gbs);
+      names.push_back(loop);
+      for (double xv : {lo, std::min(hi, top / gbs)})
+        slopes.push_back({{"loop", loop}, {"intensity", xv}, {"gflops", unit * std::min(top, xv * gbs)}});
+    }
+    if (!slopes.empty()) {
+      loop_slopes = true;
+      layers.push_back({{"data", {{"values", slopes}}},
+                        {"mark", {{"type", "line"}, {"color", "#aaa"}, {"strokeWidth", 1.2}}},
+                        {"encoding", {{"x", x}, {"y", y},
+                                      // Dashes of their own (the ceilings' scale is resolved apart), so
+                                      // neither legend lists the other's lines.
+                                      {"strokeDash", {{"field", "loop"}, {"type", "nominal"},
+                                                      {"scale", {{"domain", names},
+                                                                 {"range", {{4, 3}, {1, 2}}}}},
+                                                      {"title", "memory loops below the roof"},
+                                                      {"legend", {{"orient", "bottom"}, {"direction", "vertical"},
+                                                                  {"labelLimit", 600}, {"titleLimit", 600}}}}},
+                                      {"tooltip", {{{"field", "loop"}, {"title", "memory loop"}}}}}}});
+    }
+  }
   // The points, even none (the browser test counts a mark per point there), last: over the lines that start at
   // them (the drop to the roof, a label's leader), which would otherwise take the hover at a point's centre and
   // say nothing, or name another point whose line passes there. Before them: 0 ceilings, 1 ridges, 2 their
-  // labels, 3 the drops, and when there are points, 4-5 the op labels and 6 the leaders.
+  // labels, 3 the drops, and when there are points, 4-5 the op labels and 6 the leaders; then the memory loops'
+  // slopes where the peaks name them.
   const json point_tooltip = {{{"field", "variant"}}, {{"field", "op"}},
                               {{"field", "intensity"}, {"format", ".3f"}, {"title", "FLOP/B"}},
                               {{"field", "gflops"}, {"format", ".2f"}, {"title", "achieved " + rate_unit}},
@@ -1773,7 +1811,7 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                                                         {"range", {"circle", "square"}}}}}},
                                   {"tooltip", point_tooltip}}}});
   json spec = {{"width", plot_w}, {"height", plot_h}, {"layer", layers},
-               {"resolve", {{"legend", {{"strokeDash", "independent"}}}}}};
+               {"resolve", {{"legend", {{"strokeDash", "independent"}}}, {"scale", {{"strokeDash", "independent"}}}}}};
   // Mask fills are drawn (1 FLOP per element in the cost model); say so where one is, as the table's note
   // says what is not drawn. On a GPU the fill kernel's name is mangled (_Z15masked_fill_ker...): a substring.
   bool mask_fill_placed = false, matmul_placed = false, fused_placed = false;
@@ -1812,7 +1850,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                       : !m.loops.empty()
                           ? "A point above the sloped line moved its bytes faster than the measured bandwidth, "
                             "the best of three memory loops over 128 MB arrays (" + m.loops + "): its data stayed in "
-                            "cache, or the machine's memory was busier while the bandwidth was measured."
+                            "cache, or the machine's memory was busier while the bandwidth was measured." +
+                                (loop_slopes ? std::string(" The thin dashed slopes under it are the other loops': "
+                                                           "an op between them and the roof moved its bytes faster "
+                                                           "than those patterns can, as an in-place op, which pays no "
+                                                           "write-allocate read, may.")
+                                             : std::string())
                           : std::string("A point above the sloped line moved its bytes faster than the measured "
                                     "bandwidth (STREAM triad), which counts the bytes triad asks for, 2 reads and 1 "
                                     "write per element, while the hardware also reads each line it writes "
