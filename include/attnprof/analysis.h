@@ -238,6 +238,12 @@ struct MachinePeaks {
 // update 102.6, copy 77.5, STREAM triad 65.0 GB/s" ("STREAM triad" for a file from before the loops were
 // measured, "the datasheet's" for a GPU's peaks).
 std::string bandwidth_source(const MachinePeaks& m);
+// The loops' figures as those lines name them: "in-place update 102.6, copy 77.5, STREAM triad 65.0 GB/s".
+std::string bandwidth_loops_text(const BandwidthLoops& l);
+// A JSON "bandwidth_loops" object ({"update", "copy", "triad"}) read into `out`: "" when each is a bandwidth a
+// machine gives and `bandwidth_gbs` is their best, else why not ("bandwidth_loops has no number 'copy'"). The
+// peaks' reader and the report hold the loops to it.
+std::string bandwidth_loops_from_json(const nlohmann::json& loops, double bandwidth_gbs, BandwidthLoops& out);
 
 // "measured 2026-12-04 10:31 UTC, from the peaks cache; `attnprof roofline --peaks-only --remeasure` measures
 // them again", "measured now (2026-12-04 10:31 UTC)", or for an entry from before the time was recorded "from

@@ -1,9 +1,8 @@
 // The machine's measured ceilings for the roofline: FMA and bf16-dot throughput per ISA, the memory bandwidth
 // (the best of STREAM's triad and copy and an in-place update), and OpenBLAS sgemm as the practical fp32
 // ceiling; under ATTNPROF_ISA below the CPU's best, also the best ISA's FMA and bf16-dot peaks, which the GEMM
-// libraries run at. Measured once per (CPU, ISA, threads)
-// and cached as JSON, because the roofline is only as honest as its ceilings and these take a few seconds to
-// measure (the memory loops alone at least one).
+// libraries run at. Measured once per (CPU, ISA, threads) and cached as JSON, because the roofline is only as
+// honest as its ceilings and these take a few seconds to measure (the memory loops alone at least one).
 // The timed loops themselves are in peak_loops.cpp, which is optimised in every build type.
 #include <omp.h>
 #include <pwd.h>
@@ -355,12 +354,32 @@ void to_json(nlohmann::json& j, const MachinePeaks& m) {
   if (!m.measured_busy.empty()) j["measured_busy"] = m.measured_busy;
 }
 
+std::string bandwidth_loops_text(const BandwidthLoops& l) {
+  return fmt::format("in-place update {:.1f}, copy {:.1f}, STREAM triad {:.1f} GB/s", l.update, l.copy, l.triad);
+}
+
 std::string bandwidth_source(const MachinePeaks& m) {
-  const BandwidthLoops& l = m.bandwidth_loops;
-  if (!l.measured()) return m.gpu() ? "the datasheet's" : "STREAM triad";
-  return fmt::format("the best of three loops over 128 MB arrays: in-place update {:.1f}, copy {:.1f}, STREAM triad "
-                     "{:.1f} GB/s",
-                     l.update, l.copy, l.triad);
+  if (!m.bandwidth_loops.measured()) return m.gpu() ? "the datasheet's" : "STREAM triad";
+  return "the best of three loops over 128 MB arrays: " + bandwidth_loops_text(m.bandwidth_loops);
+}
+
+std::string bandwidth_loops_from_json(const nlohmann::json& loops, double bandwidth_gbs, BandwidthLoops& out) {
+  if (!loops.is_object()) return "bandwidth_loops is not an object";
+  BandwidthLoops read;
+  for (const auto& [key, field] : {std::pair{"update", &read.update}, std::pair{"copy", &read.copy},
+                                   std::pair{"triad", &read.triad}}) {
+    if (!loops.contains(key) || !loops[key].is_number()) return fmt::format("bandwidth_loops has no number '{}'", key);
+    const std::string name = fmt::format("bandwidth_loops.{}", key);
+    if (std::string why = implausible_peak(name.c_str(), loops[key].get<double>(), true, false); !why.empty())
+      return why;
+    *field = loops[key].get<double>();
+  }
+  // The roof is the best loop's figure, as written: another would judge every op against a bandwidth no loop
+  // measured (a hand edit of one figure and not the other).
+  if (std::abs(bandwidth_gbs - read.best()) > 1e-9 * bandwidth_gbs)
+    return fmt::format("bandwidth_gbs {:g} is not the best of bandwidth_loops ({:g})", bandwidth_gbs, read.best());
+  out = read;
+  return "";
 }
 
 std::string busy_peaks_clause(std::string_view measured_busy) {
@@ -441,25 +460,11 @@ MachinePeaks from_json(const nlohmann::json& j) {
   m.bandwidth_gbs = plausible("bandwidth_gbs", true, false);
   // The loops the bandwidth is the best of (absent from files written before they were measured).
   if (j.contains("bandwidth_loops")) {
-    const nlohmann::json& loops = j["bandwidth_loops"];
     // A GPU's bandwidth is its datasheet's: loops beside it would describe a measurement no one made.
     if (m.gpu()) throw std::runtime_error("bandwidth_loops beside a GPU's datasheet bandwidth");
-    if (!loops.is_object()) throw std::runtime_error("bandwidth_loops is not an object");
-    for (const auto& [key, field] : {std::pair{"update", &m.bandwidth_loops.update},
-                                     std::pair{"copy", &m.bandwidth_loops.copy},
-                                     std::pair{"triad", &m.bandwidth_loops.triad}}) {
-      if (!loops.contains(key) || !loops[key].is_number())
-        throw std::runtime_error(fmt::format("bandwidth_loops has no number '{}'", key));
-      const std::string name = fmt::format("bandwidth_loops.{}", key);
-      if (std::string why = implausible_peak(name.c_str(), loops[key].get<double>(), true, false); !why.empty())
-        throw std::runtime_error(why);
-      *field = loops[key].get<double>();
-    }
-    // The roof is the best loop's figure, as written: another would judge every op against a bandwidth no loop
-    // measured (a hand edit of one figure and not the other).
-    if (std::abs(m.bandwidth_gbs - m.bandwidth_loops.best()) > 1e-9 * m.bandwidth_gbs)
-      throw std::runtime_error(fmt::format("bandwidth_gbs {:g} is not the best of bandwidth_loops ({:g})",
-                                           m.bandwidth_gbs, m.bandwidth_loops.best()));
+    if (std::string why = bandwidth_loops_from_json(j["bandwidth_loops"], m.bandwidth_gbs, m.bandwidth_loops);
+        !why.empty())
+      throw std::runtime_error(why);
   }
   m.sgemm_gflops = plausible("sgemm_gflops", false, false);
   m.library_fp32_gflops = libraries ? plausible("library_fp32_gflops", false, false) : m.fp32_gflops;
@@ -667,7 +672,6 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
   if (bf16_under_fp32(m)) {
     const MachinePeaks again = measure(threads, isa);
     for (auto [mine, theirs] : {std::pair{&m.fp32_gflops, again.fp32_gflops}, std::pair{&m.bf16_gflops, again.bf16_gflops},
-                                std::pair{&m.bandwidth_gbs, again.bandwidth_gbs},
                                 std::pair{&m.bandwidth_loops.update, again.bandwidth_loops.update},
                                 std::pair{&m.bandwidth_loops.copy, again.bandwidth_loops.copy},
                                 std::pair{&m.bandwidth_loops.triad, again.bandwidth_loops.triad},
@@ -675,6 +679,7 @@ MachinePeaks machine_peaks(int threads, bool force_measure, const PeakMeasuremen
                                 std::pair{&m.library_fp32_gflops, again.library_fp32_gflops},
                                 std::pair{&m.library_bf16_gflops, again.library_bf16_gflops}})
       *mine = std::max(*mine, theirs);
+    m.bandwidth_gbs = m.bandwidth_loops.best();  // the roof is the best loop, as measure_peak_figures sets it
     if (bf16_under_fp32(m))
       note(fmt::format("the bf16 dot-product peak measured under 90 % of the fp32 FMA peak twice (bf16 {:.1f} against "
                        "fp32 {:.1f} GFLOP/s{}), which no CPU with vdpbf16ps runs: the machine disturbed the measurement; "

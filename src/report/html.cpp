@@ -1450,10 +1450,9 @@ struct Machine {
   double lib_fp32 = 0, lib_bf16 = 0;
   std::string when;  // ", measured 2026-12-04 10:31 UTC[, on a busy machine (...)], from the peaks cache"; "" where
                      // the file does not say
-  // What the bandwidth is the best of ("in-place update 102.6, copy 77.5, STREAM triad 65.0 GB/s"); "" in files
-  // from before the loops were measured, whose bandwidth is STREAM triad's.
-  std::string loops;
-  double loop_update = 0, loop_copy = 0, loop_triad = 0;  // their figures, 0 where the file has none
+  // The loops the bandwidth is the best of; none measured in files from before them, whose bandwidth is STREAM
+  // triad's.
+  analysis::BandwidthLoops loops;
   std::string implausible;  // a figure no machine gives ("bandwidth_gbs 1e-30 is outside 0.1..1e+05 GB/s"): unused
   bool lib_differs() const { return !lib_isa.empty() && lib_isa != isa && lib_fp32 > 0; }
 };
@@ -1468,27 +1467,8 @@ Machine machine_of(const json* m) {
   // figure a machine gives, and the bandwidth their best. Damaged, they make the peaks implausible (below), not a
   // caption that calls the slope STREAM triad's or names loops it is not the best of.
   std::string loops_wrong;
-  if (const auto it = m->find("bandwidth_loops"); it != m->end()) {
-    const json& loops = *it;
-    double best = 0;
-    for (const char* key : {"update", "copy", "triad"}) {
-      const double v = loops.is_object() ? num(loops, key, NAN) : NAN;
-      const std::string why = std::isnan(v) ? fmt::format("bandwidth_loops has no number '{}'", key)
-                                            : analysis::implausible_peak(fmt::format("bandwidth_loops.{}", key).c_str(),
-                                                                         v, true, false);
-      if (loops_wrong.empty()) loops_wrong = why;
-      best = std::max(best, v);
-    }
-    if (loops_wrong.empty() && std::abs(best - out.bw) > 1e-9 * out.bw)
-      loops_wrong = fmt::format("bandwidth_gbs {:g} is not the best of bandwidth_loops ({:g})", out.bw, best);
-    if (loops_wrong.empty()) {
-      out.loop_update = num(loops, "update");
-      out.loop_copy = num(loops, "copy");
-      out.loop_triad = num(loops, "triad");
-      out.loops = fmt::format("in-place update {:.1f}, copy {:.1f}, STREAM triad {:.1f} GB/s", out.loop_update,
-                              out.loop_copy, out.loop_triad);
-    }
-  }
+  if (const auto it = m->find("bandwidth_loops"); it != m->end())
+    loops_wrong = analysis::bandwidth_loops_from_json(*it, out.bw, out.loops);
   out.isa = str(*m, "isa");
   out.lib_isa = str(*m, "library_isa");
   out.lib_fp32 = num(*m, "library_fp32_gflops");
@@ -1759,12 +1739,12 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
   // slope under it, up to the highest compute ceiling, named in a legend of their own. An in-place op between
   // them and the roof beats triad, as the write-allocate read it skips says it can.
   bool loop_slopes = false;
-  if (!m.gpu && !m.loops.empty()) {
+  if (!m.gpu && m.loops.measured()) {
     double top = 0;
     for (const Ceiling& c : ceilings) top = std::max(top, c.peak);
     json slopes = json::array(), names = json::array();
-    for (const auto& [name, gbs] : {std::pair{"in-place update", m.loop_update}, std::pair{"copy", m.loop_copy},
-                                    std::pair{"STREAM triad", m.loop_triad}}) {
+    for (const auto& [name, gbs] : {std::pair{"in-place update", m.loops.update}, std::pair{"copy", m.loops.copy},
+                                    std::pair{"STREAM triad", m.loops.triad}}) {
       if (!(gbs < m.bw)) continue;  // the roof's own loop is the slope already drawn
       const std::string loop = fmt::format("{} {:.1f} GB/s", name, gbs);
       names.push_back(loop);
@@ -1847,9 +1827,10 @@ void section_roofline(Page& pg, const Input& in, const std::optional<json>& comp
                "implementation leaves on the table. " +
                (m.gpu ? std::string("A point above the sloped line moved its bytes faster than the datasheet "
                                     "bandwidth: its data stayed in L2.")
-                      : !m.loops.empty()
+                      : m.loops.measured()
                           ? "A point above the sloped line moved its bytes faster than the measured bandwidth, "
-                            "the best of three memory loops over 128 MB arrays (" + m.loops + "): its data stayed in "
+                            "the best of three memory loops over 128 MB arrays (" +
+                                analysis::bandwidth_loops_text(m.loops) + "): its data stayed in "
                             "cache, or the machine's memory was busier while the bandwidth was measured." +
                                 (loop_slopes ? std::string(" The thin dashed slopes under it are the other loops': "
                                                            "an op between them and the roof moved its bytes faster "
