@@ -585,6 +585,33 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
     }
   EXPECT_NEAR(traced_us, steps_ns * 1e-3, 0.01 + 1e-6 * traced_us);  // µs to 3 decimals, per step
   EXPECT_LE(traced_us, slices_us + 0.02);
+  // Tile by tile: each (head, Q block) task a work_item slice inside its thread's share, named after its Q block,
+  // with the K/V blocks it visited (causal: its own and those left of it); printed grouped, and in the summary.
+  const int64_t q_blocks = tasks / 4;
+  int64_t tiles = 0;
+  for (const json& e : t["traceEvents"])
+    if (e.value("cat", "") == "work_item") {
+      ++tiles;
+      const int64_t qb = e["args"]["Q block"].get<int64_t>();
+      EXPECT_EQ(e["name"], "Q block " + std::to_string(qb));
+      EXPECT_EQ(e["args"]["K/V blocks"].get<int64_t>(),
+                (std::min<int64_t>(256, (qb + 1) * flash_block_rows()) + flash_block().cols - 1) / flash_block().cols);
+      bool inside = false;
+      for (const json& sh : t["traceEvents"])
+        inside = inside || (sh.value("cat", "") == "thread_work" && sh["tid"] == e["tid"] &&
+                            sh["ts"].get<double>() <= e["ts"].get<double>() &&
+                            e["ts"].get<double>() + e["dur"].get<double>() <= sh["ts"].get<double>() + sh["dur"].get<double>());
+      EXPECT_TRUE(inside) << e;
+    }
+  EXPECT_EQ(tiles, 3 * tasks);
+  EXPECT_NE(r.out.find(fmt::format("Tasks of flash_attention_fwd: {} Q blocks in 3 calls ({} a call), by the K/V blocks "
+                                   "each visited",
+                                   3 * tasks, tasks)),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(s["op_items"].size(), 1u) << s["op_items"];
+  EXPECT_EQ(s["op_items"][0]["items"], 3 * tasks);
+  EXPECT_EQ(s["op_items"][0]["groups"].size(), size_t(q_blocks));
   // The folded stacks: the main thread's lines add up to the table's self CPU total (each rounded to a ns), the
   // kernel's steps are frames under flash_attention_fwd on each thread that took a task (four tasks a forward,
   // handed out dynamically: on a busy machine one thread can take them all).
@@ -2307,7 +2334,7 @@ TEST_F(Cli, BriefLeavesOutTheDefinitionsButNotTheFindings) {
   EXPECT_EQ(printed, rest);
   // Figures of this run stay: the peak % peak is over, which backend sdpa (auto) took.
   for (const char* finding : {"Speed-up over naive", "Time in memory-bound ops", "Inside flash's", "% peak: of the measured",
-                              "sdpa (auto) selects"})
+                              "sdpa (auto) selects", "flash's tasks (flash_attention_fwd's "})
     EXPECT_NE(r.out.find(finding), std::string::npos) << finding;
 
   r = run("diff --brief " + (out() / "naive.summary.json").string() + " " + (out() / "inplace.summary.json").string());

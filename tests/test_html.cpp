@@ -302,6 +302,47 @@ TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
 
 // The profiler tables keep torch's layout in a box that scrolls sideways; attnprof's footnotes under the totals
 // line wrap in a block of their own (the widest of them had set the box's width: 2,128 px against a 1,100 px page).
+// A damaged op_items entry (a field missing, of the wrong type or out of range) draws no tile point and no
+// line about it, rather than a wrong one; the other variants' tiles still draw.
+TEST(HtmlReport, DamagedTileGroupsDrawNothing) {
+  const json good = json::parse(attnprof::io::read_file(kFixtures / "flash.summary.json"));
+  auto damaged = [&](const std::function<void(json&)>& edit) {
+    json s = good;
+    edit(s["op_items"][0]);
+    return s;
+  };
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"no groups", damaged([](json& o) { o.erase("groups"); })},
+      {"a negative median", damaged([](json& o) { o["groups"][1]["median_ns"] = -5; })},
+      {"a count of 0", damaged([](json& o) { o["groups"][0]["count"] = 0; })},
+      {"an inner count of 2.5", damaged([](json& o) { o["groups"][0]["inner"] = 2.5; })},
+      {"keys not three", damaged([](json& o) { o["keys"] = json::array({"batch"}); })},
+      {"slowest without keys", damaged([](json& o) { o["slowest"].erase("keys"); })},
+      {"a step longer than its tile", damaged([](json& o) { o["slowest"]["step_ns"] = 9e9; })},
+      {"not an object", damaged([](json& o) { o = "tiles"; })},
+  };
+  for (const auto& [what, summary] : cases) {
+    TempDir d("damaged-tiles");
+    copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
+    spit(d.path / "flash.summary.json", summary.dump());
+    const std::string page = render_html_report(d.path.string(), stub_library());
+    const json data = data_block(page);
+    for (const json& c : data["charts"]) EXPECT_NE(c["kind"], "tiles-inside") << what;
+    EXPECT_EQ(page.find("flash&#39;s tasks"), std::string::npos) << what;
+  }
+  // A fit out of range is left out, the groups still drawn.
+  TempDir d("damaged-fit");
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
+  spit(d.path / "flash.summary.json", damaged([](json& o) { o["fit"]["r2"] = 1.5; }).dump());
+  const std::string page = render_html_report(d.path.string(), stub_library());
+  bool drawn = false;
+  const json data = data_block(page);  // kept: a range-for over a temporary's member would dangle
+  for (const json& c : data["charts"]) drawn = drawn || c["kind"] == "tiles-inside";
+  EXPECT_TRUE(drawn);
+  EXPECT_NE(page.find("flash&#39;s tasks (flash_attention&#39;s 1536 Q blocks): the slowest, Q block 3"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, TableFootnotesWrapBelowTheTable) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
   const std::regex table(R"(<pre class="table">([^<]*)</pre>\n<pre class="table-notes">([^<]*)</pre>)");
@@ -336,8 +377,9 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
     kinds.insert(c["kind"].get<std::string>());
     EXPECT_NE(page.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos);
   }
-  const std::set<std::string> want = {"compare", "compare-memory", "time-by-op", "bytes-by-op", "steps-inside", "flame",
-                                      "changes", "sweep-time", "sweep-memory", "sweep-rate", "roofline", "memory", "timeline"};
+  const std::set<std::string> want = {"compare",      "compare-memory", "time-by-op", "bytes-by-op", "steps-inside",
+                                      "tiles-inside", "flame",          "changes",    "sweep-time",  "sweep-memory",
+                                      "sweep-rate",   "roofline",       "memory",     "timeline"};
   EXPECT_EQ(kinds, want);
   // Every chart drawn per variant colours its marks by variant, in the page's one variant palette.
   for (const json& c : data["charts"])
@@ -382,6 +424,25 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       for (const json& r : rows) sum += r["ms"].get<double>();
       EXPECT_NEAR(sum, 61.5 * 1.9 / 2, 1e-9);
     }
+  // Tile by tile: the flash fixture's four groups of tiles (4 to 16 K/V blocks), each its median in µs, the rate
+  // in the tooltip; the line through them and the slowest tile as profile and compare word them.
+  for (const json& c : data["charts"])
+    if (c["kind"] == "tiles-inside") {
+      const json& rows = c["spec"]["data"]["values"];
+      ASSERT_EQ(rows.size(), 4u);
+      EXPECT_EQ(rows[0]["variant"], "flash");
+      EXPECT_EQ(rows[0]["inner"], 4);
+      EXPECT_EQ(rows[3]["inner"], 16);
+      EXPECT_EQ(rows[3]["count"], 384);
+      const double flops16 = 9534976 + 12 * 4194304.0;
+      EXPECT_NEAR(rows[3]["median_us"].get<double>(), (14000 + flops16 / 274) * 1e-3, 1e-9);
+      EXPECT_EQ(rows[3]["gflops_per_thread"], fmt::format("{:.1f}", flops16 / ((14000 + flops16 / 274) * 1.05)));
+      EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["x"]["title"], "K/V blocks each tile visited");
+    }
+  EXPECT_NE(page.find("flash&#39;s tasks (flash_attention&#39;s 1536 Q blocks): 14.000us + its FLOPs at 274.0 GFLOP/s "
+                      "(r² 1.000); the slowest, Q block 3 (batch 1, head 0) at 4.429ms, "),
+            std::string::npos);
+  EXPECT_NE(page.find("93 % of it in store O."), std::string::npos);
   // The profiler tables: a sortable table per variant, every row, sorted by CPU total, figures in data-v.
   size_t sortable = 0;
   for (size_t at = page.find("<table class=\"data sortable ops\">"); at != std::string::npos;

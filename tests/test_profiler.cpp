@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "attnprof/allocator.h"
@@ -1149,6 +1150,251 @@ TEST(OpPhases, FlashTimesItsStepsInEveryBody) {
       EXPECT_GT(ph[0].steps_ns(), 0.5 * ph[0].share_ns) << what;  // the shares are their steps but for a tail
     }
   EXPECT_TRUE(analysis::op_phases(prof::ProfileResult{}).empty());
+}
+
+// A share's items (WorkShare::begin_item .. end_item): each from the lap before it to its last lap, so one thread's
+// items follow each other without gaps; their step ticks add up to their length and to what the share's steps
+// gained meanwhile; they are kept only in recorded steps, only while the share times its steps; and the trace
+// nests each in its share's slice, named after its last key.
+TEST(Profiler, WorkItemsAreTheLapsBetweenBeginAndEnd) {
+  static constexpr std::array<const char*, 2> kSteps{"load", "dot"};
+  static constexpr prof::ItemNames kNames{"tile", {"row", "col", nullptr}, "blocks"};
+  prof::Profiler p({.schedule = {.wait = 0, .warmup = 1, .active = 1}});
+  p.start();
+  for (int step = 0; step < 2; ++step) {  // step 0 is the warm-up: its items go with its shares
+    ATTNPROF_OP_ZONE(z, "tiled_op");
+    ATTNPROF_PARALLEL_REGION(region);
+#pragma omp parallel num_threads(2)
+    {
+      ATTNPROF_WORK_SHARE(share, region);
+      share.phases(kSteps);
+#pragma omp for schedule(dynamic, 1) nowait
+      for (int t = 0; t < 6; ++t) {
+        share.add_items(1);
+        share.begin_item(kNames, step, t);
+        for (int b = 0; b <= t % 3; ++b) {
+          spin_us(5);
+          share.lap(0);
+          spin_us(10);
+          share.lap(1, 100.0);
+        }
+        share.end_item(t % 3 + 1);
+      }
+    }
+    {
+      ATTNPROF_PARALLEL_REGION(plain);  // a share that times no steps marks no items
+#pragma omp parallel num_threads(2)
+      {
+        ATTNPROF_WORK_SHARE(share, plain);
+        share.begin_item(kNames, 9, 9);
+        share.end_item(1);
+      }
+    }
+    p.step();
+  }
+  p.stop();
+  const prof::ProfileResult r = p.result();
+  int64_t items = 0;
+  std::set<int32_t> tasks;
+  for (const prof::ThreadTrace& t : r.threads) {
+    std::array<uint64_t, prof::kMaxPhases> share_ticks{}, item_ticks{};
+    for (const prof::WorkSpan& w : t.work)
+      for (size_t k = 0; k < size_t(prof::kMaxPhases); ++k) share_ticks[k] += w.phase_ticks[k];
+    for (size_t i = 0; i < t.items.size(); ++i) {
+      const prof::WorkItem& it = t.items[i];
+      ++items;
+      EXPECT_EQ(it.keys[0], 1) << "an item of the warm-up step was kept";
+      tasks.insert(it.keys[1]);
+      EXPECT_EQ(it.names, &kNames);
+      EXPECT_EQ(it.inner, it.keys[1] % 3 + 1);
+      EXPECT_DOUBLE_EQ(it.flops, 100.0 * it.inner);
+      uint64_t sum = 0;
+      for (size_t k = 0; k < size_t(prof::kMaxPhases); ++k) {
+        sum += it.phase_ticks[k];
+        item_ticks[k] += it.phase_ticks[k];
+      }
+      EXPECT_EQ(sum, it.t1 - it.t0);  // its steps are its length
+      EXPECT_GE(r.ns(it.t1 - it.t0), 15e3 * it.inner * 0.9);
+      if (i > 0 && t.items[i - 1].region == it.region) EXPECT_EQ(t.items[i - 1].t1, it.t0) << "a gap between items";
+      const auto share = std::find_if(t.work.begin(), t.work.end(),
+                                      [&](const prof::WorkSpan& w) { return w.region == it.region; });
+      ASSERT_NE(share, t.work.end());
+      EXPECT_EQ(share->t0 <= it.t0 && it.t1 <= share->t1, true);
+    }
+    EXPECT_EQ(item_ticks, share_ticks) << "every lap fell in an item";
+  }
+  EXPECT_EQ(items, 6);
+  EXPECT_EQ(tasks, (std::set<int32_t>{0, 1, 2, 3, 4, 5}));
+  // The trace: a work_item slice per item, named after its last key, inside a thread_work slice on its track.
+  const nlohmann::json trace = report::chrome_trace_json(r);
+  std::vector<nlohmann::json> shares, slices;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "thread_work") shares.push_back(e);
+    if (e.value("cat", "") == "work_item") slices.push_back(e);
+  }
+  ASSERT_EQ(slices.size(), 6u);
+  for (const auto& e : slices) {
+    const int64_t col = e["args"]["col"].get<int64_t>();
+    EXPECT_EQ(e["name"], fmt::format("tile {}", col));
+    EXPECT_EQ(e["args"]["op"], "tiled_op");
+    EXPECT_EQ(e["args"]["row"], 1);
+    EXPECT_EQ(e["args"]["blocks"], col % 3 + 1);
+    EXPECT_EQ(e["args"]["FLOPs"], 100 * (col % 3 + 1));
+    ASSERT_TRUE(e["args"].contains("steps_us")) << e;
+    EXPECT_EQ(e["args"]["steps_us"].size(), 2u) << e;
+    const auto in = std::find_if(shares.begin(), shares.end(), [&](const nlohmann::json& sh) {
+      return sh["tid"] == e["tid"] && sh["args"]["op"] == "tiled_op" && sh["ts"].get<double>() <= e["ts"].get<double>() &&
+             e["ts"].get<double>() + e["dur"].get<double>() <= sh["ts"].get<double>() + sh["dur"].get<double>();
+    });
+    EXPECT_NE(in, shares.end()) << "outside every share on its track: " << e;
+  }
+  // Grouped by inner count: three groups of two, a line through them.
+  const std::vector<analysis::OpItems> oi = analysis::op_items(r);
+  ASSERT_EQ(oi.size(), 1u);
+  EXPECT_EQ(oi[0].name, "tiled_op");
+  EXPECT_EQ(oi[0].items, 6);
+  EXPECT_EQ(oi[0].regions, 1);
+  ASSERT_EQ(oi[0].groups.size(), 3u);
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(oi[0].groups[g].inner, int32_t(g + 1));
+    EXPECT_EQ(oi[0].groups[g].count, 2);
+  }
+  EXPECT_TRUE(oi[0].fitted);
+  EXPECT_GT(oi[0].marginal_gflops, 0.0);
+}
+
+// op_items' arithmetic on hand-made items (1 ns per tick): groups by inner count with their median, mean and
+// max; the line through the medians against FLOPs per item; the slowest item and the step it spent most in; and
+// the texts profile and compare print.
+TEST(OpItems, GroupFitAndSlowestOnHandMadeItems) {
+  static constexpr std::array<const char*, 2> kSteps{"load", "dot"};
+  static constexpr prof::ItemNames kNames{"Q block", {"batch", "head", "Q block"}, "K/V blocks"};
+  prof::ProfileResult r;
+  r.ns_per_tick = 1.0;
+  prof::WorkSpan share;
+  share.name = "op", share.region = 1, share.t0 = 0, share.t1 = 100000;
+  share.n_phases = 2, share.phase_names = kSteps.data();
+  auto item = [](int32_t qb, int32_t inner, uint64_t t0, uint64_t ns, double flops, uint64_t load) {
+    prof::WorkItem w;
+    w.t0 = t0, w.t1 = t0 + ns, w.region = 1, w.inner = inner, w.keys = {0, 3, qb}, w.names = &kNames;
+    w.phase_ticks = {load, ns - load};
+    w.flops = flops;
+    return w;
+  };
+  // time = 100 + flops / 2 (2 FLOPs a ns: 2 GFLOP/s): 1000 FLOPs a block; the middle group has a slow item.
+  prof::ThreadTrace t;
+  t.work = {share};
+  t.items = {item(0, 1, 0, 600, 1000, 10),    item(0, 1, 600, 600, 1000, 10),  item(1, 2, 1200, 1100, 2000, 10),
+             item(1, 2, 2300, 1100, 2000, 10), item(1, 2, 3400, 9000, 2000, 8000), item(2, 3, 12400, 1600, 3000, 10)};
+  prof::WorkItem orphan = item(5, 1, 20000, 50, 1000, 0);
+  orphan.region = 7;  // its share was not kept: left out, as the trace leaves it out
+  t.items.push_back(orphan);
+  r.threads = {t};
+  const std::vector<analysis::OpItems> oi = analysis::op_items(r);
+  ASSERT_EQ(oi.size(), 1u);
+  const analysis::OpItems& o = oi[0];
+  EXPECT_EQ(o.items, 6);
+  EXPECT_EQ(o.noun, "Q block");
+  EXPECT_EQ(o.inner, "K/V blocks");
+  ASSERT_EQ(o.groups.size(), 3u);
+  EXPECT_DOUBLE_EQ(o.groups[1].median_ns, 1100);
+  EXPECT_DOUBLE_EQ(o.groups[1].mean_ns, 11200.0 / 3);
+  EXPECT_DOUBLE_EQ(o.groups[1].max_ns, 9000);
+  EXPECT_DOUBLE_EQ(o.groups[1].flops, 6000);
+  ASSERT_TRUE(o.fitted);
+  EXPECT_NEAR(o.fixed_ns, 100, 1e-9);
+  EXPECT_NEAR(o.marginal_gflops, 2.0, 1e-12);
+  EXPECT_NEAR(o.r2, 1.0, 1e-12);
+  EXPECT_EQ(o.slowest.keys, (std::array<int32_t, 3>{0, 3, 1}));
+  EXPECT_DOUBLE_EQ(o.slowest.ns, 9000);
+  EXPECT_DOUBLE_EQ(o.slowest.group_median_ns, 1100);
+  EXPECT_EQ(o.slowest.step, "load");
+  EXPECT_DOUBLE_EQ(o.slowest.step_ns, 8000);
+  EXPECT_EQ(o.item_label(o.slowest.keys), "Q block 1 (batch 0, head 3)");
+  const std::string table = report::item_table(oi);
+  EXPECT_NE(table.find("Tasks of op: 6 Q blocks in 1 call (6 a call), by the K/V blocks each visited\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Per Q block: 0.100us + its FLOPs at 2.0 GFLOP/s (the line through the 3 medians against "
+                       "their FLOPs, r² 1.000): 0.100us whatever its size"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Slowest Q block: Q block 1 (batch 0, head 3) at 9.000us, 8.2x the median of the Q blocks "
+                       "with 2 K/V blocks, 89 % of it in load.\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Under a causal mask"), std::string::npos) << table;
+  const std::string brief = report::item_table(oi, /*definitions=*/false);
+  EXPECT_EQ(brief.find("Under a causal mask"), std::string::npos) << brief;
+  EXPECT_EQ(brief.find("whatever its size"), std::string::npos) << brief;
+  EXPECT_EQ(report::item_line("flash", o),
+            "flash's tasks (op's 6 Q blocks): 0.100us + its FLOPs at 2.0 GFLOP/s (r² 1.000); the slowest, Q block 1 "
+            "(batch 0, head 3) at 9.000us, 8.2x the median of the Q blocks with 2 K/V blocks, 89 % of it in load.");
+  // Two groups make any line: no fit, and the texts say only what was measured.
+  r.threads[0].items.resize(4);
+  const std::vector<analysis::OpItems> two = analysis::op_items(r);
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_FALSE(two[0].fitted);
+  EXPECT_EQ(report::item_table(two).find("Per Q block"), std::string::npos);
+  EXPECT_EQ(report::item_line("flash", two[0]).find("GFLOP/s"), std::string::npos);
+  // A line that meets zero FLOPs below zero time is no fixed cost.
+  analysis::OpItems neg = o;
+  neg.fixed_ns = -250;
+  EXPECT_NE(report::item_line("flash", neg).find("its FLOPs at 2.0 GFLOP/s and no fixed cost that shows (the line "
+                                                 "meets zero FLOPs at -0.250us)"),
+            std::string::npos)
+      << report::item_line("flash", neg);
+  EXPECT_TRUE(analysis::op_items(prof::ProfileResult{}).empty());
+  EXPECT_EQ(report::item_table({}), "");
+}
+
+// The flash kernel marks each (batch, head, Q block) task as an item in every body: one per task a forward,
+// each visiting the K/V blocks left of the diagonal and the diagonal's own, its FLOPs what its steps counted,
+// and every lap inside an item.
+TEST(OpItems, FlashMarksEveryTileInEveryBody) {
+  const int64_t B = 2, H = 2, N = 300, D = 64;  // 300 rows: a last block of queries that is not whole
+  Tensor q = Tensor::empty({B, H, N, D}, DType::BF16), k = Tensor::empty({B, H, N, D}, DType::BF16),
+         v = Tensor::empty({B, H, N, D}, DType::BF16);
+  fill_randn(q, 1);
+  fill_randn(k, 2);
+  fill_randn(v, 3);
+  const Variant& var = find_variant("flash");
+  for (Isa isa : available_isas())
+    for (bool causal : {true, false}) {
+      IsaOverride use(isa);
+      const AttnOptions o{.is_causal = causal};
+      const AttnProblem p = AttnProblem::from(q, k, v, o);
+      const std::string what = fmt::format("{} {}", isa_name(isa), mask_kind_name(p.mask));
+      const FlashBlock blk = flash_block();  // the defaults of the body the override chose
+      auto runner = var.prepare(p, o);
+      const prof::ProfileResult r = profile_forward(var, *runner, q, k, v);
+      const int64_t q_blocks = (N + blk.rows - 1) / blk.rows, kv_blocks = (N + blk.cols - 1) / blk.cols;
+      std::set<std::array<int32_t, 3>> seen;
+      double item_flops = 0, step_flops = 0;
+      for (const prof::ThreadTrace& t : r.threads) {
+        std::array<uint64_t, prof::kMaxPhases> share_ticks{}, item_ticks{};
+        for (const prof::WorkSpan& w : t.work)
+          for (size_t s = 0; s < size_t(prof::kMaxPhases); ++s) {
+            share_ticks[s] += w.phase_ticks[s];
+            step_flops += w.phase_flops[s];
+          }
+        for (const prof::WorkItem& it : t.items) {
+          EXPECT_TRUE(seen.insert(it.keys).second) << what << ": a tile marked twice";
+          const int64_t last_row = std::min<int64_t>(N, (it.keys[2] + 1) * blk.rows);
+          EXPECT_EQ(it.inner, causal ? (last_row + blk.cols - 1) / blk.cols : kv_blocks) << what;
+          item_flops += it.flops;
+          for (size_t s = 0; s < size_t(prof::kMaxPhases); ++s) item_ticks[s] += it.phase_ticks[s];
+        }
+        EXPECT_EQ(item_ticks, share_ticks) << what << ": a lap outside the tiles";
+      }
+      EXPECT_EQ(int64_t(seen.size()), B * H * q_blocks) << what;
+      EXPECT_DOUBLE_EQ(item_flops, step_flops) << what;
+      const std::vector<analysis::OpItems> oi = analysis::op_items(r);
+      ASSERT_EQ(oi.size(), 1u) << what;
+      EXPECT_EQ(oi[0].name, "flash_attention_fwd") << what;
+      EXPECT_EQ(oi[0].noun, "Q block") << what;
+      EXPECT_EQ(oi[0].groups.size(), causal ? size_t(q_blocks) : 1u) << what;
+    }
 }
 
 TEST(Profiler, MemoryOnAThreadWithNoOpenZoneIsNamedNotLost) {

@@ -39,6 +39,7 @@ struct Row {
   std::string trace;               // its trace file's name in --out
   std::vector<analysis::ThreadBalance> balance;  // each op's threads in its parallel regions (kept: the profile is freed)
   std::vector<analysis::OpPhases> phases;        // the steps inside ops that time them (kept, as balance)
+  std::vector<analysis::OpItems> items;          // the tasks inside ops that mark them (the flash kernel's tiles)
   std::vector<double> on_cpu;                    // each forward's share on a CPU (--counters' task-clock), or -1
   FlashBlock block;  // the CPU flash kernel's blocks where the row ran it (rows 0 elsewhere)
 };
@@ -105,6 +106,7 @@ Row make_row(const Variant& v, RunOutcome r, const Inputs& in, const Target& t, 
   if (row.r.status != RunOutcome::Status::Ok) return row;
   row.balance = analysis::thread_balance(row.r.result);
   row.phases = analysis::op_phases(row.r.result);
+  row.items = analysis::op_items(row.r.result);
   if (t.gpu) {
     row.ms = row.r.median_event_ms;
     row.forward_ms = row.r.event_ms;
@@ -222,6 +224,11 @@ std::string ratio_lines(const std::vector<Row>& rows, bool gpu) {
                 r.name, op, report::is_disturbed(r.forward_ms, r.r.sharing, r.on_cpu));
             !line.empty())
           s += line + "\n";
+  // And tile by tile: the flash kernel's cost per tile, fitted, and its slowest tile.
+  for (const Row& r : rows)
+    if (r.r.status == RunOutcome::Status::Ok)
+      for (const analysis::OpItems& op : r.items)
+        if (const std::string line = report::item_line(r.name, op); !line.empty()) s += line + "\n";
   return s;
 }
 

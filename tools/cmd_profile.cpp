@@ -335,6 +335,8 @@ void run_profile(const ProfileArgs& a) {
   // And where its time goes inside: the kernel's steps, timed on every thread.
   print_out("{}", report::phase_table(analysis::op_phases(r.result), topt.peaks ? &*topt.peaks : nullptr, in.p.dtype,
                                          !o.brief));
+  // And tile by tile: what a tile costs per K/V block it visits, and the slowest one.
+  print_out("{}", report::item_table(analysis::op_items(r.result), !o.brief));
   const std::string machine_note = gpu ? "" : analysis::memory_reclaim_note().value_or("");
   if (!gpu) print_out("{}", oversubscribed_line(threads));
   for (const std::string& line : report::timing_notes({{v.name, forward_ms, r.sharing, r.sharing_window_s,

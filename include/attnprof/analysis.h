@@ -189,6 +189,43 @@ struct OpPhases {
 };
 std::vector<OpPhases> op_phases(const prof::ProfileResult& r);
 
+// The tasks an op marked inside its shares (WorkShare::begin_item: the flash kernel's tiles, one per batch, head
+// and Q block), grouped by their inner count (the K/V blocks a tile visited): what a task costs per inner block,
+// fitted, and the slowest task with the step that took most of it. Under a causal mask a tile visits only the
+// blocks left of the diagonal and the diagonal's, so its cost grows with its Q block: the triangle the fused
+// kernel skips. One entry per op that marked items, in order of its first region.
+struct OpItems {
+  struct Group {
+    int32_t inner = 0;
+    int64_t count = 0;
+    double median_ns = 0, mean_ns = 0, max_ns = 0;
+    double flops = 0;  // Σ over the group's items
+  };
+  std::string name;                  // the op
+  std::string noun, inner;           // "Q block", "K/V blocks" (ItemNames)
+  std::array<std::string, 3> keys;   // "batch", "head", "Q block"; empty: unused
+  int64_t items = 0, regions = 0;
+  std::vector<Group> groups;         // by ascending inner count
+  // Time per item ≈ fixed_ns + its FLOPs / marginal_gflops: the least-squares line through the groups' medians
+  // (a slow first item, a page fault, moves a median little) against their FLOPs per item; only with three inner
+  // counts or more (two points make any line), whose items all counted FLOPs. FLOPs rather than inner blocks: a tile's blocks on the
+  // diagonal compute fewer pairs than the others, so a line through inner counts bends. fixed_ns is what an
+  // item costs whatever its size (taking the task, loading its rows, storing its output); below 0 where the
+  // medians' scatter outweighs it.
+  bool fitted = false;
+  double fixed_ns = 0, marginal_gflops = 0, r2 = 0;
+  struct Slowest {
+    std::array<int32_t, 3> keys{};
+    int32_t inner = 0;
+    double ns = 0;
+    double group_median_ns = 0;  // the median of the items with its inner count
+    std::string step;            // the step it spent most in, and how long
+    double step_ns = 0;
+  } slowest;
+  std::string item_label(const std::array<int32_t, 3>& k) const;  // "Q block 3 (batch 0, head 1)"
+};
+std::vector<OpItems> op_items(const prof::ProfileResult& r);
+
 // ---- the machine and the roofline --------------------------------------------------------------------
 // What each memory loop moved over arrays no cache holds (three of 128 MB), in GB/s of the bytes the loop asks
 // for (STREAM's count: no write-allocate read). The roofline's memory roof is the best of them: which pattern

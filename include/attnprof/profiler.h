@@ -20,6 +20,9 @@
 //   ATTNPROF_PARALLEL_REGION(region);            // on the calling thread, inside the op's zone
 //   #pragma omp parallel
 //   { ATTNPROF_WORK_SHARE(share, region);  ...  share.add_items(n); }
+// An op that times its steps (share.phases, share.lap) may also mark its tasks, each then a slice of its own
+// under the share in the trace (the flash kernel's tiles):
+//   share.begin_item(kNames, b, h, q_block);  ...laps...  share.end_item(kv_blocks);
 #pragma once
 
 #include <array>
@@ -91,12 +94,34 @@ struct WorkSpan {
   std::array<double, kMaxPhases> phase_flops{};    // FLOPs each step computed, as the op counted them
 };
 
+// How an op names its work items (static storage): the trace names each item's slice `noun` and its last used
+// key's value ("Q block 15"), and its args carry every key and the inner count under their names.
+struct ItemNames {
+  const char* noun;                 // "Q block"
+  std::array<const char*, 3> keys;  // what begin_item's three numbers are ("batch", "head", "Q block"); nullptr: unused
+  const char* inner;                // what end_item's count counts ("K/V blocks"); nullptr: nothing
+};
+
+// One task of a share that timed its steps (WorkShare::begin_item .. end_item): from the lap before it began to
+// its last lap, so a share's items follow each other without gaps and each one's step ticks add up to its
+// length. Recorded when it ends, before its share (which is recorded when the share ends).
+struct WorkItem {
+  uint64_t t0 = 0, t1 = 0;       // ticks
+  uint32_t region = 0;           // its share's region (WorkSpan::region): the share on the same thread holds it
+  int32_t inner = 0;             // the op's inner count (the flash kernel: the K/V blocks the tile visited)
+  std::array<int32_t, 3> keys{};
+  const ItemNames* names = nullptr;
+  std::array<uint64_t, kMaxPhases> phase_ticks{};  // ticks in each step of the share's, within this item
+  double flops = 0.0;            // what the op counted in its steps within this item
+};
+
 struct ThreadTrace {
   uint32_t tid = 0;         // small sequential id: 0 is the first thread that recorded (usually main)
   std::string name;         // "main", "worker 1", ...
   std::vector<ZoneEvent> zones;  // in order of opening
   std::vector<MemEvent> mem;
   std::vector<WorkSpan> work;    // this thread's shares of parallel regions, in time order
+  std::vector<WorkItem> items;   // the tasks those shares marked (WorkShare::begin_item), in time order
 };
 
 // One device-side activity (a CUDA kernel, copy or fill) collected through CUPTI, with its timestamps mapped
@@ -239,6 +264,7 @@ int32_t innermost_zone(ThreadBuffer* b) noexcept;  // -1 when no zone is open
 const char* innermost_zone_name(ThreadBuffer* b) noexcept;  // nullptr when no zone is open
 uint32_t next_region_id() noexcept;
 void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept;
+void record_item(ThreadBuffer* b, const WorkItem& w) noexcept;
 }  // namespace detail
 
 inline bool recording() noexcept { return detail::g_recording.load(std::memory_order_relaxed); }
@@ -353,11 +379,37 @@ class WorkShare {
     span_.phase_flops[size_t(k)] += flops;
     last_ = t;
   }
+  // One task of this share, from the last lap (no clock read of its own) to the last lap before end_item: its
+  // steps' ticks and FLOPs are what the laps between added. Only while timing steps; `names` is static.
+  void begin_item(const ItemNames& names, int32_t k0, int32_t k1 = 0, int32_t k2 = 0) noexcept {
+    if (!timing_phases()) [[likely]] return;
+    item_.names = &names;
+    item_.keys = {k0, k1, k2};
+    item_.t0 = last_;
+    item_ticks_ = span_.phase_ticks;
+    item_flops_ = 0.0;
+    for (double f : span_.phase_flops) item_flops_ += f;
+  }
+  void end_item(int32_t inner = 0) noexcept {
+    if (!timing_phases() || !item_.names) [[likely]] return;
+    item_.region = span_.region;
+    item_.t1 = last_;
+    item_.inner = inner;
+    for (size_t k = 0; k < size_t(kMaxPhases); ++k) item_.phase_ticks[k] = span_.phase_ticks[k] - item_ticks_[k];
+    double flops = 0.0;
+    for (double f : span_.phase_flops) flops += f;
+    item_.flops = flops - item_flops_;
+    detail::record_item(buf_, item_);
+    item_.names = nullptr;
+  }
 
  private:
   detail::ThreadBuffer* buf_ = nullptr;
   WorkSpan span_;
   uint64_t last_ = 0;
+  WorkItem item_;                                  // the open item (names set between begin_item and end_item)
+  std::array<uint64_t, kMaxPhases> item_ticks_{};  // the share's step ticks when it began
+  double item_flops_ = 0.0;                        // and its FLOPs
 };
 
 // Compiled-out stand-ins.
@@ -368,6 +420,8 @@ struct NullWorkShare {
   constexpr void phases(const std::array<const char*, N>&) const noexcept {}
   constexpr bool timing_phases() const noexcept { return false; }
   constexpr void lap(int, double = 0.0) const noexcept {}
+  constexpr void begin_item(const ItemNames&, int32_t, int32_t = 0, int32_t = 0) const noexcept {}
+  constexpr void end_item(int32_t = 0) const noexcept {}
 };
 
 // Marks the attention variant running on this thread, so each event can carry it (trace args, JSON).

@@ -126,6 +126,18 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
 // preempted in counts the wait, and the line says its split is to re-measure.
 std::string phase_line(const std::string& subject, const analysis::OpPhases& op, bool disturbed = false);
 
+// The tasks inside the ops that mark them (analysis::op_items: the flash kernel's tiles), one block per op:
+//   Tiles of flash_attention_fwd: 1536 Q blocks in 3 calls (512 a call), by the K/V blocks each visited
+//   K/V blocks  Q blocks     Median       Mean        Max  GFLOP/s per thread
+//            4       384   50.123us   55.192us  101.020us               190.2
+// then the line through the medians ("Per Q block: 2.1 us + 17.9 us per K/V block ...") and the slowest task
+// with the step it spent most in. "" when no op marked tasks. `definitions` false (--brief): without the
+// paragraph that says what a task's time is.
+std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitions = true);
+// The fit and the slowest task in one line for compare's text: "flash's tiles (flash_attention_fwd's Q blocks):
+// 2.1 us + 17.9 us per K/V block (r² 0.998); the slowest, ...". "" without a fit and a task.
+std::string item_line(const std::string& subject, const analysis::OpItems& op);
+
 // The profile as folded stacks, torch's export_stacks format and what flamegraph.pl, speedscope and inferno
 // read: one line per distinct stack, "main;ProfilerStep*;attn_fwd;softmax 12064000", frames root first, the
 // weight the stack's own time in integer nanoseconds (torch writes µs; sub-µs ops would vanish), summed over

@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "attnprof/analysis.h"
 
 namespace attnprof::analysis {
@@ -100,6 +102,118 @@ std::vector<OpPhases> op_phases(const prof::ProfileResult& r) {
     for (int k = 0; k < a.n; ++k)
       if (a.ns[size_t(k)] > 0 || a.flops[size_t(k)] > 0)
         a.out.steps.push_back({a.names[k], a.ns[size_t(k)], a.flops[size_t(k)]});
+    out.push_back(std::move(a.out));
+  }
+  return out;
+}
+
+std::string OpItems::item_label(const std::array<int32_t, 3>& k) const {
+  int last = -1;
+  for (int i = 0; i < 3; ++i)
+    if (!keys[size_t(i)].empty()) last = i;
+  if (last < 0) return noun;
+  std::string s = fmt::format("{} {}", noun, k[size_t(last)]);
+  std::string rest;
+  for (int i = 0; i < last; ++i)
+    if (!keys[size_t(i)].empty()) rest += fmt::format("{}{} {}", rest.empty() ? "" : ", ", keys[size_t(i)], k[size_t(i)]);
+  return rest.empty() ? s : fmt::format("{} ({})", s, rest);
+}
+
+std::vector<OpItems> op_items(const prof::ProfileResult& r) {
+  struct Entry {
+    const prof::WorkItem* item;
+    const prof::WorkSpan* share;
+  };
+  // Each item with its share (the same region on the same thread), in order of the region ids, so ops come in
+  // order of their first region as op_phases' do. An item whose share was not kept is left out, as the trace
+  // leaves it out.
+  std::vector<Entry> all;
+  for (const prof::ThreadTrace& t : r.threads) {
+    std::unordered_map<uint32_t, const prof::WorkSpan*> share_of;
+    for (const prof::WorkSpan& w : t.work)
+      if (w.name && w.region != 0) share_of[w.region] = &w;
+    for (const prof::WorkItem& it : t.items)
+      if (const auto sh = share_of.find(it.region); sh != share_of.end() && it.names) all.push_back({&it, sh->second});
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.item->region < b.item->region; });
+  struct Acc {
+    OpItems out;
+    const prof::ItemNames* names = nullptr;
+    std::map<int32_t, std::vector<double>> ns;  // by inner count
+    std::map<int32_t, double> flops;
+    std::map<uint32_t, bool> regions;
+  };
+  std::vector<Acc> acc;
+  std::unordered_map<std::string, size_t> row_of;
+  for (const Entry& e : all) {
+    auto [it, fresh] = row_of.try_emplace(e.share->name, acc.size());
+    if (fresh) {
+      acc.emplace_back();
+      Acc& a = acc.back();
+      a.names = e.item->names;
+      a.out.name = e.share->name;
+      a.out.noun = a.names->noun ? a.names->noun : "item";
+      a.out.inner = a.names->inner ? a.names->inner : "";
+      for (size_t k = 0; k < 3; ++k) a.out.keys[k] = a.names->keys[k] ? a.names->keys[k] : "";
+    }
+    Acc& a = acc[it->second];
+    if (a.names != e.item->names) continue;  // one op, one kind of item
+    const prof::WorkItem& w = *e.item;
+    const double ns = r.ns(std::max(w.t1, w.t0) - w.t0);
+    a.ns[w.inner].push_back(ns);
+    a.flops[w.inner] += w.flops;
+    a.regions[w.region] = true;
+    a.out.items += 1;
+    if (ns > a.out.slowest.ns || a.out.items == 1) {
+      OpItems::Slowest& s = a.out.slowest;
+      s.keys = w.keys;
+      s.inner = w.inner;
+      s.ns = ns;
+      s.step.clear();
+      s.step_ns = 0;
+      const prof::WorkSpan& sh = *e.share;
+      for (int k = 0; k < std::min<int>(sh.n_phases, prof::kMaxPhases); ++k)
+        if (sh.phase_names && sh.phase_names[k] && r.ns(w.phase_ticks[size_t(k)]) > s.step_ns) {
+          s.step = sh.phase_names[k];
+          s.step_ns = r.ns(w.phase_ticks[size_t(k)]);
+        }
+    }
+  }
+  std::vector<OpItems> out;
+  for (Acc& a : acc) {
+    a.out.regions = int64_t(a.regions.size());
+    for (auto& [inner, v] : a.ns) {
+      OpItems::Group g;
+      g.inner = inner;
+      g.count = int64_t(v.size());
+      double sum = 0;
+      for (double x : v) sum += x;
+      g.mean_ns = sum / double(v.size());
+      g.max_ns = *std::max_element(v.begin(), v.end());
+      g.flops = a.flops[inner];
+      g.median_ns = median(std::move(v));
+      if (inner == a.out.slowest.inner) a.out.slowest.group_median_ns = g.median_ns;
+      a.out.groups.push_back(g);
+    }
+    // The line through the groups' medians against their FLOPs per item, each group one point.
+    const bool all_counted = std::all_of(a.out.groups.begin(), a.out.groups.end(),
+                                         [](const OpItems::Group& g) { return g.flops > 0; });
+    if (a.out.groups.size() >= 3 && all_counted) {  // two points make any line, r² 1
+      double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+      const double n = double(a.out.groups.size());
+      for (const OpItems::Group& g : a.out.groups) {
+        const double x = g.flops / double(g.count), y = g.median_ns;
+        sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
+      }
+      const double vx = sxx - sx * sx / n, vy = syy - sy * sy / n, cxy = sxy - sx * sy / n;
+      const double ns_per_flop = vx > 0 ? cxy / vx : 0.0;
+      if (ns_per_flop > 0) {  // a line that falls with the work is no cost model
+        a.out.fitted = true;
+        a.out.marginal_gflops = 1.0 / ns_per_flop;
+        a.out.fixed_ns = (sy - ns_per_flop * sx) / n;
+        a.out.r2 = vy > 0 ? std::min(1.0, cxy * cxy / (vx * vy)) : 1.0;
+      }
+    }
     out.push_back(std::move(a.out));
   }
   return out;

@@ -71,6 +71,7 @@ ThreadBuffer* thread_buffer() {
   b->zones.reserve(4096);
   b->mem.reserve(1024);
   b->work.reserve(4096);
+  b->items.reserve(4096);
   b->stack.reserve(64);
   // Not mapped in here: a worker's buffer is made on its first share, inside a measured op, where mapping ~1 MB
   // would cost more than the few pages its shares fault on; the next Profiler::start() maps it in.
@@ -182,6 +183,15 @@ void record_work(ThreadBuffer* b, const WorkSpan& w) noexcept {
   }
 }
 
+void record_item(ThreadBuffer* b, const WorkItem& w) noexcept {
+  if (!g_recording.load(std::memory_order_relaxed)) return;  // as record_work
+  try {
+    b->items.push_back(w);
+  } catch (...) {
+    ++b->dropped;
+  }
+}
+
 int64_t grow_ahead(ThreadBuffer* b, int64_t steps) noexcept {
   steps = std::max<int64_t>(steps, 1);
   auto room = [steps](auto& v, size_t& last) {
@@ -199,8 +209,8 @@ int64_t grow_ahead(ThreadBuffer* b, int64_t steps) noexcept {
     return int64_t(v.capacity() - v.size()) / per_step;
   };
   const int64_t zones = room(b->zones, b->room_zones), mem = room(b->mem, b->room_mem),
-                work = room(b->work, b->room_work);
-  return std::min({zones, mem, work});
+                work = room(b->work, b->room_work), items = room(b->items, b->room_items);
+  return std::min({zones, mem, work, items});
 }
 
 ZoneEvent* zone_at(ThreadBuffer* b, ZoneRef z) noexcept {

@@ -38,14 +38,15 @@ struct ThreadBuffer {
   EventVector<ZoneEvent> zones;
   EventVector<MemEvent> mem;
   EventVector<WorkSpan> work;     // shares of parallel regions
+  EventVector<WorkItem> items;    // the tasks shares marked
   std::vector<int32_t> stack;     // indices of open zones
   uint32_t zones_opened = 0;      // every zone this thread opened while recording: the next one's serial - 1
   const char* variant = nullptr;  // set by VariantScope
   ZoneEvent scratch;              // target for writes to a zone dropped at a step boundary
   // Where the buffer stood when a schedule's warm-up began (events after it are discarded).
-  size_t mark_zones = 0, mark_mem = 0, mark_work = 0;
+  size_t mark_zones = 0, mark_mem = 0, mark_work = 0, mark_items = 0;
   // Its sizes when the session last made room between steps (grow_ahead): what the step since then recorded.
-  size_t room_zones = 0, room_mem = 0, room_work = 0;
+  size_t room_zones = 0, room_mem = 0, room_work = 0, room_items = 0;
   // Events that could not be stored (the kernel refused the pages a buffer grows into: ulimit -v, or no memory
   // left). Recording goes on without them, and Profiler::stop refuses the session, whose figures would miss them.
   int64_t dropped = 0;

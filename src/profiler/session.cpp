@@ -19,8 +19,9 @@ void clear_events(detail::ThreadBuffer* b) {
   b->zones.clear();
   b->mem.clear();
   b->work.clear();
+  b->items.clear();
   b->stack.clear();
-  b->room_zones = b->room_mem = b->room_work = 0;
+  b->room_zones = b->room_mem = b->room_work = b->room_items = 0;
 }
 
 void truncate_all_to_marks() {
@@ -28,11 +29,13 @@ void truncate_all_to_marks() {
     if (b->zones.size() > b->mark_zones) b->zones.resize(b->mark_zones);
     if (b->mem.size() > b->mark_mem) b->mem.resize(b->mark_mem);
     if (b->work.size() > b->mark_work) b->work.resize(b->mark_work);
+    if (b->items.size() > b->mark_items) b->items.resize(b->mark_items);
     // What make_room last saw is measured from here: a marker past the truncated size would count the next
     // steps' events short (none at all until they pass it) and take a busy worker for an idle one.
     b->room_zones = std::min(b->room_zones, b->zones.size());
     b->room_mem = std::min(b->room_mem, b->mem.size());
     b->room_work = std::min(b->room_work, b->work.size());
+    b->room_items = std::min(b->room_items, b->items.size());
     // Zones opened before the mark and still open (an annotation around the whole loop) stay open.
     while (!b->stack.empty() && size_t(b->stack.back()) >= b->mark_zones) b->stack.pop_back();
   }
@@ -43,6 +46,7 @@ void set_marks() {
     b->mark_zones = b->zones.size();
     b->mark_mem = b->mem.size();
     b->mark_work = b->work.size();
+    b->mark_items = b->items.size();
   }
 }
 
@@ -151,7 +155,7 @@ void Profiler::prepare() {
   prepared_ = true;
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
     clear_events(b);
-    b->mark_zones = b->mark_mem = b->mark_work = 0;
+    b->mark_zones = b->mark_mem = b->mark_work = b->mark_items = 0;
     b->dropped = 0;
   }
   detail::g_bufferless_dropped.store(0);
@@ -174,6 +178,7 @@ void Profiler::prepare() {
     detail::populate_capacity(b->zones);
     detail::populate_capacity(b->mem);
     detail::populate_capacity(b->work);
+    detail::populate_capacity(b->items);
   }
   // The step annotations' names, interned now rather than between two recorded forwards, where each new
   // name's few heap bytes could be carved from a buffer the last forward freed, and the next forward's
@@ -293,13 +298,14 @@ void Profiler::stop() {
                   dropped);
   }
   for (detail::ThreadBuffer* b : detail::all_buffers()) {
-    if (b->zones.empty() && b->mem.empty() && b->work.empty()) continue;
+    if (b->zones.empty() && b->mem.empty() && b->work.empty() && b->items.empty()) continue;
     ThreadTrace t;
     t.tid = b->tid;
     t.name = b->name;
     t.zones.assign(b->zones.begin(), b->zones.end());
     t.mem.assign(b->mem.begin(), b->mem.end());
     t.work.assign(b->work.begin(), b->work.end());
+    t.items.assign(b->items.begin(), b->items.end());
     // A zone still open at stop() (misuse) is closed at the stop time, so totals stay finite.
     const uint64_t now = now_ticks();
     for (ZoneEvent& e : t.zones) {

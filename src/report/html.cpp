@@ -694,6 +694,64 @@ std::string mean_median_note(const VariantData& v, double bar_ms) {
                                      : "a forward far faster than the others");
 }
 
+// A summary's op_items entry as analysis::op_items gave it, so the report words it as profile and compare do;
+// none where a field is missing or out of range (a damaged entry draws nothing rather than a wrong point).
+std::optional<analysis::OpItems> op_items_from_summary(const json& op) {
+  analysis::OpItems o;
+  o.name = str(op, "name");
+  o.noun = str(op, "noun");
+  o.inner = str(op, "inner");
+  o.items = int64_t(num(op, "items", -1));
+  o.regions = int64_t(num(op, "regions", -1));
+  const json* keys = member(op, {"keys"});
+  const json* groups = member(op, {"groups"});
+  const json* slow = member(op, {"slowest"});
+  if (o.name.empty() || o.noun.empty() || o.items < 1 || o.regions < 1 || !keys || !keys->is_array() ||
+      keys->size() != 3 || !groups || !groups->is_array() || groups->empty() || !slow || !slow->is_object())
+    return std::nullopt;
+  for (size_t k = 0; k < 3; ++k)
+    if ((*keys)[k].is_string()) o.keys[k] = (*keys)[k].get<std::string>();
+  auto whole = [](double x) { return std::isfinite(x) && x >= 0 && x < 2147483648.0 && x == std::floor(x); };
+  for (const json& g : *groups) {
+    analysis::OpItems::Group e;
+    const double inner = num(g, "inner", -1), count = num(g, "count", -1);
+    e.median_ns = num(g, "median_ns", NAN);
+    e.mean_ns = num(g, "mean_ns", NAN);
+    e.max_ns = num(g, "max_ns", NAN);
+    e.flops = num(g, "flops", NAN);
+    if (!whole(inner) || !whole(count) || count < 1 || !(e.median_ns >= 0) || !(e.mean_ns >= 0) ||
+        !(e.max_ns >= 0) || !(e.flops >= 0) || !std::isfinite(e.max_ns) || !std::isfinite(e.flops))
+      return std::nullopt;
+    e.inner = int32_t(inner);
+    e.count = int64_t(count);
+    o.groups.push_back(e);
+  }
+  if (const json* fit = member(op, {"fit"}); fit && fit->is_object()) {
+    o.fixed_ns = num(*fit, "fixed_ns", NAN);
+    o.marginal_gflops = num(*fit, "marginal_gflops", NAN);
+    o.r2 = num(*fit, "r2", NAN);
+    o.fitted = std::isfinite(o.fixed_ns) && o.marginal_gflops > 0 && std::isfinite(o.marginal_gflops) &&
+               o.r2 >= 0 && o.r2 <= 1;
+  }
+  const json* sk = member(*slow, {"keys"});
+  if (!sk || !sk->is_array() || sk->size() != 3) return std::nullopt;
+  for (size_t k = 0; k < 3; ++k) {
+    const double x = (*sk)[k].is_number() ? (*sk)[k].get<double>() : NAN;
+    if (!whole(x)) return std::nullopt;
+    o.slowest.keys[k] = int32_t(x);
+  }
+  const double inner = num(*slow, "inner", -1);
+  o.slowest.ns = num(*slow, "ns", NAN);
+  o.slowest.group_median_ns = num(*slow, "group_median_ns", 0);
+  o.slowest.step = str(*slow, "step");
+  o.slowest.step_ns = num(*slow, "step_ns", 0);
+  if (!whole(inner) || !(o.slowest.ns >= 0) || !std::isfinite(o.slowest.ns) || !(o.slowest.group_median_ns >= 0) ||
+      !(o.slowest.step_ns >= 0) || o.slowest.step_ns > o.slowest.ns)
+    return std::nullopt;
+  o.slowest.inner = int32_t(inner);
+  return o;
+}
+
 void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector<std::string>& notes) {
   pg.h2("ops", "Where the time and the bytes go");
   json time_rows = json::array(), byte_rows = json::array();
@@ -854,6 +912,64 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
              "thread's. Where the unfused variants spend a pass over memory per op, here "
              "everything but the two products is what fusion did not remove. The tooltip gives the products' "
              "GFLOP/s per thread.");
+  }
+  // And tile by tile: the flash kernel's tasks (summaries' op_items), each group's median time against the K/V
+  // blocks its tiles visited, with the line through the medians and the slowest tile in the notes.
+  json tile_rows = json::array();
+  std::set<std::string> tiled;
+  std::vector<std::string> tile_notes;
+  std::string inner_title = "K/V blocks";
+  for (const VariantData& v : vs) {
+    const json* items = v.summary ? member(*v.summary, {"op_items"}) : nullptr;
+    if (!items || !items->is_array()) continue;
+    for (const json& op : *items) {
+      const std::optional<analysis::OpItems> o = op_items_from_summary(op);
+      if (!o) continue;
+      for (const analysis::OpItems::Group& g : o->groups) {
+        const double ns = g.mean_ns * double(g.count);
+        tile_rows.push_back({{"variant", v.name},
+                             {"op", o->name},
+                             {"inner", g.inner},
+                             {"count", g.count},
+                             {"median_us", g.median_ns * 1e-3},
+                             {"mean_us", g.mean_ns * 1e-3},
+                             {"max_us", g.max_ns * 1e-3},
+                             {"gflops_per_thread", g.flops > 0 && ns > 0 ? fmt::format("{:.1f}", g.flops / ns)
+                                                                         : std::string("--")}});
+      }
+      if (!o->inner.empty()) inner_title = o->inner;
+      tiled.insert(v.name);
+      if (const std::string line = item_line(v.name, *o); !line.empty()) tile_notes.push_back(line);
+    }
+  }
+  if (!tile_rows.empty()) {
+    const json enc = {{"x", {{"field", "inner"},
+                             {"type", "quantitative"},
+                             {"scale", {{"zero", true}}},
+                             {"axis", {{"format", "d"}, {"tickMinStep", 1}}},
+                             {"title", inner_title + " each tile visited"}}},
+                      {"y", {{"field", "median_us"}, {"type", "quantitative"}, {"title", "median time per tile (µs)"}}},
+                      {"color", pg.variant_color(tiled)},
+                      {"detail", {{"field", "op"}}},
+                      {"tooltip",
+                       {{{"field", "variant"}}, {{"field", "op"}}, {{"field", "inner"}, {"title", inner_title}},
+                        {{"field", "count"}, {"title", "tiles"}}, {{"field", "median_us"}, {"format", ".1f"}},
+                        {{"field", "mean_us"}, {"format", ".1f"}}, {{"field", "max_us"}, {"format", ".1f"}},
+                        {{"field", "gflops_per_thread"}, {"title", "GFLOP/s per thread"}}}}};
+    json spec = {{"data", {{"values", tile_rows}}},
+                 {"width", kWidth},
+                 {"layer",
+                  {{{"mark", {{"type", "line"}}}, {"encoding", enc}},
+                   {{"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}}, {"encoding", enc}}}}};
+    pg.chart("tiles-inside",
+             spec,
+             "Inside the fused kernel, tile by tile: each (batch, head, Q block) task a thread took, the median time "
+             "of the tiles that visited as many K/V blocks (a tile's time runs from its thread's step before it to "
+             "its last step). Under a causal mask a tile visits only the K/V blocks left of the diagonal and the "
+             "diagonal's own, so its time climbs with its Q block: the triangle of work the kernel does, beside "
+             "the one it skips. The trace holds every tile as a work_item slice; the tooltip gives the mean, the "
+             "slowest and the rate.");
+    for (const std::string& n : tile_notes) pg.note(n);
   }
   pg.end_section();
 }

@@ -247,7 +247,9 @@ ForwardSpans forward_timeline(const json& t, const std::string& annotation, size
       if (const json* a = member(e, {"args"})) track_names[key] = str(*a, "name");
       continue;
     }
-    if (ph != "X") continue;
+    // A share's tasks (the flash kernel's tiles, hundreds a forward) would take the whole span budget: the
+    // report draws them as the tiles chart, from the summaries, and Perfetto has them one by one.
+    if (ph != "X" || str(e, "cat") == "work_item") continue;
     const double ts = num(e, "ts", NAN), dur = num(e, "dur", NAN);
     if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) continue;
     std::string name = str(e, "name", "?");

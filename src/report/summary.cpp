@@ -151,6 +151,39 @@ nlohmann::json summary_json(const prof::ProfileResult& r, const analysis::KeyAve
                       {"steps", std::move(steps)}});
   }
   j["op_phases"] = std::move(phases);
+  json items = json::array();  // the tasks inside ops that mark them (analysis::op_items: the flash kernel's tiles)
+  for (const analysis::OpItems& op : analysis::op_items(r)) {
+    json groups = json::array();
+    for (const analysis::OpItems::Group& g : op.groups)
+      groups.push_back({{"inner", g.inner},
+                        {"count", g.count},
+                        {"median_ns", g.median_ns},
+                        {"mean_ns", g.mean_ns},
+                        {"max_ns", g.max_ns},
+                        {"flops", g.flops}});
+    json keys = json::array();
+    for (const std::string& k : op.keys) keys.push_back(k.empty() ? json() : json(k));
+    const auto& sl = op.slowest;
+    items.push_back({{"name", op.name},
+                     {"noun", op.noun},
+                     {"inner", op.inner},
+                     {"keys", std::move(keys)},
+                     {"items", op.items},
+                     {"regions", op.regions},
+                     {"groups", std::move(groups)},
+                     {"fit", op.fitted ? json{{"fixed_ns", op.fixed_ns},
+                                              {"marginal_gflops", op.marginal_gflops},
+                                              {"r2", op.r2}}
+                                       : json()},
+                     {"slowest", {{"label", op.item_label(sl.keys)},
+                                  {"keys", sl.keys},
+                                  {"inner", sl.inner},
+                                  {"ns", sl.ns},
+                                  {"group_median_ns", sl.group_median_ns},
+                                  {"step", sl.step.empty() ? json() : json(sl.step)},
+                                  {"step_ns", sl.step_ns}}}});
+  }
+  j["op_items"] = std::move(items);
   if (ka.has_device) {
     json dtl = json::array();  // device memory: every tracked cudaMalloc-backed allocation and free
     for (const prof::DeviceMemEvent& m : r.device_mem) dtl.push_back({{"t_us", r.us_since_origin(m.t)}, {"bytes", m.total}});

@@ -55,6 +55,7 @@ std::string format_bytes_decimal(double b) {
 namespace {
 
 using detail::display_width;
+using detail::pad_left;
 using detail::pad_right;
 
 constexpr int kNumWidth = 12;
@@ -566,6 +567,72 @@ std::string phase_line(const std::string& subject, const analysis::OpPhases& op,
                           "thread, so a thread made to wait charged the wait to the step it was in; re-measure this "
                           "split on a quiet machine."
                         : ".");
+}
+
+namespace {
+// "16.1us + its FLOPs at 263.4 GFLOP/s"; a line that meets zero FLOPs below zero time shows no fixed cost.
+std::string item_fit_text(const analysis::OpItems& op) {
+  if (op.fixed_ns < 0)
+    return fmt::format("its FLOPs at {:.1f} GFLOP/s and no fixed cost that shows (the line meets zero FLOPs at -{})",
+                       op.marginal_gflops, format_time_ns(-op.fixed_ns));
+  return fmt::format("{} + its FLOPs at {:.1f} GFLOP/s", format_time_ns(op.fixed_ns), op.marginal_gflops);
+}
+std::string item_slowest_text(const analysis::OpItems& op) {
+  const auto& s = op.slowest;
+  std::string t = fmt::format("{} at {}", op.item_label(s.keys), format_time_ns(s.ns));
+  if (s.group_median_ns > 0)
+    t += fmt::format(", {:.1f}x the median of the {} with {} {}", s.ns / s.group_median_ns,
+                     op.noun + "s", s.inner, op.inner);
+  if (!s.step.empty() && s.ns > 0)
+    t += fmt::format(", {:.0f} % of it in {}", 100.0 * s.step_ns / s.ns, s.step);
+  return t;
+}
+}  // namespace
+
+std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitions) {
+  std::string out;
+  for (const analysis::OpItems& op : ops) {
+    if (op.groups.empty()) continue;
+    const std::string nouns = op.noun + "s";
+    const std::string inner = op.inner.empty() ? std::string("Inner") : op.inner;
+    out += fmt::format("Tasks of {}: {} {} in {} call{} ({} a call), by the {} each visited\n", op.name, op.items,
+                       nouns, op.regions, op.regions == 1 ? "" : "s",
+                       fmt::format("{:.0f}", op.regions > 0 ? double(op.items) / double(op.regions) : 0.0), inner);
+    const size_t w0 = std::max<size_t>(display_width(inner), 5), w1 = std::max<size_t>(display_width(nouns), 5);
+    out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(inner, w0), pad_left(nouns, w1), "Median",
+                       "Mean", "Max", "GFLOP/s per thread");
+    for (const analysis::OpItems::Group& g : op.groups) {
+      const double ns = g.mean_ns * double(g.count);
+      out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(std::to_string(g.inner), w0),
+                         pad_left(std::to_string(g.count), w1), format_time_ns(g.median_ns), format_time_ns(g.mean_ns),
+                         format_time_ns(g.max_ns), g.flops > 0 && ns > 0 ? fmt::format("{:.1f}", g.flops / ns) : "--");
+    }
+    if (op.fitted)
+      out += fmt::format("Per {}: {} (the line through the {} medians against their FLOPs, r² {:.3f}){}.\n", op.noun,
+                         item_fit_text(op), op.groups.size(), op.r2,
+                         definitions && op.fixed_ns >= 0
+                             ? fmt::format(": {} whatever its size (taking the task, loading its rows, storing its "
+                                           "output), and the rate its steps add work at",
+                                           format_time_ns(op.fixed_ns))
+                             : "");
+    out += fmt::format("Slowest {}: {}.\n", op.noun, item_slowest_text(op));
+    if (definitions)
+      out += fmt::format("Each {0} is one task a thread took (the trace's work_item slices under its share, named after "
+                         "it). Its time runs from its thread's step before it to its last step, so one thread's tasks "
+                         "follow one another; time the thread waited for a CPU, and page faults on fresh output "
+                         "pages, count in the step they fell in. GFLOP/s per thread: the FLOPs its steps counted over "
+                         "that time. Under a causal mask a {0} visits only the {1} left of the diagonal and the "
+                         "diagonal's own, so its time grows with its position: the triangle the kernel skips.\n",
+                         op.noun, op.inner.empty() ? std::string("inner blocks") : op.inner);
+  }
+  return out;
+}
+
+std::string item_line(const std::string& subject, const analysis::OpItems& op) {
+  if (op.items == 0 || op.groups.empty()) return "";
+  std::string s = fmt::format("{}'s tasks ({}'s {} {}s):", subject, op.name, op.items, op.noun);
+  if (op.fitted) s += fmt::format(" {} (r² {:.3f});", item_fit_text(op), op.r2);
+  return s + fmt::format(" the slowest, {}.", item_slowest_text(op));
 }
 
 std::vector<std::string> thread_balance_notes(const std::string& subject,

@@ -20,6 +20,12 @@ inline std::string pad_right(std::string_view s, size_t w) {
   return std::string(s) + std::string(n < w ? w - n : 0, ' ');
 }
 
+// Spaces to `w` columns followed by `s`.
+inline std::string pad_left(std::string_view s, size_t w) {
+  const size_t n = display_width(s);
+  return std::string(n < w ? w - n : 0, ' ') + std::string(s);
+}
+
 // `s` when it fits in `w` columns, else its first w − 1 code points and "…"; never cut inside a UTF-8 sequence.
 inline std::string fit_width(std::string_view s, size_t w) {
   if (display_width(s) <= w) return std::string(s);

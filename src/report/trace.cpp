@@ -2,7 +2,8 @@
 //
 //   {"traceEvents": [ M process_name / thread_name / thread_sort_index,
 //                     X zones (cat cpu_op | user_annotation), C "Memory" counters, i "[memory]" instants,
-//                     X thread_work: each thread's share of an op's OpenMP region, on that thread's track ],
+//                     X thread_work: each thread's share of an op's OpenMP region, on that thread's track,
+//                     X work_item: the tasks a share marked (the flash kernel's tiles), nested in it ],
 //    "otherData": { metadata, clock, zone overhead, counters note },
 //    "schemaVersion": 1, "deviceProperties": [ {"id", "name", Kineto's "totalGlobalMem", "computeMajor", ...,
 //    "numSms" where known} per GPU with tracks; none on the CPU ]}
@@ -99,7 +100,7 @@ void put_number(Buf& b, double v) {
   else fmt::format_to(std::back_inserter(b), "{}", v);
 }
 
-enum class Kind : uint8_t { Zone, Memory, Work, Launch, Device, DeviceMemory };
+enum class Kind : uint8_t { Zone, Memory, Work, WorkItem, Launch, Device, DeviceMemory };
 
 struct Item {
   int64_t ts;
@@ -204,6 +205,23 @@ void put_device_item(Buf& b, const prof::ProfileResult& r, const Item& it, long 
   }
 }
 
+// A share's or item's `"steps_us":{...}` arg: the time in each of the share's steps, in µs; a step it spent no time
+// in (the mask step without an explicit mask) is left out, as op_phases leaves it out.
+void put_steps_us(Buf& b, const prof::ProfileResult& r, const prof::WorkSpan& share,
+                  const std::array<uint64_t, prof::kMaxPhases>& ticks) {
+  put(b, ",\"steps_us\":{");
+  bool first_step = true;
+  for (int k = 0; k < std::min<int>(share.n_phases, prof::kMaxPhases); ++k) {
+    if (ticks[size_t(k)] == 0 || !share.phase_names[k]) continue;
+    if (!first_step) put(b, ",");
+    first_step = false;
+    put_escaped(b, share.phase_names[k]);
+    put(b, ":");
+    put_us(b, std::llround(r.ns(ticks[size_t(k)])));
+  }
+  put(b, "}");
+}
+
 using Sink = std::function<void(std::string_view)>;
 
 // Every event of the trace, placed on the timeline in the order it is written: zones clamped into their parents
@@ -221,6 +239,7 @@ struct Layout {
   // order; first_id[t + 1] is where the next thread's start, so an index past thread t's zones names none). The
   // GPU work a zone launched carries the same number.
   std::vector<int64_t> first_id;
+  std::vector<std::vector<uint32_t>> item_share;  // per thread, per work item: its share's index in that thread's work
   int64_t external_id(int32_t thread, int32_t zone) const {
     return thread >= 0 && size_t(thread) + 1 < first_id.size() && zone >= 0 &&
                    first_id[size_t(thread)] + zone < first_id[size_t(thread) + 1]
@@ -233,10 +252,11 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
   Layout l;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(r.threads.size());  // per zone: clamped interval
   l.incl.resize(r.threads.size());
+  l.item_share.resize(r.threads.size());
   l.first_id.assign(1, 1);
   for (const prof::ThreadTrace& t : r.threads) l.first_id.push_back(l.first_id.back() + int64_t(t.zones.size()));
   size_t n_items = 0;
-  for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size();
+  for (const auto& t : r.threads) n_items += t.zones.size() + t.mem.size() + t.work.size() + t.items.size();
   n_items += 2 * r.device.size() + r.device_mem.size();
   l.items.reserve(n_items);
   for (size_t ti = 0; ti < r.threads.size(); ++ti) {
@@ -254,9 +274,16 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
       sp[i] = {s, f};
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
-    l.incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
+    l.incl[ti] = analysis::inclusive_costs(t);
+    l.item_share[ti].assign(t.items.size(), 0);  // the figure key_averages sums into OpStats::cost
     // A thread's share of a region nests in the zone open on that thread when it began (the op's own zone
     // on the calling thread); a worker's shares are roots of its track.
+    struct Placed {
+      int64_t s, f;
+      uint16_t depth;  // its items'
+      uint32_t index;  // in t.work
+    };
+    std::map<uint32_t, Placed> share_of;  // region -> this thread's share of it, as placed
     for (size_t i = 0; i < t.work.size(); ++i) {
       const prof::WorkSpan& w = t.work[i];
       int64_t s = to_ns(r, w.t0), f = to_ns(r, std::max(w.t1, w.t0));
@@ -268,7 +295,19 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
         depth = uint16_t(t.zones[size_t(w.zone)].depth + 1);
       }
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
+      share_of[w.region] = {s, f, uint16_t(depth + 1), uint32_t(i)};
     }
+    // A share's items nest in it (its region on the same thread); one whose share was not kept is left out.
+    for (size_t i = 0; i < t.items.size(); ++i) {
+      const prof::WorkItem& w = t.items[i];
+      const auto sh = share_of.find(w.region);
+      if (sh == share_of.end()) continue;
+      const auto [ps, pf, depth, share] = sh->second;
+      const int64_t s = std::clamp(to_ns(r, w.t0), ps, pf), f = std::clamp(to_ns(r, std::max(w.t1, w.t0)), s, pf);
+      l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::WorkItem});
+      l.item_share[ti][i] = share;
+    }
+    share_of.clear();
     if (opt.memory_counters || opt.memory_instants)
       for (size_t i = 0; i < t.mem.size(); ++i)
         l.items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
@@ -528,21 +567,42 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
         put(b, ",\"items\":");
         put_int(b, w.items);
       }
-      // The op's steps, when it timed them (the flash kernel): this share's time in each, in µs; a step it
-      // spent no time in (the mask step without an explicit mask) is left out, as op_phases leaves it out.
-      if (w.n_phases > 0 && w.phase_names) {
-        put(b, ",\"steps_us\":{");
-        bool first_step = true;
-        for (int k = 0; k < std::min<int>(w.n_phases, prof::kMaxPhases); ++k) {
-          if (w.phase_ticks[size_t(k)] == 0 || !w.phase_names[k]) continue;
-          if (!first_step) put(b, ",");
-          first_step = false;
-          put_escaped(b, w.phase_names[k]);
-          put(b, ":");
-          put_us(b, std::llround(r.ns(w.phase_ticks[size_t(k)])));
-        }
-        put(b, "}");
+      // The op's steps, when it timed them (the flash kernel): this share's time in each, in µs.
+      if (w.n_phases > 0 && w.phase_names) put_steps_us(b, r, w, w.phase_ticks);
+      put(b, "}}");
+    } else if (it.kind == Kind::WorkItem) {
+      // One task of a share (the flash kernel's tile), named by its last key ("Q block 15"): its keys, inner
+      // count, steps and FLOPs.
+      const prof::WorkItem& w = t.items[it.index];
+      const prof::WorkSpan& share = t.work[lay.item_share[it.thread][it.index]];
+      const prof::ItemNames* n = w.names;
+      int last = -1;
+      for (int k = 0; k < 3; ++k)
+        if (n && n->keys[size_t(k)]) last = k;
+      const std::string name = !n || !n->noun ? std::string("item")
+                               : last < 0     ? std::string(n->noun)
+                                              : fmt::format("{} {}", n->noun, w.keys[size_t(last)]);
+      put_slice("work_item", name.c_str());
+      put(b, "\"op\":");
+      put_escaped(b, share.name ? share.name : "?");
+      for (int k = 0; k <= last; ++k) {
+        if (!n->keys[size_t(k)]) continue;
+        put(b, ",");
+        put_escaped(b, n->keys[size_t(k)]);
+        put(b, ":");
+        put_int(b, w.keys[size_t(k)]);
       }
+      if (n && n->inner) {
+        put(b, ",");
+        put_escaped(b, n->inner);
+        put(b, ":");
+        put_int(b, w.inner);
+      }
+      if (w.flops > 0) {
+        put(b, ",\"FLOPs\":");
+        put_number(b, w.flops);
+      }
+      if (share.n_phases > 0 && share.phase_names) put_steps_us(b, r, share, w.phase_ticks);
       put(b, "}}");
     } else {
       const prof::MemEvent& m = t.mem[it.index];
@@ -579,7 +639,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
 std::string chrome_trace_text(const prof::ProfileResult& r, const TraceOptions& opt) {
   std::string out;
   size_t n = 0;
-  for (const auto& t : r.threads) n += t.zones.size() + 2 * t.mem.size() + t.work.size();
+  for (const auto& t : r.threads) n += t.zones.size() + 2 * t.mem.size() + t.work.size() + t.items.size();
   out.reserve(4096 + n * 180);
   stream_trace(r, opt, [&](std::string_view chunk) { out.append(chunk); });
   return out;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "attnprof/attention.h"
+#include "attnprof/profiler.h"
 
 namespace attnprof::flash {
 
@@ -63,6 +64,9 @@ class ThreadScratch {
 enum Phase : int { kPhaseLoad, kPhaseScores, kPhaseMask, kPhaseSoftmax, kPhasePv, kPhaseStore };
 inline constexpr std::array<const char*, 6> kPhaseNames{"load Q, K, V", "Q·Kᵀ", "mask", "online softmax", "P·V",
                                                         "store O"};
+// Each (batch, head, Q block) task is one work item (WorkShare::begin_item): a slice per tile in the trace, its
+// inner count the K/V blocks it visited (causal: those left of the diagonal and the diagonal's own).
+inline constexpr prof::ItemNames kTileNames{"Q block", {"batch", "head", "Q block"}, "K/V blocks"};
 
 // One body per target (flash_scalar.cpp, flash_avx2.cpp, flash_avx512.cpp), each runs the whole forward.
 void forward_scalar(const Params& p);

@@ -65,6 +65,7 @@ inline void forward(const Params& p) {
       const int64_t bh = t % (p.B * p.Hq);
       const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / group;
       const int64_t i0 = qb * br, rows = std::min(br, p.Nq - i0);
+      share.begin_item(kTileNames, int32_t(b), int32_t(h), int32_t(qb));
       const float qscale = p.scale * kLog2e;  // work in base 2: exp2 is cheaper than exp
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t off = b * p.qs[0] + h * p.qs[1] + (i0 + r) * p.qs[2];
@@ -151,6 +152,7 @@ inline void forward(const Params& p) {
         p.lse[(b * p.Hq + h) * p.Nq + i0 + r] = lr > 0.0f ? (m[size_t(r)] + std::log2(lr)) / kLog2e : ninf;
       }
       share.lap(kPhaseStore);
+      share.end_item(int32_t((kv_end + bc - 1) / bc));
     }
   }
 }

@@ -558,7 +558,8 @@ inline void store_output(const Plan& pl, const Scratch& s, const QBlock& q) {
 // slice `base`. It is a function of its own rather than the parallel region's body so that the SIMD target
 // applies to it under clang too: clang outlines a parallel region into a new function, which does not
 // inherit the target of the function around it.
-// Under the profiler each share's time is split into the steps above (kPhaseNames), a clock read per step.
+// Under the profiler each share's time is split into the steps above (kPhaseNames), a clock read per step, and
+// each task is an item of its own (kTileNames: the trace's tile slices).
 inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const auto& region) {
   ATTNPROF_WORK_SHARE(share, region);  // until this thread's last task (the loop's barrier is waived)
   share.phases(kPhaseNames);
@@ -570,6 +571,7 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
   for (int64_t t = 0; t < tasks; ++t) {
     share.add_items(1);
     const QBlock q = task_block(pl, t);
+    share.begin_item(kTileNames, int32_t(q.b), int32_t(q.h), int32_t(q.i0 / pl.br));
     load_q(pl, s, q);
     share.lap(kPhaseLoad);
     const int64_t kv_end = pl.causal ? std::min(p.Nk, q.i0 + q.rows) : p.Nk;  // causal: blocks left of the diagonal
@@ -589,6 +591,7 @@ inline void forward_tasks(const Params& p, bool bf16_dot, float* base, const aut
     }
     store_output(pl, s, q);
     share.lap(kPhaseStore);
+    share.end_item(int32_t((kv_end + pl.bc - 1) / pl.bc));
   }
 }
 
