@@ -451,6 +451,12 @@ TEST(Profiler, BoundTimeSplitsMeasuredTimeByEachOpsVerdict) {
   EXPECT_EQ(report::memory_time_line(rows, /*gpu=*/true).find("--counters"), std::string::npos);
   EXPECT_NE(report::memory_time_line(rows, /*gpu=*/true).find("those kernels ran further below the bandwidth"),
             std::string::npos);
+  // Three rows over their floors are a list, not "a and b and c".
+  rows[1].memory_time_share = 0.4, rows[1].floor_memory_share = 0.2;
+  rows[2].memory_time_share = 0.3, rows[2].floor_memory_share = 0.1;
+  EXPECT_NE(report::memory_time_line(rows).find(" naive, skipped and flash spent more of their time there"),
+            std::string::npos)
+      << report::memory_time_line(rows);
 }
 
 // The roofline judges each op against the units it runs on: a bf16 matmul and the flash kernel's GEMMs on

@@ -416,7 +416,7 @@ std::string memory_time_line(const std::vector<RowTime>& rows, bool gpu) {
   if (!above.empty())
     s += fmt::format(" {} spent more of {} time there than {} floor: those {} ran further below the bandwidth than "
                      "the others below their peak{}.",
-                     fmt::join(above, " and "), above.size() == 1 ? "its" : "their",
+                     spoken_list(above), above.size() == 1 ? "its" : "their",
                      above.size() == 1 ? "its" : "their", gpu ? "kernels" : "ops",
                      gpu ? "" : " (fresh pages each forward: `attnprof profile --counters`)");
   return s;
