@@ -597,15 +597,15 @@ TEST_F(Cli, ProfileShowsEachThreadsShareOfTheParallelOps) {
       EXPECT_EQ(e["args"]["K/V blocks"].get<int64_t>(),
                 (std::min<int64_t>(256, (qb + 1) * flash_block_rows()) + flash_block().cols - 1) / flash_block().cols);
       bool inside = false;
+      const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
       for (const json& sh : t["traceEvents"])
         inside = inside || (sh.value("cat", "") == "thread_work" && sh["tid"] == e["tid"] &&
-                            sh["ts"].get<double>() <= e["ts"].get<double>() &&
-                            e["ts"].get<double>() + e["dur"].get<double>() <= sh["ts"].get<double>() + sh["dur"].get<double>());
+                            sh["ts"].get<double>() <= ts && end <= sh["ts"].get<double>() + sh["dur"].get<double>());
       EXPECT_TRUE(inside) << e;
     }
   EXPECT_EQ(tiles, 3 * tasks);
-  EXPECT_NE(r.out.find(fmt::format("Tasks of flash_attention_fwd: {} Q blocks in 3 calls ({} a call), by the K/V blocks "
-                                   "each visited",
+  EXPECT_NE(r.out.find(fmt::format("Tasks of flash_attention_fwd: {} Q blocks in 3 calls ({} a call), by the K/V "
+                                   "blocks each visited",
                                    3 * tasks, tasks)),
             std::string::npos)
       << r.out;

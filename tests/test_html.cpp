@@ -300,10 +300,9 @@ TEST(HtmlReport, LogAxesLabelledOneTwoFiveAndFitTheirData) {
   EXPECT_EQ(axes, 5);  // sweep-time y, sweep-memory y, roofline x and y, compare-memory x
 }
 
-// The profiler tables keep torch's layout in a box that scrolls sideways; attnprof's footnotes under the totals
-// line wrap in a block of their own (the widest of them had set the box's width: 2,128 px against a 1,100 px page).
-// A damaged op_items entry (a field missing, of the wrong type or out of range) draws no tile point and no
-// line about it, rather than a wrong one; the other variants' tiles still draw.
+// A damaged op_items entry (a field missing, of the wrong type, out of range or at odds with the others) draws no
+// tile point and no line about it, rather than a wrong one, while the rest of its summary still draws (the steps
+// chart of the same file); a fit out of range is left out alone.
 TEST(HtmlReport, DamagedTileGroupsDrawNothing) {
   const json good = json::parse(attnprof::io::read_file(kFixtures / "flash.summary.json"));
   auto damaged = [&](const std::function<void(json&)>& edit) {
@@ -311,13 +310,29 @@ TEST(HtmlReport, DamagedTileGroupsDrawNothing) {
     edit(s["op_items"][0]);
     return s;
   };
+  auto kinds_of = [](const std::string& page) {
+    std::set<std::string> kinds;
+    const json data = data_block(page);  // kept: a range-for over a temporary's member would dangle
+    for (const json& c : data["charts"]) kinds.insert(c["kind"].get<std::string>());
+    return kinds;
+  };
   const std::vector<std::pair<std::string, json>> cases = {
       {"no groups", damaged([](json& o) { o.erase("groups"); })},
       {"a negative median", damaged([](json& o) { o["groups"][1]["median_ns"] = -5; })},
+      {"a median under the clock's ns", damaged([](json& o) { o["groups"][1]["median_ns"] = 1e-300; })},
+      {"a median past its group's longest", damaged([](json& o) { o["groups"][1]["median_ns"] = 1e9; })},
       {"a count of 0", damaged([](json& o) { o["groups"][0]["count"] = 0; })},
       {"an inner count of 2.5", damaged([](json& o) { o["groups"][0]["inner"] = 2.5; })},
+      {"a group twice", damaged([](json& o) { o["groups"][1]["inner"] = o["groups"][0]["inner"]; })},
+      {"tiles the groups do not count", damaged([](json& o) { o["items"] = 7; })},
+      {"a fractional count of tiles", damaged([](json& o) { o["items"] = 1.5; })},
+      {"a noun that is a number", damaged([](json& o) { o["noun"] = 5; })},
+      {"no inner name", damaged([](json& o) { o.erase("inner"); })},
       {"keys not three", damaged([](json& o) { o["keys"] = json::array({"batch"}); })},
       {"slowest without keys", damaged([](json& o) { o["slowest"].erase("keys"); })},
+      {"slowest in no group", damaged([](json& o) { o["slowest"]["inner"] = 99; })},
+      {"slowest beside another median", damaged([](json& o) { o["slowest"]["group_median_ns"] = 1e-300; })},
+      {"slowest not the longest", damaged([](json& o) { o["slowest"]["ns"] = 1000; })},
       {"a step longer than its tile", damaged([](json& o) { o["slowest"]["step_ns"] = 9e9; })},
       {"not an object", damaged([](json& o) { o = "tiles"; })},
   };
@@ -326,23 +341,27 @@ TEST(HtmlReport, DamagedTileGroupsDrawNothing) {
     copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
     spit(d.path / "flash.summary.json", summary.dump());
     const std::string page = render_html_report(d.path.string(), stub_library());
-    const json data = data_block(page);
-    for (const json& c : data["charts"]) EXPECT_NE(c["kind"], "tiles-inside") << what;
+    const std::set<std::string> kinds = kinds_of(page);
+    EXPECT_FALSE(kinds.count("tiles-inside")) << what;
+    EXPECT_TRUE(kinds.count("steps-inside")) << what << ": the summary itself was not read";
     EXPECT_EQ(page.find("flash&#39;s tasks"), std::string::npos) << what;
   }
-  // A fit out of range is left out, the groups still drawn.
-  TempDir d("damaged-fit");
-  copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
-  spit(d.path / "flash.summary.json", damaged([](json& o) { o["fit"]["r2"] = 1.5; }).dump());
-  const std::string page = render_html_report(d.path.string(), stub_library());
-  bool drawn = false;
-  const json data = data_block(page);  // kept: a range-for over a temporary's member would dangle
-  for (const json& c : data["charts"]) drawn = drawn || c["kind"] == "tiles-inside";
-  EXPECT_TRUE(drawn);
-  EXPECT_NE(page.find("flash&#39;s tasks (flash_attention&#39;s 1536 Q blocks): the slowest, Q block 3"),
-            std::string::npos);
+  for (const auto& [what, edit] : std::vector<std::pair<std::string, std::function<void(json&)>>>{
+           {"r² of 1.5", [](json& o) { o["fit"]["r2"] = 1.5; }},
+           {"a rate of 1e-300 GFLOP/s", [](json& o) { o["fit"]["marginal_gflops"] = 1e-300; }}}) {
+    TempDir d("damaged-fit");
+    copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
+    spit(d.path / "flash.summary.json", damaged(edit).dump());
+    const std::string page = render_html_report(d.path.string(), stub_library());
+    EXPECT_TRUE(kinds_of(page).count("tiles-inside")) << what;
+    EXPECT_NE(page.find("flash&#39;s tasks (flash_attention&#39;s 1536 Q blocks): the slowest, Q block 3"),
+              std::string::npos)
+        << what;
+  }
 }
 
+// The profiler tables keep torch's layout in a box that scrolls sideways; attnprof's footnotes under the totals
+// line wrap in a block of their own (the widest of them had set the box's width: 2,128 px against a 1,100 px page).
 TEST(HtmlReport, TableFootnotesWrapBelowTheTable) {
   const std::string page = render_html_report(kFixtures.string(), stub_library());
   const std::regex table(R"(<pre class="table">([^<]*)</pre>\n<pre class="table-notes">([^<]*)</pre>)");

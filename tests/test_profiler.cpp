@@ -1248,9 +1248,10 @@ TEST(Profiler, WorkItemsAreTheLapsBetweenBeginAndEnd) {
     EXPECT_EQ(e["args"]["FLOPs"], 100 * (col % 3 + 1));
     ASSERT_TRUE(e["args"].contains("steps_us")) << e;
     EXPECT_EQ(e["args"]["steps_us"].size(), 2u) << e;
+    const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
     const auto in = std::find_if(shares.begin(), shares.end(), [&](const nlohmann::json& sh) {
-      return sh["tid"] == e["tid"] && sh["args"]["op"] == "tiled_op" && sh["ts"].get<double>() <= e["ts"].get<double>() &&
-             e["ts"].get<double>() + e["dur"].get<double>() <= sh["ts"].get<double>() + sh["dur"].get<double>();
+      return sh["tid"] == e["tid"] && sh["args"]["op"] == "tiled_op" && sh["ts"].get<double>() <= ts &&
+             end <= sh["ts"].get<double>() + sh["dur"].get<double>();
     });
     EXPECT_NE(in, shares.end()) << "outside every share on its track: " << e;
   }
@@ -1350,6 +1351,36 @@ TEST(OpItems, GroupFitAndSlowestOnHandMadeItems) {
                                                  "meets zero FLOPs at -0.250us)"),
             std::string::npos)
       << report::item_line("flash", neg);
+  // One tile: a noun in the singular, and no median to set it against (it would be its own).
+  r.threads[0].items.resize(1);
+  const std::vector<analysis::OpItems> one = analysis::op_items(r);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(report::item_table(one).find("Tasks of op: 1 Q block in 1 call (1 a call), by the K/V blocks each "
+                                         "visited\n"),
+            std::string::npos)
+      << report::item_table(one);
+  EXPECT_EQ(report::item_line("flash", one[0]),
+            "flash's tasks (op's 1 Q block): the slowest, Q block 0 (batch 0, head 3) at 0.600us, 98 % of it in dot.");
+  // An op that names no inner count: its blocks are "inner blocks", never an empty word.
+  static constexpr prof::ItemNames kNoInner{"tile", {"row", nullptr, nullptr}, nullptr};
+  r.threads[0].items = {item(0, 1, 0, 600, 1000, 10), item(1, 1, 600, 900, 1000, 10)};
+  for (prof::WorkItem& w : r.threads[0].items) w.names = &kNoInner;
+  const std::string unnamed = report::item_table(analysis::op_items(r));
+  EXPECT_NE(unnamed.find("Tasks of op: 2 tiles in 1 call (2 a call), by the inner blocks each visited"),
+            std::string::npos)
+      << unnamed;
+  EXPECT_NE(unnamed.find("Slowest tile: tile 0 at 0.900us, 1.2x the median of the tiles with 1 inner blocks"),
+            std::string::npos)
+      << unnamed;
+  // Two items a clock read that stepped back put out of order: the trace places the second after the first, so
+  // siblings on one track never overlap.
+  r.threads[0].items = {item(0, 1, 100, 500, 1000, 10), item(1, 1, 400, 300, 1000, 10)};
+  const nlohmann::json trace = report::chrome_trace_json(r);
+  std::vector<std::pair<double, double>> placed;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "work_item") placed.push_back({e["ts"].get<double>(), e["dur"].get<double>()});
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_GE(placed[1].first, placed[0].first + placed[0].second);
   EXPECT_TRUE(analysis::op_items(prof::ProfileResult{}).empty());
   EXPECT_EQ(report::item_table({}), "");
 }

@@ -192,8 +192,9 @@ std::vector<OpPhases> op_phases(const prof::ProfileResult& r);
 // The tasks an op marked inside its shares (WorkShare::begin_item: the flash kernel's tiles, one per batch, head
 // and Q block), grouped by their inner count (the K/V blocks a tile visited): what a task costs per inner block,
 // fitted, and the slowest task with the step that took most of it. Under a causal mask a tile visits only the
-// blocks left of the diagonal and the diagonal's, so its cost grows with its Q block: the triangle the fused
-// kernel skips. One entry per op that marked items, in order of its first region.
+// blocks left of the diagonal and the diagonal's, so its cost grows with its Q block: its blocks are the triangle
+// the fused kernel computes, and those above the diagonal, which it skips, cost nothing. One entry per op that
+// marked items, in order of its first region.
 struct OpItems {
   struct Group {
     int32_t inner = 0;
@@ -208,10 +209,10 @@ struct OpItems {
   std::vector<Group> groups;         // by ascending inner count
   // Time per item ≈ fixed_ns + its FLOPs / marginal_gflops: the least-squares line through the groups' medians
   // (a slow first item, a page fault, moves a median little) against their FLOPs per item; only with three inner
-  // counts or more (two points make any line), whose items all counted FLOPs. FLOPs rather than inner blocks: a tile's blocks on the
-  // diagonal compute fewer pairs than the others, so a line through inner counts bends. fixed_ns is what an
-  // item costs whatever its size (taking the task, loading its rows, storing its output); below 0 where the
-  // medians' scatter outweighs it.
+  // counts or more (two points make any line), whose items all counted FLOPs, and a cost that grows with them.
+  // FLOPs rather than inner blocks: a last Q block that is not whole (or Nq ≠ Nk) visits as many blocks with
+  // fewer rows, off a line through the inner counts. fixed_ns is what an item costs whatever its size (taking
+  // the task, loading its rows, storing its output); below 0 where the medians' scatter outweighs it.
   bool fitted = false;
   double fixed_ns = 0, marginal_gflops = 0, r2 = 0;
   struct Slowest {

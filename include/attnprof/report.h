@@ -127,15 +127,16 @@ std::string phase_table(const std::vector<analysis::OpPhases>& ops, const analys
 std::string phase_line(const std::string& subject, const analysis::OpPhases& op, bool disturbed = false);
 
 // The tasks inside the ops that mark them (analysis::op_items: the flash kernel's tiles), one block per op:
-//   Tiles of flash_attention_fwd: 1536 Q blocks in 3 calls (512 a call), by the K/V blocks each visited
-//   K/V blocks  Q blocks     Median       Mean        Max  GFLOP/s per thread
-//            4       384   50.123us   55.192us  101.020us               190.2
-// then the line through the medians ("Per Q block: 2.1 us + 17.9 us per K/V block ...") and the slowest task
-// with the step it spent most in. "" when no op marked tasks. `definitions` false (--brief): without the
-// paragraph that says what a task's time is.
+//   Tasks of flash_attention_fwd: 1536 Q blocks in 3 calls (512 a call), by the K/V blocks each visited
+//   K/V blocks  Q blocks       Median         Mean          Max  GFLOP/s per thread
+//            4       384     49.123us     51.080us    153.641us               186.7
+// then the line through the medians ("Per Q block: 14.806us + its FLOPs at 280.0 GFLOP/s (...)", with three
+// groups or more) and the slowest task with the step it spent most in. "" when no op marked tasks.
+// `definitions` false (--brief): without the paragraph that says what a task's time is.
 std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitions = true);
-// The fit and the slowest task in one line for compare's text: "flash's tiles (flash_attention_fwd's Q blocks):
-// 2.1 us + 17.9 us per K/V block (r² 0.998); the slowest, ...". "" without a fit and a task.
+// The fit and the slowest task in one line for compare's text: "flash's tasks (flash_attention_fwd's 1536 Q
+// blocks): 15.098us + its FLOPs at 279.5 GFLOP/s (r² 1.000); the slowest, Q block 3 (batch 5, head 0) at ...".
+// "" when the op marked no tasks.
 std::string item_line(const std::string& subject, const analysis::OpItems& op);
 
 // The profile as folded stacks, torch's export_stacks format and what flamegraph.pl, speedscope and inferno

@@ -115,7 +115,8 @@ std::string OpItems::item_label(const std::array<int32_t, 3>& k) const {
   std::string s = fmt::format("{} {}", noun, k[size_t(last)]);
   std::string rest;
   for (int i = 0; i < last; ++i)
-    if (!keys[size_t(i)].empty()) rest += fmt::format("{}{} {}", rest.empty() ? "" : ", ", keys[size_t(i)], k[size_t(i)]);
+    if (!keys[size_t(i)].empty())
+      rest += fmt::format("{}{} {}", rest.empty() ? "" : ", ", keys[size_t(i)], k[size_t(i)]);
   return rest.empty() ? s : fmt::format("{} ({})", s, rest);
 }
 
@@ -135,7 +136,8 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
     for (const prof::WorkItem& it : t.items)
       if (const auto sh = share_of.find(it.region); sh != share_of.end() && it.names) all.push_back({&it, sh->second});
   }
-  std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.item->region < b.item->region; });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Entry& a, const Entry& b) { return a.item->region < b.item->region; });
   struct Acc {
     OpItems out;
     const prof::ItemNames* names = nullptr;

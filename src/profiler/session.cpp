@@ -239,7 +239,8 @@ void Profiler::leave_step() {
 // every event so far onto fresh pages (about 65,000 zones, 18 MB, took 60 ms on a ballooned VM), billed to that
 // op. So between steps, outside every zone, buffers are grown and mapped in ahead of need. The calling thread's
 // (where the ops' zones are) first; then each thread of the OpenMP team grows its own (its work shares: about 5
-// per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards). A buffer is only
+// per forward at the blog's shape, so its 4096 would fill inside an op after some 800 forwards; the flash
+// kernel's tiles: about 256 per forward, so their 4096 after some 16). A buffer is only
 // ever touched by its own thread here: the workers are idle between steps, but a thread outside the team may not
 // be. That takes an OpenMP region, about 4 µs of wall time on 2 threads (BM_Profiler_Step; docs/performance.md),
 // outside every step's ops: it runs only when a worker's buffer may next need room, after half the steps the

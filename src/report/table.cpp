@@ -577,12 +577,18 @@ std::string item_fit_text(const analysis::OpItems& op) {
                        op.marginal_gflops, format_time_ns(-op.fixed_ns));
   return fmt::format("{} + its FLOPs at {:.1f} GFLOP/s", format_time_ns(op.fixed_ns), op.marginal_gflops);
 }
+// "Q block" or "Q blocks" for n of them; the inner count's name, or "inner blocks" where the op gave none.
+std::string item_nouns(const analysis::OpItems& op, int64_t n) { return n == 1 ? op.noun : op.noun + "s"; }
+std::string inner_name(const analysis::OpItems& op) { return op.inner.empty() ? "inner blocks" : op.inner; }
 std::string item_slowest_text(const analysis::OpItems& op) {
   const auto& s = op.slowest;
   std::string t = fmt::format("{} at {}", op.item_label(s.keys), format_time_ns(s.ns));
-  if (s.group_median_ns > 0)
-    t += fmt::format(", {:.1f}x the median of the {} with {} {}", s.ns / s.group_median_ns,
-                     op.noun + "s", s.inner, op.inner);
+  // Against its like: the median of the items with its inner count, where it has company to be compared with.
+  const auto g = std::find_if(op.groups.begin(), op.groups.end(),
+                              [&](const analysis::OpItems::Group& x) { return x.inner == s.inner; });
+  if (s.group_median_ns > 0 && g != op.groups.end() && g->count > 1)
+    t += fmt::format(", {:.1f}x the median of the {} with {} {}", s.ns / s.group_median_ns, item_nouns(op, 2),
+                     s.inner, inner_name(op));
   if (!s.step.empty() && s.ns > 0)
     t += fmt::format(", {:.0f} % of it in {}", 100.0 * s.step_ns / s.ns, s.step);
   return t;
@@ -593,11 +599,11 @@ std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitio
   std::string out;
   for (const analysis::OpItems& op : ops) {
     if (op.groups.empty()) continue;
-    const std::string nouns = op.noun + "s";
-    const std::string inner = op.inner.empty() ? std::string("Inner") : op.inner;
+    const std::string nouns = item_nouns(op, 2), inner = op.inner.empty() ? std::string("Inner") : op.inner;
     out += fmt::format("Tasks of {}: {} {} in {} call{} ({} a call), by the {} each visited\n", op.name, op.items,
-                       nouns, op.regions, op.regions == 1 ? "" : "s",
-                       fmt::format("{:.0f}", op.regions > 0 ? double(op.items) / double(op.regions) : 0.0), inner);
+                       item_nouns(op, op.items), op.regions, op.regions == 1 ? "" : "s",
+                       fmt::format("{:.0f}", op.regions > 0 ? double(op.items) / double(op.regions) : 0.0),
+                       inner_name(op));
     const size_t w0 = std::max<size_t>(display_width(inner), 5), w1 = std::max<size_t>(display_width(nouns), 5);
     out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(inner, w0), pad_left(nouns, w1), "Median",
                        "Mean", "Max", "GFLOP/s per thread");
@@ -617,20 +623,21 @@ std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitio
                              : "");
     out += fmt::format("Slowest {}: {}.\n", op.noun, item_slowest_text(op));
     if (definitions)
-      out += fmt::format("Each {0} is one task a thread took (the trace's work_item slices under its share, named after "
-                         "it). Its time runs from its thread's step before it to its last step, so one thread's tasks "
-                         "follow one another; time the thread waited for a CPU, and page faults on fresh output "
+      out += fmt::format("Each {0} is one task a thread took (the trace's work_item slices under its share, named "
+                         "after it). Its time runs from its thread's step before it to its last step, so one thread's "
+                         "tasks follow one another; time the thread waited for a CPU, and page faults on fresh output "
                          "pages, count in the step they fell in. GFLOP/s per thread: the FLOPs its steps counted over "
                          "that time. Under a causal mask a {0} visits only the {1} left of the diagonal and the "
-                         "diagonal's own, so its time grows with its position: the triangle the kernel skips.\n",
-                         op.noun, op.inner.empty() ? std::string("inner blocks") : op.inner);
+                         "diagonal's own, so its time grows with its position: its {1} are the triangle the kernel "
+                         "computes, and those above the diagonal, which it skips, cost it nothing.\n",
+                         op.noun, inner_name(op));
   }
   return out;
 }
 
 std::string item_line(const std::string& subject, const analysis::OpItems& op) {
   if (op.items == 0 || op.groups.empty()) return "";
-  std::string s = fmt::format("{}'s tasks ({}'s {} {}s):", subject, op.name, op.items, op.noun);
+  std::string s = fmt::format("{}'s tasks ({}'s {} {}):", subject, op.name, op.items, item_nouns(op, op.items));
   if (op.fitted) s += fmt::format(" {} (r² {:.3f});", item_fit_text(op), op.r2);
   return s + fmt::format(" the slowest, {}.", item_slowest_text(op));
 }

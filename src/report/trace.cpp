@@ -274,12 +274,12 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
       sp[i] = {s, f};
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
-    l.incl[ti] = analysis::inclusive_costs(t);
-    l.item_share[ti].assign(t.items.size(), 0);  // the figure key_averages sums into OpStats::cost
+    l.incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
+    l.item_share[ti].assign(t.items.size(), 0);
     // A thread's share of a region nests in the zone open on that thread when it began (the op's own zone
     // on the calling thread); a worker's shares are roots of its track.
     struct Placed {
-      int64_t s, f;
+      int64_t s, f;    // the share's interval, its start moved past each item placed
       uint16_t depth;  // its items'
       uint32_t index;  // in t.work
     };
@@ -297,15 +297,17 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
       share_of[w.region] = {s, f, uint16_t(depth + 1), uint32_t(i)};
     }
-    // A share's items nest in it (its region on the same thread); one whose share was not kept is left out.
+    // A share's items nest in it (its region on the same thread), each after the one before it: a clock that
+    // stepped back between two laps must not overlap two siblings. One whose share was not kept is left out.
     for (size_t i = 0; i < t.items.size(); ++i) {
       const prof::WorkItem& w = t.items[i];
       const auto sh = share_of.find(w.region);
       if (sh == share_of.end()) continue;
-      const auto [ps, pf, depth, share] = sh->second;
-      const int64_t s = std::clamp(to_ns(r, w.t0), ps, pf), f = std::clamp(to_ns(r, std::max(w.t1, w.t0)), s, pf);
-      l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::WorkItem});
-      l.item_share[ti][i] = share;
+      Placed& p = sh->second;
+      const int64_t s = std::clamp(to_ns(r, w.t0), p.s, p.f), f = std::clamp(to_ns(r, std::max(w.t1, w.t0)), s, p.f);
+      l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), p.depth, Kind::WorkItem});
+      l.item_share[ti][i] = p.index;
+      p.s = f;  // where the next item may begin
     }
     share_of.clear();
     if (opt.memory_counters || opt.memory_instants)
@@ -517,7 +519,8 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
   };
   put(b, "{\"traceEvents\":[\n");
   put_track_names(b, r, pid);
-  // The hot loop: no format strings, only appends (export runs at millions of events per second).
+  // The hot loop: no format strings but a work item's name (one per tile), only appends (export runs at millions of
+  // events per second).
   std::string pid_s = fmt::format_int(pid).str();
   std::vector<std::string> tid_s;
   for (const prof::ThreadTrace& t : r.threads) tid_s.push_back(fmt::format_int(trace_tid(t)).str());

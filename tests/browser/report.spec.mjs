@@ -102,7 +102,8 @@ try {
       want = c.spec.layer[c.spec.layer.length - 1].data.values.length; sel = m('symbol');
     }
     if (c.kind === 'sweep-rate') { want = c.spec.layer[1].data.values.length; sel = m('symbol'); }  // the dots, over their line
-    if (c.kind === 'tiles-inside') { want = c.spec.data.values.length; sel = m('symbol'); }  // a point per group of tiles
+    // A point per group of tiles, over their line.
+    if (c.kind === 'tiles-inside') { want = c.spec.data.values.length; sel = m('symbol'); }
     if (c.kind === 'compare-memory') {
       // Bars on a log axis: each must be drawn with a length (a bar from zero has none there).
       const wide = await page.$$eval(`#${c.id} svg ${m('rect')}`, (els) => els.filter((e) => e.getBBox().width > 1).length);
