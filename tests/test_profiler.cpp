@@ -229,11 +229,20 @@ prof::ProfileResult profile_forward(const Variant& var, Runner& runner, const Te
   return p.result();
 }
 
+// Queries, keys and values of [B, H, N, D], each N(0, 1) with seeds 1, 2 and 3.
+struct Qkv {
+  Tensor q, k, v;
+};
+Qkv random_qkv(int64_t B, int64_t H, int64_t N, int64_t D, DType dt) {
+  Qkv x{Tensor::empty({B, H, N, D}, dt), Tensor::empty({B, H, N, D}, dt), Tensor::empty({B, H, N, D}, dt)};
+  fill_randn(x.q, 1);
+  fill_randn(x.k, 2);
+  fill_randn(x.v, 3);
+  return x;
+}
+
 NaiveRun profile_variant(const char* name, DType dt, int64_t B, int64_t H, int64_t N, int64_t D) {
-  Tensor q = Tensor::empty({B, H, N, D}, dt), k = Tensor::empty({B, H, N, D}, dt), v = Tensor::empty({B, H, N, D}, dt);
-  fill_randn(q, 1);
-  fill_randn(k, 2);
-  fill_randn(v, 3);
+  const auto [q, k, v] = random_qkv(B, H, N, D, dt);
   AttnOptions opt{.is_causal = true};
   const Variant& var = find_variant(name);
   NaiveRun run;
@@ -1117,11 +1126,7 @@ TEST(OpPhases, SumEachStepOverEveryShareOfEveryRegion) {
 // the profiler is off (the kernel then runs as it does anyway).
 TEST(OpPhases, FlashTimesItsStepsInEveryBody) {
   const int64_t B = 1, H = 2, N = 300, D = 64;  // 300 rows: a last block of queries that is not whole
-  Tensor q = Tensor::empty({B, H, N, D}, DType::BF16), k = Tensor::empty({B, H, N, D}, DType::BF16),
-         v = Tensor::empty({B, H, N, D}, DType::BF16);
-  fill_randn(q, 1);
-  fill_randn(k, 2);
-  fill_randn(v, 3);
+  const auto [q, k, v] = random_qkv(B, H, N, D, DType::BF16);
   AttnOptions masked;
   masked.attn_mask = Tensor::empty({1, 1, N, N}, DType::Bool);
   fill_randn(masked.attn_mask, 4);
@@ -1390,11 +1395,7 @@ TEST(OpItems, GroupFitAndSlowestOnHandMadeItems) {
 // and every lap inside an item.
 TEST(OpItems, FlashMarksEveryTileInEveryBody) {
   const int64_t B = 2, H = 2, N = 300, D = 64;  // 300 rows: a last block of queries that is not whole
-  Tensor q = Tensor::empty({B, H, N, D}, DType::BF16), k = Tensor::empty({B, H, N, D}, DType::BF16),
-         v = Tensor::empty({B, H, N, D}, DType::BF16);
-  fill_randn(q, 1);
-  fill_randn(k, 2);
-  fill_randn(v, 3);
+  const auto [q, k, v] = random_qkv(B, H, N, D, DType::BF16);
   const Variant& var = find_variant("flash");
   for (Isa isa : available_isas())
     for (bool causal : {true, false}) {
