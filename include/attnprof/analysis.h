@@ -226,6 +226,9 @@ struct OpItems {
   std::string item_label(const std::array<int32_t, 3>& k) const;  // "Q block 3 (batch 0, head 1)"
 };
 std::vector<OpItems> op_items(const prof::ProfileResult& r);
+// Each of `t`'s work items' share: its index in t.work (the share of the item's region on the same thread), -1
+// where that share was not kept. op_items and the trace both pair items with their shares by it.
+std::vector<int32_t> item_shares(const prof::ThreadTrace& t);
 
 // ---- the machine and the roofline --------------------------------------------------------------------
 // What each memory loop moved over arrays no cache holds (three of 128 MB), in GB/s of the bytes the loop asks

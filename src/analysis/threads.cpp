@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -120,6 +121,18 @@ std::string OpItems::item_label(const std::array<int32_t, 3>& k) const {
   return rest.empty() ? s : fmt::format("{} ({})", s, rest);
 }
 
+std::vector<int32_t> item_shares(const prof::ThreadTrace& t) {
+  std::unordered_map<uint32_t, int32_t> share_of;  // region -> its share on this thread
+  for (size_t i = 0; i < t.work.size(); ++i) share_of[t.work[i].region] = int32_t(i);
+  std::vector<int32_t> out;
+  out.reserve(t.items.size());
+  for (const prof::WorkItem& it : t.items) {
+    const auto sh = share_of.find(it.region);
+    out.push_back(sh != share_of.end() ? sh->second : -1);
+  }
+  return out;
+}
+
 std::vector<OpItems> op_items(const prof::ProfileResult& r) {
   struct Entry {
     const prof::WorkItem* item;
@@ -130,11 +143,10 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
   // leaves it out.
   std::vector<Entry> all;
   for (const prof::ThreadTrace& t : r.threads) {
-    std::unordered_map<uint32_t, const prof::WorkSpan*> share_of;
-    for (const prof::WorkSpan& w : t.work)
-      if (w.name && w.region != 0) share_of[w.region] = &w;
-    for (const prof::WorkItem& it : t.items)
-      if (const auto sh = share_of.find(it.region); sh != share_of.end() && it.names) all.push_back({&it, sh->second});
+    const std::vector<int32_t> shares = item_shares(t);
+    for (size_t i = 0; i < t.items.size(); ++i)
+      if (shares[i] >= 0 && t.items[i].names && t.work[size_t(shares[i])].name)
+        all.push_back({&t.items[i], &t.work[size_t(shares[i])]});
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const Entry& a, const Entry& b) { return a.item->region < b.item->region; });
@@ -143,7 +155,7 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
     const prof::ItemNames* names = nullptr;
     std::map<int32_t, std::vector<double>> ns;  // by inner count
     std::map<int32_t, double> flops;
-    std::map<uint32_t, bool> regions;
+    std::set<uint32_t> regions;
   };
   std::vector<Acc> acc;
   std::unordered_map<std::string, size_t> row_of;
@@ -164,7 +176,7 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
     const double ns = r.ns(std::max(w.t1, w.t0) - w.t0);
     a.ns[w.inner].push_back(ns);
     a.flops[w.inner] += w.flops;
-    a.regions[w.region] = true;
+    a.regions.insert(w.region);
     a.out.items += 1;
     if (ns > a.out.slowest.ns || a.out.items == 1) {
       OpItems::Slowest& s = a.out.slowest;

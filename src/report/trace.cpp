@@ -239,7 +239,7 @@ struct Layout {
   // order; first_id[t + 1] is where the next thread's start, so an index past thread t's zones names none). The
   // GPU work a zone launched carries the same number.
   std::vector<int64_t> first_id;
-  std::vector<std::vector<uint32_t>> item_share;  // per thread, per work item: its share's index in that thread's work
+  std::vector<std::vector<int32_t>> item_share;  // per thread: analysis::item_shares (-1: the item is not placed)
   int64_t external_id(int32_t thread, int32_t zone) const {
     return thread >= 0 && size_t(thread) + 1 < first_id.size() && zone >= 0 &&
                    first_id[size_t(thread)] + zone < first_id[size_t(thread) + 1]
@@ -275,15 +275,13 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), e.depth, Kind::Zone});
     }
     l.incl[ti] = analysis::inclusive_costs(t);  // the figure key_averages sums into OpStats::cost
-    l.item_share[ti].assign(t.items.size(), 0);
     // A thread's share of a region nests in the zone open on that thread when it began (the op's own zone
     // on the calling thread); a worker's shares are roots of its track.
     struct Placed {
       int64_t s, f;    // the share's interval, its start moved past each item placed
       uint16_t depth;  // its items'
-      uint32_t index;  // in t.work
     };
-    std::map<uint32_t, Placed> share_of;  // region -> this thread's share of it, as placed
+    std::vector<Placed> placed(t.work.size());
     for (size_t i = 0; i < t.work.size(); ++i) {
       const prof::WorkSpan& w = t.work[i];
       int64_t s = to_ns(r, w.t0), f = to_ns(r, std::max(w.t1, w.t0));
@@ -295,21 +293,19 @@ Layout lay_out(const prof::ProfileResult& r, const TraceOptions& opt) {
         depth = uint16_t(t.zones[size_t(w.zone)].depth + 1);
       }
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), depth, Kind::Work});
-      share_of[w.region] = {s, f, uint16_t(depth + 1), uint32_t(i)};
+      placed[i] = {s, f, uint16_t(depth + 1)};
     }
     // A share's items nest in it (its region on the same thread), each after the one before it: a clock that
     // stepped back between two laps must not overlap two siblings. One whose share was not kept is left out.
+    l.item_share[ti] = analysis::item_shares(t);
     for (size_t i = 0; i < t.items.size(); ++i) {
       const prof::WorkItem& w = t.items[i];
-      const auto sh = share_of.find(w.region);
-      if (sh == share_of.end()) continue;
-      Placed& p = sh->second;
+      if (l.item_share[ti][i] < 0) continue;
+      Placed& p = placed[size_t(l.item_share[ti][i])];
       const int64_t s = std::clamp(to_ns(r, w.t0), p.s, p.f), f = std::clamp(to_ns(r, std::max(w.t1, w.t0)), s, p.f);
       l.items.push_back(Item{s, f - s, uint32_t(ti), uint32_t(i), p.depth, Kind::WorkItem});
-      l.item_share[ti][i] = p.index;
       p.s = f;  // where the next item may begin
     }
-    share_of.clear();
     if (opt.memory_counters || opt.memory_instants)
       for (size_t i = 0; i < t.mem.size(); ++i)
         l.items.push_back(Item{to_ns(r, t.mem[i].t), 0, uint32_t(ti), uint32_t(i), 0, Kind::Memory});
@@ -577,7 +573,7 @@ void stream_trace(const prof::ProfileResult& r, const TraceOptions& opt, const S
       // One task of a share (the flash kernel's tile), named by its last key ("Q block 15"): its keys, inner
       // count, steps and FLOPs.
       const prof::WorkItem& w = t.items[it.index];
-      const prof::WorkSpan& share = t.work[lay.item_share[it.thread][it.index]];
+      const prof::WorkSpan& share = t.work[size_t(lay.item_share[it.thread][it.index])];
       const prof::ItemNames* n = w.names;
       int last = -1;
       for (int k = 0; k < 3; ++k)
