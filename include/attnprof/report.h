@@ -455,6 +455,9 @@ std::string format_time_ns(double ns);
 // A fitted scaling exponent with `decimals` decimals ("1.987"), or in full where those would round it to ±0
 // ("-1.2e-04"): a -0.000 flagged implausible (below 0) would read as 0, which is inside the plausible 0..3.
 std::string format_exponent(double x, int decimals = 3);
+// FLOPs per ns of one thread's time as GFLOP/s per thread to one decimal ("348.2"), "--" where a step or a tile
+// counted no FLOPs or took no time (a number format would print NaN).
+std::string format_thread_gflops(double flops, double thread_ns);
 std::string format_bytes(int64_t bytes);
 // Decimal units, as compare's table prints peak memory and bytes moved: "536.9 MB", "2.75 GB" (1 MB = 10^6 B).
 std::string format_bytes_decimal(double bytes);

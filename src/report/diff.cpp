@@ -828,9 +828,9 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
     for (; i < d.steps.size() && d.steps[i].op == op; ++i) {
       const StepDiff& x = d.steps[i];
       auto t = [](double ns) { return ns >= 0 ? format_time_ns(ns) : std::string("--"); };
-      auto rate = [](double flops, double ns) { return flops > 0 && ns > 0 ? fmt::format("{:.1f}", flops / ns) : std::string("--"); };
       const std::string rates = x.base_flops > 0 || x.new_flops > 0
-                                    ? rate(x.base_flops, x.base_ns) + " -> " + rate(x.new_flops, x.new_ns)
+                                    ? format_thread_gflops(x.base_flops, x.base_ns) + " -> " +
+                                          format_thread_gflops(x.new_flops, x.new_ns)
                                     : "";
       s += fmt::format("  {}  {:>11}  {:>11}  {:>11}{}\n", pad(x.step), t(x.base_ns), t(x.new_ns),
                        x.base_ns >= 0 && x.new_ns >= 0 ? signed_time(x.new_ns - x.base_ns) : std::string("--"),

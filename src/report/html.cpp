@@ -901,7 +901,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                     {"ms", ns * 1e-6 / threads / v.forwards},
                     {"share", 0.0}};
         // Written out: a step that computes nothing has no rate, which a number format would print as NaN.
-        row["gflops_per_thread"] = flops > 0 && ns > 0 ? fmt::format("{:.1f}", flops / ns) : std::string("--");
+        row["gflops_per_thread"] = format_thread_gflops(flops, ns);
         step_rows.push_back(std::move(row));
       }
     }
@@ -951,7 +951,6 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
       const std::optional<analysis::OpItems> o = op_items_from_summary(op);
       if (!o) continue;
       for (const analysis::OpItems::Group& g : o->groups) {
-        const double ns = g.mean_ns * double(g.count);
         tile_rows.push_back({{"variant", v.name},
                              {"op", o->name},
                              {"inner", g.inner},
@@ -959,8 +958,7 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                              {"median_us", g.median_ns * 1e-3},
                              {"mean_us", g.mean_ns * 1e-3},
                              {"max_us", g.max_ns * 1e-3},
-                             {"gflops_per_thread", g.flops > 0 && ns > 0 ? fmt::format("{:.1f}", g.flops / ns)
-                                                                         : std::string("--")}});
+                             {"gflops_per_thread", format_thread_gflops(g.flops, g.mean_ns * double(g.count))}});
       }
       if (!o->inner.empty()) inner_title = o->inner;
       tiled.insert(v.name);

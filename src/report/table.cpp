@@ -30,6 +30,10 @@ std::string format_time_ns(double ns) {
   return fmt::format("{:.3f}us", us);
 }
 
+std::string format_thread_gflops(double flops, double thread_ns) {
+  return flops > 0 && thread_ns > 0 ? fmt::format("{:.1f}", flops / thread_ns) : std::string("--");
+}
+
 std::string format_exponent(double x, int decimals) {
   return x != 0 && std::abs(x) < 0.5 * std::pow(10.0, -decimals) ? fmt::format("{:.1e}", x)
                                                                   : fmt::format("{:.{}f}", x, decimals);
@@ -611,7 +615,7 @@ std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitio
       const double ns = g.mean_ns * double(g.count);
       out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(std::to_string(g.inner), w0),
                          pad_left(std::to_string(g.count), w1), format_time_ns(g.median_ns), format_time_ns(g.mean_ns),
-                         format_time_ns(g.max_ns), g.flops > 0 && ns > 0 ? fmt::format("{:.1f}", g.flops / ns) : "--");
+                         format_time_ns(g.max_ns), format_thread_gflops(g.flops, ns));
     }
     if (op.fitted)
       out += fmt::format("Per {}: {} (the line through the {} medians against their FLOPs, r² {:.3f}){}.\n", op.noun,
