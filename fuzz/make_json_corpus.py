@@ -59,6 +59,14 @@ seed("diff_huge_number", 0, cpu["naive.summary.json"], bad)
 bad = json.loads(json.dumps(cpu["inplace.summary.json"]))
 del bad["run"]
 seed("diff_no_run", 0, cpu["naive.summary.json"], bad)  # refused: its figures would print as zeros
+faster = json.loads(json.dumps(cpu["flash.summary.json"]))
+for g in faster["op_items"][0]["groups"]:
+    g["median_ns"] /= 2
+faster["op_items"][0]["slowest"]["group_median_ns"] /= 2
+seed("diff_flash_tiles", 0, cpu["flash.summary.json"], faster)  # the tile groups side by side
+bad = json.loads(json.dumps(cpu["flash.summary.json"]))
+bad["op_items"][0]["groups"][1]["median_ns"] = 1e12  # past its group's longest
+seed("diff_bad_tiles", 0, cpu["flash.summary.json"], bad)  # refused: a median no run measured
 
 # mode 1: two compare.json
 seed("runs_cpu_cpu", 1, cpu["compare.json"], cpu["compare.json"])

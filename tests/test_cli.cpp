@@ -1168,11 +1168,25 @@ TEST_F(Cli, FlashBlockRunsOtherTilesAndDiffNamesThem) {
   EXPECT_EQ(dflt.err.find("flash blocks"), std::string::npos) << "the defaults are not called out";
   const Result d = run("diff " + (dir_ / "dflt" / "flash.summary.json").string() + " " + (out() / "flash.summary.json").string());
   ASSERT_EQ(d.code, 0) << d.err;
-  if (b != json::array({128, 64}))
+  if (b != json::array({128, 64})) {
     EXPECT_NE(d.out.find(fmt::format("flash blocks (query rows × keys per tile): {}×{} -> 128×64", b[0].get<int>(),
                                      b[1].get<int>())),
               std::string::npos)
         << d.out;
+    // The tiles: 3 Q blocks of 128 rows a head against the default's, none paired (other tiles), each side's row.
+    EXPECT_NE(d.out.find("Inside flash_attention_fwd, its Q blocks by the K/V blocks each visited"), std::string::npos)
+        << d.out;
+    EXPECT_NE(d.out.find(fmt::format("  The two sides' Q blocks share no count of K/V blocks (flash blocks {}×{} -> "
+                                     "128×64)",
+                                     b[0].get<int>(), b[1].get<int>())),
+              std::string::npos)
+        << d.out;
+    const json dj = json::parse(run("diff " + (dir_ / "dflt" / "flash.summary.json").string() + " " +
+                                    (out() / "flash.summary.json").string() + " --json").out);
+    ASSERT_EQ(dj["items"].size(), 1u) << dj.dump();
+    EXPECT_DOUBLE_EQ(dj["items"][0]["new_items_per_forward"].get<double>(), 6);  // 3 Q blocks × 2 heads
+    for (const json& g : dj["items"][0]["groups"]) EXPECT_TRUE(g["base"].is_null() || g["new"].is_null()) << g;
+  }
   // compare records them at the top, and in its flash rows' summaries.
   const Result c = run("compare --variants naive,flash --flash-block 128x64 --json" + shape + out_flag());
   ASSERT_EQ(c.code, 0) << c.err;

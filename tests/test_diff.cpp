@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -1197,6 +1198,7 @@ TEST(JsonFuzzCorpus, ReplaysEverySeedWithTheExpectedOutcome) {
       {"diff_zero_calls", JsonOutcome::Refused},      {"diff_odd_names", JsonOutcome::Diffed},
       {"diff_huge_number", JsonOutcome::Refused},     {"report_huge_numbers", JsonOutcome::Rendered},
       {"diff_no_run", JsonOutcome::Refused},          {"runs_bad_spread", JsonOutcome::Refused},
+      {"diff_flash_tiles", JsonOutcome::Diffed},      {"diff_bad_tiles", JsonOutcome::Refused},
       {"runs_bad_device", JsonOutcome::Refused},
       {"diff_cpu_vs_cuda", JsonOutcome::Refused},     {"diff_not_a_summary", JsonOutcome::Refused},
       {"diff_string_time", JsonOutcome::Refused},     {"diff_rows_object", JsonOutcome::Refused},
@@ -1269,4 +1271,217 @@ TEST(Diff, TheKernelsStepsPerForwardSideBySide) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   }
+}
+
+namespace {
+
+// An op's tasks as summary_json writes its op_items entry: three groups (4, 8 and 12 inner blocks) of `per` tasks
+// each, per forward over `forwards` forwards; a task of the group of k inner blocks does k / 4 MFLOP and takes
+// `ns` times 1, 2 or 3 at the median (the mean 10 % over it), and the slowest is one of the 12-block tasks.
+json tiles(double forwards, double per, double ns, double mflop = 1.0) {
+  json groups = json::array();
+  for (int k = 1; k <= 3; ++k)
+    groups.push_back({{"inner", 4 * k}, {"count", per * forwards}, {"median_ns", ns * k}, {"mean_ns", 1.1 * ns * k},
+                      {"max_ns", k == 3 ? 9 * ns : 1.5 * ns * k}, {"flops", mflop * 1e6 * k * per * forwards}});
+  return json::array({{{"name", "flash_attention_fwd"},
+                       {"noun", "Q block"},
+                       {"inner", "K/V blocks"},
+                       {"keys", {"batch", "head", "Q block"}},
+                       {"items", 3 * per * forwards},
+                       {"regions", forwards},
+                       {"groups", groups},
+                       {"fit", {{"fixed_ns", 0.0}, {"marginal_gflops", mflop * 1e6 / ns}, {"r2", 1.0}}},
+                       {"slowest", {{"label", "Q block 2 (batch 0, head 1)"}, {"keys", {0, 1, 2}}, {"inner", 12},
+                                    {"ns", 9 * ns}, {"group_median_ns", 3 * ns}, {"step", "store O"},
+                                    {"step_ns", 6 * ns}}}}});
+}
+
+}  // namespace
+
+// The tasks an op marked (op_items: the flash kernel's tiles) diff group by group, per forward: naive's 2
+// forwards against in-place's 3, a group on both sides when the tasks are the same (the same flash blocks, or
+// without them the same FLOPs per task), else a row each; each side's line through the medians and its slowest.
+TEST(Diff, TheKernelsTasksGroupByGroup) {
+  json a = naive_summary(), b = inplace_summary();
+  a["op_items"] = tiles(2, 2, 1000);  // per forward 2 tasks a group; medians 1, 2, 3 us
+  b["op_items"] = tiles(3, 2, 500);   // the same tasks at twice the speed
+  report::ProfileDiff d = report::diff_summaries(a, b);
+  ASSERT_EQ(d.items.size(), 1u);
+  ASSERT_EQ(d.items[0].rows.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(d.items[0].rows[size_t(k)].inner, 4 * (k + 1));
+    EXPECT_EQ(d.items[0].rows[size_t(k)].base, k);
+    EXPECT_EQ(d.items[0].rows[size_t(k)].next, k);
+  }
+  std::string t = report::diff_table(d);
+  EXPECT_NE(t.find("Inside flash_attention_fwd, its Q blocks by the K/V blocks each visited (the median Q block's "
+                   "time; Q blocks per forward):\n"
+                   "  K/V blocks  MFLOP each  Q blocks         base          new       change  GFLOP/s per thread\n"
+                   "           4        1.00    2 -> 2      1.000us      0.500us     -0.500us  909.1 -> 1818.2\n"
+                   "           8        2.00    2 -> 2      2.000us      1.000us     -1.000us  909.1 -> 1818.2\n"
+                   "          12        3.00    2 -> 2      3.000us      1.500us     -1.500us  909.1 -> 1818.2\n"
+                   "  Per Q block: 0.000us + its FLOPs at 1000.0 GFLOP/s (r² 1.000) -> 0.000us + its FLOPs at "
+                   "2000.0 GFLOP/s (r² 1.000)\n"
+                   "  Slowest Q block (base): Q block 2 (batch 0, head 1) at 9.000us, 3.0x the median of the Q "
+                   "blocks with 12 K/V blocks, 67 % of it in store O.\n"
+                   "  Slowest Q block (new): Q block 2 (batch 0, head 1) at 4.500us, 3.0x the median of the Q "
+                   "blocks with 12 K/V blocks, 67 % of it in store O.\n"),
+            std::string::npos)
+      << t;
+  json j = report::diff_json(d);
+  ASSERT_EQ(j["items"].size(), 1u);
+  EXPECT_EQ(j["items"][0]["op"], "flash_attention_fwd");
+  EXPECT_DOUBLE_EQ(j["items"][0]["base_items_per_forward"].get<double>(), 6);
+  EXPECT_DOUBLE_EQ(j["items"][0]["new_items_per_forward"].get<double>(), 6);
+  EXPECT_DOUBLE_EQ(j["items"][0]["groups"][2]["base"]["median_ns"].get<double>(), 3000);
+  EXPECT_DOUBLE_EQ(j["items"][0]["groups"][2]["new"]["per_forward"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(j["items"][0]["groups"][2]["new"]["flops_each"].get<double>(), 3e6);
+  EXPECT_DOUBLE_EQ(j["items"][0]["new_fit"]["marginal_gflops"].get<double>(), 2000);
+  EXPECT_EQ(j["items"][0]["base_slowest"]["step"], "store O");
+
+  // Other FLOPs per task and no flash blocks named: other tasks, a row each, and a line saying only the lines
+  // per task compare them.
+  b["op_items"] = tiles(3, 2, 500, 2.0);
+  d = report::diff_summaries(a, b);
+  ASSERT_EQ(d.items[0].rows.size(), 6u);
+  EXPECT_EQ(d.items[0].rows[0].base, 0);
+  EXPECT_EQ(d.items[0].rows[0].next, -1);
+  EXPECT_EQ(d.items[0].rows[1].base, -1);
+  EXPECT_EQ(d.items[0].rows[1].next, 0);
+  t = report::diff_table(d);
+  EXPECT_NE(t.find("           4        1.00   2 -> --      1.000us           --           --  909.1 -> --\n"
+                   "           4        2.00   -- -> 2           --      0.500us           --  -- -> 3636.4\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  The two sides' Q blocks share no count of K/V blocks: the lines per Q block, against FLOPs, "
+                   "compare them.\n"),
+            std::string::npos)
+      << t;
+  j = report::diff_json(d);
+  EXPECT_EQ(j["items"][0]["groups"][0]["new"], json());
+  EXPECT_EQ(j["items"][0]["groups"][1]["base"], json());
+  // The same flash blocks on both sides pair the groups however their FLOPs differ (a body that skips more of
+  // the diagonal), and MFLOP each shows both; other flash blocks never pair, and the note names them.
+  a["run"]["flash_block"] = b["run"]["flash_block"] = json::array({256, 64});
+  t = report::diff_table(report::diff_summaries(a, b));
+  EXPECT_NE(t.find("           4  1.00 -> 2.00    2 -> 2      1.000us      0.500us     -0.500us  909.1 -> 3636.4\n"),
+            std::string::npos)
+      << t;
+  b["op_items"] = tiles(3, 2, 500);
+  b["run"]["flash_block"] = json::array({128, 64});
+  d = report::diff_summaries(a, b);
+  EXPECT_EQ(d.items[0].rows.size(), 6u);
+  EXPECT_NE(report::diff_table(d).find("share no count of K/V blocks (flash blocks 256×64 -> 128×64)"),
+            std::string::npos);
+
+  // Without a line on one side (under three groups), the note says what compares them instead.
+  json two = tiles(3, 2, 500, 2.0);
+  two[0]["groups"].erase(0);
+  two[0]["items"] = 12;
+  two[0].erase("fit");
+  b["op_items"] = two;
+  b["run"].erase("flash_block");
+  a["run"].erase("flash_block");
+  t = report::diff_table(report::diff_summaries(a, b));
+  EXPECT_NE(t.find("  Per Q block: 0.000us + its FLOPs at 1000.0 GFLOP/s (r² 1.000) -> no line through its medians\n"
+                   "  The two sides' Q blocks share no count of K/V blocks: with no line through the medians on the "
+                   "new side, the time per forward above compares them.\n"),
+            std::string::npos)
+      << t;
+
+  // Twice as many tasks a forward, each with a smaller fixed cost: what the fixed costs add up to per forward.
+  a["op_items"][0]["fit"]["fixed_ns"] = 100;  // 6 tasks a forward: 0.6 us
+  b["op_items"] = tiles(3, 4, 500);
+  b["op_items"][0]["fit"]["fixed_ns"] = 75;   // 12 tasks a forward: 0.9 us
+  EXPECT_NE(report::diff_table(report::diff_summaries(a, b))
+                .find("  Fixed costs per forward (Q blocks per forward × the fixed cost, thread time): 0.600us -> "
+                      "0.900us\n"),
+            std::string::npos);
+
+  // The op on one side only: the other side's cells are --, and its line and slowest are absent.
+  b.erase("op_items");
+  d = report::diff_summaries(a, b);
+  ASSERT_EQ(d.items.size(), 1u);
+  EXPECT_FALSE(d.items[0].next.has_value());
+  t = report::diff_table(d);
+  EXPECT_NE(t.find("           4        1.00   2 -> --      1.000us           --           --  909.1 -> --\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  Per Q block: 0.100us + its FLOPs at 1000.0 GFLOP/s (r² 1.000) -> --\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Slowest Q block (new)"), std::string::npos) << t;
+  EXPECT_EQ(report::diff_json(d)["items"][0]["new_fit"], json());
+  // Neither side: no block.
+  a.erase("op_items");
+  EXPECT_EQ(report::diff_table(report::diff_summaries(a, b)).find("its Q blocks"), std::string::npos);
+}
+
+// An op_items entry attnprof would not write is refused, by diff and by every reader that checks a summary
+// (the report leaves the summary out), naming the field: each would print a figure no run measured.
+TEST(Diff, DamagedTaskEntriesAreRefusedNamingTheField) {
+  json good = naive_summary();
+  good["op_items"] = tiles(2, 2, 1000);
+  EXPECT_NO_THROW(report::check_summary(good, "s"));
+  auto damaged = [&](const std::function<void(json&)>& edit) {
+    json s = good;
+    edit(s["op_items"][0]);
+    return s;
+  };
+  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+      {"no groups", damaged([](json& o) { o.erase("groups"); }), "field 'groups' is not an array"},
+      {"a negative median", damaged([](json& o) { o["groups"][1]["median_ns"] = -5; }), "'median_ns' is -5"},
+      {"a median under the clock's ns", damaged([](json& o) { o["groups"][1]["median_ns"] = 1e-300; }),
+       "not a time from 1 ns to a day"},
+      {"a median past its group's longest", damaged([](json& o) { o["groups"][1]["median_ns"] = 1e9; }),
+       "its median of 1000000000 ns is past its longest, 3000 ns"},
+      {"a count of 0", damaged([](json& o) { o["groups"][0]["count"] = 0; }),
+       "group of 4 K/V blocks: field 'count' is 0, not a whole number of at least 1"},
+      {"an inner count of 2.5", damaged([](json& o) { o["groups"][0]["inner"] = 2.5; }),
+       "field 'inner' is 2.5, not a whole number"},
+      {"a group twice", damaged([](json& o) { o["groups"][1]["inner"] = o["groups"][0]["inner"]; }),
+       "it follows the group of 4"},
+      {"fewer tiles than the groups count", damaged([](json& o) { o["items"] = 7; }),
+       "field 'items' is 7, but its groups count more"},
+      {"tiles the groups do not count", damaged([](json& o) { o["items"] = 20; }),
+       "field 'items' is 20, but its groups count 12"},
+      {"a fractional count of tiles", damaged([](json& o) { o["items"] = 1.5; }), "field 'items' is 1.5"},
+      {"a noun that is a number", damaged([](json& o) { o["noun"] = 5; }), "field 'noun' is 5, not a string"},
+      {"no inner name", damaged([](json& o) { o.erase("inner"); }), "field 'inner' is missing"},
+      {"a control character in a name", damaged([](json& o) { o["name"] = "flash\x1b[2J"; }), "control character"},
+      {"keys not three", damaged([](json& o) { o["keys"] = json::array({"batch"}); }), "field 'keys' is not an array"},
+      {"slowest without keys", damaged([](json& o) { o["slowest"].erase("keys"); }),
+       "slowest: field 'keys' is not an array"},
+      {"slowest in no group", damaged([](json& o) { o["slowest"]["inner"] = 99; }),
+       "field 'inner' is 99, the inner count of no group"},
+      {"slowest beside another median", damaged([](json& o) { o["slowest"]["group_median_ns"] = 1e-300; }),
+       "not its group's median"},
+      {"slowest not the longest", damaged([](json& o) { o["slowest"]["ns"] = 1000; }), "not the longest"},
+      {"a step longer than its tile", damaged([](json& o) { o["slowest"]["step_ns"] = 9e9; }), "longer than its"},
+      {"a rate of 1e-300 GFLOP/s", damaged([](json& o) { o["fit"]["marginal_gflops"] = 1e-300; }),
+       "not a rate from 0.001"},
+      {"r² of 1.5", damaged([](json& o) { o["fit"]["r2"] = 1.5; }), "field 'r2' is 1.5, over 1"},
+      {"a fixed cost past the longest tile", damaged([](json& o) { o["fit"]["fixed_ns"] = -1e6; }),
+       "longer than its longest Q block"},
+      {"FLOPs past any machine", damaged([](json& o) { o["groups"][0]["flops"] = 1e15; }), "over 1e7 GFLOP/s"},
+      {"not an object", damaged([](json& o) { o = "tiles"; }), "an op_items entry is \"tiles\", not an object"},
+  };
+  for (const auto& [what, summary, why] : cases) {
+    try {
+      report::check_summary(summary, "flash.summary.json");
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("flash.summary.json"), std::string::npos) << what << ": " << e.what();
+    }
+    EXPECT_THROW(report::diff_summaries(good, summary), Error) << what;
+  }
+  json twice = good;
+  twice["op_items"].push_back(twice["op_items"][0]);
+  EXPECT_THROW(report::check_summary(twice, "s"), Error);
+  json not_array = good;
+  not_array["op_items"] = "tiles";
+  EXPECT_THROW(report::check_summary(not_array, "s"), Error);
+  // Absent or null: a summary from before op_items was written.
+  json none = good;
+  none["op_items"] = nullptr;
+  EXPECT_NO_THROW(report::check_summary(none, "s"));
 }

@@ -230,9 +230,24 @@ struct StepDiff {
   double base_ns = -1, new_ns = -1;
   double base_flops = 0, new_flops = 0;
 };
+// The tasks an op marked (a summary's op_items: the flash kernel's tiles) on both sides, paired by op: each
+// side's entry as its summary holds it (counts over every forward that side recorded), none on a side without it.
+struct ItemsDiff {
+  std::string op;
+  std::optional<analysis::OpItems> base, next;
+  // The groups side by side, by inner count: one count's tasks on both sides where they did the same work (FLOPs
+  // per task within 1 %), else a row each (tiles of other sizes: other flash blocks). Indices into base->groups
+  // and next->groups; -1 for a side without the group.
+  struct Row {
+    int32_t inner = 0;
+    int base = -1, next = -1;
+  };
+  std::vector<Row> rows;
+};
 struct ProfileDiff {
   ProfileSide base, next;
   std::vector<StepDiff> steps;  // the kernels' steps (the flash kernel's), base's order then new's own
+  std::vector<ItemsDiff> items;  // the ops' tasks, base's order then new's own
   bool device = false;     // both are device (CUPTI) profiles: times are Self CUDA, memory is device memory
   bool faults = false;     // both recorded page faults per op (profile --counters): the table shows them
   bool memory = true;      // both recorded memory per op (profile_memory): else the memory cells are unknown
@@ -248,6 +263,11 @@ struct ProfileDiff {
 // them, leaving out only what needs them.
 void check_summary(const nlohmann::json& summary, const std::string& what, bool run_figures = false);
 void check_compare_json(const nlohmann::json& compare, const std::string& what);
+// One entry of a summary's op_items read back, held together as analysis::op_items writes it (the groups
+// ascending and counting its items, medians and means within their group's longest, the slowest item the
+// longest of its named group, times of 1 ns to a day), or an Error naming `what`, the op and the first field
+// that is not. check_summary applies it to every entry, so diff and the report read the same figures.
+analysis::OpItems op_items_from_summary(const nlohmann::json& entry, const std::string& what);
 // A compare.json row's status as written ("ok", "failed", "skipped"; "" when it is not a string), or, in files
 // from before "status" existed, the one their "skipped" and "ok" fields mean.
 std::string compare_row_status(const nlohmann::json& row);

@@ -18,6 +18,7 @@
 #include "attnprof/error.h"
 #include "attnprof/report.h"
 #include "report/figures.h"
+#include "report/item_text.h"
 #include "report/text_width.h"
 
 namespace attnprof::report {
@@ -210,6 +211,133 @@ const std::string& printable_field(const std::string& value, const std::string& 
   return value;
 }
 
+// A text field of an op_items entry: a JSON string without control characters (diff prints it); `may_be_empty`
+// for the inner count's name, which an op may leave unnamed.
+std::string item_text(const json& o, const char* key, const std::string& what, bool may_be_empty) {
+  const auto it = o.find(key);
+  if (it == o.end() || !it->is_string())
+    ATTNPROF_FAIL("{}: field '{}' is {}, not a string", what, key,
+                  it == o.end() ? "missing" : it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80));
+  const std::string v = it->get<std::string>();
+  if (v.empty() && !may_be_empty) ATTNPROF_FAIL("{}: field '{}' is empty", what, key);
+  return printable_field(v, key, what);
+}
+
+// A whole number an item's key or inner count is: 0 up to 2^31 - 1, as the recorder's int32 holds it.
+int32_t item_index(const json& v, const char* key, const std::string& what) {
+  const double x = v.is_number() ? v.get<double>() : NAN;
+  if (!(x >= 0 && x < 2147483648.0 && x == std::floor(x)))
+    ATTNPROF_FAIL("{}: field '{}' is {}, not a whole number from 0 to 2^31 - 1", what, key, v.dump().substr(0, 80));
+  return int32_t(x);
+}
+
+}  // namespace
+
+analysis::OpItems op_items_from_summary(const json& op, const std::string& where) {
+  if (!op.is_object()) ATTNPROF_FAIL("{}: an op_items entry is {}, not an object", where, op.dump().substr(0, 80));
+  analysis::OpItems o;
+  o.name = item_text(op, "name", where + " op_items entry", false);
+  const std::string what = fmt::format("{} op_items '{}'", where, o.name);
+  o.noun = item_text(op, "noun", what, false);
+  o.inner = item_text(op, "inner", what, true);
+  o.items = int64_t(count(op, "items", what, 1));
+  o.regions = int64_t(count(op, "regions", what, 1));
+  const auto keys = op.find("keys");
+  if (keys == op.end() || !keys->is_array() || keys->size() != 3)
+    ATTNPROF_FAIL("{}: field 'keys' is not an array of the 3 keys' names (a string, or null for a key not used)",
+                  what);
+  for (size_t k = 0; k < 3; ++k) {
+    const json& key = (*keys)[k];
+    if (!key.is_null() && !key.is_string())
+      ATTNPROF_FAIL("{}: field 'keys' holds {}, not a name or null", what, key.dump().substr(0, 80));
+    if (key.is_string()) o.keys[k] = printable_field(key.get<std::string>(), "keys", what);
+  }
+  // Times the recorder's clock can give (1 ns to a day) and rates under what any machine computes (1e7
+  // GFLOP/s): anything past them would print a figure no run measured.
+  constexpr double kDayNs = 8.64e13, kMaxGflops = 1e7;
+  auto time_ns = [&](const json& g, const char* key, const std::string& w) {
+    const double ns = required(g, key, w);
+    if (ns < 1 || ns > kDayNs) ATTNPROF_FAIL("{}: field '{}' is {} ns, not a time from 1 ns to a day", w, key, ns);
+    return ns;
+  };
+  const auto groups = op.find("groups");
+  if (groups == op.end() || !groups->is_array() || groups->empty())
+    ATTNPROF_FAIL("{}: field 'groups' is not an array of one group or more", what);
+  int64_t counted = 0;
+  double longest = 0;
+  for (const json& g : *groups) {
+    if (!g.is_object()) ATTNPROF_FAIL("{}: a group is {}, not an object", what, g.dump().substr(0, 80));
+    analysis::OpItems::Group e;
+    e.inner = item_index(g.contains("inner") ? g["inner"] : json(), "inner", what + " group");
+    const std::string gw = fmt::format("{} group of {} {}", what, e.inner, o.inner.empty() ? "inner blocks" : o.inner);
+    if (!o.groups.empty() && e.inner <= o.groups.back().inner)
+      ATTNPROF_FAIL("{}: it follows the group of {} (attnprof writes each inner count once, ascending)", gw,
+                    o.groups.back().inner);
+    e.count = int64_t(count(g, "count", gw, 1));
+    e.median_ns = time_ns(g, "median_ns", gw);
+    e.mean_ns = time_ns(g, "mean_ns", gw);
+    e.max_ns = time_ns(g, "max_ns", gw);
+    if (e.median_ns > e.max_ns || e.mean_ns > e.max_ns)
+      ATTNPROF_FAIL("{}: its {} of {} ns is past its longest, {} ns", gw, e.median_ns > e.max_ns ? "median" : "mean",
+                    std::max(e.median_ns, e.mean_ns), e.max_ns);
+    e.flops = required(g, "flops", gw);
+    if (e.flops / (e.mean_ns * double(e.count)) > kMaxGflops)
+      ATTNPROF_FAIL("{}: field 'flops' is {}, over 1e7 GFLOP/s in its {} ns", gw, e.flops, e.mean_ns * double(e.count));
+    counted += e.count;  // each count is under 2^53 and the sum stops at items (under 2^53): no overflow
+    if (counted > o.items)
+      ATTNPROF_FAIL("{}: field 'items' is {}, but its groups count more", what, o.items);
+    longest = std::max(longest, e.max_ns);
+    o.groups.push_back(e);
+  }
+  if (counted != o.items)
+    ATTNPROF_FAIL("{}: field 'items' is {}, but its groups count {}", what, o.items, counted);
+  if (const auto fit = op.find("fit"); fit != op.end() && !fit->is_null()) {
+    if (!fit->is_object())
+      ATTNPROF_FAIL("{}: field 'fit' is {}, not an object or null", what, fit->dump().substr(0, 80));
+    const std::string fw = what + " fit";
+    if (!fit->contains("fixed_ns")) ATTNPROF_FAIL("{}: field 'fixed_ns' is missing", fw);
+    o.fixed_ns = number(*fit, "fixed_ns", fw, /*may_be_negative=*/true);
+    o.marginal_gflops = required(*fit, "marginal_gflops", fw);
+    o.r2 = required(*fit, "r2", fw);
+    if (std::abs(o.fixed_ns) > longest)
+      ATTNPROF_FAIL("{}: field 'fixed_ns' is {} ns, longer than its longest {}, {} ns", fw, o.fixed_ns, o.noun,
+                    longest);
+    if (o.marginal_gflops < 1e-3 || o.marginal_gflops > kMaxGflops)
+      ATTNPROF_FAIL("{}: field 'marginal_gflops' is {}, not a rate from 0.001 to 1e7 GFLOP/s", fw, o.marginal_gflops);
+    if (o.r2 > 1) ATTNPROF_FAIL("{}: field 'r2' is {}, over 1", fw, o.r2);
+    o.fitted = true;
+  }
+  const auto slow = op.find("slowest");
+  if (slow == op.end() || !slow->is_object()) ATTNPROF_FAIL("{}: field 'slowest' is not an object", what);
+  const std::string sw = what + " slowest";
+  const auto sk = slow->find("keys");
+  if (sk == slow->end() || !sk->is_array() || sk->size() != 3)
+    ATTNPROF_FAIL("{}: field 'keys' is not an array of 3 whole numbers", sw);
+  for (size_t k = 0; k < 3; ++k) o.slowest.keys[k] = item_index((*sk)[k], "keys", sw);
+  o.slowest.inner = item_index(slow->contains("inner") ? (*slow)["inner"] : json(), "inner", sw);
+  o.slowest.ns = required(*slow, "ns", sw);
+  o.slowest.group_median_ns = required(*slow, "group_median_ns", sw);
+  if (const auto st = slow->find("step"); st != slow->end() && !st->is_null())
+    o.slowest.step = item_text(*slow, "step", sw, false);
+  o.slowest.step_ns = number(*slow, "step_ns", sw);
+  // The slowest item is the longest of all, in the group it names, beside that group's own median.
+  const auto group = std::find_if(o.groups.begin(), o.groups.end(),
+                                  [&](const analysis::OpItems::Group& g) { return g.inner == o.slowest.inner; });
+  auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
+  if (group == o.groups.end())
+    ATTNPROF_FAIL("{}: field 'inner' is {}, the inner count of no group", sw, o.slowest.inner);
+  if (!same(o.slowest.ns, longest) || !same(o.slowest.ns, group->max_ns))
+    ATTNPROF_FAIL("{}: field 'ns' is {}, not the longest of its group and of all, {} ns", sw, o.slowest.ns, longest);
+  if (!same(o.slowest.group_median_ns, group->median_ns))
+    ATTNPROF_FAIL("{}: field 'group_median_ns' is {}, not its group's median, {} ns", sw, o.slowest.group_median_ns,
+                  group->median_ns);
+  if (o.slowest.step_ns > o.slowest.ns)
+    ATTNPROF_FAIL("{}: field 'step_ns' is {}, longer than its {} ns", sw, o.slowest.step_ns, o.slowest.ns);
+  return o;
+}
+
+namespace {
+
 struct OpFigures {
   double calls = 0, ns = 0, mem = 0, bytes = 0;
   double all_bytes = 0;  // with its children's: a wrapper (masked_fill) moves none itself
@@ -224,6 +352,7 @@ struct Parsed {
   bool memory = true;   // its op rows carry memory (a profile without profile_memory holds nulls there)
   std::vector<std::pair<std::string, OpFigures>> ops;  // per forward, in the summary's order
   std::vector<StepDiff> steps;  // op_phases per forward, the side's figures in base_ns / base_flops
+  std::vector<analysis::OpItems> items;  // op_items as written: counts over every recorded forward
 };
 
 // A summary read as diff and report read it; `what` names it in every error.
@@ -404,6 +533,18 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
     }
   }
 
+  // The tasks inside the ops that mark them (op_items: the flash kernel's tiles; absent in summaries from before
+  // it was written), each entry held together as analysis::op_items writes it.
+  if (const auto it = s.find("op_items"); it != s.end() && !it->is_null()) {
+    if (!it->is_array()) ATTNPROF_FAIL("{}: field 'op_items' is {}, not an array", what, it->type_name());
+    std::unordered_set<std::string> ops;
+    for (const json& op : *it) {
+      p.items.push_back(op_items_from_summary(op, what));
+      if (!ops.insert(p.items.back().name).second)
+        ATTNPROF_FAIL("{}: op_items gives '{}' twice (attnprof writes one entry per op)", what, p.items.back().name);
+    }
+  }
+
   std::unordered_map<std::string, size_t> index;  // op name -> its place in p.ops (a summary may hold 10^5 rows)
   // Every row's key as key_averages groups them: its name, category and, grouped by input shape, its shapes and
   // types. The same key twice is no summary attnprof writes: summing the two would double the op's calls and time.
@@ -556,6 +697,42 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
     d.steps[at].new_ns = y.base_ns;
     d.steps[at].new_flops = y.base_flops;
   }
+  // The ops' tasks, paired by op: base's order, then the ops only the new side marked.
+  std::unordered_map<std::string, size_t> item_at;
+  for (const analysis::OpItems& x : a.items) {
+    item_at[x.name] = d.items.size();
+    d.items.push_back({x.name, x, std::nullopt, {}});
+  }
+  for (const analysis::OpItems& y : b.items) {
+    if (const auto it = item_at.find(y.name); it != item_at.end()) d.items[it->second].next = y;
+    else d.items.push_back({y.name, std::nullopt, y, {}});
+  }
+  // A group pairs with the other side's of the same inner count when the tasks are the same: the same flash
+  // blocks (the tiles' rows and keys; another kernel body may still count other FLOPs on the diagonal), or,
+  // where a summary names none, the same FLOPs per task within 1 %.
+  const bool named = !a.side.flash_block.empty() && !b.side.flash_block.empty();
+  const bool same_tiles = named && a.side.flash_block == b.side.flash_block;
+  for (ItemsDiff& x : d.items) {
+    auto each = [](const analysis::OpItems::Group& g) { return g.flops / double(g.count); };
+    std::unordered_map<int32_t, size_t> row_of;  // inner count -> base's row (each count once a side)
+    if (x.base)
+      for (size_t i = 0; i < x.base->groups.size(); ++i) {
+        row_of[x.base->groups[i].inner] = x.rows.size();
+        x.rows.push_back({x.base->groups[i].inner, int(i), -1});
+      }
+    if (x.next)
+      for (size_t j = 0; j < x.next->groups.size(); ++j) {
+        const analysis::OpItems::Group& g = x.next->groups[j];
+        const auto it = row_of.find(g.inner);
+        if (it != row_of.end() &&
+            (named ? same_tiles : within_1pct(each(x.base->groups[size_t(x.rows[it->second].base)]), each(g))))
+          x.rows[it->second].next = int(j);
+        else
+          x.rows.push_back({g.inner, -1, int(j)});
+      }
+    std::stable_sort(x.rows.begin(), x.rows.end(),
+                     [](const ItemsDiff::Row& p, const ItemsDiff::Row& q) { return p.inner < q.inner; });
+  }
   d.device = a.device;
   d.faults = a.faults && b.faults;
   d.memory = a.memory && b.memory;
@@ -678,6 +855,94 @@ std::pair<double, double> bytes_moved(const ProfileDiff& d) {
     next += r.new_bytes;
   }
   return {base, next};
+}
+}  // namespace
+
+namespace {
+// One op's tasks on both sides (the flash kernel's tiles), by the inner count each visited: the tasks per
+// forward, the median task on each side and the change, the GFLOP/s per thread; then each side's line through
+// the medians and its slowest task. A side without the op, or without a group, shows --.
+std::string items_block(const ItemsDiff& x, const ProfileDiff& d, bool definitions) {
+  const analysis::OpItems& any = x.base ? *x.base : *x.next;  // the names: both sides' op wrote them alike
+  using Group = analysis::OpItems::Group;
+  auto group = [](const std::optional<analysis::OpItems>& o, int i) {
+    return i >= 0 ? &o->groups[size_t(i)] : nullptr;
+  };
+  const std::string inner = any.inner.empty() ? std::string("Inner") : any.inner, nouns = detail::item_nouns(any, 2);
+  std::string s = fmt::format("Inside {}, its {} by the {} each visited (the median {}'s time; {} per forward):\n",
+                              x.op, nouns, detail::inner_name(any), any.noun, nouns);
+  auto per_forward = [](const Group* g, double forwards) {
+    return g ? calls(double(g->count) / forwards) : std::string("--");
+  };
+  auto median = [](const Group* g) { return g ? format_time_ns(g->median_ns) : std::string("--"); };
+  auto rate = [](const Group* g) { return g ? format_thread_gflops(g->flops, g->mean_ns * double(g->count)) : "--"; };
+  // inner count, FLOPs per task, tasks per forward, medians, change, rates
+  std::vector<std::array<std::string, 7>> cells;
+  size_t w0 = detail::display_width(inner), w1 = 10, w2 = detail::display_width(nouns);
+  for (const ItemsDiff::Row& r : x.rows) {
+    const Group *a = group(x.base, r.base), *b = group(x.next, r.next), *g = a ? a : b;
+    auto mflop = [](const Group* e) {
+      return e->flops > 0 ? fmt::format("{:.2f}", e->flops / double(e->count) * 1e-6) : "--";
+    };
+    cells.push_back({std::to_string(r.inner),
+                     a && b && !within_1pct(a->flops / double(a->count), b->flops / double(b->count))
+                         ? mflop(a) + " -> " + mflop(b)
+                         : mflop(g),
+                     per_forward(a, d.base.forwards) + " -> " + per_forward(b, d.next.forwards), median(a), median(b),
+                     a && b ? signed_time(b->median_ns - a->median_ns) : std::string("--"),
+                     rate(a) + " -> " + rate(b)});
+    w0 = std::max(w0, cells.back()[0].size());
+    w1 = std::max(w1, cells.back()[1].size());
+    w2 = std::max(w2, cells.back()[2].size());
+  }
+  s += fmt::format("  {}  {:>{}}  {}  {:>11}  {:>11}  {:>11}  {}\n", detail::pad_left(inner, w0), "MFLOP each", w1,
+                   detail::pad_left(nouns, w2), "base", "new", "change", "GFLOP/s per thread");
+  for (const auto& c : cells)
+    s += fmt::format("  {}  {:>{}}  {}  {:>11}  {:>11}  {:>11}  {}\n", detail::pad_left(c[0], w0), c[1], w1,
+                     detail::pad_left(c[2], w2), c[3], c[4], c[5], c[6]);
+  // Tiles of other sizes (other flash blocks) share no inner count: the lines through the medians, against
+  // FLOPs per task, still compare them.
+  const bool apart = x.base && x.next && std::none_of(x.rows.begin(), x.rows.end(), [](const ItemsDiff::Row& r) {
+                       return r.base >= 0 && r.next >= 0;
+                     });
+  auto fit = [](const std::optional<analysis::OpItems>& o) {
+    return !o ? std::string("--")
+           : o->fitted ? fmt::format("{} (r² {:.3f})", detail::item_fit_text(*o), o->r2)
+                       : std::string("no line through its medians");
+  };
+  if ((x.base && x.base->fitted) || (x.next && x.next->fitted))
+    s += fmt::format("  Per {}: {} -> {}\n", any.noun, fit(x.base), fit(x.next));
+  // Smaller tasks cost less each but come in greater numbers: what the fixed costs add up to in a forward.
+  if (x.base && x.next && x.base->fitted && x.next->fitted && x.base->fixed_ns >= 0 && x.next->fixed_ns >= 0 &&
+      double(x.base->items) / d.base.forwards != double(x.next->items) / d.next.forwards)
+    s += fmt::format("  Fixed costs per forward ({} per forward × the fixed cost, thread time): {} -> {}\n", nouns,
+                     format_time_ns(x.base->fixed_ns * double(x.base->items) / d.base.forwards),
+                     format_time_ns(x.next->fixed_ns * double(x.next->items) / d.next.forwards));
+  if (apart)
+    s += fmt::format("  The two sides' {} share no count of {}{}: {}.\n", detail::item_nouns(any, 2),
+                     detail::inner_name(any),
+                     !d.base.flash_block.empty() && !d.next.flash_block.empty() &&
+                             d.base.flash_block != d.next.flash_block
+                         ? fmt::format(" (flash blocks {} -> {})", d.base.flash_block, d.next.flash_block)
+                         : std::string(),
+                     x.base->fitted && x.next->fitted
+                         ? "the lines per " + any.noun + ", against FLOPs, compare them"
+                         : fmt::format("with no line through the medians on {}, the time per forward above compares "
+                                       "them",
+                                       !x.base->fitted && !x.next->fitted ? "either side"
+                                       : !x.base->fitted                  ? "the base side"
+                                                                          : "the new side"));
+  for (const auto& [side, label] : {std::pair{&x.base, "base"}, std::pair{&x.next, "new"}})
+    if (*side) s += fmt::format("  Slowest {} ({}): {}.\n", any.noun, label, detail::item_slowest_text(**side));
+  if (definitions)
+    s += fmt::format("  Each {0} is one task a thread took; its time runs from its thread's step before it to its "
+                     "last. A row holds the {2} of one count of {1} on both sides when the runs used the same flash "
+                     "blocks (or, where a summary names none, did the same FLOPs per {0} within 1 %), else each "
+                     "side's has a row. MFLOP each: the FLOPs one {0}'s steps counted. Medians are over every {0} a "
+                     "side recorded with that many {1}; GFLOP/s per thread: the group's FLOPs over its {2}' summed "
+                     "time.\n",
+                     any.noun, detail::inner_name(any), nouns);
+  return s;
 }
 }  // namespace
 
@@ -837,6 +1102,7 @@ std::string diff_table(const ProfileDiff& d, int row_limit, bool definitions) {
                        rates.empty() ? "" : "  " + rates);
     }
   }
+  for (const ItemsDiff& x : d.items) s += items_block(x, d, definitions);
   if (definitions)
     s += "Per forward: each side's totals divided by the forwards it recorded. Bytes moved: the op's own cost model. "
          "Sizes in torch's binary units (1 Mb = 2^20 B; compare's table prints decimal MB).\n";
@@ -900,6 +1166,55 @@ json diff_json(const ProfileDiff& d, int row_limit) {
           {"new_ns", d.new_ns},
           {"rows", rows},
           {"rows_left_out", d.rows.size() - shown},  // by --row-limit: the smallest changes; base_ns/new_ns count all
+          {"items", [&] {
+             // Each op's tasks: the rows as the table pairs them, each side's figures per forward, and each side's
+             // line and slowest task as its summary holds them.
+             json items = json::array();
+             auto group = [&](const std::optional<analysis::OpItems>& o, int i, double forwards) {
+               if (i < 0) return json();
+               const analysis::OpItems::Group& g = o->groups[size_t(i)];
+               return json{{"per_forward", g.count / forwards},
+                           {"flops_each", g.flops / double(g.count)},
+                           {"median_ns", g.median_ns},
+                           {"mean_ns", g.mean_ns},
+                           {"max_ns", g.max_ns},
+                           {"gflops_per_thread", g.flops / (g.mean_ns * double(g.count))}};
+             };
+             auto fit = [](const std::optional<analysis::OpItems>& o) {
+               return o && o->fitted ? json{{"fixed_ns", o->fixed_ns}, {"marginal_gflops", o->marginal_gflops},
+                                            {"r2", o->r2}}
+                                     : json();
+             };
+             auto per_forward = [](const std::optional<analysis::OpItems>& o, double forwards) {
+               return o ? json(double(o->items) / forwards) : json();
+             };
+             auto slowest = [](const std::optional<analysis::OpItems>& o) {
+               if (!o) return json();
+               const auto& sl = o->slowest;
+               return json{{"label", o->item_label(sl.keys)}, {"inner", sl.inner}, {"ns", sl.ns},
+                           {"group_median_ns", sl.group_median_ns},
+                           {"step", sl.step.empty() ? json() : json(sl.step)}, {"step_ns", sl.step_ns}};
+             };
+             for (const ItemsDiff& x : d.items) {
+               const analysis::OpItems& any = x.base ? *x.base : *x.next;
+               json rows = json::array();
+               for (const ItemsDiff::Row& r : x.rows)
+                 rows.push_back({{"inner", r.inner},
+                                 {"base", group(x.base, r.base, d.base.forwards)},
+                                 {"new", group(x.next, r.next, d.next.forwards)}});
+               items.push_back({{"op", x.op},
+                                {"noun", any.noun},
+                                {"inner", any.inner},
+                                {"base_items_per_forward", per_forward(x.base, d.base.forwards)},
+                                {"new_items_per_forward", per_forward(x.next, d.next.forwards)},
+                                {"groups", std::move(rows)},
+                                {"base_fit", fit(x.base)},
+                                {"new_fit", fit(x.next)},
+                                {"base_slowest", slowest(x.base)},
+                                {"new_slowest", slowest(x.next)}});
+             }
+             return items;
+           }()},
           {"steps", [&] {
              json steps = json::array();
              for (const StepDiff& x : d.steps)

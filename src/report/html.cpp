@@ -694,89 +694,6 @@ std::string mean_median_note(const VariantData& v, double bar_ms) {
                                      : "a forward far faster than the others");
 }
 
-// A summary's op_items entry as analysis::op_items gave it, so the report words it as profile and compare do;
-// none where a field is missing, out of range or at odds with the others (the tiles the groups count, the
-// slowest tile's group and time, a median past its group's longest), so a damaged entry draws nothing rather
-// than a wrong point or sentence. A fit out of range is left out alone.
-std::optional<analysis::OpItems> op_items_from_summary(const json& op) {
-  // Text that is a JSON string (str() would take a number's text); nullopt when absent or another type.
-  auto text = [](const json& j, const char* key) -> std::optional<std::string> {
-    const auto it = j.is_object() ? j.find(key) : j.end();
-    if (!j.is_object() || it == j.end() || !it->is_string()) return std::nullopt;
-    return it->get<std::string>();
-  };
-  // Whole numbers in range before any cast; times of at least the clock's 1 ns and at most a day; FLOPs and a
-  // rate under what any machine computes (1e18 FLOPs in a group, 1e7 GFLOP/s).
-  auto whole = [](double x) { return std::isfinite(x) && x >= 0 && x < 2147483648.0 && x == std::floor(x); };
-  auto time_ns = [](double x) { return x >= 1.0 && x <= 8.64e13; };
-  constexpr double kMaxFlops = 1e18, kMaxGflops = 1e7;
-  analysis::OpItems o;
-  const std::optional<std::string> name = text(op, "name"), noun = text(op, "noun"), inner_name = text(op, "inner");
-  const double items = num(op, "items", -1), regions = num(op, "regions", -1);
-  const json* keys = member(op, {"keys"});
-  const json* groups = member(op, {"groups"});
-  const json* slow = member(op, {"slowest"});
-  if (!name || name->empty() || !noun || noun->empty() || !inner_name || !whole(items) || items < 1 ||
-      !whole(regions) || regions < 1 || !keys || !keys->is_array() || keys->size() != 3 || !groups ||
-      !groups->is_array() || groups->empty() || !slow || !slow->is_object())
-    return std::nullopt;
-  o.name = *name, o.noun = *noun, o.inner = *inner_name;
-  o.items = int64_t(items);
-  o.regions = int64_t(regions);
-  for (size_t k = 0; k < 3; ++k)
-    if ((*keys)[k].is_string()) o.keys[k] = (*keys)[k].get<std::string>();
-  int64_t counted = 0;
-  double longest = 0;
-  for (const json& g : *groups) {
-    analysis::OpItems::Group e;
-    const double inner = num(g, "inner", -1), count = num(g, "count", -1);
-    e.median_ns = num(g, "median_ns", NAN);
-    e.mean_ns = num(g, "mean_ns", NAN);
-    e.max_ns = num(g, "max_ns", NAN);
-    e.flops = num(g, "flops", NAN);
-    if (!whole(inner) || !whole(count) || count < 1 || !time_ns(e.median_ns) || !time_ns(e.mean_ns) ||
-        !time_ns(e.max_ns) || e.median_ns > e.max_ns || e.mean_ns > e.max_ns || !(e.flops >= 0) ||
-        !(e.flops <= kMaxFlops) || e.flops / (e.mean_ns * count) > kMaxGflops)
-      return std::nullopt;
-    e.inner = int32_t(inner);
-    e.count = int64_t(count);
-    if (!o.groups.empty() && e.inner <= o.groups.back().inner) return std::nullopt;  // ascending, each once
-    counted += e.count;
-    longest = std::max(longest, e.max_ns);
-    o.groups.push_back(e);
-  }
-  if (counted != o.items) return std::nullopt;
-  if (const json* fit = member(op, {"fit"}); fit && fit->is_object()) {
-    o.fixed_ns = num(*fit, "fixed_ns", NAN);
-    o.marginal_gflops = num(*fit, "marginal_gflops", NAN);
-    o.r2 = num(*fit, "r2", NAN);
-    o.fitted = std::abs(o.fixed_ns) <= longest && o.marginal_gflops >= 1e-3 && o.marginal_gflops <= kMaxGflops &&
-               o.r2 >= 0 && o.r2 <= 1;
-  }
-  const json* sk = member(*slow, {"keys"});
-  if (!sk || !sk->is_array() || sk->size() != 3) return std::nullopt;
-  for (size_t k = 0; k < 3; ++k) {
-    const double x = (*sk)[k].is_number() ? (*sk)[k].get<double>() : NAN;
-    if (!whole(x)) return std::nullopt;
-    o.slowest.keys[k] = int32_t(x);
-  }
-  const double inner = num(*slow, "inner", -1);
-  o.slowest.ns = num(*slow, "ns", NAN);
-  o.slowest.group_median_ns = num(*slow, "group_median_ns", NAN);
-  o.slowest.step = text(*slow, "step").value_or("");
-  o.slowest.step_ns = num(*slow, "step_ns", 0);
-  const auto group = std::find_if(o.groups.begin(), o.groups.end(),
-                                  [&](const analysis::OpItems::Group& g) { return double(g.inner) == inner; });
-  // The slowest tile is the longest of all, in the group it names, beside that group's own median.
-  auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
-  if (!whole(inner) || group == o.groups.end() || !same(o.slowest.ns, longest) ||
-      !same(o.slowest.ns, group->max_ns) || !same(o.slowest.group_median_ns, group->median_ns) ||
-      !(o.slowest.step_ns >= 0) || o.slowest.step_ns > o.slowest.ns)
-    return std::nullopt;
-  o.slowest.inner = int32_t(inner);
-  return o;
-}
-
 void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector<std::string>& notes) {
   pg.h2("ops", "Where the time and the bytes go");
   json time_rows = json::array(), byte_rows = json::array();
@@ -948,8 +865,14 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     const json* items = v.summary ? member(*v.summary, {"op_items"}) : nullptr;
     if (!items || !items->is_array()) continue;
     for (const json& op : *items) {
-      const std::optional<analysis::OpItems> o = op_items_from_summary(op);
-      if (!o) continue;
+      // check_summary held every entry together before the summary was drawn (report::op_items_from_summary):
+      // one that is not has left the whole summary out, with a note naming its field.
+      std::optional<analysis::OpItems> o;
+      try {
+        o = op_items_from_summary(op, v.summary_file);
+      } catch (const Error&) {
+        continue;
+      }
       for (const analysis::OpItems::Group& g : o->groups) {
         tile_rows.push_back({{"variant", v.name},
                              {"op", o->name},

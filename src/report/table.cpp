@@ -19,6 +19,7 @@
 
 #include "attnprof/error.h"
 #include "attnprof/report.h"
+#include "report/item_text.h"
 #include "report/text_width.h"
 
 namespace attnprof::report {
@@ -573,15 +574,13 @@ std::string phase_line(const std::string& subject, const analysis::OpPhases& op,
                         : ".");
 }
 
-namespace {
-// "16.1us + its FLOPs at 263.4 GFLOP/s"; a line that meets zero FLOPs below zero time shows no fixed cost.
+namespace detail {
 std::string item_fit_text(const analysis::OpItems& op) {
   if (op.fixed_ns < 0)
     return fmt::format("its FLOPs at {:.1f} GFLOP/s and no fixed cost that shows (the line meets zero FLOPs at -{})",
                        op.marginal_gflops, format_time_ns(-op.fixed_ns));
   return fmt::format("{} + its FLOPs at {:.1f} GFLOP/s", format_time_ns(op.fixed_ns), op.marginal_gflops);
 }
-// "Q block" or "Q blocks" for n of them; the inner count's name, or "inner blocks" where the op gave none.
 std::string item_nouns(const analysis::OpItems& op, int64_t n) { return n == 1 ? op.noun : op.noun + "s"; }
 std::string inner_name(const analysis::OpItems& op) { return op.inner.empty() ? "inner blocks" : op.inner; }
 std::string item_slowest_text(const analysis::OpItems& op) {
@@ -597,7 +596,12 @@ std::string item_slowest_text(const analysis::OpItems& op) {
     t += fmt::format(", {:.0f} % of it in {}", 100.0 * s.step_ns / s.ns, s.step);
   return t;
 }
-}  // namespace
+}  // namespace detail
+
+using detail::inner_name;
+using detail::item_fit_text;
+using detail::item_nouns;
+using detail::item_slowest_text;
 
 std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitions) {
   std::string out;
