@@ -1342,6 +1342,13 @@ TEST(OpItems, GroupFitAndSlowestOnHandMadeItems) {
   EXPECT_EQ(report::item_line("flash", o),
             "flash's tasks (op's 6 Q blocks): 0.100us + its FLOPs at 2.0 GFLOP/s (r² 1.000); the slowest, Q block 1 "
             "(batch 0, head 3) at 9.000us, 8.2x the median of the Q blocks with 2 K/V blocks, 89 % of it in load.");
+  // Laps a clock stepped back across add nothing, so a tile's steps can sum past its length: the step it spent
+  // most in is then the whole tile, never more (diff and the report read an older summary so too).
+  {
+    prof::ProfileResult back = r;
+    back.threads[0].items[4].phase_ticks = {9500, 100};
+    EXPECT_DOUBLE_EQ(analysis::op_items(back)[0].slowest.step_ns, 9000);
+  }
   // Two groups make any line: no fit, and the texts say only what was measured.
   r.threads[0].items.resize(4);
   const std::vector<analysis::OpItems> two = analysis::op_items(r);

@@ -191,6 +191,9 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
           s.step = sh.phase_names[k];
           s.step_ns = r.ns(w.phase_ticks[size_t(k)]);
         }
+      // A step is part of its tile: laps a clock that stepped back added nothing to can sum past the tile's
+      // length (which counts from its first lap to its last).
+      s.step_ns = std::min(s.step_ns, s.ns);
     }
   }
   std::vector<OpItems> out;

@@ -867,15 +867,10 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
     for (const json& op : *items) {
       // check_summary held every entry together before the summary was drawn (report::op_items_from_summary):
       // one that is not has left the whole summary out, with a note naming its field.
-      std::optional<analysis::OpItems> o;
-      try {
-        o = op_items_from_summary(op, v.summary_file);
-      } catch (const Error&) {
-        continue;
-      }
-      for (const analysis::OpItems::Group& g : o->groups) {
+      const analysis::OpItems o = op_items_from_summary(op, v.summary_file);
+      for (const analysis::OpItems::Group& g : o.groups) {
         tile_rows.push_back({{"variant", v.name},
-                             {"op", o->name},
+                             {"op", o.name},
                              {"inner", g.inner},
                              {"count", g.count},
                              {"median_us", g.median_ns * 1e-3},
@@ -883,9 +878,9 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                              {"max_us", g.max_ns * 1e-3},
                              {"gflops_per_thread", format_thread_gflops(g.flops, g.mean_ns * double(g.count))}});
       }
-      if (!o->inner.empty()) inner_title = o->inner;
+      if (!o.inner.empty()) inner_title = o.inner;
       tiled.insert(v.name);
-      if (const std::string line = item_line(v.name, *o); !line.empty()) tile_notes.push_back(line);
+      if (const std::string line = item_line(v.name, o); !line.empty()) tile_notes.push_back(line);
     }
   }
   if (!tile_rows.empty()) {
