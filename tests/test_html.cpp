@@ -334,6 +334,24 @@ TEST(HtmlReport, DamagedTileGroupsLeaveTheirSummaryOut) {
   }
 }
 
+// Tiles whose summary has no fitted line (under three groups) draw their points and no dashed line.
+TEST(HtmlReport, TilesWithoutAFitDrawNoFittedLine) {
+  json s = json::parse(attnprof::io::read_file(kFixtures / "flash.summary.json"));
+  s["op_items"][0]["fit"] = nullptr;
+  TempDir d("tiles-no-fit");
+  copy_fixtures(d.path, {"compare.json", "naive.summary.json"});
+  spit(d.path / "flash.summary.json", s.dump());
+  const json data = data_block(render_html_report(d.path.string(), stub_library()));
+  int drawn = 0;
+  for (const json& c : data["charts"])
+    if (c["kind"] == "tiles-inside") {
+      ++drawn;
+      ASSERT_EQ(c["spec"]["data"]["values"].size(), 4u);
+      for (const json& r : c["spec"]["data"]["values"]) EXPECT_TRUE(r["fit_us"].is_null()) << r;
+    }
+  EXPECT_EQ(drawn, 1);
+}
+
 // The profiler tables keep torch's layout in a box that scrolls sideways; attnprof's footnotes under the totals
 // line wrap in a block of their own (the widest of them had set the box's width: 2,128 px against a 1,100 px page).
 TEST(HtmlReport, TableFootnotesWrapBelowTheTable) {
@@ -431,6 +449,12 @@ TEST(HtmlReport, FixturesGiveEverySectionAndChart) {
       EXPECT_NEAR(rows[3]["median_us"].get<double>(), (14000 + flops16 / 274) * 1e-3, 1e-9);
       EXPECT_EQ(rows[3]["gflops_per_thread"], fmt::format("{:.1f}", flops16 / ((14000 + flops16 / 274) * 1.05)));
       EXPECT_EQ(c["spec"]["layer"][0]["encoding"]["x"]["title"], "K/V blocks each tile visited");
+      // The fitted line, dashed, at each group's FLOPs per tile: the fixture's medians lie on it.
+      const json& fit = c["spec"]["layer"][0];
+      EXPECT_EQ(fit["encoding"]["y"]["field"], "fit_us");
+      EXPECT_EQ(fit["mark"]["strokeDash"], json::array({5, 4}));
+      EXPECT_EQ(fit["transform"][0]["filter"], "isValid(datum.fit_us)");
+      for (const json& r : rows) EXPECT_NEAR(r["fit_us"].get<double>(), r["median_us"].get<double>(), 1e-6) << r;
     }
   EXPECT_NE(page.find("flash&#39;s tasks (flash_attention&#39;s 1536 Q blocks): 14.000us + its FLOPs at 274.0 GFLOP/s "
                       "(r² 1.000); the slowest, Q block 3 (batch 1, head 0) at 4.429ms, "),

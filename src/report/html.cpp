@@ -876,7 +876,11 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                              {"median_us", g.median_ns * 1e-3},
                              {"mean_us", g.mean_ns * 1e-3},
                              {"max_us", g.max_ns * 1e-3},
-                             {"gflops_per_thread", format_thread_gflops(g.flops, g.mean_ns * double(g.count))}});
+                             {"gflops_per_thread", format_thread_gflops(g.flops, g.mean_ns * double(g.count))},
+                             // The line's time for a tile of the group's FLOPs: the fit the tasks line gives.
+                             {"fit_us", o.fitted ? json((o.fixed_ns + g.flops / double(g.count) / o.marginal_gflops) *
+                                                        1e-3)
+                                                 : json()}});
       }
       if (!o.inner.empty()) inner_title = o.inner;
       tiled.insert(v.name);
@@ -897,10 +901,19 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                         {{"field", "count"}, {"title", "tiles"}}, {{"field", "median_us"}, {"format", ".1f"}},
                         {{"field", "mean_us"}, {"format", ".1f"}}, {{"field", "max_us"}, {"format", ".1f"}},
                         {{"field", "gflops_per_thread"}, {"title", "GFLOP/s per thread"}}}}};
+    // Each variant's fitted line, dashed, under its medians: where a group sits off it (a last Q block that is
+    // not whole, a group slowed by the machine), the chart shows it.
+    json fit_enc = enc;
+    fit_enc["y"]["field"] = "fit_us";
+    fit_enc["tooltip"] = {{{"field", "variant"}}, {{"field", "inner"}, {"title", inner_title}},
+                          {{"field", "fit_us"}, {"format", ".1f"}, {"title", "fitted µs"}}};
     json spec = {{"data", {{"values", tile_rows}}},
                  {"width", kWidth},
                  {"layer",
-                  {{{"mark", {{"type", "line"}}}, {"encoding", enc}},
+                  {{{"transform", {{{"filter", "isValid(datum.fit_us)"}}}},
+                    {"mark", {{"type", "line"}, {"strokeDash", {5, 4}}, {"strokeWidth", 1.5}, {"opacity", 0.7}}},
+                    {"encoding", fit_enc}},
+                   {{"mark", {{"type", "line"}}}, {"encoding", enc}},
                    {{"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}}, {"encoding", enc}}}}};
     pg.chart("tiles-inside",
              spec,
@@ -909,8 +922,10 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
              "its last step). Under a causal mask a tile visits only the K/V blocks left of the diagonal and the "
              "diagonal's own, so its time climbs with its Q block: the triangle of work the kernel does, beside "
              "the one it skips (a last Q block that is not whole visits its blocks with fewer rows, and sits below "
-             "the line). The trace holds every tile as a work_item slice; the tooltip gives the mean, the slowest and "
-             "the rate.");
+             "the line). The dashed line is each variant's fitted cost per tile, a fixed cost plus its FLOPs at the "
+             "marginal rate (the tasks line below), at each group's FLOPs; a point off it is a group the line does "
+             "not explain. The trace holds every tile as a work_item slice; the tooltip gives the mean, the slowest "
+             "and the rate.");
     for (const std::string& n : tile_notes) pg.note(n);
   }
   pg.end_section();
