@@ -2959,14 +2959,19 @@ TEST_F(Cli, DiffShowsWhatInPlaceRemovedAndRefusesBadFiles) {
   bad("diff " + out().string() + " " + out().string() + " --row-limit 2",
       "--row-limit applies to the op rows of two summaries; a diff of two compare runs has one row per variant");
   bad("diff " + out().string() + " " + naive, "cannot diff " + cmp + " (a compare.json) against " + naive);
-  // A directory without a compare.json (a profile's --out) names the summaries it holds; an empty one says so.
+  // A directory without a compare.json (a profile's --out) stands for its one summary; one holding several names
+  // them (which to compare is the user's call); an empty one says so.
   const fs::path prof_dir = dir_ / "profile-out", empty_dir = dir_ / "empty-out";
   fs::create_directories(prof_dir);
   fs::create_directories(empty_dir);
   fs::copy_file(naive, prof_dir / "naive.summary.json");
+  const Result one = run("diff " + naive + " " + prof_dir.string());
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("attnprof diff — naive (base) vs naive (new), per forward"), std::string::npos) << one.out;
+  fs::copy_file(naive, prof_dir / "flash.summary.json");
   bad("diff " + naive + " " + prof_dir.string(),
-      prof_dir.string() + " holds no compare.json, only summaries (naive.summary.json): name the summary to compare, "
-                          "e.g. " + (prof_dir / "naive.summary.json").string());
+      prof_dir.string() + " holds no compare.json, only summaries (flash.summary.json, naive.summary.json): name the "
+                          "summary to compare, e.g. " + (prof_dir / "flash.summary.json").string());
   bad("diff " + naive + " " + empty_dir.string(),
       empty_dir.string() + " is a directory without a compare.json or a <variant>.summary.json");
   // A directory whose compare.json lost its "kind" is named as the file at fault.

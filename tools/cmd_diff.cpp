@@ -29,7 +29,8 @@ struct DiffArgs {
   std::string out;  // also write the diff here (.json: JSON, else the table)
 };
 
-// A directory stands for the compare.json inside it; one without (a profile's --out) names its summaries.
+// A directory stands for the compare.json inside it, else for its one <variant>.summary.json (a profile's
+// --out); one with several summaries and no compare.json names them, since which to compare is the user's call.
 std::string input_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -49,6 +50,7 @@ std::string input_file(const std::string& path) {
     ATTNPROF_FAIL("{} is a directory without a compare.json or a <variant>.summary.json: diff takes two "
                   "<variant>.summary.json, or two compare.json (or two directories holding one)",
                   path);
+  if (summaries.size() == 1) return (fs::path(path) / summaries.front()).string();
   ATTNPROF_FAIL("{} holds no compare.json, only summaries ({}): name the summary to compare, e.g. {}", path,
                 fmt::join(summaries, ", "), (fs::path(path) / summaries.front()).string());
 }
