@@ -1271,8 +1271,15 @@ TEST(Profiler, WorkItemsAreTheLapsBetweenBeginAndEnd) {
     EXPECT_EQ(oi[0].groups[g].inner, int32_t(g + 1));
     EXPECT_EQ(oi[0].groups[g].count, 2);
   }
-  EXPECT_TRUE(oi[0].fitted);
-  EXPECT_GT(oi[0].marginal_gflops, 0.0);
+  // FLOPs per item rise with the inner count, so medians that rise with it too (spun 15, 30 and 45 us) make a
+  // line with a positive slope. A tile the machine preempted can lift a group's median past the next one's (the
+  // sanitizer build on a busy 2-core machine did): then the slope may fall, and no line is the right answer, so
+  // the check follows the medians measured, not the ones spun.
+  const auto& gs = oi[0].groups;
+  if (gs[0].median_ns < gs[1].median_ns && gs[1].median_ns < gs[2].median_ns) {
+    EXPECT_TRUE(oi[0].fitted);
+    EXPECT_GT(oi[0].marginal_gflops, 0.0);
+  }
 }
 
 // op_items' arithmetic on hand-made items (1 ns per tick): groups by inner count with their median, mean and
