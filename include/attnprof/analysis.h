@@ -201,6 +201,8 @@ struct OpItems {
     int64_t count = 0;
     double median_ns = 0, mean_ns = 0, max_ns = 0;
     double flops = 0;  // Σ over the group's items
+    double flops_each() const { return flops / double(count); }    // what one item counted, on average
+    double thread_ns() const { return mean_ns * double(count); }   // Σ over the group's items of their time
   };
   std::string name;                  // the op
   std::string noun, inner;           // "Q block", "K/V blocks" (ItemNames)

@@ -219,7 +219,7 @@ std::vector<OpItems> op_items(const prof::ProfileResult& r) {
       double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
       const double n = double(a.out.groups.size());
       for (const OpItems::Group& g : a.out.groups) {
-        const double x = g.flops / double(g.count), y = g.median_ns;
+        const double x = g.flops_each(), y = g.median_ns;
         sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
       }
       const double vx = sxx - sx * sx / n, vy = syy - sy * sy / n, cxy = sxy - sx * sy / n;

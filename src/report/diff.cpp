@@ -29,6 +29,11 @@ bool within_1pct(double a, double b) { return std::abs(a - b) <= 0.01 * std::max
 
 using nlohmann::json;
 
+// A value as an error message quotes it: its JSON, cut to `n` bytes (a field may hold a whole document).
+std::string excerpt(const json& v, size_t n) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, n);
+}
+
 // A record's "cpu_sharing" (the other work its forwards ran beside, which decides its Busy line and its `*`):
 // absent or null when it was not measured, else as attnprof writes it, or an error naming the field; a value
 // read as "not measured" would drop that side's Busy line without a word.
@@ -38,7 +43,7 @@ std::optional<analysis::CpuSharing> sharing_field(const json& record, const std:
   if (const auto s = cpu_sharing_of(record)) return s;
   ATTNPROF_FAIL("{}: field 'cpu_sharing' is {}, not the other work its forwards ran beside (an object of "
                 "other_cpus from 0 to cpus + 1, cpus and threads from 1; null when not measured)",
-                what, it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
+                what, excerpt(*it, 200));
 }
 
 // A figure read back from a file: within ±2^53 (report/figures.h: 104 days in ns, 8 PiB in bytes) and, unless
@@ -165,7 +170,7 @@ std::string flash_block_field(const json& o, const std::string& what) {
   };
   if (!it->is_array() || it->size() != 2 || !side((*it)[0]) || !side((*it)[1]))
     ATTNPROF_FAIL("{}: field 'flash_block' is {}, not [rows, cols] of the flash kernel's blocks (each 1 to {})", what,
-                  it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200), kFlashMaxBlock);
+                  excerpt(*it, 200), kFlashMaxBlock);
   return fmt::format("{}×{}", (*it)[0].get<int64_t>(), (*it)[1].get<int64_t>());
 }
 
@@ -217,7 +222,7 @@ std::string item_text(const json& o, const char* key, const std::string& what, b
   const auto it = o.find(key);
   if (it == o.end() || !it->is_string())
     ATTNPROF_FAIL("{}: field '{}' is {}, not a string", what, key,
-                  it == o.end() ? "missing" : it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80));
+                  it == o.end() ? "missing" : excerpt(*it, 80));
   const std::string v = it->get<std::string>();
   if (v.empty() && !may_be_empty) ATTNPROF_FAIL("{}: field '{}' is empty", what, key);
   return printable_field(v, key, what);
@@ -227,14 +232,14 @@ std::string item_text(const json& o, const char* key, const std::string& what, b
 int32_t item_index(const json& v, const char* key, const std::string& what) {
   const double x = v.is_number() ? v.get<double>() : NAN;
   if (!(x >= 0 && x < 2147483648.0 && x == std::floor(x)))
-    ATTNPROF_FAIL("{}: field '{}' is {}, not a whole number from 0 to 2^31 - 1", what, key, v.dump().substr(0, 80));
+    ATTNPROF_FAIL("{}: field '{}' is {}, not a whole number from 0 to 2^31 - 1", what, key, excerpt(v, 80));
   return int32_t(x);
 }
 
 }  // namespace
 
 analysis::OpItems op_items_from_summary(const json& op, const std::string& where) {
-  if (!op.is_object()) ATTNPROF_FAIL("{}: an op_items entry is {}, not an object", where, op.dump().substr(0, 80));
+  if (!op.is_object()) ATTNPROF_FAIL("{}: an op_items entry is {}, not an object", where, excerpt(op, 80));
   analysis::OpItems o;
   o.name = item_text(op, "name", where + " op_items entry", false);
   const std::string what = fmt::format("{} op_items '{}'", where, o.name);
@@ -249,7 +254,7 @@ analysis::OpItems op_items_from_summary(const json& op, const std::string& where
   for (size_t k = 0; k < 3; ++k) {
     const json& key = (*keys)[k];
     if (!key.is_null() && !key.is_string())
-      ATTNPROF_FAIL("{}: field 'keys' holds {}, not a name or null", what, key.dump().substr(0, 80));
+      ATTNPROF_FAIL("{}: field 'keys' holds {}, not a name or null", what, excerpt(key, 80));
     if (key.is_string()) o.keys[k] = printable_field(key.get<std::string>(), "keys", what);
   }
   // Times up to a day (a tile of a tick or less converts to under 1 ns, and one the clock stepped back across
@@ -268,10 +273,10 @@ analysis::OpItems op_items_from_summary(const json& op, const std::string& where
   int64_t counted = 0;
   double longest = 0;
   for (const json& g : *groups) {
-    if (!g.is_object()) ATTNPROF_FAIL("{}: a group is {}, not an object", what, g.dump().substr(0, 80));
+    if (!g.is_object()) ATTNPROF_FAIL("{}: a group is {}, not an object", what, excerpt(g, 80));
     analysis::OpItems::Group e;
     e.inner = item_index(g.contains("inner") ? g["inner"] : json(), "inner", what + " group");
-    const std::string gw = fmt::format("{} group of {} {}", what, e.inner, o.inner.empty() ? "inner blocks" : o.inner);
+    const std::string gw = fmt::format("{} group of {} {}", what, e.inner, detail::inner_name(o));
     if (!o.groups.empty() && e.inner <= o.groups.back().inner)
       ATTNPROF_FAIL("{}: it follows the group of {} (attnprof writes each inner count once, ascending)", gw,
                     o.groups.back().inner);
@@ -293,14 +298,14 @@ analysis::OpItems op_items_from_summary(const json& op, const std::string& where
     ATTNPROF_FAIL("{}: field 'items' is {}, but its groups count {}", what, o.items, counted);
   if (const auto fit = op.find("fit"); fit != op.end() && !fit->is_null()) {
     if (!fit->is_object())
-      ATTNPROF_FAIL("{}: field 'fit' is {}, not an object or null", what, fit->dump().substr(0, 80));
+      ATTNPROF_FAIL("{}: field 'fit' is {}, not an object or null", what, excerpt(*fit, 80));
     const std::string fw = what + " fit";
     // The intercept may lie below zero, or far from the medians where they scatter; the slope is a rate above 0
     // (a line that falls with the work is written as none); r² is clamped to 1.
     const auto fixed = fit->find("fixed_ns");
     if (fixed == fit->end() || !fixed->is_number())
       ATTNPROF_FAIL("{}: field 'fixed_ns' is {}, not a number", fw,
-                    fixed == fit->end() ? "missing" : fixed->dump().substr(0, 80));
+                    fixed == fit->end() ? "missing" : excerpt(*fixed, 80));
     o.fixed_ns = number(*fit, "fixed_ns", fw, /*may_be_negative=*/true);
     o.marginal_gflops = required(*fit, "marginal_gflops", fw);
     o.r2 = required(*fit, "r2", fw);
@@ -394,7 +399,7 @@ Parsed parse_as(const json& s, const std::string& what, const std::string& label
       for (const char* key : {"variant", "annotation", "problem"})
         if (const auto v = sec->find(key); v != sec->end() && !v->is_null() && !v->is_string())
           ATTNPROF_FAIL("{}: field '{}.{}' is {}, not a string", what, section, key,
-                        v->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
+                        excerpt(*v, 200));
   p.side.label = !recorded(s, "variant").empty() ? printable_field(recorded(s, "variant"), "variant", what) : label;
   p.side.problem = printable_field(recorded(s, "problem"), "problem", what);
   if (run_figures && p.side.problem.empty())
@@ -713,7 +718,6 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
   const bool same_tiles = !a.side.flash_block.empty() && a.side.flash_block == b.side.flash_block &&
                           !a.side.problem.empty() && a.side.problem == b.side.problem;
   for (ItemsDiff& x : d.items) {
-    auto each = [](const analysis::OpItems::Group& g) { return g.flops / double(g.count); };
     std::unordered_map<int32_t, size_t> row_of;  // inner count -> base's row (each count once a side)
     if (x.base)
       for (size_t i = 0; i < x.base->groups.size(); ++i) {
@@ -725,7 +729,7 @@ ProfileDiff diff_summaries(const json& base, const json& next, const std::string
         const analysis::OpItems::Group& g = x.next->groups[j];
         const auto it = row_of.find(g.inner);
         if (it != row_of.end() &&
-            (same_tiles || within_1pct(each(x.base->groups[size_t(x.rows[it->second].base)]), each(g))))
+            (same_tiles || within_1pct(x.base->groups[size_t(x.rows[it->second].base)].flops_each(), g.flops_each())))
           x.rows[it->second].next = int(j);
         else
           x.rows.push_back({g.inner, -1, int(j)});
@@ -868,24 +872,24 @@ std::string items_block(const ItemsDiff& x, const ProfileDiff& d, bool definitio
   auto group = [](const std::optional<analysis::OpItems>& o, int i) {
     return i >= 0 ? &o->groups[size_t(i)] : nullptr;
   };
-  const std::string inner = any.inner.empty() ? std::string("Inner") : any.inner, nouns = detail::item_nouns(any, 2);
+  const std::string inner = detail::inner_header(any), nouns = detail::item_nouns(any, 2);
   std::string s = fmt::format("Inside {}, its {} by the {} each visited (the median {}'s time; {} per forward):\n",
                               x.op, nouns, detail::inner_name(any), any.noun, nouns);
   auto per_forward = [](const Group* g, double forwards) {
     return g ? calls(double(g->count) / forwards) : std::string("--");
   };
   auto median = [](const Group* g) { return g ? format_time_ns(g->median_ns) : std::string("--"); };
-  auto rate = [](const Group* g) { return g ? format_thread_gflops(g->flops, g->mean_ns * double(g->count)) : "--"; };
+  auto rate = [](const Group* g) { return g ? format_thread_gflops(g->flops, g->thread_ns()) : "--"; };
   // inner count, FLOPs per task, tasks per forward, medians, change, rates
   std::vector<std::array<std::string, 7>> cells;
   size_t w0 = detail::display_width(inner), w1 = 10, w2 = detail::display_width(nouns);
   for (const ItemsDiff::Row& r : x.rows) {
     const Group *a = group(x.base, r.base), *b = group(x.next, r.next), *g = a ? a : b;
     auto mflop = [](const Group* e) {
-      return e->flops > 0 ? fmt::format("{:.2f}", e->flops / double(e->count) * 1e-6) : "--";
+      return e->flops > 0 ? fmt::format("{:.2f}", e->flops_each() * 1e-6) : "--";
     };
     cells.push_back({std::to_string(r.inner),
-                     a && b && !within_1pct(a->flops / double(a->count), b->flops / double(b->count))
+                     a && b && !within_1pct(a->flops_each(), b->flops_each())
                          ? mflop(a) + " -> " + mflop(b)
                          : mflop(g),
                      per_forward(a, d.base.forwards) + " -> " + per_forward(b, d.next.forwards), median(a), median(b),
@@ -1175,13 +1179,13 @@ json diff_json(const ProfileDiff& d, int row_limit) {
                if (i < 0) return json();
                const analysis::OpItems::Group& g = o->groups[size_t(i)];
                // FLOPs and rates null where the tasks counted none, or took no time (the table's --).
-               const double thread_ns = g.mean_ns * double(g.count);
                return json{{"per_forward", g.count / forwards},
-                           {"flops_each", g.flops > 0 ? json(g.flops / double(g.count)) : json()},
+                           {"flops_each", g.flops > 0 ? json(g.flops_each()) : json()},
                            {"median_ns", g.median_ns},
                            {"mean_ns", g.mean_ns},
                            {"max_ns", g.max_ns},
-                           {"gflops_per_thread", g.flops > 0 && thread_ns > 0 ? json(g.flops / thread_ns) : json()}};
+                           {"gflops_per_thread",
+                            g.flops > 0 && g.thread_ns() > 0 ? json(g.flops / g.thread_ns()) : json()}};
              };
              auto fit = [](const std::optional<analysis::OpItems>& o) {
                return o && o->fitted ? json{{"fixed_ns", o->fixed_ns}, {"marginal_gflops", o->marginal_gflops},

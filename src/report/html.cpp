@@ -876,10 +876,9 @@ void section_ops(Page& pg, const std::vector<VariantData>& vs, const std::vector
                              {"median_us", g.median_ns * 1e-3},
                              {"mean_us", g.mean_ns * 1e-3},
                              {"max_us", g.max_ns * 1e-3},
-                             {"gflops_per_thread", format_thread_gflops(g.flops, g.mean_ns * double(g.count))},
+                             {"gflops_per_thread", format_thread_gflops(g.flops, g.thread_ns())},
                              // The line's time for a tile of the group's FLOPs: the fit the tasks line gives.
-                             {"fit_us", o.fitted ? json((o.fixed_ns + g.flops / double(g.count) / o.marginal_gflops) *
-                                                        1e-3)
+                             {"fit_us", o.fitted ? json((o.fixed_ns + g.flops_each() / o.marginal_gflops) * 1e-3)
                                                  : json()}});
       }
       if (!o.inner.empty()) inner_title = o.inner;

@@ -13,8 +13,10 @@ namespace attnprof::report::detail {
 std::string item_fit_text(const analysis::OpItems& op);
 // "Q block" or "Q blocks" for n of them.
 std::string item_nouns(const analysis::OpItems& op, int64_t n);
-// The inner count's name ("K/V blocks"), or "inner blocks" where the op gave none.
+// The inner count's name ("K/V blocks"), or "inner blocks" where the op gave none; as a column's header,
+// "Inner" there.
 std::string inner_name(const analysis::OpItems& op);
+std::string inner_header(const analysis::OpItems& op);
 // "Q block 3 (batch 0, head 1) at 4.203ms, 18.3x the median of the Q blocks with 16 K/V blocks, 94 % of it in
 // store O".
 std::string item_slowest_text(const analysis::OpItems& op);

@@ -583,6 +583,7 @@ std::string item_fit_text(const analysis::OpItems& op) {
 }
 std::string item_nouns(const analysis::OpItems& op, int64_t n) { return n == 1 ? op.noun : op.noun + "s"; }
 std::string inner_name(const analysis::OpItems& op) { return op.inner.empty() ? "inner blocks" : op.inner; }
+std::string inner_header(const analysis::OpItems& op) { return op.inner.empty() ? "Inner" : op.inner; }
 std::string item_slowest_text(const analysis::OpItems& op) {
   const auto& s = op.slowest;
   std::string t = fmt::format("{} at {}", op.item_label(s.keys), format_time_ns(s.ns));
@@ -607,7 +608,7 @@ std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitio
   std::string out;
   for (const analysis::OpItems& op : ops) {
     if (op.groups.empty()) continue;
-    const std::string nouns = item_nouns(op, 2), inner = op.inner.empty() ? std::string("Inner") : op.inner;
+    const std::string nouns = item_nouns(op, 2), inner = detail::inner_header(op);
     out += fmt::format("Tasks of {}: {} {} in {} call{} ({} a call), by the {} each visited\n", op.name, op.items,
                        item_nouns(op, op.items), op.regions, op.regions == 1 ? "" : "s",
                        fmt::format("{:.0f}", op.regions > 0 ? double(op.items) / double(op.regions) : 0.0),
@@ -616,10 +617,9 @@ std::string item_table(const std::vector<analysis::OpItems>& ops, bool definitio
     out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(inner, w0), pad_left(nouns, w1), "Median",
                        "Mean", "Max", "GFLOP/s per thread");
     for (const analysis::OpItems::Group& g : op.groups) {
-      const double ns = g.mean_ns * double(g.count);
       out += fmt::format("{}  {}  {:>11}  {:>11}  {:>11}  {:>18}\n", pad_left(std::to_string(g.inner), w0),
                          pad_left(std::to_string(g.count), w1), format_time_ns(g.median_ns), format_time_ns(g.mean_ns),
-                         format_time_ns(g.max_ns), format_thread_gflops(g.flops, ns));
+                         format_time_ns(g.max_ns), format_thread_gflops(g.flops, g.thread_ns()));
     }
     if (op.fitted)
       out += fmt::format("Per {}: {} (the line through the {} medians against their FLOPs, r² {:.3f}){}.\n", op.noun,
